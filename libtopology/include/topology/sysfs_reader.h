@@ -1,0 +1,76 @@
+// SysfsReader: the seam through which libtopology reads sysfs.
+//
+// Paths are relative to the sysfs mount point ("bus/pci/devices",
+// "devices/system/node/online"); the reader decides where that is. The real
+// reader maps them below <host root>/sys; tests substitute readers that inject
+// faults. libpci and hwloc cannot read through this interface, so a reader that
+// has a real directory says so through HostRoot() and discovery points both
+// libraries at it.
+//
+// Thread safety: implementations must allow concurrent const calls.
+#ifndef TOPOLOGY_SYSFS_READER_H_
+#define TOPOLOGY_SYSFS_READER_H_
+
+#include <cstddef>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "topology/export.h"
+#include "topology/status.h"
+
+namespace topology {
+
+class TOPOLOGY_EXPORT SysfsReader {
+ public:
+  // Sysfs attributes are at most a page; anything larger than this is
+  // rejected rather than read, so a hostile tree cannot exhaust memory.
+  static constexpr std::size_t kMaxFileSize = 64 * 1024;
+
+  virtual ~SysfsReader();
+
+  // Returns the contents of a regular file. Fails with NOT_FOUND when it does
+  // not exist, FAILED_PRECONDITION when it is not a regular file (a FIFO would
+  // block), OUT_OF_RANGE when larger than kMaxFileSize, PERMISSION_DENIED or
+  // DATA_LOSS on read errors. Messages name the full path.
+  virtual StatusOr<std::string> ReadFile(std::string_view path) const = 0;
+
+  // Returns the entry names of a directory (no "." or ".."), sorted.
+  virtual StatusOr<std::vector<std::string>> ListDirectory(
+      std::string_view path) const = 0;
+
+  // Returns the text of a symbolic link without resolving it.
+  virtual StatusOr<std::string> ReadLink(std::string_view path) const = 0;
+
+  // Resolves every link in `path` and returns the result relative to the
+  // sysfs mount point ("devices/pci0000:17/0000:17:00.0"). Fails with
+  // FAILED_PRECONDITION when it resolves outside the tree and with
+  // INVALID_ARGUMENT on a link loop.
+  virtual StatusOr<std::string> CanonicalPath(std::string_view path) const = 0;
+
+  // True when something exists at `path` (links are followed).
+  virtual bool Exists(std::string_view path) const = 0;
+
+  // True when `path` exists and is neither a regular file, a directory nor a
+  // link (FIFOs, sockets, device nodes): things libraries must not open.
+  virtual bool IsSpecialFile(std::string_view path) const = 0;
+
+  // The host root directory when the tree is a real directory that libpci
+  // and hwloc can read too; nullopt otherwise.
+  virtual std::optional<std::filesystem::path> HostRoot() const = 0;
+
+  // A printable location for messages ("<root>/sys/<path>").
+  virtual std::string Describe(std::string_view path) const = 0;
+};
+
+// Returns a reader for <host_root>/sys. `host_root` "/" reads the live
+// system.
+TOPOLOGY_EXPORT std::unique_ptr<SysfsReader> NewHostRootReader(
+    const std::filesystem::path& host_root);
+
+}  // namespace topology
+
+#endif  // TOPOLOGY_SYSFS_READER_H_

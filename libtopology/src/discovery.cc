@@ -1,0 +1,89 @@
+#include "topology/discovery.h"
+
+#include <string>
+#include <utility>
+
+#include "hwloc_support.h"
+#include "libpci_scanner.h"
+#include "sysfs_discovery.h"
+
+namespace topology {
+
+StatusOr<Topology> Discover(const DiscoveryOptions& options) {
+  std::shared_ptr<const SysfsReader> reader = options.reader;
+  if (reader == nullptr) reader = NewHostRootReader(options.host_root);
+  const bool has_system = reader->Exists("devices/system");
+  const bool has_pci = reader->Exists("bus/pci");
+  if (!has_system && !has_pci) {
+    return NotFoundError(reader->Describe("") +
+                         " is not a sysfs tree (no devices/system, no "
+                         "bus/pci)");
+  }
+
+  Topology::Parts parts;
+  parts.source = "host root " + reader->HostRoot().value_or("(in memory)").string();
+  internal::NumaFacts numa = internal::ReadNumaFacts(*reader, &parts.warnings);
+  parts.numa_nodes = std::move(numa.nodes);
+  parts.distances = std::move(numa.distances);
+
+  const std::optional<std::filesystem::path> root = reader->HostRoot();
+  if (options.use_hwloc && root.has_value() && has_system) {
+    auto cpus = internal::LoadCpusWithHwloc(*reader, *root);
+    if (cpus.ok()) {
+      parts.cpus = std::move(*cpus);
+    } else {
+      parts.warnings.push_back(cpus.status().message() +
+                               "; CPU topology unknown");
+    }
+  }
+  if (parts.cpus.empty()) {
+    // Without hwloc, the CPUs are still known from the node lists.
+    for (const NumaNode& node : parts.numa_nodes) {
+      for (int id : node.cpus.Ids()) {
+        CpuInfo cpu;
+        cpu.id = id;
+        cpu.thread_siblings.Add(id);
+        parts.cpus.push_back(std::move(cpu));
+      }
+    }
+  }
+  for (CpuInfo& cpu : parts.cpus) {
+    for (const NumaNode& node : parts.numa_nodes) {
+      if (node.cpus.Contains(cpu.id)) {
+        cpu.numa_node = node.id;
+        break;
+      }
+    }
+  }
+
+  if (has_pci) {
+    auto entries = reader->ListDirectory("bus/pci/devices");
+    if (!entries.ok()) {
+      parts.warnings.push_back(entries.status().message() +
+                               "; no PCI devices");
+    } else {
+      std::optional<std::vector<internal::LibpciIdentity>> identities;
+      if (options.use_libpci && root.has_value()) {
+        Status check = internal::CheckLibpciCanScan(*reader, *entries);
+        if (check.ok()) {
+          auto scanned = internal::ScanWithLibpci(*root);
+          if (scanned.ok()) {
+            identities = std::move(*scanned);
+          } else {
+            check = scanned.status();
+          }
+        }
+        if (!check.ok()) {
+          parts.warnings.push_back(check.message() +
+                                   "; PCI identity read from sysfs instead");
+        }
+      }
+      parts.pci_devices = internal::ReadPciDevices(
+          *reader, *entries, identities ? &*identities : nullptr,
+          parts.numa_nodes, &parts.warnings);
+    }
+  }
+  return Topology(std::move(parts));
+}
+
+}  // namespace topology

@@ -1,0 +1,140 @@
+#include "hwloc_support.h"
+
+#include <hwloc.h>
+
+#include <cstdlib>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace topology::internal {
+namespace {
+
+std::mutex& HwlocEnvironmentMutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
+// Sets an environment variable for the lifetime of the object and restores
+// the previous value (or absence) afterwards.
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const std::string& value) : name_(name) {
+    if (const char* old = std::getenv(name)) old_ = std::string(old);
+    ::setenv(name, value.c_str(), 1);
+  }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+  ~ScopedEnv() {
+    if (old_) {
+      ::setenv(name_, old_->c_str(), 1);
+    } else {
+      ::unsetenv(name_);
+    }
+  }
+
+ private:
+  const char* name_;
+  std::optional<std::string> old_;
+};
+
+// Looks for entries hwloc would open and block on. The scan is shallow: the
+// files hwloc reads live directly in cpuN/, cpuN/topology/ and nodeN/.
+Status CheckNoSpecialFiles(const SysfsReader& reader) {
+  for (const char* base : {"devices/system/cpu", "devices/system/node"}) {
+    auto entries = reader.ListDirectory(base);
+    if (!entries.ok()) continue;
+    for (const std::string& entry : *entries) {
+      const std::string path = std::string(base) + "/" + entry;
+      if (reader.IsSpecialFile(path)) {
+        return FailedPreconditionError(reader.Describe(path) +
+                                       " is not a regular file");
+      }
+      for (const char* sub : {"", "/topology"}) {
+        auto children = reader.ListDirectory(path + sub);
+        if (!children.ok()) continue;
+        for (const std::string& child : *children) {
+          const std::string child_path = path + sub + "/" + child;
+          if (reader.IsSpecialFile(child_path)) {
+            return FailedPreconditionError(reader.Describe(child_path) +
+                                           " is not a regular file");
+          }
+        }
+      }
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+CpuSet CpuSetFromHwloc(hwloc_const_bitmap_t bitmap) {
+  CpuSet set;
+  if (bitmap == nullptr || hwloc_bitmap_weight(bitmap) < 0) return set;
+  for (int id = hwloc_bitmap_first(bitmap); id >= 0;
+       id = hwloc_bitmap_next(bitmap, id)) {
+    if (id >= CpuSet::kMaxCpus) break;
+    set.Add(id);
+  }
+  return set;
+}
+
+std::vector<CpuInfo> CpusFromHwloc(hwloc_topology_t topology) {
+  std::vector<CpuInfo> cpus;
+  hwloc_obj_t pu = nullptr;
+  while ((pu = hwloc_get_next_obj_by_type(topology, HWLOC_OBJ_PU, pu)) !=
+         nullptr) {
+    CpuInfo cpu;
+    cpu.id = static_cast<int>(pu->os_index);
+    if (hwloc_obj_t core =
+            hwloc_get_ancestor_obj_by_type(topology, HWLOC_OBJ_CORE, pu)) {
+      if (core->os_index != HWLOC_UNKNOWN_INDEX) {
+        cpu.core_id = static_cast<int>(core->os_index);
+      }
+      cpu.thread_siblings = CpuSetFromHwloc(core->cpuset);
+    } else {
+      cpu.thread_siblings.Add(cpu.id);
+    }
+    if (hwloc_obj_t package =
+            hwloc_get_ancestor_obj_by_type(topology, HWLOC_OBJ_PACKAGE, pu)) {
+      if (package->os_index != HWLOC_UNKNOWN_INDEX) {
+        cpu.package_id = static_cast<int>(package->os_index);
+      }
+    }
+    cpus.push_back(std::move(cpu));
+  }
+  return cpus;
+}
+
+StatusOr<std::vector<CpuInfo>> LoadCpusWithHwloc(
+    const SysfsReader& reader, const std::filesystem::path& host_root) {
+  if (Status s = CheckNoSpecialFiles(reader); !s.ok()) {
+    return s.WithContext("hwloc skipped");
+  }
+  const bool live = host_root.lexically_normal() == "/";
+  std::lock_guard<std::mutex> lock(HwlocEnvironmentMutex());
+  std::optional<ScopedEnv> fsroot;
+  std::optional<ScopedEnv> components;
+  if (!live) {
+    fsroot.emplace("HWLOC_FSROOT", host_root.string());
+    components.emplace("HWLOC_COMPONENTS", "linux,stop");
+  }
+  HwlocTopology topology;
+  // All CPUs of the node, not only those of this process's cgroup: the kubelet
+  // reasons about the machine.
+  hwloc_topology_set_flags(topology.get(),
+                           HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
+  // PCI comes from libpci and sysfs; caches are not needed.
+  hwloc_topology_set_io_types_filter(topology.get(), HWLOC_TYPE_FILTER_KEEP_NONE);
+  hwloc_topology_set_cache_types_filter(topology.get(),
+                                        HWLOC_TYPE_FILTER_KEEP_NONE);
+  hwloc_topology_set_icache_types_filter(topology.get(),
+                                         HWLOC_TYPE_FILTER_KEEP_NONE);
+  if (hwloc_topology_load(topology.get()) != 0) {
+    return UnavailableError("hwloc could not load the CPU topology below " +
+                            host_root.string());
+  }
+  return CpusFromHwloc(topology.get());
+}
+
+}  // namespace topology::internal

@@ -1,0 +1,201 @@
+// LoadHwlocXml(): the hwloc XML front-end of discovery.
+#include <hwloc.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <string>
+
+#include "affinity.h"
+#include "hwloc_support.h"
+#include "pci_path.h"
+#include "topology/discovery.h"
+
+namespace topology {
+namespace {
+
+using internal::CpuSetFromHwloc;
+
+PciAddress AddressOf(const hwloc_obj_attr_u::hwloc_pcidev_attr_s& pci) {
+  PciAddress address;
+  address.domain = static_cast<uint32_t>(pci.domain);
+  address.bus = pci.bus;
+  address.device = pci.dev;
+  address.function = pci.func;
+  return address;
+}
+
+// The kernel gives each CPU exactly one node; hwloc gives nodes attached to
+// the same object the same cpuset (GPU memory nodes share their package's).
+// Each PU goes to the first node holding it, preferring nodes without a
+// subtype (plain DRAM) and then the lowest id, which reproduces sysfs.
+std::vector<NumaNode> NodesFromHwloc(hwloc_topology_t topology) {
+  std::vector<hwloc_obj_t> objs;
+  hwloc_obj_t obj = nullptr;
+  while ((obj = hwloc_get_next_obj_by_type(topology, HWLOC_OBJ_NUMANODE,
+                                           obj)) != nullptr) {
+    objs.push_back(obj);
+  }
+  std::stable_sort(objs.begin(), objs.end(), [](hwloc_obj_t a, hwloc_obj_t b) {
+    const bool a_plain = a->subtype == nullptr;
+    const bool b_plain = b->subtype == nullptr;
+    if (a_plain != b_plain) return a_plain;
+    return a->os_index < b->os_index;
+  });
+  std::vector<NumaNode> nodes;
+  CpuSet taken;
+  for (hwloc_obj_t node_obj : objs) {
+    NumaNode node;
+    node.id = static_cast<int>(node_obj->os_index);
+    const CpuSet cpus = CpuSetFromHwloc(node_obj->cpuset);
+    for (int cpu : cpus.Ids()) {
+      if (!taken.Contains(cpu)) {
+        node.cpus.Add(cpu);
+        taken.Add(cpu);
+      }
+    }
+    node.memory_bytes = node_obj->attr->numanode.local_memory;
+    nodes.push_back(std::move(node));
+  }
+  std::sort(nodes.begin(), nodes.end(),
+            [](const NumaNode& a, const NumaNode& b) { return a.id < b.id; });
+  return nodes;
+}
+
+std::vector<std::vector<int>> DistancesFromHwloc(
+    hwloc_topology_t topology, const std::vector<NumaNode>& nodes,
+    std::vector<std::string>* warnings) {
+  unsigned count = 1;
+  hwloc_distances_s* distances = nullptr;
+  if (hwloc_distances_get_by_name(topology, "NUMALatency", &count, &distances,
+                                  0) != 0 ||
+      count == 0) {
+    count = 1;
+    if (hwloc_distances_get_by_type(topology, HWLOC_OBJ_NUMANODE, &count,
+                                    &distances, HWLOC_DISTANCES_KIND_MEANS_LATENCY,
+                                    0) != 0 ||
+        count == 0) {
+      return {};
+    }
+  }
+  std::map<int, size_t> index_of;
+  for (size_t i = 0; i < nodes.size(); ++i) index_of[nodes[i].id] = i;
+  std::vector<std::vector<int>> matrix(nodes.size(),
+                                       std::vector<int>(nodes.size(), 0));
+  size_t filled = 0;
+  const unsigned n = distances->nbobjs;
+  for (unsigned i = 0; i < n; ++i) {
+    for (unsigned j = 0; j < n; ++j) {
+      const auto a = index_of.find(static_cast<int>(distances->objs[i]->os_index));
+      const auto b = index_of.find(static_cast<int>(distances->objs[j]->os_index));
+      if (a == index_of.end() || b == index_of.end()) continue;
+      matrix[a->second][b->second] =
+          static_cast<int>(distances->values[i * n + j]);
+      ++filled;
+    }
+  }
+  hwloc_distances_release(topology, distances);
+  if (filled != nodes.size() * nodes.size()) {
+    warnings->push_back("NUMALatency matrix does not cover every NUMA node; "
+                        "distances dropped");
+    return {};
+  }
+  return matrix;
+}
+
+// Fills a device's place in the PCI tree from its hwloc ancestors.
+void FillPath(hwloc_obj_t obj, PciDevice* device) {
+  std::vector<std::optional<internal::PciePortType>> types;
+  std::vector<PciAddress> root_first;
+  for (hwloc_obj_t parent = obj->parent;
+       parent != nullptr && parent->type == HWLOC_OBJ_BRIDGE;
+       parent = parent->parent) {
+    const hwloc_obj_attr_u::hwloc_bridge_attr_s& bridge = parent->attr->bridge;
+    if (bridge.upstream_type == HWLOC_OBJ_BRIDGE_PCI) {
+      root_first.insert(root_first.begin(), AddressOf(bridge.upstream.pci));
+    } else if (bridge.downstream_type == HWLOC_OBJ_BRIDGE_PCI) {
+      char name[32];
+      std::snprintf(name, sizeof(name), "pci%04x:%02x",
+                    bridge.downstream.pci.domain,
+                    bridge.downstream.pci.secondary_bus);
+      device->host_bridge = name;
+    }
+  }
+  types.resize(root_first.size());
+  const std::vector<bool> upstream = internal::MarkSwitchUpstreamPorts(types);
+  device->upstream_bridges.assign(root_first.rbegin(), root_first.rend());
+  device->upstream_is_switch.assign(upstream.rbegin(), upstream.rend());
+}
+
+PciDevice DeviceFromHwloc(hwloc_topology_t topology, hwloc_obj_t obj,
+                          const hwloc_obj_attr_u::hwloc_pcidev_attr_s& pci,
+                          const internal::AffinityResolver& resolver) {
+  PciDevice device;
+  device.address = AddressOf(pci);
+  device.class_code = static_cast<uint32_t>(pci.class_id) << 8;
+  device.vendor_id = pci.vendor_id;
+  device.device_id = pci.device_id;
+  device.subsystem_vendor_id = pci.subvendor_id;
+  device.subsystem_device_id = pci.subdevice_id;
+  device.revision = pci.revision;
+  if (pci.linkspeed > 0) {
+    char speed[32];
+    std::snprintf(speed, sizeof(speed), "%.2f GB/s", static_cast<double>(pci.linkspeed));
+    device.link.current_speed = speed;
+  }
+  FillPath(obj, &device);
+  // hwloc attaches each PCI tree to the CPU-side object whose cpuset equals
+  // the tree's local_cpus: that cpuset is the tree's locality.
+  hwloc_obj_t anchor = hwloc_get_non_io_ancestor_obj(topology, obj);
+  internal::LocalityFacts facts;
+  if (anchor != nullptr) facts.local_cpus = CpuSetFromHwloc(anchor->cpuset);
+  device.local_cpus = facts.local_cpus;
+  internal::Affinity affinity = resolver.Resolve(facts, {});
+  device.numa_nodes = std::move(affinity.nodes);
+  device.numa_source = affinity.source;
+  device.conflicts = std::move(affinity.conflicts);
+  return device;
+}
+
+}  // namespace
+
+StatusOr<Topology> LoadHwlocXml(const std::filesystem::path& file) {
+  internal::HwlocTopology topology;
+  if (hwloc_topology_set_xml(topology.get(), file.c_str()) != 0) {
+    return InvalidArgumentError("hwloc cannot use XML file " + file.string());
+  }
+  hwloc_topology_set_io_types_filter(topology.get(),
+                                     HWLOC_TYPE_FILTER_KEEP_ALL);
+  hwloc_topology_set_flags(topology.get(),
+                           HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
+  if (hwloc_topology_load(topology.get()) != 0) {
+    return InvalidArgumentError("hwloc cannot load XML file " + file.string() +
+                                " (want an lstopo --of xml export, format 2.0)");
+  }
+  Topology::Parts parts;
+  parts.source = "hwloc XML " + file.string();
+  parts.numa_nodes = NodesFromHwloc(topology.get());
+  parts.distances =
+      DistancesFromHwloc(topology.get(), parts.numa_nodes, &parts.warnings);
+  parts.cpus = internal::CpusFromHwloc(topology.get());
+  for (CpuInfo& cpu : parts.cpus) {
+    for (const NumaNode& node : parts.numa_nodes) {
+      if (node.cpus.Contains(cpu.id)) cpu.numa_node = node.id;
+    }
+  }
+  const internal::AffinityResolver resolver(parts.numa_nodes);
+  hwloc_obj_t obj = nullptr;
+  while ((obj = hwloc_get_next_pcidev(topology.get(), obj)) != nullptr) {
+    parts.pci_devices.push_back(
+        DeviceFromHwloc(topology.get(), obj, obj->attr->pcidev, resolver));
+  }
+  obj = nullptr;
+  while ((obj = hwloc_get_next_bridge(topology.get(), obj)) != nullptr) {
+    if (obj->attr->bridge.upstream_type != HWLOC_OBJ_BRIDGE_PCI) continue;
+    parts.pci_devices.push_back(DeviceFromHwloc(
+        topology.get(), obj, obj->attr->bridge.upstream.pci, resolver));
+  }
+  return Topology(std::move(parts));
+}
+
+}  // namespace topology

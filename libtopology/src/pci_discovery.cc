@@ -1,0 +1,253 @@
+#include <algorithm>
+#include <map>
+#include <string>
+#include <unordered_map>
+
+#include "affinity.h"
+#include "kernel_text.h"
+#include "pci_path.h"
+#include "sysfs_discovery.h"
+
+namespace topology::internal {
+namespace {
+
+std::string_view Basename(std::string_view path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string_view::npos ? path : path.substr(slash + 1);
+}
+
+// What is known about one directory in a PCI path (a device or a bridge).
+struct DirFacts {
+  LocalityFacts locality;
+  std::optional<PciePortType> port_type;
+};
+
+// Reads the files of one PCI function directory. Every failure other than
+// "absent" becomes a warning naming the file.
+class FunctionReader {
+ public:
+  FunctionReader(const SysfsReader& reader, std::vector<std::string>* warnings)
+      : reader_(reader), warnings_(warnings) {}
+
+  // The trimmed text of dir/name, or nullopt when absent or unreadable.
+  std::optional<std::string> Text(const std::string& dir, const char* name) {
+    const std::string path = dir + "/" + name;
+    auto text = reader_.ReadFile(path);
+    if (!text.ok()) {
+      if (text.status().code() != StatusCode::kNotFound) {
+        warnings_->push_back(text.status().message());
+      }
+      return std::nullopt;
+    }
+    return std::string(TrimKernelText(*text));
+  }
+
+  std::optional<int64_t> Decimal(const std::string& dir, const char* name) {
+    auto text = Text(dir, name);
+    if (!text) return std::nullopt;
+    auto value = ParseDecimal(*text);
+    if (!value.ok()) {
+      Warn(dir, name, value.status());
+      return std::nullopt;
+    }
+    return *value;
+  }
+
+  std::optional<uint64_t> Hex(const std::string& dir, const char* name,
+                              int bits) {
+    auto text = Text(dir, name);
+    if (!text) return std::nullopt;
+    auto value = ParseHex(*text, bits);
+    if (!value.ok()) {
+      Warn(dir, name, value.status());
+      return std::nullopt;
+    }
+    return *value;
+  }
+
+  std::optional<std::string> LinkName(const std::string& dir,
+                                      const char* name) {
+    auto target = reader_.ReadLink(dir + "/" + name);
+    if (!target.ok()) return std::nullopt;
+    return std::string(Basename(*target));
+  }
+
+  LocalityFacts Locality(const std::string& dir) {
+    LocalityFacts facts;
+    if (auto node = Decimal(dir, "numa_node")) {
+      if (*node < -1 || *node >= CpuSet::kMaxCpus) {
+        warnings_->push_back(reader_.Describe(dir + "/numa_node") +
+                             ": node id " + std::to_string(*node) +
+                             " out of range; ignored");
+      } else {
+        facts.numa_node = static_cast<int>(*node);
+      }
+    }
+    if (auto list = Text(dir, "local_cpulist")) {
+      auto cpus = CpuSet::ParseList(*list);
+      if (cpus.ok()) {
+        facts.local_cpus = std::move(*cpus);
+      } else {
+        Warn(dir, "local_cpulist", cpus.status());
+      }
+    }
+    if (!facts.local_cpus) {
+      if (auto mask = Text(dir, "local_cpus")) {
+        auto cpus = CpuSet::ParseMask(*mask);
+        if (cpus.ok()) {
+          facts.local_cpus = std::move(*cpus);
+        } else {
+          Warn(dir, "local_cpus", cpus.status());
+        }
+      }
+    }
+    return facts;
+  }
+
+  std::optional<PciePortType> PortType(const std::string& dir) {
+    auto config = reader_.ReadFile(dir + "/config");
+    if (!config.ok()) return std::nullopt;
+    return ParsePciePortType(*config);
+  }
+
+  void Warn(const std::string& dir, const char* name, const Status& status) {
+    warnings_->push_back(reader_.Describe(dir + "/" + name) + ": " +
+                         status.message());
+  }
+
+ private:
+  const SysfsReader& reader_;
+  std::vector<std::string>* warnings_;
+};
+
+}  // namespace
+
+std::vector<PciDevice> ReadPciDevices(
+    const SysfsReader& reader, const std::vector<std::string>& entries,
+    const std::vector<LibpciIdentity>* identities,
+    const std::vector<NumaNode>& nodes, std::vector<std::string>* warnings) {
+  FunctionReader files(reader, warnings);
+  std::map<PciAddress, const LibpciIdentity*> identity_of;
+  if (identities != nullptr) {
+    for (const LibpciIdentity& id : *identities) identity_of[id.address] = &id;
+  }
+  // Bridges are shared by many devices (every VF of a PF): read each once.
+  std::unordered_map<std::string, DirFacts> bridge_cache;
+  const auto bridge_facts = [&](const std::string& dir) -> const DirFacts& {
+    auto it = bridge_cache.find(dir);
+    if (it == bridge_cache.end()) {
+      DirFacts facts;
+      facts.locality = files.Locality(dir);
+      facts.port_type = files.PortType(dir);
+      it = bridge_cache.emplace(dir, std::move(facts)).first;
+    }
+    return it->second;
+  };
+
+  const AffinityResolver resolver(nodes);
+  std::vector<PciDevice> devices;
+  devices.reserve(entries.size());
+  for (const std::string& name : entries) {
+    auto address = PciAddress::Parse(name);
+    if (!address.ok()) {
+      warnings->push_back(reader.Describe("bus/pci/devices/" + name) +
+                          ": not a PCI address; skipped");
+      continue;
+    }
+    const std::string entry = "bus/pci/devices/" + name;
+    auto canonical = reader.CanonicalPath(entry);
+    if (!canonical.ok()) {
+      warnings->push_back(canonical.status().message() + "; device skipped");
+      continue;
+    }
+    const std::string& dir = *canonical;
+    PciDevice device;
+    device.address = *address;
+
+    if (auto it = identity_of.find(*address); it != identity_of.end()) {
+      const LibpciIdentity& id = *it->second;
+      device.class_code = id.class_code;
+      device.vendor_id = id.vendor_id;
+      device.device_id = id.device_id;
+      device.subsystem_vendor_id = id.subsystem_vendor_id;
+      device.subsystem_device_id = id.subsystem_device_id;
+      device.revision = id.revision;
+      device.physical_slot = id.physical_slot;
+    } else {
+      device.class_code =
+          static_cast<uint32_t>(files.Hex(dir, "class", 24).value_or(0));
+      device.vendor_id =
+          static_cast<uint16_t>(files.Hex(dir, "vendor", 16).value_or(0));
+      device.device_id =
+          static_cast<uint16_t>(files.Hex(dir, "device", 16).value_or(0));
+      device.subsystem_vendor_id = static_cast<uint16_t>(
+          files.Hex(dir, "subsystem_vendor", 16).value_or(0));
+      device.subsystem_device_id = static_cast<uint16_t>(
+          files.Hex(dir, "subsystem_device", 16).value_or(0));
+      device.revision =
+          static_cast<uint8_t>(files.Hex(dir, "revision", 8).value_or(0));
+    }
+
+    const LocalityFacts locality = files.Locality(dir);
+    device.sysfs_numa_node = locality.numa_node;
+    device.local_cpus = locality.local_cpus;
+    device.driver = files.LinkName(dir, "driver");
+    if (auto group = files.LinkName(dir, "iommu_group")) {
+      if (auto id = ParseDecimal(*group); id.ok() && *id >= 0 &&
+                                          *id <= 0x7fffffff) {
+        device.iommu_group = static_cast<int>(*id);
+      }
+    }
+    if (auto pf = files.LinkName(dir, "physfn")) {
+      if (auto pf_address = PciAddress::Parse(*pf); pf_address.ok()) {
+        device.physfn = *pf_address;
+      }
+    }
+    if (auto total = files.Decimal(dir, "sriov_totalvfs")) {
+      device.sriov_totalvfs = static_cast<int>(std::clamp<int64_t>(*total, 0, 1 << 16));
+      if (auto num = files.Decimal(dir, "sriov_numvfs")) {
+        device.sriov_numvfs = static_cast<int>(std::clamp<int64_t>(*num, 0, 1 << 16));
+      }
+    }
+    device.link.current_speed = files.Text(dir, "current_link_speed").value_or("");
+    device.link.max_speed = files.Text(dir, "max_link_speed").value_or("");
+    device.link.current_width = static_cast<int>(
+        std::clamp<int64_t>(files.Decimal(dir, "current_link_width").value_or(0), 0, 64));
+    device.link.max_width = static_cast<int>(
+        std::clamp<int64_t>(files.Decimal(dir, "max_link_width").value_or(0), 0, 64));
+
+    const PciPath path = ParsePciPath(dir);
+    device.host_bridge = path.host_bridge;
+    std::vector<std::optional<PciePortType>> port_types;
+    std::vector<LocalityFacts> bridges_nearest_first;
+    for (const std::string& bridge_dir : path.bridge_dirs) {
+      port_types.push_back(bridge_facts(bridge_dir).port_type);
+    }
+    const std::vector<bool> upstream = MarkSwitchUpstreamPorts(port_types);
+    for (size_t i = path.bridges_root_first.size(); i-- > 0;) {
+      device.upstream_bridges.push_back(path.bridges_root_first[i]);
+      device.upstream_is_switch.push_back(upstream[i]);
+      bridges_nearest_first.push_back(
+          bridge_facts(path.bridge_dirs[i]).locality);
+    }
+    Affinity affinity = resolver.Resolve(locality, bridges_nearest_first);
+    device.numa_nodes = std::move(affinity.nodes);
+    device.numa_source = affinity.source;
+    device.conflicts = std::move(affinity.conflicts);
+    devices.push_back(std::move(device));
+  }
+
+  // A PF's VFs, from the VFs' physfn links (in address order, which is the
+  // VF index order: VF routing ids grow by the PF's VF stride).
+  std::map<PciAddress, size_t> index_of;
+  for (size_t i = 0; i < devices.size(); ++i) index_of[devices[i].address] = i;
+  for (const auto& [address, i] : index_of) {
+    if (!devices[i].physfn) continue;
+    if (auto pf = index_of.find(*devices[i].physfn); pf != index_of.end()) {
+      devices[pf->second].virtfns.push_back(address);
+    }
+  }
+  return devices;
+}
+
+}  // namespace topology::internal

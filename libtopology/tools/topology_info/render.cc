@@ -1,0 +1,373 @@
+#include "render.h"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdio>
+#include <map>
+#include <set>
+#include <sstream>
+
+#include "topology/cost_model.h"
+
+namespace topology::tools {
+namespace {
+
+using nlohmann::json;
+
+std::string Hex(uint32_t value, int digits) {
+  char buf[16];
+  std::snprintf(buf, sizeof(buf), "0x%0*x", digits, value);
+  return buf;
+}
+
+std::vector<std::string> SplitCommas(const std::string& text) {
+  std::vector<std::string> out;
+  std::string item;
+  std::istringstream in(text);
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
+
+std::string StripHexPrefix(std::string text) {
+  if (text.size() >= 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+    text.erase(0, 2);
+  }
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return text;
+}
+
+StatusOr<std::vector<uint16_t>> ParseIds(const std::string& flag,
+                                         const std::string& text) {
+  std::vector<uint16_t> ids;
+  for (const std::string& raw : SplitCommas(text)) {
+    const std::string digits = StripHexPrefix(raw);
+    uint16_t value = 0;
+    auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(),
+                                     value, 16);
+    if (digits.empty() || digits.size() > 4 || ec != std::errc() ||
+        ptr != digits.data() + digits.size()) {
+      return InvalidArgumentError(flag + ": \"" + raw +
+                                  "\" is not a 16-bit hex id (e.g. 10de)");
+    }
+    ids.push_back(value);
+  }
+  return ids;
+}
+
+std::string Gib(uint64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1f GiB",
+                static_cast<double>(bytes) / (1024.0 * 1024.0 * 1024.0));
+  return buf;
+}
+
+std::string JoinInts(const std::vector<int>& ids) {
+  std::string out;
+  for (int id : ids) {
+    if (!out.empty()) out += ',';
+    out += std::to_string(id);
+  }
+  return out;
+}
+
+std::vector<const PciDevice*> Selected(const Topology& topology,
+                                       const DeviceFilter& filter) {
+  std::vector<const PciDevice*> out;
+  for (const PciDevice& d : topology.pci_devices()) {
+    if (filter.Matches(d)) out.push_back(&d);
+  }
+  return out;
+}
+
+std::string PadRight(std::string text, size_t width) {
+  if (text.size() < width) text.append(width - text.size(), ' ');
+  return text;
+}
+
+}  // namespace
+
+StatusOr<DeviceFilter> DeviceFilter::Parse(const std::string& classes,
+                                           const std::string& vendors,
+                                           const std::string& devices) {
+  DeviceFilter filter;
+  for (const std::string& raw : SplitCommas(classes)) {
+    const std::string digits = StripHexPrefix(raw);
+    const bool hex = !digits.empty() &&
+                     digits.find_first_not_of("0123456789abcdef") ==
+                         std::string::npos;
+    if (!hex || (digits.size() != 2 && digits.size() != 4 &&
+                 digits.size() != 6)) {
+      return InvalidArgumentError(
+          "--class: \"" + raw +
+          "\" is not a class prefix of 2, 4 or 6 hex digits (e.g. 0302)");
+    }
+    filter.classes.push_back(digits);
+  }
+  auto vendor_ids = ParseIds("--vendor", vendors);
+  if (!vendor_ids.ok()) return vendor_ids.status();
+  filter.vendors = std::move(*vendor_ids);
+  auto device_ids = ParseIds("--device", devices);
+  if (!device_ids.ok()) return device_ids.status();
+  filter.devices = std::move(*device_ids);
+  return filter;
+}
+
+bool DeviceFilter::Matches(const PciDevice& device) const {
+  if (!classes.empty()) {
+    char buf[8];
+    std::snprintf(buf, sizeof(buf), "%06x", device.class_code & 0xffffffU);
+    const std::string code = buf;
+    if (std::none_of(classes.begin(), classes.end(), [&](const std::string& c) {
+          return code.compare(0, c.size(), c) == 0;
+        })) {
+      return false;
+    }
+  }
+  if (!vendors.empty() &&
+      std::find(vendors.begin(), vendors.end(), device.vendor_id) ==
+          vendors.end()) {
+    return false;
+  }
+  if (!devices.empty() &&
+      std::find(devices.begin(), devices.end(), device.device_id) ==
+          devices.end()) {
+    return false;
+  }
+  return true;
+}
+
+json RenderJson(const Topology& topology, const DeviceFilter& filter) {
+  json doc;
+  doc["source"] = topology.source();
+  json nodes = json::array();
+  for (const NumaNode& node : topology.numa_nodes()) {
+    json n;
+    n["id"] = node.id;
+    n["cpus"] = node.cpus.ToList();
+    n["memory_bytes"] = node.memory_bytes;
+    if (topology.has_distances()) {
+      json distances = json::object();
+      for (const NumaNode& other : topology.numa_nodes()) {
+        distances[std::to_string(other.id)] =
+            topology.Distance(node.id, other.id).value_or(0);
+      }
+      n["distances"] = distances;
+    } else {
+      n["distances"] = nullptr;
+    }
+    nodes.push_back(n);
+  }
+  doc["numa_nodes"] = nodes;
+
+  json cpus = json::array();
+  for (const CpuInfo& cpu : topology.cpus()) {
+    json c;
+    c["id"] = cpu.id;
+    c["package"] = cpu.package_id;
+    c["core"] = cpu.core_id;
+    c["numa_node"] = cpu.numa_node ? json(*cpu.numa_node) : json(nullptr);
+    c["thread_siblings"] = cpu.thread_siblings.ToList();
+    cpus.push_back(c);
+  }
+  doc["cpus"] = cpus;
+
+  json devices = json::array();
+  for (const PciDevice* d : Selected(topology, filter)) {
+    json j;
+    j["address"] = d->address.ToString();
+    j["class"] = Hex(d->class_code, 6);
+    j["vendor"] = Hex(d->vendor_id, 4);
+    j["device"] = Hex(d->device_id, 4);
+    j["subsystem_vendor"] = Hex(d->subsystem_vendor_id, 4);
+    j["subsystem_device"] = Hex(d->subsystem_device_id, 4);
+    j["driver"] = d->driver ? json(*d->driver) : json(nullptr);
+    j["sysfs_numa_node"] =
+        d->sysfs_numa_node ? json(*d->sysfs_numa_node) : json(nullptr);
+    j["numa_nodes"] = d->numa_nodes;
+    j["numa_source"] = std::string(NumaSourceName(d->numa_source));
+    j["local_cpus"] =
+        d->local_cpus ? json(d->local_cpus->ToList()) : json(nullptr);
+    json bridges = json::array();
+    for (const PciAddress& b : d->upstream_bridges) bridges.push_back(b.ToString());
+    j["upstream_bridges"] = bridges;
+    j["host_bridge"] = d->host_bridge.empty() ? json(nullptr) : json(d->host_bridge);
+    j["iommu_group"] = d->iommu_group ? json(*d->iommu_group) : json(nullptr);
+    j["physfn"] = d->physfn ? json(d->physfn->ToString()) : json(nullptr);
+    j["sriov_totalvfs"] = d->sriov_totalvfs ? json(*d->sriov_totalvfs) : json(nullptr);
+    j["sriov_numvfs"] = d->sriov_numvfs ? json(*d->sriov_numvfs) : json(nullptr);
+    j["virtfns"] = d->virtfns.size();
+    j["link"] = {{"current_speed", d->link.current_speed},
+                 {"current_width", d->link.current_width},
+                 {"max_speed", d->link.max_speed},
+                 {"max_width", d->link.max_width}};
+    j["conflicts"] = d->conflicts;
+    devices.push_back(j);
+  }
+  doc["pci_devices"] = devices;
+  doc["warnings"] = topology.warnings();
+  return doc;
+}
+
+std::string RenderText(const Topology& topology, const DeviceFilter& filter) {
+  std::ostringstream out;
+  out << "Topology of " << topology.source() << "\n\n";
+  out << "NUMA nodes (" << topology.numa_nodes().size() << ")\n";
+  out << "  node  memory      cpus\n";
+  for (const NumaNode& node : topology.numa_nodes()) {
+    out << "  " << PadRight(std::to_string(node.id), 6)
+        << PadRight(Gib(node.memory_bytes), 12)
+        << (node.has_cpus() ? node.cpus.ToList() : "(no CPUs)") << "\n";
+  }
+  if (topology.has_distances()) {
+    out << "\nNUMA distances (SLIT)\n      ";
+    for (const NumaNode& to : topology.numa_nodes()) {
+      out << PadRight(std::to_string(to.id), 5);
+    }
+    out << "\n";
+    for (const NumaNode& from : topology.numa_nodes()) {
+      out << "  " << PadRight(std::to_string(from.id), 4);
+      for (const NumaNode& to : topology.numa_nodes()) {
+        out << PadRight(std::to_string(topology.Distance(from.id, to.id).value_or(0)), 5);
+      }
+      out << "\n";
+    }
+  }
+  std::set<int> packages;
+  std::set<std::pair<int, int>> cores;
+  for (const CpuInfo& cpu : topology.cpus()) {
+    packages.insert(cpu.package_id);
+    cores.insert({cpu.package_id, cpu.core_id});
+  }
+  out << "\nCPUs: " << topology.cpus().size() << " in " << packages.size()
+      << " package(s), " << cores.size() << " core(s)\n";
+
+  const std::vector<const PciDevice*> selected = Selected(topology, filter);
+  out << "\nPCI devices (" << selected.size() << " of "
+      << topology.pci_devices().size() << ")\n";
+  out << "  address         class     ids          driver        numa    "
+         "source      host bridge  upstream bridges\n";
+  for (const PciDevice* d : selected) {
+    char ids[16];
+    std::snprintf(ids, sizeof(ids), "%04x:%04x", d->vendor_id, d->device_id);
+    std::string bridges;
+    for (const PciAddress& b : d->upstream_bridges) {
+      if (!bridges.empty()) bridges += " <- ";
+      bridges += b.ToString();
+    }
+    out << "  " << PadRight(d->address.ToString(), 16)
+        << PadRight(Hex(d->class_code, 6).substr(2), 10) << PadRight(ids, 13)
+        << PadRight(d->driver.value_or("-"), 14)
+        << PadRight(d->numa_nodes.empty() ? "-" : JoinInts(d->numa_nodes), 8)
+        << PadRight(std::string(NumaSourceName(d->numa_source)), 12)
+        << PadRight(d->host_bridge.empty() ? "-" : d->host_bridge, 13)
+        << (bridges.empty() ? "-" : bridges) << "\n";
+    for (const std::string& conflict : d->conflicts) {
+      out << "      conflict: " << conflict << "\n";
+    }
+  }
+
+  std::vector<size_t> matrix_devices;
+  for (size_t i = 0; i < topology.pci_devices().size(); ++i) {
+    const PciDevice& d = topology.pci_devices()[i];
+    if (!d.is_bridge() && filter.Matches(d)) matrix_devices.push_back(i);
+  }
+  constexpr size_t kMaxMatrix = 32;
+  if (matrix_devices.size() > kMaxMatrix) {
+    out << "\nCost matrix omitted: " << matrix_devices.size()
+        << " devices selected; narrow with --class, --vendor or --device to "
+        << kMaxMatrix << " or fewer.\n";
+  } else if (matrix_devices.size() > 1) {
+    const CostModel model(topology);
+    out << "\nDevice cost matrix (level/cost 0..100)\n" << PadRight("", 15);
+    for (size_t j = 0; j < matrix_devices.size(); ++j) {
+      out << PadRight("d" + std::to_string(j), 9);
+    }
+    out << "NUMA\n";
+    for (size_t i = 0; i < matrix_devices.size(); ++i) {
+      const PciDevice& d = topology.pci_devices()[matrix_devices[i]];
+      out << PadRight("d" + std::to_string(i) + " " + d.address.ToString().substr(5), 15);
+      for (size_t j : matrix_devices) {
+        const DeviceCost c = model.BetweenIndexes(matrix_devices[i], j);
+        std::string cell = std::string(CostLevelLabel(c.level));
+        if (c.level != CostLevel::kSelf) cell += "/" + std::to_string(c.cost);
+        if (!c.locality_known) cell += "?";
+        out << PadRight(cell, 9);
+      }
+      out << (d.numa_nodes.empty() ? "-" : JoinInts(d.numa_nodes)) << "\n";
+    }
+    out << "\nLegend:\n"
+           "  X    = same device\n"
+           "  BRD  = functions of one device\n"
+           "  PIX  = at most one PCIe bridge or switch between them\n"
+           "  PXB  = several PCIe switches, no host bridge crossed\n"
+           "  PHB  = through a PCIe host bridge (root complex)\n"
+           "  NODE = different host bridges of one NUMA node\n"
+           "  SYS  = across NUMA nodes (cost grows with the SLIT distance)\n"
+           "  ?    = a device's NUMA node is unknown; cost assumed\n";
+  }
+  if (!topology.warnings().empty()) {
+    out << "\nWarnings (" << topology.warnings().size() << ")\n";
+    for (const std::string& w : topology.warnings()) out << "  " << w << "\n";
+  }
+  return out.str();
+}
+
+std::string RenderDot(const Topology& topology, const DeviceFilter& filter) {
+  static constexpr const char* kPalette[] = {
+      "#8dd3c7", "#ffffb3", "#bebada", "#fb8072", "#80b1d3", "#fdb462",
+      "#b3de69", "#fccde5", "#d9d9d9", "#bc80bd", "#ccebc5", "#ffed6f"};
+  std::map<int, const char*> colour_of;
+  for (const NumaNode& node : topology.numa_nodes()) {
+    colour_of[node.id] = kPalette[colour_of.size() % std::size(kPalette)];
+  }
+  const auto colour = [&](const std::vector<int>& nodes) -> std::string {
+    if (nodes.size() != 1) return "#eeeeee";
+    return colour_of.count(nodes[0]) ? colour_of[nodes[0]] : "#eeeeee";
+  };
+  std::ostringstream out;
+  out << "digraph pci {\n  rankdir=LR;\n  node [style=filled, fontname=\"monospace\"];\n";
+  out << "  subgraph cluster_legend {\n    label=\"NUMA nodes\";\n";
+  for (const auto& [id, c] : colour_of) {
+    out << "    \"numa" << id << "\" [label=\"node " << id
+        << "\", shape=note, fillcolor=\"" << c << "\"];\n";
+  }
+  out << "    \"numa_unknown\" [label=\"unknown\", shape=note, fillcolor=\"#eeeeee\"];\n  }\n";
+  std::set<std::string> declared;
+  std::set<std::pair<std::string, std::string>> edges;
+  const auto declare = [&](const std::string& id, const std::string& label,
+                           const std::string& shape, const std::string& fill) {
+    if (declared.insert(id).second) {
+      out << "  \"" << id << "\" [label=\"" << label << "\", shape=" << shape
+          << ", fillcolor=\"" << fill << "\"];\n";
+    }
+  };
+  for (const PciDevice* d : Selected(topology, filter)) {
+    char label[96];
+    std::snprintf(label, sizeof(label), "%s\\n%06x %04x:%04x",
+                  d->address.ToString().c_str(), d->class_code, d->vendor_id,
+                  d->device_id);
+    declare(d->address.ToString(), label, d->is_bridge() ? "ellipse" : "box",
+            colour(d->numa_nodes));
+    std::string child = d->address.ToString();
+    for (const PciAddress& b : d->upstream_bridges) {
+      const PciDevice* bridge = topology.FindDevice(b);
+      declare(b.ToString(), b.ToString(), "ellipse",
+              bridge ? colour(bridge->numa_nodes) : colour(d->numa_nodes));
+      edges.insert({b.ToString(), child});
+      child = b.ToString();
+    }
+    const std::string host = d->host_bridge.empty() ? "host" : d->host_bridge;
+    declare(host, host, "house", colour(d->numa_nodes));
+    edges.insert({host, child});
+  }
+  for (const auto& [from, to] : edges) {
+    out << "  \"" << from << "\" -> \"" << to << "\";\n";
+  }
+  out << "}\n";
+  return out.str();
+}
+
+}  // namespace topology::tools

@@ -1,0 +1,43 @@
+// Renderers of topology-info: text, JSON (a stable contract) and Graphviz DOT.
+#ifndef TOPOLOGY_TOOLS_TOPOLOGY_INFO_RENDER_H_
+#define TOPOLOGY_TOOLS_TOPOLOGY_INFO_RENDER_H_
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "topology/pci_device.h"
+#include "topology/status.h"
+#include "topology/topology.h"
+
+namespace topology::tools {
+
+// Which devices to show. Empty lists match everything.
+struct DeviceFilter {
+  // Class prefixes as hex digit strings of 2, 4 or 6 digits ("03", "0302").
+  std::vector<std::string> classes;
+  std::vector<uint16_t> vendors;
+  std::vector<uint16_t> devices;
+
+  // Parses the comma-separated flag values; fails with INVALID_ARGUMENT
+  // naming the flag and value.
+  static StatusOr<DeviceFilter> Parse(const std::string& classes,
+                                      const std::string& vendors,
+                                      const std::string& devices);
+  bool Matches(const PciDevice& device) const;
+};
+
+// The JSON document of `topology-info --format json`.
+nlohmann::json RenderJson(const Topology& topology, const DeviceFilter& filter);
+
+// Human-readable report: nodes, distances, CPUs, devices, cost matrix.
+std::string RenderText(const Topology& topology, const DeviceFilter& filter);
+
+// The PCI tree as a Graphviz digraph, devices coloured by NUMA node.
+std::string RenderDot(const Topology& topology, const DeviceFilter& filter);
+
+}  // namespace topology::tools
+
+#endif  // TOPOLOGY_TOOLS_TOPOLOGY_INFO_RENDER_H_

@@ -1,0 +1,209 @@
+// Discovery on the synthetic machines of tests/testing/synthetic_machines.h.
+#include "topology/discovery.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "status_matchers.h"
+#include "synthetic_machines.h"
+#include "temp_dir.h"
+#include "topology/cost_model.h"
+
+namespace topology {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using testing::StatusIs;
+using testing::TempDir;
+
+PciAddress A(const char* text) { return *PciAddress::Parse(text); }
+
+Topology DiscoverOrDie(const std::filesystem::path& root) {
+  DiscoveryOptions options;
+  options.host_root = root;
+  auto topology = Discover(options);
+  EXPECT_TRUE(topology.ok()) << topology.status().ToString();
+  return topology.ok() ? *std::move(topology) : Topology();
+}
+
+std::vector<const PciDevice*> WithClass(const Topology& t, uint32_t class_code) {
+  std::vector<const PciDevice*> out;
+  for (const PciDevice& d : t.pci_devices()) {
+    if (d.class_code == class_code) out.push_back(&d);
+  }
+  return out;
+}
+
+TEST(DiscoveryTest, DualSocketEightGpus) {
+  TempDir dir;
+  testing::WriteDualSocketGpuMachine(dir.path());
+  const Topology t = DiscoverOrDie(dir.path());
+  EXPECT_THAT(t.warnings(), IsEmpty());
+  ASSERT_EQ(t.numa_nodes().size(), 2u);
+  EXPECT_EQ(t.numa_nodes()[1].cpus.ToList(), "8-15,24-31");
+  EXPECT_EQ(t.numa_nodes()[0].memory_bytes, 256ULL << 30);
+  EXPECT_EQ(*t.Distance(0, 1), 21);
+
+  // hwloc: 32 CPUs, 2 packages, SMT siblings.
+  ASSERT_EQ(t.cpus().size(), 32u);
+  EXPECT_EQ(t.cpus()[9].package_id, 1);
+  EXPECT_EQ(t.cpus()[9].thread_siblings.ToList(), "9,25");
+  EXPECT_EQ(t.cpus()[9].numa_node, 1);
+
+  const auto gpus = WithClass(t, 0x030200);
+  const auto nics = WithClass(t, 0x020000);
+  ASSERT_EQ(gpus.size(), 8u);
+  ASSERT_EQ(nics.size(), 4u);
+  const PciDevice& gpu = *gpus[0];
+  EXPECT_EQ(gpu.address.ToString(), "0000:1a:00.0");
+  EXPECT_EQ(gpu.vendor_id, 0x10de);
+  EXPECT_EQ(gpu.driver, "nvidia");
+  EXPECT_EQ(gpu.sysfs_numa_node, 0);
+  EXPECT_THAT(gpu.numa_nodes, ElementsAre(0));
+  EXPECT_EQ(gpu.numa_source, NumaSource::kSysfs);
+  EXPECT_EQ(gpu.host_bridge, "pci0000:17");
+  EXPECT_EQ(gpu.iommu_group, 10);
+  EXPECT_EQ(gpu.link.current_width, 16);
+  EXPECT_EQ(gpu.link.current_speed, "16.0 GT/s PCIe");
+  ASSERT_EQ(gpu.upstream_bridges.size(), 3u);
+  EXPECT_EQ(gpu.upstream_bridges[0].ToString(), "0000:19:04.0");  // dsp
+  EXPECT_EQ(gpu.upstream_bridges[2].ToString(), "0000:17:00.0");  // root port
+  EXPECT_THAT(gpu.upstream_is_switch, ElementsAre(false, true, false));
+  EXPECT_THAT(gpus[7]->numa_nodes, ElementsAre(1));
+
+  const CostModel model(t);
+  EXPECT_EQ(model.Between(A("0000:1a:00.0"), A("0000:1b:00.0"))->level,
+            CostLevel::kSameSwitch);
+  EXPECT_EQ(model.Between(A("0000:1a:00.0"), A("0000:3d:00.0"))->level,
+            CostLevel::kSameNumaNode);
+  EXPECT_EQ(model.Between(A("0000:1a:00.0"), A("0000:9a:00.0"))->level,
+            CostLevel::kCrossNuma);
+}
+
+TEST(DiscoveryTest, SubNumaClustering) {
+  TempDir dir;
+  testing::WriteSubNumaClusterMachine(dir.path());
+  const Topology t = DiscoverOrDie(dir.path());
+  ASSERT_EQ(t.numa_nodes().size(), 4u);
+  EXPECT_EQ(*t.Distance(0, 1), 11);
+  EXPECT_EQ(*t.Distance(1, 2), 21);
+  // Sockets need package ids: nodes 0 and 1 share package 0.
+  EXPECT_EQ(t.cpus()[8].package_id, 0);
+  EXPECT_EQ(t.cpus()[8].numa_node, 1);
+  EXPECT_EQ(t.cpus()[16].package_id, 1);
+  const auto gpus = WithClass(t, 0x030200);
+  ASSERT_EQ(gpus.size(), 4u);
+  for (size_t i = 0; i < gpus.size(); ++i) {
+    EXPECT_THAT(gpus[i]->numa_nodes, ElementsAre(static_cast<int>(i)));
+  }
+  const CostModel model(t);
+  // Same socket, other sub-node is cheaper than the other socket.
+  const int sibling = model.Between(gpus[0]->address, gpus[1]->address)->cost;
+  const int remote = model.Between(gpus[0]->address, gpus[2]->address)->cost;
+  EXPECT_LT(sibling, remote);
+}
+
+TEST(DiscoveryTest, VmWithMinusOneEverywhereIsUnknownNotZero) {
+  TempDir dir;
+  testing::WriteVmMachine(dir.path());
+  const Topology t = DiscoverOrDie(dir.path());
+  ASSERT_EQ(t.pci_devices().size(), 4u);
+  for (const PciDevice& d : t.pci_devices()) {
+    EXPECT_EQ(d.sysfs_numa_node, -1);
+    EXPECT_THAT(d.numa_nodes, IsEmpty());
+    EXPECT_EQ(d.numa_source, NumaSource::kUnknown);
+    EXPECT_THAT(d.upstream_bridges, IsEmpty());
+  }
+}
+
+TEST(DiscoveryTest, CpuLessMemoryNode) {
+  TempDir dir;
+  testing::WriteCpulessNodeMachine(dir.path());
+  const Topology t = DiscoverOrDie(dir.path());
+  ASSERT_EQ(t.numa_nodes().size(), 3u);
+  EXPECT_FALSE(t.FindNumaNode(2)->has_cpus());
+  EXPECT_EQ(t.FindNumaNode(2)->memory_bytes, 512ULL << 30);
+  EXPECT_EQ(*t.Distance(2, 0), 14);
+  const PciDevice* cxl = t.FindDevice(A("0000:39:00.0"));
+  ASSERT_NE(cxl, nullptr);
+  ASSERT_TRUE(cxl->local_cpus.has_value());
+  EXPECT_TRUE(cxl->local_cpus->empty());
+  EXPECT_THAT(cxl->numa_nodes, ElementsAre(2));
+  EXPECT_EQ(cxl->numa_source, NumaSource::kSysfs);
+  EXPECT_THAT(cxl->conflicts, IsEmpty());
+}
+
+TEST(DiscoveryTest, SparseNodeIdsMapDistanceColumnsByOnlineOrder) {
+  TempDir dir;
+  testing::WriteSparseNodeMachine(dir.path());
+  const Topology t = DiscoverOrDie(dir.path());
+  EXPECT_THAT(t.NumaNodeIds(), ElementsAre(0, 2, 5));
+  EXPECT_EQ(*t.Distance(0, 5), 30);
+  EXPECT_EQ(*t.Distance(2, 5), 25);
+  EXPECT_EQ(t.Distance(0, 1), std::nullopt);
+  const auto gpus = WithClass(t, 0x030200);
+  ASSERT_EQ(gpus.size(), 3u);
+  EXPECT_THAT(gpus[2]->numa_nodes, ElementsAre(5));
+}
+
+TEST(DiscoveryTest, SriovRelations) {
+  TempDir dir;
+  testing::WriteSriovMachine(dir.path(), 2, 8);
+  const Topology t = DiscoverOrDie(dir.path());
+  EXPECT_THAT(t.warnings(), IsEmpty());
+  const PciDevice* pf = t.FindDevice(A("0000:10:00.0"));
+  ASSERT_NE(pf, nullptr);
+  EXPECT_EQ(pf->sriov_totalvfs, 8);
+  EXPECT_EQ(pf->sriov_numvfs, 8);
+  ASSERT_EQ(pf->virtfns.size(), 8u);
+  EXPECT_EQ(pf->virtfns[0].ToString(), "0000:10:02.0");
+  const PciDevice* vf = t.FindDevice(pf->virtfns[7]);
+  ASSERT_NE(vf, nullptr);
+  EXPECT_TRUE(vf->is_virtual_function());
+  EXPECT_EQ(vf->physfn, pf->address);
+  EXPECT_EQ(vf->driver, "vfio-pci");
+  EXPECT_THAT(vf->numa_nodes, ElementsAre(0));
+  EXPECT_TRUE(vf->iommu_group.has_value());
+  EXPECT_NE(vf->iommu_group, pf->iommu_group);
+}
+
+TEST(DiscoveryTest, LibpciAndSysfsAgreeOnIdentity) {
+  TempDir dir;
+  testing::WriteDualSocketGpuMachine(dir.path());
+  DiscoveryOptions with;
+  with.host_root = dir.path();
+  DiscoveryOptions without = with;
+  without.use_libpci = false;
+  without.use_hwloc = false;
+  auto a = Discover(with);
+  auto b = Discover(without);
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(b.ok());
+  ASSERT_EQ(a->pci_devices().size(), b->pci_devices().size());
+  for (size_t i = 0; i < a->pci_devices().size(); ++i) {
+    const PciDevice& x = a->pci_devices()[i];
+    const PciDevice& y = b->pci_devices()[i];
+    EXPECT_EQ(x.class_code, y.class_code) << x.address.ToString();
+    EXPECT_EQ(x.vendor_id, y.vendor_id);
+    EXPECT_EQ(x.device_id, y.device_id);
+    EXPECT_EQ(x.subsystem_vendor_id, y.subsystem_vendor_id);
+    EXPECT_EQ(x.subsystem_device_id, y.subsystem_device_id);
+    EXPECT_EQ(x.revision, y.revision);
+  }
+  // Without hwloc the CPUs still come from the node lists.
+  EXPECT_EQ(b->cpus().size(), 32u);
+  EXPECT_EQ(b->cpus()[0].package_id, -1);
+}
+
+TEST(DiscoveryTest, MissingTreeIsNotFound) {
+  TempDir dir;
+  DiscoveryOptions options;
+  options.host_root = dir.path() / "nothing-here";
+  EXPECT_THAT(Discover(options),
+              StatusIs(StatusCode::kNotFound, HasSubstr("not a sysfs tree")));
+}
+
+}  // namespace
+}  // namespace topology

@@ -1,0 +1,221 @@
+// Malformed, truncated and hostile sysfs trees: discovery must give a clear
+// warning naming the file (or a documented degraded result), never crash,
+// hang or end the process (libpci's default error hook calls exit()).
+#include <sys/stat.h>
+#include <sys/types.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "synthetic_machines.h"
+#include "temp_dir.h"
+#include "topology/discovery.h"
+
+namespace topology {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::AnyOf;
+using ::testing::Contains;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+
+PciAddress A(const char* text) { return *PciAddress::Parse(text); }
+
+class HostileTreeTest : public ::testing::Test {
+ protected:
+  void SetUp() override { testing::WriteDualSocketGpuMachine(dir_.path()); }
+
+  fs::path Sys(const std::string& rel) const { return dir_.path() / "sys" / rel; }
+  fs::path Gpu() const {
+    return fs::canonical(Sys("bus/pci/devices/0000:1a:00.0"));
+  }
+  static void Write(const fs::path& path, const std::string& text) {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << text;
+  }
+  Topology Run(bool use_libpci = true) {
+    DiscoveryOptions options;
+    options.host_root = dir_.path();
+    options.use_libpci = use_libpci;
+    auto t = Discover(options);
+    EXPECT_TRUE(t.ok()) << t.status().ToString();
+    return t.ok() ? *std::move(t) : Topology();
+  }
+
+  testing::TempDir dir_;
+};
+
+TEST_F(HostileTreeTest, GarbageNumaNodeIsNamedAndFallsBackToLocalCpus) {
+  Write(Gpu() / "numa_node", "banana\n");
+  const Topology t = Run();
+  EXPECT_THAT(t.warnings(), Contains(HasSubstr("0000:1a:00.0/numa_node")));
+  const PciDevice* gpu = t.FindDevice(A("0000:1a:00.0"));
+  ASSERT_NE(gpu, nullptr);
+  EXPECT_EQ(gpu->sysfs_numa_node, std::nullopt);
+  EXPECT_THAT(gpu->numa_nodes, ElementsAre(0));
+  EXPECT_EQ(gpu->numa_source, NumaSource::kLocalCpus);
+}
+
+TEST_F(HostileTreeTest, NulBytesAndTruncatedFiles) {
+  Write(Gpu() / "local_cpulist", std::string("0-7,16-23\n\0\0", 12));
+  Write(Gpu() / "numa_node", "");
+  Write(Sys("devices/system/node/node1/cpulist"), std::string("8-15,24-31\n\0", 12));
+  const Topology t = Run();
+  const PciDevice* gpu = t.FindDevice(A("0000:1a:00.0"));
+  ASSERT_NE(gpu, nullptr);
+  EXPECT_THAT(gpu->numa_nodes, ElementsAre(0));
+  EXPECT_EQ(t.FindNumaNode(1)->cpus.ToList(), "8-15,24-31");
+  EXPECT_THAT(t.warnings(), Contains(HasSubstr("numa_node")));
+}
+
+TEST_F(HostileTreeTest, ShortDistanceRowDropsMatrixWithWarning) {
+  Write(Sys("devices/system/node/node1/distance"), "21\n");
+  const Topology t = Run();
+  EXPECT_FALSE(t.has_distances());
+  EXPECT_THAT(t.warnings(),
+              Contains(AllOf(HasSubstr("node1/distance"),
+                             HasSubstr("1 values for 2 online nodes"))));
+}
+
+TEST_F(HostileTreeTest, GarbageDistanceRow) {
+  Write(Sys("devices/system/node/node0/distance"), "10 twenty-one\n");
+  const Topology t = Run();
+  EXPECT_FALSE(t.has_distances());
+  EXPECT_THAT(t.warnings(), Contains(HasSubstr("twenty-one")));
+}
+
+TEST_F(HostileTreeTest, MissingVendorFileDoesNotEndTheProcess) {
+  // libpci's default error hook would call exit(1) here.
+  fs::remove(Gpu() / "vendor");
+  const Topology t = Run();
+  EXPECT_THAT(t.warnings(), Contains(HasSubstr("libpci would abort")));
+  EXPECT_EQ(t.pci_devices().size(), 32u);
+  EXPECT_EQ(t.FindDevice(A("0000:1a:00.0"))->vendor_id, 0);
+  EXPECT_EQ(t.FindDevice(A("0000:1b:00.0"))->vendor_id, 0x10de);
+}
+
+TEST_F(HostileTreeTest, UnparsableEntryInDevicesIsSkipped) {
+  fs::create_directories(Sys("bus/pci/devices/not-a-device"));
+  const Topology t = Run();
+  EXPECT_THAT(t.warnings(), Contains(HasSubstr("not-a-device")));
+  EXPECT_EQ(t.pci_devices().size(), 32u);
+}
+
+TEST_F(HostileTreeTest, SymlinkLoopIsReportedNotFollowed) {
+  fs::create_symlink("loop-b", Sys("bus/pci/devices/loop-a"));
+  fs::create_symlink("loop-a", Sys("bus/pci/devices/loop-b"));
+  fs::create_symlink("0000:77:00.0", Sys("bus/pci/devices/0000:77:00.0"));
+  const Topology t = Run();
+  EXPECT_THAT(t.warnings(), Contains(HasSubstr("0000:77:00.0")));
+  EXPECT_EQ(t.FindDevice(A("0000:77:00.0")), nullptr);
+}
+
+TEST_F(HostileTreeTest, LinkEscapingTheRootIsRefused) {
+  // An absolute link would read the live machine's sysfs instead.
+  fs::create_directory_symlink("/sys/devices", Sys("bus/pci/devices/0000:78:00.0"));
+  const Topology t = Run();
+  EXPECT_THAT(t.warnings(), Contains(HasSubstr("resolves outside")));
+  EXPECT_EQ(t.FindDevice(A("0000:78:00.0")), nullptr);
+}
+
+TEST_F(HostileTreeTest, FifoWouldBlockAndIsRefused) {
+  fs::remove(Gpu() / "numa_node");
+  ASSERT_EQ(::mkfifo((Gpu() / "numa_node").c_str(), 0600), 0);
+  fs::remove(Sys("devices/system/cpu/cpu3/topology/core_id"));
+  ASSERT_EQ(::mkfifo(Sys("devices/system/cpu/cpu3/topology/core_id").c_str(), 0600), 0);
+  const Topology t = Run();
+  EXPECT_THAT(t.warnings(), Contains(HasSubstr("not a regular file")));
+  EXPECT_THAT(t.warnings(), Contains(HasSubstr("hwloc skipped")));
+  const PciDevice* gpu = t.FindDevice(A("0000:1a:00.0"));
+  ASSERT_NE(gpu, nullptr);
+  EXPECT_THAT(gpu->numa_nodes, ElementsAre(0));  // from local_cpulist
+}
+
+TEST_F(HostileTreeTest, HugeFileIsRejected) {
+  Write(Gpu() / "local_cpulist", std::string(1 << 20, '1'));
+  const Topology t = Run();
+  EXPECT_THAT(t.warnings(), Contains(HasSubstr("larger than")));
+}
+
+TEST_F(HostileTreeTest, MissingNodeDirectoryMeansOneNode) {
+  fs::remove_all(Sys("devices/system/node"));
+  const Topology t = Run();
+  ASSERT_EQ(t.numa_nodes().size(), 1u);
+  EXPECT_EQ(t.numa_nodes()[0].id, 0);
+  EXPECT_EQ(t.numa_nodes()[0].cpus.Count(), 32);
+  EXPECT_THAT(t.warnings(), Contains(HasSubstr("assuming one node 0")));
+  // numa_node 1 now names no online node: kept as a conflict.
+  const PciDevice* remote = t.FindDevice(A("0000:9a:00.0"));
+  ASSERT_NE(remote, nullptr);
+  EXPECT_THAT(remote->conflicts, Contains(HasSubstr("not an online NUMA node")));
+}
+
+TEST_F(HostileTreeTest, OnlineNodeWithoutDirectory) {
+  Write(Sys("devices/system/node/online"), "0-2\n");
+  const Topology t = Run();
+  EXPECT_EQ(t.numa_nodes().size(), 3u);
+  EXPECT_FALSE(t.has_distances());
+  EXPECT_THAT(t.warnings(), Contains(HasSubstr("node 2 is online but")));
+}
+
+TEST_F(HostileTreeTest, MissingPciDirectory) {
+  fs::remove_all(Sys("bus/pci"));
+  const Topology t = Run();
+  EXPECT_THAT(t.pci_devices(), IsEmpty());
+  EXPECT_EQ(t.numa_nodes().size(), 2u);
+}
+
+// A reader that fails chosen paths the way an unreadable file does (tests
+// run as root, where file modes do not stop reads).
+class FaultyReader : public SysfsReader {
+ public:
+  FaultyReader(std::unique_ptr<SysfsReader> inner, std::string failing)
+      : inner_(std::move(inner)), failing_(std::move(failing)) {}
+  StatusOr<std::string> ReadFile(std::string_view path) const override {
+    if (path.find(failing_) != std::string_view::npos) {
+      return PermissionDeniedError("cannot open " + inner_->Describe(path) +
+                                   ": Permission denied");
+    }
+    return inner_->ReadFile(path);
+  }
+  StatusOr<std::vector<std::string>> ListDirectory(std::string_view p) const override {
+    return inner_->ListDirectory(p);
+  }
+  StatusOr<std::string> ReadLink(std::string_view p) const override {
+    return inner_->ReadLink(p);
+  }
+  StatusOr<std::string> CanonicalPath(std::string_view p) const override {
+    return inner_->CanonicalPath(p);
+  }
+  bool Exists(std::string_view p) const override { return inner_->Exists(p); }
+  bool IsSpecialFile(std::string_view p) const override {
+    return inner_->IsSpecialFile(p);
+  }
+  std::optional<fs::path> HostRoot() const override { return std::nullopt; }
+  std::string Describe(std::string_view p) const override {
+    return inner_->Describe(p);
+  }
+
+ private:
+  std::unique_ptr<SysfsReader> inner_;
+  std::string failing_;
+};
+
+TEST_F(HostileTreeTest, UnreadableFilesAreNamed) {
+  DiscoveryOptions options;
+  options.reader = std::make_shared<FaultyReader>(
+      NewHostRootReader(dir_.path()), "local_cpulist");
+  auto t = Discover(options);
+  ASSERT_TRUE(t.ok());
+  EXPECT_THAT(t->warnings(), Contains(HasSubstr("local_cpulist: Permission denied")));
+  // The reader has no real root: libpci and hwloc are not used.
+  EXPECT_EQ(t->cpus()[0].package_id, -1);
+  EXPECT_EQ(t->FindDevice(A("0000:1a:00.0"))->vendor_id, 0x10de);
+}
+
+}  // namespace
+}  // namespace topology

@@ -1,0 +1,61 @@
+#include "topology/pci_address.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "status_matchers.h"
+
+namespace topology {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::StatusIs;
+
+TEST(PciAddressTest, ParsesFullAndShortForms) {
+  auto a = PciAddress::Parse("0000:3B:00.1");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->bus, 0x3b);
+  EXPECT_EQ(a->function, 1);
+  EXPECT_EQ(a->ToString(), "0000:3b:00.1");
+  auto b = PciAddress::Parse("3b:1f.7");
+  ASSERT_TRUE(b.ok());
+  EXPECT_EQ(b->domain, 0u);
+  EXPECT_EQ(b->device, 0x1f);
+}
+
+TEST(PciAddressTest, WideDomains) {
+  auto a = PciAddress::Parse("10000:00:04.0");
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->domain, 0x10000u);
+  EXPECT_EQ(a->ToString(), "10000:00:04.0");
+  EXPECT_TRUE(PciAddress::Parse("ffffffff:00:00.0").ok());
+  EXPECT_FALSE(PciAddress::Parse("100000000:00:00.0").ok());
+}
+
+TEST(PciAddressTest, RejectsMalformedAddresses) {
+  EXPECT_THAT(PciAddress::Parse("0000:3b:20.0"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("device")));
+  EXPECT_THAT(PciAddress::Parse("0000:3b:00.8"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("function")));
+  EXPECT_THAT(PciAddress::Parse("0000:3b0:00.0"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("bus")));
+  EXPECT_FALSE(PciAddress::Parse("").ok());
+  EXPECT_FALSE(PciAddress::Parse(":00:00.0").ok());
+  EXPECT_FALSE(PciAddress::Parse("0000:17:00.0:pcie001").ok());
+  EXPECT_FALSE(PciAddress::Parse("pci0000:17").ok());
+  EXPECT_FALSE(PciAddress::Parse("0000:3b:00.").ok());
+  EXPECT_FALSE(PciAddress::Parse("0000:-1:00.0").ok());
+}
+
+TEST(PciAddressTest, OrderingAndSlots) {
+  const PciAddress a = *PciAddress::Parse("0000:3b:00.0");
+  const PciAddress b = *PciAddress::Parse("0000:3b:00.1");
+  const PciAddress c = *PciAddress::Parse("0001:00:00.0");
+  EXPECT_LT(a, b);
+  EXPECT_LT(b, c);
+  EXPECT_TRUE(a.SameSlot(b));
+  EXPECT_FALSE(a.SameSlot(c));
+}
+
+}  // namespace
+}  // namespace topology

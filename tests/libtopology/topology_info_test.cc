@@ -1,0 +1,140 @@
+// topology-info as a user runs it: exit codes, the JSON contract, text and
+// DOT (rendered by Graphviz when installed).
+#include <sys/wait.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include "synthetic_machines.h"
+#include "temp_dir.h"
+
+namespace topology {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+using nlohmann::json;
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+};
+
+CommandResult RunCommand(const std::string& command) {
+  CommandResult run;
+  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
+  if (pipe == nullptr) return run;
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) run.out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return run;
+}
+
+class TopologyInfoTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    dir_ = new testing::TempDir();
+    testing::WriteDualSocketGpuMachine(dir_->path() / "dual");
+  }
+  static void TearDownTestSuite() { delete dir_; }
+  static CommandResult Info(const std::string& args) {
+    return RunCommand(std::string(TOPOLOGY_INFO_BINARY) + " --host-root '" +
+                      (dir_->path() / "dual").string() + "' " + args);
+  }
+  static testing::TempDir* dir_;
+};
+
+testing::TempDir* TopologyInfoTest::dir_ = nullptr;
+
+TEST_F(TopologyInfoTest, JsonKeepsTheContractKeys) {
+  const CommandResult run = Info("--format json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const json doc = json::parse(run.out);
+  ASSERT_EQ(doc["numa_nodes"].size(), 2u);
+  const json& node = doc["numa_nodes"][1];
+  EXPECT_EQ(node["id"], 1);
+  EXPECT_EQ(node["cpus"], "8-15,24-31");
+  EXPECT_EQ(node["memory_bytes"], 256ULL << 30);
+  EXPECT_EQ(node["distances"]["0"], 21);
+  EXPECT_EQ(node["distances"]["1"], 10);
+  ASSERT_EQ(doc["pci_devices"].size(), 32u);
+  const json* gpu = nullptr;
+  for (const json& d : doc["pci_devices"]) {
+    if (d["address"] == "0000:1a:00.0") gpu = &d;
+  }
+  ASSERT_NE(gpu, nullptr);
+  EXPECT_EQ((*gpu)["class"], "0x030200");
+  EXPECT_EQ((*gpu)["vendor"], "0x10de");
+  EXPECT_EQ((*gpu)["device"], "0x20b0");
+  EXPECT_EQ((*gpu)["driver"], "nvidia");
+  EXPECT_EQ((*gpu)["sysfs_numa_node"], 0);
+  EXPECT_EQ((*gpu)["numa_nodes"], json::array({0}));
+  EXPECT_EQ((*gpu)["numa_source"], "sysfs");
+  EXPECT_EQ((*gpu)["local_cpus"], "0-7,16-23");
+  EXPECT_EQ((*gpu)["upstream_bridges"],
+            json::array({"0000:19:04.0", "0000:18:00.0", "0000:17:00.0"}));
+}
+
+TEST_F(TopologyInfoTest, FiltersSelectDevices) {
+  const CommandResult run = Info("--format json --class 0302 --vendor 10de");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_EQ(json::parse(run.out)["pci_devices"].size(), 8u);
+  const CommandResult nics = Info("--format json --vendor 0x15b3 --device 101d");
+  EXPECT_EQ(json::parse(nics.out)["pci_devices"].size(), 4u);
+}
+
+TEST_F(TopologyInfoTest, TextShowsNodesDistancesAndCostMatrix) {
+  const CommandResult run = Info("--class 0302");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_THAT(run.out, HasSubstr("NUMA distances (SLIT)"));
+  EXPECT_THAT(run.out, HasSubstr("Device cost matrix"));
+  EXPECT_THAT(run.out, HasSubstr("PIX/20"));
+  EXPECT_THAT(run.out, HasSubstr("SYS/100"));
+  EXPECT_THAT(run.out, HasSubstr("0000:1a:00.0"));
+}
+
+TEST_F(TopologyInfoTest, DotRendersWithGraphviz) {
+  const CommandResult run = Info("--format dot");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_THAT(run.out, HasSubstr("digraph pci"));
+  EXPECT_THAT(run.out, HasSubstr("\"0000:19:04.0\" -> \"0000:1a:00.0\""));
+  if (RunCommand("command -v dot").exit_code != 0) {
+    GTEST_SKIP() << "graphviz not installed";
+  }
+  const auto file = dir_->path() / "pci.dot";
+  std::ofstream(file) << run.out;
+  const CommandResult svg = RunCommand("dot -Tsvg '" + file.string() + "'");
+  EXPECT_EQ(svg.exit_code, 0) << svg.out;
+  EXPECT_THAT(svg.out, HasSubstr("<svg"));
+}
+
+TEST_F(TopologyInfoTest, BadInputExitsTwoWithTheArgumentNamed) {
+  CommandResult run = Info("--class 3");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.out, HasSubstr("--class"));
+  run = Info("--vendor zz");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.out, HasSubstr("--vendor"));
+  run = Info("--format yaml");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.out, HasSubstr("--format"));
+  run = RunCommand(std::string(TOPOLOGY_INFO_BINARY) +
+                   " --host-root /nonexistent-root");
+  EXPECT_EQ(run.exit_code, 1);
+  EXPECT_THAT(run.out, HasSubstr("not a sysfs tree"));
+  run = RunCommand(std::string(TOPOLOGY_INFO_BINARY) +
+                   " --hwloc-xml /x.xml --host-root /");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.out, Not(HasSubstr("Segmentation")));
+}
+
+}  // namespace
+}  // namespace topology

@@ -1,0 +1,254 @@
+#include "synthetic_machines.h"
+
+#include <cstdio>
+#include <string>
+
+#include "sysfs_tree_builder.h"
+
+namespace topology::testing {
+namespace {
+
+constexpr uint64_t kGiB = 1024ULL * 1024 * 1024;
+
+std::string Bdf(int bus, int dev, int fn = 0) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "0000:%02x:%02x.%d", bus, dev, fn);
+  return buf;
+}
+
+std::string HostBridge(int bus) {
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "pci0000:%02x", bus);
+  return buf;
+}
+
+// sockets x cores x 2 threads; thread t of core c on socket s is CPU
+// s*cores + c + t*sockets*cores (Linux's usual numbering).
+void AddCpus(SysfsTreeBuilder& b, int sockets, int cores) {
+  const int total = sockets * cores;
+  for (int s = 0; s < sockets; ++s) {
+    for (int c = 0; c < cores; ++c) {
+      const int first = s * cores + c;
+      const std::string siblings =
+          std::to_string(first) + "," + std::to_string(first + total);
+      b.AddCpu(first, s, c, siblings);
+      b.AddCpu(first + total, s, c, siblings);
+    }
+  }
+}
+
+std::string SocketCpus(int socket, int cores, int sockets) {
+  const int first = socket * cores;
+  const int total = sockets * cores;
+  return std::to_string(first) + "-" + std::to_string(first + cores - 1) +
+         "," + std::to_string(first + total) + "-" +
+         std::to_string(first + total + cores - 1);
+}
+
+// A root port at bus:00.0 with a switch (usp on bus+1, dsps on bus+2) and one
+// endpoint per downstream port on bus+3+i.
+void AddSwitchTree(SysfsTreeBuilder& b, int bus, int node,
+                   const std::string& cpus,
+                   const std::vector<PciFunctionSpec>& endpoints) {
+  for (size_t i = 0; i < endpoints.size(); ++i) {
+    PciFunctionSpec spec = endpoints[i];
+    spec.host_bridge = HostBridge(bus);
+    const int dsp_dev = static_cast<int>(i + 1) * 4;
+    spec.path = {Bdf(bus, 0), Bdf(bus + 1, 0), Bdf(bus + 2, dsp_dev),
+                 Bdf(bus + 3 + static_cast<int>(i), 0)};
+    spec.numa_node = node;
+    spec.local_cpulist = cpus;
+    b.AddPciFunction(spec);
+  }
+}
+
+PciFunctionSpec Gpu(int iommu_group) {
+  PciFunctionSpec gpu;
+  gpu.class_code = 0x030200;
+  gpu.vendor = 0x10de;
+  gpu.device = 0x20b0;
+  gpu.subsystem_vendor = 0x10de;
+  gpu.subsystem_device = 0x134f;
+  gpu.driver = "nvidia";
+  gpu.iommu_group = iommu_group;
+  return gpu;
+}
+
+PciFunctionSpec Nic(int iommu_group) {
+  PciFunctionSpec nic;
+  nic.class_code = 0x020000;
+  nic.vendor = 0x15b3;
+  nic.device = 0x101d;
+  nic.subsystem_vendor = 0x15b3;
+  nic.subsystem_device = 0x0047;
+  nic.driver = "mlx5_core";
+  nic.iommu_group = iommu_group;
+  return nic;
+}
+
+}  // namespace
+
+void WriteDualSocketGpuMachine(const std::filesystem::path& root) {
+  SysfsTreeBuilder b(root);
+  AddCpus(b, 2, 8);
+  b.AddNode(0, SocketCpus(0, 8, 2), 256 * kGiB);
+  b.AddNode(1, SocketCpus(1, 8, 2), 256 * kGiB);
+  b.SetDistances({{10, 21}, {21, 10}});
+  int group = 10;
+  // Socket 0: host bridges 0x17 and 0x3a; socket 1: 0x97 and 0xb7.
+  const int buses[] = {0x17, 0x3a, 0x97, 0xb7};
+  for (int i = 0; i < 4; ++i) {
+    const int node = i / 2;
+    AddSwitchTree(b, buses[i], node, SocketCpus(node, 8, 2),
+                  {Gpu(group), Gpu(group + 1), Nic(group + 2)});
+    group += 3;
+  }
+  b.Finish();
+}
+
+void WriteSubNumaClusterMachine(const std::filesystem::path& root) {
+  SysfsTreeBuilder b(root);
+  // 2 sockets x 8 cores, no SMT: node = 2*socket + (core / 4).
+  for (int cpu = 0; cpu < 32; ++cpu) {
+    b.AddCpu(cpu, cpu / 16, cpu % 16, std::to_string(cpu));
+  }
+  for (int node = 0; node < 4; ++node) {
+    const int first = node * 8;
+    b.AddNode(node, std::to_string(first) + "-" + std::to_string(first + 7),
+              128 * kGiB);
+  }
+  b.SetDistances({{10, 11, 21, 21},
+                  {11, 10, 21, 21},
+                  {21, 21, 10, 11},
+                  {21, 21, 11, 10}});
+  const int buses[] = {0x17, 0x3a, 0x97, 0xb7};
+  for (int node = 0; node < 4; ++node) {
+    const int first = node * 8;
+    AddSwitchTree(b, buses[node], node,
+                  std::to_string(first) + "-" + std::to_string(first + 7),
+                  {Gpu(20 + 2 * node), Nic(21 + 2 * node)});
+  }
+  b.Finish();
+}
+
+void WriteVmMachine(const std::filesystem::path& root) {
+  SysfsTreeBuilder b(root);
+  for (int cpu = 0; cpu < 8; ++cpu) b.AddCpu(cpu, cpu / 4, cpu % 4, std::to_string(cpu));
+  b.AddNode(0, "0-3", 16 * kGiB);
+  b.AddNode(1, "4-7", 16 * kGiB);
+  b.SetDistances({{10, 20}, {20, 10}});
+  for (int i = 0; i < 4; ++i) {
+    PciFunctionSpec spec = i % 2 == 0 ? Gpu(30 + i) : Nic(30 + i);
+    spec.host_bridge = "pci0000:00";
+    spec.path = {Bdf(0, 3 + i)};
+    spec.numa_node = -1;
+    spec.local_cpulist = "0-7";
+    b.AddPciFunction(spec);
+  }
+  b.Finish();
+}
+
+void WriteCpulessNodeMachine(const std::filesystem::path& root) {
+  SysfsTreeBuilder b(root);
+  AddCpus(b, 2, 4);
+  b.AddNode(0, SocketCpus(0, 4, 2), 64 * kGiB);
+  b.AddNode(1, SocketCpus(1, 4, 2), 64 * kGiB);
+  b.AddNode(2, "", 512 * kGiB);
+  b.SetDistances({{10, 21, 14}, {21, 10, 24}, {14, 24, 10}});
+  AddSwitchTree(b, 0x17, 0, SocketCpus(0, 4, 2), {Gpu(40), Nic(41)});
+  PciFunctionSpec cxl;
+  cxl.class_code = 0x050210;  // CXL memory device
+  cxl.vendor = 0x8086;
+  cxl.device = 0x0d93;
+  cxl.driver = "cxl_pci";
+  cxl.host_bridge = HostBridge(0x38);
+  cxl.path = {Bdf(0x38, 0), Bdf(0x39, 0)};
+  cxl.numa_node = 2;
+  cxl.local_cpulist = "";
+  b.AddPciFunction(cxl);
+  b.Finish();
+}
+
+void WriteSparseNodeMachine(const std::filesystem::path& root) {
+  SysfsTreeBuilder b(root);
+  for (int cpu = 0; cpu < 12; ++cpu) b.AddCpu(cpu, cpu / 4, cpu % 4, std::to_string(cpu));
+  b.AddNode(0, "0-3", 32 * kGiB);
+  b.AddNode(2, "4-7", 32 * kGiB);
+  b.AddNode(5, "8-11", 32 * kGiB);
+  b.SetDistances({{10, 20, 30}, {20, 10, 25}, {30, 25, 10}});
+  AddSwitchTree(b, 0x17, 0, "0-3", {Gpu(50)});
+  AddSwitchTree(b, 0x3a, 2, "4-7", {Gpu(51)});
+  AddSwitchTree(b, 0x5d, 5, "8-11", {Gpu(52)});
+  b.Finish();
+}
+
+void WriteSriovMachine(const std::filesystem::path& root, int pfs,
+                       int vfs_per_pf) {
+  SysfsTreeBuilder b(root);
+  AddCpus(b, 2, 8);
+  b.AddNode(0, SocketCpus(0, 8, 2), 256 * kGiB);
+  b.AddNode(1, SocketCpus(1, 8, 2), 256 * kGiB);
+  b.SetDistances({{10, 21}, {21, 10}});
+  int group = 100;
+  for (int pf = 0; pf < pfs; ++pf) {
+    const int node = pf % 2;
+    // Each PF sits on its own bus below its socket's root port.
+    const int bus = 0x10 + (pf % 0x60) * 2;
+    const int domain = pf / 0x60;
+    char host[32];
+    std::snprintf(host, sizeof(host), "pci%04x:%02x", domain, node == 0 ? 0x0f : 0x8f);
+    char root_port[32];
+    std::snprintf(root_port, sizeof(root_port), "%04x:%02x:00.0", domain, node == 0 ? 0x0f : 0x8f);
+    char pf_addr[32];
+    std::snprintf(pf_addr, sizeof(pf_addr), "%04x:%02x:00.0", domain, bus);
+    PciFunctionSpec spec = Nic(group++);
+    spec.host_bridge = host;
+    spec.path = {root_port, pf_addr};
+    spec.numa_node = node;
+    spec.local_cpulist = SocketCpus(node, 8, 2);
+    spec.sriov_totalvfs = vfs_per_pf;
+    b.AddPciFunction(spec);
+    for (int vf = 0; vf < vfs_per_pf; ++vf) {
+      // VF routing ids start at the PF's + 16 (first VF on device 2).
+      const int rid = 16 + vf;
+      char vf_addr[32];
+      std::snprintf(vf_addr, sizeof(vf_addr), "%04x:%02x:%02x.%d", domain,
+                    bus + rid / 256, (rid % 256) / 8, rid % 8);
+      PciFunctionSpec v = spec;
+      v.device = 0x101e;
+      v.driver = "vfio-pci";
+      v.iommu_group = group++;
+      v.sriov_totalvfs.reset();
+      v.physfn = pf_addr;
+      v.path = {root_port, vf_addr};
+      b.AddPciFunction(v);
+    }
+  }
+  b.Finish();
+}
+
+std::vector<std::string> MachineNames() {
+  return {"dual-socket-8gpu", "snc", "vm", "cpuless-node", "sparse-nodes",
+          "sriov-4096"};
+}
+
+bool WriteMachine(const std::string& name, const std::filesystem::path& root) {
+  if (name == "dual-socket-8gpu") {
+    WriteDualSocketGpuMachine(root);
+  } else if (name == "snc") {
+    WriteSubNumaClusterMachine(root);
+  } else if (name == "vm") {
+    WriteVmMachine(root);
+  } else if (name == "cpuless-node") {
+    WriteCpulessNodeMachine(root);
+  } else if (name == "sparse-nodes") {
+    WriteSparseNodeMachine(root);
+  } else if (name == "sriov-4096") {
+    WriteSriovMachine(root, 16, 255);
+  } else {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace topology::testing

@@ -1,0 +1,26 @@
+#include "temp_dir.h"
+
+#include <boost/filesystem.hpp>
+
+#include <system_error>
+
+namespace topology::testing {
+
+// std::filesystem has no unique-name generator; Boost.Filesystem's
+// unique_path() is the well-kept one.
+TempDir::TempDir() {
+  const boost::filesystem::path unique = boost::filesystem::unique_path(
+      boost::filesystem::temp_directory_path() / "topology-test-%%%%-%%%%-%%%%");
+  path_ = unique.string();
+  std::filesystem::create_directories(path_);
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  // Hostile-tree tests may leave unreadable modes behind.
+  std::filesystem::permissions(path_, std::filesystem::perms::owner_all,
+                               std::filesystem::perm_options::add, ec);
+  std::filesystem::remove_all(path_, ec);
+}
+
+}  // namespace topology::testing
