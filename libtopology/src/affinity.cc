@@ -47,13 +47,12 @@ std::optional<std::pair<std::vector<int>, NumaSource>> AffinityResolver::Direct(
       conflicts->push_back("numa_node " + std::to_string(id) +
                            " is not an online NUMA node; ignored");
     } else {
-      if (!from_cpus.empty() &&
-          std::find(from_cpus.begin(), from_cpus.end(), id) ==
-              from_cpus.end()) {
-        conflicts->push_back(
-            "numa_node " + std::to_string(id) + " but local CPUs " +
-            facts.local_cpus->ToList() + " lie on node(s) " +
-            NodeListText(from_cpus) + "; numa_node wins");
+      if (!from_cpus.empty() && std::find(from_cpus.begin(), from_cpus.end(),
+                                          id) == from_cpus.end()) {
+        conflicts->push_back("numa_node " + std::to_string(id) +
+                             " but local CPUs " + facts.local_cpus->ToList() +
+                             " lie on node(s) " + NodeListText(from_cpus) +
+                             "; numa_node wins");
       }
       return std::make_pair(std::vector<int>{id}, NumaSource::kSysfs);
     }

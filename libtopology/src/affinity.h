@@ -15,7 +15,7 @@ namespace topology::internal {
 
 // What sysfs says about one PCI function's locality.
 struct LocalityFacts {
-  std::optional<int> numa_node;     // raw numa_node file
+  std::optional<int> numa_node;      // raw numa_node file
   std::optional<CpuSet> local_cpus;  // local_cpulist, else local_cpus
 };
 
@@ -34,9 +34,9 @@ class AffinityResolver {
   // are a non-empty strict subset of all CPUs (the nodes whose CPUs they
   // meet); the first bridge in `bridges_nearest_first` for which one of those
   // two rules gives an answer; otherwise unknown.
-  Affinity Resolve(const LocalityFacts& device,
-                   const std::vector<LocalityFacts>& bridges_nearest_first)
-      const;
+  Affinity Resolve(
+      const LocalityFacts& device,
+      const std::vector<LocalityFacts>& bridges_nearest_first) const;
 
  private:
   // Rules 1 and 2 for one function; appends conflicts found on the way.

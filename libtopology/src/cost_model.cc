@@ -14,21 +14,28 @@ uint64_t AddressKey(const PciAddress& a) {
 }
 
 int RoundedRatio(int numerator, int denominator, int scale) {
-  return static_cast<int>(std::lround(static_cast<double>(scale) * numerator /
-                                      denominator));
+  return static_cast<int>(
+      std::lround(static_cast<double>(scale) * numerator / denominator));
 }
 
 }  // namespace
 
 std::string_view CostLevelLabel(CostLevel level) {
   switch (level) {
-    case CostLevel::kSelf: return "X";
-    case CostLevel::kSameBoard: return "BRD";
-    case CostLevel::kSameSwitch: return "PIX";
-    case CostLevel::kMultipleSwitches: return "PXB";
-    case CostLevel::kSameHostBridge: return "PHB";
-    case CostLevel::kSameNumaNode: return "NODE";
-    case CostLevel::kCrossNuma: return "SYS";
+    case CostLevel::kSelf:
+      return "X";
+    case CostLevel::kSameBoard:
+      return "BRD";
+    case CostLevel::kSameSwitch:
+      return "PIX";
+    case CostLevel::kMultipleSwitches:
+      return "PXB";
+    case CostLevel::kSameHostBridge:
+      return "PHB";
+    case CostLevel::kSameNumaNode:
+      return "NODE";
+    case CostLevel::kCrossNuma:
+      return "SYS";
   }
   return "?";
 }
@@ -73,8 +80,8 @@ int CostModel::UnknownCrossCost() const {
       ++count;
     }
   }
-  return static_cast<int>(std::lround(static_cast<double>(sum) /
-                                      static_cast<double>(count)));
+  return static_cast<int>(
+      std::lround(static_cast<double>(sum) / static_cast<double>(count)));
 }
 
 int CostModel::NodeSetCost(const std::vector<int>& a,
@@ -84,8 +91,8 @@ int CostModel::NodeSetCost(const std::vector<int>& a,
     for (int y : b) {
       if (x == y) return kSameNumaNodeCost;
       const std::optional<int> slit = topology_.Distance(x, y);
-      best = std::min(best, slit ? RemoteCost(*slit)
-                                 : (kCrossNumaMinCost + kMaxCost) / 2);
+      best = std::min(
+          best, slit ? RemoteCost(*slit) : (kCrossNumaMinCost + kMaxCost) / 2);
     }
   }
   return best;

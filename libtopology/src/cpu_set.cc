@@ -23,8 +23,7 @@ StatusOr<int> ParseCpuId(std::string_view token, std::string_view whole) {
   }
   if (value < 0 || value >= CpuSet::kMaxCpus) {
     return InvalidArgumentError("CPU id " + std::to_string(value) +
-                                " out of range in cpulist " +
-                                QuoteText(whole));
+                                " out of range in cpulist " + QuoteText(whole));
   }
   return value;
 }
@@ -109,8 +108,8 @@ StatusOr<CpuSet> CpuSet::ParseMask(std::string_view text) {
   }
   if (words.size() * 32 > static_cast<size_t>(kMaxCpus)) {
     return InvalidArgumentError("cpumask wider than " +
-                                std::to_string(kMaxCpus) + " CPUs: " +
-                                QuoteText(whole));
+                                std::to_string(kMaxCpus) +
+                                " CPUs: " + QuoteText(whole));
   }
   for (size_t i = 0; i < words.size(); ++i) {
     std::string_view word = words[words.size() - 1 - i];

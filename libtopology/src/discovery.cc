@@ -1,5 +1,6 @@
 #include "topology/discovery.h"
 
+#include <future>
 #include <string>
 #include <utility>
 
@@ -21,7 +22,8 @@ StatusOr<Topology> Discover(const DiscoveryOptions& options) {
   }
 
   Topology::Parts parts;
-  parts.source = "host root " + reader->HostRoot().value_or("(in memory)").string();
+  parts.source =
+      "host root " + reader->HostRoot().value_or("(in memory)").string();
   internal::NumaFacts numa = internal::ReadNumaFacts(*reader, &parts.warnings);
   parts.numa_nodes = std::move(numa.nodes);
   parts.distances = std::move(numa.distances);
@@ -59,28 +61,36 @@ StatusOr<Topology> Discover(const DiscoveryOptions& options) {
   if (has_pci) {
     auto entries = reader->ListDirectory("bus/pci/devices");
     if (!entries.ok()) {
-      parts.warnings.push_back(entries.status().message() +
-                               "; no PCI devices");
+      parts.warnings.push_back(entries.status().message() + "; no PCI devices");
     } else {
-      std::optional<std::vector<internal::LibpciIdentity>> identities;
-      if (options.use_libpci && root.has_value()) {
-        Status check = internal::CheckLibpciCanScan(*reader, *entries);
-        if (check.ok()) {
-          auto scanned = internal::ScanWithLibpci(*root);
-          if (scanned.ok()) {
-            identities = std::move(*scanned);
-          } else {
-            check = scanned.status();
-          }
-        }
-        if (!check.ok()) {
-          parts.warnings.push_back(check.message() +
-                                   "; PCI identity read from sysfs instead");
-        }
+      // libpci scans on a second thread while sysfs is read on this one;
+      // identity from libpci is merged afterwards.
+      const bool use_libpci = options.use_libpci && root.has_value();
+      std::future<StatusOr<std::vector<internal::LibpciIdentity>>> scan;
+      if (use_libpci) {
+        scan = std::async(
+            std::launch::async,
+            [&entries,
+             &root]() -> StatusOr<std::vector<internal::LibpciIdentity>> {
+              Status check = internal::CheckLibpciCanScan(*root, *entries);
+              if (!check.ok()) return check;
+              return internal::ScanWithLibpci(*root, entries->size());
+            });
       }
       parts.pci_devices = internal::ReadPciDevices(
-          *reader, *entries, identities ? &*identities : nullptr,
-          parts.numa_nodes, &parts.warnings);
+          *reader, *entries, /*read_identity=*/!use_libpci, parts.numa_nodes,
+          &parts.warnings);
+      if (use_libpci) {
+        auto identities = scan.get();
+        if (identities.ok()) {
+          internal::ApplyLibpciIdentity(*identities, &parts.pci_devices);
+        } else {
+          parts.warnings.push_back(identities.status().message() +
+                                   "; PCI identity read from sysfs instead");
+          internal::ReadPciIdentity(*reader, &parts.pci_devices,
+                                    &parts.warnings);
+        }
+      }
     }
   }
   return Topology(std::move(parts));

@@ -1,11 +1,11 @@
 #include "hwloc_support.h"
 
-#include <hwloc.h>
-
 #include <cstdlib>
 #include <mutex>
 #include <optional>
 #include <string>
+
+#include <hwloc.h>
 
 namespace topology::internal {
 namespace {
@@ -125,7 +125,8 @@ StatusOr<std::vector<CpuInfo>> LoadCpusWithHwloc(
   hwloc_topology_set_flags(topology.get(),
                            HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
   // PCI comes from libpci and sysfs; caches are not needed.
-  hwloc_topology_set_io_types_filter(topology.get(), HWLOC_TYPE_FILTER_KEEP_NONE);
+  hwloc_topology_set_io_types_filter(topology.get(),
+                                     HWLOC_TYPE_FILTER_KEEP_NONE);
   hwloc_topology_set_cache_types_filter(topology.get(),
                                         HWLOC_TYPE_FILTER_KEEP_NONE);
   hwloc_topology_set_icache_types_filter(topology.get(),

@@ -3,11 +3,11 @@
 #ifndef TOPOLOGY_SRC_HWLOC_SUPPORT_H_
 #define TOPOLOGY_SRC_HWLOC_SUPPORT_H_
 
-#include <hwloc.h>
-
 #include <filesystem>
 #include <string>
 #include <vector>
+
+#include <hwloc.h>
 
 #include "topology/cpu_info.h"
 #include "topology/status.h"

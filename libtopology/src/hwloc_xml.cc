@@ -1,15 +1,16 @@
 // LoadHwlocXml(): the hwloc XML front-end of discovery.
-#include <hwloc.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
 
+#include <hwloc.h>
+
+#include "topology/discovery.h"
+
 #include "affinity.h"
 #include "hwloc_support.h"
 #include "pci_path.h"
-#include "topology/discovery.h"
 
 namespace topology {
 namespace {
@@ -71,9 +72,9 @@ std::vector<std::vector<int>> DistancesFromHwloc(
                                   0) != 0 ||
       count == 0) {
     count = 1;
-    if (hwloc_distances_get_by_type(topology, HWLOC_OBJ_NUMANODE, &count,
-                                    &distances, HWLOC_DISTANCES_KIND_MEANS_LATENCY,
-                                    0) != 0 ||
+    if (hwloc_distances_get_by_type(
+            topology, HWLOC_OBJ_NUMANODE, &count, &distances,
+            HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) != 0 ||
         count == 0) {
       return {};
     }
@@ -86,8 +87,10 @@ std::vector<std::vector<int>> DistancesFromHwloc(
   const unsigned n = distances->nbobjs;
   for (unsigned i = 0; i < n; ++i) {
     for (unsigned j = 0; j < n; ++j) {
-      const auto a = index_of.find(static_cast<int>(distances->objs[i]->os_index));
-      const auto b = index_of.find(static_cast<int>(distances->objs[j]->os_index));
+      const auto a =
+          index_of.find(static_cast<int>(distances->objs[i]->os_index));
+      const auto b =
+          index_of.find(static_cast<int>(distances->objs[j]->os_index));
       if (a == index_of.end() || b == index_of.end()) continue;
       matrix[a->second][b->second] =
           static_cast<int>(distances->values[i * n + j]);
@@ -96,8 +99,9 @@ std::vector<std::vector<int>> DistancesFromHwloc(
   }
   hwloc_distances_release(topology, distances);
   if (filled != nodes.size() * nodes.size()) {
-    warnings->push_back("NUMALatency matrix does not cover every NUMA node; "
-                        "distances dropped");
+    warnings->push_back(
+        "NUMALatency matrix does not cover every NUMA node; "
+        "distances dropped");
     return {};
   }
   return matrix;
@@ -140,7 +144,8 @@ PciDevice DeviceFromHwloc(hwloc_topology_t topology, hwloc_obj_t obj,
   device.revision = pci.revision;
   if (pci.linkspeed > 0) {
     char speed[32];
-    std::snprintf(speed, sizeof(speed), "%.2f GB/s", static_cast<double>(pci.linkspeed));
+    std::snprintf(speed, sizeof(speed), "%.2f GB/s",
+                  static_cast<double>(pci.linkspeed));
     device.link.current_speed = speed;
   }
   FillPath(obj, &device);
@@ -169,8 +174,9 @@ StatusOr<Topology> LoadHwlocXml(const std::filesystem::path& file) {
   hwloc_topology_set_flags(topology.get(),
                            HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
   if (hwloc_topology_load(topology.get()) != 0) {
-    return InvalidArgumentError("hwloc cannot load XML file " + file.string() +
-                                " (want an lstopo --of xml export, format 2.0)");
+    return InvalidArgumentError(
+        "hwloc cannot load XML file " + file.string() +
+        " (want an lstopo --of xml export, format 2.0)");
   }
   Topology::Parts parts;
   parts.source = "hwloc XML " + file.string();

@@ -5,11 +5,16 @@ extern "C" {
 }
 
 #include <csetjmp>
-#include <cstdlib>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <iterator>
 #include <mutex>
 #include <string>
+
+#include <dirent.h>
+#include <sys/stat.h>
 
 namespace topology::internal {
 namespace {
@@ -39,9 +44,12 @@ struct LibpciFile {
   bool mandatory;
 };
 constexpr LibpciFile kLibpciFiles[] = {
-    {"vendor", true},           {"device", true},
-    {"class", true},            {"revision", false},
-    {"subsystem_vendor", false}, {"subsystem_device", false},
+    {"vendor", true},
+    {"device", true},
+    {"class", true},
+    {"revision", false},
+    {"subsystem_vendor", false},
+    {"subsystem_device", false},
     {"config", false},
 };
 
@@ -117,27 +125,50 @@ int RunLibpci(const char* sysfs_bus_pci, RawIdentity* out, size_t capacity,
 
 }  // namespace
 
-Status CheckLibpciCanScan(const SysfsReader& reader,
+Status CheckLibpciCanScan(const std::filesystem::path& host_root,
                           const std::vector<std::string>& entries) {
+  const std::string devices = (host_root / "sys/bus/pci/devices").string();
   for (const std::string& name : entries) {
     if (name.empty() || name[0] == '.') continue;  // libpci skips these too
+    const std::string dir_path = devices + "/" + name;
     if (!RoundTrips(name)) {
-      return FailedPreconditionError("libpci cannot handle entry " +
-                                     reader.Describe("bus/pci/devices/" + name));
+      return FailedPreconditionError("libpci cannot handle entry " + dir_path);
     }
-    for (const LibpciFile& file : kLibpciFiles) {
-      const std::string path = "bus/pci/devices/" + name + "/" + file.name;
-      if (reader.IsSpecialFile(path)) {
-        return FailedPreconditionError(reader.Describe(path) +
-                                       " is not a regular file");
+    // One directory read per device gives every entry's type.
+    DIR* dir = ::opendir(dir_path.c_str());
+    if (dir == nullptr) {
+      return FailedPreconditionError("libpci would abort on " + dir_path +
+                                     " (cannot list it)");
+    }
+    bool found[std::size(kLibpciFiles)] = {};
+    std::string offender;
+    while (const dirent* entry = ::readdir(dir)) {
+      for (size_t i = 0; i < std::size(kLibpciFiles); ++i) {
+        if (std::strcmp(entry->d_name, kLibpciFiles[i].name) != 0) continue;
+        unsigned char type = entry->d_type;
+        if (type == DT_UNKNOWN || type == DT_LNK) {
+          struct stat st {};
+          type = ::fstatat(::dirfd(dir), entry->d_name, &st, 0) == 0 &&
+                         S_ISREG(st.st_mode)
+                     ? DT_REG
+                     : DT_UNKNOWN;
+        }
+        if (type == DT_REG) {
+          found[i] = true;
+        } else {
+          offender = dir_path + "/" + entry->d_name;
+        }
       }
-      if (!file.mandatory) continue;
-      auto text = reader.ReadFile(path);
-      // libpci reads at most 255 bytes and aborts on longer values.
-      if (!text.ok() || text->size() >= 255) {
-        return FailedPreconditionError(
-            "libpci would abort on " + reader.Describe(path) +
-            (text.ok() ? " (value too long)" : " (" + text.status().message() + ")"));
+    }
+    ::closedir(dir);
+    if (!offender.empty()) {
+      return FailedPreconditionError(offender + " is not a regular file");
+    }
+    for (size_t i = 0; i < std::size(kLibpciFiles); ++i) {
+      if (kLibpciFiles[i].mandatory && !found[i]) {
+        return FailedPreconditionError("libpci would abort on " + dir_path +
+                                       "/" + kLibpciFiles[i].name +
+                                       " (missing)");
       }
     }
   }
@@ -145,12 +176,12 @@ Status CheckLibpciCanScan(const SysfsReader& reader,
 }
 
 StatusOr<std::vector<LibpciIdentity>> ScanWithLibpci(
-    const std::filesystem::path& host_root) {
+    const std::filesystem::path& host_root, size_t expected_devices) {
   const std::string sysfs = (host_root / "sys" / "bus" / "pci").string();
-  std::vector<RawIdentity> raw(256);
+  std::vector<RawIdentity> raw(expected_devices + 16);
   size_t total = 0;
   int n = 0;
-  // Grow the buffer once if the first pass saw more devices than it held.
+  // Grow the buffer once should devices appear between listing and scan.
   for (int attempt = 0; attempt < 2; ++attempt) {
     n = RunLibpci(sysfs.c_str(), raw.data(), raw.size(), &total);
     if (n < 0) {

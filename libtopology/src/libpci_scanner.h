@@ -17,7 +17,6 @@
 
 #include "topology/pci_address.h"
 #include "topology/status.h"
-#include "topology/sysfs_reader.h"
 
 namespace topology::internal {
 
@@ -32,16 +31,19 @@ struct LibpciIdentity {
   std::optional<std::string> physical_slot;
 };
 
-// Checks that libpci can scan `reader`'s bus/pci/devices without calling its
-// error hook. Fails with FAILED_PRECONDITION naming the first entry it would
-// abort on.
-Status CheckLibpciCanScan(const SysfsReader& reader,
+// Checks that libpci can scan <host_root>/sys/bus/pci/devices without calling
+// its error hook or blocking: every entry name round-trips as libpci prints it,
+// the files it must open exist, and none of the files it may open is a FIFO
+// or device node. Fails with FAILED_PRECONDITION naming the first offender.
+// (Oversized values are left to the error-hook guard.)
+Status CheckLibpciCanScan(const std::filesystem::path& host_root,
                           const std::vector<std::string>& entries);
 
-// Scans <host_root>/sys/bus/pci with libpci. Fails with UNAVAILABLE carrying
-// libpci's own message if its error hook fires anyway.
+// Scans <host_root>/sys/bus/pci with libpci; `expected_devices` sizes the
+// result buffer (a larger tree costs a second scan). Fails with UNAVAILABLE
+// carrying libpci's own message if its error hook fires anyway.
 StatusOr<std::vector<LibpciIdentity>> ScanWithLibpci(
-    const std::filesystem::path& host_root);
+    const std::filesystem::path& host_root, size_t expected_devices);
 
 }  // namespace topology::internal
 

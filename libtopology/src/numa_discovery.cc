@@ -41,7 +41,8 @@ NumaFacts ReadNumaFacts(const SysfsReader& reader,
   for (int id : ids) {
     NumaNode node;
     node.id = id;
-    const std::string dir = std::string(kNodeDir) + "/node" + std::to_string(id);
+    const std::string dir =
+        std::string(kNodeDir) + "/node" + std::to_string(id);
     if (auto text = reader.ReadFile(dir + "/cpulist"); text.ok()) {
       if (auto cpus = CpuSet::ParseList(*text); cpus.ok()) {
         node.cpus = *cpus;
@@ -67,7 +68,8 @@ NumaFacts ReadNumaFacts(const SysfsReader& reader,
     if (distances_usable) {
       auto text = reader.ReadFile(dir + "/distance");
       StatusOr<std::vector<int>> row =
-          text.ok() ? ParseDistanceRow(*text) : StatusOr<std::vector<int>>(text.status());
+          text.ok() ? ParseDistanceRow(*text)
+                    : StatusOr<std::vector<int>>(text.status());
       if (!row.ok()) {
         warnings->push_back(reader.Describe(dir + "/distance") + ": " +
                             row.status().message() +

@@ -49,7 +49,8 @@ StatusOr<PciAddress> PciAddress::Parse(std::string_view text) {
   if (!domain_text.empty() && !ParseHexField(domain_text, 8, &domain)) {
     return fail("domain must be 1 to 8 hex digits");
   }
-  if (!ParseHexField(bus_text, 2, &bus)) return fail("bus must be 2 hex digits");
+  if (!ParseHexField(bus_text, 2, &bus))
+    return fail("bus must be 2 hex digits");
   if (!ParseHexField(dev_text, 2, &dev) || dev > 0x1f) {
     return fail("device must be 00 to 1f");
   }

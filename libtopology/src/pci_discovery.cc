@@ -22,17 +22,16 @@ struct DirFacts {
   std::optional<PciePortType> port_type;
 };
 
-// Reads the files of one PCI function directory. Every failure other than
-// "absent" becomes a warning naming the file.
+// Reads the attributes of PCI function directories. Every failure other
+// than "absent" becomes a warning naming the file.
 class FunctionReader {
  public:
   FunctionReader(const SysfsReader& reader, std::vector<std::string>* warnings)
       : reader_(reader), warnings_(warnings) {}
 
   // The trimmed text of dir/name, or nullopt when absent or unreadable.
-  std::optional<std::string> Text(const std::string& dir, const char* name) {
-    const std::string path = dir + "/" + name;
-    auto text = reader_.ReadFile(path);
+  std::optional<std::string> Text(const SysfsDirectory& dir, const char* name) {
+    auto text = dir.ReadFile(name);
     if (!text.ok()) {
       if (text.status().code() != StatusCode::kNotFound) {
         warnings_->push_back(text.status().message());
@@ -42,7 +41,7 @@ class FunctionReader {
     return std::string(TrimKernelText(*text));
   }
 
-  std::optional<int64_t> Decimal(const std::string& dir, const char* name) {
+  std::optional<int64_t> Decimal(const SysfsDirectory& dir, const char* name) {
     auto text = Text(dir, name);
     if (!text) return std::nullopt;
     auto value = ParseDecimal(*text);
@@ -53,7 +52,7 @@ class FunctionReader {
     return *value;
   }
 
-  std::optional<uint64_t> Hex(const std::string& dir, const char* name,
+  std::optional<uint64_t> Hex(const SysfsDirectory& dir, const char* name,
                               int bits) {
     auto text = Text(dir, name);
     if (!text) return std::nullopt;
@@ -65,20 +64,20 @@ class FunctionReader {
     return *value;
   }
 
-  std::optional<std::string> LinkName(const std::string& dir,
+  std::optional<std::string> LinkName(const SysfsDirectory& dir,
                                       const char* name) {
-    auto target = reader_.ReadLink(dir + "/" + name);
+    auto target = dir.ReadLink(name);
     if (!target.ok()) return std::nullopt;
     return std::string(Basename(*target));
   }
 
-  LocalityFacts Locality(const std::string& dir) {
+  LocalityFacts Locality(const SysfsDirectory& dir) {
     LocalityFacts facts;
     if (auto node = Decimal(dir, "numa_node")) {
       if (*node < -1 || *node >= CpuSet::kMaxCpus) {
-        warnings_->push_back(reader_.Describe(dir + "/numa_node") +
-                             ": node id " + std::to_string(*node) +
-                             " out of range; ignored");
+        Warn(dir, "numa_node",
+             InvalidArgumentError("node id " + std::to_string(*node) +
+                                  " out of range; ignored"));
       } else {
         facts.numa_node = static_cast<int>(*node);
       }
@@ -104,14 +103,29 @@ class FunctionReader {
     return facts;
   }
 
-  std::optional<PciePortType> PortType(const std::string& dir) {
-    auto config = reader_.ReadFile(dir + "/config");
+  std::optional<PciePortType> PortType(const SysfsDirectory& dir) {
+    auto config = dir.ReadFile("config");
     if (!config.ok()) return std::nullopt;
     return ParsePciePortType(*config);
   }
 
-  void Warn(const std::string& dir, const char* name, const Status& status) {
-    warnings_->push_back(reader_.Describe(dir + "/" + name) + ": " +
+  void Identity(const SysfsDirectory& dir, PciDevice* device) {
+    device->class_code =
+        static_cast<uint32_t>(Hex(dir, "class", 24).value_or(0));
+    device->vendor_id =
+        static_cast<uint16_t>(Hex(dir, "vendor", 16).value_or(0));
+    device->device_id =
+        static_cast<uint16_t>(Hex(dir, "device", 16).value_or(0));
+    device->subsystem_vendor_id =
+        static_cast<uint16_t>(Hex(dir, "subsystem_vendor", 16).value_or(0));
+    device->subsystem_device_id =
+        static_cast<uint16_t>(Hex(dir, "subsystem_device", 16).value_or(0));
+    device->revision =
+        static_cast<uint8_t>(Hex(dir, "revision", 8).value_or(0));
+  }
+
+  void Warn(const SysfsDirectory& dir, const char* name, const Status& status) {
+    warnings_->push_back(reader_.Describe(dir.path() + "/" + name) + ": " +
                          status.message());
   }
 
@@ -122,24 +136,23 @@ class FunctionReader {
 
 }  // namespace
 
-std::vector<PciDevice> ReadPciDevices(
-    const SysfsReader& reader, const std::vector<std::string>& entries,
-    const std::vector<LibpciIdentity>* identities,
-    const std::vector<NumaNode>& nodes, std::vector<std::string>* warnings) {
+std::vector<PciDevice> ReadPciDevices(const SysfsReader& reader,
+                                      const std::vector<std::string>& entries,
+                                      bool read_identity,
+                                      const std::vector<NumaNode>& nodes,
+                                      std::vector<std::string>* warnings) {
   FunctionReader files(reader, warnings);
-  std::map<PciAddress, const LibpciIdentity*> identity_of;
-  if (identities != nullptr) {
-    for (const LibpciIdentity& id : *identities) identity_of[id.address] = &id;
-  }
   // Bridges are shared by many devices (every VF of a PF): read each once.
   std::unordered_map<std::string, DirFacts> bridge_cache;
-  const auto bridge_facts = [&](const std::string& dir) -> const DirFacts& {
-    auto it = bridge_cache.find(dir);
+  const auto bridge_facts = [&](const std::string& path) -> const DirFacts& {
+    auto it = bridge_cache.find(path);
     if (it == bridge_cache.end()) {
       DirFacts facts;
-      facts.locality = files.Locality(dir);
-      facts.port_type = files.PortType(dir);
-      it = bridge_cache.emplace(dir, std::move(facts)).first;
+      if (auto dir = reader.OpenDirectory(path); dir.ok()) {
+        facts.locality = files.Locality(**dir);
+        facts.port_type = files.PortType(**dir);
+      }
+      it = bridge_cache.emplace(path, std::move(facts)).first;
     }
     return it->second;
   };
@@ -154,47 +167,23 @@ std::vector<PciDevice> ReadPciDevices(
                           ": not a PCI address; skipped");
       continue;
     }
-    const std::string entry = "bus/pci/devices/" + name;
-    auto canonical = reader.CanonicalPath(entry);
-    if (!canonical.ok()) {
-      warnings->push_back(canonical.status().message() + "; device skipped");
+    auto opened = reader.OpenDirectory("bus/pci/devices/" + name);
+    if (!opened.ok()) {
+      warnings->push_back(opened.status().message() + "; device skipped");
       continue;
     }
-    const std::string& dir = *canonical;
+    const SysfsDirectory& dir = **opened;
     PciDevice device;
     device.address = *address;
-
-    if (auto it = identity_of.find(*address); it != identity_of.end()) {
-      const LibpciIdentity& id = *it->second;
-      device.class_code = id.class_code;
-      device.vendor_id = id.vendor_id;
-      device.device_id = id.device_id;
-      device.subsystem_vendor_id = id.subsystem_vendor_id;
-      device.subsystem_device_id = id.subsystem_device_id;
-      device.revision = id.revision;
-      device.physical_slot = id.physical_slot;
-    } else {
-      device.class_code =
-          static_cast<uint32_t>(files.Hex(dir, "class", 24).value_or(0));
-      device.vendor_id =
-          static_cast<uint16_t>(files.Hex(dir, "vendor", 16).value_or(0));
-      device.device_id =
-          static_cast<uint16_t>(files.Hex(dir, "device", 16).value_or(0));
-      device.subsystem_vendor_id = static_cast<uint16_t>(
-          files.Hex(dir, "subsystem_vendor", 16).value_or(0));
-      device.subsystem_device_id = static_cast<uint16_t>(
-          files.Hex(dir, "subsystem_device", 16).value_or(0));
-      device.revision =
-          static_cast<uint8_t>(files.Hex(dir, "revision", 8).value_or(0));
-    }
+    if (read_identity) files.Identity(dir, &device);
 
     const LocalityFacts locality = files.Locality(dir);
     device.sysfs_numa_node = locality.numa_node;
     device.local_cpus = locality.local_cpus;
     device.driver = files.LinkName(dir, "driver");
     if (auto group = files.LinkName(dir, "iommu_group")) {
-      if (auto id = ParseDecimal(*group); id.ok() && *id >= 0 &&
-                                          *id <= 0x7fffffff) {
+      if (auto id = ParseDecimal(*group);
+          id.ok() && *id >= 0 && *id <= 0x7fffffff) {
         device.iommu_group = static_cast<int>(*id);
       }
     }
@@ -204,19 +193,22 @@ std::vector<PciDevice> ReadPciDevices(
       }
     }
     if (auto total = files.Decimal(dir, "sriov_totalvfs")) {
-      device.sriov_totalvfs = static_cast<int>(std::clamp<int64_t>(*total, 0, 1 << 16));
+      device.sriov_totalvfs =
+          static_cast<int>(std::clamp<int64_t>(*total, 0, 1 << 16));
       if (auto num = files.Decimal(dir, "sriov_numvfs")) {
-        device.sriov_numvfs = static_cast<int>(std::clamp<int64_t>(*num, 0, 1 << 16));
+        device.sriov_numvfs =
+            static_cast<int>(std::clamp<int64_t>(*num, 0, 1 << 16));
       }
     }
-    device.link.current_speed = files.Text(dir, "current_link_speed").value_or("");
+    device.link.current_speed =
+        files.Text(dir, "current_link_speed").value_or("");
     device.link.max_speed = files.Text(dir, "max_link_speed").value_or("");
-    device.link.current_width = static_cast<int>(
-        std::clamp<int64_t>(files.Decimal(dir, "current_link_width").value_or(0), 0, 64));
-    device.link.max_width = static_cast<int>(
-        std::clamp<int64_t>(files.Decimal(dir, "max_link_width").value_or(0), 0, 64));
+    device.link.current_width = static_cast<int>(std::clamp<int64_t>(
+        files.Decimal(dir, "current_link_width").value_or(0), 0, 64));
+    device.link.max_width = static_cast<int>(std::clamp<int64_t>(
+        files.Decimal(dir, "max_link_width").value_or(0), 0, 64));
 
-    const PciPath path = ParsePciPath(dir);
+    const PciPath path = ParsePciPath(dir.path());
     device.host_bridge = path.host_bridge;
     std::vector<std::optional<PciePortType>> port_types;
     std::vector<LocalityFacts> bridges_nearest_first;
@@ -248,6 +240,38 @@ std::vector<PciDevice> ReadPciDevices(
     }
   }
   return devices;
+}
+
+}  // namespace topology::internal
+
+namespace topology::internal {
+
+void ReadPciIdentity(const SysfsReader& reader, std::vector<PciDevice>* devices,
+                     std::vector<std::string>* warnings) {
+  FunctionReader files(reader, warnings);
+  for (PciDevice& device : *devices) {
+    auto dir =
+        reader.OpenDirectory("bus/pci/devices/" + device.address.ToString());
+    if (dir.ok()) files.Identity(**dir, &device);
+  }
+}
+
+void ApplyLibpciIdentity(const std::vector<LibpciIdentity>& identities,
+                         std::vector<PciDevice>* devices) {
+  std::map<PciAddress, const LibpciIdentity*> identity_of;
+  for (const LibpciIdentity& id : identities) identity_of[id.address] = &id;
+  for (PciDevice& device : *devices) {
+    const auto it = identity_of.find(device.address);
+    if (it == identity_of.end()) continue;
+    const LibpciIdentity& id = *it->second;
+    device.class_code = id.class_code;
+    device.vendor_id = id.vendor_id;
+    device.device_id = id.device_id;
+    device.subsystem_vendor_id = id.subsystem_vendor_id;
+    device.subsystem_device_id = id.subsystem_device_id;
+    device.revision = id.revision;
+    device.physical_slot = id.physical_slot;
+  }
 }
 
 }  // namespace topology::internal

@@ -53,7 +53,14 @@ std::optional<PciePortType> ParsePciePortType(std::string_view config) {
     if (*id == 0x10) {
       const int type = (*flags >> 4) & 0xf;
       switch (type) {
-        case 0: case 1: case 4: case 5: case 6: case 7: case 8: case 9:
+        case 0:
+        case 1:
+        case 4:
+        case 5:
+        case 6:
+        case 7:
+        case 8:
+        case 9:
         case 10:
           return static_cast<PciePortType>(type);
         default:

@@ -6,15 +6,16 @@
 #include <string>
 #include <vector>
 
-#include "libpci_scanner.h"
 #include "topology/numa_node.h"
 #include "topology/pci_device.h"
 #include "topology/sysfs_reader.h"
 
+#include "libpci_scanner.h"
+
 namespace topology::internal {
 
 struct NumaFacts {
-  std::vector<NumaNode> nodes;  // increasing id
+  std::vector<NumaNode> nodes;              // increasing id
   std::vector<std::vector<int>> distances;  // empty when unusable
 };
 
@@ -23,13 +24,22 @@ struct NumaFacts {
 NumaFacts ReadNumaFacts(const SysfsReader& reader,
                         std::vector<std::string>* warnings);
 
-// Reads every entry of bus/pci/devices. `identities`, when not null, holds
-// libpci's view of class and ids; otherwise they are read from sysfs.
-// Affinity is resolved against `nodes`.
-std::vector<PciDevice> ReadPciDevices(
-    const SysfsReader& reader, const std::vector<std::string>& entries,
-    const std::vector<LibpciIdentity>* identities,
-    const std::vector<NumaNode>& nodes, std::vector<std::string>* warnings);
+// Reads every entry of bus/pci/devices: locality, driver, IOMMU group,
+// SR-IOV, link and PCIe path, and class and ids when `read_identity` (else
+// they are left for libpci). Affinity is resolved against `nodes`.
+std::vector<PciDevice> ReadPciDevices(const SysfsReader& reader,
+                                      const std::vector<std::string>& entries,
+                                      bool read_identity,
+                                      const std::vector<NumaNode>& nodes,
+                                      std::vector<std::string>* warnings);
+
+// Reads class and ids of `devices` from sysfs (when libpci could not).
+void ReadPciIdentity(const SysfsReader& reader, std::vector<PciDevice>* devices,
+                     std::vector<std::string>* warnings);
+
+// Copies libpci's class, ids and slot into the matching devices.
+void ApplyLibpciIdentity(const std::vector<LibpciIdentity>& identities,
+                         std::vector<PciDevice>* devices);
 
 }  // namespace topology::internal
 

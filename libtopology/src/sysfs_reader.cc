@@ -1,10 +1,5 @@
 #include "topology/sysfs_reader.h"
 
-#include <dirent.h>
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <climits>
@@ -14,9 +9,51 @@
 #include <system_error>
 #include <utility>
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 namespace topology {
 
 SysfsReader::~SysfsReader() = default;
+SysfsDirectory::~SysfsDirectory() = default;
+
+namespace {
+
+// A directory read through the path methods of its reader.
+class PathDirectory final : public SysfsDirectory {
+ public:
+  PathDirectory(const SysfsReader& reader, std::string path)
+      : reader_(reader), path_(std::move(path)) {}
+  const std::string& path() const override { return path_; }
+  StatusOr<std::string> ReadFile(std::string_view name) const override {
+    return reader_.ReadFile(Join(name));
+  }
+  StatusOr<std::string> ReadLink(std::string_view name) const override {
+    return reader_.ReadLink(Join(name));
+  }
+
+ private:
+  std::string Join(std::string_view name) const {
+    std::string full = path_;
+    full += '/';
+    full += name;
+    return full;
+  }
+  const SysfsReader& reader_;
+  std::string path_;
+};
+
+}  // namespace
+
+StatusOr<std::unique_ptr<SysfsDirectory>> SysfsReader::OpenDirectory(
+    std::string_view path) const {
+  auto canonical = CanonicalPath(path);
+  if (!canonical.ok()) return canonical.status();
+  return std::unique_ptr<SysfsDirectory>(
+      new PathDirectory(*this, *std::move(canonical)));
+}
 
 namespace {
 
@@ -50,6 +87,78 @@ Status ErrnoStatus(int err, const std::string& what) {
   }
 }
 
+// Reads a whole small file from a descriptor opened with O_NONBLOCK, so a
+// FIFO or device cannot block. sysfs returns an attribute in one read and
+// local files return short reads only at the end, so a short read ends the
+// loop; fstat() is only needed to tell an empty file from a FIFO.
+StatusOr<std::string> ReadOpenFile(int fd, const std::string& what) {
+  std::string out;
+  char buf[4096];
+  while (true) {
+    const ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EISDIR) break;  // decided below
+      return ErrnoStatus(errno, "cannot read " + what);
+    }
+    out.append(buf, static_cast<size_t>(n));
+    if (out.size() > SysfsReader::kMaxFileSize) {
+      return OutOfRangeError(what + " is larger than " +
+                             std::to_string(SysfsReader::kMaxFileSize) +
+                             " bytes");
+    }
+    if (static_cast<size_t>(n) < sizeof(buf)) break;
+  }
+  if (out.empty()) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, "cannot stat " + what);
+    if (!S_ISREG(st.st_mode)) {
+      return FailedPreconditionError(what + " is not a regular file");
+    }
+  }
+  return out;
+}
+
+// Attributes are plain files: a link in their place (which could point at a
+// device node outside the tree) is refused, not followed.
+constexpr int kAttributeFlags = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC;
+
+// A directory held open with O_PATH; attributes are opened relative to it.
+class FdDirectory final : public SysfsDirectory {
+ public:
+  FdDirectory(int fd, std::string path, std::string full)
+      : fd_(fd), path_(std::move(path)), full_(std::move(full)) {}
+  FdDirectory(const FdDirectory&) = delete;
+  FdDirectory& operator=(const FdDirectory&) = delete;
+  ~FdDirectory() override { ::close(fd_); }
+
+  const std::string& path() const override { return path_; }
+
+  StatusOr<std::string> ReadFile(std::string_view name) const override {
+    const std::string n(name);
+    const int fd = ::openat(fd_, n.c_str(), kAttributeFlags);
+    if (fd < 0) return ErrnoStatus(errno, "cannot open " + Describe(n));
+    FdCloser closer(fd);
+    return ReadOpenFile(fd, Describe(n));
+  }
+
+  StatusOr<std::string> ReadLink(std::string_view name) const override {
+    const std::string n(name);
+    char buf[PATH_MAX];
+    const ssize_t len = ::readlinkat(fd_, n.c_str(), buf, sizeof(buf));
+    if (len < 0) return ErrnoStatus(errno, "cannot read link " + Describe(n));
+    return std::string(buf, static_cast<size_t>(len));
+  }
+
+ private:
+  std::string Describe(const std::string& name) const {
+    return full_ + "/" + name;
+  }
+  int fd_;
+  std::string path_;
+  std::string full_;
+};
+
 // Reads below <root>/sys with plain POSIX calls: they are cheap, do not throw
 // and let us refuse FIFOs and oversized files before reading them.
 class HostRootReader final : public SysfsReader {
@@ -70,30 +179,10 @@ class HostRootReader final : public SysfsReader {
 
   StatusOr<std::string> ReadFile(std::string_view path) const override {
     const std::string full = Full(path);
-    const int fd = ::open(full.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    const int fd = ::open(full.c_str(), kAttributeFlags);
     if (fd < 0) return ErrnoStatus(errno, "cannot open " + full);
     FdCloser closer(fd);
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, "cannot stat " + full);
-    if (!S_ISREG(st.st_mode)) {
-      return FailedPreconditionError(full + " is not a regular file");
-    }
-    std::string out;
-    char buf[4096];
-    while (true) {
-      const ssize_t n = ::read(fd, buf, sizeof(buf));
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        return ErrnoStatus(errno, "cannot read " + full);
-      }
-      if (n == 0) break;
-      out.append(buf, static_cast<size_t>(n));
-      if (out.size() > kMaxFileSize) {
-        return OutOfRangeError(full + " is larger than " +
-                               std::to_string(kMaxFileSize) + " bytes");
-      }
-    }
-    return out;
+    return ReadOpenFile(fd, full);
   }
 
   StatusOr<std::vector<std::string>> ListDirectory(
@@ -126,16 +215,33 @@ class HostRootReader final : public SysfsReader {
     if (::realpath(full.c_str(), resolved) == nullptr) {
       return ErrnoStatus(errno, "cannot resolve " + full);
     }
-    const std::string_view r = resolved;
-    const std::string& base = canonical_sysfs_;
-    if (r.size() < base.size() || r.compare(0, base.size(), base) != 0 ||
-        (r.size() > base.size() && r[base.size()] != '/')) {
-      return FailedPreconditionError(full + " resolves outside " + base +
-                                     " (to " + std::string(r) + ")");
+    return RelativeToSysfs(full, resolved);
+  }
+
+  StatusOr<std::unique_ptr<SysfsDirectory>> OpenDirectory(
+      std::string_view path) const override {
+    const std::string full = Full(path);
+    const int fd = ::open(full.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) return ErrnoStatus(errno, "cannot open directory " + full);
+    // The kernel knows where the descriptor landed: one readlink instead of
+    // realpath()'s walk over every component.
+    char resolved[PATH_MAX];
+    const std::string proc = "/proc/self/fd/" + std::to_string(fd);
+    const ssize_t len =
+        ::readlink(proc.c_str(), resolved, sizeof(resolved) - 1);
+    StatusOr<std::string> relative = InternalError("unresolved");
+    if (len > 0 && resolved[0] == '/') {
+      resolved[len] = '\0';
+      relative = RelativeToSysfs(full, resolved);
+    } else {
+      relative = CanonicalPath(path);  // no /proc: resolve by walking
     }
-    std::string_view rel = r.substr(base.size());
-    while (!rel.empty() && rel.front() == '/') rel.remove_prefix(1);
-    return std::string(rel);
+    if (!relative.ok()) {
+      ::close(fd);
+      return relative.status();
+    }
+    return std::unique_ptr<SysfsDirectory>(
+        new FdDirectory(fd, *relative, Full(*relative)));
   }
 
   bool Exists(std::string_view path) const override {
@@ -165,6 +271,20 @@ class HostRootReader final : public SysfsReader {
       full += path;
     }
     return full;
+  }
+
+  // Checks that `resolved` lies below the tree and strips the tree's prefix.
+  StatusOr<std::string> RelativeToSysfs(const std::string& full,
+                                        std::string_view r) const {
+    const std::string& base = canonical_sysfs_;
+    if (r.size() < base.size() || r.compare(0, base.size(), base) != 0 ||
+        (r.size() > base.size() && r[base.size()] != '/')) {
+      return FailedPreconditionError(full + " resolves outside " + base +
+                                     " (to " + std::string(r) + ")");
+    }
+    std::string_view rel = r.substr(base.size());
+    while (!rel.empty() && rel.front() == '/') rel.remove_prefix(1);
+    return std::string(rel);
   }
 
   std::filesystem::path host_root_;

@@ -8,10 +8,14 @@ namespace topology {
 
 std::string_view NumaSourceName(NumaSource source) {
   switch (source) {
-    case NumaSource::kSysfs: return "sysfs";
-    case NumaSource::kLocalCpus: return "local_cpus";
-    case NumaSource::kBridge: return "bridge";
-    case NumaSource::kUnknown: return "unknown";
+    case NumaSource::kSysfs:
+      return "sysfs";
+    case NumaSource::kLocalCpus:
+      return "local_cpus";
+    case NumaSource::kBridge:
+      return "bridge";
+    case NumaSource::kUnknown:
+      return "unknown";
   }
   return "unknown";
 }

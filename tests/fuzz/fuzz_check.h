@@ -6,13 +6,13 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define FUZZ_CHECK(condition)                                             \
-  do {                                                                    \
-    if (!(condition)) {                                                   \
-      std::fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__,     \
-                   __LINE__, #condition);                                 \
-      std::abort();                                                       \
-    }                                                                     \
+#define FUZZ_CHECK(condition)                                         \
+  do {                                                                \
+    if (!(condition)) {                                               \
+      std::fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, \
+                   __LINE__, #condition);                             \
+      std::abort();                                                   \
+    }                                                                 \
   } while (false)
 
 #endif  // TOPOLOGY_TESTS_FUZZ_FUZZ_CHECK_H_

@@ -68,8 +68,8 @@ TEST_F(AffinityTest, AllCpusMeansNoInformation) {
 
 TEST_F(AffinityTest, NearestBridgeWithInformationDecides) {
   const Affinity a = resolver_.Resolve(
-      Facts(-1, "0-15"), {Facts(-1, "0-15"), Facts(1, std::nullopt),
-                          Facts(0, std::nullopt)});
+      Facts(-1, "0-15"),
+      {Facts(-1, "0-15"), Facts(1, std::nullopt), Facts(0, std::nullopt)});
   EXPECT_THAT(a.nodes, ElementsAre(1));
   EXPECT_EQ(a.source, NumaSource::kBridge);
 }

@@ -23,7 +23,8 @@ PciDevice Device(const char* address, const char* host,
   for (const char* b : chain_nearest_first) d.upstream_bridges.push_back(A(b));
   d.upstream_is_switch = std::move(is_switch);
   d.numa_nodes = std::move(nodes);
-  d.numa_source = d.numa_nodes.empty() ? NumaSource::kUnknown : NumaSource::kSysfs;
+  d.numa_source =
+      d.numa_nodes.empty() ? NumaSource::kUnknown : NumaSource::kSysfs;
   return d;
 }
 
@@ -83,7 +84,8 @@ TEST_F(CostModelTest, LevelsFollowTheNvidiaLadder) {
             CostLevel::kMultipleSwitches);
   EXPECT_EQ(Cost("0000:2e:00.0", "0000:2f:00.0").level,
             CostLevel::kSameHostBridge);
-  EXPECT_EQ(Cost("0000:34:00.0", "0000:57:00.0").level, CostLevel::kSameNumaNode);
+  EXPECT_EQ(Cost("0000:34:00.0", "0000:57:00.0").level,
+            CostLevel::kSameNumaNode);
   EXPECT_EQ(Cost("0000:34:00.0", "0000:b7:00.0").level, CostLevel::kCrossNuma);
 }
 

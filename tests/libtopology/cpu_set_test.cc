@@ -38,15 +38,20 @@ TEST(CpuSetTest, KernelStrideForm) {
 TEST(CpuSetTest, RejectsMalformedLists) {
   EXPECT_THAT(CpuSet::ParseList("3-1"),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("descending")));
-  EXPECT_THAT(CpuSet::ParseList("0,,2"), StatusIs(StatusCode::kInvalidArgument));
+  EXPECT_THAT(CpuSet::ParseList("0,,2"),
+              StatusIs(StatusCode::kInvalidArgument));
   EXPECT_THAT(CpuSet::ParseList("0,"), StatusIs(StatusCode::kInvalidArgument));
   EXPECT_THAT(CpuSet::ParseList("a-b"), StatusIs(StatusCode::kInvalidArgument));
   EXPECT_THAT(CpuSet::ParseList("-1"), StatusIs(StatusCode::kInvalidArgument));
-  EXPECT_THAT(CpuSet::ParseList("0-99999999"),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("out of range")));
-  EXPECT_THAT(CpuSet::ParseList("0-9:0/5"), StatusIs(StatusCode::kInvalidArgument));
-  EXPECT_THAT(CpuSet::ParseList("0-9:2"), StatusIs(StatusCode::kInvalidArgument));
-  EXPECT_THAT(CpuSet::ParseList("1:2/4"), StatusIs(StatusCode::kInvalidArgument));
+  EXPECT_THAT(
+      CpuSet::ParseList("0-99999999"),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("out of range")));
+  EXPECT_THAT(CpuSet::ParseList("0-9:0/5"),
+              StatusIs(StatusCode::kInvalidArgument));
+  EXPECT_THAT(CpuSet::ParseList("0-9:2"),
+              StatusIs(StatusCode::kInvalidArgument));
+  EXPECT_THAT(CpuSet::ParseList("1:2/4"),
+              StatusIs(StatusCode::kInvalidArgument));
 }
 
 TEST(CpuSetTest, ParsesMasksMostSignificantWordFirst) {
@@ -62,7 +67,8 @@ TEST(CpuSetTest, RejectsMalformedMasks) {
   EXPECT_THAT(CpuSet::ParseMask("xyz"), StatusIs(StatusCode::kInvalidArgument));
   EXPECT_THAT(CpuSet::ParseMask("123456789"),
               StatusIs(StatusCode::kInvalidArgument));
-  EXPECT_THAT(CpuSet::ParseMask("ff,,ff"), StatusIs(StatusCode::kInvalidArgument));
+  EXPECT_THAT(CpuSet::ParseMask("ff,,ff"),
+              StatusIs(StatusCode::kInvalidArgument));
   EXPECT_THAT(CpuSet::ParseMask(std::string(3000, 'f') + ",0"),
               StatusIs(StatusCode::kInvalidArgument));
 }

@@ -4,10 +4,11 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "topology/cost_model.h"
+
 #include "status_matchers.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
-#include "topology/cost_model.h"
 
 namespace topology {
 namespace {
@@ -28,7 +29,8 @@ Topology DiscoverOrDie(const std::filesystem::path& root) {
   return topology.ok() ? *std::move(topology) : Topology();
 }
 
-std::vector<const PciDevice*> WithClass(const Topology& t, uint32_t class_code) {
+std::vector<const PciDevice*> WithClass(const Topology& t,
+                                        uint32_t class_code) {
   std::vector<const PciDevice*> out;
   for (const PciDevice& d : t.pci_devices()) {
     if (d.class_code == class_code) out.push_back(&d);

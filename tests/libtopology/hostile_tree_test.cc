@@ -1,17 +1,18 @@
 // Malformed, truncated and hostile sysfs trees: discovery must give a clear
 // warning naming the file (or a documented degraded result), never crash,
 // hang or end the process (libpci's default error hook calls exit()).
+#include <fstream>
+
 #include <sys/stat.h>
 #include <sys/types.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <fstream>
+#include "topology/discovery.h"
 
 #include "synthetic_machines.h"
 #include "temp_dir.h"
-#include "topology/discovery.h"
 
 namespace topology {
 namespace {
@@ -29,7 +30,9 @@ class HostileTreeTest : public ::testing::Test {
  protected:
   void SetUp() override { testing::WriteDualSocketGpuMachine(dir_.path()); }
 
-  fs::path Sys(const std::string& rel) const { return dir_.path() / "sys" / rel; }
+  fs::path Sys(const std::string& rel) const {
+    return dir_.path() / "sys" / rel;
+  }
   fs::path Gpu() const {
     return fs::canonical(Sys("bus/pci/devices/0000:1a:00.0"));
   }
@@ -63,7 +66,8 @@ TEST_F(HostileTreeTest, GarbageNumaNodeIsNamedAndFallsBackToLocalCpus) {
 TEST_F(HostileTreeTest, NulBytesAndTruncatedFiles) {
   Write(Gpu() / "local_cpulist", std::string("0-7,16-23\n\0\0", 12));
   Write(Gpu() / "numa_node", "");
-  Write(Sys("devices/system/node/node1/cpulist"), std::string("8-15,24-31\n\0", 12));
+  Write(Sys("devices/system/node/node1/cpulist"),
+        std::string("8-15,24-31\n\0", 12));
   const Topology t = Run();
   const PciDevice* gpu = t.FindDevice(A("0000:1a:00.0"));
   ASSERT_NE(gpu, nullptr);
@@ -116,7 +120,8 @@ TEST_F(HostileTreeTest, SymlinkLoopIsReportedNotFollowed) {
 
 TEST_F(HostileTreeTest, LinkEscapingTheRootIsRefused) {
   // An absolute link would read the live machine's sysfs instead.
-  fs::create_directory_symlink("/sys/devices", Sys("bus/pci/devices/0000:78:00.0"));
+  fs::create_directory_symlink("/sys/devices",
+                               Sys("bus/pci/devices/0000:78:00.0"));
   const Topology t = Run();
   EXPECT_THAT(t.warnings(), Contains(HasSubstr("resolves outside")));
   EXPECT_EQ(t.FindDevice(A("0000:78:00.0")), nullptr);
@@ -126,7 +131,9 @@ TEST_F(HostileTreeTest, FifoWouldBlockAndIsRefused) {
   fs::remove(Gpu() / "numa_node");
   ASSERT_EQ(::mkfifo((Gpu() / "numa_node").c_str(), 0600), 0);
   fs::remove(Sys("devices/system/cpu/cpu3/topology/core_id"));
-  ASSERT_EQ(::mkfifo(Sys("devices/system/cpu/cpu3/topology/core_id").c_str(), 0600), 0);
+  ASSERT_EQ(
+      ::mkfifo(Sys("devices/system/cpu/cpu3/topology/core_id").c_str(), 0600),
+      0);
   const Topology t = Run();
   EXPECT_THAT(t.warnings(), Contains(HasSubstr("not a regular file")));
   EXPECT_THAT(t.warnings(), Contains(HasSubstr("hwloc skipped")));
@@ -151,7 +158,8 @@ TEST_F(HostileTreeTest, MissingNodeDirectoryMeansOneNode) {
   // numa_node 1 now names no online node: kept as a conflict.
   const PciDevice* remote = t.FindDevice(A("0000:9a:00.0"));
   ASSERT_NE(remote, nullptr);
-  EXPECT_THAT(remote->conflicts, Contains(HasSubstr("not an online NUMA node")));
+  EXPECT_THAT(remote->conflicts,
+              Contains(HasSubstr("not an online NUMA node")));
 }
 
 TEST_F(HostileTreeTest, OnlineNodeWithoutDirectory) {
@@ -182,7 +190,8 @@ class FaultyReader : public SysfsReader {
     }
     return inner_->ReadFile(path);
   }
-  StatusOr<std::vector<std::string>> ListDirectory(std::string_view p) const override {
+  StatusOr<std::vector<std::string>> ListDirectory(
+      std::string_view p) const override {
     return inner_->ListDirectory(p);
   }
   StatusOr<std::string> ReadLink(std::string_view p) const override {
@@ -211,7 +220,8 @@ TEST_F(HostileTreeTest, UnreadableFilesAreNamed) {
       NewHostRootReader(dir_.path()), "local_cpulist");
   auto t = Discover(options);
   ASSERT_TRUE(t.ok());
-  EXPECT_THAT(t->warnings(), Contains(HasSubstr("local_cpulist: Permission denied")));
+  EXPECT_THAT(t->warnings(),
+              Contains(HasSubstr("local_cpulist: Permission denied")));
   // The reader has no real root: libpci and hwloc are not used.
   EXPECT_EQ(t->cpus()[0].package_id, -1);
   EXPECT_EQ(t->FindDevice(A("0000:1a:00.0"))->vendor_id, 0x10de);

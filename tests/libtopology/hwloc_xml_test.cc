@@ -1,15 +1,16 @@
 // The hwloc XML front-end, on the recorded DGX-2 and SGI UV exports: the
 // worked PIX/PXB/NODE/SYS example of docs/cost-model.md.
+#include <fstream>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include <fstream>
+#include "topology/cost_model.h"
+#include "topology/discovery.h"
 
 #include "real_machines.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
-#include "topology/cost_model.h"
-#include "topology/discovery.h"
 
 namespace topology {
 namespace {
@@ -37,7 +38,8 @@ TEST(HwlocXmlTest, Dgx2WorkedExample) {
   ASSERT_EQ(gpu->upstream_bridges.size(), 5u);
   EXPECT_EQ(gpu->upstream_bridges[0].ToString(), "0000:33:00.0");
   EXPECT_EQ(gpu->upstream_bridges[4].ToString(), "0000:2b:00.0");
-  EXPECT_THAT(gpu->upstream_is_switch, ElementsAre(false, true, false, true, false));
+  EXPECT_THAT(gpu->upstream_is_switch,
+              ElementsAre(false, true, false, true, false));
   EXPECT_THAT(gpu->numa_nodes, ElementsAre(0));
 
   const CostModel model(*t);
@@ -47,7 +49,8 @@ TEST(HwlocXmlTest, Dgx2WorkedExample) {
     return cost.ok() ? cost->level : CostLevel::kSelf;
   };
   EXPECT_EQ(level("0000:34:00.0", "0000:36:00.0"), CostLevel::kSameSwitch);
-  EXPECT_EQ(level("0000:34:00.0", "0000:39:00.0"), CostLevel::kMultipleSwitches);
+  EXPECT_EQ(level("0000:34:00.0", "0000:39:00.0"),
+            CostLevel::kMultipleSwitches);
   EXPECT_EQ(level("0000:34:00.0", "0000:57:00.0"), CostLevel::kSameNumaNode);
   EXPECT_EQ(level("0000:34:00.0", "0000:b7:00.0"), CostLevel::kCrossNuma);
 }
@@ -70,8 +73,8 @@ TEST(HwlocXmlTest, RejectsWhatHwlocCannotLoad) {
   testing::TempDir dir;
   const auto bad = dir.path() / "bad.xml";
   std::ofstream(bad) << "<topology><object type=\"Machine\"";
-  EXPECT_THAT(LoadHwlocXml(bad), StatusIs(StatusCode::kInvalidArgument,
-                                          HasSubstr("bad.xml")));
+  EXPECT_THAT(LoadHwlocXml(bad),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("bad.xml")));
   EXPECT_THAT(LoadHwlocXml(dir.path() / "absent.xml"),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("absent.xml")));
 }

@@ -1,9 +1,9 @@
 #include "pci_path.h"
 
+#include <string>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-
-#include <string>
 
 namespace topology::internal {
 namespace {
@@ -79,13 +79,13 @@ TEST(PciPathTest, SwitchPortsFromShapeWhenTypesUnknown) {
   EXPECT_THAT(MarkSwitchUpstreamPorts(unknown),
               ElementsAre(false, true, false, true, false));
   // root port, usp, dsp
-  EXPECT_THAT(MarkSwitchUpstreamPorts(
-                  std::vector<std::optional<PciePortType>>(3)),
-              ElementsAre(false, true, false));
+  EXPECT_THAT(
+      MarkSwitchUpstreamPorts(std::vector<std::optional<PciePortType>>(3)),
+      ElementsAre(false, true, false));
   // A lone bridge below the root port is not a switch.
-  EXPECT_THAT(MarkSwitchUpstreamPorts(
-                  std::vector<std::optional<PciePortType>>(2)),
-              ElementsAre(false, false));
+  EXPECT_THAT(
+      MarkSwitchUpstreamPorts(std::vector<std::optional<PciePortType>>(2)),
+      ElementsAre(false, false));
 }
 
 TEST(PciPathTest, KnownPortTypesDecide) {

@@ -13,14 +13,15 @@
 //    ours comes from the sysfs path and may name an unlisted bridge first.
 //  * hwloc drops devices of 32-bit PCI domains (Debian's build) and bridges
 //    with bus numbers 0; we report them.
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
+#include "real_machines.h"
 
 #include <fstream>
 #include <set>
 
-#include "real_machines.h"
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
 #include "topology/discovery.h"
 
 namespace topology {
@@ -29,8 +30,8 @@ namespace {
 using nlohmann::json;
 
 struct Machine {
-  const char* data;      // tarball or XML
-  const char* expected;  // expected JSON
+  const char* data;                        // tarball or XML
+  const char* expected;                    // expected JSON
   std::vector<const char*> extra_devices;  // reported by us, dropped by hwloc
 };
 
@@ -39,15 +40,20 @@ std::ostream& operator<<(std::ostream& os, const Machine& m) {
 }
 
 const Machine kMachines[] = {
-    {"32intel64-2p8co2t+8ve.tar.bz2", "32intel64-2p8co2t+8ve.expected.json", {}},
+    {"32intel64-2p8co2t+8ve.tar.bz2",
+     "32intel64-2p8co2t+8ve.expected.json",
+     {}},
     {"32em64t-2n8c+dax+nvme+mic+dimms.tar.bz2",
      "32em64t-2n8c+dax+nvme+mic+dimms.expected.json",
      {"0000:00:11.0"}},
-    {"2pa-pcidomain32bits.tar.bz2", "2pa-pcidomain32bits.expected.json",
+    {"2pa-pcidomain32bits.tar.bz2",
+     "2pa-pcidomain32bits.expected.json",
      {"10000:00:00.0", "10000:00:04.0"}},
     {"nvidiagpunumanodes.tar.bz2", "nvidiagpunumanodes.expected.json", {}},
     {"memorysidecaches.tar.bz2", "memorysidecaches.expected.json", {}},
-    {"128arm-2pa2n8cluster4co.tar.bz2", "128arm-2pa2n8cluster4co.expected.json", {}},
+    {"128arm-2pa2n8cluster4co.tar.bz2",
+     "128arm-2pa2n8cluster4co.expected.json",
+     {}},
     {"nvidiaDGX2.xml", "nvidiaDGX2.expected.json", {}},
     {"192em64t-24n8c2t.xml", "192em64t-24n8c2t.expected.json", {}},
 };
@@ -165,7 +171,8 @@ TEST_P(RealMachineTest, PciDevicesAndTheirNumaAffinity) {
   }
   std::vector<std::string> extras;
   for (const PciDevice& d : topology_.pci_devices()) {
-    if (!seen.count(d.address.ToString())) extras.push_back(d.address.ToString());
+    if (!seen.count(d.address.ToString()))
+      extras.push_back(d.address.ToString());
   }
   std::vector<std::string> documented(GetParam().extra_devices.begin(),
                                       GetParam().extra_devices.end());
@@ -173,19 +180,21 @@ TEST_P(RealMachineTest, PciDevicesAndTheirNumaAffinity) {
 }
 
 TEST_P(RealMachineTest, CpuCountMatchesHwloc) {
-  EXPECT_EQ(static_cast<int>(topology_.cpus().size()), expected_["pus"].get<int>());
+  EXPECT_EQ(static_cast<int>(topology_.cpus().size()),
+            expected_["pus"].get<int>());
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Recordings, RealMachineTest, ::testing::ValuesIn(kMachines),
-    [](const ::testing::TestParamInfo<Machine>& param) {
-      std::string name = param.param.data;
-      name = name.substr(0, name.find('.'));
-      for (char& c : name) {
-        if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
-      }
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Recordings, RealMachineTest,
+                         ::testing::ValuesIn(kMachines),
+                         [](const ::testing::TestParamInfo<Machine>& param) {
+                           std::string name = param.param.data;
+                           name = name.substr(0, name.find('.'));
+                           for (char& c : name) {
+                             if (!std::isalnum(static_cast<unsigned char>(c)))
+                               c = '_';
+                           }
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace topology

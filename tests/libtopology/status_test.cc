@@ -1,8 +1,8 @@
 #include "topology/status.h"
 
-#include <gtest/gtest.h>
-
 #include <string>
+
+#include <gtest/gtest.h>
 
 #include "status_macros.h"
 

@@ -1,15 +1,15 @@
 // topology-info as a user runs it: exit codes, the JSON contract, text and
 // DOT (rendered by Graphviz when installed).
+#include <array>
+#include <cstdio>
+#include <fstream>
+#include <string>
+
 #include <sys/wait.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
-
-#include <array>
-#include <cstdio>
-#include <fstream>
-#include <string>
 
 #include "synthetic_machines.h"
 #include "temp_dir.h"
@@ -17,9 +17,9 @@
 namespace topology {
 namespace {
 
+using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
-using nlohmann::json;
 
 struct CommandResult {
   int exit_code = -1;
@@ -32,7 +32,8 @@ CommandResult RunCommand(const std::string& command) {
   if (pipe == nullptr) return run;
   std::array<char, 4096> buf{};
   size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) run.out.append(buf.data(), n);
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0)
+    run.out.append(buf.data(), n);
   const int status = ::pclose(pipe);
   run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
   return run;
@@ -87,7 +88,8 @@ TEST_F(TopologyInfoTest, FiltersSelectDevices) {
   const CommandResult run = Info("--format json --class 0302 --vendor 10de");
   ASSERT_EQ(run.exit_code, 0) << run.out;
   EXPECT_EQ(json::parse(run.out)["pci_devices"].size(), 8u);
-  const CommandResult nics = Info("--format json --vendor 0x15b3 --device 101d");
+  const CommandResult nics =
+      Info("--format json --vendor 0x15b3 --device 101d");
   EXPECT_EQ(json::parse(nics.out)["pci_devices"].size(), 4u);
 }
 

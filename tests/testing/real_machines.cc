@@ -1,22 +1,23 @@
 #include "real_machines.h"
 
-#include <unistd.h>
-
 #include <cstdlib>
 #include <string>
 #include <system_error>
+
+#include <unistd.h>
 
 namespace topology::testing {
 
 std::optional<std::filesystem::path> RealMachinesDir() {
   std::error_code ec;
   if (const char* env = std::getenv("TOPOLOGY_REAL_MACHINES")) {
-    if (std::filesystem::is_directory(env, ec)) return std::filesystem::path(env);
+    if (std::filesystem::is_directory(env, ec))
+      return std::filesystem::path(env);
     return std::nullopt;
   }
-  const std::filesystem::path dir =
-      std::filesystem::path(TOPOLOGY_SOURCE_DIR) / ".." / "shared" /
-      "fixtures" / "real-machines";
+  const std::filesystem::path dir = std::filesystem::path(TOPOLOGY_SOURCE_DIR) /
+                                    ".." / "shared" / "fixtures" /
+                                    "real-machines";
   if (std::filesystem::is_directory(dir, ec)) return dir.lexically_normal();
   return std::nullopt;
 }

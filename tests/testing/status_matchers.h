@@ -20,8 +20,7 @@ MATCHER(IsOk, "is OK") {
   return status.ok();
 }
 
-MATCHER_P(StatusIs, code,
-          "has code " + std::string(StatusCodeName(code))) {
+MATCHER_P(StatusIs, code, "has code " + std::string(StatusCodeName(code))) {
   const Status& status = GetStatus(arg);
   *result_listener << "status is " << status.ToString();
   return status.code() == code;

@@ -40,8 +40,8 @@ void AddCpus(SysfsTreeBuilder& b, int sockets, int cores) {
 std::string SocketCpus(int socket, int cores, int sockets) {
   const int first = socket * cores;
   const int total = sockets * cores;
-  return std::to_string(first) + "-" + std::to_string(first + cores - 1) +
-         "," + std::to_string(first + total) + "-" +
+  return std::to_string(first) + "-" + std::to_string(first + cores - 1) + "," +
+         std::to_string(first + total) + "-" +
          std::to_string(first + total + cores - 1);
 }
 
@@ -117,10 +117,8 @@ void WriteSubNumaClusterMachine(const std::filesystem::path& root) {
     b.AddNode(node, std::to_string(first) + "-" + std::to_string(first + 7),
               128 * kGiB);
   }
-  b.SetDistances({{10, 11, 21, 21},
-                  {11, 10, 21, 21},
-                  {21, 21, 10, 11},
-                  {21, 21, 11, 10}});
+  b.SetDistances(
+      {{10, 11, 21, 21}, {11, 10, 21, 21}, {21, 21, 10, 11}, {21, 21, 11, 10}});
   const int buses[] = {0x17, 0x3a, 0x97, 0xb7};
   for (int node = 0; node < 4; ++node) {
     const int first = node * 8;
@@ -133,7 +131,8 @@ void WriteSubNumaClusterMachine(const std::filesystem::path& root) {
 
 void WriteVmMachine(const std::filesystem::path& root) {
   SysfsTreeBuilder b(root);
-  for (int cpu = 0; cpu < 8; ++cpu) b.AddCpu(cpu, cpu / 4, cpu % 4, std::to_string(cpu));
+  for (int cpu = 0; cpu < 8; ++cpu)
+    b.AddCpu(cpu, cpu / 4, cpu % 4, std::to_string(cpu));
   b.AddNode(0, "0-3", 16 * kGiB);
   b.AddNode(1, "4-7", 16 * kGiB);
   b.SetDistances({{10, 20}, {20, 10}});
@@ -171,7 +170,8 @@ void WriteCpulessNodeMachine(const std::filesystem::path& root) {
 
 void WriteSparseNodeMachine(const std::filesystem::path& root) {
   SysfsTreeBuilder b(root);
-  for (int cpu = 0; cpu < 12; ++cpu) b.AddCpu(cpu, cpu / 4, cpu % 4, std::to_string(cpu));
+  for (int cpu = 0; cpu < 12; ++cpu)
+    b.AddCpu(cpu, cpu / 4, cpu % 4, std::to_string(cpu));
   b.AddNode(0, "0-3", 32 * kGiB);
   b.AddNode(2, "4-7", 32 * kGiB);
   b.AddNode(5, "8-11", 32 * kGiB);
@@ -196,9 +196,11 @@ void WriteSriovMachine(const std::filesystem::path& root, int pfs,
     const int bus = 0x10 + (pf % 0x60) * 2;
     const int domain = pf / 0x60;
     char host[32];
-    std::snprintf(host, sizeof(host), "pci%04x:%02x", domain, node == 0 ? 0x0f : 0x8f);
+    std::snprintf(host, sizeof(host), "pci%04x:%02x", domain,
+                  node == 0 ? 0x0f : 0x8f);
     char root_port[32];
-    std::snprintf(root_port, sizeof(root_port), "%04x:%02x:00.0", domain, node == 0 ? 0x0f : 0x8f);
+    std::snprintf(root_port, sizeof(root_port), "%04x:%02x:00.0", domain,
+                  node == 0 ? 0x0f : 0x8f);
     char pf_addr[32];
     std::snprintf(pf_addr, sizeof(pf_addr), "%04x:%02x:00.0", domain, bus);
     PciFunctionSpec spec = Nic(group++);
@@ -228,8 +230,8 @@ void WriteSriovMachine(const std::filesystem::path& root, int pfs,
 }
 
 std::vector<std::string> MachineNames() {
-  return {"dual-socket-8gpu", "snc", "vm", "cpuless-node", "sparse-nodes",
-          "sriov-4096"};
+  return {"dual-socket-8gpu", "snc",          "vm",
+          "cpuless-node",     "sparse-nodes", "sriov-4096"};
 }
 
 bool WriteMachine(const std::string& name, const std::filesystem::path& root) {

@@ -34,7 +34,8 @@ std::string CpulistToMask(const std::string& cpulist) {
     if (item.empty()) continue;
     const size_t dash = item.find('-');
     const int first = std::stoi(item.substr(0, dash));
-    const int last = dash == std::string::npos ? first : std::stoi(item.substr(dash + 1));
+    const int last =
+        dash == std::string::npos ? first : std::stoi(item.substr(dash + 1));
     for (int cpu = first; cpu <= last; ++cpu) {
       const auto w = static_cast<size_t>(cpu / 32);
       if (words.size() <= w) words.resize(w + 1, 0);
@@ -77,11 +78,10 @@ void SysfsTreeBuilder::AddNode(int id, const std::string& cpulist,
   const std::string dir = "devices/system/node/node" + std::to_string(id);
   WriteFile(dir + "/cpulist", cpulist + "\n");
   WriteFile(dir + "/cpumap", CpulistToMask(cpulist) + "\n");
-  WriteFile(dir + "/meminfo", "Node " + std::to_string(id) +
-                                  " MemTotal:       " +
-                                  std::to_string(memory_bytes / 1024) +
-                                  " kB\nNode " + std::to_string(id) +
-                                  " MemFree:        1024 kB\n");
+  WriteFile(dir + "/meminfo",
+            "Node " + std::to_string(id) + " MemTotal:       " +
+                std::to_string(memory_bytes / 1024) + " kB\nNode " +
+                std::to_string(id) + " MemFree:        1024 kB\n");
 }
 
 void SysfsTreeBuilder::SetDistances(std::vector<std::vector<int>> rows) {
@@ -94,7 +94,8 @@ void SysfsTreeBuilder::AddCpu(int id, int package, int core,
   package_cpus_[package].push_back(id);
   const std::string dir = "devices/system/cpu/cpu" + std::to_string(id);
   WriteFile(dir + "/online", "1\n");
-  WriteFile(dir + "/topology/physical_package_id", std::to_string(package) + "\n");
+  WriteFile(dir + "/topology/physical_package_id",
+            std::to_string(package) + "\n");
   WriteFile(dir + "/topology/die_id", "0\n");
   WriteFile(dir + "/topology/core_id", std::to_string(core) + "\n");
   WriteFile(dir + "/topology/thread_siblings_list", siblings + "\n");
@@ -158,7 +159,8 @@ void SysfsTreeBuilder::WriteFunctionFiles(const fs::path& dir,
   if (!bridge && spec.iommu_group) {
     const fs::path target =
         to_sys / "kernel/iommu_groups" / std::to_string(*spec.iommu_group);
-    fs::create_directories(Sys("kernel/iommu_groups/" + std::to_string(*spec.iommu_group)));
+    fs::create_directories(
+        Sys("kernel/iommu_groups/" + std::to_string(*spec.iommu_group)));
     fs::create_directory_symlink(target, dir / "iommu_group");
   }
   if (!bridge && spec.sriov_totalvfs) {
@@ -178,9 +180,11 @@ void SysfsTreeBuilder::AddPciFunction(const PciFunctionSpec& spec) {
     if (is_function && spec.physfn) {
       // physfn -> ../<pf>; the PF gets virtfnN -> ../<vf>.
       const fs::path pf_dir = dir.parent_path() / *spec.physfn;
-      fs::create_directory_symlink(fs::path("..") / *spec.physfn, dir / "physfn");
+      fs::create_directory_symlink(fs::path("..") / *spec.physfn,
+                                   dir / "physfn");
       size_t index = 0;
-      while (fs::exists(fs::symlink_status(pf_dir / ("virtfn" + std::to_string(index))))) {
+      while (fs::exists(
+          fs::symlink_status(pf_dir / ("virtfn" + std::to_string(index))))) {
         ++index;
       }
       fs::create_directory_symlink(fs::path("..") / spec.path[i],

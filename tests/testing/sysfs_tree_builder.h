@@ -25,11 +25,11 @@ struct PciFunctionSpec {
   uint16_t device = 0x1db4;
   uint16_t subsystem_vendor = 0x10de;
   uint16_t subsystem_device = 0x1212;
-  std::optional<int> numa_node;             // nullopt: no file
+  std::optional<int> numa_node;              // nullopt: no file
   std::optional<std::string> local_cpulist;  // nullopt: no file
   std::optional<std::string> driver;         // link into bus/pci/drivers
   std::optional<int> iommu_group;
-  std::optional<std::string> physfn;         // a VF's PF address
+  std::optional<std::string> physfn;  // a VF's PF address
   std::optional<int> sriov_totalvfs;
   std::string link_speed = "16.0 GT/s PCIe";
   int link_width = 16;

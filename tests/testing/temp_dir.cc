@@ -1,16 +1,17 @@
 #include "temp_dir.h"
 
-#include <boost/filesystem.hpp>
-
 #include <system_error>
+
+#include <boost/filesystem.hpp>
 
 namespace topology::testing {
 
 // std::filesystem has no unique-name generator; Boost.Filesystem's
 // unique_path() is the well-kept one.
 TempDir::TempDir() {
-  const boost::filesystem::path unique = boost::filesystem::unique_path(
-      boost::filesystem::temp_directory_path() / "topology-test-%%%%-%%%%-%%%%");
+  const boost::filesystem::path unique =
+      boost::filesystem::unique_path(boost::filesystem::temp_directory_path() /
+                                     "topology-test-%%%%-%%%%-%%%%");
   path_ = unique.string();
   std::filesystem::create_directories(path_);
 }

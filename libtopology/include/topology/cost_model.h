@@ -59,8 +59,7 @@ class TOPOLOGY_EXPORT CostModel {
 
   // Cost between two devices of the topology. Fails with NOT_FOUND naming an
   // address that is not in the topology.
-  StatusOr<DeviceCost> Between(const PciAddress& a,
-                               const PciAddress& b) const;
+  StatusOr<DeviceCost> Between(const PciAddress& a, const PciAddress& b) const;
 
   // Cost between devices by index into topology.pci_devices().
   // REQUIRES: both indexes are in range.

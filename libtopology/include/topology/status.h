@@ -92,7 +92,7 @@ class [[nodiscard]] StatusOr {
       status_ = Status(StatusCode::kInternal, "StatusOr built from OK status");
     }
   }
-  StatusOr(const T& value) : value_(value) {}  // NOLINT
+  StatusOr(const T& value) : value_(value) {}        // NOLINT
   StatusOr(T&& value) : value_(std::move(value)) {}  // NOLINT
 
   bool ok() const { return value_.has_value(); }

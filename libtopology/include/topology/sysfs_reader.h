@@ -24,6 +24,20 @@
 
 namespace topology {
 
+// A directory of the tree opened once, so that many attributes below it are
+// read without resolving the full path each time (a PCI function has a dozen).
+// Names are single path components ("numa_node"). Obtained from
+// SysfsReader::OpenDirectory(); must not outlive its reader.
+class TOPOLOGY_EXPORT SysfsDirectory {
+ public:
+  virtual ~SysfsDirectory();
+  // The directory's canonical path relative to the sysfs root.
+  virtual const std::string& path() const = 0;
+  // As SysfsReader::ReadFile / ReadLink for path() + "/" + name.
+  virtual StatusOr<std::string> ReadFile(std::string_view name) const = 0;
+  virtual StatusOr<std::string> ReadLink(std::string_view name) const = 0;
+};
+
 class TOPOLOGY_EXPORT SysfsReader {
  public:
   // Sysfs attributes are at most a page; anything larger than this is
@@ -50,6 +64,13 @@ class TOPOLOGY_EXPORT SysfsReader {
   // FAILED_PRECONDITION when it resolves outside the tree and with
   // INVALID_ARGUMENT on a link loop.
   virtual StatusOr<std::string> CanonicalPath(std::string_view path) const = 0;
+
+  // Opens the directory at `path` (links followed) for reading attributes.
+  // Fails like CanonicalPath(), and with NOT_FOUND when it is not a
+  // directory. The default implementation reads through this reader's path
+  // methods; the host-root reader keeps a directory descriptor.
+  virtual StatusOr<std::unique_ptr<SysfsDirectory>> OpenDirectory(
+      std::string_view path) const;
 
   // True when something exists at `path` (links are followed).
   virtual bool Exists(std::string_view path) const = 0;

@@ -1,16 +1,18 @@
 // topology-info: prints the NUMA and PCIe topology of a host root or an hwloc
 // XML export as text, JSON or Graphviz DOT.
-#include <CLI/CLI.hpp>
-
 #include <cstdio>
 #include <iostream>
 
-#include "render.h"
+#include <CLI/CLI.hpp>
+
 #include "topology/discovery.h"
 
+#include "render.h"
+
 int main(int argc, char** argv) {
-  CLI::App app{"Show the NUMA and PCIe topology of a machine, a recorded "
-               "sysfs tree or an hwloc XML export."};
+  CLI::App app{
+      "Show the NUMA and PCIe topology of a machine, a recorded "
+      "sysfs tree or an hwloc XML export."};
   std::string host_root = "/";
   std::string hwloc_xml;
   std::string format = "text";
@@ -29,8 +31,10 @@ int main(int argc, char** argv) {
   app.add_option("--class", classes,
                  "Only devices whose class starts with these hex digits "
                  "(comma-separated, e.g. 0302,0200)");
-  app.add_option("--vendor", vendors, "Only these vendor ids (hex, comma-separated)");
-  app.add_option("--device", devices, "Only these device ids (hex, comma-separated)");
+  app.add_option("--vendor", vendors,
+                 "Only these vendor ids (hex, comma-separated)");
+  app.add_option("--device", devices,
+                 "Only these device ids (hex, comma-separated)");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

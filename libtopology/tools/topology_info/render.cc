@@ -31,11 +31,13 @@ std::vector<std::string> SplitCommas(const std::string& text) {
 }
 
 std::string StripHexPrefix(std::string text) {
-  if (text.size() >= 2 && text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+  if (text.size() >= 2 && text[0] == '0' &&
+      (text[1] == 'x' || text[1] == 'X')) {
     text.erase(0, 2);
   }
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) {
+    return static_cast<char>(std::tolower(c));
+  });
   return text;
 }
 
@@ -45,8 +47,8 @@ StatusOr<std::vector<uint16_t>> ParseIds(const std::string& flag,
   for (const std::string& raw : SplitCommas(text)) {
     const std::string digits = StripHexPrefix(raw);
     uint16_t value = 0;
-    auto [ptr, ec] = std::from_chars(digits.data(), digits.data() + digits.size(),
-                                     value, 16);
+    auto [ptr, ec] = std::from_chars(digits.data(),
+                                     digits.data() + digits.size(), value, 16);
     if (digits.empty() || digits.size() > 4 || ec != std::errc() ||
         ptr != digits.data() + digits.size()) {
       return InvalidArgumentError(flag + ": \"" + raw +
@@ -95,11 +97,11 @@ StatusOr<DeviceFilter> DeviceFilter::Parse(const std::string& classes,
   DeviceFilter filter;
   for (const std::string& raw : SplitCommas(classes)) {
     const std::string digits = StripHexPrefix(raw);
-    const bool hex = !digits.empty() &&
-                     digits.find_first_not_of("0123456789abcdef") ==
-                         std::string::npos;
-    if (!hex || (digits.size() != 2 && digits.size() != 4 &&
-                 digits.size() != 6)) {
+    const bool hex =
+        !digits.empty() &&
+        digits.find_first_not_of("0123456789abcdef") == std::string::npos;
+    if (!hex ||
+        (digits.size() != 2 && digits.size() != 4 && digits.size() != 6)) {
       return InvalidArgumentError(
           "--class: \"" + raw +
           "\" is not a class prefix of 2, 4 or 6 hex digits (e.g. 0302)");
@@ -126,14 +128,12 @@ bool DeviceFilter::Matches(const PciDevice& device) const {
       return false;
     }
   }
-  if (!vendors.empty() &&
-      std::find(vendors.begin(), vendors.end(), device.vendor_id) ==
-          vendors.end()) {
+  if (!vendors.empty() && std::find(vendors.begin(), vendors.end(),
+                                    device.vendor_id) == vendors.end()) {
     return false;
   }
-  if (!devices.empty() &&
-      std::find(devices.begin(), devices.end(), device.device_id) ==
-          devices.end()) {
+  if (!devices.empty() && std::find(devices.begin(), devices.end(),
+                                    device.device_id) == devices.end()) {
     return false;
   }
   return true;
@@ -191,13 +191,17 @@ json RenderJson(const Topology& topology, const DeviceFilter& filter) {
     j["local_cpus"] =
         d->local_cpus ? json(d->local_cpus->ToList()) : json(nullptr);
     json bridges = json::array();
-    for (const PciAddress& b : d->upstream_bridges) bridges.push_back(b.ToString());
+    for (const PciAddress& b : d->upstream_bridges)
+      bridges.push_back(b.ToString());
     j["upstream_bridges"] = bridges;
-    j["host_bridge"] = d->host_bridge.empty() ? json(nullptr) : json(d->host_bridge);
+    j["host_bridge"] =
+        d->host_bridge.empty() ? json(nullptr) : json(d->host_bridge);
     j["iommu_group"] = d->iommu_group ? json(*d->iommu_group) : json(nullptr);
     j["physfn"] = d->physfn ? json(d->physfn->ToString()) : json(nullptr);
-    j["sriov_totalvfs"] = d->sriov_totalvfs ? json(*d->sriov_totalvfs) : json(nullptr);
-    j["sriov_numvfs"] = d->sriov_numvfs ? json(*d->sriov_numvfs) : json(nullptr);
+    j["sriov_totalvfs"] =
+        d->sriov_totalvfs ? json(*d->sriov_totalvfs) : json(nullptr);
+    j["sriov_numvfs"] =
+        d->sriov_numvfs ? json(*d->sriov_numvfs) : json(nullptr);
     j["virtfns"] = d->virtfns.size();
     j["link"] = {{"current_speed", d->link.current_speed},
                  {"current_width", d->link.current_width},
@@ -230,7 +234,8 @@ std::string RenderText(const Topology& topology, const DeviceFilter& filter) {
     for (const NumaNode& from : topology.numa_nodes()) {
       out << "  " << PadRight(std::to_string(from.id), 4);
       for (const NumaNode& to : topology.numa_nodes()) {
-        out << PadRight(std::to_string(topology.Distance(from.id, to.id).value_or(0)), 5);
+        out << PadRight(
+            std::to_string(topology.Distance(from.id, to.id).value_or(0)), 5);
       }
       out << "\n";
     }
@@ -288,7 +293,8 @@ std::string RenderText(const Topology& topology, const DeviceFilter& filter) {
     out << "NUMA\n";
     for (size_t i = 0; i < matrix_devices.size(); ++i) {
       const PciDevice& d = topology.pci_devices()[matrix_devices[i]];
-      out << PadRight("d" + std::to_string(i) + " " + d.address.ToString().substr(5), 15);
+      out << PadRight(
+          "d" + std::to_string(i) + " " + d.address.ToString().substr(5), 15);
       for (size_t j : matrix_devices) {
         const DeviceCost c = model.BetweenIndexes(matrix_devices[i], j);
         std::string cell = std::string(CostLevelLabel(c.level));
@@ -328,13 +334,15 @@ std::string RenderDot(const Topology& topology, const DeviceFilter& filter) {
     return colour_of.count(nodes[0]) ? colour_of[nodes[0]] : "#eeeeee";
   };
   std::ostringstream out;
-  out << "digraph pci {\n  rankdir=LR;\n  node [style=filled, fontname=\"monospace\"];\n";
+  out << "digraph pci {\n  rankdir=LR;\n  node [style=filled, "
+         "fontname=\"monospace\"];\n";
   out << "  subgraph cluster_legend {\n    label=\"NUMA nodes\";\n";
   for (const auto& [id, c] : colour_of) {
     out << "    \"numa" << id << "\" [label=\"node " << id
         << "\", shape=note, fillcolor=\"" << c << "\"];\n";
   }
-  out << "    \"numa_unknown\" [label=\"unknown\", shape=note, fillcolor=\"#eeeeee\"];\n  }\n";
+  out << "    \"numa_unknown\" [label=\"unknown\", shape=note, "
+         "fillcolor=\"#eeeeee\"];\n  }\n";
   std::set<std::string> declared;
   std::set<std::pair<std::string, std::string>> edges;
   const auto declare = [&](const std::string& id, const std::string& label,

@@ -2,11 +2,11 @@
 #ifndef TOPOLOGY_TOOLS_TOPOLOGY_INFO_RENDER_H_
 #define TOPOLOGY_TOOLS_TOPOLOGY_INFO_RENDER_H_
 
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "topology/pci_device.h"
 #include "topology/status.h"

@@ -11,6 +11,7 @@ int main() {
   const topology::CostModel model(empty);
   if (!address.ok() || !cpus.ok() || cpus->Count() != 4) return 1;
   std::cout << "consumer ok: " << address->ToString() << " "
-            << topology::CostLevelLabel(topology::CostLevel::kSameSwitch) << "\n";
+            << topology::CostLevelLabel(topology::CostLevel::kSameSwitch)
+            << "\n";
   return 0;
 }

@@ -1,0 +1,149 @@
+// Discovery speed: the 4,096- and 8,192-function SR-IOV trees, the recorded
+// real machines, and, in the same run, lspci and lstopo on the same trees.
+//
+//   build/default/tests/benchmarks/discovery_benchmark
+//
+// Trees are written once per run below $TMPDIR. Reported in
+// docs/performance.md.
+#include <cstdlib>
+#include <map>
+#include <string>
+
+#include <benchmark/benchmark.h>
+
+#include "topology/discovery.h"
+
+#include "real_machines.h"
+#include "synthetic_machines.h"
+#include "temp_dir.h"
+
+namespace topology {
+namespace {
+
+testing::TempDir& Scratch() {
+  static testing::TempDir* dir = new testing::TempDir();
+  return *dir;
+}
+
+// The SR-IOV tree with `functions` PCI functions (PFs + VFs, 256 each).
+const std::filesystem::path& SriovTree(int functions) {
+  static std::map<int, std::filesystem::path> trees;
+  auto it = trees.find(functions);
+  if (it == trees.end()) {
+    const auto root = Scratch().path() / ("sriov-" + std::to_string(functions));
+    testing::WriteSriovMachine(root, functions / 256, 255);
+    it = trees.emplace(functions, root).first;
+  }
+  return it->second;
+}
+
+void RunDiscovery(benchmark::State& state, const std::filesystem::path& root,
+                  bool libpci, bool hwloc) {
+  DiscoveryOptions options;
+  options.host_root = root;
+  options.use_libpci = libpci;
+  options.use_hwloc = hwloc;
+  size_t devices = 0;
+  for (auto _ : state) {
+    auto topology = Discover(options);
+    if (!topology.ok()) {
+      state.SkipWithError(topology.status().ToString().c_str());
+      return;
+    }
+    devices = topology->pci_devices().size();
+    benchmark::DoNotOptimize(topology);
+  }
+  state.counters["devices"] = static_cast<double>(devices);
+}
+
+void BM_DiscoverSriov(benchmark::State& state) {
+  RunDiscovery(state, SriovTree(static_cast<int>(state.range(0))), true, true);
+}
+BENCHMARK(BM_DiscoverSriov)
+    ->Arg(4096)
+    ->Arg(8192)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+void BM_DiscoverSriovSysfsOnly(benchmark::State& state) {
+  RunDiscovery(state, SriovTree(static_cast<int>(state.range(0))), false,
+               false);
+}
+BENCHMARK(BM_DiscoverSriovSysfsOnly)
+    ->Arg(4096)
+    ->Arg(8192)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+void RunCommand(benchmark::State& state, const std::string& command) {
+  for (auto _ : state) {
+    if (std::system(command.c_str()) != 0) {
+      state.SkipWithError(("failed: " + command).c_str());
+      return;
+    }
+  }
+}
+
+void BM_LspciSriov(benchmark::State& state) {
+  const auto& root = SriovTree(static_cast<int>(state.range(0)));
+  RunCommand(state, "lspci -D -A linux-sysfs -O sysfs.path='" +
+                        (root / "sys/bus/pci").string() + "' > /dev/null");
+}
+BENCHMARK(BM_LspciSriov)
+    ->Arg(4096)
+    ->Arg(8192)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+void BM_LstopoSriov(benchmark::State& state) {
+  const auto& root = SriovTree(static_cast<int>(state.range(0)));
+  RunCommand(state, "HWLOC_COMPONENTS=linux,stop HWLOC_FSROOT='" +
+                        root.string() +
+                        "' lstopo-no-graphics --whole-io --of xml > /dev/null");
+}
+BENCHMARK(BM_LstopoSriov)
+    ->Arg(4096)
+    ->Arg(8192)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// The recordings, when shared/fixtures/real-machines is present.
+const char* const kRecordings[] = {
+    "32intel64-2p8co2t+8ve.tar.bz2", "32em64t-2n8c+dax+nvme+mic+dimms.tar.bz2",
+    "2pa-pcidomain32bits.tar.bz2",   "nvidiagpunumanodes.tar.bz2",
+    "memorysidecaches.tar.bz2",      "128arm-2pa2n8cluster4co.tar.bz2"};
+
+void BM_DiscoverRecording(benchmark::State& state) {
+  const auto root = testing::UnpackRealMachine(kRecordings[state.range(0)]);
+  if (!root) {
+    state.SkipWithError("recordings absent");
+    return;
+  }
+  state.SetLabel(kRecordings[state.range(0)]);
+  RunDiscovery(state, *root, true, true);
+}
+BENCHMARK(BM_DiscoverRecording)
+    ->DenseRange(0, 5)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+void BM_LstopoRecording(benchmark::State& state) {
+  const auto root = testing::UnpackRealMachine(kRecordings[state.range(0)]);
+  if (!root) {
+    state.SkipWithError("recordings absent");
+    return;
+  }
+  state.SetLabel(kRecordings[state.range(0)]);
+  RunCommand(state,
+             "HWLOC_COMPONENTS=linux,stop HWLOC_FSROOT='" + root->string() +
+                 "' lstopo-no-graphics --whole-io --of xml > /dev/null 2>&1");
+}
+BENCHMARK(BM_LstopoRecording)
+    ->DenseRange(0, 5)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+}  // namespace
+}  // namespace topology
+
+BENCHMARK_MAIN();
