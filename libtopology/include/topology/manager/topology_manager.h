@@ -1,0 +1,97 @@
+// TopologyManager: the kubelet's Topology Manager. Collects hints from its
+// providers per container or per pod (the scope), merges them with the
+// policy, admits or rejects, stores the chosen affinity and asks each
+// provider to allocate.
+//
+// Thread safety: Admit, RemovePod and GetAffinity may be called from
+// different threads; admissions are serialised.
+#ifndef TOPOLOGY_MANAGER_TOPOLOGY_MANAGER_H_
+#define TOPOLOGY_MANAGER_TOPOLOGY_MANAGER_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "topology/export.h"
+#include "topology/manager/admission.h"
+#include "topology/manager/hint_provider.h"
+#include "topology/manager/numa_info.h"
+#include "topology/manager/policy.h"
+#include "topology/manager/store.h"
+
+namespace topology::manager {
+
+inline constexpr char kScopeContainer[] = "container";
+inline constexpr char kScopePod[] = "pod";
+
+// What one container's (or the pod's) merge looked like, for --explain.
+struct MergeTrace {
+  std::string container;  // empty for pod scope
+  // Per provider, in order: its hints.
+  std::vector<ProviderHints> provider_hints;
+  MergeResult result;
+  MergeExplanation explanation;
+};
+
+struct ManagerConfig {
+  std::string policy = kPolicyNone;
+  std::string scope = kScopeContainer;
+  std::map<std::string, std::string> policy_options;
+  MergeEngine engine = MergeEngine::kFast;
+};
+
+class TOPOLOGY_EXPORT TopologyManager final : public Store {
+ public:
+  // As the kubelet's NewManager: policy none needs nothing else; otherwise
+  // the options are parsed, distances are required for
+  // prefer-closest-numa-nodes ("cannot discover NUMA topology: ..."), more
+  // NUMA nodes than max-allowable-numa-nodes fail with "unsupported on
+  // machines with more than N NUMA Nodes", then unknown policy or scope
+  // names fail. All failures are INVALID_ARGUMENT or FAILED_PRECONDITION.
+  static StatusOr<std::unique_ptr<TopologyManager>> Create(
+      const ManagerConfig& config, const NumaInfo& numa);
+
+  // Providers are asked in the order added. Not owned; must outlive the
+  // manager.
+  void AddHintProvider(HintProvider* provider);
+
+  // Admits `pod`. `traces`, when not null, receives one entry per merge.
+  AdmitResult Admit(const Pod& pod, std::vector<MergeTrace>* traces = nullptr);
+
+  // Forgets the stored affinities of a pod.
+  void RemovePod(const std::string& pod_uid);
+
+  TopologyHint GetAffinity(const std::string& pod_uid,
+                           const std::string& container) const override;
+
+  const Policy& policy() const { return *policy_; }
+  const std::string& scope() const { return scope_; }
+
+ private:
+  TopologyManager(std::unique_ptr<Policy> policy, std::string scope);
+
+  AdmitResult AdmitContainerScope(const Pod& pod,
+                                  std::vector<MergeTrace>* traces);
+  AdmitResult AdmitPodScope(const Pod& pod, std::vector<MergeTrace>* traces);
+  AdmitResult AdmitNoneScope(const Pod& pod);
+  // Calls Allocate on every provider; a failure becomes the kubelet's
+  // UnexpectedAdmissionError.
+  std::optional<AdmitResult> AllocateAll(const Pod& pod,
+                                         const Container& container);
+  void SetAffinity(const std::string& pod_uid, const std::string& container,
+                   const TopologyHint& hint);
+
+  std::unique_ptr<Policy> policy_;
+  std::string scope_;  // "container", "pod" or "none" (policy none)
+  std::vector<HintProvider*> providers_;
+  std::mutex admit_mutex_;
+  mutable std::mutex store_mutex_;
+  std::map<std::pair<std::string, std::string>, TopologyHint> affinity_;
+};
+
+}  // namespace topology::manager
+
+#endif  // TOPOLOGY_MANAGER_TOPOLOGY_MANAGER_H_

@@ -1,0 +1,153 @@
+#include "topology/manager/topology_manager.h"
+
+#include <string>
+
+#include "topology/manager/policy_options.h"
+
+namespace topology::manager {
+namespace {
+
+constexpr char kScopeNone[] = "none";
+
+AdmitResult Admitted() { return AdmitResult{true, "", ""}; }
+
+AdmitResult TopologyAffinityRejection() {
+  return AdmitResult{false, kTopologyAffinityError, kTopologyAffinityMessage};
+}
+
+// Init containers first, then app containers, in spec order.
+std::vector<const Container*> AllContainers(const Pod& pod) {
+  std::vector<const Container*> all;
+  for (const Container& c : pod.init_containers) all.push_back(&c);
+  for (const Container& c : pod.containers) all.push_back(&c);
+  return all;
+}
+
+}  // namespace
+
+StatusOr<std::unique_ptr<TopologyManager>> TopologyManager::Create(
+    const ManagerConfig& config, const NumaInfo& numa) {
+  if (config.policy == kPolicyNone) {
+    auto policy = NewPolicy(kPolicyNone, numa, PolicyOptions{}, config.engine);
+    if (!policy.ok()) return policy.status();
+    return std::unique_ptr<TopologyManager>(
+        new TopologyManager(*std::move(policy), kScopeNone));
+  }
+  auto options = PolicyOptions::Parse(config.policy_options);
+  if (!options.ok()) return options.status();
+  if (options->prefer_closest_numa && !numa.has_distances()) {
+    return FailedPreconditionError(
+        "cannot discover NUMA topology: error getting NUMA distances from "
+        "cadvisor");
+  }
+  if (static_cast<int>(numa.node_ids().size()) >
+      options->max_allowable_numa_nodes) {
+    return FailedPreconditionError(
+        "unsupported on machines with more than " +
+        std::to_string(options->max_allowable_numa_nodes) + " NUMA Nodes");
+  }
+  auto policy = NewPolicy(config.policy, numa, *options, config.engine);
+  if (!policy.ok()) return policy.status();
+  if (config.scope != kScopeContainer && config.scope != kScopePod) {
+    return InvalidArgumentError("unknown scope: \"" + config.scope + "\"");
+  }
+  return std::unique_ptr<TopologyManager>(
+      new TopologyManager(*std::move(policy), config.scope));
+}
+
+TopologyManager::TopologyManager(std::unique_ptr<Policy> policy,
+                                 std::string scope)
+    : policy_(std::move(policy)), scope_(std::move(scope)) {}
+
+void TopologyManager::AddHintProvider(HintProvider* provider) {
+  providers_.push_back(provider);
+}
+
+AdmitResult TopologyManager::Admit(const Pod& pod,
+                                   std::vector<MergeTrace>* traces) {
+  std::lock_guard<std::mutex> lock(admit_mutex_);
+  if (scope_ == kScopeNone) return AdmitNoneScope(pod);
+  if (scope_ == kScopePod) return AdmitPodScope(pod, traces);
+  return AdmitContainerScope(pod, traces);
+}
+
+std::optional<AdmitResult> TopologyManager::AllocateAll(
+    const Pod& pod, const Container& container) {
+  for (HintProvider* provider : providers_) {
+    const Status status = provider->Allocate(pod, container);
+    if (!status.ok()) {
+      return AdmitResult{false, kUnexpectedAdmissionError,
+                         "Allocate failed due to " + status.message() +
+                             ", which is unexpected"};
+    }
+  }
+  return std::nullopt;
+}
+
+AdmitResult TopologyManager::AdmitContainerScope(
+    const Pod& pod, std::vector<MergeTrace>* traces) {
+  for (const Container* container : AllContainers(pod)) {
+    MergeTrace trace;
+    trace.container = container->name;
+    for (HintProvider* provider : providers_) {
+      trace.provider_hints.push_back(
+          provider->GetTopologyHints(pod, *container));
+    }
+    trace.result = policy_->Merge(trace.provider_hints, &trace.explanation);
+    const MergeResult result = trace.result;
+    if (traces) traces->push_back(std::move(trace));
+    if (!result.admit) return TopologyAffinityRejection();
+    SetAffinity(pod.uid, container->name, result.hint);
+    if (auto failure = AllocateAll(pod, *container)) return *failure;
+  }
+  return Admitted();
+}
+
+AdmitResult TopologyManager::AdmitPodScope(const Pod& pod,
+                                           std::vector<MergeTrace>* traces) {
+  MergeTrace trace;
+  for (HintProvider* provider : providers_) {
+    trace.provider_hints.push_back(provider->GetPodTopologyHints(pod));
+  }
+  trace.result = policy_->Merge(trace.provider_hints, &trace.explanation);
+  const MergeResult result = trace.result;
+  if (traces) traces->push_back(std::move(trace));
+  if (!result.admit) return TopologyAffinityRejection();
+  for (const Container* container : AllContainers(pod)) {
+    SetAffinity(pod.uid, container->name, result.hint);
+  }
+  for (const Container* container : AllContainers(pod)) {
+    if (auto failure = AllocateAll(pod, *container)) return *failure;
+  }
+  return Admitted();
+}
+
+AdmitResult TopologyManager::AdmitNoneScope(const Pod& pod) {
+  for (const Container* container : AllContainers(pod)) {
+    if (auto failure = AllocateAll(pod, *container)) return *failure;
+  }
+  return Admitted();
+}
+
+void TopologyManager::SetAffinity(const std::string& pod_uid,
+                                  const std::string& container,
+                                  const TopologyHint& hint) {
+  std::lock_guard<std::mutex> lock(store_mutex_);
+  affinity_[{pod_uid, container}] = hint;
+}
+
+void TopologyManager::RemovePod(const std::string& pod_uid) {
+  std::lock_guard<std::mutex> lock(store_mutex_);
+  for (auto it = affinity_.begin(); it != affinity_.end();) {
+    it = it->first.first == pod_uid ? affinity_.erase(it) : std::next(it);
+  }
+}
+
+TopologyHint TopologyManager::GetAffinity(const std::string& pod_uid,
+                                          const std::string& container) const {
+  std::lock_guard<std::mutex> lock(store_mutex_);
+  const auto it = affinity_.find({pod_uid, container});
+  return it == affinity_.end() ? TopologyHint{} : it->second;
+}
+
+}  // namespace topology::manager
