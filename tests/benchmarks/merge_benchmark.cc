@@ -6,10 +6,10 @@
 // side by side; the reference runs only where it finishes in seconds.
 //
 //   build/default/tests/benchmarks/merge_benchmark
-#include <benchmark/benchmark.h>
-
 #include <cmath>
 #include <string>
+
+#include <benchmark/benchmark.h>
 
 #include "topology/manager/policy.h"
 
@@ -87,9 +87,17 @@ BENCHMARK(BM_MergeAnchorFast)
     ->Unit(benchmark::kMicrosecond);
 // Reference: where the cross product stays below ~2e7 permutations.
 BENCHMARK(BM_MergeAnchorReference)
-    ->Args({2, 1})->Args({2, 2})->Args({2, 3})->Args({2, 4})
-    ->Args({4, 1})->Args({4, 2})->Args({4, 3})->Args({4, 4})
-    ->Args({8, 1})->Args({8, 2})->Args({8, 3})
+    ->Args({2, 1})
+    ->Args({2, 2})
+    ->Args({2, 3})
+    ->Args({2, 4})
+    ->Args({4, 1})
+    ->Args({4, 2})
+    ->Args({4, 3})
+    ->Args({4, 4})
+    ->Args({8, 1})
+    ->Args({8, 2})
+    ->Args({8, 3})
     ->Args({16, 1})
     ->Unit(benchmark::kMicrosecond);
 
@@ -106,9 +114,18 @@ void BM_MergeN8SingleNumaNode(benchmark::State& state) {
   RunMerge(state, kPolicySingleNumaNode, false,
            state.range(2) ? MergeEngine::kFast : MergeEngine::kReference);
 }
-BENCHMARK(BM_MergeN8Closest)->Args({8, 3, 0})->Args({8, 3, 1})->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_MergeN8Restricted)->Args({8, 3, 0})->Args({8, 3, 1})->Unit(benchmark::kMicrosecond);
-BENCHMARK(BM_MergeN8SingleNumaNode)->Args({8, 3, 0})->Args({8, 3, 1})->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MergeN8Closest)
+    ->Args({8, 3, 0})
+    ->Args({8, 3, 1})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MergeN8Restricted)
+    ->Args({8, 3, 0})
+    ->Args({8, 3, 1})
+    ->Unit(benchmark::kMicrosecond);
+BENCHMARK(BM_MergeN8SingleNumaNode)
+    ->Args({8, 3, 0})
+    ->Args({8, 3, 1})
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace topology::manager

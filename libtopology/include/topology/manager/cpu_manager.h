@@ -1,0 +1,86 @@
+// CpuManager: the kubelet CPU manager's topology side as a HintProvider.
+// With the static policy, a container of a Guaranteed pod with an integer
+// CPU limit gets exclusive CPUs: hints come from the CPUs of each NUMA node
+// (the kubelet's generateCPUTopologyHints), and Allocate takes CPUs from the
+// stored affinity first (whole free cores, then threads), then elsewhere.
+// Other containers share the pool and give no hint. Reserved CPUs are never
+// handed out. With the none policy it gives no hints and allocates nothing.
+//
+// Thread safety: all methods lock an internal mutex.
+#ifndef TOPOLOGY_MANAGER_CPU_MANAGER_H_
+#define TOPOLOGY_MANAGER_CPU_MANAGER_H_
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "topology/cpu_set.h"
+#include "topology/export.h"
+#include "topology/manager/hint_provider.h"
+#include "topology/manager/store.h"
+#include "topology/topology.h"
+
+namespace topology::manager {
+
+inline constexpr char kCpuPolicyNone[] = "none";
+inline constexpr char kCpuPolicyStatic[] = "static";
+
+class TOPOLOGY_EXPORT CpuManager final : public HintProvider {
+ public:
+  // Fails with INVALID_ARGUMENT for an unknown policy, reserved CPUs that
+  // are not CPUs of `topology`, or (static) no reserved CPUs, as the kubelet
+  // requires a non-empty reservation for the static policy.
+  static StatusOr<std::unique_ptr<CpuManager>> Create(const std::string& policy,
+                                                      const Topology& topology,
+                                                      const CpuSet& reserved,
+                                                      const Store* store);
+
+  ProviderHints GetTopologyHints(const Pod& pod,
+                                 const Container& container) override;
+  ProviderHints GetPodTopologyHints(const Pod& pod) override;
+  Status Allocate(const Pod& pod, const Container& container) override;
+
+  void RemovePod(const std::string& pod_uid);
+  // Exclusive CPUs of a container; empty when it shares the pool.
+  CpuSet ContainerCpus(const std::string& pod_uid,
+                       const std::string& container) const;
+  // CPUs not reserved and not assigned exclusively.
+  CpuSet SharedPool() const;
+
+  // Exclusive CPUs a container asks for: its CPU limit in whole CPUs if the
+  // pod is Guaranteed and the limit is an integer, else 0.
+  static int GuaranteedCpus(const Pod& pod, const Container& container);
+
+ private:
+  struct CpuPlace {
+    int numa_node = -1;
+    int core_key = 0;  // unique per (package, core)
+  };
+  CpuManager(bool is_static, std::vector<int> cpu_nodes,
+             std::map<int, CpuPlace> cpus, CpuSet reserved, const Store* store);
+
+  CpuSet Assigned() const;
+  CpuSet Allocatable() const;
+  std::vector<TopologyHint> Generate(const CpuSet& available,
+                                     const CpuSet& reusable, int request) const;
+  ProviderHints HintsFor(const Pod& pod, const std::string& container_key,
+                         int requested) const;
+  // Takes `count` CPUs from `from`: whole free cores first, then threads.
+  CpuSet TakeByTopology(const CpuSet& from, int count) const;
+
+  bool static_;
+  std::vector<int> cpu_nodes_;  // NUMA nodes that have CPUs
+  std::map<int, CpuPlace> cpus_;
+  CpuSet reserved_;
+  const Store* store_;
+  mutable std::mutex mutex_;
+  std::map<std::pair<std::string, std::string>, CpuSet> assignments_;
+  std::string reuse_pod_;
+  CpuSet reusable_;
+};
+
+}  // namespace topology::manager
+
+#endif  // TOPOLOGY_MANAGER_CPU_MANAGER_H_

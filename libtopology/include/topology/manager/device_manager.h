@@ -1,0 +1,113 @@
+// DeviceManager: the device side of the kubelet's admission, as a
+// HintProvider. It knows each extended resource's devices (from a device
+// plugin's ListAndWatch), generates topology hints with the kubelet device
+// manager's rules, and allocates after admission with its rules: reusable
+// init-container devices first, then devices aligned with the stored
+// affinity (asking the plugin's GetPreferredAllocation only when there are
+// more aligned devices than needed), then the rest.
+//
+// Thread safety: all methods lock an internal mutex; the endpoint is called
+// with the mutex held.
+#ifndef TOPOLOGY_MANAGER_DEVICE_MANAGER_H_
+#define TOPOLOGY_MANAGER_DEVICE_MANAGER_H_
+
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "topology/export.h"
+#include "topology/manager/hint_provider.h"
+#include "topology/manager/store.h"
+#include "topology/status.h"
+
+namespace topology::manager {
+
+struct Device {
+  std::string id;
+  // NUMA nodes from the plugin's TopologyInfo; empty = no topology.
+  std::vector<int> numa_nodes;
+  bool healthy = true;
+};
+
+// The plugin side of a resource: what the kubelet reaches over gRPC.
+class DevicePluginEndpoint {
+ public:
+  virtual ~DevicePluginEndpoint() = default;
+  // Whether the plugin advertised GetPreferredAllocation.
+  virtual bool PreferredAllocationAvailable() const = 0;
+  virtual StatusOr<std::vector<std::string>> GetPreferredAllocation(
+      const std::vector<std::string>& available,
+      const std::vector<std::string>& must_include, int size) = 0;
+  // The Allocate call for one container's devices of this resource.
+  virtual Status Allocate(const std::vector<std::string>& device_ids) = 0;
+};
+
+class TOPOLOGY_EXPORT DeviceManager final : public HintProvider {
+ public:
+  // `store` (the topology manager) must outlive this object.
+  DeviceManager(std::vector<int> numa_node_ids, const Store* store);
+
+  // Registers `resource` or replaces its device list (a full ListAndWatch
+  // update). `endpoint` may be null (no plugin calls); not owned.
+  void UpdateResource(const std::string& resource, std::vector<Device> devices,
+                      DevicePluginEndpoint* endpoint);
+  void RemoveResource(const std::string& resource);
+  bool HasResource(const std::string& resource) const;
+
+  ProviderHints GetTopologyHints(const Pod& pod,
+                                 const Container& container) override;
+  ProviderHints GetPodTopologyHints(const Pod& pod) override;
+  Status Allocate(const Pod& pod, const Container& container) override;
+
+  // Frees everything allocated to the pod.
+  void RemovePod(const std::string& pod_uid);
+  // Devices allocated to a container, sorted.
+  std::vector<std::string> ContainerDevices(const std::string& pod_uid,
+                                            const std::string& container,
+                                            const std::string& resource) const;
+  // Devices in use for a resource, sorted.
+  std::vector<std::string> InUse(const std::string& resource) const;
+
+  // The pod-level request of an extended resource: the larger of (app
+  // containers + sidecars) and (each regular init container + the sidecars
+  // started before it).
+  static int64_t PodRequest(const Pod& pod, const std::string& resource);
+
+ private:
+  struct Resource {
+    std::map<std::string, Device> devices;
+    DevicePluginEndpoint* endpoint = nullptr;
+  };
+  using DeviceSet = std::set<std::string>;
+
+  bool HasTopology(const Resource& r) const;
+  std::vector<TopologyHint> Generate(const Resource& r,
+                                     const DeviceSet& available,
+                                     const DeviceSet& reusable,
+                                     int request) const;
+  DeviceSet Available(const std::string& resource) const;
+  DeviceSet PodDevices(const std::string& pod_uid,
+                       const std::string& resource) const;
+  StatusOr<DeviceSet> DevicesToAllocate(const Pod& pod,
+                                        const Container& container,
+                                        const std::string& resource,
+                                        int required, DeviceSet* reusable);
+
+  std::vector<int> numa_node_ids_;
+  const Store* store_;
+  mutable std::mutex mutex_;
+  std::map<std::string, Resource> resources_;
+  // (pod uid, container) -> resource -> devices
+  std::map<std::pair<std::string, std::string>,
+           std::map<std::string, DeviceSet>>
+      allocations_;
+  // Devices of finished init containers that later containers may reuse.
+  std::string reuse_pod_;
+  std::map<std::string, DeviceSet> reusable_;
+};
+
+}  // namespace topology::manager
+
+#endif  // TOPOLOGY_MANAGER_DEVICE_MANAGER_H_

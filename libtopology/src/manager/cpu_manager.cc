@@ -1,0 +1,250 @@
+#include "topology/manager/cpu_manager.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "topology/manager/numa_hints.h"
+
+namespace topology::manager {
+namespace {
+
+constexpr char kPodKey[] = "";  // pod-scope hints are keyed by no container
+
+}  // namespace
+
+StatusOr<std::unique_ptr<CpuManager>> CpuManager::Create(
+    const std::string& policy, const Topology& topology, const CpuSet& reserved,
+    const Store* store) {
+  if (policy != kCpuPolicyNone && policy != kCpuPolicyStatic) {
+    return InvalidArgumentError("unknown policy: \"" + policy + "\"");
+  }
+  std::map<int, CpuPlace> cpus;
+  std::map<std::pair<int, int>, int> core_keys;
+  for (const CpuInfo& cpu : topology.cpus()) {
+    CpuPlace place;
+    place.numa_node = cpu.numa_node.value_or(-1);
+    const auto core = std::make_pair(cpu.package_id, cpu.core_id);
+    // Unknown cores (-1) are per-CPU.
+    if (cpu.core_id < 0) {
+      place.core_key = -1 - cpu.id;
+    } else {
+      auto [it, inserted] =
+          core_keys.emplace(core, static_cast<int>(core_keys.size()));
+      place.core_key = it->second;
+    }
+    cpus[cpu.id] = place;
+  }
+  for (int id : reserved.Ids()) {
+    if (!cpus.count(id)) {
+      return InvalidArgumentError("reserved CPU " + std::to_string(id) +
+                                  " is not a CPU of " + topology.source());
+    }
+  }
+  if (policy == kCpuPolicyStatic && reserved.empty()) {
+    return InvalidArgumentError(
+        "the static policy requires systemreserved.cpu + kubereserved.cpu to "
+        "be greater than zero (set --reserved-cpus)");
+  }
+  std::vector<int> nodes;
+  for (const NumaNode& node : topology.numa_nodes()) {
+    if (node.has_cpus()) nodes.push_back(node.id);
+  }
+  return std::unique_ptr<CpuManager>(
+      new CpuManager(policy == kCpuPolicyStatic, std::move(nodes),
+                     std::move(cpus), reserved, store));
+}
+
+CpuManager::CpuManager(bool is_static, std::vector<int> cpu_nodes,
+                       std::map<int, CpuPlace> cpus, CpuSet reserved,
+                       const Store* store)
+    : static_(is_static),
+      cpu_nodes_(std::move(cpu_nodes)),
+      cpus_(std::move(cpus)),
+      reserved_(std::move(reserved)),
+      store_(store) {}
+
+int CpuManager::GuaranteedCpus(const Pod& pod, const Container& container) {
+  if (!pod.guaranteed) return 0;
+  const auto it = container.limits.find(kCpuResource);
+  if (it == container.limits.end() || it->second <= 0 ||
+      it->second % 1000 != 0) {
+    return 0;
+  }
+  return static_cast<int>(it->second / 1000);
+}
+
+CpuSet CpuManager::Assigned() const {
+  CpuSet assigned;
+  for (const auto& [key, set] : assignments_) assigned = assigned.Union(set);
+  return assigned;
+}
+
+CpuSet CpuManager::Allocatable() const {
+  CpuSet free;
+  const CpuSet assigned = Assigned();
+  for (const auto& [id, place] : cpus_) {
+    if (!reserved_.Contains(id) && !assigned.Contains(id)) free.Add(id);
+  }
+  return free;
+}
+
+CpuSet CpuManager::SharedPool() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return Allocatable();
+}
+
+std::vector<TopologyHint> CpuManager::Generate(const CpuSet& available,
+                                               const CpuSet& reusable,
+                                               int request) const {
+  const auto mask_of = [&](int cpu) {
+    const int node = cpus_.at(cpu).numa_node;
+    return node >= 0 && node < NumaMask::kMaxNodes
+               ? NumaMask::FromBits(uint64_t{1} << node)
+               : NumaMask();
+  };
+  HintRequest hint_request;
+  hint_request.node_ids = cpu_nodes_;
+  hint_request.request = request;
+  for (const auto& [id, place] : cpus_)
+    hint_request.all_items.push_back(mask_of(id));
+  for (int id : available.Ids())
+    hint_request.available_items.push_back(mask_of(id));
+  for (int id : reusable.Ids())
+    hint_request.reusable_items.push_back(mask_of(id));
+  return GenerateNumaHints(hint_request);
+}
+
+ProviderHints CpuManager::HintsFor(const Pod& pod,
+                                   const std::string& container_key,
+                                   int requested) const {
+  if (!static_ || requested == 0) return {};
+  // Already assigned (a restart): regenerate from exactly those CPUs.
+  if (auto it = assignments_.find({pod.uid, container_key});
+      it != assignments_.end()) {
+    if (it->second.Count() != requested) {
+      return {{kCpuResource, std::vector<TopologyHint>{}}};
+    }
+    return {{kCpuResource, Generate(it->second, CpuSet(), requested)}};
+  }
+  const CpuSet reusable = reuse_pod_ == pod.uid ? reusable_ : CpuSet();
+  return {{kCpuResource, Generate(Allocatable(), reusable, requested)}};
+}
+
+ProviderHints CpuManager::GetTopologyHints(const Pod& pod,
+                                           const Container& container) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return HintsFor(pod, container.name, GuaranteedCpus(pod, container));
+}
+
+ProviderHints CpuManager::GetPodTopologyHints(const Pod& pod) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  int init_peak = 0;
+  int sidecars = 0;
+  for (const Container& c : pod.init_containers) {
+    const int cpus = GuaranteedCpus(pod, c);
+    if (c.restartable) {
+      sidecars += cpus;
+      init_peak = std::max(init_peak, sidecars);
+    } else {
+      init_peak = std::max(init_peak, cpus + sidecars);
+    }
+  }
+  int apps = sidecars;
+  for (const Container& c : pod.containers) apps += GuaranteedCpus(pod, c);
+  return HintsFor(pod, kPodKey, std::max(apps, init_peak));
+}
+
+CpuSet CpuManager::TakeByTopology(const CpuSet& from, int count) const {
+  CpuSet taken;
+  if (count <= 0) return taken;
+  // Group the candidates by core; whole cores (all their threads in `from`)
+  // go first, in core order, then single threads in id order.
+  std::map<int, std::vector<int>> by_core;
+  std::map<int, int> core_size;
+  for (const auto& [id, place] : cpus_) ++core_size[place.core_key];
+  for (int id : from.Ids()) by_core[cpus_.at(id).core_key].push_back(id);
+  for (const auto& [core, ids] : by_core) {
+    if (static_cast<int>(ids.size()) != core_size[core]) continue;
+    if (taken.Count() + static_cast<int>(ids.size()) > count) continue;
+    for (int id : ids) taken.Add(id);
+  }
+  for (int id : from.Ids()) {
+    if (taken.Count() >= count) break;
+    taken.Add(id);
+  }
+  return taken;
+}
+
+Status CpuManager::Allocate(const Pod& pod, const Container& container) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (reuse_pod_ != pod.uid) {
+    reuse_pod_ = pod.uid;
+    reusable_ = CpuSet();
+  }
+  const int requested = GuaranteedCpus(pod, container);
+  if (!static_ || requested == 0) return OkStatus();
+  if (assignments_.count({pod.uid, container.name})) return OkStatus();
+  const bool is_init =
+      std::any_of(pod.init_containers.begin(), pod.init_containers.end(),
+                  [&](const Container& c) {
+                    return c.name == container.name && !c.restartable;
+                  });
+  // Reusable CPUs of finished init containers first, then the affinity.
+  CpuSet result = TakeByTopology(reusable_, requested);
+  const CpuSet pool = Allocatable().Union(reusable_);
+  const TopologyHint hint = store_->GetAffinity(pod.uid, container.name);
+  if (hint.affinity.has_value() && result.Count() < requested) {
+    CpuSet aligned;
+    for (int id : pool.Ids()) {
+      if (!result.Contains(id) &&
+          hint.affinity->IsSet(cpus_.at(id).numa_node)) {
+        aligned.Add(id);
+      }
+    }
+    result = result.Union(TakeByTopology(aligned, requested - result.Count()));
+  }
+  if (result.Count() < requested) {
+    CpuSet rest;
+    for (int id : pool.Ids()) {
+      if (!result.Contains(id)) rest.Add(id);
+    }
+    result = result.Union(TakeByTopology(rest, requested - result.Count()));
+  }
+  if (result.Count() < requested) {
+    return ResourceExhaustedError(
+        "not enough cpus available to satisfy request: requested=" +
+        std::to_string(requested) +
+        ", available=" + std::to_string(pool.Count()));
+  }
+  assignments_[{pod.uid, container.name}] = result;
+  if (is_init) {
+    reusable_ = reusable_.Union(result);
+  } else {
+    CpuSet left;
+    for (int id : reusable_.Ids()) {
+      if (!result.Contains(id)) left.Add(id);
+    }
+    reusable_ = left;
+  }
+  return OkStatus();
+}
+
+void CpuManager::RemovePod(const std::string& pod_uid) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto it = assignments_.begin(); it != assignments_.end();) {
+    it = it->first.first == pod_uid ? assignments_.erase(it) : std::next(it);
+  }
+  if (reuse_pod_ == pod_uid) {
+    reuse_pod_.clear();
+    reusable_ = CpuSet();
+  }
+}
+
+CpuSet CpuManager::ContainerCpus(const std::string& pod_uid,
+                                 const std::string& container) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto it = assignments_.find({pod_uid, container});
+  return it == assignments_.end() ? CpuSet() : it->second;
+}
+
+}  // namespace topology::manager

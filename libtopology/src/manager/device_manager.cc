@@ -1,0 +1,374 @@
+#include "topology/manager/device_manager.h"
+
+#include <algorithm>
+
+#include "topology/manager/numa_hints.h"
+
+namespace topology::manager {
+namespace {
+
+NumaMask MaskOf(const Device& device) {
+  uint64_t bits = 0;
+  for (int id : device.numa_nodes) {
+    if (id >= 0 && id < NumaMask::kMaxNodes) bits |= uint64_t{1} << id;
+  }
+  return NumaMask::FromBits(bits);
+}
+
+std::vector<std::string> Sorted(const std::set<std::string>& set) {
+  return std::vector<std::string>(set.begin(), set.end());
+}
+
+}  // namespace
+
+DeviceManager::DeviceManager(std::vector<int> numa_node_ids, const Store* store)
+    : numa_node_ids_(std::move(numa_node_ids)), store_(store) {}
+
+void DeviceManager::UpdateResource(const std::string& resource,
+                                   std::vector<Device> devices,
+                                   DevicePluginEndpoint* endpoint) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  Resource& r = resources_[resource];
+  r.devices.clear();
+  for (Device& d : devices) {
+    const std::string id = d.id;
+    r.devices[id] = std::move(d);  // duplicates: the last one wins
+  }
+  r.endpoint = endpoint;
+}
+
+void DeviceManager::RemoveResource(const std::string& resource) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  resources_.erase(resource);
+}
+
+bool DeviceManager::HasResource(const std::string& resource) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return resources_.count(resource) != 0;
+}
+
+bool DeviceManager::HasTopology(const Resource& r) const {
+  return std::any_of(r.devices.begin(), r.devices.end(), [](const auto& d) {
+    return !d.second.numa_nodes.empty();
+  });
+}
+
+std::vector<TopologyHint> DeviceManager::Generate(const Resource& r,
+                                                  const DeviceSet& available,
+                                                  const DeviceSet& reusable,
+                                                  int request) const {
+  HintRequest hint_request;
+  hint_request.node_ids = numa_node_ids_;
+  hint_request.request = request;
+  for (const auto& [id, device] : r.devices) {
+    hint_request.all_items.push_back(MaskOf(device));
+  }
+  for (const std::string& id : available) {
+    if (auto it = r.devices.find(id); it != r.devices.end()) {
+      hint_request.available_items.push_back(MaskOf(it->second));
+    }
+  }
+  for (const std::string& id : reusable) {
+    if (auto it = r.devices.find(id); it != r.devices.end()) {
+      hint_request.reusable_items.push_back(MaskOf(it->second));
+    }
+  }
+  return GenerateNumaHints(hint_request);
+}
+
+DeviceManager::DeviceSet DeviceManager::Available(
+    const std::string& resource) const {
+  DeviceSet available;
+  const auto r = resources_.find(resource);
+  if (r == resources_.end()) return available;
+  DeviceSet in_use;
+  for (const auto& [key, by_resource] : allocations_) {
+    if (auto it = by_resource.find(resource); it != by_resource.end()) {
+      in_use.insert(it->second.begin(), it->second.end());
+    }
+  }
+  for (const auto& [id, device] : r->second.devices) {
+    if (device.healthy && !in_use.count(id)) available.insert(id);
+  }
+  return available;
+}
+
+DeviceManager::DeviceSet DeviceManager::PodDevices(
+    const std::string& pod_uid, const std::string& resource) const {
+  DeviceSet devices;
+  for (const auto& [key, by_resource] : allocations_) {
+    if (key.first != pod_uid) continue;
+    if (auto it = by_resource.find(resource); it != by_resource.end()) {
+      devices.insert(it->second.begin(), it->second.end());
+    }
+  }
+  return devices;
+}
+
+ProviderHints DeviceManager::GetTopologyHints(const Pod& pod,
+                                              const Container& container) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  ProviderHints hints;
+  for (const auto& [resource, quantity] : container.limits) {
+    const auto r = resources_.find(resource);
+    if (r == resources_.end()) continue;  // not a device plugin resource
+    const int requested = static_cast<int>(quantity);
+    if (!HasTopology(r->second)) {
+      hints[resource] = std::nullopt;
+      continue;
+    }
+    // Already allocated (a restart): regenerate from exactly those devices.
+    const auto key = std::make_pair(pod.uid, container.name);
+    if (auto a = allocations_.find(key); a != allocations_.end()) {
+      if (auto it = a->second.find(resource);
+          it != a->second.end() && !it->second.empty()) {
+        hints[resource] = static_cast<int>(it->second.size()) != requested
+                              ? std::vector<TopologyHint>{}
+                              : Generate(r->second, it->second, {}, requested);
+        continue;
+      }
+    }
+    const DeviceSet available = Available(resource);
+    DeviceSet reusable;
+    if (reuse_pod_ == pod.uid) {
+      if (auto it = reusable_.find(resource); it != reusable_.end()) {
+        reusable = it->second;
+      }
+    }
+    DeviceSet both = available;
+    both.insert(reusable.begin(), reusable.end());
+    if (static_cast<int>(both.size()) < requested) {
+      hints[resource] = std::vector<TopologyHint>{};
+      continue;
+    }
+    hints[resource] = Generate(r->second, available, reusable, requested);
+  }
+  return hints;
+}
+
+int64_t DeviceManager::PodRequest(const Pod& pod, const std::string& resource) {
+  const auto limit = [&](const Container& c) -> int64_t {
+    const auto it = c.limits.find(resource);
+    return it == c.limits.end() ? 0 : it->second;
+  };
+  int64_t sidecars = 0;
+  int64_t init_peak = 0;
+  for (const Container& c : pod.init_containers) {
+    if (c.restartable) {
+      sidecars += limit(c);
+      init_peak = std::max(init_peak, sidecars);
+    } else {
+      init_peak = std::max(init_peak, limit(c) + sidecars);
+    }
+  }
+  int64_t apps = sidecars;
+  for (const Container& c : pod.containers) apps += limit(c);
+  return std::max(apps, init_peak);
+}
+
+ProviderHints DeviceManager::GetPodTopologyHints(const Pod& pod) {
+  std::set<std::string> names;
+  for (const Container& c : pod.init_containers) {
+    for (const auto& [resource, q] : c.limits) names.insert(resource);
+  }
+  for (const Container& c : pod.containers) {
+    for (const auto& [resource, q] : c.limits) names.insert(resource);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  ProviderHints hints;
+  for (const std::string& resource : names) {
+    const auto r = resources_.find(resource);
+    if (r == resources_.end()) continue;
+    const int requested = static_cast<int>(PodRequest(pod, resource));
+    if (!HasTopology(r->second)) {
+      hints[resource] = std::nullopt;
+      continue;
+    }
+    const DeviceSet allocated = PodDevices(pod.uid, resource);
+    if (!allocated.empty()) {
+      hints[resource] = static_cast<int>(allocated.size()) != requested
+                            ? std::vector<TopologyHint>{}
+                            : Generate(r->second, allocated, {}, requested);
+      continue;
+    }
+    const DeviceSet available = Available(resource);
+    if (static_cast<int>(available.size()) < requested) {
+      hints[resource] = std::vector<TopologyHint>{};
+      continue;
+    }
+    hints[resource] = Generate(r->second, available, {}, requested);
+  }
+  return hints;
+}
+
+StatusOr<DeviceManager::DeviceSet> DeviceManager::DevicesToAllocate(
+    const Pod& pod, const Container& container, const std::string& resource,
+    int required, DeviceSet* reusable) {
+  const auto key = std::make_pair(pod.uid, container.name);
+  if (auto a = allocations_.find(key); a != allocations_.end()) {
+    if (auto it = a->second.find(resource); it != a->second.end()) {
+      if (static_cast<int>(it->second.size()) != required) {
+        return FailedPreconditionError(
+            "pod \"" + pod.name + "\" container \"" + container.name +
+            "\" changed request for resource \"" + resource + "\" from " +
+            std::to_string(it->second.size()) + " to " +
+            std::to_string(required));
+      }
+      return DeviceSet{};  // already allocated
+    }
+  }
+  const auto r = resources_.find(resource);
+  if (r == resources_.end()) {
+    return NotFoundError("cannot allocate unregistered device " + resource);
+  }
+  int needed = required;
+  DeviceSet allocated;
+  const auto take_from = [&](const std::vector<std::string>& devices) {
+    for (const std::string& id : devices) {
+      if (needed == 0) break;
+      if (allocated.insert(id).second) --needed;
+    }
+    return needed == 0;
+  };
+  if (take_from(Sorted(*reusable))) return allocated;
+
+  const DeviceSet available = Available(resource);
+  if (static_cast<int>(available.size()) < needed) {
+    return ResourceExhaustedError(
+        "requested number of devices unavailable for " + resource +
+        ". Requested: " + std::to_string(needed) +
+        ", Available: " + std::to_string(available.size()));
+  }
+  // Split by the stored affinity: aligned, unaligned, no topology.
+  const TopologyHint hint = store_->GetAffinity(pod.uid, container.name);
+  std::vector<std::string> aligned;
+  std::vector<std::string> unaligned;
+  std::vector<std::string> no_affinity;
+  const bool use_affinity = HasTopology(r->second) && hint.affinity.has_value();
+  for (const std::string& id : available) {
+    const Device& device = r->second.devices.at(id);
+    if (!use_affinity || device.numa_nodes.empty()) {
+      no_affinity.push_back(id);
+    } else if (hint.affinity->AnySet(device.numa_nodes)) {
+      aligned.push_back(id);
+    } else {
+      unaligned.push_back(id);
+    }
+  }
+  DevicePluginEndpoint* endpoint = r->second.endpoint;
+  const auto preferred = [&](const std::vector<std::string>& pool)
+      -> StatusOr<std::vector<std::string>> {
+    if (endpoint == nullptr || !endpoint->PreferredAllocationAvailable()) {
+      return std::vector<std::string>{};
+    }
+    DeviceSet offer(pool.begin(), pool.end());
+    offer.insert(allocated.begin(), allocated.end());
+    return endpoint->GetPreferredAllocation(Sorted(offer), Sorted(allocated),
+                                            required);
+  };
+  const auto within = [](const std::vector<std::string>& ids,
+                         const std::vector<std::string>& pool) {
+    std::vector<std::string> out;
+    for (const std::string& id : ids) {
+      if (std::find(pool.begin(), pool.end(), id) != pool.end())
+        out.push_back(id);
+    }
+    return out;
+  };
+  if (needed < static_cast<int>(aligned.size())) {
+    // More aligned devices than needed: let the plugin choose among them.
+    auto answer = preferred(aligned);
+    if (!answer.ok()) return answer.status();
+    if (take_from(within(*answer, aligned)) || take_from(aligned)) {
+      return allocated;
+    }
+  } else {
+    if (take_from(aligned)) return allocated;
+    const std::vector<std::string> pool(available.begin(), available.end());
+    auto answer = preferred(pool);
+    if (!answer.ok()) return answer.status();
+    if (take_from(within(*answer, pool)) || take_from(unaligned) ||
+        take_from(no_affinity)) {
+      return allocated;
+    }
+  }
+  return InternalError(
+      "unexpectedly allocated less resources than required. "
+      "Requested: " +
+      std::to_string(required) + ", Got: " + std::to_string(required - needed));
+}
+
+Status DeviceManager::Allocate(const Pod& pod, const Container& container) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (reuse_pod_ != pod.uid) {
+    reuse_pod_ = pod.uid;
+    reusable_.clear();
+  }
+  const bool is_init =
+      std::any_of(pod.init_containers.begin(), pod.init_containers.end(),
+                  [&](const Container& c) { return c.name == container.name; });
+  const bool restartable_init =
+      is_init &&
+      std::any_of(pod.init_containers.begin(), pod.init_containers.end(),
+                  [&](const Container& c) {
+                    return c.name == container.name && c.restartable;
+                  });
+  const auto key = std::make_pair(pod.uid, container.name);
+  for (const auto& [resource, quantity] : container.limits) {
+    if (!resources_.count(resource)) continue;
+    DeviceSet& reusable = reusable_[resource];
+    auto chosen = DevicesToAllocate(pod, container, resource,
+                                    static_cast<int>(quantity), &reusable);
+    if (!chosen.ok()) return chosen.status();
+    if (chosen->empty()) continue;
+    if (DevicePluginEndpoint* endpoint = resources_[resource].endpoint) {
+      const Status status = endpoint->Allocate(Sorted(*chosen));
+      if (!status.ok()) return status;
+    }
+    allocations_[key][resource] = *chosen;
+    if (is_init && !restartable_init) {
+      // A regular init container's devices are free again for later
+      // containers of the same pod.
+      reusable.insert(chosen->begin(), chosen->end());
+    } else {
+      for (const std::string& id : *chosen) reusable.erase(id);
+    }
+  }
+  return OkStatus();
+}
+
+void DeviceManager::RemovePod(const std::string& pod_uid) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto it = allocations_.begin(); it != allocations_.end();) {
+    it = it->first.first == pod_uid ? allocations_.erase(it) : std::next(it);
+  }
+  if (reuse_pod_ == pod_uid) {
+    reuse_pod_.clear();
+    reusable_.clear();
+  }
+}
+
+std::vector<std::string> DeviceManager::ContainerDevices(
+    const std::string& pod_uid, const std::string& container,
+    const std::string& resource) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto a = allocations_.find({pod_uid, container});
+  if (a == allocations_.end()) return {};
+  const auto it = a->second.find(resource);
+  return it == a->second.end() ? std::vector<std::string>{}
+                               : Sorted(it->second);
+}
+
+std::vector<std::string> DeviceManager::InUse(
+    const std::string& resource) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  DeviceSet in_use;
+  for (const auto& [key, by_resource] : allocations_) {
+    if (auto it = by_resource.find(resource); it != by_resource.end()) {
+      in_use.insert(it->second.begin(), it->second.end());
+    }
+  }
+  return Sorted(in_use);
+}
+
+}  // namespace topology::manager
