@@ -93,9 +93,8 @@ CpuSet CpuManager::SharedPool() const {
   return Allocatable();
 }
 
-std::vector<TopologyHint> CpuManager::Generate(const CpuSet& available,
-                                               const CpuSet& reusable,
-                                               int request) const {
+HintList CpuManager::Generate(const CpuSet& available, const CpuSet& reusable,
+                              int request) const {
   const auto mask_of = [&](int cpu) {
     const int node = cpus_.at(cpu).numa_node;
     return node >= 0 && node < NumaMask::kMaxNodes
@@ -111,7 +110,7 @@ std::vector<TopologyHint> CpuManager::Generate(const CpuSet& available,
     hint_request.available_items.push_back(mask_of(id));
   for (int id : reusable.Ids())
     hint_request.reusable_items.push_back(mask_of(id));
-  return GenerateNumaHints(hint_request);
+  return GenerateHintList(hint_request, HintForm::kAuto);
 }
 
 ProviderHints CpuManager::HintsFor(const Pod& pod,

@@ -53,10 +53,8 @@ bool DeviceManager::HasTopology(const Resource& r) const {
   });
 }
 
-std::vector<TopologyHint> DeviceManager::Generate(const Resource& r,
-                                                  const DeviceSet& available,
-                                                  const DeviceSet& reusable,
-                                                  int request) const {
+HintList DeviceManager::Generate(const Resource& r, const DeviceSet& available,
+                                 const DeviceSet& reusable, int request) const {
   HintRequest hint_request;
   hint_request.node_ids = numa_node_ids_;
   hint_request.request = request;
@@ -73,7 +71,7 @@ std::vector<TopologyHint> DeviceManager::Generate(const Resource& r,
       hint_request.reusable_items.push_back(MaskOf(it->second));
     }
   }
-  return GenerateNumaHints(hint_request);
+  return GenerateHintList(hint_request, HintForm::kAuto);
 }
 
 DeviceManager::DeviceSet DeviceManager::Available(
@@ -187,7 +185,7 @@ ProviderHints DeviceManager::GetPodTopologyHints(const Pod& pod) {
     const DeviceSet allocated = PodDevices(pod.uid, resource);
     if (!allocated.empty()) {
       hints[resource] = static_cast<int>(allocated.size()) != requested
-                            ? std::vector<TopologyHint>{}
+                            ? HintList(std::vector<TopologyHint>{})
                             : Generate(r->second, allocated, {}, requested);
       continue;
     }

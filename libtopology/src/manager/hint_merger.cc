@@ -1,8 +1,13 @@
 #include "hint_merger.h"
 
 #include <algorithm>
+#include <cmath>
+#include <functional>
 #include <optional>
+#include <string>
 #include <unordered_set>
+
+#include "family_search.h"
 
 namespace topology::manager::internal {
 
@@ -10,16 +15,18 @@ HintLists FlattenProviderHints(const std::vector<ProviderHints>& providers) {
   HintLists lists;
   for (const ProviderHints& provider : providers) {
     if (provider.empty()) {
-      lists.push_back({TopologyHint{std::nullopt, true}});
+      lists.push_back({{TopologyHint{std::nullopt, true}}, std::nullopt});
       continue;
     }
     for (const auto& [resource, hints] : provider) {
       if (!hints.has_value()) {
-        lists.push_back({TopologyHint{std::nullopt, true}});
+        lists.push_back({{TopologyHint{std::nullopt, true}}, std::nullopt});
+      } else if (hints.is_family()) {
+        lists.push_back({{}, hints.family()});
       } else if (hints->empty()) {
-        lists.push_back({TopologyHint{std::nullopt, false}});
+        lists.push_back({{TopologyHint{std::nullopt, false}}, std::nullopt});
       } else {
-        lists.push_back(*hints);
+        lists.push_back({*hints, std::nullopt});
       }
     }
   }
@@ -31,13 +38,22 @@ HintLists FilterSingleNumaNodeHints(const HintLists& lists) {
   filtered.reserve(lists.size());
   for (const auto& list : lists) {
     std::vector<TopologyHint> kept;
-    for (const TopologyHint& hint : list) {
-      if (!hint.preferred) continue;
-      if (!hint.affinity.has_value() || hint.affinity->Count() == 1) {
-        kept.push_back(hint);
+    if (list.family) {
+      if (list.family->preferred_size == 1) {
+        for (int id : list.family->universe.Ids()) {
+          const NumaMask single = NumaMask::FromBits(uint64_t{1} << id);
+          if (list.family->Contains(single)) kept.push_back({single, true});
+        }
+      }
+    } else {
+      for (const TopologyHint& hint : list.hints) {
+        if (!hint.preferred) continue;
+        if (!hint.affinity.has_value() || hint.affinity->Count() == 1) {
+          kept.push_back(hint);
+        }
       }
     }
-    filtered.push_back(std::move(kept));
+    filtered.push_back({std::move(kept), std::nullopt});
   }
   return filtered;
 }
@@ -45,8 +61,12 @@ HintLists FilterSingleNumaNodeHints(const HintLists& lists) {
 int BestNonPreferredAffinityCount(const HintLists& lists) {
   int best = 0;
   for (const auto& list : lists) {
+    if (list.family) {
+      best = std::max(best, list.family->NarrowestMemberSize());
+      continue;
+    }
     std::optional<NumaMask> narrowest;
-    for (const TopologyHint& hint : list) {
+    for (const TopologyHint& hint : list.hints) {
       if (!hint.affinity) continue;
       if (!narrowest || hint.affinity->IsNarrowerThan(*narrowest)) {
         narrowest = hint.affinity;
@@ -107,8 +127,11 @@ TopologyHint HintMerger::Merge(const HintLists& lists, MergeEngine engine,
     explanation->hint_lists = static_cast<int>(lists.size());
     explanation->best_non_preferred_count = best_count;
     double permutations = 1;
-    for (const auto& list : lists)
-      permutations *= static_cast<double>(list.size());
+    for (const auto& list : lists) {
+      permutations *= list.family
+                          ? std::pow(2.0, list.family->universe.Count()) - 1
+                          : static_cast<double>(list.hints.size());
+    }
     explanation->permutations = permutations;
   }
   return engine == MergeEngine::kReference
@@ -118,8 +141,13 @@ TopologyHint HintMerger::Merge(const HintLists& lists, MergeEngine engine,
 
 // Exactly the kubelet: every permutation (one hint per list, first list
 // outermost), merged and folded through Compare.
-TopologyHint HintMerger::ReferenceMerge(const HintLists& lists, int best_count,
+TopologyHint HintMerger::ReferenceMerge(const HintLists& flat, int best_count,
                                         MergeExplanation* explanation) const {
+  // Families are expanded to the kubelet's explicit lists first.
+  std::vector<std::vector<TopologyHint>> lists;
+  for (const FlatList& list : flat) {
+    lists.push_back(list.family ? list.family->Expand() : list.hints);
+  }
   const NumaMask all = numa_.DefaultAffinity();
   for (const auto& list : lists) {
     if (list.empty()) {
@@ -180,17 +208,22 @@ TopologyHint HintMerger::ReferenceMerge(const HintLists& lists, int best_count,
 //     that every list offers as a preferred hint with mask m or a preferred
 //     nil hint (and the default affinity if every list has the latter).
 //  3. Otherwise every result is non-preferred and is the AND of one mask per
-//     list: a depth-first search over distinct partial ANDs, visiting each
-//     (list, partial mask) once and pruning partial masks whose count
-//     cannot reach the best count found so far.
+//     list: a depth-first search over distinct partial ANDs of the explicit
+//     lists, visiting each (list, partial mask) once and pruning partial masks
+//     whose count cannot reach the best count found so far; families then
+//     cut each partial mask down as far as they can (family_search.h).
 TopologyHint HintMerger::FastMerge(const HintLists& lists, int best_count,
                                    MergeExplanation* explanation) const {
   const NumaMask all = numa_.DefaultAffinity();
   long examined = 0;
-  const auto finish = [&](TopologyHint hint, const char* reason) {
+  SearchBudget budget;
+  const auto finish = [&](TopologyHint hint, std::string reason) {
     if (explanation) {
       explanation->candidates_examined = examined;
-      explanation->reason = reason;
+      if (budget.exhausted) {
+        reason += " (search budget exhausted: best result found so far)";
+      }
+      explanation->reason = std::move(reason);
     }
     return hint;
   };
@@ -201,21 +234,55 @@ TopologyHint HintMerger::FastMerge(const HintLists& lists, int best_count,
                : finish(TopologyHint{all, true},
                         "no hint lists: the default affinity, preferred");
   }
-  for (const auto& list : lists) {
-    if (list.empty()) {
+  std::vector<const FlatList*> explicit_lists;
+  std::vector<const HintFamily*> families;
+  NumaMask family_universe = all;
+  for (const FlatList& list : lists) {
+    if (list.family) {
+      families.push_back(&*list.family);
+      family_universe = family_universe.And(list.family->universe);
+    } else if (list.hints.empty()) {
       return finish(TopologyHint{all, false},
                     "a hint list is empty: nothing can be satisfied");
+    } else {
+      explicit_lists.push_back(&list);
     }
   }
 
   // Step 2: preferred results.
+  std::optional<NumaMask> best_preferred;
+  const auto consider_preferred = [&](NumaMask merged) {
+    ++examined;
+    if (merged.IsEmpty()) return;
+    if (!best_preferred || MaskBeats(merged, *best_preferred)) {
+      best_preferred = merged;
+    }
+  };
+  // A family's preferred hints are its members of its preferred size; all
+  // families must agree on that size for a common preferred mask to exist.
+  bool families_can_agree = true;
+  int family_size = -1;
+  for (const HintFamily* f : families) {
+    if (f->NarrowestMemberSize() != f->preferred_size ||
+        (family_size >= 0 && family_size != f->preferred_size)) {
+      families_can_agree = false;
+    }
+    family_size = f->preferred_size;
+  }
+  const auto in_families = [&](uint64_t raw) {
+    const NumaMask m = NumaMask::FromBits(raw);
+    for (const HintFamily* f : families) {
+      if (m.Count() != f->preferred_size || !f->Contains(m)) return false;
+    }
+    return true;
+  };
   struct ListSets {
     std::unordered_set<uint64_t> preferred;  // raw masks of preferred hints
     bool preferred_nil = false;
   };
-  std::vector<ListSets> sets(lists.size());
-  for (size_t i = 0; i < lists.size(); ++i) {
-    for (const TopologyHint& hint : lists[i]) {
+  std::vector<ListSets> sets(explicit_lists.size());
+  for (size_t i = 0; i < explicit_lists.size(); ++i) {
+    for (const TopologyHint& hint : explicit_lists[i]->hints) {
       if (!hint.preferred) continue;
       if (hint.affinity) {
         sets[i].preferred.insert(hint.affinity->bits());
@@ -228,36 +295,43 @@ TopologyHint HintMerger::FastMerge(const HintLists& lists, int best_count,
     for (const ListSets& s : sets) {
       if (!s.preferred_nil && s.preferred.count(raw) == 0) return false;
     }
-    return true;
+    return in_families(raw);
   };
-  std::optional<NumaMask> best_preferred;
-  const auto consider_preferred = [&](NumaMask merged) {
-    ++examined;
-    if (merged.IsEmpty()) return;
-    if (!best_preferred || MaskBeats(merged, *best_preferred)) {
-      best_preferred = merged;
-    }
-  };
-  // Drive from the smallest set of a list that has no preferred nil hint.
-  const ListSets* driver = nullptr;
-  for (const ListSets& s : sets) {
-    if (!s.preferred_nil &&
-        (driver == nullptr || s.preferred.size() < driver->preferred.size())) {
-      driver = &s;
-    }
-  }
-  if (driver != nullptr) {
-    for (uint64_t raw : driver->preferred) {
-      if (offered_by_all(raw))
-        consider_preferred(all.And(NumaMask::FromBits(raw)));
-    }
-  } else {
-    consider_preferred(all);  // every list picks its preferred nil hint
-    std::unordered_set<uint64_t> seen;
+  if (families_can_agree) {
+    // Drive from the smallest set of an explicit list that has no preferred
+    // nil hint; without one, from the families' members.
+    const ListSets* driver = nullptr;
     for (const ListSets& s : sets) {
-      for (uint64_t raw : s.preferred) {
-        if (seen.insert(raw).second && offered_by_all(raw)) {
+      if (!s.preferred_nil && (driver == nullptr ||
+                               s.preferred.size() < driver->preferred.size())) {
+        driver = &s;
+      }
+    }
+    if (driver != nullptr) {
+      for (uint64_t raw : driver->preferred) {
+        if (offered_by_all(raw)) {
           consider_preferred(all.And(NumaMask::FromBits(raw)));
+        }
+      }
+    } else if (!families.empty()) {
+      // Members of the common size in increasing numeric order: with the
+      // narrowest comparison the first one found is the best.
+      ForEachSubset(
+          family_universe, family_size,
+          [&](NumaMask m) {
+            if (!offered_by_all(m.bits())) return true;
+            consider_preferred(all.And(m));
+            return use_closest_;
+          },
+          &budget);
+    } else {
+      consider_preferred(all);  // every list picks its preferred nil hint
+      std::unordered_set<uint64_t> seen;
+      for (const ListSets& s : sets) {
+        for (uint64_t raw : s.preferred) {
+          if (seen.insert(raw).second && offered_by_all(raw)) {
+            consider_preferred(all.And(NumaMask::FromBits(raw)));
+          }
         }
       }
     }
@@ -269,10 +343,10 @@ TopologyHint HintMerger::FastMerge(const HintLists& lists, int best_count,
   }
 
   // Step 3: the best non-preferred AND.
-  std::vector<std::vector<uint64_t>> masks(lists.size());
-  for (size_t i = 0; i < lists.size(); ++i) {
+  std::vector<std::vector<uint64_t>> masks(explicit_lists.size());
+  for (size_t i = 0; i < explicit_lists.size(); ++i) {
     std::unordered_set<uint64_t> distinct;
-    for (const TopologyHint& hint : lists[i]) {
+    for (const TopologyHint& hint : explicit_lists[i]->hints) {
       const uint64_t effective =
           hint.affinity ? (hint.affinity->bits() & all.bits()) : all.bits();
       if (effective != 0) distinct.insert(effective);
@@ -294,7 +368,14 @@ TopologyHint HintMerger::FastMerge(const HintLists& lists, int best_count,
   std::sort(masks.begin(), masks.end(),
             [](const auto& a, const auto& b) { return a.size() < b.size(); });
 
+  // With families, the result lies inside their common universe.
+  const uint64_t reach = families.empty() ? all.bits() : family_universe.bits();
   std::optional<NumaMask> best;
+  const auto offer = [&](NumaMask candidate) {
+    ++examined;
+    if (!best || NonPreferredBeats(candidate, *best, best_count))
+      best = candidate;
+  };
   std::vector<std::unordered_set<uint64_t>> visited(masks.size());
   // A partial AND with `count` bits only has results with at most `count`
   // bits: it cannot beat a best at the target count B from below it, nor a
@@ -309,17 +390,19 @@ TopologyHint HintMerger::FastMerge(const HintLists& lists, int best_count,
   const std::function<void(size_t, uint64_t)> search = [&](size_t level,
                                                            uint64_t partial) {
     if (level == masks.size()) {
-      ++examined;
-      const NumaMask candidate = NumaMask::FromBits(partial);
-      if (!best || NonPreferredBeats(candidate, *best, best_count)) {
-        best = candidate;
+      if (families.empty()) {
+        offer(NumaMask::FromBits(partial));
+      } else if (auto z = BestFamilyResult(NumaMask::FromBits(partial & reach),
+                                           best_count, families, &budget,
+                                           &examined)) {
+        offer(*z);
       }
       return;
     }
     for (uint64_t mask : masks[level]) {
       const uint64_t next = partial & mask;
       if (next == 0) continue;
-      if (!can_improve(std::popcount(next))) continue;
+      if (!can_improve(std::popcount(next & reach))) continue;
       if (!visited[level].insert(next).second) continue;
       search(level + 1, next);
     }
@@ -332,6 +415,35 @@ TopologyHint HintMerger::FastMerge(const HintLists& lists, int best_count,
   }
   return finish(TopologyHint{all, false},
                 "every combination of masks is empty: default affinity");
+}
+
+std::optional<NumaMask> HintMerger::BestFamilyResult(
+    NumaMask within, int best_count,
+    const std::vector<const HintFamily*>& families, SearchBudget* budget,
+    long* examined) const {
+  if (within.IsEmpty()) return std::nullopt;
+  // Fewer nodes than B: the whole set is the best (most nodes below B), and
+  // it is reachable: every family keeps its whole universe.
+  if (within.Count() < best_count) return within;
+  // Reachable results are upward-closed inside `within`; try sizes from B up
+  // (B is tier 0, larger sizes are tier 2, narrower first).
+  for (int size = std::max(best_count, 1); size <= within.Count(); ++size) {
+    std::optional<NumaMask> best;
+    const bool finished = ForEachSubset(
+        within, size,
+        [&](NumaMask z) {
+          ++*examined;
+          const NumaMask drop = NumaMask::FromBits(within.bits() & ~z.bits());
+          if (!Assignable(drop, families, budget)) return !budget->exhausted;
+          if (!best || MaskBeats(z, *best)) best = z;
+          // Increasing numeric order: the first hit is the narrowest.
+          return use_closest_;
+        },
+        budget);
+    if (best) return best;
+    if (!finished || budget->exhausted) return std::nullopt;
+  }
+  return within;
 }
 
 }  // namespace topology::manager::internal

@@ -4,26 +4,35 @@
 #ifndef TOPOLOGY_SRC_MANAGER_HINT_MERGER_H_
 #define TOPOLOGY_SRC_MANAGER_HINT_MERGER_H_
 
+#include <optional>
 #include <vector>
 
 #include "topology/manager/hint_provider.h"
 #include "topology/manager/numa_info.h"
 #include "topology/manager/policy.h"
 
+#include "family_search.h"
+
 namespace topology::manager::internal {
 
-using HintLists = std::vector<std::vector<TopologyHint>>;
+// One flattened hint list: explicit hints, or a compact family.
+struct FlatList {
+  std::vector<TopologyHint> hints;
+  std::optional<HintFamily> family;
+};
+using HintLists = std::vector<FlatList>;
 
 // One list per (provider, resource), in provider order and, within a
 // provider, resource-name order. An empty provider and a nil list become
 // [(nil, preferred)]; an empty list becomes [(nil, not preferred)].
 HintLists FlattenProviderHints(const std::vector<ProviderHints>& providers);
 
-// Keeps only preferred hints whose mask is nil or a single node. A list may
-// become empty.
+// Keeps only preferred hints whose mask is nil or a single node (a family
+// becomes its preferred single-node members). A list may become empty.
 HintLists FilterSingleNumaNodeHints(const HintLists& lists);
 
-// Max over lists of the popcount of the list's narrowest non-nil mask.
+// Max over lists of the popcount of the list's narrowest non-nil mask (a
+// family's narrowest member).
 int BestNonPreferredAffinityCount(const HintLists& lists);
 
 class HintMerger {
@@ -56,6 +65,13 @@ class HintMerger {
                               MergeExplanation* explanation) const;
   TopologyHint FastMerge(const HintLists& lists, int best_count,
                          MergeExplanation* explanation) const;
+  // The best merged mask of size `size` or more within `within`, reachable
+  // through `families` (see family_search.h); nullopt if none or the budget
+  // ran out.
+  std::optional<NumaMask> BestFamilyResult(
+      NumaMask within, int best_count,
+      const std::vector<const HintFamily*>& families, SearchBudget* budget,
+      long* examined) const;
 
   const NumaInfo& numa_;
   bool use_closest_;

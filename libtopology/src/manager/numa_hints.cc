@@ -63,4 +63,54 @@ std::vector<TopologyHint> GenerateNumaHints(const HintRequest& request) {
   return hints;
 }
 
+HintList GenerateHintList(const HintRequest& request, HintForm form) {
+  const bool compact =
+      form == HintForm::kCompact ||
+      (form == HintForm::kAuto &&
+       static_cast<int>(request.node_ids.size()) > kCompactHintsAboveNodes);
+  if (!compact) return HintList(GenerateNumaHints(request));
+  uint64_t universe_bits = 0;
+  for (int id : request.node_ids) universe_bits |= uint64_t{1} << id;
+  const NumaMask universe = NumaMask::FromBits(universe_bits);
+  // Groups item masks (limited to the universe) into (mask, count).
+  const auto group = [&](const std::vector<NumaMask>& masks,
+                         std::vector<std::pair<NumaMask, int>>* out) {
+    for (NumaMask m : masks) {
+      const NumaMask in = m.And(universe);
+      if (in.IsEmpty()) continue;
+      auto it = std::find_if(out->begin(), out->end(),
+                             [&](const auto& g) { return g.first == in; });
+      if (it == out->end()) {
+        out->emplace_back(in, 1);
+      } else {
+        ++it->second;
+      }
+    }
+  };
+  // The preferred size: the narrowest mask holding the request among all
+  // items (the number of nodes when none does), as minAffinitySize.
+  HintFamily all;
+  all.universe = universe;
+  all.request = request.request;
+  group(request.all_items, &all.items);
+  const int narrowest_of_all = all.NarrowestMemberSize();
+
+  HintFamily family;
+  family.universe = universe;
+  family.request = request.request;
+  family.preferred_size = narrowest_of_all > 0
+                              ? narrowest_of_all
+                              : static_cast<int>(request.node_ids.size());
+  group(request.available_items, &family.items);
+  for (NumaMask reusable : request.reusable_items) {
+    if (reusable.IsEmpty()) continue;  // no topology: ignored
+    const NumaMask in = reusable.And(universe);
+    if (in.IsEmpty()) return HintList(std::vector<TopologyHint>{});
+    family.required.push_back(in);
+  }
+  group(request.reusable_items, &family.items);
+  if (!family.Contains(universe)) return HintList(std::vector<TopologyHint>{});
+  return HintList::Family(std::move(family));
+}
+
 }  // namespace topology::manager

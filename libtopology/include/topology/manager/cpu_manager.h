@@ -63,8 +63,8 @@ class TOPOLOGY_EXPORT CpuManager final : public HintProvider {
 
   CpuSet Assigned() const;
   CpuSet Allocatable() const;
-  std::vector<TopologyHint> Generate(const CpuSet& available,
-                                     const CpuSet& reusable, int request) const;
+  HintList Generate(const CpuSet& available, const CpuSet& reusable,
+                    int request) const;
   ProviderHints HintsFor(const Pod& pod, const std::string& container_key,
                          int requested) const;
   // Takes `count` CPUs from `from`: whole free cores first, then threads.

@@ -83,10 +83,8 @@ class TOPOLOGY_EXPORT DeviceManager final : public HintProvider {
   using DeviceSet = std::set<std::string>;
 
   bool HasTopology(const Resource& r) const;
-  std::vector<TopologyHint> Generate(const Resource& r,
-                                     const DeviceSet& available,
-                                     const DeviceSet& reusable,
-                                     int request) const;
+  HintList Generate(const Resource& r, const DeviceSet& available,
+                    const DeviceSet& reusable, int request) const;
   DeviceSet Available(const std::string& resource) const;
   DeviceSet PodDevices(const std::string& pod_uid,
                        const std::string& resource) const;

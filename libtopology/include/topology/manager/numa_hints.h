@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "topology/export.h"
+#include "topology/manager/hint_provider.h"
 #include "topology/manager/numa_mask.h"
 #include "topology/manager/topology_hint.h"
 
@@ -35,6 +36,20 @@ struct HintRequest {
 // An item "meets" a mask if any of its nodes is in it.
 TOPOLOGY_EXPORT std::vector<TopologyHint> GenerateNumaHints(
     const HintRequest& request);
+
+// How GenerateHintList writes its answer.
+enum class HintForm {
+  kEnumerated,  // the kubelet's explicit list (2^N masks examined)
+  kCompact,     // a HintFamily with the same members
+  kAuto,        // compact above kCompactHintsAboveNodes nodes
+};
+inline constexpr int kCompactHintsAboveNodes = 20;
+
+// The hints of GenerateNumaHints as a HintList: explicit, or a HintFamily
+// holding exactly the same hints without enumerating them (an empty explicit
+// list when nothing fits).
+TOPOLOGY_EXPORT HintList GenerateHintList(const HintRequest& request,
+                                          HintForm form);
 
 }  // namespace topology::manager
 

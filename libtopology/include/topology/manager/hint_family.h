@@ -1,0 +1,51 @@
+// HintFamily: a hint list in compact form. The kubelet's device and CPU
+// managers list every mask of their NUMA nodes that can hold the request;
+// that set is upward-closed (a wider mask holds at least as much), so it is
+// fully described by the items and the request: 2^N masks need not be
+// written down. On 64 NUMA nodes the list could not be written at all.
+//
+// Members: every non-empty mask M of `universe` that meets every `required`
+// mask and for which the items meeting M number at least `request`.
+// Preferred: members with exactly `preferred_size` nodes.
+//
+// Thread safety: a value type.
+#ifndef TOPOLOGY_MANAGER_HINT_FAMILY_H_
+#define TOPOLOGY_MANAGER_HINT_FAMILY_H_
+
+#include <utility>
+#include <vector>
+
+#include "topology/export.h"
+#include "topology/manager/numa_mask.h"
+#include "topology/manager/topology_hint.h"
+
+namespace topology::manager {
+
+struct TOPOLOGY_EXPORT HintFamily {
+  // The nodes the generator combines (the kubelet's node list).
+  NumaMask universe;
+  // Distinct item masks (already limited to `universe`, never empty) and how
+  // many items have each.
+  std::vector<std::pair<NumaMask, int>> items;
+  // Masks a member must meet (reusable items with topology).
+  std::vector<NumaMask> required;
+  int request = 0;
+  int preferred_size = 0;
+
+  // Items meeting `mask`.
+  int Coverage(NumaMask mask) const;
+  // Whether `mask` is a member.
+  bool Contains(NumaMask mask) const;
+  // True when every item and required mask is a single node, so that
+  // excluding nodes costs a sum of per-node weights.
+  bool SingleNodeItems() const;
+  // The popcount of the narrowest member, or 0 when there is none.
+  int NarrowestMemberSize() const;
+  // The kubelet's explicit list: every member in IterateMasks order.
+  // Exponential in the universe; for tests and the reference engine.
+  std::vector<TopologyHint> Expand() const;
+};
+
+}  // namespace topology::manager
+
+#endif  // TOPOLOGY_MANAGER_HINT_FAMILY_H_
