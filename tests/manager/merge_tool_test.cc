@@ -1,0 +1,127 @@
+// `topology-manager merge` as a user runs it: JSON in, JSON out, exit codes.
+#include <array>
+#include <cstdio>
+#include <fstream>
+
+#include <sys/wait.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "temp_dir.h"
+
+namespace topology::manager {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+};
+
+CommandResult Merge(const std::string& input, const std::string& args = "") {
+  testing::TempDir dir;
+  const auto file = dir.path() / "case.json";
+  std::ofstream(file) << input;
+  const std::string command = std::string(TOPOLOGY_MANAGER_BINARY) + " merge " +
+                              args + " < '" + file.string() + "' 2>&1";
+  CommandResult result;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  std::array<char, 4096> buf{};
+  size_t n = 0;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0)
+    result.out.append(buf.data(), n);
+  const int status = ::pclose(pipe);
+  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return result;
+}
+
+constexpr char kIssueExample[] = R"({
+  "policy": "best-effort",
+  "options": {"prefer-closest-numa-nodes": "true"},
+  "numa_nodes": [0, 1, 2, 3],
+  "distances": {"0": [10, 11, 12, 12], "1": [11, 10, 12, 12],
+                "2": [12, 12, 10, 11], "3": [12, 12, 11, 10]},
+  "providers": [null, {"resA": null}, {"resB": []},
+                {"gpu": [{"mask": [0], "preferred": true},
+                         {"mask": null, "preferred": false}]}]
+})";
+
+TEST(MergeToolTest, TheDocumentedExample) {
+  for (const char* engine : {"fast", "reference"}) {
+    const CommandResult r =
+        Merge(kIssueExample, std::string("--engine ") + engine);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    const json out = json::parse(r.out);
+    // resB's empty list makes every permutation non-preferred; the gpu
+    // list's {0} ANDs to {0}, and nil ANDs to all four nodes; B = 1.
+    EXPECT_EQ(out["mask"], json::array({0}));
+    EXPECT_EQ(out["preferred"], false);
+    EXPECT_EQ(out["admit"], true);
+  }
+}
+
+TEST(MergeToolTest, ExplainSaysWhy) {
+  const CommandResult r = Merge(kIssueExample, "--explain");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  const json out = json::parse(r.out);
+  EXPECT_EQ(out["explanation"]["best_non_preferred_count"], 1);
+  EXPECT_EQ(out["explanation"]["hint_lists"], 4);
+  EXPECT_EQ(out["explanation"]["permutations"], 2.0);
+  EXPECT_THAT(out["explanation"]["reason"].get<std::string>(),
+              HasSubstr("non-preferred"));
+}
+
+TEST(MergeToolTest, SingleNumaNodeAndBooleanOptions) {
+  const CommandResult r = Merge(R"({"policy":"single-numa-node",
+      "options":{"max-allowable-numa-nodes":16},
+      "numa_nodes":[0,2],
+      "providers":[{"gpu":[{"mask":[2],"preferred":true}]}, {}]})");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  EXPECT_EQ(json::parse(r.out),
+            json::parse(R"({"mask":[2],"preferred":true,"admit":true})"));
+}
+
+TEST(MergeToolTest, BadInputExitsTwoNamingTheField) {
+  struct Bad {
+    const char* input;
+    const char* field;
+  };
+  const Bad cases[] = {
+      {"{nope", "not valid JSON"},
+      {R"({"policy":"bogus","numa_nodes":[0],"providers":[]})",
+       "policy: unknown policy: \"bogus\""},
+      {R"({"policy":"best-effort","numa_nodes":[0],"providers":[{"g":[{"mask":[64],"preferred":true}]}]})",
+       "providers[0].g[0].mask[0]"},
+      {R"({"policy":"best-effort","numa_nodes":[0],"providers":[{"g":[{"mask":[1],"preferred":true}]}]})",
+       "is not in numa_nodes"},
+      {R"({"policy":"best-effort","options":{"prefer-closest-numa-nodes":true},"numa_nodes":[0],"providers":[]})",
+       "distances: required"},
+      {R"({"policy":"best-effort","options":{"max-allowable-numa-nodes":"4"},"numa_nodes":[0],"providers":[]})",
+       "options: the minimum value"},
+      {R"({"policy":"best-effort","options":{"frobnicate":"1"},"numa_nodes":[0],"providers":[]})",
+       "unknown Topology Manager Policy option"},
+      {R"({"policy":"best-effort","numa_nodes":[0,0],"providers":[]})",
+       "numa_nodes[1]"},
+      {R"({"policy":"best-effort","numa_nodes":[0],"providers":[{"g":[{"mask":[0]}]}]})",
+       "providers[0].g[0].preferred"},
+      {R"({"policy":"best-effort","numa_nodes":[0,1],"distances":{"0":[10,20]},"providers":[]})",
+       "distances.1: missing row"},
+      {R"({"policy":"best-effort","numa_nodes":[0],"providers":{}})",
+       "providers"},
+      {R"({"policy":"best-effort","numa_nodes":[0],"providers":[],"extra":1})",
+       "extra: unknown key"},
+  };
+  for (const Bad& bad : cases) {
+    const CommandResult r = Merge(bad.input);
+    EXPECT_EQ(r.exit_code, 2) << bad.input << "\n" << r.out;
+    EXPECT_THAT(r.out, HasSubstr(bad.field)) << bad.input;
+    EXPECT_EQ(std::count(r.out.begin(), r.out.end(), '\n'), 1) << r.out;
+  }
+}
+
+}  // namespace
+}  // namespace topology::manager
