@@ -121,13 +121,18 @@ DeviceCost CostModel::BetweenIndexes(size_t a, size_t b) const {
     if (traversed <= 1) return {CostLevel::kSameSwitch, kSameSwitchCost, true};
     return {CostLevel::kMultipleSwitches, kMultipleSwitchesCost, true};
   }
+  return AcrossHostBridges(da.numa_nodes, db.numa_nodes);
+}
+
+DeviceCost CostModel::AcrossHostBridges(const std::vector<int>& a,
+                                        const std::vector<int>& b) const {
   if (topology_.numa_nodes().size() <= 1) {
     return {CostLevel::kSameNumaNode, kSameNumaNodeCost, true};
   }
-  if (da.numa_nodes.empty() || db.numa_nodes.empty()) {
+  if (a.empty() || b.empty()) {
     return {CostLevel::kCrossNuma, UnknownCrossCost(), false};
   }
-  const int cost = NodeSetCost(da.numa_nodes, db.numa_nodes);
+  const int cost = NodeSetCost(a, b);
   if (cost == kSameNumaNodeCost) {
     return {CostLevel::kSameNumaNode, kSameNumaNodeCost, true};
   }

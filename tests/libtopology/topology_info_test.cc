@@ -138,5 +138,41 @@ TEST_F(TopologyInfoTest, BadInputExitsTwoWithTheArgumentNamed) {
   EXPECT_THAT(run.out, Not(HasSubstr("Segmentation")));
 }
 
+TEST_F(TopologyInfoTest, SelectPicksASwitchPairWithItsReasons) {
+  const CommandResult run = Info(
+      "select --from 0000:1a:00.0,0000:3d:00.0,0000:1b:00.0,0000:9a:00.0 "
+      "--count 2 --format json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const json doc = json::parse(run.out);
+  EXPECT_EQ(doc["devices"], json::array({"0000:1a:00.0", "0000:1b:00.0"}));
+  EXPECT_EQ(doc["cost"], 20);
+  EXPECT_EQ(doc["numa_nodes"], json::array({0}));
+  EXPECT_EQ(doc["explanation"]["runner_up_cost"], 50);
+  const CommandResult must = Info(
+      "select --from 0000:1a:00.0,0000:9a:00.0,0000:9b:00.0 --count 2 "
+      "--must-include 0000:1a:00.0 --format json");
+  ASSERT_EQ(must.exit_code, 0) << must.out;
+  EXPECT_EQ(json::parse(must.out)["cost"], 100);
+}
+
+TEST_F(TopologyInfoTest, SelectBadInputNamesTheArgument) {
+  CommandResult run = Info("select --from 0000:1a:00.0 --count 2");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.out, HasSubstr("--count: size 2 exceeds"));
+  run =
+      Info("select --from 0000:1a:00.0 --count 1 --must-include 0000:9a:00.0");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.out, HasSubstr("--must-include"));
+  run = Info("select --from nonsense --count 1");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.out, HasSubstr("--from: bad PCI address"));
+  run = Info("select --from 0000:1a:00.0,0000:1a:00.0 --count 1");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.out, HasSubstr("listed twice"));
+  run = Info("select --count 1");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.out, HasSubstr("--from"));
+}
+
 }  // namespace
 }  // namespace topology

@@ -77,6 +77,18 @@ class TOPOLOGY_EXPORT CostModel {
 
   const Topology& topology() const { return topology_; }
 
+  // The path of a device below its host bridge, root first: one hop per
+  // PCIe switch (named by its upstream port) or lone bridge.
+  // REQUIRES: index is in range.
+  const std::vector<PciAddress>& PathHops(size_t index) const {
+    return paths_[index].hops;
+  }
+
+  // The cost between two devices on different (or unknown) host bridges
+  // whose NUMA affinities are `a` and `b` (empty = unknown).
+  DeviceCost AcrossHostBridges(const std::vector<int>& a,
+                               const std::vector<int>& b) const;
+
  private:
   // One hop of a device's path below its host bridge: a PCIe switch (keyed by
   // its upstream port) or a lone bridge.

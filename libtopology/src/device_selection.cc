@@ -1,0 +1,518 @@
+#include "topology/device_selection.h"
+
+#include <algorithm>
+#include <climits>
+#include <cstdio>
+#include <functional>
+#include <map>
+#include <set>
+#include <string>
+#include <unordered_map>
+
+namespace topology {
+namespace {
+
+constexpr long long kInfinity = LLONG_MAX / 4;
+
+// Lexicographic objective: summed pair cost, then the fragmentation penalty
+// (free devices left behind in every group that was touched).
+struct Score {
+  long long cost = kInfinity;
+  long long penalty = 0;
+  bool feasible() const { return cost < kInfinity; }
+  friend bool operator<(const Score& a, const Score& b) {
+    return a.cost != b.cost ? a.cost < b.cost : a.penalty < b.penalty;
+  }
+};
+
+// A group of the cost tree: any two devices whose deepest common group is
+// this one cost `weight`.
+struct TreeNode {
+  int weight = 0;
+  std::vector<int> children;
+  int device = -1;  // leaves: index into Topology::pci_devices()
+  bool forced = false;
+  bool leaf_pool = false;  // every child is a device: solved in closed form
+  int available = 0;
+  std::vector<Score> best;               // best[j]: j devices from here
+  std::vector<std::vector<int>> choice;  // per child: count given at each j
+};
+
+class CostTree {
+ public:
+  explicit CostTree(int size) : size_(size) {}
+
+  void Reserve(size_t nodes) { nodes_.reserve(nodes); }
+
+  int Add(int weight) {
+    nodes_.push_back(TreeNode{});
+    nodes_.back().weight = weight;
+    return static_cast<int>(nodes_.size()) - 1;
+  }
+  int AddLeaf(int device, bool forced) {
+    const int id = Add(0);
+    nodes_[static_cast<size_t>(id)].device = device;
+    nodes_[static_cast<size_t>(id)].forced = forced;
+    return id;
+  }
+  void Link(int parent, int child) {
+    nodes_[static_cast<size_t>(parent)].children.push_back(child);
+  }
+  TreeNode& at(int id) { return nodes_[static_cast<size_t>(id)]; }
+
+  // Fills best[] bottom-up below `id`.
+  void Solve(int id) {
+    const size_t width = static_cast<size_t>(size_) + 1;
+    if (at(id).device >= 0) {
+      TreeNode& leaf = at(id);
+      leaf.available = 1;
+      leaf.best.assign(width, Score{});
+      if (!leaf.forced) leaf.best[0] = Score{0, 0};
+      if (size_ >= 1) leaf.best[1] = Score{0, 0};
+      return;
+    }
+    // A group with one member adds no pair: look through it.
+    for (int& child : at(id).children) {
+      while (at(child).device < 0 && at(child).children.size() == 1) {
+        child = at(child).children[0];
+      }
+    }
+    TreeNode& node = at(id);
+    if (std::all_of(node.children.begin(), node.children.end(),
+                    [&](int c) { return at(c).device >= 0; })) {
+      // j devices of one group cost C(j,2) * weight whichever they are.
+      node.leaf_pool = true;
+      int forced = 0;
+      for (int c : node.children) forced += at(c).forced ? 1 : 0;
+      node.available = static_cast<int>(node.children.size());
+      node.best.assign(width, Score{});
+      for (int j = forced; j <= std::min(node.available, size_); ++j) {
+        node.best[static_cast<size_t>(j)] =
+            Score{static_cast<long long>(j) * (j - 1) / 2 * node.weight,
+                  j > 0 ? node.available - j : 0};
+      }
+      return;
+    }
+    std::vector<Score> acc(width, Score{});
+    acc[0] = Score{0, 0};
+    node.choice.clear();
+    int reach = 0;
+    for (int child_id : node.children) {
+      Solve(child_id);
+      const TreeNode& child = at(child_id);
+      node.available += child.available;
+      std::vector<Score> next(width, Score{});
+      std::vector<int> pick(width, 0);
+      const int child_reach = std::min(child.available, size_);
+      for (int j = 0; j <= std::min(reach + child_reach, size_); ++j) {
+        for (int b = std::max(0, j - reach); b <= std::min(j, child_reach);
+             ++b) {
+          const Score& left = acc[static_cast<size_t>(j - b)];
+          const Score& right = child.best[static_cast<size_t>(b)];
+          if (!left.feasible() || !right.feasible()) continue;
+          const Score candidate{
+              left.cost + right.cost +
+                  static_cast<long long>(j - b) * b * node.weight,
+              left.penalty + right.penalty};
+          // Strictly better only: on ties the earlier children (lower
+          // addresses) keep the devices.
+          if (candidate < next[static_cast<size_t>(j)]) {
+            next[static_cast<size_t>(j)] = candidate;
+            pick[static_cast<size_t>(j)] = b;
+          }
+        }
+      }
+      reach = std::min(reach + child_reach, size_);
+      acc = std::move(next);
+      node.choice.push_back(std::move(pick));
+    }
+    // Touching a group leaves its other free devices fragmented.
+    for (int j = 1; j <= size_; ++j) {
+      Score& s = acc[static_cast<size_t>(j)];
+      if (s.feasible()) s.penalty += node.available - j;
+    }
+    node.best = std::move(acc);
+  }
+
+  // Collects the devices of the optimum with `count` devices below `id`.
+  void Collect(int id, int count, std::vector<int>* out) {
+    TreeNode& node = at(id);
+    if (node.device >= 0) {
+      if (count == 1) out->push_back(node.device);
+      return;
+    }
+    if (node.leaf_pool) {
+      // Must-include devices first, then the lowest addresses.
+      for (int c : node.children) {
+        if (at(c).forced) {
+          out->push_back(at(c).device);
+          --count;
+        }
+      }
+      for (int c : node.children) {
+        if (count == 0) break;
+        if (!at(c).forced) {
+          out->push_back(at(c).device);
+          --count;
+        }
+      }
+      return;
+    }
+    for (size_t c = node.children.size(); c-- > 0;) {
+      const int b = node.choice[c][static_cast<size_t>(count)];
+      Collect(node.children[c], b, out);
+      count -= b;
+    }
+  }
+
+ private:
+  int size_;
+  std::vector<TreeNode> nodes_;
+};
+
+// One NUMA group at the root: its tree and its table.
+struct Group {
+  std::vector<int> numa_nodes;
+  int root = -1;
+  int must = 0;
+};
+
+}  // namespace
+
+DeviceSelector::DeviceSelector(const CostModel& model) : model_(model) {}
+
+StatusOr<Selection> DeviceSelector::Select(
+    const SelectionRequest& request) const {
+  const Topology& topology = model_.topology();
+  const auto& devices = topology.pci_devices();
+  // (address, index into the topology's devices), sorted by address.
+  std::vector<std::pair<PciAddress, int>> available_index;
+  available_index.reserve(request.available.size());
+  for (const PciAddress& a : request.available) {
+    const PciDevice* d = topology.FindDevice(a);
+    if (d == nullptr) {
+      return NotFoundError("available device " + a.ToString() + " is not in " +
+                           topology.source());
+    }
+    available_index.emplace_back(a, static_cast<int>(d - devices.data()));
+  }
+  std::sort(available_index.begin(), available_index.end());
+  for (size_t i = 1; i < available_index.size(); ++i) {
+    if (available_index[i].first == available_index[i - 1].first) {
+      return InvalidArgumentError("available device " +
+                                  available_index[i].first.ToString() +
+                                  " is listed twice");
+    }
+  }
+  const auto is_available = [&](const PciAddress& a) {
+    return std::binary_search(
+        available_index.begin(), available_index.end(), std::make_pair(a, -1),
+        [](const auto& x, const auto& y) { return x.first < y.first; });
+  };
+  std::set<PciAddress> must;
+  for (const PciAddress& a : request.must_include) {
+    if (!is_available(a)) {
+      return InvalidArgumentError("must-include device " + a.ToString() +
+                                  " is not available");
+    }
+    if (!must.insert(a).second) {
+      return InvalidArgumentError("must-include device " + a.ToString() +
+                                  " is listed twice");
+    }
+  }
+  const int k = request.size;
+  if (k < 1) {
+    return InvalidArgumentError("size " + std::to_string(k) +
+                                " must be at least 1");
+  }
+  if (k > static_cast<int>(available_index.size())) {
+    return InvalidArgumentError("size " + std::to_string(k) + " exceeds the " +
+                                std::to_string(available_index.size()) +
+                                " available devices");
+  }
+  if (k < static_cast<int>(must.size())) {
+    return InvalidArgumentError(
+        "size " + std::to_string(k) + " is less than the " +
+        std::to_string(must.size()) + " must-include devices");
+  }
+
+  // Build the cost tree: NUMA group > host bridge > hops > direct pool >
+  // board > function.
+  CostTree tree(k);
+  tree.Reserve(available_index.size() * 2 + 64);
+  std::map<std::vector<int>, Group> groups;
+  // Host bridges by name (views into the topology, which outlives this
+  // call); devices with no known host bridge stand alone, by board.
+  std::unordered_map<std::string_view, int> bridge_nodes;
+  std::unordered_map<uint64_t, int> unknown_bridge_nodes;
+  // Tree nodes below a bridge, keyed by (parent node, address of the hop or
+  // board) so that no path strings are built per device.
+  const auto key = [](int parent, uint64_t what) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(parent)) << 40) ^ what;
+  };
+  const auto address_key = [](const PciAddress& a) {
+    return (uint64_t{a.domain} << 16) | (uint64_t{a.bus} << 8) |
+           (uint64_t{a.device} << 3) | a.function;
+  };
+  std::unordered_map<uint64_t, int> hop_nodes;
+  std::unordered_map<uint64_t, int> pool_nodes;
+  std::unordered_map<uint64_t, int> slot_nodes;
+  hop_nodes.reserve(available_index.size());
+  pool_nodes.reserve(available_index.size());
+  slot_nodes.reserve(available_index.size());
+  for (const auto& [address, index] : available_index) {
+    const PciDevice& d = devices[static_cast<size_t>(index)];
+    // A host bridge sits in one group: the affinity of its first device.
+    PciAddress board_address = address;
+    board_address.function = 0;
+    int* bridge_node =
+        d.host_bridge.empty()
+            ? &unknown_bridge_nodes.try_emplace(address_key(board_address), -1)
+                   .first->second
+            : &bridge_nodes.try_emplace(d.host_bridge, -1).first->second;
+    if (*bridge_node < 0) {
+      // A host bridge sits in one group: the affinity of its first device.
+      Group& group = groups[d.numa_nodes];
+      if (group.root < 0) {
+        group.numa_nodes = d.numa_nodes;
+        group.root =
+            tree.Add(model_.AcrossHostBridges(d.numa_nodes, d.numa_nodes).cost);
+      }
+      const int node = tree.Add(CostModel::kSameHostBridgeCost);
+      tree.Link(group.root, node);
+      *bridge_node = node;
+    }
+    const int bridge = *bridge_node;
+    int parent = bridge;
+    for (const PciAddress& hop : model_.PathHops(static_cast<size_t>(index))) {
+      auto it = hop_nodes.find(key(parent, address_key(hop)));
+      if (it == hop_nodes.end()) {
+        const int node = tree.Add(CostModel::kMultipleSwitchesCost);
+        tree.Link(parent, node);
+        it = hop_nodes.emplace(key(parent, address_key(hop)), node).first;
+      }
+      parent = it->second;
+    }
+    if (parent != bridge) {
+      // Devices directly below the same hop are one switch apart.
+      auto pool = pool_nodes.find(key(parent, 0));
+      if (pool == pool_nodes.end()) {
+        const int node = tree.Add(CostModel::kSameSwitchCost);
+        tree.Link(parent, node);
+        pool = pool_nodes.emplace(key(parent, 0), node).first;
+      }
+      parent = pool->second;
+    }
+    auto board = slot_nodes.find(key(parent, address_key(board_address)));
+    if (board == slot_nodes.end()) {
+      const int node = tree.Add(CostModel::kSameBoardCost);
+      tree.Link(parent, node);
+      board = slot_nodes.emplace(key(parent, address_key(board_address)), node)
+                  .first;
+    }
+    tree.Link(board->second, tree.AddLeaf(index, must.count(address) != 0));
+  }
+  std::vector<Group*> order;
+  for (auto& [numa_key, group] : groups) {
+    (void)numa_key;
+    tree.Solve(group.root);
+    order.push_back(&group);
+  }
+  // Must-include devices per group: the smallest feasible count.
+  for (Group* g : order) {
+    const TreeNode& root = tree.at(g->root);
+    while (g->must <= k &&
+           !root.best[static_cast<size_t>(g->must)].feasible()) {
+      ++g->must;
+    }
+  }
+
+  // Root: how many devices each group gives. Exhaustive search with
+  // pruning; a step budget guards against dozens of groups.
+  const size_t groups_count = order.size();
+  std::vector<std::vector<long long>> cross(
+      groups_count, std::vector<long long>(groups_count, 0));
+  for (size_t a = 0; a < groups_count; ++a) {
+    for (size_t b = 0; b < groups_count; ++b) {
+      cross[a][b] = a == b ? 0
+                           : model_
+                                 .AcrossHostBridges(order[a]->numa_nodes,
+                                                    order[b]->numa_nodes)
+                                 .cost;
+    }
+  }
+  std::vector<int> suffix_available(groups_count + 1, 0);
+  std::vector<int> suffix_must(groups_count + 1, 0);
+  for (size_t g = groups_count; g-- > 0;) {
+    suffix_available[g] = suffix_available[g + 1] +
+                          std::min(tree.at(order[g]->root).available, k);
+    suffix_must[g] = suffix_must[g + 1] + order[g]->must;
+  }
+  Score best;
+  std::vector<int> best_counts;
+  std::vector<int> counts(groups_count, 0);
+  long budget = 400000;
+  bool exhausted = false;
+  const std::function<void(size_t, int, Score)> search = [&](size_t g, int left,
+                                                             Score so_far) {
+    if (--budget < 0) {
+      exhausted = true;
+      return;
+    }
+    if (best.feasible() && !(so_far < best)) return;
+    if (g == groups_count) {
+      if (left == 0) {
+        best = so_far;
+        best_counts = counts;
+      }
+      return;
+    }
+    if (left > suffix_available[g] || left < suffix_must[g]) return;
+    const TreeNode& root = tree.at(order[g]->root);
+    const int high = std::min({left, root.available, k});
+    // Larger shares first: single-group answers come early and prune well.
+    for (int x = high; x >= order[g]->must; --x) {
+      const Score& own = root.best[static_cast<size_t>(x)];
+      if (!own.feasible()) continue;
+      long long add = own.cost;
+      for (size_t h = 0; h < g; ++h)
+        add += static_cast<long long>(counts[h]) * x * cross[g][h];
+      counts[g] = x;
+      search(g + 1, left - x,
+             Score{so_far.cost + add, so_far.penalty + own.penalty});
+      counts[g] = 0;
+      if (exhausted) return;
+    }
+  };
+  search(0, k, Score{0, 0});
+  bool exact = !exhausted;
+  if (exhausted) {
+    // Greedy from the must-include counts, then single-device moves between
+    // groups while they lower the score.
+    const auto score_of = [&](const std::vector<int>& c) {
+      Score s{0, 0};
+      for (size_t g = 0; g < groups_count; ++g) {
+        const Score& own =
+            tree.at(order[g]->root).best[static_cast<size_t>(c[g])];
+        if (!own.feasible()) return Score{};
+        s.cost += own.cost;
+        s.penalty += own.penalty;
+        for (size_t h = 0; h < g; ++h)
+          s.cost += static_cast<long long>(c[g]) * c[h] * cross[g][h];
+      }
+      return s;
+    };
+    std::vector<int> c(groups_count);
+    int placed = 0;
+    for (size_t g = 0; g < groups_count; ++g) placed += (c[g] = order[g]->must);
+    while (placed < k) {
+      Score step_best;
+      size_t step_group = 0;
+      for (size_t g = 0; g < groups_count; ++g) {
+        if (c[g] >= std::min(tree.at(order[g]->root).available, k)) continue;
+        ++c[g];
+        const Score s = score_of(c);
+        --c[g];
+        if (s < step_best) {
+          step_best = s;
+          step_group = g;
+        }
+      }
+      ++c[step_group];
+      ++placed;
+    }
+    bool improved = true;
+    while (improved) {
+      improved = false;
+      const Score current = score_of(c);
+      for (size_t from = 0; from < groups_count && !improved; ++from) {
+        if (c[from] <= order[from]->must) continue;
+        for (size_t to = 0; to < groups_count && !improved; ++to) {
+          if (to == from ||
+              c[to] >= std::min(tree.at(order[to]->root).available, k))
+            continue;
+          --c[from];
+          ++c[to];
+          if (score_of(c) < current) {
+            improved = true;
+          } else {
+            ++c[from];
+            --c[to];
+          }
+        }
+      }
+    }
+    best_counts = c;
+    best = score_of(c);
+  }
+  if (!best.feasible()) {
+    return InternalError("no selection found for " + std::to_string(k) +
+                         " devices");
+  }
+
+  std::vector<int> chosen;
+  for (size_t g = 0; g < groups_count; ++g) {
+    tree.Collect(order[g]->root, best_counts[g], &chosen);
+  }
+  Selection selection;
+  selection.exact = exact;
+  std::set<int> nodes;
+  for (int index : chosen) {
+    selection.devices.push_back(devices[static_cast<size_t>(index)].address);
+    for (int n : devices[static_cast<size_t>(index)].numa_nodes)
+      nodes.insert(n);
+  }
+  std::sort(selection.devices.begin(), selection.devices.end());
+  selection.numa_nodes.assign(nodes.begin(), nodes.end());
+  int unknown = 0;
+  for (size_t a = 0; a < chosen.size(); ++a) {
+    if (devices[static_cast<size_t>(chosen[a])].numa_nodes.empty()) ++unknown;
+    for (size_t b = a + 1; b < chosen.size(); ++b) {
+      selection.cost += model_
+                            .BetweenIndexes(static_cast<size_t>(chosen[a]),
+                                            static_cast<size_t>(chosen[b]))
+                            .cost;
+    }
+  }
+
+  if (request.explain) {
+    // The best set that drops one of the chosen (non-forced) devices.
+    for (const PciAddress& dropped : selection.devices) {
+      if (must.count(dropped)) continue;
+      SelectionRequest other = request;
+      other.explain = false;
+      other.available.erase(
+          std::remove(other.available.begin(), other.available.end(), dropped),
+          other.available.end());
+      if (static_cast<int>(other.available.size()) < k) continue;
+      auto alternative = Select(other);
+      if (!alternative.ok()) continue;
+      if (selection.runner_up_cost < 0 ||
+          alternative->cost < selection.runner_up_cost) {
+        selection.runner_up = alternative->devices;
+        selection.runner_up_cost = alternative->cost;
+      }
+    }
+    std::string why = "chose " + std::to_string(k) + " of " +
+                      std::to_string(available_index.size()) +
+                      " available devices at summed pairwise cost " +
+                      std::to_string(selection.cost);
+    if (selection.runner_up_cost >= 0) {
+      why += "; the best set without one of them costs " +
+             std::to_string(selection.runner_up_cost) + " (+" +
+             std::to_string(selection.runner_up_cost - selection.cost) + ")";
+    } else {
+      why += "; no other set is possible";
+    }
+    if (unknown > 0) {
+      why += "; " + std::to_string(unknown) +
+             " chosen device(s) have unknown NUMA locality, so their costs are "
+             "assumed";
+    }
+    if (!exact) why += "; searched heuristically (too many NUMA groups)";
+    selection.explanation = why;
+  }
+  return selection;
+}
+
+}  // namespace topology

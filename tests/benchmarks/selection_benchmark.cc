@@ -1,0 +1,93 @@
+// Single-resource preferred allocation: 1,024 available devices (2 sockets,
+// 16 host bridges, 4 PCIe switches per host bridge, 16 GPUs per switch),
+// k in {1, 2, 4, 8, 16}, with every device free and with every third taken.
+// Each call is timed: the p50_us and p99_us counters are per-call latencies.
+#include <algorithm>
+#include <chrono>
+#include <vector>
+
+#include <benchmark/benchmark.h>
+
+#include "topology/device_selection.h"
+
+namespace topology {
+namespace {
+
+Topology Machine1024() {
+  Topology::Parts parts;
+  for (int n = 0; n < 2; ++n) {
+    NumaNode node;
+    node.id = n;
+    node.cpus.Add(n);
+    parts.numa_nodes.push_back(node);
+  }
+  parts.distances = {{10, 21}, {21, 10}};
+  int device = 0;
+  for (int hb = 0; hb < 16; ++hb) {
+    for (int sw = 0; sw < 4; ++sw) {
+      PciAddress root_port;
+      root_port.domain = static_cast<uint32_t>(hb);
+      root_port.bus = static_cast<uint8_t>(sw * 50);
+      PciAddress usp = root_port;
+      usp.bus = static_cast<uint8_t>(root_port.bus + 1);
+      for (int g = 0; g < 16; ++g, ++device) {
+        PciAddress dsp = usp;
+        dsp.bus = static_cast<uint8_t>(usp.bus + 1);
+        dsp.device = static_cast<uint8_t>(g);
+        PciDevice d;
+        d.address.domain = static_cast<uint32_t>(hb);
+        d.address.bus = static_cast<uint8_t>(usp.bus + 2 + g);
+        d.class_code = 0x030200;
+        d.host_bridge = "pci" + std::to_string(hb);
+        d.upstream_bridges = {dsp, usp, root_port};
+        d.upstream_is_switch = {false, true, false};
+        d.numa_nodes = {hb / 8};
+        d.numa_source = NumaSource::kSysfs;
+        parts.pci_devices.push_back(d);
+      }
+    }
+  }
+  return Topology(std::move(parts));
+}
+
+void BM_PreferredAllocation1024(benchmark::State& state) {
+  static const Topology* topology = new Topology(Machine1024());
+  static const CostModel* model = new CostModel(*topology);
+  const DeviceSelector selector(*model);
+  SelectionRequest request;
+  for (const PciDevice& d : topology->pci_devices())
+    request.available.push_back(d.address);
+  // range(1): every third device already taken (a busy node).
+  std::vector<PciAddress> free;
+  for (size_t i = 0; i < request.available.size(); ++i) {
+    if (state.range(1) == 0 || i % 3 != 0) free.push_back(request.available[i]);
+  }
+  request.available = free;
+  request.size = static_cast<int>(state.range(0));
+  // Every call is timed, so the counters give per-call percentiles.
+  std::vector<double> micros;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    auto selection = selector.Select(request);
+    const auto stop = std::chrono::steady_clock::now();
+    if (!selection.ok() || !selection->exact) {
+      state.SkipWithError("selection failed");
+      return;
+    }
+    benchmark::DoNotOptimize(selection);
+    micros.push_back(
+        std::chrono::duration<double, std::micro>(stop - start).count());
+  }
+  std::sort(micros.begin(), micros.end());
+  state.counters["available"] = static_cast<double>(free.size());
+  state.counters["p50_us"] = micros[micros.size() / 2];
+  state.counters["p99_us"] = micros[micros.size() * 99 / 100];
+}
+BENCHMARK(BM_PreferredAllocation1024)
+    ->ArgsProduct({{1, 2, 4, 8, 16}, {0, 1}})
+    ->Unit(benchmark::kMicrosecond);
+
+}  // namespace
+}  // namespace topology
+
+BENCHMARK_MAIN();
