@@ -1,6 +1,6 @@
 #include "topology/device_selection.h"
 
-#include <random>
+#include <algorithm>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -8,6 +8,7 @@
 #include "topology/discovery.h"
 
 #include "real_machines.h"
+#include "seeded_random.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
@@ -41,13 +42,9 @@ std::vector<PciAddress> WithClass(const Topology& t, uint32_t class_prefix16,
 // ---------------------------------------------------------------------------
 // Random topologies for the brute-force property test.
 
-class TopologyGenerator {
+class TopologyGenerator : public testing::SeededRandom {
  public:
-  explicit TopologyGenerator(uint64_t seed) : rng_(seed) {}
-  int Uniform(int lo, int hi) {
-    return std::uniform_int_distribution<int>(lo, hi)(rng_);
-  }
-  bool Chance(int percent) { return Uniform(1, 100) <= percent; }
+  using SeededRandom::SeededRandom;
 
   Topology Make() {
     Topology::Parts parts;
@@ -115,11 +112,6 @@ class TopologyGenerator {
     }
     return Topology(std::move(parts));
   }
-
-  std::mt19937_64& rng() { return rng_; }
-
- private:
-  std::mt19937_64 rng_;
 };
 
 std::string Describe(const Topology& topology, const CostModel& model,
@@ -177,7 +169,7 @@ TEST(DeviceSelectionTest, OptimalOnRandomInstancesAgainstBruteForce) {
     if (total == 0) continue;
     std::vector<size_t> indexes(total);
     for (size_t i = 0; i < total; ++i) indexes[i] = i;
-    std::shuffle(indexes.begin(), indexes.end(), gen.rng());
+    std::shuffle(indexes.begin(), indexes.end(), gen.engine());
     indexes.resize(
         std::min<size_t>(total, static_cast<size_t>(gen.Uniform(1, 14))));
     const int k = gen.Uniform(1, static_cast<int>(indexes.size()));
@@ -221,10 +213,8 @@ class SelectionOnMachineTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new testing::TempDir();
-    testing::WriteDualSocketGpuMachine(dir_->path());
-    DiscoveryOptions options;
-    options.host_root = dir_->path();
-    topology_ = new Topology(*Discover(options));
+    topology_ =
+        new Topology(testing::DiscoverDualSocketGpuMachine(dir_->path()));
     model_ = new CostModel(*topology_);
   }
   static void TearDownTestSuite() {

@@ -1,16 +1,13 @@
 // topology-info as a user runs it: exit codes, the JSON contract, text and
 // DOT (rendered by Graphviz when installed).
-#include <array>
-#include <cstdio>
 #include <fstream>
 #include <string>
-
-#include <sys/wait.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "run_command.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
 
@@ -21,23 +18,8 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-};
-
-CommandResult RunCommand(const std::string& command) {
-  CommandResult run;
-  FILE* pipe = ::popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return run;
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0)
-    run.out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  run.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return run;
-}
+using testing::CommandResult;
+using testing::RunCommand;
 
 class TopologyInfoTest : public ::testing::Test {
  protected:

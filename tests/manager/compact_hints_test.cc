@@ -3,35 +3,29 @@
 // families with the fast engine gives the same hint and admission as the
 // reference engine (the kubelet's cross product) over the enumerated lists,
 // for every policy, with explicit lists mixed in.
-#include <cstdlib>
-#include <random>
+#include <algorithm>
 
 #include <gtest/gtest.h>
 
 #include "topology/manager/numa_hints.h"
 #include "topology/manager/policy.h"
 
+#include "seeded_random.h"
+
 namespace topology::manager {
 namespace {
 
-long EnvOr(const char* name, long fallback) {
-  const char* value = std::getenv(name);
-  return value ? std::strtol(value, nullptr, 10) : fallback;
-}
+using testing::EnvOr;
 
-class RequestGenerator {
+class RequestGenerator : public testing::SeededRandom {
  public:
-  explicit RequestGenerator(uint64_t seed) : rng_(seed) {}
-  int Uniform(int lo, int hi) {
-    return std::uniform_int_distribution<int>(lo, hi)(rng_);
-  }
-  bool Chance(int percent) { return Uniform(1, 100) <= percent; }
+  using SeededRandom::SeededRandom;
 
   std::vector<int> Nodes() {
     const int n = Uniform(1, 7);
     std::vector<int> pool;
     for (int i = 0; i < (Chance(50) ? n : 10); ++i) pool.push_back(i);
-    std::shuffle(pool.begin(), pool.end(), rng_);
+    std::shuffle(pool.begin(), pool.end(), engine());
     std::vector<int> nodes(pool.begin(), pool.begin() + n);
     std::sort(nodes.begin(), nodes.end());
     return nodes;
@@ -67,9 +61,6 @@ class RequestGenerator {
     r.request = Uniform(Chance(5) ? 0 : 1, 4);
     return r;
   }
-
- private:
-  std::mt19937_64 rng_;
 };
 
 TEST(CompactHintsTest, FamiliesExpandToTheKubeletsList) {

@@ -20,10 +20,8 @@ class CpuManagerTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new testing::TempDir();
-    testing::WriteDualSocketGpuMachine(dir_->path());
-    DiscoveryOptions options;
-    options.host_root = dir_->path();
-    topology_ = new Topology(*Discover(options));
+    topology_ =
+        new Topology(testing::DiscoverDualSocketGpuMachine(dir_->path()));
   }
   static void TearDownTestSuite() {
     delete topology_;

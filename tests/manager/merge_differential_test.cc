@@ -5,21 +5,19 @@
 //
 // TOPOLOGY_DIFF_CASES sets the number of cases (default 20000) and
 // TOPOLOGY_DIFF_SEED the seed (default 1); the "long" ctest label runs more.
-#include <cstdlib>
-#include <random>
+#include <algorithm>
 #include <sstream>
 
 #include <gtest/gtest.h>
 
 #include "topology/manager/policy.h"
 
+#include "seeded_random.h"
+
 namespace topology::manager {
 namespace {
 
-long EnvOr(const char* name, long fallback) {
-  const char* value = std::getenv(name);
-  return value ? std::strtol(value, nullptr, 10) : fallback;
-}
+using testing::EnvOr;
 
 struct RandomCase {
   std::vector<int> nodes;
@@ -29,9 +27,9 @@ struct RandomCase {
   bool closest = false;
 };
 
-class CaseGenerator {
+class CaseGenerator : public testing::SeededRandom {
  public:
-  explicit CaseGenerator(uint64_t seed) : rng_(seed) {}
+  using SeededRandom::SeededRandom;
 
   RandomCase Next() {
     RandomCase c;
@@ -53,18 +51,13 @@ class CaseGenerator {
   }
 
  private:
-  int Uniform(int lo, int hi) {
-    return std::uniform_int_distribution<int>(lo, hi)(rng_);
-  }
-  bool Chance(int percent) { return Uniform(1, 100) <= percent; }
-
   RandomCase Draw() {
     RandomCase c;
     const int n = Uniform(1, 8);
     // Sparse ids below 12 half of the time.
     std::vector<int> pool;
     for (int i = 0; i < (Chance(50) ? n : 12); ++i) pool.push_back(i);
-    std::shuffle(pool.begin(), pool.end(), rng_);
+    std::shuffle(pool.begin(), pool.end(), engine());
     c.nodes.assign(pool.begin(), pool.begin() + n);
     std::sort(c.nodes.begin(), c.nodes.end());
     const int max_id = c.nodes.back();
@@ -121,8 +114,6 @@ class CaseGenerator {
     hint.affinity = NumaMask::FromBits(bits);
     return hint;
   }
-
-  std::mt19937_64 rng_;
 };
 
 std::string Describe(const RandomCase& c) {

@@ -1,14 +1,11 @@
 // `topology-manager merge` as a user runs it: JSON in, JSON out, exit codes.
-#include <array>
-#include <cstdio>
 #include <fstream>
-
-#include <sys/wait.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "run_command.h"
 #include "temp_dir.h"
 
 namespace topology::manager {
@@ -17,26 +14,14 @@ namespace {
 using nlohmann::json;
 using ::testing::HasSubstr;
 
-struct CommandResult {
-  int exit_code = -1;
-  std::string out;
-};
+using testing::CommandResult;
 
 CommandResult Merge(const std::string& input, const std::string& args = "") {
   testing::TempDir dir;
   const auto file = dir.path() / "case.json";
   std::ofstream(file) << input;
-  const std::string command = std::string(TOPOLOGY_MANAGER_BINARY) + " merge " +
-                              args + " < '" + file.string() + "' 2>&1";
-  CommandResult result;
-  FILE* pipe = ::popen(command.c_str(), "r");
-  std::array<char, 4096> buf{};
-  size_t n = 0;
-  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0)
-    result.out.append(buf.data(), n);
-  const int status = ::pclose(pipe);
-  result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  return result;
+  return testing::RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) + " merge " +
+                             args + " < '" + file.string() + "'");
 }
 
 constexpr char kIssueExample[] = R"({

@@ -3,6 +3,8 @@
 #include <cstdio>
 #include <string>
 
+#include "topology/discovery.h"
+
 #include "sysfs_tree_builder.h"
 
 namespace topology::testing {
@@ -227,6 +229,13 @@ void WriteSriovMachine(const std::filesystem::path& root, int pfs,
     }
   }
   b.Finish();
+}
+
+Topology DiscoverDualSocketGpuMachine(const std::filesystem::path& root) {
+  WriteDualSocketGpuMachine(root);
+  DiscoveryOptions options;
+  options.host_root = root;
+  return *Discover(options);
 }
 
 std::vector<std::string> MachineNames() {

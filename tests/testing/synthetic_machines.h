@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "topology/topology.h"
+
 namespace topology::testing {
 
 // 2 sockets x 8 cores x 2 threads, nodes 0/1 (SLIT 10/21). Per socket two
@@ -42,6 +44,9 @@ void WriteSriovMachine(const std::filesystem::path& root, int pfs,
 // Names accepted by WriteMachine(): "dual-socket-8gpu", "snc", "vm",
 // "cpuless-node", "sparse-nodes", "sriov-4096".
 std::vector<std::string> MachineNames();
+
+// Writes the dual-socket 8-GPU machine below `root` and discovers it.
+Topology DiscoverDualSocketGpuMachine(const std::filesystem::path& root);
 
 // Writes the named machine; returns false for an unknown name.
 bool WriteMachine(const std::string& name, const std::filesystem::path& root);
