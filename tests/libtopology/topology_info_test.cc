@@ -1,12 +1,15 @@
 // topology-info as a user runs it: exit codes, the JSON contract, text and
 // DOT (rendered by Graphviz when installed).
 #include <fstream>
+#include <map>
+#include <set>
 #include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "real_machines.h"
 #include "run_command.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
@@ -118,6 +121,82 @@ TEST_F(TopologyInfoTest, BadInputExitsTwoWithTheArgumentNamed) {
                    " --hwloc-xml /x.xml --host-root /");
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.out, Not(HasSubstr("Segmentation")));
+}
+
+// The JSON contract on every recorded machine, against hwloc's expected
+// JSON, with the documented rules (docs/sysfs.md, "Differences from hwloc").
+TEST(TopologyInfoRecordingsTest,
+     JsonAgreesWithTheExpectedJsonOfEveryRecording) {
+  const auto dir = testing::RealMachinesDir();
+  if (!dir) GTEST_SKIP() << "shared/fixtures/real-machines not found";
+  const std::pair<const char*, const char*> machines[] = {
+      {"32intel64-2p8co2t+8ve.tar.bz2", "32intel64-2p8co2t+8ve.expected.json"},
+      {"32em64t-2n8c+dax+nvme+mic+dimms.tar.bz2",
+       "32em64t-2n8c+dax+nvme+mic+dimms.expected.json"},
+      {"2pa-pcidomain32bits.tar.bz2", "2pa-pcidomain32bits.expected.json"},
+      {"nvidiagpunumanodes.tar.bz2", "nvidiagpunumanodes.expected.json"},
+      {"memorysidecaches.tar.bz2", "memorysidecaches.expected.json"},
+      {"128arm-2pa2n8cluster4co.tar.bz2",
+       "128arm-2pa2n8cluster4co.expected.json"},
+      {"nvidiaDGX2.xml", "nvidiaDGX2.expected.json"},
+      {"192em64t-24n8c2t.xml", "192em64t-24n8c2t.expected.json"},
+  };
+  for (const auto& [data, expected_name] : machines) {
+    SCOPED_TRACE(data);
+    std::string source;
+    if (std::string(data).ends_with(".xml")) {
+      source = "--hwloc-xml '" + (*dir / data).string() + "'";
+    } else {
+      const auto root = testing::UnpackRealMachine(data);
+      ASSERT_TRUE(root.has_value());
+      source = "--host-root '" + root->string() + "'";
+    }
+    const CommandResult run = RunCommand(std::string(TOPOLOGY_INFO_BINARY) +
+                                         " " + source + " --format json");
+    ASSERT_EQ(run.exit_code, 0) << run.out;
+    const json ours = json::parse(run.out);
+    std::ifstream in(*dir / expected_name);
+    const json expected = json::parse(in);
+
+    std::set<int> all;
+    std::set<int> cpuless;
+    std::vector<int> ids;
+    for (const json& node : ours["numa_nodes"]) {
+      ids.push_back(node["id"].get<int>());
+      all.insert(node["id"].get<int>());
+      if (node["cpus"].get<std::string>().empty())
+        cpuless.insert(node["id"].get<int>());
+    }
+    EXPECT_EQ(ids, expected["numa_nodes"].get<std::vector<int>>());
+    if (!expected["distances"].is_null()) {
+      const auto nodes = expected["distances"]["nodes"].get<std::vector<int>>();
+      const auto matrix = expected["distances"]["matrix"];
+      for (size_t i = 0; i < nodes.size(); ++i) {
+        const json& row = ours["numa_nodes"][i]["distances"];
+        for (size_t j = 0; j < nodes.size(); ++j) {
+          EXPECT_EQ(row[std::to_string(nodes[j])], matrix[i][j]);
+        }
+      }
+    }
+    std::map<std::string, json> by_address;
+    for (const json& d : ours["pci_devices"]) by_address[d["address"]] = d;
+    for (const json& entry : expected["pci"]) {
+      const std::string bdf = entry["bdf"];
+      ASSERT_TRUE(by_address.count(bdf)) << bdf;
+      const json& d = by_address[bdf];
+      const auto hwloc = entry["numa"].get<std::set<int>>();
+      if (hwloc == all) {
+        EXPECT_EQ(d["numa_nodes"], json::array()) << bdf;
+        EXPECT_EQ(d["numa_source"], "unknown") << bdf;
+      } else {
+        std::vector<int> want;
+        for (int id : hwloc) {
+          if (!cpuless.count(id)) want.push_back(id);
+        }
+        EXPECT_EQ(d["numa_nodes"].get<std::vector<int>>(), want) << bdf;
+      }
+    }
+  }
 }
 
 TEST_F(TopologyInfoTest, SelectPicksASwitchPairWithItsReasons) {
