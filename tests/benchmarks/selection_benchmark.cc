@@ -8,6 +8,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "topology/cost_graph.h"
 #include "topology/device_selection.h"
 
 namespace topology {
@@ -86,6 +87,42 @@ void BM_PreferredAllocation1024(benchmark::State& state) {
 BENCHMARK(BM_PreferredAllocation1024)
     ->ArgsProduct({{1, 2, 4, 8, 16}, {0, 1}})
     ->Unit(benchmark::kMicrosecond);
+
+// Multi-resource: 4 types x 64 instances (GPUs, NICs, FPGAs spread over the
+// machine above, and 64 CPU units on the two nodes), 2 + 1 + 1 + 4 asked.
+void BM_CostGraph4x64(benchmark::State& state) {
+  static const Topology* topology = new Topology(Machine1024());
+  static const CostModel* model = new CostModel(*topology);
+  const CostGraphSelector selector(*model);
+  GraphRequest request;
+  const auto& devices = topology->pci_devices();
+  const char* names[] = {"gpu", "nic", "fpga"};
+  for (int t = 0; t < 3; ++t) {
+    ResourceRequest r;
+    r.name = names[t];
+    r.count = t == 0 ? 2 : 1;
+    // Every 16th device, offset by type: 64 instances spread everywhere.
+    for (size_t i = static_cast<size_t>(t) * 5;
+         i < devices.size() && r.pool.size() < 64; i += 16) {
+      r.pool.push_back({devices[i].address, -1});
+    }
+    request.resources.push_back(r);
+  }
+  ResourceRequest cpus{"cpu", 4, {}};
+  for (int k = 0; k < 64; ++k) cpus.pool.push_back({std::nullopt, k % 2});
+  request.resources.push_back(cpus);
+  request.solver =
+      state.range(0) == 0 ? GraphSolver::kGreedy : GraphSolver::kAnnealing;
+  for (auto _ : state) {
+    auto selection = selector.Select(request);
+    if (!selection.ok()) {
+      state.SkipWithError(selection.status().ToString().c_str());
+      return;
+    }
+    benchmark::DoNotOptimize(selection);
+  }
+}
+BENCHMARK(BM_CostGraph4x64)->Arg(0)->Arg(1)->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace topology

@@ -216,6 +216,43 @@ TEST_F(TopologyInfoTest, SelectPicksASwitchPairWithItsReasons) {
   EXPECT_EQ(json::parse(must.out)["cost"], 100);
 }
 
+TEST_F(TopologyInfoTest, SelectSeveralResourcesOnTheCostGraph) {
+  const CommandResult run = Info(
+      "select --request gpu=2 --request nic=1 --request cpu=4 "
+      "--pool gpu=0000:1a:00.0,0000:3d:00.0,0000:1b:00.0,0000:9a:00.0 "
+      "--pool nic=0000:1c:00.0,0000:9c:00.0 --pool cpu=numa:0*8,numa:1*8 "
+      "--format json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const json doc = json::parse(run.out);
+  EXPECT_EQ(doc["selection"]["gpu"],
+            json::array({"0000:1a:00.0", "0000:1b:00.0"}));
+  EXPECT_EQ(doc["selection"]["nic"], json::array({"0000:1c:00.0"}));
+  EXPECT_EQ(doc["selection"]["cpu"].size(), 4u);
+  EXPECT_EQ(doc["cost"], 60);
+  EXPECT_EQ(doc["numa_nodes"], json::array({0}));
+  // A plugin's link between two GPUs of different sockets wins.
+  const auto table = dir_->path() / "links.json";
+  std::ofstream(table)
+      << R"([{"a":"0000:1a:00.0","b":"0000:9a:00.0","cost":-100}])";
+  const CommandResult linked = Info(
+      "select --request gpu=2 --pool "
+      "gpu=0000:1a:00.0,0000:1b:00.0,0000:9a:00.0 "
+      "--cost-table '" +
+      table.string() + "' --format json");
+  ASSERT_EQ(linked.exit_code, 0) << linked.out;
+  EXPECT_EQ(json::parse(linked.out)["selection"]["gpu"],
+            json::array({"0000:1a:00.0", "0000:9a:00.0"}));
+  for (const char* bad : {"select --request gpu=2 --pool nic=0000:1c:00.0",
+                          "select --request gpu=x --pool gpu=0000:1a:00.0",
+                          "select --request gpu=1 --pool gpu=numa:x",
+                          "select --request gpu=1 --pool gpu=0000:1a:00.0 "
+                          "--cost-table /nonexistent"}) {
+    const CommandResult r = Info(bad);
+    EXPECT_EQ(r.exit_code, 2) << bad << "\n" << r.out;
+    EXPECT_THAT(r.out, HasSubstr("--")) << bad;
+  }
+}
+
 TEST_F(TopologyInfoTest, SelectBadInputNamesTheArgument) {
   CommandResult run = Info("select --from 0000:1a:00.0 --count 2");
   EXPECT_EQ(run.exit_code, 2);

@@ -1,10 +1,14 @@
 // topology-info: prints the NUMA and PCIe topology of a host root or an hwloc
 // XML export as text, JSON or Graphviz DOT.
+#include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <iostream>
+#include <map>
 
 #include <CLI/CLI.hpp>
 
+#include "topology/cost_graph.h"
 #include "topology/device_selection.h"
 #include "topology/discovery.h"
 
@@ -94,6 +98,148 @@ int RunSelect(const topology::Topology& topo, const std::string& from,
   return 0;
 }
 
+// "NAME=VALUE" for `flag`.
+topology::StatusOr<std::pair<std::string, std::string>> SplitPair(
+    const std::string& flag, const std::string& text) {
+  const size_t eq = text.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    return topology::InvalidArgumentError(flag + ": \"" + text +
+                                          "\" is not NAME=VALUE");
+  }
+  return std::make_pair(text.substr(0, eq), text.substr(eq + 1));
+}
+
+// Pool entries: PCI addresses, or "numa:N" / "numa:N*COUNT" for CPU units.
+topology::StatusOr<std::vector<topology::GraphInstance>> ParsePool(
+    const std::string& name, const std::string& text) {
+  std::vector<topology::GraphInstance> pool;
+  size_t start = 0;
+  while (start <= text.size()) {
+    const size_t comma = text.find(',', start);
+    const std::string item = text.substr(
+        start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (item.rfind("numa:", 0) == 0) {
+      int node = -1;
+      int count = 1;
+      char extra = 0;
+      const int fields =
+          std::sscanf(item.c_str() + 5, "%d*%d%c", &node, &count, &extra);
+      if (fields < 1 || fields == 3 || node < 0 || count < 1 || count > 4096) {
+        return topology::InvalidArgumentError(
+            "--pool " + name + ": \"" + item +
+            "\" is not numa:N or numa:N*COUNT");
+      }
+      for (int k = 0; k < count; ++k) pool.push_back({std::nullopt, node});
+    } else if (!item.empty()) {
+      auto address = topology::PciAddress::Parse(item);
+      if (!address.ok()) {
+        return topology::InvalidArgumentError("--pool " + name + ": " +
+                                              address.status().message());
+      }
+      pool.push_back({*address, -1});
+    }
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return pool;
+}
+
+int RunGraphSelect(const topology::Topology& topo,
+                   const std::vector<std::string>& requests,
+                   const std::vector<std::string>& pools,
+                   const std::string& cost_table, const std::string& format) {
+  const auto fail = [](const std::string& message) {
+    std::cerr << "topology-info select: " << message << "\n";
+    return 2;
+  };
+  topology::GraphRequest request;
+  std::map<std::string, std::vector<topology::GraphInstance>> pool_of;
+  for (const std::string& p : pools) {
+    auto kv = SplitPair("--pool", p);
+    if (!kv.ok()) return fail(kv.status().message());
+    auto pool = ParsePool(kv->first, kv->second);
+    if (!pool.ok()) return fail(pool.status().message());
+    auto& into = pool_of[kv->first];
+    into.insert(into.end(), pool->begin(), pool->end());
+  }
+  for (const std::string& r : requests) {
+    auto kv = SplitPair("--request", r);
+    if (!kv.ok()) return fail(kv.status().message());
+    int count = 0;
+    char extra = 0;
+    if (std::sscanf(kv->second.c_str(), "%d%c", &count, &extra) != 1) {
+      return fail("--request " + kv->first + ": \"" + kv->second +
+                  "\" is not a count");
+    }
+    const auto pool = pool_of.find(kv->first);
+    if (pool == pool_of.end()) {
+      return fail("--request " + kv->first + ": no --pool " + kv->first +
+                  "=...");
+    }
+    request.resources.push_back({kv->first, count, pool->second});
+  }
+  for (const auto& [name, pool] : pool_of) {
+    if (std::none_of(request.resources.begin(), request.resources.end(),
+                     [&](const auto& r) { return r.name == name; })) {
+      return fail("--pool " + name + ": no --request " + name + "=COUNT");
+    }
+  }
+  if (!cost_table.empty()) {
+    std::ifstream in(cost_table);
+    if (!in) return fail("--cost-table: cannot read " + cost_table);
+    const nlohmann::json table = nlohmann::json::parse(in, nullptr, false);
+    if (!table.is_array()) {
+      return fail(
+          "--cost-table: want a JSON list of "
+          "{\"a\":ADDR,\"b\":ADDR,\"cost\":N}");
+    }
+    for (size_t i = 0; i < table.size(); ++i) {
+      const nlohmann::json& e = table[i];
+      const std::string at = "--cost-table[" + std::to_string(i) + "]";
+      if (!e.is_object() || !e.contains("a") || !e["a"].is_string() ||
+          !e.contains("b") || !e["b"].is_string() || !e.contains("cost") ||
+          !e["cost"].is_number_integer()) {
+        return fail(at + ": want {\"a\":ADDR,\"b\":ADDR,\"cost\":N}");
+      }
+      auto a = topology::PciAddress::Parse(e["a"].get<std::string>());
+      auto b = topology::PciAddress::Parse(e["b"].get<std::string>());
+      if (!a.ok()) return fail(at + ".a: " + a.status().message());
+      if (!b.ok()) return fail(at + ".b: " + b.status().message());
+      const auto cost = e["cost"].get<int64_t>();
+      if (cost < -100 || cost > 100) return fail(at + ".cost: want -100..100");
+      request.extra_costs.push_back({*a, *b, static_cast<int>(cost)});
+    }
+  }
+  const topology::CostModel model(topo);
+  auto selection = topology::CostGraphSelector(model).Select(request);
+  if (!selection.ok())
+    return fail("--request: " + selection.status().message());
+  nlohmann::json chosen = nlohmann::json::object();
+  for (const auto& [name, instances] : selection->selection) {
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& i : instances) list.push_back(i.ToString());
+    chosen[name] = list;
+  }
+  if (format == "json") {
+    nlohmann::json out;
+    out["selection"] = chosen;
+    out["cost"] = selection->cost;
+    out["greedy_cost"] = selection->greedy_cost;
+    out["numa_nodes"] = selection->numa_nodes;
+    out["explanation"] = selection->explanation;
+    std::cout << out.dump(2) << "\n";
+  } else {
+    for (const auto& [name, list] : chosen.items()) {
+      std::cout << name << ":";
+      for (const auto& i : list) std::cout << " " << i.get<std::string>();
+      std::cout << "\n";
+    }
+    std::cout << "cost: " << selection->cost
+              << "\nwhy: " << selection->explanation << "\n";
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -129,10 +275,23 @@ int main(int argc, char** argv) {
   std::string from;
   std::string must_include;
   int count = 0;
-  select->add_option("--from", from, "Available devices: ADDR,ADDR,...")
-      ->required();
-  select->add_option("--count", count, "How many devices to choose")
-      ->required();
+  std::vector<std::string> requests;
+  std::vector<std::string> pools;
+  std::string cost_table;
+  auto* from_opt = select->add_option(
+      "--from", from, "One resource: available devices ADDR,ADDR,...");
+  auto* count_opt =
+      select->add_option("--count", count, "One resource: how many to choose");
+  auto* request_opt = select->add_option(
+      "--request", requests, "Several resources: NAME=COUNT (repeatable)");
+  select->add_option(
+      "--pool", pools,
+      "Several resources: NAME=ADDR,...,numa:N*COUNT (repeatable)");
+  select->add_option("--cost-table", cost_table,
+                     "Several resources: JSON list of extra pair costs "
+                     "[{\"a\":ADDR,\"b\":ADDR,\"cost\":N}]");
+  from_opt->excludes(request_opt);
+  count_opt->excludes(request_opt);
   select->add_option("--must-include", must_include,
                      "Devices that must be chosen: ADDR,...");
   try {
@@ -157,8 +316,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (select->parsed()) {
-    return RunSelect(*topo, from, must_include, count,
-                     format == "dot" ? "text" : format);
+    const std::string select_format = format == "dot" ? "text" : format;
+    if (!requests.empty()) {
+      return RunGraphSelect(*topo, requests, pools, cost_table, select_format);
+    }
+    if (from.empty() || count == 0) {
+      std::cerr << "topology-info select: --from: give --from and --count (one "
+                   "resource) or --request and --pool (several)\n";
+      return 2;
+    }
+    return RunSelect(*topo, from, must_include, count, select_format);
   }
   if (format == "json") {
     std::cout << topology::tools::RenderJson(*topo, *filter).dump(2) << "\n";
