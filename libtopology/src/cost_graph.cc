@@ -379,6 +379,44 @@ StatusOr<GraphSelection> CostGraphSelector::Select(
 
   GraphSelection out;
   out.cost = g.Cost(x);
+  // The best rejected neighbour: one unit moved between compounds of a type.
+  {
+    const std::vector<long long> marginal = Marginals(g, x);
+    long long best_delta = 0;
+    size_t from = c_count;
+    size_t to = c_count;
+    for (size_t a = 0; a < c_count; ++a) {
+      if (x[a] == 0) continue;
+      for (size_t b = 0; b < c_count; ++b) {
+        if (b == a || g.compounds[b].resource != g.compounds[a].resource ||
+            x[b] >= g.capacity(b)) {
+          continue;
+        }
+        const long long delta =
+            (marginal[b] - g.w[b][a]) - (marginal[a] - g.w[a][a]);
+        if (from == c_count || delta < best_delta) {
+          best_delta = delta;
+          from = a;
+          to = b;
+        }
+      }
+    }
+    if (from < c_count) {
+      out.runner_up_cost = out.cost + best_delta;
+      const auto name_of = [&](size_t c, int unit) {
+        const Compound& compound = g.compounds[c];
+        const size_t member =
+            compound.members.size() == 1 ? 0 : static_cast<size_t>(unit);
+        return flat[static_cast<size_t>(compound.members[member])]
+            .instance.ToString();
+      };
+      out.runner_up =
+          request.resources[static_cast<size_t>(g.compounds[from].resource)]
+              .name +
+          ": " + name_of(to, x[to]) + " instead of " +
+          name_of(from, x[from] - 1);
+    }
+  }
   out.greedy_cost = greedy_cost;
   std::set<int> nodes;
   int unknown = 0;
@@ -417,6 +455,10 @@ StatusOr<GraphSelection> CostGraphSelector::Select(
                     std::to_string(greedy_cost) + ") over " +
                     std::to_string(c_count) + " compound nodes from " +
                     std::to_string(n) + " locations";
+  if (out.runner_up_cost >= 0) {
+    out.explanation += "; the best alternative (" + out.runner_up + ") costs " +
+                       std::to_string(out.runner_up_cost);
+  }
   if (unknown > 0) {
     out.explanation += "; " + std::to_string(unknown) +
                        " chosen device(s) have unknown NUMA locality, so their "

@@ -351,7 +351,7 @@ StatusOr<Selection> DeviceSelector::Select(
   Score best;
   std::vector<int> best_counts;
   std::vector<int> counts(groups_count, 0);
-  long budget = 400000;
+  long budget = request.group_search_budget;
   bool exhausted = false;
   const std::function<void(size_t, int, Score)> search = [&](size_t g, int left,
                                                              Score so_far) {
@@ -402,48 +402,76 @@ StatusOr<Selection> DeviceSelector::Select(
       }
       return s;
     };
-    std::vector<int> c(groups_count);
-    int placed = 0;
-    for (size_t g = 0; g < groups_count; ++g) placed += (c[g] = order[g]->must);
-    while (placed < k) {
-      Score step_best;
-      size_t step_group = 0;
-      for (size_t g = 0; g < groups_count; ++g) {
-        if (c[g] >= std::min(tree.at(order[g]->root).available, k)) continue;
-        ++c[g];
-        const Score s = score_of(c);
-        --c[g];
-        if (s < step_best) {
-          step_best = s;
-          step_group = g;
+    const auto capacity = [&](size_t g) {
+      return std::min(tree.at(order[g]->root).available, k);
+    };
+    // Fills the remaining units one at a time where they add least.
+    const auto fill = [&](std::vector<int>& c, int placed) {
+      while (placed < k) {
+        Score step_best;
+        size_t step_group = groups_count;
+        for (size_t g = 0; g < groups_count; ++g) {
+          if (c[g] >= capacity(g)) continue;
+          ++c[g];
+          const Score s = score_of(c);
+          --c[g];
+          if (s < step_best) {
+            step_best = s;
+            step_group = g;
+          }
         }
+        if (step_group == groups_count) return false;
+        ++c[step_group];
+        ++placed;
       }
-      ++c[step_group];
-      ++placed;
-    }
-    bool improved = true;
-    while (improved) {
-      improved = false;
-      const Score current = score_of(c);
-      for (size_t from = 0; from < groups_count && !improved; ++from) {
-        if (c[from] <= order[from]->must) continue;
-        for (size_t to = 0; to < groups_count && !improved; ++to) {
-          if (to == from ||
-              c[to] >= std::min(tree.at(order[to]->root).available, k))
-            continue;
-          --c[from];
-          ++c[to];
-          if (score_of(c) < current) {
-            improved = true;
-          } else {
-            ++c[from];
-            --c[to];
+      return true;
+    };
+    // Moves of any number of units between two groups while they help.
+    const auto improve = [&](std::vector<int>& c) {
+      Score current = score_of(c);
+      bool improved = true;
+      while (improved) {
+        improved = false;
+        for (size_t from = 0; from < groups_count; ++from) {
+          for (size_t to = 0; to < groups_count; ++to) {
+            if (to == from) continue;
+            const int most =
+                std::min(c[from] - order[from]->must, capacity(to) - c[to]);
+            for (int t = 1; t <= most; ++t) {
+              c[from] -= t;
+              c[to] += t;
+              const Score s = score_of(c);
+              if (s < current) {
+                current = s;
+                improved = true;
+                break;
+              }
+              c[from] += t;
+              c[to] -= t;
+            }
           }
         }
       }
+    };
+    // Multi-start: each group in turn takes as much as it can first.
+    for (size_t seed = 0; seed <= groups_count; ++seed) {
+      std::vector<int> c(groups_count);
+      int placed = 0;
+      for (size_t g = 0; g < groups_count; ++g)
+        placed += (c[g] = order[g]->must);
+      if (seed < groups_count) {
+        const int extra = std::min(capacity(seed) - c[seed], k - placed);
+        c[seed] += extra;
+        placed += extra;
+      }
+      if (!fill(c, placed)) continue;
+      improve(c);
+      const Score s = score_of(c);
+      if (s < best) {
+        best = s;
+        best_counts = c;
+      }
     }
-    best_counts = c;
-    best = score_of(c);
   }
   if (!best.feasible()) {
     return InternalError("no selection found for " + std::to_string(k) +

@@ -85,6 +85,10 @@ TEST_F(CostGraphTest, GpusAndNicShareASwitchCpusTheirNode) {
     // 3 PIX pairs among the devices; CPUs are local (0) to them and each other.
     EXPECT_EQ(got->cost, 3 * 20);
     EXPECT_EQ(got->numa_nodes, std::vector<int>{0});
+    // The nearest alternative swaps a GPU for 0000:3d:00.0 (+2 x NODE - PIX
+    // ... ) and costs more.
+    EXPECT_GT(got->runner_up_cost, got->cost);
+    EXPECT_THAT(got->explanation, HasSubstr("the best alternative"));
   }
 }
 

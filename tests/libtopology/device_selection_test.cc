@@ -207,6 +207,45 @@ TEST(DeviceSelectionTest, OptimalOnRandomInstancesAgainstBruteForce) {
   }
 }
 
+// The heuristic used past the group-search budget, measured against the
+// exact answer on instances with many NUMA groups.
+TEST(DeviceSelectionTest, HeuristicGapIsMeasuredAndSmall) {
+  TopologyGenerator gen(77);
+  double gap_sum = 0;
+  int instances = 0;
+  int optimal = 0;
+  while (instances < 2000) {
+    const Topology topology = gen.Make();
+    const CostModel model(topology);
+    const DeviceSelector selector(model);
+    SelectionRequest request;
+    for (const PciDevice& d : topology.pci_devices())
+      request.available.push_back(d.address);
+    if (request.available.size() < 2) continue;
+    request.size = gen.Uniform(2, static_cast<int>(request.available.size()));
+    auto exact = selector.Select(request);
+    request.group_search_budget = 0;
+    auto heuristic = selector.Select(request);
+    ASSERT_TRUE(exact.ok() && heuristic.ok());
+    ASSERT_TRUE(exact->exact);
+    ASSERT_FALSE(heuristic->exact);
+    ASSERT_EQ(heuristic->devices.size(), exact->devices.size());
+    ASSERT_GE(heuristic->cost, exact->cost);
+    gap_sum += exact->cost == 0
+                   ? 0.0
+                   : static_cast<double>(heuristic->cost - exact->cost) /
+                         static_cast<double>(exact->cost);
+    optimal += heuristic->cost == exact->cost ? 1 : 0;
+    ++instances;
+  }
+  const double mean_gap = gap_sum / instances;
+  std::printf(
+      "selection heuristic: %d instances, optimal in %d, mean gap %.3f%%\n",
+      instances, optimal, mean_gap * 100);
+  RecordProperty("mean_gap_percent", std::to_string(mean_gap * 100));
+  EXPECT_LE(mean_gap, 0.02);
+}
+
 // ---------------------------------------------------------------------------
 
 class SelectionOnMachineTest : public ::testing::Test {

@@ -10,8 +10,9 @@
 // that tree; the NUMA groups, whose pairwise costs follow the SLIT, are
 // combined by an exhaustive search over how many devices each gives. When
 // that search would exceed its budget (dozens of NUMA groups with devices
-// and a large k) a greedy start refined by local moves is used instead and
-// the result says so (docs/device-selection.md gives the measured gap).
+// and a large k) a multi-start greedy refined by moves between groups is
+// used instead and the result says so (docs/device-selection.md gives the
+// measured gap).
 //
 // Thread safety: a DeviceSelector is immutable; Select may run concurrently.
 #ifndef TOPOLOGY_DEVICE_SELECTION_H_
@@ -34,6 +35,9 @@ struct SelectionRequest {
   // Also find the best rejected alternative for the explanation (costs one
   // extra selection per chosen device). Default: false.
   bool explain = false;
+  // Steps the search over NUMA groups may take before the heuristic takes
+  // over (0 forces the heuristic, to measure it). Default: 400,000.
+  long group_search_budget = 400000;
 };
 
 struct Selection {
