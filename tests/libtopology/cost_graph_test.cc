@@ -3,10 +3,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "machine_fixture.h"
 #include "seeded_random.h"
 #include "status_matchers.h"
-#include "synthetic_machines.h"
-#include "temp_dir.h"
 
 namespace topology {
 namespace {
@@ -26,19 +25,8 @@ std::vector<std::string> Names(const std::vector<GraphInstance>& instances) {
   return out;
 }
 
-class CostGraphTest : public ::testing::Test {
+class CostGraphTest : public testing::DualSocketMachineTest {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new testing::TempDir();
-    topology_ =
-        new Topology(testing::DiscoverDualSocketGpuMachine(dir_->path()));
-    model_ = new CostModel(*topology_);
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    delete topology_;
-    delete dir_;
-  }
   static std::vector<GraphInstance> Pool(uint32_t class_code) {
     std::vector<GraphInstance> pool;
     for (const PciDevice& d : topology_->pci_devices()) {
@@ -57,15 +45,7 @@ class CostGraphTest : public ::testing::Test {
   static StatusOr<GraphSelection> Run(GraphRequest request) {
     return CostGraphSelector(*model_).Select(request);
   }
-
-  static testing::TempDir* dir_;
-  static Topology* topology_;
-  static CostModel* model_;
 };
-
-testing::TempDir* CostGraphTest::dir_ = nullptr;
-Topology* CostGraphTest::topology_ = nullptr;
-CostModel* CostGraphTest::model_ = nullptr;
 
 TEST_F(CostGraphTest, GpusAndNicShareASwitchCpusTheirNode) {
   GraphRequest request;

@@ -7,6 +7,7 @@
 
 #include "topology/discovery.h"
 
+#include "machine_fixture.h"
 #include "real_machines.h"
 #include "seeded_random.h"
 #include "status_matchers.h"
@@ -248,19 +249,8 @@ TEST(DeviceSelectionTest, HeuristicGapIsMeasuredAndSmall) {
 
 // ---------------------------------------------------------------------------
 
-class SelectionOnMachineTest : public ::testing::Test {
+class SelectionOnMachineTest : public testing::DualSocketMachineTest {
  protected:
-  static void SetUpTestSuite() {
-    dir_ = new testing::TempDir();
-    topology_ =
-        new Topology(testing::DiscoverDualSocketGpuMachine(dir_->path()));
-    model_ = new CostModel(*topology_);
-  }
-  static void TearDownTestSuite() {
-    delete model_;
-    delete topology_;
-    delete dir_;
-  }
   static StatusOr<Selection> Pick(std::vector<PciAddress> available, int k,
                                   std::vector<PciAddress> must = {},
                                   bool explain = false) {
@@ -270,15 +260,7 @@ class SelectionOnMachineTest : public ::testing::Test {
   static std::vector<PciAddress> Gpus() {
     return WithClass(*topology_, 0x0302, 0x10de);
   }
-
-  static testing::TempDir* dir_;
-  static Topology* topology_;
-  static CostModel* model_;
 };
-
-testing::TempDir* SelectionOnMachineTest::dir_ = nullptr;
-Topology* SelectionOnMachineTest::topology_ = nullptr;
-CostModel* SelectionOnMachineTest::model_ = nullptr;
 
 TEST_F(SelectionOnMachineTest, PairsShareASwitchFourShareANode) {
   EXPECT_THAT(Pick(Gpus(), 2)->devices,

@@ -20,21 +20,13 @@ namespace {
 topology::StatusOr<std::vector<topology::PciAddress>> ParseAddressList(
     const std::string& flag, const std::string& text) {
   std::vector<topology::PciAddress> out;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = text.find(',', start);
-    const std::string item = text.substr(
-        start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!item.empty()) {
-      auto address = topology::PciAddress::Parse(item);
-      if (!address.ok()) {
-        return topology::InvalidArgumentError(flag + ": " +
-                                              address.status().message());
-      }
-      out.push_back(*address);
+  for (const std::string& item : topology::tools::SplitCommas(text)) {
+    auto address = topology::PciAddress::Parse(item);
+    if (!address.ok()) {
+      return topology::InvalidArgumentError(flag + ": " +
+                                            address.status().message());
     }
-    if (comma == std::string::npos) break;
-    start = comma + 1;
+    out.push_back(*address);
   }
   return out;
 }
@@ -113,11 +105,7 @@ topology::StatusOr<std::pair<std::string, std::string>> SplitPair(
 topology::StatusOr<std::vector<topology::GraphInstance>> ParsePool(
     const std::string& name, const std::string& text) {
   std::vector<topology::GraphInstance> pool;
-  size_t start = 0;
-  while (start <= text.size()) {
-    const size_t comma = text.find(',', start);
-    const std::string item = text.substr(
-        start, comma == std::string::npos ? std::string::npos : comma - start);
+  for (const std::string& item : topology::tools::SplitCommas(text)) {
     if (item.rfind("numa:", 0) == 0) {
       int node = -1;
       int count = 1;
@@ -130,7 +118,7 @@ topology::StatusOr<std::vector<topology::GraphInstance>> ParsePool(
             "\" is not numa:N or numa:N*COUNT");
       }
       for (int k = 0; k < count; ++k) pool.push_back({std::nullopt, node});
-    } else if (!item.empty()) {
+    } else {
       auto address = topology::PciAddress::Parse(item);
       if (!address.ok()) {
         return topology::InvalidArgumentError("--pool " + name + ": " +
@@ -138,8 +126,6 @@ topology::StatusOr<std::vector<topology::GraphInstance>> ParsePool(
       }
       pool.push_back({*address, -1});
     }
-    if (comma == std::string::npos) break;
-    start = comma + 1;
   }
   return pool;
 }

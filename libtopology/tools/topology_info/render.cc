@@ -20,16 +20,6 @@ std::string Hex(uint32_t value, int digits) {
   return buf;
 }
 
-std::vector<std::string> SplitCommas(const std::string& text) {
-  std::vector<std::string> out;
-  std::string item;
-  std::istringstream in(text);
-  while (std::getline(in, item, ',')) {
-    if (!item.empty()) out.push_back(item);
-  }
-  return out;
-}
-
 std::string StripHexPrefix(std::string text) {
   if (text.size() >= 2 && text[0] == '0' &&
       (text[1] == 'x' || text[1] == 'X')) {
@@ -90,6 +80,16 @@ std::string PadRight(std::string text, size_t width) {
 }
 
 }  // namespace
+
+std::vector<std::string> SplitCommas(const std::string& text) {
+  std::vector<std::string> out;
+  std::string item;
+  std::istringstream in(text);
+  while (std::getline(in, item, ',')) {
+    if (!item.empty()) out.push_back(item);
+  }
+  return out;
+}
 
 StatusOr<DeviceFilter> DeviceFilter::Parse(const std::string& classes,
                                            const std::string& vendors,

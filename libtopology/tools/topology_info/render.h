@@ -14,6 +14,9 @@
 
 namespace topology::tools {
 
+// Splits "a,b,,c" into its non-empty items.
+std::vector<std::string> SplitCommas(const std::string& text);
+
 // Which devices to show. Empty lists match everything.
 struct DeviceFilter {
   // Class prefixes as hex digit strings of 2, 4 or 6 digits ("03", "0302").
