@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "machine_fixture.h"
+#include "random_numa.h"
 #include "seeded_random.h"
 #include "status_matchers.h"
 
@@ -124,22 +125,7 @@ TEST_F(CostGraphTest, BadRequestsNameTheProblem) {
 
 Topology RandomMachine(testing::SeededRandom& rng, int* type_count) {
   Topology::Parts parts;
-  const int nodes = rng.Uniform(2, 4);
-  for (int n = 0; n < nodes; ++n) {
-    NumaNode node;
-    node.id = n;
-    node.cpus.Add(n);
-    parts.numa_nodes.push_back(node);
-  }
-  parts.distances.assign(static_cast<size_t>(nodes),
-                         std::vector<int>(static_cast<size_t>(nodes), 10));
-  for (int a = 0; a < nodes; ++a) {
-    for (int b = a + 1; b < nodes; ++b) {
-      const int d = rng.Uniform(11, 32);
-      parts.distances[static_cast<size_t>(a)][static_cast<size_t>(b)] = d;
-      parts.distances[static_cast<size_t>(b)][static_cast<size_t>(a)] = d;
-    }
-  }
+  const int nodes = testing::AddRandomNumaNodes(rng, 2, 4, 32, &parts);
   *type_count = rng.Uniform(2, 4);
   int bus = 1;
   const int bridges = rng.Uniform(2, 8);

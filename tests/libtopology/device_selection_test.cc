@@ -8,6 +8,7 @@
 #include "topology/discovery.h"
 
 #include "machine_fixture.h"
+#include "random_numa.h"
 #include "real_machines.h"
 #include "seeded_random.h"
 #include "status_matchers.h"
@@ -49,22 +50,7 @@ class TopologyGenerator : public testing::SeededRandom {
 
   Topology Make() {
     Topology::Parts parts;
-    const int nodes = Uniform(1, 4);
-    for (int n = 0; n < nodes; ++n) {
-      NumaNode node;
-      node.id = n;
-      node.cpus.Add(n);
-      parts.numa_nodes.push_back(node);
-    }
-    parts.distances.assign(static_cast<size_t>(nodes),
-                           std::vector<int>(static_cast<size_t>(nodes), 10));
-    for (int a = 0; a < nodes; ++a) {
-      for (int b = a + 1; b < nodes; ++b) {
-        const int d = Uniform(11, 40);
-        parts.distances[static_cast<size_t>(a)][static_cast<size_t>(b)] = d;
-        parts.distances[static_cast<size_t>(b)][static_cast<size_t>(a)] = d;
-      }
-    }
+    const int nodes = testing::AddRandomNumaNodes(*this, 1, 4, 40, &parts);
     const int bridges = Uniform(1, 4);
     int bus = 1;
     for (int hb = 0; hb < bridges; ++hb) {
