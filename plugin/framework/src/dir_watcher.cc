@@ -1,0 +1,100 @@
+#include "dir_watcher.h"
+
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <utility>
+
+#include <glog/logging.h>
+
+namespace topology::plugin {
+
+StatusOr<std::unique_ptr<DirWatcher>> DirWatcher::Start(
+    const std::filesystem::path& dir, Callback callback) {
+  const int inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (inotify_fd < 0) {
+    return InternalError(std::string("inotify_init1: ") + std::strerror(errno));
+  }
+  constexpr uint32_t kMask = IN_CREATE | IN_DELETE | IN_MOVED_FROM |
+                             IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF;
+  if (inotify_add_watch(inotify_fd, dir.c_str(), kMask) < 0) {
+    const int error = errno;
+    close(inotify_fd);
+    return FailedPreconditionError("cannot watch " + dir.string() + ": " +
+                                   std::strerror(error));
+  }
+  const int stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+  if (stop_fd < 0) {
+    const int error = errno;
+    close(inotify_fd);
+    return InternalError(std::string("eventfd: ") + std::strerror(error));
+  }
+  return std::unique_ptr<DirWatcher>(
+      new DirWatcher(inotify_fd, stop_fd, dir, std::move(callback)));
+}
+
+DirWatcher::DirWatcher(int inotify_fd, int stop_fd, std::filesystem::path dir,
+                       Callback callback)
+    : inotify_fd_(inotify_fd),
+      stop_fd_(stop_fd),
+      dir_(std::move(dir)),
+      callback_(std::move(callback)) {
+  thread_ = std::thread([this] { Loop(); });
+}
+
+DirWatcher::~DirWatcher() {
+  const uint64_t one = 1;
+  if (write(stop_fd_, &one, sizeof(one)) < 0) {
+    PLOG(ERROR) << "cannot stop the watcher of " << dir_;
+  }
+  thread_.join();
+  close(inotify_fd_);
+  close(stop_fd_);
+}
+
+void DirWatcher::Loop() {
+  alignas(inotify_event) std::array<char, 16 * 1024> buffer{};
+  while (true) {
+    std::array<pollfd, 2> fds = {pollfd{inotify_fd_, POLLIN, 0},
+                                 pollfd{stop_fd_, POLLIN, 0}};
+    if (poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      PLOG(ERROR) << "poll on the watch of " << dir_;
+      return;
+    }
+    if ((fds[1].revents & POLLIN) != 0) return;
+    if ((fds[0].revents & POLLIN) == 0) continue;
+    const ssize_t length = read(inotify_fd_, buffer.data(), buffer.size());
+    if (length <= 0) continue;
+    for (ssize_t offset = 0; offset < length;) {
+      inotify_event event{};
+      std::memcpy(&event, buffer.data() + offset, sizeof(event));
+      std::string name;
+      if (event.len > 0) {
+        name.assign(buffer.data() + offset + sizeof(inotify_event));
+      }
+      offset += static_cast<ssize_t>(sizeof(inotify_event) + event.len);
+      if ((event.mask & (IN_DELETE_SELF | IN_MOVE_SELF)) != 0) {
+        LOG(WARNING) << "the watched directory " << dir_
+                     << " was removed; restart detection stops";
+        continue;
+      }
+      if ((event.mask & IN_Q_OVERFLOW) != 0) {
+        LOG(WARNING) << "inotify queue overflow on " << dir_;
+        continue;
+      }
+      if ((event.mask & (IN_CREATE | IN_MOVED_TO)) != 0) {
+        callback_({DirEvent::Kind::kCreated, name});
+      } else if ((event.mask & (IN_DELETE | IN_MOVED_FROM)) != 0) {
+        callback_({DirEvent::Kind::kDeleted, name});
+      }
+    }
+  }
+}
+
+}  // namespace topology::plugin

@@ -1,0 +1,882 @@
+#include "topology/plugin/plugin_runner.h"
+
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <thread>
+#include <unordered_map>
+#include <utility>
+
+#include <glog/logging.h>
+#include <grpcpp/grpcpp.h>
+
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "dir_watcher.h"
+#include "grpc_status.h"
+#include "list_and_watch.h"
+#include "proto_conversion.h"
+#include "topology/plugin/resource_name.h"
+
+namespace topology::plugin {
+
+ResourceHandler::~ResourceHandler() = default;
+ResourcePublisher::~ResourcePublisher() = default;
+
+StatusOr<std::vector<std::string>> ResourceHandler::GetPreferredAllocation(
+    const PreferredAllocationRequest& /*request*/) {
+  return Status(StatusCode::kUnimplemented,
+                "GetPreferredAllocation is not implemented by this plugin");
+}
+
+Status ResourceHandler::PreStartContainer(
+    const std::vector<std::string>& /*device_ids*/) {
+  return OkStatus();
+}
+
+void LatencyHistogram::Observe(std::chrono::nanoseconds latency) {
+  const double seconds = std::chrono::duration<double>(latency).count();
+  size_t bucket = 0;
+  while (bucket < kBounds.size() && seconds > kBounds[bucket]) ++bucket;
+  buckets_[bucket].fetch_add(1, std::memory_order_relaxed);
+  count_.fetch_add(1, std::memory_order_relaxed);
+  sum_nanos_.fetch_add(static_cast<uint64_t>(latency.count()),
+                       std::memory_order_relaxed);
+}
+
+LatencyHistogram::Snapshot LatencyHistogram::Read() const {
+  Snapshot snapshot;
+  uint64_t running = 0;
+  for (size_t i = 0; i < buckets_.size(); ++i) {
+    running += buckets_[i].load(std::memory_order_relaxed);
+    snapshot.cumulative[i] = running;
+  }
+  snapshot.count = running;
+  snapshot.sum_seconds =
+      static_cast<double>(sum_nanos_.load(std::memory_order_relaxed)) / 1e9;
+  return snapshot;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+constexpr size_t kMaxIdBytes = 63;
+// sun_path holds 108 bytes including the terminating NUL.
+constexpr size_t kMaxSocketPath = sizeof(sockaddr_un{}.sun_path) - 1;
+
+std::string Slug(std::string_view resource) {
+  std::string slug(resource);
+  std::replace(slug.begin(), slug.end(), '/', '_');
+  return slug;
+}
+
+bool IsSocket(const std::filesystem::path& path) {
+  struct stat info {};
+  return lstat(path.c_str(), &info) == 0 && S_ISSOCK(info.st_mode);
+}
+
+// True when something accepts connections on the unix socket at `path`.
+bool SocketIsLive(const std::filesystem::path& path) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const std::string text = path.string();
+  if (text.size() > kMaxSocketPath) {
+    close(fd);
+    return false;
+  }
+  std::memcpy(address.sun_path, text.c_str(), text.size() + 1);
+  const bool live =
+      connect(fd, reinterpret_cast<const sockaddr*>(&address),  // NOLINT
+              sizeof(address)) == 0;
+  close(fd);
+  return live;
+}
+
+// De-duplicates keeping the first occurrence.
+std::vector<std::string> Unique(
+    const google::protobuf::RepeatedPtrField<std::string>& ids) {
+  std::vector<std::string> out;
+  std::set<std::string_view> seen;
+  out.reserve(static_cast<size_t>(ids.size()));
+  for (const std::string& id : ids) {
+    if (seen.insert(id).second) out.push_back(id);
+  }
+  return out;
+}
+
+std::string Quoted(std::string_view id) {
+  constexpr size_t kShown = 80;
+  std::string out = "\"";
+  out += id.substr(0, kShown);
+  if (id.size() > kShown) out += "...";
+  out += "\"";
+  return out;
+}
+
+class ResourceServer;
+
+class DevicePluginService final
+    : public v1beta1::DevicePlugin::WithCallbackMethod_ListAndWatch<
+          v1beta1::DevicePlugin::Service> {
+ public:
+  DevicePluginService(ResourceServer* owner, uint64_t instance)
+      : owner_(owner), instance_(instance) {}
+
+  grpc::Status GetDevicePluginOptions(
+      grpc::ServerContext* context, const v1beta1::Empty* request,
+      v1beta1::DevicePluginOptions* response) override;
+  grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse>* ListAndWatch(
+      grpc::CallbackServerContext* context,
+      const v1beta1::Empty* request) override;
+  grpc::Status GetPreferredAllocation(
+      grpc::ServerContext* context,
+      const v1beta1::PreferredAllocationRequest* request,
+      v1beta1::PreferredAllocationResponse* response) override;
+  grpc::Status Allocate(grpc::ServerContext* context,
+                        const v1beta1::AllocateRequest* request,
+                        v1beta1::AllocateResponse* response) override;
+  grpc::Status PreStartContainer(
+      grpc::ServerContext* context,
+      const v1beta1::PreStartContainerRequest* request,
+      v1beta1::PreStartContainerResponse* response) override;
+
+ private:
+  ResourceServer* const owner_;
+  const uint64_t instance_;
+};
+
+// One socket with its gRPC server.
+struct ServingInstance {
+  uint64_t id = 0;
+  std::string endpoint;
+  std::filesystem::path path;
+  std::unique_ptr<DevicePluginService> service;
+  std::unique_ptr<grpc::Server> server;
+};
+
+class ResourceServer final : public ResourcePublisher {
+ public:
+  ResourceServer(const RunnerOptions& options, std::string name,
+                 std::shared_ptr<ResourceHandler> handler)
+      : options_(options),
+        name_(std::move(name)),
+        slug_(Slug(name_)),
+        handler_(std::move(handler)),
+        plugin_options_(handler_->Options()),
+        streams_([this] { Wake(); }) {}
+
+  ~ResourceServer() override { Stop(); }
+
+  // ResourcePublisher.
+  const std::string& resource_name() const override { return name_; }
+  Status SetDevices(std::vector<Device> devices) override;
+  std::vector<Device> devices() const override {
+    std::lock_guard lock(devices_mu_);
+    return devices_;
+  }
+  bool registered() const override {
+    std::lock_guard lock(state_mu_);
+    return registered_;
+  }
+  std::string endpoint() const override {
+    std::lock_guard lock(state_mu_);
+    return current_ ? current_->endpoint : std::string();
+  }
+  ResourceStats stats() const override;
+
+  // The longest socket path this resource can use.
+  std::filesystem::path LongestSocketPath() const {
+    return options_.plugin_dir /
+           (EndpointPrefix() + "4194304-18446744073709551615.sock");
+  }
+  std::string EndpointPrefix() const {
+    return options_.socket_prefix + "-" + slug_ + "-";
+  }
+
+  Status StartServing();
+  void StartSupervisor() {
+    supervisor_ = std::thread([this] { Supervise(); });
+  }
+  void OnDirEvent(const DirEvent& event);
+  void Stop();
+
+  // Called by the service.
+  const DevicePluginOptions& plugin_options() const { return plugin_options_; }
+  StreamSet& streams() { return streams_; }
+  grpc::Status Allocate(const v1beta1::AllocateRequest& request,
+                        v1beta1::AllocateResponse* response);
+  grpc::Status GetPreferredAllocation(
+      const v1beta1::PreferredAllocationRequest& request,
+      v1beta1::PreferredAllocationResponse* response);
+  grpc::Status PreStartContainer(
+      const v1beta1::PreStartContainerRequest& request);
+
+ private:
+  StatusOr<std::unique_ptr<ServingInstance>> NewInstance();
+  void Retire(std::vector<std::unique_ptr<ServingInstance>> instances);
+  Status Register(const std::string& endpoint);
+  void Supervise();
+  void Wake() {
+    { std::lock_guard lock(state_mu_); }
+    wake_.notify_all();
+  }
+  // Fails when an id is unknown (or, with `healthy`, unhealthy).
+  Status CheckIds(const std::vector<std::string>& ids, bool healthy) const;
+
+  const RunnerOptions& options_;
+  const std::string name_;
+  const std::string slug_;
+  const std::shared_ptr<ResourceHandler> handler_;
+  const DevicePluginOptions plugin_options_;
+
+  mutable std::mutex devices_mu_;
+  std::vector<Device> devices_;
+  std::unordered_map<std::string, Health> health_;
+
+  StreamSet streams_;
+
+  mutable std::mutex state_mu_;
+  std::condition_variable wake_;
+  std::unique_ptr<ServingInstance> current_;
+  std::vector<std::unique_ptr<ServingInstance>> retiring_;
+  uint64_t next_instance_ = 0;
+  bool registered_ = false;
+  bool restart_requested_ = false;
+  bool stopping_ = false;
+  Clock::time_point registered_at_;
+  Clock::time_point next_attempt_;
+  std::chrono::milliseconds backoff_{0};
+  grpc::ClientContext* pending_register_ = nullptr;
+  std::thread supervisor_;
+
+  std::atomic<uint64_t> registrations_{0};
+  std::atomic<uint64_t> registration_failures_{0};
+  std::atomic<uint64_t> server_restarts_{0};
+  std::atomic<uint64_t> allocate_calls_{0};
+  std::atomic<uint64_t> allocate_errors_{0};
+  std::atomic<uint64_t> preferred_calls_{0};
+  std::atomic<uint64_t> preferred_errors_{0};
+  std::atomic<uint64_t> list_updates_{0};
+  LatencyHistogram preferred_latency_;
+};
+
+Status ValidateDevices(const std::vector<Device>& devices) {
+  std::set<std::string_view> seen;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const Device& device = devices[i];
+    const std::string where = "device " + std::to_string(i);
+    if (device.id.empty()) return InvalidArgumentError(where + ": empty id");
+    if (device.id.size() > kMaxIdBytes) {
+      return InvalidArgumentError(where + ": id " + Quoted(device.id) +
+                                  " is longer than 63 bytes");
+    }
+    if (!seen.insert(device.id).second) {
+      return InvalidArgumentError(where + ": id " + Quoted(device.id) +
+                                  " appears twice");
+    }
+    for (int64_t node : device.numa_nodes) {
+      if (node < 0) {
+        return InvalidArgumentError(where + " (" + device.id +
+                                    "): negative NUMA node " +
+                                    std::to_string(node));
+      }
+    }
+  }
+  return OkStatus();
+}
+
+Status ResourceServer::SetDevices(std::vector<Device> devices) {
+  Status valid = ValidateDevices(devices);
+  if (!valid.ok()) return valid.WithContext(name_);
+  auto message = std::make_shared<v1beta1::ListAndWatchResponse>(
+      ToProto(devices));
+  const size_t bytes = message->ByteSizeLong();
+  if (bytes > options_.max_message_bytes) {
+    return ResourceExhaustedError(
+        name_ + ": the list of " + std::to_string(devices.size()) +
+        " devices encodes to " + std::to_string(bytes) +
+        " bytes, more than the kubelet receives (" +
+        std::to_string(options_.max_message_bytes) + ")");
+  }
+  std::lock_guard lock(devices_mu_);
+  const bool first = !streams_.latest();
+  if (!first && devices == devices_) return OkStatus();
+  devices_ = std::move(devices);
+  health_.clear();
+  for (const Device& device : devices_) health_[device.id] = device.health;
+  if (!first) {
+    list_updates_.fetch_add(1);
+    VLOG(1) << name_ << ": streaming " << devices_.size() << " devices to "
+            << streams_.size() << " ListAndWatch stream(s)";
+  }
+  streams_.Publish(std::move(message));
+  return OkStatus();
+}
+
+ResourceStats ResourceServer::stats() const {
+  ResourceStats stats;
+  stats.registrations = registrations_.load();
+  stats.registration_failures = registration_failures_.load();
+  stats.server_restarts = server_restarts_.load();
+  stats.allocate_calls = allocate_calls_.load();
+  stats.allocate_errors = allocate_errors_.load();
+  stats.preferred_calls = preferred_calls_.load();
+  stats.preferred_errors = preferred_errors_.load();
+  stats.list_updates = list_updates_.load();
+  stats.open_streams = streams_.size();
+  stats.preferred_latency = preferred_latency_.Read();
+  return stats;
+}
+
+Status ResourceServer::CheckIds(const std::vector<std::string>& ids,
+                                bool healthy) const {
+  std::lock_guard lock(devices_mu_);
+  for (const std::string& id : ids) {
+    auto it = health_.find(id);
+    if (it == health_.end()) {
+      return InvalidArgumentError("unknown device " + Quoted(id) + " for " +
+                                  name_);
+    }
+    if (healthy && it->second != Health::kHealthy) {
+      return InvalidArgumentError("device " + Quoted(id) + " of " + name_ +
+                                  " is unhealthy");
+    }
+  }
+  return OkStatus();
+}
+
+Status CheckAllocation(const ContainerAllocation& allocation) {
+  for (const auto& [key, value] : allocation.envs) {
+    if (key.empty()) return InternalError("the plugin returned an empty env name");
+  }
+  for (const auto& [key, value] : allocation.annotations) {
+    if (key.empty()) {
+      return InternalError("the plugin returned an empty annotation key");
+    }
+  }
+  for (const DeviceNode& node : allocation.devices) {
+    if (node.permissions.find_first_not_of("rwm") != std::string::npos) {
+      return InternalError("device node " + node.host_path +
+                           " has permissions \"" + node.permissions +
+                           "\" outside r, w, m");
+    }
+  }
+  return OkStatus();
+}
+
+grpc::Status ResourceServer::Allocate(const v1beta1::AllocateRequest& request,
+                                      v1beta1::AllocateResponse* response) {
+  for (const auto& container : request.container_requests()) {
+    allocate_calls_.fetch_add(1);
+    std::vector<std::string> ids = Unique(container.devices_ids());
+    Status status = CheckIds(ids, /*healthy=*/true);
+    StatusOr<ContainerAllocation> allocation =
+        status.ok() ? handler_->Allocate(ids) : StatusOr<ContainerAllocation>(status);
+    if (allocation.ok()) status = CheckAllocation(*allocation);
+    else status = allocation.status();
+    if (!status.ok()) {
+      allocate_errors_.fetch_add(1);
+      LOG(WARNING) << name_ << ": Allocate refused: " << status.ToString();
+      response->Clear();
+      return ToGrpcStatus(status);
+    }
+    ToProto(*allocation, response->add_container_responses());
+    VLOG(2) << name_ << ": allocated " << ids.size() << " device(s)";
+  }
+  return grpc::Status::OK;
+}
+
+Status CheckPreferredRequest(PreferredAllocationRequest& request) {
+  if (request.size <= 0) {
+    return InvalidArgumentError("allocation_size " +
+                                std::to_string(request.size) +
+                                " is not positive");
+  }
+  const auto size = static_cast<size_t>(request.size);
+  if (size > request.available.size()) {
+    return InvalidArgumentError(
+        "allocation_size " + std::to_string(size) + " exceeds the " +
+        std::to_string(request.available.size()) + " available devices");
+  }
+  if (size < request.must_include.size()) {
+    return InvalidArgumentError(
+        "allocation_size " + std::to_string(size) + " is smaller than the " +
+        std::to_string(request.must_include.size()) +
+        " must-include devices");
+  }
+  const std::set<std::string_view> available(request.available.begin(),
+                                             request.available.end());
+  for (const std::string& id : request.must_include) {
+    if (!available.contains(id)) {
+      return InvalidArgumentError("must-include device " + Quoted(id) +
+                                  " is not available");
+    }
+  }
+  return OkStatus();
+}
+
+Status CheckPreferredAnswer(const PreferredAllocationRequest& request,
+                            const std::vector<std::string>& answer) {
+  if (answer.size() != static_cast<size_t>(request.size)) {
+    return InternalError("the plugin chose " + std::to_string(answer.size()) +
+                         " devices instead of " +
+                         std::to_string(request.size));
+  }
+  const std::set<std::string_view> available(request.available.begin(),
+                                             request.available.end());
+  std::set<std::string_view> chosen;
+  for (const std::string& id : answer) {
+    if (!available.contains(id) || !chosen.insert(id).second) {
+      return InternalError("the plugin chose " + Quoted(id) +
+                           ", which is not available or chosen twice");
+    }
+  }
+  for (const std::string& id : request.must_include) {
+    if (!chosen.contains(id)) {
+      return InternalError("the plugin left out must-include " + Quoted(id));
+    }
+  }
+  return OkStatus();
+}
+
+grpc::Status ResourceServer::GetPreferredAllocation(
+    const v1beta1::PreferredAllocationRequest& request,
+    v1beta1::PreferredAllocationResponse* response) {
+  if (!plugin_options_.get_preferred_allocation_available) {
+    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
+                        "GetPreferredAllocation is not advertised by the " +
+                            name_ + " plugin");
+  }
+  const auto start = Clock::now();
+  for (const auto& container : request.container_requests()) {
+    preferred_calls_.fetch_add(1);
+    PreferredAllocationRequest plain{
+        .available = Unique(container.available_deviceids()),
+        .must_include = Unique(container.must_include_deviceids()),
+        .size = container.allocation_size()};
+    Status status = CheckIds(plain.available, /*healthy=*/false);
+    if (status.ok()) status = CheckPreferredRequest(plain);
+    StatusOr<std::vector<std::string>> answer =
+        status.ok() ? handler_->GetPreferredAllocation(plain)
+                    : StatusOr<std::vector<std::string>>(status);
+    if (answer.ok()) status = CheckPreferredAnswer(plain, *answer);
+    else status = answer.status();
+    if (!status.ok()) {
+      preferred_errors_.fetch_add(1);
+      LOG(WARNING) << name_
+                   << ": GetPreferredAllocation refused: " << status.ToString();
+      response->Clear();
+      return ToGrpcStatus(status);
+    }
+    auto* out = response->add_container_responses();
+    for (std::string& id : *answer) out->add_deviceids(std::move(id));
+  }
+  preferred_latency_.Observe(Clock::now() - start);
+  return grpc::Status::OK;
+}
+
+grpc::Status ResourceServer::PreStartContainer(
+    const v1beta1::PreStartContainerRequest& request) {
+  std::vector<std::string> ids = Unique(request.devices_ids());
+  Status status = CheckIds(ids, /*healthy=*/false);
+  if (status.ok()) status = handler_->PreStartContainer(ids);
+  if (!status.ok()) {
+    LOG(WARNING) << name_ << ": PreStartContainer failed: " << status.ToString();
+  }
+  return ToGrpcStatus(status);
+}
+
+StatusOr<std::unique_ptr<ServingInstance>> ResourceServer::NewInstance() {
+  auto instance = std::make_unique<ServingInstance>();
+  {
+    std::lock_guard lock(state_mu_);
+    instance->id = next_instance_++;
+  }
+  instance->endpoint = EndpointPrefix() + std::to_string(getpid()) + "-" +
+                       std::to_string(instance->id) + ".sock";
+  instance->path = options_.plugin_dir / instance->endpoint;
+  // A leftover file at our path (an earlier process with the same pid) is
+  // stale: nothing else names sockets after this process.
+  std::error_code ignored;
+  std::filesystem::remove(instance->path, ignored);
+
+  instance->service = std::make_unique<DevicePluginService>(this, instance->id);
+  grpc::ServerBuilder builder;
+  int bound = 0;
+  builder.AddListeningPort("unix:" + instance->path.string(),
+                           grpc::InsecureServerCredentials(), &bound);
+  builder.RegisterService(instance->service.get());
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
+  builder.SetSyncServerOption(
+      grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
+  builder.SetSyncServerOption(
+      grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 2);
+  instance->server = builder.BuildAndStart();
+  if (!instance->server || bound == 0 || !IsSocket(instance->path)) {
+    if (instance->server) instance->server->Shutdown();
+    return FailedPreconditionError("cannot serve " + name_ + " on " +
+                                   instance->path.string() +
+                                   " (is the directory writable?)");
+  }
+  return instance;
+}
+
+Status ResourceServer::StartServing() {
+  StatusOr<std::unique_ptr<ServingInstance>> instance = NewInstance();
+  if (!instance.ok()) return instance.status();
+  LOG(INFO) << name_ << ": serving on " << (*instance)->path.string();
+  std::lock_guard lock(state_mu_);
+  current_ = std::move(*instance);
+  backoff_ = options_.initial_backoff;
+  next_attempt_ = Clock::now();
+  return OkStatus();
+}
+
+void ResourceServer::Retire(
+    std::vector<std::unique_ptr<ServingInstance>> instances) {
+  const grpc::Status superseded(grpc::StatusCode::UNAVAILABLE,
+                                "the device plugin moved to a new socket");
+  for (auto& instance : instances) {
+    streams_.Close(instance->id, superseded);
+    instance->server->Shutdown(std::chrono::system_clock::now() +
+                              std::chrono::seconds(2));
+    instance->server->Wait();
+    streams_.WaitClosed(instance->id, std::chrono::seconds(2));
+    std::error_code ignored;
+    if (IsSocket(instance->path)) std::filesystem::remove(instance->path, ignored);
+    VLOG(1) << name_ << ": retired " << instance->endpoint;
+  }
+}
+
+Status ResourceServer::Register(const std::string& endpoint) {
+  const std::filesystem::path kubelet = options_.plugin_dir / kKubeletSocket;
+  auto channel = grpc::CreateChannel("unix:" + kubelet.string(),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = v1beta1::Registration::NewStub(channel);
+  v1beta1::RegisterRequest request;
+  request.set_version(kApiVersion);
+  request.set_endpoint(endpoint);
+  request.set_resource_name(name_);
+  *request.mutable_options() = ToProto(plugin_options_);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       options_.register_timeout);
+  {
+    std::lock_guard lock(state_mu_);
+    if (stopping_) return Status(StatusCode::kCancelled, "stopping");
+    pending_register_ = &context;
+  }
+  v1beta1::Empty reply;
+  const grpc::Status status = stub->Register(&context, request, &reply);
+  {
+    std::lock_guard lock(state_mu_);
+    pending_register_ = nullptr;
+  }
+  return FromGrpcStatus(status);
+}
+
+void ResourceServer::OnDirEvent(const DirEvent& event) {
+  std::lock_guard lock(state_mu_);
+  if (stopping_) return;
+  if (event.kind == DirEvent::Kind::kCreated && event.name == kKubeletSocket) {
+    LOG(INFO) << name_ << ": kubelet.sock was created (kubelet restart); "
+              << "serving a new socket and registering again";
+    restart_requested_ = true;
+  } else if (event.kind == DirEvent::Kind::kDeleted && current_ &&
+             event.name == current_->endpoint) {
+    LOG(INFO) << name_ << ": socket " << event.name
+              << " was deleted (kubelet restart); serving a new socket";
+    restart_requested_ = true;
+  } else {
+    return;
+  }
+  wake_.notify_all();
+}
+
+void ResourceServer::Supervise() {
+  std::unique_lock lock(state_mu_);
+  while (!stopping_) {
+    if (restart_requested_) {
+      restart_requested_ = false;
+      lock.unlock();
+      StatusOr<std::unique_ptr<ServingInstance>> instance = NewInstance();
+      lock.lock();
+      if (stopping_) {
+        if (instance.ok()) {
+          lock.unlock();
+          std::vector<std::unique_ptr<ServingInstance>> one;
+          one.push_back(std::move(*instance));
+          Retire(std::move(one));
+          lock.lock();
+        }
+        break;
+      }
+      if (!instance.ok()) {
+        LOG(ERROR) << name_ << ": " << instance.status().message()
+                   << "; trying again in " << backoff_.count() << " ms";
+        restart_requested_ = true;
+        wake_.wait_for(lock, backoff_);
+        backoff_ = std::min(backoff_ * 2, options_.max_backoff);
+        continue;
+      }
+      server_restarts_.fetch_add(1);
+      if (current_) retiring_.push_back(std::move(current_));
+      current_ = std::move(*instance);
+      registered_ = false;
+      backoff_ = options_.initial_backoff;
+      next_attempt_ = Clock::now();
+      continue;
+    }
+
+    const auto now = Clock::now();
+    if (!registered_ && now >= next_attempt_) {
+      const std::string endpoint = current_->endpoint;
+      lock.unlock();
+      const Status status = Register(endpoint);
+      lock.lock();
+      if (stopping_) break;
+      if (restart_requested_) continue;
+      if (status.ok()) {
+        registrations_.fetch_add(1);
+        registered_ = true;
+        registered_at_ = Clock::now();
+        backoff_ = options_.initial_backoff;
+        LOG(INFO) << name_ << ": registered endpoint " << endpoint
+                  << " with the kubelet";
+        if (!retiring_.empty()) {
+          auto old = std::move(retiring_);
+          retiring_.clear();
+          lock.unlock();
+          Retire(std::move(old));
+          lock.lock();
+        }
+      } else {
+        registration_failures_.fetch_add(1);
+        LOG(WARNING) << name_ << ": Register with "
+                     << (options_.plugin_dir / kKubeletSocket).string()
+                     << " failed: " << status.ToString() << "; retrying in "
+                     << backoff_.count() << " ms";
+        next_attempt_ = Clock::now() + backoff_;
+        backoff_ = std::min(backoff_ * 2, options_.max_backoff);
+      }
+      continue;
+    }
+
+    std::optional<Clock::time_point> wake_at;
+    if (!registered_) {
+      wake_at = next_attempt_;
+    } else if (options_.stream_gap.count() > 0) {
+      if (auto empty_since = streams_.empty_since()) {
+        const auto gap_start = std::max(*empty_since, registered_at_);
+        if (now - gap_start >= options_.stream_gap) {
+          LOG(WARNING) << name_ << ": no ListAndWatch stream for "
+                       << options_.stream_gap.count()
+                       << " ms; registering again on a new socket";
+          restart_requested_ = true;
+          continue;
+        }
+        wake_at = gap_start + options_.stream_gap;
+      }
+    }
+    if (wake_at) {
+      wake_.wait_until(lock, *wake_at);
+    } else {
+      wake_.wait(lock);
+    }
+  }
+}
+
+void ResourceServer::Stop() {
+  {
+    std::lock_guard lock(state_mu_);
+    if (stopping_ && !supervisor_.joinable() && !current_ && retiring_.empty()) {
+      return;
+    }
+    stopping_ = true;
+    if (pending_register_ != nullptr) pending_register_->TryCancel();
+  }
+  wake_.notify_all();
+  if (supervisor_.joinable()) supervisor_.join();
+  std::vector<std::unique_ptr<ServingInstance>> all;
+  {
+    std::lock_guard lock(state_mu_);
+    all = std::move(retiring_);
+    retiring_.clear();
+    if (current_) all.push_back(std::move(current_));
+    registered_ = false;
+  }
+  const grpc::Status closing(grpc::StatusCode::UNAVAILABLE,
+                             "the device plugin is shutting down");
+  streams_.Close(std::nullopt, closing);
+  Retire(std::move(all));
+  streams_.WaitClosed(std::nullopt, std::chrono::seconds(2));
+}
+
+grpc::Status DevicePluginService::GetDevicePluginOptions(
+    grpc::ServerContext* /*context*/, const v1beta1::Empty* /*request*/,
+    v1beta1::DevicePluginOptions* response) {
+  *response = ToProto(owner_->plugin_options());
+  return grpc::Status::OK;
+}
+
+grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse>*
+DevicePluginService::ListAndWatch(grpc::CallbackServerContext* /*context*/,
+                                  const v1beta1::Empty* /*request*/) {
+  auto* reactor = new ListAndWatchReactor(&owner_->streams(), instance_);
+  owner_->streams().Add(reactor);
+  return reactor;
+}
+
+grpc::Status DevicePluginService::GetPreferredAllocation(
+    grpc::ServerContext* /*context*/,
+    const v1beta1::PreferredAllocationRequest* request,
+    v1beta1::PreferredAllocationResponse* response) {
+  return owner_->GetPreferredAllocation(*request, response);
+}
+
+grpc::Status DevicePluginService::Allocate(
+    grpc::ServerContext* /*context*/, const v1beta1::AllocateRequest* request,
+    v1beta1::AllocateResponse* response) {
+  return owner_->Allocate(*request, response);
+}
+
+grpc::Status DevicePluginService::PreStartContainer(
+    grpc::ServerContext* /*context*/,
+    const v1beta1::PreStartContainerRequest* request,
+    v1beta1::PreStartContainerResponse* /*response*/) {
+  return owner_->PreStartContainer(*request);
+}
+
+}  // namespace
+
+class PluginRunner::Impl {
+ public:
+  std::vector<std::unique_ptr<ResourceServer>> resources;
+  std::unique_ptr<DirWatcher> watcher;
+  bool started = false;
+};
+
+PluginRunner::PluginRunner(RunnerOptions options)
+    : options_(std::move(options)), impl_(std::make_unique<Impl>()) {}
+
+PluginRunner::~PluginRunner() { Stop(); }
+
+StatusOr<ResourcePublisher*> PluginRunner::AddResource(
+    const std::string& resource_name, std::shared_ptr<ResourceHandler> handler,
+    std::vector<Device> initial_devices) {
+  if (impl_->started) {
+    return FailedPreconditionError("resources must be added before Start");
+  }
+  Status valid = ValidateResourceName(resource_name);
+  if (!valid.ok()) return valid;
+  for (const auto& resource : impl_->resources) {
+    if (resource->resource_name() == resource_name) {
+      return InvalidArgumentError("resource " + resource_name +
+                                  " is served twice");
+    }
+  }
+  if (!handler) return InvalidArgumentError("no handler for " + resource_name);
+  auto server = std::make_unique<ResourceServer>(options_, resource_name,
+                                                 std::move(handler));
+  Status set = server->SetDevices(std::move(initial_devices));
+  if (!set.ok()) return set;
+  impl_->resources.push_back(std::move(server));
+  return impl_->resources.back().get();
+}
+
+Status PluginRunner::Start() {
+  if (impl_->started) return FailedPreconditionError("already started");
+  std::error_code error;
+  if (!std::filesystem::is_directory(options_.plugin_dir, error)) {
+    return FailedPreconditionError("the device plugin directory " +
+                                   options_.plugin_dir.string() +
+                                   " does not exist");
+  }
+  for (const auto& resource : impl_->resources) {
+    const std::string longest = resource->LongestSocketPath().string();
+    if (longest.size() > kMaxSocketPath) {
+      return InvalidArgumentError(
+          "socket paths of " + resource->resource_name() + " reach " +
+          std::to_string(longest.size()) + " bytes (" + longest +
+          "); unix sockets allow " + std::to_string(kMaxSocketPath) +
+          ": use a shorter plugin directory or socket prefix");
+    }
+  }
+  // Sockets of earlier runs that nobody serves any more (a crash, kill -9).
+  for (const auto& entry :
+       std::filesystem::directory_iterator(options_.plugin_dir, error)) {
+    const std::string name = entry.path().filename().string();
+    for (const auto& resource : impl_->resources) {
+      if (name.starts_with(resource->EndpointPrefix()) &&
+          IsSocket(entry.path()) && !SocketIsLive(entry.path())) {
+        LOG(INFO) << "removing stale socket " << entry.path().string();
+        std::filesystem::remove(entry.path(), error);
+      }
+    }
+  }
+  StatusOr<std::unique_ptr<DirWatcher>> watcher = DirWatcher::Start(
+      options_.plugin_dir, [this](const DirEvent& event) {
+        for (const auto& resource : impl_->resources) {
+          resource->OnDirEvent(event);
+        }
+      });
+  if (!watcher.ok()) return watcher.status();
+  impl_->started = true;
+  for (const auto& resource : impl_->resources) {
+    Status status = resource->StartServing();
+    if (!status.ok()) {
+      Stop();
+      return status;
+    }
+  }
+  impl_->watcher = std::move(*watcher);
+  for (const auto& resource : impl_->resources) resource->StartSupervisor();
+  return OkStatus();
+}
+
+void PluginRunner::Stop() {
+  if (!impl_ || !impl_->started) return;
+  impl_->watcher.reset();
+  for (const auto& resource : impl_->resources) resource->Stop();
+  impl_->started = false;
+}
+
+std::vector<ResourcePublisher*> PluginRunner::resources() const {
+  std::vector<ResourcePublisher*> out;
+  for (const auto& resource : impl_->resources) out.push_back(resource.get());
+  return out;
+}
+
+void BlockShutdownSignals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+int WaitForShutdownSignal() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  int signal = 0;
+  while (sigwait(&set, &signal) != 0) {
+  }
+  return signal;
+}
+
+}  // namespace topology::plugin

@@ -1,0 +1,77 @@
+// The YAML configuration of topology-device-plugin: which PCI devices each
+// extended resource claims (selectors in the SR-IOV device plugin's
+// vocabulary) and what a container gets for them.
+//
+//   resources:
+//     - name: example.com/gpu
+//       selectors:              # a device matches when any selector matches;
+//         - vendors: ["10de"]   # inside a selector every field must match
+//           classes: ["0302"]
+//       deviceNodes: ["/dev/dri/by-path/pci-{address}-render"]
+//       cdiKind: example.com/gpu
+//
+// Resources are tried in order; a device belongs to the first that claims it.
+#ifndef TOPOLOGY_DEVICE_PLUGIN_CONFIG_H_
+#define TOPOLOGY_DEVICE_PLUGIN_CONFIG_H_
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "topology/pci_address.h"
+#include "topology/status.h"
+
+namespace topology::device_plugin {
+
+struct PfNameSelector {
+  std::string name;  // network interface of the physical function
+  // "ens1f0#2-5": only VFs 2..5 of it. nullopt: every VF.
+  std::optional<std::pair<int, int>> vf_range;
+};
+
+struct Selector {
+  std::vector<uint16_t> vendors;
+  std::vector<uint16_t> devices;
+  // Lower-case hex prefixes of the 24-bit class code: "03" (class),
+  // "0302" (class + subclass) or "030200" (with the programming interface).
+  std::vector<std::string> classes;
+  std::vector<std::string> drivers;
+  std::vector<PciAddress> pci_addresses;
+  std::vector<PfNameSelector> pf_names;
+};
+
+struct ResourceConfig {
+  std::string name;
+  std::vector<Selector> selectors;
+  // Device nodes to hand out, as globs under the host root; "{address}" and
+  // "{iommuGroup}" are replaced per device. vfio-pci devices get their
+  // /dev/vfio nodes without being listed here.
+  std::vector<std::string> device_nodes;
+  // When set, Allocate also names each device as the CDI device
+  // "<cdiKind>=<address>".
+  std::string cdi_kind;
+  // Never report NUMA affinity for this resource (as SR-IOV's option).
+  bool exclude_topology = false;
+  // Advertise and answer GetPreferredAllocation. Default: true.
+  bool preferred_allocation = true;
+};
+
+struct Config {
+  std::vector<ResourceConfig> resources;
+};
+
+// Parses the YAML text. Errors name `source`, the line and column for YAML
+// syntax, and the key path ("resources[0].selectors[1].vendors[0]") for bad
+// values and unknown keys.
+StatusOr<Config> ParseConfig(std::string_view text, std::string_view source);
+StatusOr<Config> LoadConfig(const std::filesystem::path& file);
+
+// "PCIDEVICE_EXAMPLE_COM_GPU" for "example.com/gpu" (the SR-IOV convention).
+std::string PciDeviceEnvName(std::string_view resource_name);
+
+}  // namespace topology::device_plugin
+
+#endif  // TOPOLOGY_DEVICE_PLUGIN_CONFIG_H_

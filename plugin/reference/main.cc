@@ -1,0 +1,136 @@
+// topology-device-plugin: serves PCI devices chosen by a YAML config to the
+// kubelet, with NUMA affinity and cost-based preferred allocations.
+#include <cstdlib>
+#include <iostream>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <glog/logging.h>
+
+#include "config.h"
+#include "duration.h"
+#include "http_endpoint.h"
+#include "reference_plugin.h"
+#include "topology/plugin/logging.h"
+
+namespace {
+
+namespace dp = topology::device_plugin;
+namespace plugin = topology::plugin;
+
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+
+int Run(int argc, char** argv) {
+  CLI::App app{
+      "topology-device-plugin: advertises PCI devices to the kubelet with "
+      "their NUMA affinity and answers GetPreferredAllocation from PCIe "
+      "costs."};
+  std::string config_file;
+  std::string plugin_dir = plugin::kDefaultPluginDir;
+  std::string host_root = "/";
+  std::string rescan_interval = "10s";
+  std::string recovery_period = "1m";
+  std::string http_addr = "127.0.0.1:8081";
+  bool print_matches = false;
+  bool watch_uevents = true;
+  int verbosity = 0;
+  app.add_option("--config", config_file, "YAML configuration file")
+      ->required();
+  app.add_option("--plugin-dir", plugin_dir,
+                 "Directory of kubelet.sock and the plugin sockets")
+      ->capture_default_str();
+  app.add_option("--host-root", host_root,
+                 "Directory whose sys/ (and dev/) are the host's")
+      ->capture_default_str();
+  app.add_option("--rescan-interval", rescan_interval,
+                 "Period of full rescans (Go duration; 0 disables)")
+      ->capture_default_str();
+  app.add_option("--recovery-period", recovery_period,
+                 "Quiet time before a faulted device is Healthy again")
+      ->capture_default_str();
+  app.add_option("--http-addr", http_addr,
+                 "host:port of /healthz and /metrics (empty disables)")
+      ->capture_default_str();
+  app.add_flag("--uevents,!--no-uevents", watch_uevents,
+               "Watch kernel uevents for hot-plug and driver changes")
+      ->capture_default_str();
+  app.add_flag("--print-matches", print_matches,
+               "Print the devices each resource claims and exit");
+  app.add_option("-v,--v", verbosity, "Log verbosity (klog -v)")
+      ->capture_default_str();
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kExitUsage;
+  }
+
+  plugin::InitLogging(argv[0], verbosity);
+  plugin::BlockShutdownSignals();
+
+  auto config = dp::LoadConfig(config_file);
+  if (!config.ok()) {
+    std::cerr << "topology-device-plugin: " << config.status().message()
+              << "\n";
+    return kExitUsage;
+  }
+  dp::PluginOptions options;
+  options.config = std::move(*config);
+  options.host_root = host_root;
+  options.runner.plugin_dir = plugin_dir;
+  options.watch_uevents = watch_uevents && !print_matches;
+  for (auto [flag, text, target] :
+       {std::tuple{"--rescan-interval", &rescan_interval,
+                   &options.rescan_interval},
+        std::tuple{"--recovery-period", &recovery_period,
+                   &options.recovery_period}}) {
+    auto duration = dp::ParseDuration(*text);
+    if (!duration.ok()) {
+      std::cerr << "topology-device-plugin: " << flag << ": "
+                << duration.status().message() << "\n";
+      return kExitUsage;
+    }
+    *target = *duration;
+  }
+
+  auto created = dp::TopologyDevicePlugin::Create(std::move(options));
+  if (!created.ok()) {
+    std::cerr << "topology-device-plugin: " << created.status().ToString()
+              << "\n";
+    return kExitError;
+  }
+  dp::TopologyDevicePlugin& device_plugin = **created;
+  if (print_matches) {
+    std::cout << device_plugin.DescribeMatches();
+    return 0;
+  }
+  const topology::Status started = device_plugin.Start();
+  if (!started.ok()) {
+    LOG(ERROR) << "cannot start: " << started.ToString();
+    return kExitError;
+  }
+  std::unique_ptr<dp::HttpEndpoint> http;
+  if (!http_addr.empty()) {
+    auto endpoint = dp::HttpEndpoint::Start(
+        http_addr,
+        {.health_problem = [&] { return device_plugin.HealthProblem(); },
+         .metrics = [&] { return device_plugin.MetricsText(); }});
+    if (!endpoint.ok()) {
+      LOG(ERROR) << endpoint.status().message();
+      device_plugin.Stop();
+      return kExitError;
+    }
+    http = std::move(*endpoint);
+    LOG(INFO) << "serving /healthz and /metrics on " << http_addr;
+  }
+  const int signal = plugin::WaitForShutdownSignal();
+  LOG(INFO) << "received signal " << signal << "; shutting down";
+  http.reset();
+  device_plugin.Stop();
+  LOG(INFO) << "stopped";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) { return Run(argc, argv); }

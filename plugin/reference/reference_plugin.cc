@@ -1,0 +1,560 @@
+#include "reference_plugin.h"
+
+#include <glob.h>
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+#include <glog/logging.h>
+
+#include "selectors.h"
+#include "topology/device_selection.h"
+#include "topology/discovery.h"
+#include "uevent_monitor.h"
+
+namespace topology::device_plugin {
+
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+std::string Join(const std::vector<std::string>& items, std::string_view sep) {
+  std::string out;
+  for (const std::string& item : items) {
+    if (!out.empty()) out += sep;
+    out += item;
+  }
+  return out;
+}
+
+void ReplaceAll(std::string& text, std::string_view from, std::string_view to) {
+  for (size_t at = text.find(from); at != std::string::npos;
+       at = text.find(from, at + to.size())) {
+    text.replace(at, from.size(), to);
+  }
+}
+
+// Paths matching `pattern` (absolute, as seen in the container) under
+// `host_root`, returned without the root.
+std::vector<std::string> ExpandUnderRoot(const std::filesystem::path& host_root,
+                                         const std::string& pattern) {
+  const std::string root = host_root.string() == "/"
+                               ? std::string()
+                               : std::filesystem::path(host_root)
+                                     .lexically_normal()
+                                     .string();
+  std::string rooted = root;
+  if (!rooted.empty() && rooted.back() == '/') rooted.pop_back();
+  const std::string full = rooted + pattern;
+  glob_t matches{};
+  std::vector<std::string> out;
+  if (glob(full.c_str(), 0, nullptr, &matches) == 0) {
+    for (size_t i = 0; i < matches.gl_pathc; ++i) {
+      std::string path = matches.gl_pathv[i];  // NOLINT
+      out.push_back(path.substr(rooted.size()));
+    }
+  }
+  globfree(&matches);
+  return out;
+}
+
+std::string PrometheusLabel(std::string_view value) {
+  std::string out;
+  for (char c : value) {
+    if (c == '\\' || c == '"') out += '\\';
+    if (c == '\n') {
+      out += "\\n";
+      continue;
+    }
+    out += c;
+  }
+  return out;
+}
+
+}  // namespace
+
+// The framework's view of one configured resource.
+class TopologyDevicePlugin::Handler final : public plugin::ResourceHandler {
+ public:
+  Handler(TopologyDevicePlugin* plugin, size_t index)
+      : plugin_(plugin), config_(plugin->options_.config.resources[index]) {}
+
+  plugin::DevicePluginOptions Options() const override {
+    return {.pre_start_required = false,
+            .get_preferred_allocation_available = config_.preferred_allocation};
+  }
+
+  StatusOr<std::vector<std::string>> GetPreferredAllocation(
+      const plugin::PreferredAllocationRequest& request) override {
+    const std::shared_ptr<const Snapshot> snapshot = plugin_->snapshot();
+    SelectionRequest selection;
+    selection.size = request.size;
+    selection.explain = VLOG_IS_ON(3);
+    Status parsed = OkStatus();
+    for (const std::string& id : request.available) {
+      auto address = PciAddress::Parse(id);
+      if (!address.ok()) parsed = address.status();
+      else selection.available.push_back(*address);
+    }
+    for (const std::string& id : request.must_include) {
+      auto address = PciAddress::Parse(id);
+      if (!address.ok()) parsed = address.status();
+      else selection.must_include.push_back(*address);
+    }
+    StatusOr<Selection> chosen =
+        parsed.ok() ? DeviceSelector(snapshot->model).Select(selection)
+                    : StatusOr<Selection>(parsed);
+    if (chosen.ok()) {
+      std::vector<std::string> ids;
+      for (const PciAddress& address : chosen->devices) {
+        ids.push_back(address.ToString());
+      }
+      VLOG(2) << config_.name << ": preferred " << Join(ids, ",") << " (cost "
+              << chosen->cost << ") from " << request.available.size()
+              << " available";
+      if (VLOG_IS_ON(3) && !chosen->explanation.empty()) {
+        VLOG(3) << config_.name << ": " << chosen->explanation;
+      }
+      return ids;
+    }
+    // One odd device must not fail every admission on the node: answer
+    // with the must-include devices and the first others instead.
+    LOG(WARNING) << config_.name << ": cost-based choice failed ("
+                 << chosen.status().ToString()
+                 << "); answering in address order";
+    std::vector<std::string> ids = request.must_include;
+    for (const std::string& id : request.available) {
+      if (ids.size() == static_cast<size_t>(request.size)) break;
+      if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+    }
+    return ids;
+  }
+
+  StatusOr<plugin::ContainerAllocation> Allocate(
+      const std::vector<std::string>& device_ids) override {
+    const std::shared_ptr<const Snapshot> snapshot = plugin_->snapshot();
+    const std::filesystem::path& root = plugin_->options_.host_root;
+    plugin::ContainerAllocation allocation;
+    allocation.envs[PciDeviceEnvName(config_.name)] = Join(device_ids, ",");
+    std::set<std::string> nodes;
+    auto add_node = [&](const std::string& path) {
+      if (nodes.insert(path).second) {
+        allocation.devices.push_back({path, path, "rw"});
+      }
+    };
+    for (const std::string& id : device_ids) {
+      auto address = PciAddress::Parse(id);
+      if (!address.ok()) return address.status();
+      const PciDevice* device = snapshot->topology.FindDevice(*address);
+      if (device == nullptr) {
+        return NotFoundError("device " + id + " of " + config_.name +
+                             " is no longer present");
+      }
+      if (device->driver == "vfio-pci") {
+        if (!device->iommu_group) {
+          return FailedPreconditionError("vfio-pci device " + id +
+                                         " has no IOMMU group");
+        }
+        add_node("/dev/vfio/vfio");
+        add_node("/dev/vfio/" + std::to_string(*device->iommu_group));
+      }
+      for (std::string pattern : config_.device_nodes) {
+        ReplaceAll(pattern, "{address}", id);
+        ReplaceAll(pattern, "{iommuGroup}",
+                   device->iommu_group ? std::to_string(*device->iommu_group)
+                                       : std::string("none"));
+        for (const std::string& path : ExpandUnderRoot(root, pattern)) {
+          add_node(path);
+        }
+      }
+      if (!config_.cdi_kind.empty()) {
+        allocation.cdi_devices.push_back(config_.cdi_kind + "=" + id);
+      }
+    }
+    VLOG(2) << config_.name << ": Allocate " << Join(device_ids, ",") << " -> "
+            << allocation.devices.size() << " device node(s)";
+    return allocation;
+  }
+
+ private:
+  TopologyDevicePlugin* plugin_;
+  const ResourceConfig& config_;
+};
+
+TopologyDevicePlugin::TopologyDevicePlugin(PluginOptions options)
+    : options_(std::move(options)),
+      reader_(NewHostRootReader(options_.host_root)),
+      health_(options_.recovery_period),
+      mixed_locality_warned_(options_.config.resources.size(), false) {}
+
+TopologyDevicePlugin::~TopologyDevicePlugin() { Stop(); }
+
+StatusOr<std::unique_ptr<TopologyDevicePlugin>> TopologyDevicePlugin::Create(
+    PluginOptions options) {
+  std::unique_ptr<TopologyDevicePlugin> plugin(
+      new TopologyDevicePlugin(std::move(options)));
+  auto snapshot = plugin->Discover({});
+  if (!snapshot.ok()) return snapshot.status();
+  plugin->runner_ =
+      std::make_unique<plugin::PluginRunner>(plugin->options_.runner);
+  {
+    std::lock_guard lock(plugin->mu_);
+    plugin->snapshot_ = *snapshot;
+  }
+  for (size_t r = 0; r < plugin->options_.config.resources.size(); ++r) {
+    std::vector<plugin::Device> devices;
+    {
+      std::lock_guard lock(plugin->mu_);
+      devices = plugin->DevicesOf(**snapshot, r);
+    }
+    auto publisher = plugin->runner_->AddResource(
+        plugin->options_.config.resources[r].name,
+        std::make_shared<Handler>(plugin.get(), r), std::move(devices));
+    if (!publisher.ok()) return publisher.status();
+    plugin->publishers_.push_back(*publisher);
+  }
+  return plugin;
+}
+
+StatusOr<std::shared_ptr<Snapshot>> TopologyDevicePlugin::Discover(
+    const std::map<PciAddress, size_t>& previous) const {
+  DiscoveryOptions discovery;
+  discovery.host_root = options_.host_root;
+  discovery.use_hwloc = false;  // CPU topology is not needed here
+  StatusOr<Topology> topology = topology::Discover(discovery);
+  if (!topology.ok()) return topology.status();
+  auto snapshot = std::make_shared<Snapshot>(std::move(*topology));
+  snapshot->claims =
+      AssignDevices(options_.config, snapshot->topology, *reader_, previous);
+  return snapshot;
+}
+
+std::shared_ptr<const Snapshot> TopologyDevicePlugin::snapshot() const {
+  std::lock_guard lock(mu_);
+  return snapshot_;
+}
+
+// REQUIRES: mu_ held.
+std::vector<plugin::Device> TopologyDevicePlugin::DevicesOf(
+    const Snapshot& snapshot, size_t resource) {
+  const ResourceConfig& config = options_.config.resources[resource];
+  const auto now = Clock::now();
+  std::vector<plugin::Device> devices;
+  size_t with_locality = 0;
+  for (const auto& [address, index] : snapshot.claims) {
+    if (index != resource) continue;
+    const PciDevice* device = snapshot.topology.FindDevice(address);
+    if (device == nullptr) continue;
+    HealthReading reading;
+    reading.driver = device->driver;
+    auto aer = reader_->ReadFile("bus/pci/devices/" + address.ToString() +
+                                 "/aer_dev_fatal");
+    if (aer.ok()) {
+      auto total = ParseAerCounters(*aer);
+      if (total.ok()) reading.aer_fatal = *total;
+    }
+    const HealthVerdict verdict = health_.Observe(address, reading, now);
+    auto& reason = unhealthy_reasons_[address];
+    if (verdict.reason != reason) {
+      if (verdict.health == plugin::Health::kUnhealthy) {
+        LOG(WARNING) << config.name << ": " << address.ToString()
+                     << " is Unhealthy: " << verdict.reason;
+      } else {
+        LOG(INFO) << config.name << ": " << address.ToString()
+                  << " is Healthy again";
+      }
+      reason = verdict.reason;
+    }
+    plugin::Device out;
+    out.id = address.ToString();
+    out.health = verdict.health;
+    if (!config.exclude_topology) {
+      for (int node : device->numa_nodes) out.numa_nodes.push_back(node);
+    }
+    if (!out.numa_nodes.empty()) ++with_locality;
+    devices.push_back(std::move(out));
+  }
+  // All or nothing: the kubelet treats a resource with any NUMA-aware device
+  // as alignment-sensitive, and its devices without nodes would then never
+  // fit a NUMA mask.
+  if (with_locality > 0 && with_locality < devices.size()) {
+    if (!mixed_locality_warned_[resource]) {
+      LOG(WARNING) << config.name << ": " << devices.size() - with_locality
+                   << " of " << devices.size()
+                   << " devices have no known NUMA node; reporting no "
+                      "topology for the whole resource";
+      mixed_locality_warned_[resource] = true;
+    }
+    for (plugin::Device& device : devices) device.numa_nodes.clear();
+  } else {
+    mixed_locality_warned_[resource] = false;
+  }
+  return devices;
+}
+
+Status TopologyDevicePlugin::Publish(const std::shared_ptr<Snapshot>& snapshot) {
+  std::vector<std::vector<plugin::Device>> lists;
+  {
+    std::lock_guard lock(mu_);
+    for (const auto& [address, index] : snapshot_->claims) {
+      if (!snapshot->claims.contains(address)) {
+        health_.Forget(address);
+        unhealthy_reasons_.erase(address);
+        LOG(INFO) << options_.config.resources[index].name << ": "
+                  << address.ToString() << " is gone";
+      }
+    }
+    snapshot_ = snapshot;
+    for (size_t r = 0; r < publishers_.size(); ++r) {
+      lists.push_back(DevicesOf(*snapshot, r));
+    }
+  }
+  Status result = OkStatus();
+  for (size_t r = 0; r < publishers_.size(); ++r) {
+    Status status = publishers_[r]->SetDevices(std::move(lists[r]));
+    if (!status.ok()) {
+      LOG(ERROR) << status.ToString();
+      result = status;
+    }
+  }
+  return result;
+}
+
+Status TopologyDevicePlugin::Rescan() {
+  std::lock_guard rescan(rescan_mu_);
+  auto snapshot = Discover(this->snapshot()->claims);
+  {
+    std::lock_guard lock(mu_);
+    ++rescans_;
+    if (!snapshot.ok()) {
+      ++rescan_errors_;
+      last_rescan_error_ = snapshot.status().ToString();
+      LOG(ERROR) << "rescan failed: " << last_rescan_error_;
+      return snapshot.status();
+    }
+    last_rescan_error_.clear();
+  }
+  return Publish(*snapshot);
+}
+
+Status TopologyDevicePlugin::SetHealthOverride(
+    const std::string& device_id, std::optional<plugin::Health> health) {
+  auto address = PciAddress::Parse(device_id);
+  if (!address.ok()) return address.status();
+  std::shared_ptr<Snapshot> same;
+  {
+    std::lock_guard lock(mu_);
+    if (!snapshot_->claims.contains(*address)) {
+      return NotFoundError("no resource claims " + device_id);
+    }
+    health_.SetOverride(*address, health);
+    same = std::const_pointer_cast<Snapshot>(snapshot_);
+  }
+  std::lock_guard rescan(rescan_mu_);
+  return Publish(same);
+}
+
+void TopologyDevicePlugin::NotifyUevent(const std::string& action,
+                                        const std::string& devpath) {
+  VLOG(2) << "uevent " << action << " " << devpath;
+  {
+    std::lock_guard lock(loop_mu_);
+    if (!uevent_rescan_at_) {
+      uevent_rescan_at_ = Clock::now() + options_.uevent_debounce;
+    }
+  }
+  loop_wake_.notify_all();
+}
+
+void TopologyDevicePlugin::RescanLoop() {
+  auto next_periodic = Clock::now() + options_.rescan_interval;
+  std::unique_lock lock(loop_mu_);
+  while (!stopping_) {
+    const auto now = Clock::now();
+    const bool periodic_due =
+        options_.rescan_interval.count() > 0 && now >= next_periodic;
+    const bool uevent_due = uevent_rescan_at_ && now >= *uevent_rescan_at_;
+    if (periodic_due || uevent_due) {
+      uevent_rescan_at_.reset();
+      lock.unlock();
+      (void)Rescan();
+      lock.lock();
+      next_periodic = Clock::now() + options_.rescan_interval;
+      continue;
+    }
+    std::optional<Clock::time_point> wake;
+    if (options_.rescan_interval.count() > 0) wake = next_periodic;
+    if (uevent_rescan_at_ && (!wake || *uevent_rescan_at_ < *wake)) {
+      wake = uevent_rescan_at_;
+    }
+    if (wake) loop_wake_.wait_until(lock, *wake);
+    else loop_wake_.wait(lock);
+  }
+}
+
+Status TopologyDevicePlugin::Start() {
+  Status status = runner_->Start();
+  if (!status.ok()) return status;
+  {
+    std::lock_guard lock(loop_mu_);
+    stopping_ = false;
+    started_ = true;
+  }
+  loop_ = std::thread([this] { RescanLoop(); });
+  if (options_.watch_uevents) {
+    auto monitor = UeventMonitor::Start(
+        [this](const std::string& action, const std::string& devpath) {
+          NotifyUevent(action, devpath);
+        });
+    if (monitor.ok()) {
+      uevents_ = std::move(*monitor);
+    } else {
+      LOG(WARNING) << monitor.status().message();
+    }
+  }
+  return OkStatus();
+}
+
+void TopologyDevicePlugin::Stop() {
+  uevents_.reset();
+  {
+    std::lock_guard lock(loop_mu_);
+    stopping_ = true;
+    started_ = false;
+  }
+  loop_wake_.notify_all();
+  if (loop_.joinable()) loop_.join();
+  if (runner_) runner_->Stop();
+}
+
+std::string TopologyDevicePlugin::DescribeMatches() const {
+  const std::shared_ptr<const Snapshot> snapshot = this->snapshot();
+  std::ostringstream out;
+  for (size_t r = 0; r < options_.config.resources.size(); ++r) {
+    const ResourceConfig& config = options_.config.resources[r];
+    std::vector<plugin::Device> devices = publishers_[r]->devices();
+    out << config.name << ": " << devices.size() << " device(s)\n";
+    for (const plugin::Device& device : devices) {
+      auto address = PciAddress::Parse(device.id);
+      const PciDevice* pci =
+          address.ok() ? snapshot->topology.FindDevice(*address) : nullptr;
+      char ids[32] = "";
+      if (pci != nullptr) {
+        std::snprintf(ids, sizeof(ids), "%04x:%04x class %06x", pci->vendor_id,
+                      pci->device_id, pci->class_code);
+      }
+      std::string numa;
+      for (int64_t node : device.numa_nodes) {
+        numa += (numa.empty() ? "" : ",") + std::to_string(node);
+      }
+      out << "  " << device.id << "  " << ids << "  driver "
+          << (pci != nullptr && pci->driver ? *pci->driver : "(none)")
+          << "  numa " << (numa.empty() ? "(none)" : numa) << "  "
+          << plugin::HealthName(device.health) << "\n";
+    }
+  }
+  size_t unclaimed = 0;
+  for (const PciDevice& device : snapshot->topology.pci_devices()) {
+    if (!device.is_bridge() && !snapshot->claims.contains(device.address)) {
+      ++unclaimed;
+    }
+  }
+  out << "unclaimed: " << unclaimed << " non-bridge PCI function(s)\n";
+  return out.str();
+}
+
+std::string TopologyDevicePlugin::MetricsText() const {
+  std::ostringstream out;
+  auto family = [&](const char* name, const char* type, const char* help) {
+    out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' '
+        << type << '\n';
+  };
+  std::vector<std::pair<std::string, plugin::ResourceStats>> stats;
+  std::vector<std::pair<size_t, size_t>> health;
+  for (const plugin::ResourcePublisher* publisher : publishers_) {
+    stats.emplace_back(PrometheusLabel(publisher->resource_name()),
+                       publisher->stats());
+    size_t healthy = 0;
+    size_t unhealthy = 0;
+    for (const plugin::Device& device : publisher->devices()) {
+      (device.health == plugin::Health::kHealthy ? healthy : unhealthy)++;
+    }
+    health.emplace_back(healthy, unhealthy);
+  }
+  family("topology_device_plugin_devices", "gauge",
+         "Devices advertised to the kubelet by resource and health.");
+  for (size_t i = 0; i < stats.size(); ++i) {
+    out << "topology_device_plugin_devices{resource=\"" << stats[i].first
+        << "\",health=\"Healthy\"} " << health[i].first << '\n';
+    out << "topology_device_plugin_devices{resource=\"" << stats[i].first
+        << "\",health=\"Unhealthy\"} " << health[i].second << '\n';
+  }
+  auto counter = [&](const char* name, const char* help, auto field) {
+    family(name, "counter", help);
+    for (const auto& [resource, s] : stats) {
+      out << name << "{resource=\"" << resource << "\"} " << s.*field << '\n';
+    }
+  };
+  counter("topology_device_plugin_allocations_total",
+          "Container requests answered by Allocate.",
+          &plugin::ResourceStats::allocate_calls);
+  counter("topology_device_plugin_allocation_errors_total",
+          "Allocate container requests refused.",
+          &plugin::ResourceStats::allocate_errors);
+  counter("topology_device_plugin_registrations_total",
+          "Register calls the kubelet accepted.",
+          &plugin::ResourceStats::registrations);
+  counter("topology_device_plugin_registration_failures_total",
+          "Register attempts that failed.",
+          &plugin::ResourceStats::registration_failures);
+  counter("topology_device_plugin_list_updates_total",
+          "Device lists streamed after the first.",
+          &plugin::ResourceStats::list_updates);
+  family("topology_device_plugin_streams", "gauge",
+         "Open ListAndWatch streams.");
+  for (const auto& [resource, s] : stats) {
+    out << "topology_device_plugin_streams{resource=\"" << resource << "\"} "
+        << s.open_streams << '\n';
+  }
+  family("topology_device_plugin_preferred_allocation_seconds", "histogram",
+         "GetPreferredAllocation latency.");
+  for (const auto& [resource, s] : stats) {
+    const auto& h = s.preferred_latency;
+    for (size_t b = 0; b < plugin::LatencyHistogram::kBounds.size(); ++b) {
+      out << "topology_device_plugin_preferred_allocation_seconds_bucket{"
+             "resource=\""
+          << resource << "\",le=\"" << plugin::LatencyHistogram::kBounds[b]
+          << "\"} " << h.cumulative[b] << '\n';
+    }
+    out << "topology_device_plugin_preferred_allocation_seconds_bucket{"
+           "resource=\""
+        << resource << "\",le=\"+Inf\"} " << h.count << '\n';
+    out << "topology_device_plugin_preferred_allocation_seconds_sum{resource=\""
+        << resource << "\"} " << h.sum_seconds << '\n';
+    out << "topology_device_plugin_preferred_allocation_seconds_count{"
+           "resource=\""
+        << resource << "\"} " << h.count << '\n';
+  }
+  std::lock_guard lock(mu_);
+  family("topology_device_plugin_rescans_total", "counter",
+         "Rescans of the PCI devices.");
+  out << "topology_device_plugin_rescans_total " << rescans_ << '\n';
+  family("topology_device_plugin_rescan_errors_total", "counter",
+         "Rescans that failed.");
+  out << "topology_device_plugin_rescan_errors_total " << rescan_errors_
+      << '\n';
+  return out.str();
+}
+
+std::string TopologyDevicePlugin::HealthProblem() const {
+  {
+    std::lock_guard lock(loop_mu_);
+    if (!started_) return "not serving";
+  }
+  std::lock_guard lock(mu_);
+  if (!last_rescan_error_.empty()) return "last rescan failed: " + last_rescan_error_;
+  return "";
+}
+
+}  // namespace topology::device_plugin

@@ -1,0 +1,123 @@
+// topology-device-plugin: PCI devices chosen by selectors, published per
+// resource with their NUMA affinity from libtopology, preferred allocations
+// from the cost model, health from driver binding and AER counters, and
+// hot-plug from kernel uevents plus periodic rescans.
+#ifndef TOPOLOGY_DEVICE_PLUGIN_REFERENCE_PLUGIN_H_
+#define TOPOLOGY_DEVICE_PLUGIN_REFERENCE_PLUGIN_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "config.h"
+#include "health.h"
+#include "topology/cost_model.h"
+#include "topology/plugin/plugin_runner.h"
+#include "topology/sysfs_reader.h"
+#include "topology/topology.h"
+
+namespace topology::device_plugin {
+
+class UeventMonitor;
+
+struct PluginOptions {
+  Config config;
+  std::filesystem::path host_root = "/";
+  plugin::RunnerOptions runner;
+  // Full rescans for devices that come, go or change health. Zero: only on
+  // uevents.
+  std::chrono::nanoseconds rescan_interval = std::chrono::seconds(10);
+  // How long a faulted device must stay quiet before it is Healthy again.
+  std::chrono::nanoseconds recovery_period = std::chrono::seconds(60);
+  // Listen for kernel uevents (falls back to rescans when unavailable).
+  bool watch_uevents = true;
+  // Uevents come in bursts (a VF batch, a driver rebind): wait this long
+  // after one before rescanning.
+  std::chrono::milliseconds uevent_debounce{50};
+};
+
+// One discovery with everything derived from it; immutable once built.
+struct Snapshot {
+  explicit Snapshot(Topology t) : topology(std::move(t)), model(topology) {}
+  Topology topology;
+  CostModel model;
+  std::map<PciAddress, size_t> claims;  // device -> resource index
+};
+
+class TopologyDevicePlugin {
+ public:
+  // Discovers the host once and assigns devices to resources.
+  static StatusOr<std::unique_ptr<TopologyDevicePlugin>> Create(
+      PluginOptions options);
+  ~TopologyDevicePlugin();
+
+  // Serves and registers every resource, then starts the rescan loop and the
+  // uevent monitor.
+  Status Start();
+  void Stop();
+
+  // Rescans now (also what the loop does). Errors keep the last snapshot.
+  Status Rescan();
+  // A kernel uevent arrived (the monitor calls this; tests call it directly
+  // after changing a fixture tree): rescan after the debounce delay.
+  void NotifyUevent(const std::string& action, const std::string& devpath);
+  // Fault injection: force a device's health (nullopt clears), then publish.
+  Status SetHealthOverride(const std::string& device_id,
+                           std::optional<plugin::Health> health);
+
+  // Human-readable claims per resource (--print-matches).
+  std::string DescribeMatches() const;
+  // Prometheus text exposition.
+  std::string MetricsText() const;
+  // Empty when healthy, else why not (for /healthz).
+  std::string HealthProblem() const;
+
+  plugin::PluginRunner& runner() { return *runner_; }
+  std::shared_ptr<const Snapshot> snapshot() const;
+  const PluginOptions& options() const { return options_; }
+
+ private:
+  class Handler;
+  explicit TopologyDevicePlugin(PluginOptions options);
+  StatusOr<std::shared_ptr<Snapshot>> Discover(
+      const std::map<PciAddress, size_t>& previous) const;
+  // Publishes every resource's list from `snapshot` and the health state.
+  Status Publish(const std::shared_ptr<Snapshot>& snapshot);
+  std::vector<plugin::Device> DevicesOf(const Snapshot& snapshot,
+                                        size_t resource);
+  void RescanLoop();
+
+  PluginOptions options_;
+  std::unique_ptr<SysfsReader> reader_;
+  std::unique_ptr<plugin::PluginRunner> runner_;
+  std::vector<plugin::ResourcePublisher*> publishers_;
+
+  mutable std::mutex mu_;  // guards snapshot_, health_, counters, warnings
+  std::shared_ptr<const Snapshot> snapshot_;
+  HealthTracker health_;
+  std::map<PciAddress, std::string> unhealthy_reasons_;
+  std::vector<bool> mixed_locality_warned_;
+  uint64_t rescans_ = 0;
+  uint64_t rescan_errors_ = 0;
+  std::string last_rescan_error_;
+
+  mutable std::mutex loop_mu_;  // rescan loop wake-ups
+  std::condition_variable loop_wake_;
+  bool stopping_ = false;
+  bool started_ = false;
+  std::optional<std::chrono::steady_clock::time_point> uevent_rescan_at_;
+  std::mutex rescan_mu_;  // one rescan at a time
+  std::thread loop_;
+  std::unique_ptr<UeventMonitor> uevents_;
+};
+
+}  // namespace topology::device_plugin
+
+#endif  // TOPOLOGY_DEVICE_PLUGIN_REFERENCE_PLUGIN_H_

@@ -1,0 +1,95 @@
+#include "selectors.h"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace topology::device_plugin {
+namespace {
+
+template <typename T, typename U>
+bool AnyOf(const std::vector<T>& list, const U& value) {
+  return list.empty() || std::find(list.begin(), list.end(), value) != list.end();
+}
+
+std::string ClassHex(uint32_t class_code) {
+  char text[8];
+  std::snprintf(text, sizeof(text), "%06x", class_code & 0xffffffu);
+  return text;
+}
+
+}  // namespace
+
+DeviceFacts GatherFacts(const Topology& topology, const PciDevice& device,
+                        const SysfsReader& reader) {
+  DeviceFacts facts;
+  if (!device.physfn) return facts;
+  const PciDevice* pf = topology.FindDevice(*device.physfn);
+  if (pf != nullptr) {
+    auto it = std::find(pf->virtfns.begin(), pf->virtfns.end(), device.address);
+    if (it != pf->virtfns.end()) {
+      facts.vf_index = static_cast<int>(it - pf->virtfns.begin());
+    }
+  }
+  auto names = reader.ListDirectory("bus/pci/devices/" +
+                                    device.physfn->ToString() + "/net");
+  if (names.ok()) facts.pf_netdevs = *names;
+  return facts;
+}
+
+bool Matches(const Selector& selector, const PciDevice& device,
+             const DeviceFacts& facts) {
+  if (!AnyOf(selector.vendors, device.vendor_id)) return false;
+  if (!AnyOf(selector.devices, device.device_id)) return false;
+  if (!selector.classes.empty()) {
+    const std::string hex = ClassHex(device.class_code);
+    if (std::none_of(selector.classes.begin(), selector.classes.end(),
+                     [&](const std::string& prefix) {
+                       return hex.starts_with(prefix);
+                     })) {
+      return false;
+    }
+  }
+  if (!selector.drivers.empty() &&
+      (!device.driver || !AnyOf(selector.drivers, *device.driver))) {
+    return false;
+  }
+  if (!AnyOf(selector.pci_addresses, device.address)) return false;
+  if (!selector.pf_names.empty()) {
+    const bool any = std::any_of(
+        selector.pf_names.begin(), selector.pf_names.end(),
+        [&](const PfNameSelector& pf) {
+          if (!AnyOf(facts.pf_netdevs, pf.name) || facts.pf_netdevs.empty()) {
+            return false;
+          }
+          return !pf.vf_range || (facts.vf_index >= pf.vf_range->first &&
+                                  facts.vf_index <= pf.vf_range->second);
+        });
+    if (!any) return false;
+  }
+  return true;
+}
+
+std::map<PciAddress, size_t> AssignDevices(
+    const Config& config, const Topology& topology, const SysfsReader& reader,
+    const std::map<PciAddress, size_t>& previous) {
+  std::map<PciAddress, size_t> claims;
+  for (const PciDevice& device : topology.pci_devices()) {
+    if (device.is_bridge()) continue;
+    if (auto it = previous.find(device.address); it != previous.end()) {
+      claims.emplace(device.address, it->second);
+      continue;
+    }
+    const DeviceFacts facts = GatherFacts(topology, device, reader);
+    for (size_t r = 0; r < config.resources.size(); ++r) {
+      const auto& selectors = config.resources[r].selectors;
+      if (std::any_of(selectors.begin(), selectors.end(),
+                      [&](const Selector& s) { return Matches(s, device, facts); })) {
+        claims.emplace(device.address, r);
+        break;
+      }
+    }
+  }
+  return claims;
+}
+
+}  // namespace topology::device_plugin

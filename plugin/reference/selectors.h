@@ -1,0 +1,38 @@
+// Which resource claims which PCI function.
+#ifndef TOPOLOGY_DEVICE_PLUGIN_SELECTORS_H_
+#define TOPOLOGY_DEVICE_PLUGIN_SELECTORS_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "config.h"
+#include "topology/pci_device.h"
+#include "topology/sysfs_reader.h"
+#include "topology/topology.h"
+
+namespace topology::device_plugin {
+
+// What selectors look at beyond PciDevice.
+struct DeviceFacts {
+  std::vector<std::string> pf_netdevs;  // network interfaces of the PF (VFs)
+  int vf_index = -1;                    // index among the PF's VFs
+};
+
+DeviceFacts GatherFacts(const Topology& topology, const PciDevice& device,
+                        const SysfsReader& reader);
+
+bool Matches(const Selector& selector, const PciDevice& device,
+             const DeviceFacts& facts);
+
+// Resource index per claimed device. Bridges are never claimed. Devices in
+// `previous` that still exist keep their resource (a driver unbind must
+// mark a device unhealthy, not move it out of its resource); new devices go
+// to the first resource with a matching selector.
+std::map<PciAddress, size_t> AssignDevices(
+    const Config& config, const Topology& topology, const SysfsReader& reader,
+    const std::map<PciAddress, size_t>& previous);
+
+}  // namespace topology::device_plugin
+
+#endif  // TOPOLOGY_DEVICE_PLUGIN_SELECTORS_H_
