@@ -259,6 +259,7 @@ class ResourceServer final : public ResourcePublisher {
   Clock::time_point registered_at_;
   Clock::time_point next_attempt_;
   std::chrono::milliseconds backoff_{0};
+  uint64_t failures_in_a_row_ = 0;
   grpc::ClientContext* pending_register_ = nullptr;
   std::thread supervisor_;
 
@@ -395,6 +396,17 @@ grpc::Status ResourceServer::Allocate(const v1beta1::AllocateRequest& request,
     }
     ToProto(*allocation, response->add_container_responses());
     VLOG(2) << name_ << ": allocated " << ids.size() << " device(s)";
+  }
+  if (const size_t bytes = response->ByteSizeLong();
+      bytes > options_.max_message_bytes) {
+    allocate_errors_.fetch_add(1);
+    response->Clear();
+    const Status status = ResourceExhaustedError(
+        name_ + ": the Allocate response encodes to " + std::to_string(bytes) +
+        " bytes, more than the kubelet receives (" +
+        std::to_string(options_.max_message_bytes) + ")");
+    LOG(WARNING) << status.message();
+    return ToGrpcStatus(status);
   }
   return grpc::Status::OK;
 }
@@ -651,6 +663,7 @@ void ResourceServer::Supervise() {
       if (restart_requested_) continue;
       if (status.ok()) {
         registrations_.fetch_add(1);
+        failures_in_a_row_ = 0;
         registered_ = true;
         registered_at_ = Clock::now();
         backoff_ = options_.initial_backoff;
@@ -664,11 +677,17 @@ void ResourceServer::Supervise() {
           lock.lock();
         }
       } else {
-        registration_failures_.fetch_add(1);
-        LOG(WARNING) << name_ << ": Register with "
-                     << (options_.plugin_dir / kKubeletSocket).string()
-                     << " failed: " << status.ToString() << "; retrying in "
-                     << backoff_.count() << " ms";
+        const uint64_t failures = registration_failures_.fetch_add(1) + 1;
+        ++failures_in_a_row_;
+        // The kubelet is often just restarting: warn on the 1st, 2nd, 4th,
+        // 8th... failure in a row, keep the rest for -v=1.
+        const bool warn = (failures_in_a_row_ & (failures_in_a_row_ - 1)) == 0;
+        LOG_IF(WARNING, warn || VLOG_IS_ON(1))
+            << name_ << ": Register with "
+            << (options_.plugin_dir / kKubeletSocket).string() << " failed ("
+            << failures_in_a_row_ << " in a row, " << failures
+            << " in all): " << status.ToString() << "; retrying in "
+            << backoff_.count() << " ms";
         next_attempt_ = Clock::now() + backoff_;
         backoff_ = std::min(backoff_ * 2, options_.max_backoff);
       }

@@ -1,0 +1,272 @@
+#include "fake_kubelet.h"
+
+#include <sys/stat.h>
+
+#include <utility>
+
+#include "topology/plugin/resource_name.h"
+
+namespace topology::testing {
+
+PluginConnection::~PluginConnection() {
+  stream_context_.TryCancel();
+  if (reader_.joinable()) reader_.join();
+}
+
+void PluginConnection::StartStream() {
+  stream_opened_ = Clock::now();
+  reader_ = std::thread([this] {
+    v1beta1::Empty empty;
+    auto reader = stub_->ListAndWatch(&stream_context_, empty);
+    v1beta1::ListAndWatchResponse response;
+    while (reader->Read(&response)) {
+      std::lock_guard lock(mu_);
+      messages_.push_back({response, Clock::now()});
+      changed_.notify_all();
+    }
+    grpc::Status status = reader->Finish();
+    std::lock_guard lock(mu_);
+    end_status_ = status;
+    changed_.notify_all();
+  });
+}
+
+bool PluginConnection::WaitForMessages(size_t count,
+                                       std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  return changed_.wait_for(lock, timeout,
+                           [&] { return messages_.size() >= count; });
+}
+
+std::vector<PluginConnection::Message> PluginConnection::messages() const {
+  std::lock_guard lock(mu_);
+  return messages_;
+}
+
+std::optional<v1beta1::ListAndWatchResponse> PluginConnection::latest() const {
+  std::lock_guard lock(mu_);
+  if (messages_.empty()) return std::nullopt;
+  return messages_.back().response;
+}
+
+void PluginConnection::Cancel() { stream_context_.TryCancel(); }
+
+std::optional<grpc::Status> PluginConnection::WaitForEnd(
+    std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  changed_.wait_for(lock, timeout, [&] { return end_status_.has_value(); });
+  return end_status_;
+}
+
+bool PluginConnection::ended() const {
+  std::lock_guard lock(mu_);
+  return end_status_.has_value();
+}
+
+class FakeKubelet::Service final : public v1beta1::Registration::Service {
+ public:
+  explicit Service(FakeKubelet* owner) : owner_(owner) {}
+  grpc::Status Register(grpc::ServerContext* /*context*/,
+                        const v1beta1::RegisterRequest* request,
+                        v1beta1::Empty* /*response*/) override {
+    return owner_->HandleRegister(*request);
+  }
+
+ private:
+  FakeKubelet* owner_;
+};
+
+FakeKubelet::FakeKubelet(std::filesystem::path dir) : dir_(std::move(dir)) {}
+
+FakeKubelet::~FakeKubelet() { Stop(); }
+
+void FakeKubelet::Start() {
+  std::error_code ignored;
+  std::filesystem::remove(socket_path(), ignored);
+  service_ = std::make_unique<Service>(this);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + socket_path().string(),
+                           grpc::InsecureServerCredentials());
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+}
+
+void FakeKubelet::Stop() {
+  if (server_) {
+    server_->Shutdown(std::chrono::system_clock::now() +
+                      std::chrono::seconds(1));
+    server_->Wait();
+    server_.reset();
+  }
+  std::vector<std::shared_ptr<PluginConnection>> connections;
+  {
+    std::lock_guard lock(mu_);
+    connections = connections_;
+  }
+  for (auto& connection : connections) connection->Cancel();
+  for (auto& connection : connections) {
+    connection->WaitForEnd(std::chrono::seconds(5));
+  }
+  // A kubelet that exits forgets its connections; tests holding one keep
+  // it alive through their shared_ptr.
+  std::lock_guard lock(mu_);
+  connections_.clear();
+  latest_.clear();
+}
+
+void FakeKubelet::DeleteSockets() {
+  std::error_code error;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_, error)) {
+    struct stat info {};
+    if (lstat(entry.path().c_str(), &info) == 0 && S_ISSOCK(info.st_mode)) {
+      std::filesystem::remove(entry.path(), error);
+    }
+  }
+}
+
+void FakeKubelet::Restart(std::chrono::milliseconds gap) {
+  Stop();
+  DeleteSockets();
+  std::this_thread::sleep_for(gap);
+  Start();
+}
+
+void FakeKubelet::SetReplyDelay(std::chrono::milliseconds delay) {
+  std::lock_guard lock(mu_);
+  reply_delay_ = delay;
+}
+
+void FakeKubelet::SetDenial(std::optional<grpc::Status> denial) {
+  std::lock_guard lock(mu_);
+  denial_ = std::move(denial);
+}
+
+size_t FakeKubelet::register_attempts() const {
+  std::lock_guard lock(mu_);
+  return attempts_.size();
+}
+
+std::vector<FakeKubelet::Clock::time_point> FakeKubelet::register_times()
+    const {
+  std::lock_guard lock(mu_);
+  return attempts_;
+}
+
+size_t FakeKubelet::accepted_registrations() const {
+  std::lock_guard lock(mu_);
+  size_t total = 0;
+  for (const auto& [resource, count] : accepted_) total += count;
+  return total;
+}
+
+bool FakeKubelet::options_before_reply() const {
+  std::lock_guard lock(mu_);
+  return options_before_reply_;
+}
+
+bool FakeKubelet::first_list_before_reply() const {
+  std::lock_guard lock(mu_);
+  return first_list_before_reply_;
+}
+
+std::shared_ptr<PluginConnection> FakeKubelet::WaitForConnection(
+    const std::string& resource, std::chrono::milliseconds timeout,
+    size_t min_accepted) {
+  std::unique_lock lock(mu_);
+  auto ready = [&] {
+    auto it = accepted_.find(resource);
+    return it != accepted_.end() && it->second >= min_accepted &&
+           latest_.contains(resource);
+  };
+  if (!changed_.wait_for(lock, timeout, ready)) return nullptr;
+  return latest_[resource];
+}
+
+grpc::Status FakeKubelet::HandleRegister(
+    const v1beta1::RegisterRequest& request) {
+  std::chrono::milliseconds delay;
+  std::optional<grpc::Status> denial;
+  {
+    std::lock_guard lock(mu_);
+    attempts_.push_back(Clock::now());
+    delay = reply_delay_;
+    denial = denial_;
+  }
+  changed_.notify_all();
+  if (denial) return *denial;
+  if (request.version() != "v1beta1") {
+    return grpc::Status(grpc::StatusCode::UNKNOWN,
+                        "requested API version \"" + request.version() +
+                            "\" is not supported by kubelet. Supported "
+                            "version is [\"v1beta1\"]");
+  }
+  if (!plugin::ValidateResourceName(request.resource_name()).ok()) {
+    return grpc::Status(grpc::StatusCode::UNKNOWN,
+                        "the ResourceName \"" + request.resource_name() +
+                            "\" is invalid");
+  }
+  if (!plugin::ValidateEndpointName(request.endpoint()).ok()) {
+    return grpc::Status(grpc::StatusCode::UNKNOWN,
+                        "invalid endpoint " + request.endpoint());
+  }
+  auto connection = std::shared_ptr<PluginConnection>(new PluginConnection());
+  connection->request_ = request;
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(4 << 20);
+  connection->channel_ = grpc::CreateCustomChannel(
+      "unix:" + (dir_ / request.endpoint()).string(),
+      grpc::InsecureChannelCredentials(), args);
+  if (!connection->channel_->WaitForConnected(std::chrono::system_clock::now() +
+                                              std::chrono::seconds(10))) {
+    return grpc::Status(grpc::StatusCode::UNKNOWN,
+                        "failed to dial device plugin: " + request.endpoint());
+  }
+  connection->stub_ = v1beta1::DevicePlugin::NewStub(connection->channel_);
+  {
+    grpc::ClientContext context;
+    v1beta1::Empty empty;
+    grpc::Status status = connection->stub_->GetDevicePluginOptions(
+        &context, empty, &connection->options_);
+    if (!status.ok()) {
+      return grpc::Status(grpc::StatusCode::UNKNOWN,
+                          "failed to get device plugin options: " +
+                              status.error_message());
+    }
+  }
+  // Like the kubelet: the stream starts before Register returns.
+  connection->StartStream();
+  {
+    std::lock_guard lock(mu_);
+    connections_.push_back(connection);
+    ++accepted_[request.resource_name()];
+    latest_[request.resource_name()] = connection;
+  }
+  changed_.notify_all();
+  std::this_thread::sleep_for(delay);
+  {
+    std::lock_guard lock(mu_);
+    options_before_reply_ = true;
+    first_list_before_reply_ = !connection->messages().empty();
+  }
+  return grpc::Status::OK;
+}
+
+size_t CountThreads() {
+  size_t count = 0;
+  for ([[maybe_unused]] const auto& entry :
+       std::filesystem::directory_iterator("/proc/self/task")) {
+    ++count;
+  }
+  return count;
+}
+
+size_t CountOpenFds() {
+  size_t count = 0;
+  for ([[maybe_unused]] const auto& entry :
+       std::filesystem::directory_iterator("/proc/self/fd")) {
+    ++count;
+  }
+  return count;
+}
+
+}  // namespace topology::testing

@@ -1,0 +1,1013 @@
+// Part P of the device plugin conformance checklist for the framework, over
+// real gRPC on unix sockets in a temp directory against an in-process fake
+// kubelet. Test names carry the checklist number (P01 = item 1).
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <set>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <grpcpp/generic/generic_stub.h>
+#include <gtest/gtest.h>
+
+#include "fake_kubelet.h"
+#include "plugin_test_support.h"
+#include "status_matchers.h"
+#include "temp_dir.h"
+#include "topology/plugin/plugin_runner.h"
+#include "topology/plugin/resource_name.h"
+
+namespace topology::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+
+constexpr char kResource[] = "example.com/dev";
+
+class FrameworkTest : public ::testing::Test {
+ protected:
+  plugin::RunnerOptions Options() const {
+    plugin::RunnerOptions options;
+    options.plugin_dir = dir_.path();
+    options.initial_backoff = 200ms;
+    options.max_backoff = 1s;
+    options.stream_gap = 0ms;
+    return options;
+  }
+
+  // Starts the plugin with `devices` (and a fake kubelet first when asked).
+  void StartPlugin(std::vector<plugin::Device> devices,
+                   plugin::RunnerOptions options,
+                   std::shared_ptr<ScriptedHandler> handler = nullptr) {
+    handler_ = handler ? handler : std::make_shared<ScriptedHandler>();
+    runner_ = std::make_unique<plugin::PluginRunner>(options);
+    auto publisher =
+        runner_->AddResource(kResource, handler_, std::move(devices));
+    ASSERT_THAT(publisher.status(), IsOk());
+    publisher_ = *publisher;
+    ASSERT_THAT(runner_->Start(), IsOk());
+  }
+  void StartPlugin(std::vector<plugin::Device> devices) {
+    StartPlugin(std::move(devices), Options());
+  }
+
+  std::shared_ptr<PluginConnection> Connection(size_t min_accepted = 1,
+                                               std::chrono::milliseconds
+                                                   timeout = 10s) {
+    return kubelet_.WaitForConnection(kResource, timeout, min_accepted);
+  }
+
+  TempDir dir_;
+  FakeKubelet kubelet_{dir_.path()};
+  std::shared_ptr<ScriptedHandler> handler_;
+  std::unique_ptr<plugin::PluginRunner> runner_;
+  plugin::ResourcePublisher* publisher_ = nullptr;
+};
+
+std::vector<std::string> Ids(const v1beta1::ListAndWatchResponse& response) {
+  std::vector<std::string> ids;
+  for (const auto& device : response.devices()) ids.push_back(device.id());
+  return ids;
+}
+
+// --- P.a Startup and registration -----------------------------------------
+
+TEST_F(FrameworkTest, P01_ServesBeforeRegistering) {
+  kubelet_.Start();
+  StartPlugin(MakeDevices(2));
+  auto connection = Connection();
+  ASSERT_NE(connection, nullptr);
+  for (int i = 0; i < 50 && !publisher_->registered(); ++i) {
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_TRUE(publisher_->registered());
+  // The fake kubelet dialled back and read the options inside Register.
+  EXPECT_TRUE(kubelet_.options_before_reply());
+}
+
+TEST_F(FrameworkTest, P02_RegisterRequestFields) {
+  kubelet_.Start();
+  StartPlugin(MakeDevices(2));
+  auto connection = Connection();
+  ASSERT_NE(connection, nullptr);
+  const auto& request = connection->request();
+  EXPECT_EQ(request.version(), "v1beta1");
+  EXPECT_THAT(plugin::ValidateEndpointName(request.endpoint()), IsOk());
+  EXPECT_EQ(request.endpoint().find('/'), std::string::npos);
+  EXPECT_NE(request.endpoint(), "kubelet.sock");
+  EXPECT_EQ(request.resource_name(), kResource);
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() / request.endpoint()));
+}
+
+TEST_F(FrameworkTest, P03_RegisterOptionsEqualGetDevicePluginOptions) {
+  kubelet_.Start();
+  StartPlugin(MakeDevices(2));
+  auto connection = Connection();
+  ASSERT_NE(connection, nullptr);
+  EXPECT_EQ(connection->request().options().SerializeAsString(),
+            connection->options().SerializeAsString());
+  EXPECT_TRUE(connection->options().pre_start_required());
+  EXPECT_TRUE(connection->options().get_preferred_allocation_available());
+}
+
+TEST_F(FrameworkTest, P04_MethodPathsAndUnknownMethod) {
+  kubelet_.Start();
+  StartPlugin(MakeDevices(2));
+  auto connection = Connection();
+  ASSERT_NE(connection, nullptr);
+  grpc::GenericStub generic(connection->channel());
+  auto call = [&](const std::string& path, const google::protobuf::Message&
+                                               request) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + 5s);
+    grpc::ByteBuffer out;
+    grpc::ByteBuffer in;
+    std::string bytes = request.SerializeAsString();
+    grpc::Slice slice(bytes);
+    in = grpc::ByteBuffer(&slice, 1);
+    std::promise<grpc::Status> done;
+    generic.UnaryCall(&context, path, grpc::StubOptions(), &in, &out,
+                      [&](grpc::Status status) { done.set_value(status); });
+    return done.get_future().get();
+  };
+  v1beta1::Empty empty;
+  v1beta1::AllocateRequest allocate;
+  allocate.add_container_requests()->add_devices_ids("dev-0");
+  v1beta1::PreferredAllocationRequest preferred;
+  auto* container = preferred.add_container_requests();
+  container->add_available_deviceids("dev-0");
+  container->set_allocation_size(1);
+  v1beta1::PreStartContainerRequest pre_start;
+  pre_start.add_devices_ids("dev-0");
+  EXPECT_TRUE(call("/v1beta1.DevicePlugin/GetDevicePluginOptions", empty).ok());
+  EXPECT_TRUE(call("/v1beta1.DevicePlugin/Allocate", allocate).ok());
+  EXPECT_TRUE(call("/v1beta1.DevicePlugin/GetPreferredAllocation", preferred).ok());
+  EXPECT_TRUE(call("/v1beta1.DevicePlugin/PreStartContainer", pre_start).ok());
+  EXPECT_EQ(call("/v1beta2.DevicePlugin/Allocate", allocate).error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+  // ListAndWatch answers on its path too (it is server-streaming).
+  EXPECT_TRUE(connection->WaitForMessages(1, 2s));
+}
+
+TEST_F(FrameworkTest, P05_NoDeadlockWhileRegisterPending) {
+  kubelet_.SetReplyDelay(3s);
+  kubelet_.Start();
+  const auto start = std::chrono::steady_clock::now();
+  StartPlugin(MakeDevices(2));
+  auto connection = Connection(1, 5s);
+  ASSERT_NE(connection, nullptr);
+  // Options were read and the list streamed while Register was held.
+  EXPECT_TRUE(connection->WaitForMessages(1, 2s));
+  EXPECT_LT(connection->messages()[0].received - start, 2500ms);
+  grpc::ClientContext context;
+  v1beta1::DevicePluginOptions options;
+  EXPECT_TRUE(connection->stub()
+                  .GetDevicePluginOptions(&context, v1beta1::Empty(), &options)
+                  .ok());
+  for (int i = 0; i < 40 && !publisher_->registered(); ++i) {
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(publisher_->registered());
+}
+
+TEST_F(FrameworkTest, P06_ListAndWatchBeforeRegisterReply) {
+  kubelet_.SetReplyDelay(1s);
+  kubelet_.Start();
+  StartPlugin(MakeDevices(3));
+  auto connection = Connection();
+  ASSERT_NE(connection, nullptr);
+  ASSERT_TRUE(connection->WaitForMessages(1, 2s));
+  for (int i = 0; i < 30 && !publisher_->registered(); ++i) {
+    std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_TRUE(kubelet_.first_list_before_reply());
+  EXPECT_THAT(Ids(connection->messages()[0].response), SizeIs(3));
+}
+
+TEST_F(FrameworkTest, P07_RejectedRegisterRetriesWithBackoff) {
+  kubelet_.SetDenial(grpc::Status(
+      grpc::StatusCode::UNKNOWN,
+      "requested API version \"v1beta1\" is not supported by kubelet. "
+      "Supported version is [\"v1\"]"));
+  kubelet_.Start();
+  auto options = Options();
+  options.initial_backoff = 1s;
+  options.max_backoff = 4s;
+  StartPlugin(MakeDevices(2), options);
+  std::this_thread::sleep_for(3500ms);
+  const auto times = kubelet_.register_times();
+  // 0 s, 1 s, 3 s: back-off of at least 1 s, doubling; never a busy loop.
+  ASSERT_GE(times.size(), 2u);
+  EXPECT_LE(times.size(), 3u);
+  for (size_t i = 1; i < times.size(); ++i) {
+    EXPECT_GE(times[i] - times[i - 1], 950ms);
+  }
+  EXPECT_FALSE(publisher_->registered());
+  kubelet_.SetDenial(std::nullopt);
+  EXPECT_NE(Connection(1, 6s), nullptr);
+  EXPECT_EQ(kubelet_.accepted_registrations(), 1u);
+}
+
+TEST_F(FrameworkTest, P08_InvalidResourceNameIsAConfigurationError) {
+  plugin::PluginRunner runner(Options());
+  for (const char* name : {"foo", "example.com/", "Example.com/foo",
+                           "kubernetes.io/foo", "example.com/-foo"}) {
+    auto added = runner.AddResource(name, std::make_shared<ScriptedHandler>(),
+                                    MakeDevices(1));
+    EXPECT_THAT(added.status(),
+                StatusIs(StatusCode::kInvalidArgument,
+                         HasSubstr("the ResourceName \"" + std::string(name) +
+                                   "\" is invalid")));
+  }
+}
+
+TEST_F(FrameworkTest, P09_KubeletSocketAppearsLater) {
+  StartPlugin(MakeDevices(2));
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_FALSE(publisher_->registered());
+  const auto created = std::chrono::steady_clock::now();
+  kubelet_.Start();
+  auto connection = Connection(1, 5s);
+  ASSERT_NE(connection, nullptr);
+  // The directory watch registers at once, well inside one retry interval.
+  EXPECT_LT(kubelet_.register_times().back() - created, 1s);
+}
+
+// A unix socket file nobody listens on.
+void MakeDeadSocket(const std::filesystem::path& path) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  close(fd);
+}
+
+TEST_F(FrameworkTest, P10_StaleKubeletSocketIsRetried) {
+  MakeDeadSocket(dir_.path() / "kubelet.sock");
+  StartPlugin(MakeDevices(2));
+  std::this_thread::sleep_for(1s);
+  EXPECT_FALSE(publisher_->registered());
+  EXPECT_GE(publisher_->stats().registration_failures, 1u);
+  kubelet_.Start();
+  EXPECT_NE(Connection(1, 5s), nullptr);
+}
+
+TEST_F(FrameworkTest, P11_CannotBindIsAClearErrorAndNothingRegisters) {
+  kubelet_.Start();
+  // Occupy the first socket path with a non-empty directory.
+  const auto blocked = dir_.path() / ("topology-example.com_dev-" +
+                                      std::to_string(getpid()) + "-0.sock");
+  std::filesystem::create_directories(blocked / "child");
+  plugin::PluginRunner runner(Options());
+  ASSERT_THAT(runner.AddResource(kResource, std::make_shared<ScriptedHandler>(),
+                                 MakeDevices(1))
+                  .status(),
+              IsOk());
+  EXPECT_THAT(runner.Start(), StatusIs(StatusCode::kFailedPrecondition,
+                                       HasSubstr("cannot serve")));
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(kubelet_.register_attempts(), 0u);
+
+  plugin::RunnerOptions missing = Options();
+  missing.plugin_dir = dir_.path() / "does-not-exist";
+  plugin::PluginRunner runner2(missing);
+  ASSERT_THAT(runner2
+                  .AddResource(kResource, std::make_shared<ScriptedHandler>(),
+                               MakeDevices(1))
+                  .status(),
+              IsOk());
+  EXPECT_THAT(runner2.Start(),
+              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("does not exist")));
+}
+
+TEST_F(FrameworkTest, P13_LongSocketPathRefusedAtStartup) {
+  const auto deep = dir_.path() / std::string(90, 'd');
+  std::filesystem::create_directories(deep);
+  plugin::RunnerOptions options = Options();
+  options.plugin_dir = deep;
+  plugin::PluginRunner runner(options);
+  ASSERT_THAT(runner.AddResource(kResource, std::make_shared<ScriptedHandler>(),
+                                 MakeDevices(1))
+                  .status(),
+              IsOk());
+  EXPECT_THAT(runner.Start(), StatusIs(StatusCode::kInvalidArgument,
+                                       HasSubstr("unix sockets allow 107")));
+}
+
+TEST_F(FrameworkTest, P14_StaleOwnSocketsAreRemoved) {
+  const auto stale = dir_.path() / "topology-example.com_dev-999999-3.sock";
+  MakeDeadSocket(stale);
+  const auto same_path = dir_.path() / ("topology-example.com_dev-" +
+                                        std::to_string(getpid()) + "-0.sock");
+  std::ofstream(same_path) << "leftover";
+  const auto unrelated = dir_.path() / "other-plugin.sock";
+  MakeDeadSocket(unrelated);
+  kubelet_.Start();
+  StartPlugin(MakeDevices(1));
+  EXPECT_FALSE(std::filesystem::exists(stale));
+  EXPECT_TRUE(std::filesystem::exists(unrelated));  // not ours to remove
+  auto connection = Connection();
+  ASSERT_NE(connection, nullptr);
+  EXPECT_EQ(connection->request().endpoint(), same_path.filename().string());
+  EXPECT_TRUE(connection->WaitForMessages(1, 2s));
+}
+
+TEST_F(FrameworkTest, P15_OptionsAreStable) {
+  kubelet_.Start();
+  StartPlugin(MakeDevices(1));
+  auto connection = Connection();
+  ASSERT_NE(connection, nullptr);
+  std::string first;
+  for (int i = 0; i < 5; ++i) {
+    grpc::ClientContext context;
+    v1beta1::DevicePluginOptions options;
+    ASSERT_TRUE(connection->stub()
+                    .GetDevicePluginOptions(&context, v1beta1::Empty(), &options)
+                    .ok());
+    if (i == 0) first = options.SerializeAsString();
+    EXPECT_EQ(options.SerializeAsString(), first);
+  }
+}
+
+// --- P.b ListAndWatch -------------------------------------------------------
+
+TEST_F(FrameworkTest, P16_FirstMessageIsImmediateAndFull) {
+  kubelet_.Start();
+  StartPlugin(MakeDevices(16));
+  auto connection = Connection();
+  ASSERT_NE(connection, nullptr);
+  ASSERT_TRUE(connection->WaitForMessages(1, 1s));
+  const auto first = connection->messages()[0];
+  EXPECT_LT(first.received - connection->stream_opened(), 1s);
+  EXPECT_THAT(Ids(first.response), SizeIs(16));
+}
+
+TEST_F(FrameworkTest, P17_P18_HealthStringsIdsAndTopology) {
+  kubelet_.Start();
+  auto devices = MakeDevices(6);
+  devices[1].health = plugin::Health::kUnhealthy;
+  devices[2].numa_nodes.clear();
+  devices[3].numa_nodes = {0, 1};
+  StartPlugin(devices);
+  auto connection = Connection();
+  ASSERT_NE(connection, nullptr);
+  ASSERT_TRUE(connection->WaitForMessages(1, 2s));
+  std::set<std::string> ids;
+  const v1beta1::ListAndWatchResponse latest = *connection->latest();
+  for (const auto& device : latest.devices()) {
+    EXPECT_TRUE(device.health() == "Healthy" || device.health() == "Unhealthy");
+    EXPECT_FALSE(device.id().empty());
+    EXPECT_LE(device.id().size(), 63u);
+    EXPECT_TRUE(ids.insert(device.id()).second);
+    if (device.has_topology()) {
+      EXPECT_GE(device.topology().nodes_size(), 1);
+      for (const auto& node : device.topology().nodes()) EXPECT_GE(node.id(), 0);
+    }
+  }
+  EXPECT_EQ(latest.devices(1).health(), "Unhealthy");
+  EXPECT_FALSE(latest.devices(2).has_topology());
+  EXPECT_EQ(latest.devices(3).topology().nodes_size(), 2);
+
+  // The publisher refuses what the kubelet would mis-read, keeping the list.
+  auto bad = MakeDevices(2);
+  bad[1].numa_nodes = {-1};
+  EXPECT_THAT(publisher_->SetDevices(bad),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("negative NUMA")));
+  bad = MakeDevices(2);
+  bad[1].id = std::string(64, 'x');
+  EXPECT_THAT(publisher_->SetDevices(bad),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("63 bytes")));
+  bad = MakeDevices(2);
+  bad[1].id = bad[0].id;
+  EXPECT_THAT(publisher_->SetDevices(bad),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("twice")));
+  bad[1].id = "";
+  EXPECT_THAT(publisher_->SetDevices(bad),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("empty id")));
+  EXPECT_THAT(publisher_->devices(), SizeIs(6));
+}
+
+TEST_F(FrameworkTest, P19_HealthChangeStreamsTheFullList) {
+  kubelet_.Start();
+  auto devices = MakeDevices(8);
+  StartPlugin(devices);
+  auto connection = Connection();
+  ASSERT_NE(connection, nullptr);
+  ASSERT_TRUE(connection->WaitForMessages(1, 2s));
+  devices[5].health = plugin::Health::kUnhealthy;
+  const auto changed = std::chrono::steady_clock::now();
+  ASSERT_THAT(publisher_->SetDevices(devices), IsOk());
+  ASSERT_TRUE(connection->WaitForMessages(2, 1s));
+  const auto messages = connection->messages();
+  EXPECT_LT(messages[1].received - changed, 1s);
+  ASSERT_EQ(messages[1].response.devices_size(), 8);
+  for (int i = 0; i < 8; ++i) {
+    EXPECT_EQ(messages[1].response.devices(i).id(),
+              messages[0].response.devices(i).id());
+    EXPECT_EQ(messages[1].response.devices(i).health(),
+              i == 5 ? "Unhealthy" : "Healthy");
+  }
+  // An unchanged list is not streamed again.
+  ASSERT_THAT(publisher_->SetDevices(devices), IsOk());
+  std::this_thread::sleep_for(200ms);
+  EXPECT_THAT(connection->messages(), SizeIs(2));
+}
+
+TEST_F(FrameworkTest, P20_RemovalSendsTheRemainingDevices) {
+  kubelet_.Start();
+  auto devices = MakeDevices(4);
+  StartPlugin(devices);
+  auto connection = Connection();
+  ASSERT_NE(connection, nullptr);
+  ASSERT_TRUE(connection->WaitForMessages(1, 2s));
+  devices.erase(devices.begin() + 1);
+  ASSERT_THAT(publisher_->SetDevices(devices), IsOk());
+  ASSERT_TRUE(connection->WaitForMessages(2, 1s));
+  EXPECT_THAT(Ids(*connection->latest()), ElementsAre("dev-0", "dev-2", "dev-3"));
+}
+
+TEST_F(FrameworkTest, P21_IdleStreamStaysOpen) {
+  kubelet_.Start();
+  StartPlugin(MakeDevices(2));
+  auto connection = Connection();
+  ASSERT_NE(connection, nullptr);
+  ASSERT_TRUE(connection->WaitForMessages(1, 2s));
+  // Nothing changes for a while: the stream neither ends nor repeats.
+  EXPECT_FALSE(connection->WaitForEnd(3s).has_value());
+  EXPECT_THAT(connection->messages(), SizeIs(1));
+}
+
+TEST_F(FrameworkTest, P22_P23_NewStreamsGetTheCurrentList) {
+  kubelet_.Start();
+  auto devices = MakeDevices(3);
+  StartPlugin(devices);
+  auto first = Connection();
+  ASSERT_NE(first, nullptr);
+  ASSERT_TRUE(first->WaitForMessages(1, 2s));
+  // A second stream on the same socket while the first lives (takeover).
+  grpc::ClientContext context;
+  auto second = first->stub().ListAndWatch(&context, v1beta1::Empty());
+  v1beta1::ListAndWatchResponse response;
+  ASSERT_TRUE(second->Read(&response));
+  EXPECT_THAT(Ids(response), SizeIs(3));
+  devices.pop_back();
+  ASSERT_THAT(publisher_->SetDevices(devices), IsOk());
+  ASSERT_TRUE(second->Read(&response));
+  EXPECT_THAT(Ids(response), SizeIs(2));
+  ASSERT_TRUE(first->WaitForMessages(2, 1s));
+  EXPECT_EQ(publisher_->stats().open_streams, 2u);
+  // The first stream is cancelled; later changes reach the second.
+  first->Cancel();
+  ASSERT_TRUE(first->WaitForEnd(2s).has_value());
+  devices.pop_back();
+  ASSERT_THAT(publisher_->SetDevices(devices), IsOk());
+  ASSERT_TRUE(second->Read(&response));
+  EXPECT_THAT(Ids(response), SizeIs(1));
+  context.TryCancel();
+  second->Finish().IgnoreError();
+}
+
+TEST_F(FrameworkTest, P24_CancelCyclesDoNotLeak) {
+  kubelet_.Start();
+  StartPlugin(MakeDevices(4));
+  auto connection = Connection();
+  ASSERT_NE(connection, nullptr);
+  auto cycle = [&](int n) {
+    for (int i = 0; i < n; ++i) {
+      grpc::ClientContext context;
+      auto stream = connection->stub().ListAndWatch(&context, v1beta1::Empty());
+      v1beta1::ListAndWatchResponse response;
+      ASSERT_TRUE(stream->Read(&response));
+      context.TryCancel();
+      (void)stream->Finish();
+    }
+  };
+  cycle(50);  // warm up gRPC's lazily created threads
+  std::this_thread::sleep_for(200ms);
+  const size_t threads = CountThreads();
+  const size_t fds = CountOpenFds();
+  cycle(1000);
+  for (int i = 0; i < 50 && publisher_->stats().open_streams > 1; ++i) {
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ(publisher_->stats().open_streams, 1u);  // the fake kubelet's
+  EXPECT_LE(CountThreads(), threads + 2);
+  EXPECT_LE(CountOpenFds(), fds + 2);
+}
+
+// 10,000 devices with 63-byte ids and one NUMA node each.
+std::vector<plugin::Device> LongIdDevices(int count) {
+  std::vector<plugin::Device> devices;
+  for (int i = 0; i < count; ++i) {
+    std::string id = "device-" + std::to_string(i) + "-";
+    id.resize(63, 'x');
+    devices.push_back({.id = id, .health = plugin::Health::kHealthy,
+                       .numa_nodes = {i % 8}});
+  }
+  return devices;
+}
+
+TEST_F(FrameworkTest, P25_TenThousandDevicesInOneMessage) {
+  kubelet_.Start();
+  StartPlugin(LongIdDevices(10000));
+  auto connection = Connection();
+  ASSERT_NE(connection, nullptr);
+  ASSERT_TRUE(connection->WaitForMessages(1, 2s));
+  const auto first = connection->messages()[0];
+  EXPECT_EQ(first.response.devices_size(), 10000);
+  EXPECT_LT(first.response.ByteSizeLong(), 4u << 20);
+  EXPECT_LT(first.received - connection->stream_opened(), 1s);
+}
+
+TEST_F(FrameworkTest, P26_OversizedListIsRefusedNotSent) {
+  kubelet_.Start();
+  StartPlugin(MakeDevices(2));
+  auto connection = Connection();
+  ASSERT_NE(connection, nullptr);
+  ASSERT_TRUE(connection->WaitForMessages(1, 2s));
+  EXPECT_THAT(publisher_->SetDevices(LongIdDevices(60000)),
+              StatusIs(StatusCode::kResourceExhausted,
+                       HasSubstr("more than the kubelet receives")));
+  std::this_thread::sleep_for(200ms);
+  EXPECT_THAT(connection->messages(), SizeIs(1));
+  EXPECT_THAT(publisher_->devices(), SizeIs(2));
+  // And at start-up, before anything is served.
+  plugin::PluginRunner runner(Options());
+  EXPECT_THAT(runner
+                  .AddResource("example.com/other",
+                               std::make_shared<ScriptedHandler>(),
+                               LongIdDevices(60000))
+                  .status(),
+              StatusIs(StatusCode::kResourceExhausted));
+}
+
+// --- P.c GetPreferredAllocation (framework checks) --------------------------
+
+class FrameworkRpcTest : public FrameworkTest {
+ protected:
+  void SetUp() override {
+    kubelet_.Start();
+    StartPlugin(MakeDevices(8));
+    connection_ = Connection();
+    ASSERT_NE(connection_, nullptr);
+    ASSERT_TRUE(connection_->WaitForMessages(1, 2s));
+  }
+
+  grpc::Status Preferred(const std::vector<std::string>& available,
+                         const std::vector<std::string>& must, int size,
+                         v1beta1::PreferredAllocationResponse* response) {
+    v1beta1::PreferredAllocationRequest request;
+    auto* container = request.add_container_requests();
+    for (const auto& id : available) container->add_available_deviceids(id);
+    for (const auto& id : must) container->add_must_include_deviceids(id);
+    container->set_allocation_size(size);
+    grpc::ClientContext context;
+    return connection_->stub().GetPreferredAllocation(&context, request,
+                                                      response);
+  }
+
+  grpc::Status Allocate(const std::vector<std::vector<std::string>>& containers,
+                        v1beta1::AllocateResponse* response) {
+    v1beta1::AllocateRequest request;
+    for (const auto& ids : containers) {
+      auto* container = request.add_container_requests();
+      for (const auto& id : ids) container->add_devices_ids(id);
+    }
+    grpc::ClientContext context;
+    return connection_->stub().Allocate(&context, request, response);
+  }
+
+  std::shared_ptr<PluginConnection> connection_;
+};
+
+TEST_F(FrameworkRpcTest, P27_OneAnswerPerRequestInOrder) {
+  v1beta1::PreferredAllocationRequest request;
+  for (int size : {1, 3, 2}) {
+    auto* container = request.add_container_requests();
+    for (int i = 0; i < 8; ++i) {
+      container->add_available_deviceids("dev-" + std::to_string(i));
+    }
+    container->set_allocation_size(size);
+  }
+  grpc::ClientContext context;
+  v1beta1::PreferredAllocationResponse response;
+  ASSERT_TRUE(connection_->stub()
+                  .GetPreferredAllocation(&context, request, &response)
+                  .ok());
+  ASSERT_EQ(response.container_responses_size(), 3);
+  EXPECT_EQ(response.container_responses(0).deviceids_size(), 1);
+  EXPECT_EQ(response.container_responses(1).deviceids_size(), 3);
+  EXPECT_EQ(response.container_responses(2).deviceids_size(), 2);
+}
+
+TEST_F(FrameworkRpcTest, P30_P31_MalformedRequestsAreInvalidArgument) {
+  v1beta1::PreferredAllocationResponse response;
+  auto code = [&](const std::vector<std::string>& available,
+                  const std::vector<std::string>& must, int size) {
+    response.Clear();
+    return Preferred(available, must, size, &response).error_code();
+  };
+  const auto invalid = grpc::StatusCode::INVALID_ARGUMENT;
+  EXPECT_EQ(code({"dev-0", "dev-1"}, {"dev-2"}, 2), invalid);  // must ⊄ avail
+  EXPECT_EQ(code({"dev-0", "dev-1"}, {}, 3), invalid);         // size > avail
+  EXPECT_EQ(code({"dev-0", "dev-1"}, {"dev-0", "dev-1"}, 1), invalid);
+  EXPECT_EQ(code({"dev-0", "dev-1"}, {}, 0), invalid);
+  EXPECT_EQ(code({"dev-0", "dev-1"}, {}, -4), invalid);
+  // The plugin stays healthy.
+  EXPECT_EQ(code({"dev-0", "dev-1"}, {}, 1), grpc::StatusCode::OK);
+}
+
+TEST_F(FrameworkRpcTest, P32_UnknownIdsRejectedDuplicatesCollapsed) {
+  v1beta1::PreferredAllocationResponse response;
+  grpc::Status status = Preferred({"dev-0", "nope"}, {}, 1, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("unknown device \"nope\""));
+  response.Clear();
+  ASSERT_TRUE(Preferred({"dev-0", "dev-0", "dev-1", "dev-1"}, {"dev-1", "dev-1"},
+                        2, &response)
+                  .ok());
+  ASSERT_EQ(response.container_responses_size(), 1);
+  std::set<std::string> ids(response.container_responses(0).deviceids().begin(),
+                            response.container_responses(0).deviceids().end());
+  EXPECT_EQ(ids, (std::set<std::string>{"dev-0", "dev-1"}));
+}
+
+TEST_F(FrameworkTest, P35_PreferredWithoutTheOptionDoesNotCrash) {
+  kubelet_.Start();
+  StartPlugin(MakeDevices(2), Options(),
+              std::make_shared<ScriptedHandler>(plugin::DevicePluginOptions{}));
+  auto connection = Connection();
+  ASSERT_NE(connection, nullptr);
+  EXPECT_FALSE(connection->options().get_preferred_allocation_available());
+  v1beta1::PreferredAllocationRequest request;
+  request.add_container_requests()->add_available_deviceids("dev-0");
+  grpc::ClientContext context;
+  v1beta1::PreferredAllocationResponse response;
+  EXPECT_EQ(connection->stub()
+                .GetPreferredAllocation(&context, request, &response)
+                .error_code(),
+            grpc::StatusCode::UNIMPLEMENTED);
+  grpc::ClientContext again;
+  v1beta1::DevicePluginOptions options;
+  EXPECT_TRUE(connection->stub()
+                  .GetDevicePluginOptions(&again, v1beta1::Empty(), &options)
+                  .ok());
+}
+
+// --- P.d Allocate -----------------------------------------------------------
+
+TEST_F(FrameworkRpcTest, P36_P37_OneResponsePerContainerInOrder) {
+  v1beta1::AllocateResponse response;
+  ASSERT_TRUE(Allocate({{"dev-1"}, {"dev-2", "dev-3"}, {"dev-0"}}, &response).ok());
+  ASSERT_EQ(response.container_responses_size(), 3);
+  EXPECT_EQ(response.container_responses(0).envs().at("DEVICES"), "dev-1");
+  EXPECT_EQ(response.container_responses(1).envs().at("DEVICES"), "dev-2,dev-3");
+  EXPECT_EQ(response.container_responses(2).envs().at("DEVICES"), "dev-0");
+  for (const auto& container : response.container_responses()) {
+    for (const auto& [key, value] : container.envs()) EXPECT_FALSE(key.empty());
+    for (const auto& device : container.devices()) {
+      EXPECT_EQ(device.permissions().find_first_not_of("rwm"), std::string::npos);
+    }
+  }
+  response.Clear();
+  ASSERT_TRUE(Allocate({{"dev-4"}}, &response).ok());
+  EXPECT_EQ(response.container_responses_size(), 1);
+}
+
+TEST_F(FrameworkRpcTest, P38_UnknownIdRejectedWithoutSideEffects) {
+  v1beta1::AllocateResponse response;
+  const int calls = handler_->allocate_calls.load();
+  grpc::Status status = Allocate({{"dev-0", "ghost"}}, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("\"ghost\""));
+  EXPECT_EQ(handler_->allocate_calls.load(), calls);  // handler never saw it
+  response.Clear();
+  EXPECT_TRUE(Allocate({{"dev-0"}}, &response).ok());
+}
+
+TEST_F(FrameworkRpcTest, P39_UnhealthyIdRejected) {
+  auto devices = MakeDevices(8);
+  devices[3].health = plugin::Health::kUnhealthy;
+  ASSERT_THAT(publisher_->SetDevices(devices), IsOk());
+  ASSERT_TRUE(connection_->WaitForMessages(2, 1s));
+  v1beta1::AllocateResponse response;
+  grpc::Status status = Allocate({{"dev-3"}}, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("unhealthy"));
+}
+
+TEST_F(FrameworkRpcTest, P40_P41_ReallocationAndEmptyRequests) {
+  v1beta1::AllocateResponse first;
+  v1beta1::AllocateResponse second;
+  ASSERT_TRUE(Allocate({{"dev-5"}}, &first).ok());
+  ASSERT_TRUE(Allocate({{"dev-5"}}, &second).ok());
+  EXPECT_EQ(first.SerializeAsString(), second.SerializeAsString());
+  v1beta1::AllocateResponse empty;
+  ASSERT_TRUE(Allocate({{}}, &empty).ok());
+  EXPECT_EQ(empty.container_responses_size(), 1);
+}
+
+TEST_F(FrameworkRpcTest, P42_ConcurrentAllocate) {
+  auto devices = MakeDevices(128);
+  ASSERT_THAT(publisher_->SetDevices(devices), IsOk());
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::future<bool>> results;
+  for (int i = 0; i < 64; ++i) {
+    results.push_back(std::async(std::launch::async, [&, i] {
+      const std::vector<std::string> ids = {"dev-" + std::to_string(2 * i),
+                                            "dev-" + std::to_string(2 * i + 1)};
+      v1beta1::AllocateResponse response;
+      if (!Allocate({ids}, &response).ok()) return false;
+      return response.container_responses(0).envs().at("DEVICES") ==
+             ids[0] + "," + ids[1];
+    }));
+  }
+  for (auto& result : results) EXPECT_TRUE(result.get());
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+}
+
+TEST_F(FrameworkRpcTest, P43_P44_StressMixedCallsAndHealthFlips) {
+  const auto duration = std::chrono::milliseconds(
+      std::stoi(std::getenv("TOPOLOGY_STRESS_MS") != nullptr
+                    ? std::getenv("TOPOLOGY_STRESS_MS")
+                    : "3000"));
+  std::atomic<bool> stop{false};
+  std::atomic<int> unanswered{0};
+  std::mutex latencies_mu;
+  std::vector<double> latencies;
+  std::vector<std::thread> workers;
+  for (int w = 0; w < 6; ++w) {
+    workers.emplace_back([&, w] {
+      int i = 0;
+      while (!stop.load()) {
+        const auto begin = std::chrono::steady_clock::now();
+        grpc::ClientContext context;
+        context.set_deadline(std::chrono::system_clock::now() + 5s);
+        grpc::Status status;
+        const std::string id = "dev-" + std::to_string((w + i) % 8);
+        if (w % 3 == 0) {
+          v1beta1::AllocateRequest request;
+          request.add_container_requests()->add_devices_ids(id);
+          v1beta1::AllocateResponse response;
+          status = connection_->stub().Allocate(&context, request, &response);
+        } else if (w % 3 == 1) {
+          v1beta1::PreferredAllocationRequest request;
+          auto* c = request.add_container_requests();
+          for (int d = 0; d < 8; ++d) c->add_available_deviceids("dev-" + std::to_string(d));
+          c->set_allocation_size(2);
+          v1beta1::PreferredAllocationResponse response;
+          status = connection_->stub().GetPreferredAllocation(&context, request,
+                                                              &response);
+        } else {
+          v1beta1::PreStartContainerRequest request;
+          request.add_devices_ids(id);
+          v1beta1::PreStartContainerResponse response;
+          status = connection_->stub().PreStartContainer(&context, request,
+                                                         &response);
+        }
+        // Unhealthy devices may be refused; deadlines must never pass.
+        if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED ||
+            status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+          unanswered.fetch_add(1);
+        }
+        const double ms = std::chrono::duration<double, std::milli>(
+                              std::chrono::steady_clock::now() - begin)
+                              .count();
+        std::lock_guard lock(latencies_mu);
+        latencies.push_back(ms);
+        ++i;
+      }
+    });
+  }
+  std::thread flipper([&] {
+    auto devices = MakeDevices(8);
+    int i = 0;
+    while (!stop.load()) {
+      devices[static_cast<size_t>(i % 8)].health =
+          devices[static_cast<size_t>(i % 8)].health == plugin::Health::kHealthy
+              ? plugin::Health::kUnhealthy
+              : plugin::Health::kHealthy;
+      EXPECT_THAT(publisher_->SetDevices(devices), IsOk());
+      ++i;
+      std::this_thread::sleep_for(2ms);
+    }
+  });
+  std::this_thread::sleep_for(duration);
+  stop.store(true);
+  for (auto& worker : workers) worker.join();
+  flipper.join();
+  EXPECT_EQ(unanswered.load(), 0);
+  ASSERT_FALSE(latencies.empty());
+  std::sort(latencies.begin(), latencies.end());
+  const double p99 = latencies[latencies.size() * 99 / 100];
+  EXPECT_LT(p99, 1000.0) << "p99 " << p99 << " ms over " << latencies.size();
+  // The stream kept up with the flips and still works.
+  EXPECT_GT(connection_->messages().size(), 10u);
+  EXPECT_FALSE(connection_->ended());
+}
+
+TEST_F(FrameworkRpcTest, P45_OversizedResponseIsAClearError) {
+  // The scripted handler answers with a mount, a device node, an env and an
+  // annotation per id: for 10,000 long ids that exceeds what the kubelet
+  // receives, and the plugin says so instead of sending it.
+  std::vector<plugin::Device> devices = LongIdDevices(10000);
+  ASSERT_THAT(publisher_->SetDevices(devices), IsOk());
+  std::vector<std::string> all;
+  for (const auto& device : devices) all.push_back(device.id);
+  v1beta1::AllocateResponse response;
+  grpc::Status status = Allocate({all}, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(status.error_message(), HasSubstr("more than the kubelet receives"));
+  all.resize(1000);
+  response.Clear();
+  ASSERT_TRUE(Allocate({all}, &response).ok());
+  EXPECT_LT(response.ByteSizeLong(), 4u << 20);
+}
+
+// --- P.e PreStartContainer --------------------------------------------------
+
+TEST_F(FrameworkRpcTest, P46_P47_PreStart) {
+  for (int i = 0; i < 2; ++i) {
+    v1beta1::PreStartContainerRequest request;
+    request.add_devices_ids("dev-1");
+    request.add_devices_ids("dev-2");
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + 30s);
+    v1beta1::PreStartContainerResponse response;
+    EXPECT_TRUE(connection_->stub()
+                    .PreStartContainer(&context, request, &response)
+                    .ok());
+  }
+  {
+    std::lock_guard lock(handler_->mu_);
+    ASSERT_THAT(handler_->pre_start_calls, SizeIs(2));
+    EXPECT_THAT(handler_->pre_start_calls[1], ElementsAre("dev-1", "dev-2"));
+  }
+  v1beta1::PreStartContainerRequest request;
+  request.add_devices_ids("ghost");
+  grpc::ClientContext context;
+  v1beta1::PreStartContainerResponse response;
+  EXPECT_EQ(connection_->stub()
+                .PreStartContainer(&context, request, &response)
+                .error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(FrameworkTest, P48_PreStartWithoutTheOption) {
+  kubelet_.Start();
+  StartPlugin(MakeDevices(2), Options(),
+              std::make_shared<ScriptedHandler>(plugin::DevicePluginOptions{}));
+  auto connection = Connection();
+  ASSERT_NE(connection, nullptr);
+  v1beta1::PreStartContainerRequest request;
+  request.add_devices_ids("dev-0");
+  grpc::ClientContext context;
+  v1beta1::PreStartContainerResponse response;
+  (void)connection->stub().PreStartContainer(&context, request, &response);
+  grpc::ClientContext again;
+  v1beta1::DevicePluginOptions options;
+  EXPECT_TRUE(connection->stub()
+                  .GetDevicePluginOptions(&again, v1beta1::Empty(), &options)
+                  .ok());
+}
+
+// --- P.f Lifecycle ----------------------------------------------------------
+
+TEST_F(FrameworkTest, P49_KubeletRestartInTheRealOrder) {
+  kubelet_.Start();
+  StartPlugin(MakeDevices(5));
+  auto first = Connection();
+  ASSERT_NE(first, nullptr);
+  kubelet_.Restart(1s);
+  auto second = Connection(2, 15s);
+  ASSERT_NE(second, nullptr);
+  EXPECT_NE(second->request().endpoint(), first->request().endpoint());
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() / second->request().endpoint()));
+  ASSERT_TRUE(second->WaitForMessages(1, 1s));
+  EXPECT_THAT(Ids(*second->latest()), SizeIs(5));
+}
+
+TEST_F(FrameworkTest, P50_OnlyKubeletSocketRecreated) {
+  kubelet_.Start();
+  StartPlugin(MakeDevices(2));
+  ASSERT_NE(Connection(), nullptr);
+  kubelet_.Stop();
+  std::filesystem::remove(kubelet_.socket_path());
+  kubelet_.Start();
+  auto second = Connection(2, 15s);
+  ASSERT_NE(second, nullptr);
+  EXPECT_TRUE(second->WaitForMessages(1, 1s));
+}
+
+TEST_F(FrameworkTest, P51_OnlyPluginSocketDeleted) {
+  kubelet_.Start();
+  StartPlugin(MakeDevices(3));
+  auto first = Connection();
+  ASSERT_NE(first, nullptr);
+  ASSERT_TRUE(first->WaitForMessages(1, 2s));
+  kubelet_.SetReplyDelay(1s);
+  std::filesystem::remove(dir_.path() / first->request().endpoint());
+  auto second = Connection(2, 15s);
+  ASSERT_NE(second, nullptr);
+  // While the new registration is pending the old connection still works.
+  grpc::ClientContext context;
+  v1beta1::DevicePluginOptions options;
+  EXPECT_TRUE(first->stub()
+                  .GetDevicePluginOptions(&context, v1beta1::Empty(), &options)
+                  .ok());
+  EXPECT_TRUE(second->WaitForMessages(1, 1s));
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() / second->request().endpoint()));
+}
+
+TEST_F(FrameworkTest, P52_ReRegistersWhenTheStreamIsGone) {
+  kubelet_.Start();
+  auto options = Options();
+  options.stream_gap = 1s;
+  StartPlugin(MakeDevices(2), options);
+  auto first = Connection();
+  ASSERT_NE(first, nullptr);
+  ASSERT_TRUE(first->WaitForMessages(1, 2s));
+  first->Cancel();  // the kubelet dropped the stream without a restart
+  auto second = Connection(2, 5s);
+  ASSERT_NE(second, nullptr);
+  EXPECT_TRUE(second->WaitForMessages(1, 1s));
+}
+
+TEST_F(FrameworkTest, P55_P56_DeniedTwiceThenAcceptedOnce) {
+  kubelet_.SetDenial(grpc::Status(grpc::StatusCode::UNKNOWN, "not yet"));
+  kubelet_.Start();
+  StartPlugin(MakeDevices(2));
+  for (int i = 0; i < 100 && kubelet_.register_attempts() < 2; ++i) {
+    std::this_thread::sleep_for(20ms);
+  }
+  kubelet_.SetDenial(std::nullopt);
+  auto connection = Connection(1, 5s);
+  ASSERT_NE(connection, nullptr);
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(kubelet_.accepted_registrations(), 1u);
+  EXPECT_EQ(publisher_->stats().registrations, 1u);
+  const auto times = kubelet_.register_times();
+  ASSERT_GE(times.size(), 3u);
+  EXPECT_GE(times[1] - times[0], 190ms);  // initial back-off 200 ms
+  EXPECT_GE(times[2] - times[1], 390ms);  // doubled
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() / connection->request().endpoint()));
+}
+
+TEST_F(FrameworkTest, KubeletRestartsFiftyTimesWithoutLeaks) {
+  kubelet_.Start();
+  StartPlugin(MakeDevices(4));
+  ASSERT_NE(Connection(), nullptr);
+  size_t threads = 0;
+  size_t fds = 0;
+  for (size_t i = 2; i <= 51; ++i) {
+    kubelet_.Restart(50ms);
+    auto connection = Connection(i, 15s);
+    ASSERT_NE(connection, nullptr) << "restart " << i - 1;
+    ASSERT_TRUE(connection->WaitForMessages(1, 2s));
+    if (i == 6) {  // after warm-up
+      std::this_thread::sleep_for(300ms);
+      threads = CountThreads();
+      fds = CountOpenFds();
+    }
+  }
+  std::this_thread::sleep_for(300ms);
+  // The fake kubelet keeps its closed connections; allow it their fds.
+  EXPECT_LE(CountThreads(), threads + 4);
+  EXPECT_LE(CountOpenFds(), fds + 8);
+  // Only the live socket (and kubelet.sock) remain.
+  size_t sockets = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
+    if (entry.path().filename() != "kubelet.sock") ++sockets;
+  }
+  EXPECT_EQ(sockets, 1u);
+}
+
+TEST_F(FrameworkTest, P54_StopClosesStreamsAndRemovesSockets) {
+  kubelet_.Start();
+  StartPlugin(MakeDevices(2));
+  auto connection = Connection();
+  ASSERT_NE(connection, nullptr);
+  ASSERT_TRUE(connection->WaitForMessages(1, 2s));
+  const auto socket = dir_.path() / connection->request().endpoint();
+  const auto start = std::chrono::steady_clock::now();
+  runner_->Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+  auto end = connection->WaitForEnd(2s);
+  ASSERT_TRUE(end.has_value());
+  EXPECT_FALSE(end->ok());  // never ended with OK
+  EXPECT_FALSE(std::filesystem::exists(socket));
+}
+
+}  // namespace
+}  // namespace topology::testing
