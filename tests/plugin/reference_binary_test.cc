@@ -1,0 +1,152 @@
+// The topology-device-plugin executable as operators run it: a separate
+// process against the in-process fake kubelet (crash, SIGTERM, flags).
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "fake_kubelet.h"
+#include "run_command.h"
+#include "synthetic_machines.h"
+#include "temp_dir.h"
+
+extern char** environ;
+
+namespace topology::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::HasSubstr;
+
+constexpr char kBinary[] = TOPOLOGY_DEVICE_PLUGIN_BINARY;
+
+class PluginProcess {
+ public:
+  explicit PluginProcess(std::vector<std::string> args) {
+    std::vector<char*> argv;
+    args.insert(args.begin(), kBinary);
+    for (auto& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    EXPECT_EQ(posix_spawn(&pid_, kBinary, nullptr, nullptr, argv.data(), environ),
+              0);
+  }
+  ~PluginProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      Wait(5s);
+    }
+  }
+  void Signal(int signal) { kill(pid_, signal); }
+  // Exit status (or 128+signal), nullopt on timeout.
+  std::optional<int> Wait(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return std::nullopt;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+class PluginBinaryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(WriteMachine("dual-socket-8gpu", root_.path()));
+    std::ofstream(config_) << "resources:\n"
+                              "  - name: example.com/gpu\n"
+                              "    selectors:\n"
+                              "      - vendors: [\"10de\"]\n"
+                              "        classes: [\"0302\"]\n";
+  }
+  std::vector<std::string> Args() const {
+    return {"--config",      config_.string(),        "--host-root",
+            root_.path().string(), "--plugin-dir", plugins_.path().string(),
+            "--http-addr",   "",                      "--rescan-interval",
+            "0"};
+  }
+
+  TempDir root_;
+  TempDir plugins_;
+  std::filesystem::path config_ = root_.path() / "config.yaml";
+  FakeKubelet kubelet_{plugins_.path()};
+};
+
+TEST_F(PluginBinaryTest, P53_CrashMidStreamThenRestart) {
+  kubelet_.Start();
+  auto first_process = std::make_unique<PluginProcess>(Args());
+  auto first = kubelet_.WaitForConnection("example.com/gpu", 10s);
+  ASSERT_NE(first, nullptr);
+  ASSERT_TRUE(first->WaitForMessages(1, 2s));
+  const auto stale = plugins_.path() / first->request().endpoint();
+  first_process->Signal(SIGKILL);
+  auto end = first->WaitForEnd(5s);
+  ASSERT_TRUE(end.has_value());
+  EXPECT_FALSE(end->ok());
+  EXPECT_TRUE(std::filesystem::exists(stale));  // a crash leaves its socket
+  first_process.reset();
+  PluginProcess second_process(Args());
+  auto second = kubelet_.WaitForConnection("example.com/gpu", 10s, 2);
+  ASSERT_NE(second, nullptr);
+  ASSERT_TRUE(second->WaitForMessages(1, 2s));
+  EXPECT_EQ(second->latest()->devices_size(), 8);
+  EXPECT_FALSE(std::filesystem::exists(stale));  // cleaned at start-up
+}
+
+TEST_F(PluginBinaryTest, P54_SigtermEndsStreamsRemovesSocketExitsZero) {
+  kubelet_.Start();
+  PluginProcess process(Args());
+  auto connection = kubelet_.WaitForConnection("example.com/gpu", 10s);
+  ASSERT_NE(connection, nullptr);
+  ASSERT_TRUE(connection->WaitForMessages(1, 2s));
+  const auto socket = plugins_.path() / connection->request().endpoint();
+  process.Signal(SIGTERM);
+  EXPECT_EQ(process.Wait(5s), std::optional<int>(0));
+  auto end = connection->WaitForEnd(2s);
+  ASSERT_TRUE(end.has_value());
+  EXPECT_FALSE(end->ok());
+  EXPECT_FALSE(std::filesystem::exists(socket));
+}
+
+TEST_F(PluginBinaryTest, PrintMatches) {
+  const CommandResult result =
+      RunCommand(std::string(kBinary) + " --config " + config_.string() +
+                 " --host-root " + root_.path().string() + " --print-matches");
+  EXPECT_EQ(result.exit_code, 0) << result.out;
+  EXPECT_THAT(result.out, HasSubstr("example.com/gpu: 8 device(s)"));
+  EXPECT_THAT(result.out, HasSubstr("0000:bb:00.0  10de:20b0 class 030200  "
+                                    "driver nvidia  numa 1  Healthy"));
+}
+
+TEST_F(PluginBinaryTest, BadInputIsExitTwoNamingWhat) {
+  std::ofstream(config_) << "resources:\n  - name: example.com/gpu\n"
+                            "    selectors: [{vendor: [\"10de\"]}]\n";
+  CommandResult result = RunCommand(std::string(kBinary) + " --config " +
+                                    config_.string() + " --print-matches");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.out, HasSubstr("resources[0].selectors[0]: unknown key \"vendor\""));
+  SetUp();  // a good configuration again
+  result = RunCommand(std::string(kBinary) + " --config " + config_.string() +
+                      " --rescan-interval 5 --print-matches");
+  EXPECT_EQ(result.exit_code, 2);
+  EXPECT_THAT(result.out, HasSubstr("--rescan-interval"));
+  result = RunCommand(std::string(kBinary) + " --no-such-flag");
+  EXPECT_EQ(result.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace topology::testing

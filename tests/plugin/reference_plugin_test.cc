@@ -1,0 +1,475 @@
+// topology-device-plugin against the fake kubelet on fixture sysfs trees:
+// topology reporting, preferred allocations (P.c), Allocate content (P.d),
+// health and hot-plug.
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <set>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include "fake_kubelet.h"
+#include "http_endpoint.h"
+#include "reference_plugin.h"
+#include "seeded_random.h"
+#include "status_matchers.h"
+#include "synthetic_machines.h"
+#include "sysfs_tree_builder.h"
+#include "temp_dir.h"
+
+namespace topology::device_plugin {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+using ::testing::UnorderedElementsAre;
+using ::topology::testing::FakeKubelet;
+using ::topology::testing::IsOk;
+using ::topology::testing::PluginConnection;
+using ::topology::testing::StatusIs;
+
+constexpr char kGpu[] = "example.com/gpu";
+constexpr char kNic[] = "example.com/nic";
+const std::vector<std::string> kNode0Gpus = {"0000:1a:00.0", "0000:1b:00.0",
+                                             "0000:3d:00.0", "0000:3e:00.0"};
+const std::vector<std::string> kNode1Gpus = {"0000:9a:00.0", "0000:9b:00.0",
+                                             "0000:ba:00.0", "0000:bb:00.0"};
+
+std::vector<std::string> AllGpus() {
+  std::vector<std::string> all = kNode0Gpus;
+  all.insert(all.end(), kNode1Gpus.begin(), kNode1Gpus.end());
+  return all;
+}
+
+class ReferencePluginTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(testing::WriteMachine("dual-socket-8gpu", root_.path()));
+    kubelet_.Start();
+  }
+
+  void StartPlugin(const std::string& extra_gpu_config = "") {
+    auto config = ParseConfig(
+        "resources:\n"
+        "  - name: example.com/gpu\n"
+        "    selectors: [{vendors: [\"10de\"], classes: [\"0302\"]}]\n" +
+            extra_gpu_config +
+            "  - name: example.com/nic\n"
+            "    selectors: [{classes: [\"0200\"]}]\n",
+        "test");
+    ASSERT_THAT(config.status(), IsOk());
+    PluginOptions options;
+    options.config = *config;
+    options.host_root = root_.path();
+    options.runner.plugin_dir = plugins_.path();
+    options.runner.initial_backoff = 100ms;
+    options.runner.stream_gap = 0ms;
+    options.rescan_interval = 0s;  // tests drive rescans
+    options.recovery_period = 300ms;
+    options.watch_uevents = false;
+    auto plugin = TopologyDevicePlugin::Create(std::move(options));
+    ASSERT_THAT(plugin.status(), IsOk());
+    plugin_ = std::move(*plugin);
+    ASSERT_THAT(plugin_->Start(), IsOk());
+    gpu_ = kubelet_.WaitForConnection(kGpu, 10s);
+    ASSERT_NE(gpu_, nullptr);
+    ASSERT_TRUE(gpu_->WaitForMessages(1, 2s));
+  }
+
+  std::filesystem::path DeviceDir(const std::string& address) const {
+    return std::filesystem::canonical(root_.path() / "sys/bus/pci/devices" /
+                                      address);
+  }
+
+  StatusOr<std::vector<std::string>> Preferred(
+      const std::vector<std::string>& available,
+      const std::vector<std::string>& must, int size) {
+    v1beta1::PreferredAllocationRequest request;
+    auto* container = request.add_container_requests();
+    for (const auto& id : available) container->add_available_deviceids(id);
+    for (const auto& id : must) container->add_must_include_deviceids(id);
+    container->set_allocation_size(size);
+    grpc::ClientContext context;
+    v1beta1::PreferredAllocationResponse response;
+    grpc::Status status =
+        gpu_->stub().GetPreferredAllocation(&context, request, &response);
+    if (!status.ok()) return InternalError(status.error_message());
+    const auto& ids = response.container_responses(0).deviceids();
+    return std::vector<std::string>(ids.begin(), ids.end());
+  }
+
+  // Waits for a list on the GPU stream that satisfies `predicate`.
+  template <typename Predicate>
+  bool WaitForList(Predicate predicate, std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (auto latest = gpu_->latest(); latest && predicate(*latest)) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return false;
+  }
+
+  testing::TempDir root_;
+  testing::TempDir plugins_;
+  FakeKubelet kubelet_{plugins_.path()};
+  std::unique_ptr<TopologyDevicePlugin> plugin_;
+  std::shared_ptr<PluginConnection> gpu_;
+};
+
+std::map<std::string, std::vector<int64_t>> NodesById(
+    const v1beta1::ListAndWatchResponse& list) {
+  std::map<std::string, std::vector<int64_t>> out;
+  for (const auto& device : list.devices()) {
+    auto& nodes = out[device.id()];
+    if (device.has_topology()) {
+      for (const auto& node : device.topology().nodes()) nodes.push_back(node.id());
+    }
+  }
+  return out;
+}
+
+TEST_F(ReferencePluginTest, ListsDevicesWithTheirNumaNodes) {
+  StartPlugin();
+  const auto nodes = NodesById(*gpu_->latest());
+  ASSERT_THAT(nodes, SizeIs(8));
+  for (const auto& id : kNode0Gpus) EXPECT_THAT(nodes.at(id), ElementsAre(0));
+  for (const auto& id : kNode1Gpus) EXPECT_THAT(nodes.at(id), ElementsAre(1));
+  auto nic = kubelet_.WaitForConnection(kNic, 5s);
+  ASSERT_NE(nic, nullptr);
+  ASSERT_TRUE(nic->WaitForMessages(1, 2s));
+  EXPECT_THAT(NodesById(*nic->latest()), SizeIs(4));
+  EXPECT_TRUE(gpu_->options().get_preferred_allocation_available());
+  EXPECT_FALSE(gpu_->options().pre_start_required());
+}
+
+TEST(ReferencePluginLocalityTest, MixedLocalityReportsNoTopologyAtAll) {
+  // Two GPUs; the kernel knows the NUMA node of only one.
+  testing::TempDir root;
+  testing::TempDir plugins;
+  testing::SysfsTreeBuilder builder(root.path());
+  builder.AddNode(0, "0-1", 1 << 30);
+  builder.AddNode(1, "2-3", 1 << 30);
+  for (int cpu = 0; cpu < 4; ++cpu) {
+    builder.AddCpu(cpu, cpu / 2, cpu, std::to_string(cpu));
+  }
+  testing::PciFunctionSpec known;
+  known.host_bridge = "pci0000:00";
+  known.path = {"0000:00:01.0", "0000:01:00.0"};
+  known.numa_node = 0;
+  known.driver = "nvidia";
+  builder.AddPciFunction(known);
+  testing::PciFunctionSpec unknown = known;
+  unknown.host_bridge = "pci0000:80";
+  unknown.path = {"0000:80:01.0", "0000:81:00.0"};
+  unknown.numa_node = -1;
+  builder.AddPciFunction(unknown);
+  builder.Finish();
+  FakeKubelet kubelet(plugins.path());
+  kubelet.Start();
+  PluginOptions options;
+  options.config = *ParseConfig(
+      "resources: [{name: example.com/gpu, selectors: [{vendors: [\"10de\"]}]}]",
+      "t");
+  options.host_root = root.path();
+  options.runner.plugin_dir = plugins.path();
+  options.watch_uevents = false;
+  auto plugin = TopologyDevicePlugin::Create(std::move(options));
+  ASSERT_THAT(plugin.status(), IsOk());
+  ASSERT_EQ((*plugin)->snapshot()->topology.pci_devices().size(), 4u);
+  ASSERT_THAT((*plugin)->Start(), IsOk());
+  auto gpu = kubelet.WaitForConnection(kGpu, 10s);
+  ASSERT_NE(gpu, nullptr);
+  ASSERT_TRUE(gpu->WaitForMessages(1, 2s));
+  const auto nodes = NodesById(*gpu->latest());
+  ASSERT_THAT(nodes, SizeIs(2));
+  for (const auto& [id, list] : nodes) EXPECT_THAT(list, ElementsAre()) << id;
+}
+
+TEST_F(ReferencePluginTest, ExcludeTopologyOption) {
+  StartPlugin("    excludeTopology: true\n");
+  for (const auto& [id, nodes] : NodesById(*gpu_->latest())) {
+    EXPECT_THAT(nodes, ElementsAre()) << id;
+  }
+}
+
+TEST_F(ReferencePluginTest, P29_NumaAwarePreferredAllocation) {
+  StartPlugin();
+  auto four = Preferred(AllGpus(), {}, 4);
+  ASSERT_THAT(four.status(), IsOk());
+  std::set<std::string> chosen(four->begin(), four->end());
+  const bool node0 = chosen == std::set<std::string>(kNode0Gpus.begin(), kNode0Gpus.end());
+  const bool node1 = chosen == std::set<std::string>(kNode1Gpus.begin(), kNode1Gpus.end());
+  EXPECT_TRUE(node0 || node1) << ::testing::PrintToString(*four);
+  auto with_must = Preferred(AllGpus(), {"0000:ba:00.0"}, 4);
+  ASSERT_THAT(with_must.status(), IsOk());
+  EXPECT_THAT(*with_must, UnorderedElementsAre("0000:9a:00.0", "0000:9b:00.0",
+                                               "0000:ba:00.0", "0000:bb:00.0"));
+  // Two: a pair behind one switch.
+  auto two = Preferred(AllGpus(), {"0000:3e:00.0"}, 2);
+  ASSERT_THAT(two.status(), IsOk());
+  EXPECT_THAT(*two, UnorderedElementsAre("0000:3d:00.0", "0000:3e:00.0"));
+}
+
+TEST_F(ReferencePluginTest, P28_PreferredAnswersAreAlwaysValid) {
+  StartPlugin();
+  const auto seed = static_cast<uint64_t>(testing::EnvOr("TOPOLOGY_SEED", 28));
+  testing::SeededRandom random(seed);
+  const std::vector<std::string> all = AllGpus();
+  for (int round = 0; round < 200; ++round) {
+    std::vector<std::string> available;
+    for (const auto& id : all) {
+      if (random.Uniform(0, 3) > 0) available.push_back(id);
+    }
+    if (available.empty()) continue;
+    std::vector<std::string> must;
+    for (const auto& id : available) {
+      if (random.Uniform(0, 5) == 0) must.push_back(id);
+    }
+    const int size = random.Uniform(static_cast<int>(std::max<size_t>(must.size(), 1)),
+                                    static_cast<int>(available.size()));
+    auto answer = Preferred(available, must, size);
+    ASSERT_THAT(answer.status(), IsOk()) << "seed " << seed << " round " << round;
+    std::set<std::string> ids(answer->begin(), answer->end());
+    EXPECT_EQ(ids.size(), static_cast<size_t>(size)) << "seed " << seed << " round " << round;
+    for (const auto& id : ids) {
+      EXPECT_NE(std::find(available.begin(), available.end(), id), available.end());
+    }
+    for (const auto& id : must) EXPECT_TRUE(ids.contains(id)) << "seed " << seed << " round " << round;
+  }
+}
+
+TEST_F(ReferencePluginTest, P33_KubeletShapedRequests) {
+  StartPlugin();
+  // TopologyManager chose NUMA 0: available is the aligned set plus reusable
+  // devices, must-include the reusable ones, size the full request.
+  auto aligned = Preferred(kNode0Gpus, {"0000:1a:00.0"}, 2);
+  ASSERT_THAT(aligned.status(), IsOk());
+  EXPECT_THAT(*aligned, UnorderedElementsAre("0000:1a:00.0", "0000:1b:00.0"));
+  // Case B of the kubelet: all aligned devices already chosen, the rest from
+  // everything available.
+  std::vector<std::string> must = kNode0Gpus;
+  auto spill = Preferred(AllGpus(), must, 6);
+  ASSERT_THAT(spill.status(), IsOk());
+  EXPECT_THAT(*spill, SizeIs(6));
+  std::set<std::string> rest(spill->begin(), spill->end());
+  for (const auto& id : kNode0Gpus) rest.erase(id);
+  // The two extra devices share a switch.
+  EXPECT_TRUE(rest == std::set<std::string>({"0000:9a:00.0", "0000:9b:00.0"}) ||
+              rest == std::set<std::string>({"0000:ba:00.0", "0000:bb:00.0"}))
+      << ::testing::PrintToString(rest);
+}
+
+TEST_F(ReferencePluginTest, P37_AllocateContent) {
+  // Device nodes by glob under the host root, and CDI names.
+  std::filesystem::create_directories(root_.path() / "dev/dri/by-path");
+  std::ofstream(root_.path() / "dev/dri/by-path/pci-0000:1a:00.0-render");
+  std::ofstream(root_.path() / "dev/nvidiactl");
+  StartPlugin(
+      "    deviceNodes: [\"/dev/dri/by-path/pci-{address}-render\", "
+      "\"/dev/nvidiactl\"]\n"
+      "    cdiKind: example.com/gpu\n");
+  v1beta1::AllocateRequest request;
+  auto* container = request.add_container_requests();
+  container->add_devices_ids("0000:1a:00.0");
+  container->add_devices_ids("0000:1b:00.0");
+  grpc::ClientContext context;
+  v1beta1::AllocateResponse response;
+  ASSERT_TRUE(gpu_->stub().Allocate(&context, request, &response).ok());
+  ASSERT_EQ(response.container_responses_size(), 1);
+  const auto& answer = response.container_responses(0);
+  EXPECT_EQ(answer.envs().at("PCIDEVICE_EXAMPLE_COM_GPU"),
+            "0000:1a:00.0,0000:1b:00.0");
+  std::vector<std::string> nodes;
+  for (const auto& device : answer.devices()) {
+    nodes.push_back(device.host_path());
+    EXPECT_EQ(device.container_path(), device.host_path());
+    EXPECT_EQ(device.permissions(), "rw");
+  }
+  EXPECT_THAT(nodes, UnorderedElementsAre("/dev/dri/by-path/pci-0000:1a:00.0-render",
+                                          "/dev/nvidiactl"));
+  ASSERT_EQ(answer.cdi_devices_size(), 2);
+  EXPECT_EQ(answer.cdi_devices(0).name(), "example.com/gpu=0000:1a:00.0");
+  EXPECT_LT(response.ByteSizeLong(), 4u << 20);
+}
+
+TEST_F(ReferencePluginTest, VfioDevicesGetTheirGroupNodes) {
+  // Rebind one GPU to vfio-pci with IOMMU group 42.
+  const auto dir = DeviceDir("0000:9a:00.0");
+  std::filesystem::create_directories(root_.path() / "sys/bus/pci/drivers/vfio-pci");
+  std::filesystem::create_directories(root_.path() / "sys/kernel/iommu_groups/42");
+  std::filesystem::remove(dir / "driver");
+  std::filesystem::create_directory_symlink(
+      std::filesystem::relative(root_.path() / "sys/bus/pci/drivers/vfio-pci", dir),
+      dir / "driver");
+  std::filesystem::remove(dir / "iommu_group");
+  std::filesystem::create_directory_symlink(
+      std::filesystem::relative(root_.path() / "sys/kernel/iommu_groups/42", dir),
+      dir / "iommu_group");
+  StartPlugin();
+  v1beta1::AllocateRequest request;
+  request.add_container_requests()->add_devices_ids("0000:9a:00.0");
+  grpc::ClientContext context;
+  v1beta1::AllocateResponse response;
+  ASSERT_TRUE(gpu_->stub().Allocate(&context, request, &response).ok());
+  std::vector<std::string> nodes;
+  for (const auto& device : response.container_responses(0).devices()) {
+    nodes.push_back(device.host_path());
+  }
+  EXPECT_THAT(nodes, UnorderedElementsAre("/dev/vfio/vfio", "/dev/vfio/42"));
+}
+
+TEST_F(ReferencePluginTest, P39_UnboundDriverIsUnhealthyThenRecovers) {
+  StartPlugin();
+  const auto dir = DeviceDir("0000:3d:00.0");
+  const auto driver = std::filesystem::read_symlink(dir / "driver");
+  std::filesystem::remove(dir / "driver");
+  ASSERT_THAT(plugin_->Rescan(), IsOk());
+  auto unhealthy = [](const v1beta1::ListAndWatchResponse& list) {
+    for (const auto& device : list.devices()) {
+      if (device.id() == "0000:3d:00.0") return device.health() == "Unhealthy";
+    }
+    return false;
+  };
+  ASSERT_TRUE(WaitForList(unhealthy, 1s));
+  EXPECT_THAT(NodesById(*gpu_->latest()), SizeIs(8));  // still listed
+  v1beta1::AllocateRequest request;
+  request.add_container_requests()->add_devices_ids("0000:3d:00.0");
+  grpc::ClientContext context;
+  v1beta1::AllocateResponse response;
+  EXPECT_EQ(gpu_->stub().Allocate(&context, request, &response).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  // Rebound: healthy only after the quiet period (300 ms here).
+  std::filesystem::create_directory_symlink(driver, dir / "driver");
+  ASSERT_THAT(plugin_->Rescan(), IsOk());
+  EXPECT_TRUE(unhealthy(*gpu_->latest()));
+  std::this_thread::sleep_for(350ms);
+  ASSERT_THAT(plugin_->Rescan(), IsOk());
+  EXPECT_TRUE(WaitForList([&](const auto& list) { return !unhealthy(list); }, 1s));
+}
+
+TEST_F(ReferencePluginTest, RisingAerCounterIsUnhealthy) {
+  const auto dir = DeviceDir("0000:bb:00.0");
+  std::ofstream(dir / "aer_dev_fatal") << "DLP 0\nTOTAL_ERR_FATAL 0\n";
+  StartPlugin();
+  std::ofstream(dir / "aer_dev_fatal") << "DLP 1\nTOTAL_ERR_FATAL 1\n";
+  ASSERT_THAT(plugin_->Rescan(), IsOk());
+  EXPECT_TRUE(WaitForList(
+      [](const auto& list) {
+        for (const auto& device : list.devices()) {
+          if (device.id() == "0000:bb:00.0") return device.health() == "Unhealthy";
+        }
+        return false;
+      },
+      1s));
+}
+
+TEST_F(ReferencePluginTest, P19_FaultInjectionFlipsOneDevice) {
+  StartPlugin();
+  ASSERT_THAT(plugin_->SetHealthOverride("0000:1b:00.0", plugin::Health::kUnhealthy),
+              IsOk());
+  ASSERT_TRUE(gpu_->WaitForMessages(2, 1s));
+  const auto list = *gpu_->latest();
+  ASSERT_EQ(list.devices_size(), 8);
+  for (const auto& device : list.devices()) {
+    EXPECT_EQ(device.health(), device.id() == "0000:1b:00.0" ? "Unhealthy" : "Healthy");
+  }
+  EXPECT_THAT(plugin_->SetHealthOverride("0000:00:00.7", plugin::Health::kHealthy),
+              StatusIs(StatusCode::kNotFound));
+}
+
+TEST_F(ReferencePluginTest, HotPlugRemovalAndReturnWithinASecond) {
+  StartPlugin();
+  const std::string gone = "0000:9b:00.0";
+  const auto link = root_.path() / "sys/bus/pci/devices" / gone;
+  const auto dir = DeviceDir(gone);
+  const auto parked = root_.path() / "parked";
+  const auto link_target = std::filesystem::read_symlink(link);
+  std::filesystem::rename(dir, parked);
+  std::filesystem::remove(link);
+  const auto removed = std::chrono::steady_clock::now();
+  plugin_->NotifyUevent("remove", "/devices/pci0000:97/0000:97:01.0/" + gone);
+  ASSERT_TRUE(WaitForList([&](const auto& list) { return list.devices_size() == 7; },
+                          1s));
+  EXPECT_LT(std::chrono::steady_clock::now() - removed, 1s);
+  EXPECT_FALSE(NodesById(*gpu_->latest()).contains(gone));
+  // Back again.
+  std::filesystem::rename(parked, dir);
+  std::filesystem::create_directory_symlink(link_target, link);
+  plugin_->NotifyUevent("add", "/devices/pci0000:97/0000:97:01.0/" + gone);
+  ASSERT_TRUE(WaitForList([&](const auto& list) { return list.devices_size() == 8; },
+                          1s));
+  EXPECT_THAT(NodesById(*gpu_->latest()).at(gone), ElementsAre(1));
+}
+
+TEST_F(ReferencePluginTest, PeriodicRescanFindsChangesWithoutUevents) {
+  auto config = ParseConfig(
+      "resources: [{name: example.com/gpu, selectors: [{vendors: [\"10de\"]}]}]",
+      "t");
+  PluginOptions options;
+  options.config = *config;
+  options.host_root = root_.path();
+  options.runner.plugin_dir = plugins_.path();
+  options.rescan_interval = 100ms;
+  options.watch_uevents = false;
+  auto plugin = TopologyDevicePlugin::Create(std::move(options));
+  ASSERT_THAT(plugin.status(), IsOk());
+  ASSERT_THAT((*plugin)->Start(), IsOk());
+  gpu_ = kubelet_.WaitForConnection(kGpu, 10s);
+  ASSERT_NE(gpu_, nullptr);
+  ASSERT_TRUE(gpu_->WaitForMessages(1, 2s));
+  std::filesystem::remove(DeviceDir("0000:1a:00.0") / "driver");
+  EXPECT_TRUE(WaitForList(
+      [](const auto& list) {
+        return list.devices(0).id() == "0000:1a:00.0" &&
+               list.devices(0).health() == "Unhealthy";
+      },
+      2s));
+  (*plugin)->Stop();
+}
+
+TEST_F(ReferencePluginTest, MetricsAndHealthz) {
+  StartPlugin();
+  (void)Preferred(AllGpus(), {}, 2);
+  auto http = HttpEndpoint::Start(
+      "127.0.0.1:0", {.health_problem = [&] { return plugin_->HealthProblem(); },
+                      .metrics = [&] { return plugin_->MetricsText(); }});
+  ASSERT_THAT(http.status(), IsOk());
+  httplib::Client client("127.0.0.1", (*http)->port());
+  auto health = client.Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  auto metrics = client.Get("/metrics");
+  ASSERT_TRUE(metrics);
+  EXPECT_THAT(metrics->body,
+              HasSubstr("topology_device_plugin_devices{resource=\"example.com/"
+                        "gpu\",health=\"Healthy\"} 8"));
+  EXPECT_THAT(metrics->body,
+              HasSubstr("topology_device_plugin_registrations_total{resource="
+                        "\"example.com/gpu\"} 1"));
+  EXPECT_THAT(metrics->body,
+              HasSubstr("topology_device_plugin_preferred_allocation_seconds_count{"
+                        "resource=\"example.com/gpu\"} 1"));
+  EXPECT_THAT(HttpEndpoint::Start("nonsense", {}).status(),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("host:port")));
+  plugin_->Stop();
+  auto stopped = client.Get("/healthz");
+  ASSERT_TRUE(stopped);
+  EXPECT_EQ(stopped->status, 503);
+}
+
+TEST_F(ReferencePluginTest, DescribeMatches) {
+  StartPlugin();
+  const std::string text = plugin_->DescribeMatches();
+  EXPECT_THAT(text, HasSubstr("example.com/gpu: 8 device(s)"));
+  EXPECT_THAT(text, HasSubstr("0000:1a:00.0  10de:20b0 class 030200  driver nvidia  numa 0  Healthy"));
+  EXPECT_THAT(text, HasSubstr("example.com/nic: 4 device(s)"));
+}
+
+}  // namespace
+}  // namespace topology::device_plugin
