@@ -139,7 +139,8 @@ TEST_F(PluginBinaryTest, BadInputIsExitTwoNamingWhat) {
                                     config_.string() + " --print-matches");
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_THAT(result.out, HasSubstr("resources[0].selectors[0]: unknown key \"vendor\""));
-  SetUp();  // a good configuration again
+  std::ofstream(config_) << "resources: [{name: example.com/gpu, "
+                            "selectors: [{vendors: [\"10de\"]}]}]\n";
   result = RunCommand(std::string(kBinary) + " --config " + config_.string() +
                       " --rescan-interval 5 --print-matches");
   EXPECT_EQ(result.exit_code, 2);
