@@ -1,0 +1,280 @@
+#!/usr/bin/env python3
+"""Offline checks of daemonset/ and deploy/.
+
+1. Every object is schema-checked against the Kubernetes API types of the
+   official Python client (generated from the API's OpenAPI document): known
+   fields only, right JSON types, required fields present.
+2. The DaemonSet follows the project's deployment baseline
+   (docs/operator-guide.md): system-node-critical, only the device plugin
+   directory writable, /sys read-only, no capabilities, read-only root
+   filesystem, RuntimeDefault seccomp, NODE_NAME, probes on /healthz,
+   requests and limits.
+3. The ConfigMap's plugin configuration is accepted by the plugin itself.
+4. `kubectl kustomize` renders the kustomization (when kubectl exists).
+5. The Dockerfile's runtime stage installs the package of every shared
+   library the shipped binaries need.
+
+Usage: validate_manifests.py SOURCE_DIR PLUGIN_BINARY TOPOLOGY_INFO LIBTOPOLOGY
+                             FIXTURE_ROOT
+"""
+
+import datetime
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+
+import yaml
+import kubernetes.client as k8s
+
+ERRORS = []
+
+
+def error(where, message):
+    ERRORS.append(f"{where}: {message}")
+
+
+KINDS = {
+    ("apps/v1", "DaemonSet"): "V1DaemonSet",
+    ("v1", "ConfigMap"): "V1ConfigMap",
+}
+
+
+def check_type(value, type_name, path):
+    """Checks a JSON value against a client type name ("V1PodSpec",
+    "list[V1Container]", "dict(str, str)", "str", "int"...)."""
+    if value is None:
+        return
+    match = re.fullmatch(r"list\[(.+)\]", type_name)
+    if match:
+        if not isinstance(value, list):
+            error(path, f"expected a list, got {type(value).__name__}")
+            return
+        for i, item in enumerate(value):
+            check_type(item, match.group(1), f"{path}[{i}]")
+        return
+    match = re.fullmatch(r"dict\(str, (.+)\)", type_name)
+    if match:
+        if not isinstance(value, dict):
+            error(path, f"expected a mapping, got {type(value).__name__}")
+            return
+        for key, item in value.items():
+            check_type(item, match.group(1), f"{path}.{key}")
+        return
+    if type_name == "str":
+        if not isinstance(value, str):
+            error(path, f"expected a string, got {value!r}")
+        return
+    if type_name == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            error(path, f"expected an integer, got {value!r}")
+        return
+    if type_name == "bool":
+        if not isinstance(value, bool):
+            error(path, f"expected true or false, got {value!r}")
+        return
+    if type_name in ("float",):
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            error(path, f"expected a number, got {value!r}")
+        return
+    if type_name in ("object", "datetime"):
+        return
+    model = getattr(k8s, type_name, None)
+    if model is None:
+        error(path, f"unknown API type {type_name}")
+        return
+    if not isinstance(value, dict):
+        error(path, f"expected a {type_name} mapping, got {value!r}")
+        return
+    json_to_attr = {json: attr for attr, json in model.attribute_map.items()}
+    for key in value:
+        if key not in json_to_attr:
+            error(path, f"unknown field \"{key}\" for {type_name}")
+    for key, item in value.items():
+        if key in json_to_attr:
+            attr = json_to_attr[key]
+            check_type(item, model.openapi_types[attr], f"{path}.{key}")
+    # The generated constructors enforce required fields and enums.
+    try:
+        model(**{json_to_attr[key]: item for key, item in value.items()
+                 if key in json_to_attr})
+    except ValueError as e:
+        error(path, f"{type_name}: {e}")
+
+
+def load_objects(path):
+    with open(path) as f:
+        return [doc for doc in yaml.safe_load_all(f) if doc is not None]
+
+
+def check_baseline(daemonset, where):
+    spec = daemonset["spec"]["template"]["spec"]
+    if spec.get("priorityClassName") != "system-node-critical":
+        error(where, "priorityClassName must be system-node-critical")
+    if spec.get("hostNetwork") or spec.get("hostPID"):
+        error(where, "no host network or PID namespace")
+    volumes = {v["name"]: v for v in spec.get("volumes", [])}
+    for container in spec["containers"]:
+        c = f"{where}: container {container['name']}"
+        sc = container.get("securityContext", {})
+        if sc.get("privileged"):
+            error(c, "must not be privileged")
+        if sc.get("allowPrivilegeEscalation") is not False:
+            error(c, "allowPrivilegeEscalation must be false")
+        if sc.get("readOnlyRootFilesystem") is not True:
+            error(c, "readOnlyRootFilesystem must be true")
+        if sc.get("capabilities", {}).get("drop") != ["ALL"]:
+            error(c, "capabilities must drop ALL")
+        if sc.get("capabilities", {}).get("add"):
+            error(c, "no capabilities may be added")
+        if sc.get("seccompProfile", {}).get("type") != "RuntimeDefault":
+            error(c, "seccompProfile must be RuntimeDefault")
+        writable = []
+        for mount in container.get("volumeMounts", []):
+            volume = volumes.get(mount["name"])
+            if volume is None:
+                error(c, f"mount of unknown volume {mount['name']}")
+                continue
+            host = volume.get("hostPath", {}).get("path")
+            if host == "/sys" and not mount.get("readOnly"):
+                error(c, "/sys must be mounted read-only")
+            if host is not None and not mount.get("readOnly"):
+                writable.append(host)
+        if writable != ["/var/lib/kubelet/device-plugins"]:
+            error(c, "only /var/lib/kubelet/device-plugins may be writable, "
+                     f"found {writable}")
+        env = {e["name"]: e for e in container.get("env", [])}
+        field = env.get("NODE_NAME", {}).get("valueFrom", {}).get("fieldRef", {})
+        if field.get("fieldPath") != "spec.nodeName":
+            error(c, "NODE_NAME must come from spec.nodeName")
+        for probe in ("livenessProbe", "readinessProbe"):
+            if container.get(probe, {}).get("httpGet", {}).get("path") != "/healthz":
+                error(c, f"{probe} must GET /healthz")
+        resources = container.get("resources", {})
+        for part in ("requests", "limits"):
+            if not {"cpu", "memory"} <= set(resources.get(part, {})):
+                error(c, f"resources.{part} needs cpu and memory")
+
+
+def check_plugin_config(configmap, binary, fixture, where):
+    text = configmap.get("data", {}).get("config.yaml")
+    if text is None:
+        error(where, "the ConfigMap has no config.yaml")
+        return
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+        f.write(text)
+        f.flush()
+        result = subprocess.run(
+            [binary, "--config", f.name, "--host-root", fixture,
+             "--print-matches"], capture_output=True, text=True)
+    if result.returncode != 0:
+        error(where, "the plugin rejects config.yaml: " +
+              (result.stderr or result.stdout).strip())
+
+
+def check_kustomize(directory):
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        print("kubectl not found: kustomize rendering skipped")
+        return []
+    result = subprocess.run([kubectl, "kustomize", directory],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        error(directory, "kubectl kustomize failed: " + result.stderr.strip())
+        return []
+    rendered = [d for d in yaml.safe_load_all(result.stdout) if d]
+    for doc in rendered:
+        if doc.get("metadata", {}).get("namespace") != "kube-system":
+            error("kustomize", f"{doc.get('kind')} is not in kube-system")
+    return rendered
+
+
+def check_dockerfile(path, binaries):
+    text = open(path).read()
+    stages = re.split(r"(?m)^FROM ", text)
+    runtime = stages[-1]
+    installed = set()
+    for block in re.findall(r"apt-get install[^&]*", runtime):
+        installed.update(w for w in block.replace("\\", " ").split()
+                         if not w.startswith("-") and w not in
+                         ("apt-get", "install"))
+    if "LABEL org.opencontainers.image.title" not in text:
+        error(path, "OCI labels missing")
+    if "debian:12" not in stages[1]:
+        error(path, "the build stage must be Debian 12")
+    base = {"libc6", "libstdc++6", "libgcc-s1", "libc6-i386"}
+    for binary in binaries:
+        needed = subprocess.run(["objdump", "-p", binary], capture_output=True,
+                                text=True, check=True).stdout
+        for lib in re.findall(r"NEEDED\s+(\S+)", needed):
+            if lib.startswith("libtopology"):
+                continue  # copied from the build stage
+            owner = subprocess.run(["dpkg", "-S", f"*/{lib}"],
+                                   capture_output=True, text=True)
+            packages = {line.split(":")[0] for line in
+                        owner.stdout.splitlines() if ":" in line}
+            if not packages:
+                error(path, f"{lib} (needed by {os.path.basename(binary)}) "
+                            "belongs to no installed package")
+            elif not packages & (installed | base):
+                error(path, f"runtime stage lacks {' or '.join(sorted(packages))}"
+                            f" for {lib} of {os.path.basename(binary)}")
+
+
+def main():
+    source, binary, info, libtopology, fixture = sys.argv[1:6]
+    daemonset_dir = os.path.join(source, "daemonset")
+    objects = []
+    kustomization = yaml.safe_load(
+        open(os.path.join(daemonset_dir, "kustomization.yaml")))
+    for key in kustomization:
+        if key not in ("apiVersion", "kind", "namespace", "resources", "labels",
+                       "images", "commonLabels", "configMapGenerator"):
+            error("kustomization.yaml", f"unexpected key {key}")
+    for resource in kustomization.get("resources", []):
+        path = os.path.join(daemonset_dir, resource)
+        if not os.path.exists(path):
+            error("kustomization.yaml", f"resource {resource} does not exist")
+            continue
+        for i, doc in enumerate(load_objects(path)):
+            where = f"{resource}#{i} ({doc.get('kind')})"
+            model = KINDS.get((doc.get("apiVersion"), doc.get("kind")))
+            if model is None:
+                error(where, "unexpected apiVersion/kind")
+                continue
+            check_type(doc, model, where)
+            objects.append((where, doc))
+    for where, doc in objects:
+        if doc["kind"] == "DaemonSet":
+            check_baseline(doc, where)
+            labels = doc["spec"]["selector"].get("matchLabels", {})
+            template = doc["spec"]["template"]["metadata"].get("labels", {})
+            if not labels or any(template.get(k) != v for k, v in labels.items()):
+                error(where, "selector does not match the pod template labels")
+            volumes = doc["spec"]["template"]["spec"]["volumes"]
+            names = [v["configMap"]["name"] for v in volumes if "configMap" in v]
+            configmaps = [d["metadata"]["name"] for _, d in objects
+                          if d["kind"] == "ConfigMap"]
+            for name in names:
+                if name not in configmaps:
+                    error(where, f"ConfigMap {name} is not part of the kustomization")
+        if doc["kind"] == "ConfigMap":
+            check_plugin_config(doc, binary, fixture, where)
+    rendered = check_kustomize(daemonset_dir)
+    for doc in rendered:
+        model = KINDS.get((doc.get("apiVersion"), doc.get("kind")))
+        if model:
+            check_type(doc, model, f"rendered {doc['kind']}")
+    check_dockerfile(os.path.join(source, "deploy", "Dockerfile"),
+                     [binary, info, libtopology])
+    for message in ERRORS:
+        print("error:", message)
+    print(f"{len(objects)} objects checked, {len(rendered)} rendered, "
+          f"{len(ERRORS)} errors")
+    return 1 if ERRORS else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
