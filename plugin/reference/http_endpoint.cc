@@ -2,64 +2,182 @@
 
 #include <charconv>
 #include <chrono>
+#include <thread>
 
-#include <httplib.h>
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 
 namespace topology::device_plugin {
 
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
+
+namespace {
+
+// One request and its answer; the connection closes afterwards.
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(tcp::socket socket, const HttpEndpoint* /*owner*/,
+          const std::function<std::string()>& health,
+          const std::function<std::string()>& metrics)
+      : stream_(std::move(socket)), health_(health), metrics_(metrics) {}
+
+  void Run() {
+    stream_.expires_after(std::chrono::seconds(5));
+    http::async_read(stream_, buffer_, request_,
+                     [self = shared_from_this()](beast::error_code error,
+                                                 size_t) {
+                       if (!error) self->Answer();
+                     });
+  }
+
+ private:
+  void Answer() {
+    response_.version(request_.version());
+    response_.keep_alive(false);
+    response_.set(http::field::server, "topology-device-plugin");
+    if (request_.method() != http::verb::get &&
+        request_.method() != http::verb::head) {
+      response_.result(http::status::method_not_allowed);
+      response_.body() = "only GET\n";
+    } else if (request_.target() == "/healthz") {
+      const std::string problem = health_ ? health_() : std::string();
+      response_.result(problem.empty() ? http::status::ok
+                                       : http::status::service_unavailable);
+      response_.body() = problem.empty() ? "ok\n" : problem + "\n";
+      response_.set(http::field::content_type, "text/plain");
+    } else if (request_.target() == "/metrics") {
+      response_.result(http::status::ok);
+      response_.body() = metrics_ ? metrics_() : std::string();
+      response_.set(http::field::content_type, "text/plain; version=0.0.4");
+    } else {
+      response_.result(http::status::not_found);
+      response_.body() = "not found: /healthz, /metrics\n";
+    }
+    response_.prepare_payload();
+    stream_.expires_after(std::chrono::seconds(5));
+    http::async_write(stream_, response_,
+                      [self = shared_from_this()](beast::error_code, size_t) {
+                        beast::error_code ignored;
+                        self->stream_.socket().shutdown(
+                            tcp::socket::shutdown_send, ignored);
+                      });
+  }
+
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  http::request<http::string_body> request_;
+  http::response<http::string_body> response_;
+  const std::function<std::string()>& health_;
+  const std::function<std::string()>& metrics_;
+};
+
+}  // namespace
+
+class HttpEndpoint::Impl {
+ public:
+  Impl(Handlers handlers) : handlers_(std::move(handlers)) {}
+
+  Status Listen(const tcp::endpoint& endpoint) {
+    beast::error_code error;
+    acceptor_.open(endpoint.protocol(), error);
+    if (!error) acceptor_.set_option(asio::socket_base::reuse_address(true), error);
+    if (!error) acceptor_.bind(endpoint, error);
+    if (!error) acceptor_.listen(asio::socket_base::max_listen_connections, error);
+    if (error) return UnavailableError(error.message());
+    Accept();
+    thread_ = std::thread([this] { context_.run(); });
+    return OkStatus();
+  }
+
+  void Stop() {
+    context_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  int port() const { return acceptor_.local_endpoint().port(); }
+
+ private:
+  void Accept() {
+    acceptor_.async_accept(
+        asio::make_strand(context_),
+        [this](beast::error_code error, tcp::socket socket) {
+          if (!error) {
+            std::make_shared<Session>(std::move(socket), nullptr,
+                                      handlers_.health_problem,
+                                      handlers_.metrics)
+                ->Run();
+          }
+          if (acceptor_.is_open()) Accept();
+        });
+  }
+
+  Handlers handlers_;
+  asio::io_context context_{1};
+  tcp::acceptor acceptor_{context_};
+  std::thread thread_;
+};
+
+HttpEndpoint::HttpEndpoint(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+
+HttpEndpoint::~HttpEndpoint() { impl_->Stop(); }
+
+int HttpEndpoint::port() const { return impl_->port(); }
+
 StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
     const std::string& address, Handlers handlers) {
+  const auto invalid = InvalidArgumentError(
+      "--http-addr \"" + address +
+      "\": expected host:port with a numeric host, such as 127.0.0.1:8081");
   const size_t colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0) return invalid;
   int port = -1;
-  if (colon != std::string::npos) {
-    const char* begin = address.data() + colon + 1;
-    const char* end = address.data() + address.size();
-    auto [ptr, error] = std::from_chars(begin, end, port);
-    if (error != std::errc() || ptr != end || begin == end) port = -1;
-  }
-  if (colon == std::string::npos || colon == 0 || port < 0 || port > 65535) {
-    return InvalidArgumentError("--http-addr \"" + address +
-                                "\": expected host:port such as "
-                                "127.0.0.1:8081");
+  const char* begin = address.data() + colon + 1;
+  const char* end = address.data() + address.size();
+  auto [ptr, parse_error] = std::from_chars(begin, end, port);
+  if (parse_error != std::errc() || ptr != end || begin == end || port < 0 ||
+      port > 65535) {
+    return invalid;
   }
   std::string host = address.substr(0, colon);
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   }
-  std::unique_ptr<HttpEndpoint> endpoint(new HttpEndpoint());
-  endpoint->server_ = std::make_unique<httplib::Server>();
-  auto& server = *endpoint->server_;
-  server.Get("/healthz", [health = handlers.health_problem](
-                             const httplib::Request&, httplib::Response& res) {
-    const std::string problem = health();
-    res.status = problem.empty() ? 200 : 503;
-    res.set_content(problem.empty() ? "ok\n" : problem + "\n", "text/plain");
-  });
-  server.Get("/metrics", [metrics = handlers.metrics](const httplib::Request&,
-                                                      httplib::Response& res) {
-    res.set_content(metrics(), "text/plain; version=0.0.4");
-  });
-  if (port == 0) {
-    endpoint->port_ = server.bind_to_any_port(host);
-  } else if (server.bind_to_port(host, port)) {
-    endpoint->port_ = port;
-  } else {
-    endpoint->port_ = -1;
+  beast::error_code error;
+  const asio::ip::address ip = asio::ip::make_address(host, error);
+  if (error) return invalid;
+  auto impl = std::make_unique<Impl>(std::move(handlers));
+  Status listening =
+      impl->Listen(tcp::endpoint(ip, static_cast<unsigned short>(port)));
+  if (!listening.ok()) {
+    return UnavailableError("cannot listen on " + address + ": " +
+                            listening.message());
   }
-  if (endpoint->port_ <= 0) {
-    return UnavailableError("cannot listen on " + address);
-  }
-  endpoint->thread_ = std::thread([&server] { server.listen_after_bind(); });
-  // stop() before the loop runs would be lost; wait for it to start.
-  while (!server.is_running()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
-  return endpoint;
+  return std::unique_ptr<HttpEndpoint>(new HttpEndpoint(std::move(impl)));
 }
 
-HttpEndpoint::~HttpEndpoint() {
-  if (server_) server_->stop();
-  if (thread_.joinable()) thread_.join();
+StatusOr<std::pair<int, std::string>> HttpGet(int port,
+                                              const std::string& target) {
+  try {
+    asio::io_context context;
+    beast::tcp_stream stream(context);
+    stream.expires_after(std::chrono::seconds(5));
+    stream.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"),
+                                 static_cast<unsigned short>(port)));
+    http::request<http::empty_body> request(http::verb::get, target, 11);
+    request.set(http::field::host, "127.0.0.1");
+    http::write(stream, request);
+    beast::flat_buffer buffer;
+    http::response<http::string_body> response;
+    http::read(stream, buffer, response);
+    return std::make_pair(static_cast<int>(response.result_int()),
+                          response.body());
+  } catch (const std::exception& e) {
+    return UnavailableError(std::string("GET ") + target + ": " + e.what());
+  }
 }
 
 }  // namespace topology::device_plugin

@@ -1,17 +1,13 @@
-// /healthz and /metrics on a local address, served by cpp-httplib.
+// /healthz and /metrics on a local address, served by Boost.Beast on one
+// thread of its own.
 #ifndef TOPOLOGY_DEVICE_PLUGIN_HTTP_ENDPOINT_H_
 #define TOPOLOGY_DEVICE_PLUGIN_HTTP_ENDPOINT_H_
 
 #include <functional>
 #include <memory>
 #include <string>
-#include <thread>
 
 #include "topology/status.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace topology::device_plugin {
 
@@ -22,20 +18,25 @@ class HttpEndpoint {
     std::function<std::string()> metrics;
   };
 
-  // `address` is "host:port" (port 0 picks a free one). INVALID_ARGUMENT on
-  // a malformed address, UNAVAILABLE when it cannot be bound.
+  // `address` is "host:port" with a numeric host ("127.0.0.1", "[::1]");
+  // port 0 picks a free one. INVALID_ARGUMENT on a malformed address,
+  // UNAVAILABLE when it cannot be bound.
   static StatusOr<std::unique_ptr<HttpEndpoint>> Start(
       const std::string& address, Handlers handlers);
   ~HttpEndpoint();
 
-  int port() const { return port_; }
+  int port() const;
 
  private:
-  HttpEndpoint() = default;
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
-  int port_ = 0;
+  class Impl;
+  explicit HttpEndpoint(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
 };
+
+// A blocking GET of http://127.0.0.1:<port><target>: status code and body,
+// or UNAVAILABLE. For probes and tests.
+StatusOr<std::pair<int, std::string>> HttpGet(int port,
+                                              const std::string& target);
 
 }  // namespace topology::device_plugin
 

@@ -10,7 +10,6 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <httplib.h>
 
 #include "fake_kubelet.h"
 #include "http_endpoint.h"
@@ -440,27 +439,35 @@ TEST_F(ReferencePluginTest, MetricsAndHealthz) {
       "127.0.0.1:0", {.health_problem = [&] { return plugin_->HealthProblem(); },
                       .metrics = [&] { return plugin_->MetricsText(); }});
   ASSERT_THAT(http.status(), IsOk());
-  httplib::Client client("127.0.0.1", (*http)->port());
-  auto health = client.Get("/healthz");
-  ASSERT_TRUE(health);
-  EXPECT_EQ(health->status, 200);
-  auto metrics = client.Get("/metrics");
-  ASSERT_TRUE(metrics);
-  EXPECT_THAT(metrics->body,
+  const int port = (*http)->port();
+  auto health = HttpGet(port, "/healthz");
+  ASSERT_THAT(health.status(), IsOk());
+  EXPECT_EQ(health->first, 200);
+  auto metrics = HttpGet(port, "/metrics");
+  ASSERT_THAT(metrics.status(), IsOk());
+  const std::string& body = metrics->second;
+  EXPECT_THAT(body,
               HasSubstr("topology_device_plugin_devices{resource=\"example.com/"
                         "gpu\",health=\"Healthy\"} 8"));
-  EXPECT_THAT(metrics->body,
+  EXPECT_THAT(body,
               HasSubstr("topology_device_plugin_registrations_total{resource="
                         "\"example.com/gpu\"} 1"));
-  EXPECT_THAT(metrics->body,
+  EXPECT_THAT(body,
               HasSubstr("topology_device_plugin_preferred_allocation_seconds_count{"
                         "resource=\"example.com/gpu\"} 1"));
-  EXPECT_THAT(HttpEndpoint::Start("nonsense", {}).status(),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("host:port")));
+  for (const char* bad : {"nonsense", ":80", "127.0.0.1:", "127.0.0.1:99999",
+                          "localhost:80", "1.2.3:4"}) {
+    EXPECT_THAT(HttpEndpoint::Start(bad, {}).status(),
+                StatusIs(StatusCode::kInvalidArgument, HasSubstr("host:port")))
+        << bad;
+  }
+  EXPECT_THAT(HttpEndpoint::Start("127.0.0.1:" + std::to_string(port), {}).status(),
+              StatusIs(StatusCode::kUnavailable));
   plugin_->Stop();
-  auto stopped = client.Get("/healthz");
-  ASSERT_TRUE(stopped);
-  EXPECT_EQ(stopped->status, 503);
+  auto stopped = HttpGet(port, "/healthz");
+  ASSERT_THAT(stopped.status(), IsOk());
+  EXPECT_EQ(stopped->first, 503);
+  EXPECT_EQ(HttpGet(port, "/nope")->first, 404);
 }
 
 TEST_F(ReferencePluginTest, DescribeMatches) {

@@ -42,7 +42,9 @@ void WriteSriovMachine(const std::filesystem::path& root, int pfs,
                        int vfs_per_pf);
 
 // Names accepted by WriteMachine(): "dual-socket-8gpu", "snc", "vm",
-// "cpuless-node", "sparse-nodes", "sriov-4096".
+// "cpuless-node", "sparse-nodes", "sriov-4096", and "sriov-<P>x<V>": P
+// physical functions (at most 192) with V virtual functions each (at most
+// 496), alternating between two NUMA nodes.
 std::vector<std::string> MachineNames();
 
 // Writes the dual-socket 8-GPU machine below `root` and discovers it.

@@ -1,0 +1,226 @@
+// Device plugin goals over real unix sockets (numbers in docs/performance.md):
+//   - GetPreferredAllocation round trip, 1,024 devices, size 8: p99 < 2 ms;
+//   - 10,000 available devices, size 5,000: answer < 1 s;
+//   - ListAndWatch of 10,000 devices sent in < 100 ms;
+//   - idle resident memory of the plugin process with 1,024 devices < 20 MB.
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <thread>
+
+#include <benchmark/benchmark.h>
+#include <glog/logging.h>
+
+#include "fake_kubelet.h"
+#include "reference_plugin.h"
+#include "synthetic_machines.h"
+#include "temp_dir.h"
+#include "topology/plugin/logging.h"
+
+extern char** environ;
+
+namespace topology::device_plugin {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A fixture tree, a fake kubelet and the plugin serving every VF.
+struct Setup {
+  explicit Setup(const std::string& machine) {
+    if (!testing::WriteMachine(machine, root.path())) std::abort();
+    kubelet.Start();
+    PluginOptions options;
+    options.config = *ParseConfig(
+        "resources: [{name: example.com/vf, selectors: [{devices: [\"101e\"]}]}]",
+        "bench");
+    options.host_root = root.path();
+    options.runner.plugin_dir = plugins.path();
+    options.rescan_interval = 0s;
+    options.watch_uevents = false;
+    plugin = std::move(*TopologyDevicePlugin::Create(std::move(options)));
+    if (!plugin->Start().ok()) std::abort();
+    connection = kubelet.WaitForConnection("example.com/vf", 10s);
+    if (!connection || !connection->WaitForMessages(1, 5s)) std::abort();
+    const v1beta1::ListAndWatchResponse list = *connection->latest();
+    for (const auto& device : list.devices()) {
+      ids.push_back(device.id());
+    }
+  }
+  testing::TempDir root;
+  testing::TempDir plugins;
+  testing::FakeKubelet kubelet{plugins.path()};
+  std::unique_ptr<TopologyDevicePlugin> plugin;
+  std::shared_ptr<testing::PluginConnection> connection;
+  std::vector<std::string> ids;
+};
+
+void ReportPercentiles(benchmark::State& state, std::vector<double>& micros) {
+  std::sort(micros.begin(), micros.end());
+  auto at = [&](double q) {
+    return micros[std::min(micros.size() - 1,
+                           static_cast<size_t>(q * static_cast<double>(micros.size())))];
+  };
+  state.counters["p50_us"] = at(0.50);
+  state.counters["p99_us"] = at(0.99);
+  state.counters["max_us"] = micros.back();
+}
+
+void PreferredRoundTrip(benchmark::State& state, const std::string& machine) {
+  static std::map<std::string, std::unique_ptr<Setup>> setups;
+  auto& setup = setups[machine];
+  if (!setup) setup = std::make_unique<Setup>(machine);
+  const int size = static_cast<int>(state.range(0));
+  v1beta1::PreferredAllocationRequest request;
+  auto* container = request.add_container_requests();
+  for (const auto& id : setup->ids) container->add_available_deviceids(id);
+  container->set_allocation_size(size);
+  std::vector<double> micros;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    grpc::ClientContext context;
+    v1beta1::PreferredAllocationResponse response;
+    if (!setup->connection->stub()
+             .GetPreferredAllocation(&context, request, &response)
+             .ok() ||
+        response.container_responses(0).deviceids_size() != size) {
+      state.SkipWithError("GetPreferredAllocation failed");
+      return;
+    }
+    micros.push_back(std::chrono::duration<double, std::micro>(
+                         std::chrono::steady_clock::now() - start)
+                         .count());
+  }
+  state.counters["devices"] = static_cast<double>(setup->ids.size());
+  ReportPercentiles(state, micros);
+}
+
+void BM_PreferredAllocation1024(benchmark::State& state) {
+  PreferredRoundTrip(state, "sriov-8x128");
+}
+BENCHMARK(BM_PreferredAllocation1024)->Arg(8)->Unit(benchmark::kMicrosecond)
+    ->Iterations(2000);
+
+void BM_PreferredAllocation10000(benchmark::State& state) {
+  PreferredRoundTrip(state, "sriov-40x250");
+}
+BENCHMARK(BM_PreferredAllocation10000)->Arg(5000)->Unit(benchmark::kMillisecond)
+    ->Iterations(5);
+
+class FixedHandler : public plugin::ResourceHandler {
+ public:
+  plugin::DevicePluginOptions Options() const override { return {}; }
+  StatusOr<plugin::ContainerAllocation> Allocate(
+      const std::vector<std::string>&) override {
+    return plugin::ContainerAllocation{};
+  }
+};
+
+// Time from opening a ListAndWatch stream to the full list of 10,000
+// devices (63-byte ids, one NUMA node each) decoded by the client.
+void BM_ListAndWatch10000(benchmark::State& state) {
+  testing::TempDir dir;
+  testing::FakeKubelet kubelet(dir.path());
+  kubelet.Start();
+  plugin::RunnerOptions options;
+  options.plugin_dir = dir.path();
+  plugin::PluginRunner runner(options);
+  std::vector<plugin::Device> devices;
+  for (int i = 0; i < 10000; ++i) {
+    std::string id = "device-" + std::to_string(i) + "-";
+    id.resize(63, 'x');
+    devices.push_back({.id = id, .health = plugin::Health::kHealthy,
+                       .numa_nodes = {i % 8}});
+  }
+  if (!runner.AddResource("example.com/dev", std::make_shared<FixedHandler>(),
+                          devices)
+           .ok() ||
+      !runner.Start().ok()) {
+    state.SkipWithError("cannot start");
+    return;
+  }
+  auto connection = kubelet.WaitForConnection("example.com/dev", 10s);
+  std::vector<double> micros;
+  size_t bytes = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    grpc::ClientContext context;
+    auto stream = connection->stub().ListAndWatch(&context, v1beta1::Empty());
+    v1beta1::ListAndWatchResponse response;
+    if (!stream->Read(&response) || response.devices_size() != 10000) {
+      state.SkipWithError("no list");
+      return;
+    }
+    micros.push_back(std::chrono::duration<double, std::micro>(
+                         std::chrono::steady_clock::now() - start)
+                         .count());
+    bytes = response.ByteSizeLong();
+    context.TryCancel();
+    (void)stream->Finish();
+  }
+  state.counters["message_bytes"] = static_cast<double>(bytes);
+  ReportPercentiles(state, micros);
+}
+BENCHMARK(BM_ListAndWatch10000)->Unit(benchmark::kMillisecond)->Iterations(50);
+
+// Resident memory of the topology-device-plugin process serving 1,024
+// devices, registered and idle.
+void BM_IdleResidentMemory1024(benchmark::State& state) {
+  testing::TempDir root;
+  testing::TempDir plugins;
+  if (!testing::WriteMachine("sriov-8x128", root.path())) std::abort();
+  std::ofstream(root.path() / "config.yaml")
+      << "resources: [{name: example.com/vf, selectors: [{devices: [\"101e\"]}]}]\n";
+  testing::FakeKubelet kubelet(plugins.path());
+  kubelet.Start();
+  for (auto _ : state) {
+    std::vector<std::string> args = {
+        TOPOLOGY_DEVICE_PLUGIN_BINARY, "--config",
+        (root.path() / "config.yaml").string(), "--host-root",
+        root.path().string(), "--plugin-dir", plugins.path().string(),
+        "--http-addr", "127.0.0.1:0"};
+    std::vector<char*> argv;
+    for (auto& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) {
+      state.SkipWithError("cannot start the plugin");
+      return;
+    }
+    auto connection = kubelet.WaitForConnection("example.com/vf", 10s);
+    if (!connection || !connection->WaitForMessages(1, 5s)) {
+      state.SkipWithError("the plugin did not register");
+    }
+    std::this_thread::sleep_for(3s);  // idle
+    std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+    std::string line;
+    double rss_kb = 0;
+    while (std::getline(status, line)) {
+      if (line.starts_with("VmRSS:")) rss_kb = std::stod(line.substr(6));
+    }
+    kill(pid, SIGTERM);
+    int wstatus = 0;
+    waitpid(pid, &wstatus, 0);
+    state.counters["rss_mb"] = rss_kb / 1024.0;
+    state.counters["devices"] =
+        connection ? connection->latest()->devices_size() : 0;
+  }
+}
+BENCHMARK(BM_IdleResidentMemory1024)->Iterations(1)->Unit(benchmark::kSecond);
+
+}  // namespace
+}  // namespace topology::device_plugin
+
+int main(int argc, char** argv) {
+  topology::plugin::InitLogging(argv[0], 0);
+  FLAGS_minloglevel = 2;  // keep benchmark output readable
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
