@@ -8,7 +8,7 @@
 #include <glog/logging.h>
 
 #include "config.h"
-#include "duration.h"
+#include "topology/plugin/duration.h"
 #include "http_endpoint.h"
 #include "reference_plugin.h"
 #include "topology/plugin/logging.h"
@@ -84,7 +84,7 @@ int Run(int argc, char** argv) {
                    &options.rescan_interval},
         std::tuple{"--recovery-period", &recovery_period,
                    &options.recovery_period}}) {
-    auto duration = dp::ParseDuration(*text);
+    auto duration = plugin::ParseDuration(*text);
     if (!duration.ok()) {
       std::cerr << "topology-device-plugin: " << flag << ": "
                 << duration.status().message() << "\n";

@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "config.h"
-#include "duration.h"
+#include "topology/plugin/duration.h"
 #include "health.h"
 #include "selectors.h"
 #include "status_matchers.h"
@@ -129,6 +129,7 @@ TEST(ConfigTest, PciDeviceEnvNameFollowsSriov) {
 }
 
 TEST(DurationTest, GoSyntax) {
+  using plugin::ParseDuration;
   EXPECT_EQ(*ParseDuration("1s"), 1s);
   EXPECT_EQ(*ParseDuration("500ms"), 500ms);
   EXPECT_EQ(*ParseDuration("1m30s"), 90s);

@@ -239,6 +239,24 @@ void CpuManager::RemovePod(const std::string& pod_uid) {
   }
 }
 
+Status CpuManager::Restore(const std::string& pod_uid,
+                           const std::string& container, const CpuSet& cpus) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (cpus.empty()) return OkStatus();
+  if (!static_) {
+    return InvalidArgumentError("exclusive CPUs " + cpus.ToList() +
+                                " of " + pod_uid + "/" + container +
+                                " with the none CPU policy");
+  }
+  if (!cpus.IsSubsetOf(Allocatable())) {
+    return InvalidArgumentError("CPUs " + cpus.ToList() + " of " + pod_uid +
+                                "/" + container +
+                                " are reserved, unknown or already assigned");
+  }
+  assignments_[{pod_uid, container}] = cpus;
+  return OkStatus();
+}
+
 CpuSet CpuManager::ContainerCpus(const std::string& pod_uid,
                                  const std::string& container) const {
   std::lock_guard<std::mutex> lock(mutex_);

@@ -221,6 +221,13 @@ StatusOr<DeviceManager::DeviceSet> DeviceManager::DevicesToAllocate(
   }
   int needed = required;
   DeviceSet allocated;
+  if (needed > 0 && reusable->empty() &&
+      std::none_of(r->second.devices.begin(), r->second.devices.end(),
+                   [](const auto& d) { return d.second.healthy; })) {
+    return FailedPreconditionError(
+        "no healthy devices present; cannot allocate unhealthy devices " +
+        resource);
+  }
   const auto take_from = [&](const std::vector<std::string>& devices) {
     for (const std::string& id : devices) {
       if (needed == 0) break;
@@ -297,7 +304,7 @@ StatusOr<DeviceManager::DeviceSet> DeviceManager::DevicesToAllocate(
 }
 
 Status DeviceManager::Allocate(const Pod& pod, const Container& container) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  std::unique_lock<std::mutex> lock(mutex_);
   if (reuse_pod_ != pod.uid) {
     reuse_pod_ = pod.uid;
     reusable_.clear();
@@ -314,16 +321,25 @@ Status DeviceManager::Allocate(const Pod& pod, const Container& container) {
   const auto key = std::make_pair(pod.uid, container.name);
   for (const auto& [resource, quantity] : container.limits) {
     if (!resources_.count(resource)) continue;
-    DeviceSet& reusable = reusable_[resource];
     auto chosen = DevicesToAllocate(pod, container, resource,
-                                    static_cast<int>(quantity), &reusable);
+                                    static_cast<int>(quantity),
+                                    &reusable_[resource]);
     if (!chosen.ok()) return chosen.status();
     if (chosen->empty()) continue;
-    if (DevicePluginEndpoint* endpoint = resources_[resource].endpoint) {
-      const Status status = endpoint->Allocate(Sorted(*chosen));
-      if (!status.ok()) return status;
-    }
+    // Reserve before the call, so that a concurrent admission never picks
+    // the same devices, and call the plugin without holding the lock.
     allocations_[key][resource] = *chosen;
+    if (DevicePluginEndpoint* endpoint = resources_[resource].endpoint) {
+      lock.unlock();
+      const Status status = endpoint->Allocate(Sorted(*chosen));
+      lock.lock();
+      if (!status.ok()) {
+        allocations_[key].erase(resource);
+        if (allocations_[key].empty()) allocations_.erase(key);
+        return status;
+      }
+    }
+    DeviceSet& reusable = reusable_[resource];
     if (is_init && !restartable_init) {
       // A regular init container's devices are free again for later
       // containers of the same pod.
@@ -333,6 +349,27 @@ Status DeviceManager::Allocate(const Pod& pod, const Container& container) {
     }
   }
   return OkStatus();
+}
+
+void DeviceManager::Restore(const std::string& pod_uid,
+                            const std::string& container,
+                            const std::string& resource,
+                            std::vector<std::string> device_ids) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  allocations_[{pod_uid, container}][resource] =
+      DeviceSet(device_ids.begin(), device_ids.end());
+}
+
+std::vector<DeviceManager::Allocation> DeviceManager::Allocations() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<Allocation> out;
+  for (const auto& [key, by_resource] : allocations_) {
+    for (const auto& [resource, ids] : by_resource) {
+      out.push_back({key.first, key.second, resource,
+                     std::vector<std::string>(ids.begin(), ids.end())});
+    }
+  }
+  return out;
 }
 
 void DeviceManager::RemovePod(const std::string& pod_uid) {

@@ -43,6 +43,11 @@ class TOPOLOGY_EXPORT CpuManager final : public HintProvider {
   Status Allocate(const Pod& pod, const Container& container) override;
 
   void RemovePod(const std::string& pod_uid);
+  // Puts back a container's exclusive CPUs from a checkpoint. Fails with
+  // INVALID_ARGUMENT when they are not allocatable (reserved, unknown or
+  // already assigned).
+  Status Restore(const std::string& pod_uid, const std::string& container,
+                 const CpuSet& cpus);
   // Exclusive CPUs of a container; empty when it shares the pool.
   CpuSet ContainerCpus(const std::string& pod_uid,
                        const std::string& container) const;

@@ -63,6 +63,22 @@ class TOPOLOGY_EXPORT DeviceManager final : public HintProvider {
 
   // Frees everything allocated to the pod.
   void RemovePod(const std::string& pod_uid);
+
+  // One container's devices of one resource.
+  struct Allocation {
+    std::string pod_uid;
+    std::string container;
+    std::string resource;
+    std::vector<std::string> device_ids;  // sorted
+  };
+  // Puts back an allocation from a checkpoint (the resource may not be
+  // registered yet); the devices count as in use from now on.
+  void Restore(const std::string& pod_uid, const std::string& container,
+               const std::string& resource,
+               std::vector<std::string> device_ids);
+  // Every allocation, including those reserved for an Allocate call in
+  // flight.
+  std::vector<Allocation> Allocations() const;
   // Devices allocated to a container, sorted.
   std::vector<std::string> ContainerDevices(const std::string& pod_uid,
                                             const std::string& container,

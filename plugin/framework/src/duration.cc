@@ -1,10 +1,10 @@
-#include "duration.h"
+#include "topology/plugin/duration.h"
 
 #include <cmath>
 #include <string>
 #include <utility>
 
-namespace topology::device_plugin {
+namespace topology::plugin {
 
 StatusOr<std::chrono::nanoseconds> ParseDuration(std::string_view text) {
   const std::string quoted = "duration \"" + std::string(text) + "\"";
@@ -60,4 +60,4 @@ StatusOr<std::chrono::nanoseconds> ParseDuration(std::string_view text) {
   return std::chrono::nanoseconds(static_cast<int64_t>(std::llround(total)));
 }
 
-}  // namespace topology::device_plugin
+}  // namespace topology::plugin

@@ -1,0 +1,829 @@
+#include "host_manager.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <glog/logging.h>
+#include <grpcpp/grpcpp.h>
+
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "plugin_endpoint.h"
+#include "pod_manifest.h"
+#include "topologymanager/v1alpha1/control.grpc.pb.h"
+#include "topology/plugin/resource_name.h"
+
+namespace topology::host {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+namespace {
+
+bool IsSocket(const std::filesystem::path& path) {
+  struct stat info {};
+  return lstat(path.c_str(), &info) == 0 && S_ISSOCK(info.st_mode);
+}
+
+bool IsExtendedResource(const std::string& name) {
+  return name.find('/') != std::string::npos;
+}
+
+uint64_t Fnv1a64(std::string_view text) {
+  uint64_t hash = 14695981039346656037ull;
+  for (char c : text) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+json HintListJson(const manager::HintList& list) {
+  if (!list.has_value()) return nullptr;
+  json out = json::array();
+  std::vector<manager::TopologyHint> hints = list.Expand();
+  for (size_t i = 0; i < hints.size() && i < 64; ++i) {
+    const auto& hint = hints[i];
+    out.push_back({{"mask", hint.affinity ? json(hint.affinity->Ids())
+                                          : json(nullptr)},
+                   {"preferred", hint.preferred}});
+  }
+  return out;
+}
+
+json ContainerJson(const manager::Container& c) {
+  return {{"name", c.name}, {"restartable", c.restartable}, {"limits", c.limits}};
+}
+
+manager::Container ContainerFromJson(const json& j) {
+  manager::Container c;
+  c.name = j.at("name").get<std::string>();
+  c.restartable = j.value("restartable", false);
+  c.limits = j.at("limits").get<std::map<std::string, int64_t>>();
+  return c;
+}
+
+}  // namespace
+
+json ToJson(const PodResult& result, bool explain) {
+  json containers = json::array();
+  for (const ContainerResult& c : result.containers) {
+    json devices = json::object();
+    for (const auto& [resource, ids] : c.devices) devices[resource] = ids;
+    containers.push_back(
+        {{"name", c.name},
+         {"devices", devices},
+         {"cpus", c.cpus.ToList()},
+         {"numa_nodes", c.numa_nodes ? json(*c.numa_nodes) : json(nullptr)}});
+  }
+  json out = {{"pod", result.name},
+              {"namespace", result.ns},
+              {"uid", result.uid},
+              {"admitted", result.admitted},
+              {"reason", result.reason.empty() ? json(nullptr) : json(result.reason)},
+              {"message", result.message.empty() ? json(nullptr) : json(result.message)},
+              {"containers", containers}};
+  if (explain) out["explanation"] = result.explanation;
+  return out;
+}
+
+// --- gRPC services ---------------------------------------------------------
+
+class HostManager::RegistrationService final
+    : public v1beta1::Registration::Service {
+ public:
+  explicit RegistrationService(HostManager* owner) : owner_(owner) {}
+  grpc::Status Register(grpc::ServerContext* /*context*/,
+                        const v1beta1::RegisterRequest* request,
+                        v1beta1::Empty* /*response*/) override {
+    const Status status = owner_->Register(
+        request->version(), request->endpoint(), request->resource_name());
+    // The kubelet answers with plain Go errors: status UNKNOWN.
+    if (status.ok()) return grpc::Status::OK;
+    return grpc::Status(grpc::StatusCode::UNKNOWN, status.message());
+  }
+
+ private:
+  HostManager* owner_;
+};
+
+class HostManager::ControlService final
+    : public topologymanager::v1alpha1::Control::Service {
+ public:
+  explicit ControlService(HostManager* owner) : owner_(owner) {}
+
+  grpc::Status Admit(grpc::ServerContext* /*context*/,
+                     const topologymanager::v1alpha1::AdmitRequest* request,
+                     topologymanager::v1alpha1::JsonReply* reply) override {
+    std::vector<manager::Pod> pods;
+    for (const auto& manifest : request->manifests()) {
+      auto parsed = ParsePodManifests(manifest.yaml(), manifest.source());
+      if (!parsed.ok()) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            parsed.status().message());
+      }
+      pods.insert(pods.end(), parsed->begin(), parsed->end());
+    }
+    json results = json::array();
+    for (const manager::Pod& pod : pods) {
+      results.push_back(ToJson(owner_->Admit(pod, request->explain()),
+                               request->explain()));
+    }
+    reply->set_json(results.dump());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Release(grpc::ServerContext* /*context*/,
+                       const topologymanager::v1alpha1::ReleaseRequest* request,
+                       topologymanager::v1alpha1::JsonReply* reply) override {
+    const topology::Status status = owner_->Release(request->pod());
+    if (!status.ok()) {
+      return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
+                          status.message());
+    }
+    reply->set_json(json({{"released", request->pod()}}).dump());
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Status(grpc::ServerContext* /*context*/,
+                      const topologymanager::v1alpha1::StatusRequest* request,
+                      topologymanager::v1alpha1::JsonReply* reply) override {
+    if (request->format() == "nrt") {
+      reply->set_json(owner_->NodeResourceTopology().dump());
+    } else {
+      reply->set_json(owner_->StatusJson().dump());
+    }
+    return grpc::Status::OK;
+  }
+
+ private:
+  HostManager* owner_;
+};
+
+// --- creation, start, stop -------------------------------------------------
+
+StatusOr<std::unique_ptr<HostManager>> HostManager::Create(HostConfig config,
+                                                           Topology topology) {
+  auto numa = manager::NumaInfo::FromTopology(topology);
+  if (!numa.ok()) return numa.status();
+  std::unique_ptr<HostManager> host(
+      new HostManager(std::move(config), std::move(topology), *numa));
+  auto tm = manager::TopologyManager::Create(host->config_.topology, host->numa_);
+  if (!tm.ok()) return tm.status();
+  host->topology_manager_ = std::move(*tm);
+  auto cpu = manager::CpuManager::Create(host->config_.cpu_policy,
+                                         host->topology_,
+                                         host->config_.reserved_cpus,
+                                         host->topology_manager_.get());
+  if (!cpu.ok()) return cpu.status();
+  host->cpu_manager_ = std::move(*cpu);
+  host->device_manager_ = std::make_unique<manager::DeviceManager>(
+      host->numa_.node_ids(), host->topology_manager_.get());
+  // The kubelet's order: CPU manager, then device manager.
+  host->topology_manager_->AddHintProvider(host->cpu_manager_.get());
+  host->topology_manager_->AddHintProvider(host->device_manager_.get());
+  return host;
+}
+
+HostManager::HostManager(HostConfig config, Topology topology,
+                         manager::NumaInfo numa)
+    : config_(std::move(config)),
+      topology_(std::move(topology)),
+      numa_(std::move(numa)) {}
+
+HostManager::~HostManager() { Stop(); }
+
+Status HostManager::Start() {
+  std::error_code error;
+  std::filesystem::create_directories(config_.plugin_dir, error);
+  if (error || !std::filesystem::is_directory(config_.plugin_dir)) {
+    return FailedPreconditionError("cannot create the device plugin directory " +
+                                   config_.plugin_dir.string() +
+                                   (error ? ": " + error.message() : ""));
+  }
+  chmod(config_.plugin_dir.c_str(), 0750);
+  // Like the kubelet: every socket goes (plugins see their socket vanish and
+  // re-register); files, directories and checkpoints stay.
+  for (const auto& entry :
+       std::filesystem::directory_iterator(config_.plugin_dir, error)) {
+    if (IsSocket(entry.path())) {
+      VLOG(1) << "removing socket " << entry.path().string();
+      std::filesystem::remove(entry.path(), error);
+    }
+  }
+  if (Status restored = RestoreCheckpoint(); !restored.ok()) {
+    LOG(WARNING) << restored.message();
+  }
+  registration_ = std::make_unique<RegistrationService>(this);
+  grpc::ServerBuilder builder;
+  int bound = 0;
+  builder.AddListeningPort(
+      "unix:" + (config_.plugin_dir / plugin::kKubeletSocket).string(),
+      grpc::InsecureServerCredentials(), &bound);
+  builder.RegisterService(registration_.get());
+  kubelet_server_ = builder.BuildAndStart();
+  if (!kubelet_server_ || bound == 0) {
+    return FailedPreconditionError(
+        "cannot serve " + (config_.plugin_dir / plugin::kKubeletSocket).string());
+  }
+  if (!config_.control_socket.empty()) {
+    if (IsSocket(config_.control_socket)) {
+      std::filesystem::remove(config_.control_socket, error);
+    }
+    control_ = std::make_unique<ControlService>(this);
+    grpc::ServerBuilder control;
+    int control_bound = 0;
+    control.AddListeningPort("unix:" + config_.control_socket.string(),
+                             grpc::InsecureServerCredentials(), &control_bound);
+    control.RegisterService(control_.get());
+    control_server_ = control.BuildAndStart();
+    if (!control_server_ || control_bound == 0) {
+      Stop();
+      return FailedPreconditionError("cannot serve the control socket " +
+                                     config_.control_socket.string());
+    }
+  }
+  gc_ = std::thread([this] { CollectGarbage(); });
+  LOG(INFO) << "serving " << (config_.plugin_dir / plugin::kKubeletSocket).string()
+            << " (policy " << config_.topology.policy << ", scope "
+            << config_.topology.scope << ", CPU policy " << config_.cpu_policy
+            << ")";
+  return OkStatus();
+}
+
+void HostManager::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  gc_wake_.notify_all();
+  if (gc_.joinable()) gc_.join();
+  const auto deadline =
+      std::chrono::system_clock::now() + std::chrono::seconds(1);
+  if (control_server_) control_server_->Shutdown(deadline);
+  if (kubelet_server_) kubelet_server_->Shutdown(deadline);
+  std::vector<std::shared_ptr<PluginEndpoint>> endpoints;
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [name, state] : resources_) {
+      if (state.endpoint) endpoints.push_back(state.endpoint);
+    }
+    endpoints.insert(endpoints.end(), retired_.begin(), retired_.end());
+    retired_.clear();
+  }
+  for (auto& endpoint : endpoints) endpoint->Stop();
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [name, state] : resources_) state.endpoint.reset();
+  }
+  endpoints.clear();  // joins the stream readers
+  std::error_code ignored;
+  if (!config_.control_socket.empty() && IsSocket(config_.control_socket)) {
+    std::filesystem::remove(config_.control_socket, ignored);
+  }
+}
+
+// --- registration and ListAndWatch ----------------------------------------
+
+Status HostManager::Register(const std::string& version,
+                             const std::string& endpoint,
+                             const std::string& resource) {
+  if (version != plugin::kApiVersion) {
+    return Status(StatusCode::kUnknown,
+                  "requested API version \"" + version +
+                      "\" is not supported by kubelet. Supported version is "
+                      "[\"v1beta1\"]");
+  }
+  if (!plugin::ValidateResourceName(resource).ok()) {
+    return Status(StatusCode::kUnknown,
+                  "the ResourceName \"" + resource + "\" is invalid");
+  }
+  if (Status valid = plugin::ValidateEndpointName(endpoint); !valid.ok()) {
+    return Status(StatusCode::kUnknown,
+                  "invalid endpoint: " + valid.message());
+  }
+  auto connected =
+      PluginEndpoint::Connect(resource, config_.plugin_dir / endpoint);
+  if (!connected.ok()) {
+    LOG(WARNING) << resource << ": " << connected.status().message();
+    return connected.status();
+  }
+  std::shared_ptr<PluginEndpoint> fresh = *connected;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return UnavailableError("shutting down");
+    ResourceState& state = resources_[resource];
+    if (state.endpoint) {
+      // The newest registration wins; the old connection is closed and its
+      // late messages are ignored.
+      LOG(INFO) << resource << ": " << endpoint << " replaces "
+                << state.endpoint->socket().filename().string();
+      state.endpoint->Stop();
+      retired_.push_back(state.endpoint);
+    }
+    state.endpoint = fresh;
+    state.stopped_since.reset();
+  }
+  fresh->Start([this](PluginEndpoint* e, std::vector<manager::Device> d) {
+                 OnList(e, std::move(d));
+               },
+               [this](PluginEndpoint* e, const grpc::Status&) { OnEnd(e); });
+  LOG(INFO) << "registered " << resource << " at " << endpoint
+            << (fresh->options().get_preferred_allocation_available
+                    ? " (GetPreferredAllocation)"
+                    : "")
+            << (fresh->options().pre_start_required ? " (PreStartContainer)" : "");
+  return OkStatus();
+}
+
+void HostManager::OnList(PluginEndpoint* endpoint,
+                         std::vector<manager::Device> devices) {
+  std::lock_guard lock(mu_);
+  auto it = resources_.find(endpoint->resource());
+  if (it == resources_.end() || it->second.endpoint.get() != endpoint) return;
+  // Duplicate ids: the last entry wins, as in a Go map, but say so.
+  std::map<std::string, manager::Device> unique;
+  for (manager::Device& device : devices) {
+    if (unique.contains(device.id)) {
+      LOG(WARNING) << endpoint->resource() << ": device " << device.id
+                   << " listed twice; the last entry counts";
+    }
+    unique[device.id] = std::move(device);
+  }
+  std::vector<manager::Device> list;
+  list.reserve(unique.size());
+  for (auto& [id, device] : unique) list.push_back(std::move(device));
+  it->second.devices = list;
+  device_manager_->UpdateResource(endpoint->resource(), std::move(list),
+                                  endpoint);
+  VLOG(1) << endpoint->resource() << ": " << it->second.devices.size()
+          << " devices";
+  if (Status written = WriteCheckpoint(); !written.ok()) {
+    LOG(ERROR) << written.message();
+  }
+}
+
+void HostManager::OnEnd(PluginEndpoint* endpoint) {
+  std::lock_guard lock(mu_);
+  auto it = resources_.find(endpoint->resource());
+  if (it == resources_.end() || it->second.endpoint.get() != endpoint) return;
+  if (stopping_) return;
+  LOG(WARNING) << endpoint->resource() << ": plugin at "
+               << endpoint->socket().string()
+               << " disconnected; allocatable is 0 until it registers again";
+  it->second.stopped_since = Clock::now();
+  std::vector<manager::Device> unhealthy = it->second.devices;
+  for (manager::Device& device : unhealthy) device.healthy = false;
+  device_manager_->UpdateResource(endpoint->resource(), std::move(unhealthy),
+                                  endpoint);
+  if (Status written = WriteCheckpoint(); !written.ok()) {
+    LOG(ERROR) << written.message();
+  }
+}
+
+void HostManager::CollectGarbage() {
+  const auto tick = std::clamp(config_.grace_period / 4,
+                               std::chrono::milliseconds(10),
+                               std::chrono::milliseconds(1000));
+  std::unique_lock lock(mu_);
+  while (!stopping_) {
+    gc_wake_.wait_for(lock, tick);
+    if (stopping_) break;
+    const auto now = Clock::now();
+    bool changed = false;
+    for (auto it = resources_.begin(); it != resources_.end();) {
+      const auto& since = it->second.stopped_since;
+      if (since && now - *since >= config_.grace_period) {
+        LOG(INFO) << it->first << ": no plugin for "
+                  << config_.grace_period.count()
+                  << " ms; resource removed";
+        device_manager_->RemoveResource(it->first);
+        if (it->second.endpoint) retired_.push_back(it->second.endpoint);
+        it = resources_.erase(it);
+        changed = true;
+      } else {
+        ++it;
+      }
+    }
+    if (changed) {
+      if (Status written = WriteCheckpoint(); !written.ok()) {
+        LOG(ERROR) << written.message();
+      }
+    }
+    // Connections whose stream has ended can go (outside the lock: their
+    // destructor joins the reader, which may be waiting for it).
+    std::vector<std::shared_ptr<PluginEndpoint>> done;
+    for (auto it = retired_.begin(); it != retired_.end();) {
+      if ((*it)->stopped()) {
+        done.push_back(std::move(*it));
+        it = retired_.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    lock.unlock();
+    done.clear();
+    lock.lock();
+  }
+}
+
+// --- admission -------------------------------------------------------------
+
+PodResult HostManager::Admit(const manager::Pod& pod, bool explain) {
+  std::lock_guard admit(admit_mu_);
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = pods_.find(pod.uid); it != pods_.end()) {
+      return it->second.result;
+    }
+  }
+  std::vector<manager::MergeTrace> traces;
+  const manager::AdmitResult admitted =
+      topology_manager_->Admit(pod, explain ? &traces : nullptr);
+  PodResult result;
+  result.uid = pod.uid;
+  result.ns = pod.ns;
+  result.name = pod.name;
+  result.admitted = admitted.admit;
+  result.reason = admitted.reason;
+  result.message = admitted.message;
+  if (explain) {
+    result.explanation = json::array();
+    for (const manager::MergeTrace& trace : traces) {
+      json providers = json::array();
+      for (const manager::ProviderHints& hints : trace.provider_hints) {
+        json provider = json::object();
+        for (const auto& [resource, list] : hints) {
+          provider[resource] = HintListJson(list);
+        }
+        providers.push_back(provider);
+      }
+      result.explanation.push_back(
+          {{"container", trace.container.empty() ? json(nullptr)
+                                                 : json(trace.container)},
+           {"providers", providers},
+           {"merged",
+            {{"mask", trace.result.hint.affinity
+                          ? json(trace.result.hint.affinity->Ids())
+                          : json(nullptr)},
+             {"preferred", trace.result.hint.preferred}}},
+           {"admit", trace.result.admit},
+           {"reason", trace.explanation.reason},
+           {"permutations", trace.explanation.permutations}});
+    }
+  }
+  std::vector<const manager::Container*> all;
+  for (const auto& c : pod.init_containers) all.push_back(&c);
+  for (const auto& c : pod.containers) all.push_back(&c);
+  if (result.admitted) {
+    for (const manager::Container* container : all) {
+      ContainerResult out;
+      out.name = container->name;
+      for (const auto& [resource, quantity] : container->limits) {
+        if (!IsExtendedResource(resource)) continue;
+        auto ids =
+            device_manager_->ContainerDevices(pod.uid, container->name, resource);
+        if (!ids.empty()) out.devices[resource] = ids;
+      }
+      out.cpus = cpu_manager_->ContainerCpus(pod.uid, container->name);
+      const manager::TopologyHint hint =
+          topology_manager_->GetAffinity(pod.uid, container->name);
+      if (hint.affinity) out.numa_nodes = hint.affinity->Ids();
+      result.containers.push_back(std::move(out));
+    }
+    // Container start: PreStartContainer where a plugin requires it.
+    for (const ContainerResult& container : result.containers) {
+      for (const auto& [resource, ids] : container.devices) {
+        std::shared_ptr<PluginEndpoint> endpoint;
+        {
+          std::lock_guard lock(mu_);
+          if (auto it = resources_.find(resource); it != resources_.end()) {
+            endpoint = it->second.endpoint;
+          }
+        }
+        if (!endpoint) continue;  // restored, plugin not back: skipped
+        if (Status started = endpoint->PreStartContainer(ids); !started.ok()) {
+          result.admitted = false;
+          result.reason = "PreStartContainerError";
+          result.message = started.message();
+        }
+      }
+    }
+  }
+  if (!result.admitted) {
+    device_manager_->RemovePod(pod.uid);
+    cpu_manager_->RemovePod(pod.uid);
+    topology_manager_->RemovePod(pod.uid);
+    result.containers.clear();
+    LOG(INFO) << "pod " << pod.ns << "/" << pod.name << " rejected: "
+              << result.reason << ": " << result.message;
+    return result;
+  }
+  LOG(INFO) << "pod " << pod.ns << "/" << pod.name << " admitted";
+  std::lock_guard lock(mu_);
+  pods_[pod.uid] = {pod, result};
+  if (Status written = WriteCheckpoint(); !written.ok()) {
+    LOG(ERROR) << written.message();
+  }
+  return result;
+}
+
+const HostManager::PodRecord* HostManager::FindPod(const std::string& key) const {
+  if (auto it = pods_.find(key); it != pods_.end()) return &it->second;
+  const PodRecord* found = nullptr;
+  for (const auto& [uid, record] : pods_) {
+    if (record.pod.ns + "/" + record.pod.name == key ||
+        record.pod.name == key) {
+      if (found != nullptr) return nullptr;  // ambiguous name
+      found = &record;
+    }
+  }
+  return found;
+}
+
+Status HostManager::Release(const std::string& key) {
+  std::lock_guard admit(admit_mu_);
+  std::string uid;
+  {
+    std::lock_guard lock(mu_);
+    const PodRecord* record = FindPod(key);
+    if (record == nullptr) {
+      return NotFoundError("no admitted pod \"" + key +
+                           "\" (by uid, namespace/name or unique name)");
+    }
+    uid = record->pod.uid;
+  }
+  device_manager_->RemovePod(uid);
+  cpu_manager_->RemovePod(uid);
+  topology_manager_->RemovePod(uid);
+  std::lock_guard lock(mu_);
+  pods_.erase(uid);
+  LOG(INFO) << "pod " << key << " released";
+  return WriteCheckpoint();
+}
+
+// --- views -----------------------------------------------------------------
+
+std::map<std::string, HostManager::ResourceView> HostManager::Resources() const {
+  std::lock_guard lock(mu_);
+  std::map<std::string, ResourceView> out;
+  for (const auto& [name, state] : resources_) {
+    ResourceView view;
+    view.capacity = state.devices.size();
+    view.stopped = state.stopped_since.has_value() || !state.endpoint;
+    if (!view.stopped) {
+      view.allocatable = static_cast<size_t>(std::count_if(
+          state.devices.begin(), state.devices.end(),
+          [](const manager::Device& d) { return d.healthy; }));
+    }
+    if (state.endpoint) view.endpoint = state.endpoint->socket().string();
+    out[name] = view;
+  }
+  return out;
+}
+
+json HostManager::StatusJson() const {
+  json resources = json::array();
+  std::lock_guard lock(mu_);
+  for (const auto& [name, state] : resources_) {
+    const bool stopped = state.stopped_since.has_value() || !state.endpoint;
+    const std::vector<std::string> in_use = device_manager_->InUse(name);
+    const std::set<std::string> used(in_use.begin(), in_use.end());
+    json per_node = json::object();
+    size_t allocatable = 0;
+    for (const manager::Device& device : state.devices) {
+      const bool healthy = device.healthy && !stopped;
+      allocatable += healthy ? 1 : 0;
+      std::vector<std::string> keys;
+      for (int node : device.numa_nodes) keys.push_back(std::to_string(node));
+      if (keys.empty()) keys.push_back("none");
+      for (const std::string& key : keys) {
+        json& entry = per_node[key];
+        if (entry.is_null()) entry = {{"capacity", 0}, {"allocatable", 0}, {"available", 0}};
+        entry["capacity"] = entry["capacity"].get<int>() + 1;
+        if (healthy) {
+          entry["allocatable"] = entry["allocatable"].get<int>() + 1;
+          if (!used.contains(device.id)) {
+            entry["available"] = entry["available"].get<int>() + 1;
+          }
+        }
+      }
+    }
+    resources.push_back({{"name", name},
+                         {"capacity", state.devices.size()},
+                         {"allocatable", allocatable},
+                         {"in_use", in_use.size()},
+                         {"plugin", state.endpoint
+                                        ? json(state.endpoint->socket().filename().string())
+                                        : json(nullptr)},
+                         {"connected", !stopped},
+                         {"numa_nodes", per_node}});
+  }
+  json pods = json::array();
+  for (const auto& [uid, record] : pods_) pods.push_back(ToJson(record.result, false));
+  json nodes = json::array();
+  for (const NumaNode& node : topology_.numa_nodes()) {
+    nodes.push_back({{"id", node.id}, {"cpus", node.cpus.ToList()}});
+  }
+  return {{"node", config_.node_name},
+          {"policy", config_.topology.policy},
+          {"scope", config_.topology.scope},
+          {"cpu_policy", config_.cpu_policy},
+          {"numa_nodes", nodes},
+          {"cpus",
+           {{"reserved", config_.reserved_cpus.ToList()},
+            {"shared", cpu_manager_->SharedPool().ToList()}}},
+          {"resources", resources},
+          {"pods", pods}};
+}
+
+json HostManager::NodeResourceTopology() const {
+  const json status = StatusJson();
+  const CpuSet shared = cpu_manager_->SharedPool();
+  json zones = json::array();
+  for (const NumaNode& node : topology_.numa_nodes()) {
+    json costs = json::array();
+    for (const NumaNode& other : topology_.numa_nodes()) {
+      if (auto d = topology_.Distance(node.id, other.id)) {
+        costs.push_back({{"name", "node-" + std::to_string(other.id)},
+                         {"value", *d}});
+      }
+    }
+    const int capacity = node.cpus.Count();
+    const int allocatable =
+        capacity - node.cpus.Intersection(config_.reserved_cpus).Count();
+    // Available: allocatable CPUs nobody holds exclusively.
+    const int available = node.cpus.Intersection(shared).Count() -
+                          node.cpus.Intersection(shared)
+                              .Intersection(config_.reserved_cpus)
+                              .Count();
+    json resources = json::array();
+    resources.push_back({{"name", "cpu"},
+                         {"capacity", std::to_string(capacity)},
+                         {"allocatable", std::to_string(allocatable)},
+                         {"available", std::to_string(available)}});
+    for (const json& resource : status["resources"]) {
+      const std::string key = std::to_string(node.id);
+      if (!resource["numa_nodes"].contains(key)) continue;
+      const json& counts = resource["numa_nodes"][key];
+      resources.push_back({{"name", resource["name"]},
+                           {"capacity", std::to_string(counts["capacity"].get<int>())},
+                           {"allocatable", std::to_string(counts["allocatable"].get<int>())},
+                           {"available", std::to_string(counts["available"].get<int>())}});
+    }
+    zones.push_back({{"name", "node-" + std::to_string(node.id)},
+                     {"type", "Node"},
+                     {"costs", costs},
+                     {"resources", resources}});
+  }
+  return {{"apiVersion", "topology.node.k8s.io/v1alpha2"},
+          {"kind", "NodeResourceTopology"},
+          {"metadata", {{"name", config_.node_name}}},
+          {"attributes",
+           {{{"name", "topologyManagerPolicy"}, {"value", config_.topology.policy}},
+            {{"name", "topologyManagerScope"}, {"value", config_.topology.scope}}}},
+          {"zones", zones}};
+}
+
+// --- checkpoint ------------------------------------------------------------
+
+Status HostManager::WriteCheckpoint() const {
+  json pods = json::array();
+  for (const auto& [uid, record] : pods_) {
+    json init = json::array();
+    for (const auto& c : record.pod.init_containers) init.push_back(ContainerJson(c));
+    json app = json::array();
+    for (const auto& c : record.pod.containers) app.push_back(ContainerJson(c));
+    pods.push_back({{"uid", uid},
+                    {"namespace", record.pod.ns},
+                    {"name", record.pod.name},
+                    {"guaranteed", record.pod.guaranteed},
+                    {"init_containers", init},
+                    {"containers", app},
+                    {"result", ToJson(record.result, false)}});
+  }
+  json registered = json::object();
+  for (const auto& [name, state] : resources_) {
+    json healthy = json::array();
+    for (const auto& device : state.devices) {
+      if (device.healthy) healthy.push_back(device.id);
+    }
+    registered[name] = healthy;
+  }
+  const json data = {{"pods", pods}, {"registered", registered}};
+  const std::string body = data.dump();
+  char checksum[32];
+  std::snprintf(checksum, sizeof(checksum), "%016llx",
+                static_cast<unsigned long long>(Fnv1a64(body)));
+  const json doc = {{"version", 1}, {"checksum", checksum}, {"data", data}};
+  const auto path = config_.plugin_dir / kCheckpointFile;
+  const auto temporary = config_.plugin_dir / (std::string(".") + kCheckpointFile + ".tmp");
+  {
+    std::ofstream out(temporary, std::ios::trunc);
+    out << doc.dump() << "\n";
+    out.flush();
+    if (!out) {
+      return InternalError("cannot write the checkpoint " + temporary.string());
+    }
+  }
+  std::error_code error;
+  std::filesystem::rename(temporary, path, error);
+  if (error) {
+    return InternalError("cannot replace the checkpoint " + path.string() + ": " +
+                         error.message());
+  }
+  return OkStatus();
+}
+
+Status HostManager::RestoreCheckpoint() {
+  const auto path = config_.plugin_dir / kCheckpointFile;
+  std::error_code error;
+  if (!std::filesystem::exists(path, error)) {
+    LOG(INFO) << "no checkpoint at " << path.string() << ": starting empty";
+    return OkStatus();
+  }
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  auto corrupt = [&](const std::string& why) {
+    const auto kept = path.string() + ".corrupt";
+    std::filesystem::rename(path, kept, error);
+    return DataLossError("checkpoint " + path.string() + " is corrupt (" + why +
+                         "); starting with no allocations, the file is kept as " +
+                         kept);
+  };
+  const json doc = json::parse(text.str(), nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("data") ||
+      !doc.contains("checksum")) {
+    return corrupt("not a checkpoint document");
+  }
+  const std::string body = doc["data"].dump();
+  char checksum[32];
+  std::snprintf(checksum, sizeof(checksum), "%016llx",
+                static_cast<unsigned long long>(Fnv1a64(body)));
+  if (doc["checksum"] != checksum) return corrupt("checksum mismatch");
+  try {
+    std::lock_guard lock(mu_);
+    for (const json& p : doc["data"].at("pods")) {
+      PodRecord record;
+      record.pod.uid = p.at("uid").get<std::string>();
+      record.pod.ns = p.at("namespace").get<std::string>();
+      record.pod.name = p.at("name").get<std::string>();
+      record.pod.guaranteed = p.at("guaranteed").get<bool>();
+      for (const json& c : p.at("init_containers")) {
+        record.pod.init_containers.push_back(ContainerFromJson(c));
+      }
+      for (const json& c : p.at("containers")) {
+        record.pod.containers.push_back(ContainerFromJson(c));
+      }
+      const json& result = p.at("result");
+      record.result.uid = record.pod.uid;
+      record.result.ns = record.pod.ns;
+      record.result.name = record.pod.name;
+      record.result.admitted = true;
+      for (const json& c : result.at("containers")) {
+        ContainerResult container;
+        container.name = c.at("name").get<std::string>();
+        container.devices =
+            c.at("devices").get<std::map<std::string, std::vector<std::string>>>();
+        auto cpus = CpuSet::ParseList(c.at("cpus").get<std::string>());
+        if (!cpus.ok()) return corrupt("bad CPU list");
+        container.cpus = *cpus;
+        if (!c.at("numa_nodes").is_null()) {
+          container.numa_nodes = c.at("numa_nodes").get<std::vector<int>>();
+        }
+        for (const auto& [resource, ids] : container.devices) {
+          device_manager_->Restore(record.pod.uid, container.name, resource, ids);
+        }
+        if (Status restored = cpu_manager_->Restore(record.pod.uid,
+                                                    container.name, container.cpus);
+            !restored.ok()) {
+          LOG(WARNING) << "checkpoint: " << restored.message();
+        }
+        record.result.containers.push_back(std::move(container));
+      }
+      pods_[record.pod.uid] = std::move(record);
+    }
+    for (const auto& [name, ids] : doc["data"].at("registered").items()) {
+      // Known from before the restart, but without a plugin: capacity 0
+      // until it registers again, removed after the grace period.
+      ResourceState& state = resources_[name];
+      state.stopped_since = Clock::now();
+      device_manager_->UpdateResource(name, {}, nullptr);
+      (void)ids;
+    }
+  } catch (const json::exception& e) {
+    return corrupt(e.what());
+  }
+  LOG(INFO) << "restored " << pods_.size() << " pod(s) and " << resources_.size()
+            << " resource(s) from " << path.string();
+  return OkStatus();
+}
+
+}  // namespace topology::host

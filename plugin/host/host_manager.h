@@ -1,0 +1,151 @@
+// The host-side topology manager: the kubelet's device manager, CPU manager
+// and Topology Manager in one daemon. It accepts device plugin
+// registrations on <plugin-dir>/kubelet.sock, consumes their device lists,
+// admits pods with the kubelet's rules and keeps its allocations in a
+// checkpoint.
+#ifndef TOPOLOGY_HOST_HOST_MANAGER_H_
+#define TOPOLOGY_HOST_HOST_MANAGER_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "topology/cpu_set.h"
+#include "topology/manager/cpu_manager.h"
+#include "topology/manager/device_manager.h"
+#include "topology/manager/numa_info.h"
+#include "topology/manager/pod.h"
+#include "topology/manager/topology_manager.h"
+#include "topology/status.h"
+#include "topology/topology.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace topology::host {
+
+class PluginEndpoint;
+
+inline constexpr char kCheckpointFile[] = "topology_manager_checkpoint";
+
+struct HostConfig {
+  std::filesystem::path plugin_dir = "/var/lib/kubelet/device-plugins/";
+  // Empty: no control socket (tests drive the manager directly).
+  std::filesystem::path control_socket = "/run/topology-manager.sock";
+  std::string node_name;
+  manager::ManagerConfig topology;  // policy, scope, options
+  std::string cpu_policy = manager::kCpuPolicyNone;
+  CpuSet reserved_cpus;
+  // A plugin that disconnected is removed after this long.
+  std::chrono::milliseconds grace_period = std::chrono::minutes(5);
+};
+
+struct ContainerResult {
+  std::string name;
+  std::map<std::string, std::vector<std::string>> devices;
+  CpuSet cpus;                  // exclusive CPUs; empty = shared pool
+  std::optional<std::vector<int>> numa_nodes;  // nullopt = no affinity
+};
+
+struct PodResult {
+  std::string uid;
+  std::string ns;
+  std::string name;
+  bool admitted = false;
+  std::string reason;   // "TopologyAffinityError", "UnexpectedAdmissionError"...
+  std::string message;
+  std::vector<ContainerResult> containers;
+  nlohmann::json explanation;  // with explain: the merges
+};
+
+nlohmann::json ToJson(const PodResult& result, bool explain);
+
+class HostManager {
+ public:
+  // Checks the configuration the way the kubelet does at start.
+  static StatusOr<std::unique_ptr<HostManager>> Create(HostConfig config,
+                                                       Topology topology);
+  ~HostManager();
+
+  // Creates the directory (0750), removes stale sockets (only sockets),
+  // restores the checkpoint, serves kubelet.sock and the control socket.
+  Status Start();
+  void Stop();
+
+  // Admits one pod; an already admitted pod (same uid) gets its result
+  // again without a new allocation.
+  PodResult Admit(const manager::Pod& pod, bool explain);
+  // By uid, "namespace/name" or name. NOT_FOUND when unknown.
+  Status Release(const std::string& pod);
+
+  nlohmann::json StatusJson() const;
+  // The NodeResourceTopology object (topology.node.k8s.io/v1alpha2).
+  nlohmann::json NodeResourceTopology() const;
+
+  struct ResourceView {
+    size_t capacity = 0;
+    size_t allocatable = 0;
+    bool stopped = false;
+    std::string endpoint;  // socket path of the current plugin
+  };
+  std::map<std::string, ResourceView> Resources() const;
+  const HostConfig& config() const { return config_; }
+
+ private:
+  class RegistrationService;
+  class ControlService;
+  struct ResourceState {
+    std::vector<manager::Device> devices;
+    std::shared_ptr<PluginEndpoint> endpoint;  // null after a restore
+    std::optional<std::chrono::steady_clock::time_point> stopped_since;
+  };
+  struct PodRecord {
+    manager::Pod pod;
+    PodResult result;
+  };
+
+  HostManager(HostConfig config, Topology topology, manager::NumaInfo numa);
+  Status Register(const std::string& version, const std::string& endpoint,
+                  const std::string& resource);
+  void OnList(PluginEndpoint* endpoint, std::vector<manager::Device> devices);
+  void OnEnd(PluginEndpoint* endpoint);
+  void CollectGarbage();
+  Status WriteCheckpoint() const;  // REQUIRES: mu_
+  Status RestoreCheckpoint();
+  const PodRecord* FindPod(const std::string& key) const;  // REQUIRES: mu_
+
+  HostConfig config_;
+  Topology topology_;
+  manager::NumaInfo numa_;
+  std::unique_ptr<manager::TopologyManager> topology_manager_;
+  std::unique_ptr<manager::DeviceManager> device_manager_;
+  std::unique_ptr<manager::CpuManager> cpu_manager_;
+
+  mutable std::mutex mu_;  // resources_, pods_, retired_, checkpoint
+  std::map<std::string, ResourceState> resources_;
+  std::vector<std::shared_ptr<PluginEndpoint>> retired_;
+  std::map<std::string, PodRecord> pods_;  // by uid
+  std::mutex admit_mu_;                    // pods are admitted one at a time
+
+  std::unique_ptr<RegistrationService> registration_;
+  std::unique_ptr<ControlService> control_;
+  std::unique_ptr<grpc::Server> kubelet_server_;
+  std::unique_ptr<grpc::Server> control_server_;
+  std::condition_variable gc_wake_;
+  bool stopping_ = false;
+  std::thread gc_;
+};
+
+}  // namespace topology::host
+
+#endif  // TOPOLOGY_HOST_HOST_MANAGER_H_

@@ -1,0 +1,410 @@
+// topology-manager: the kubelet's device manager, CPU manager and Topology
+// Manager outside the kubelet.
+//   topology-manager merge [CASE.json] [--engine fast|reference] [--explain]
+//   topology-manager serve [kubelet flags...]
+//   topology-manager admit POD.yaml... [--format text|json] [--explain]
+//   topology-manager release POD
+//   topology-manager status [--format text|json|nrt]
+#include <unistd.h>
+
+#include <fstream>
+#include <iomanip>
+#include <iostream>
+#include <iterator>
+#include <sstream>
+
+#include <CLI/CLI.hpp>
+#include <glog/logging.h>
+#include <grpcpp/grpcpp.h>
+
+#include "host_manager.h"
+#include "merge_case.h"
+#include "topology/discovery.h"
+#include "topology/plugin/duration.h"
+#include "topology/plugin/logging.h"
+#include "topology/plugin/plugin_runner.h"
+#include "topology/plugin/types.h"
+#include "topologymanager/v1alpha1/control.grpc.pb.h"
+
+namespace {
+
+using nlohmann::json;
+namespace tm = topologymanager::v1alpha1;
+
+constexpr int kExitRejected = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitUnreachable = 3;
+constexpr char kDefaultControlSocket[] = "/run/topology-manager.sock";
+
+int RunMerge(const std::string& file, const std::string& engine, bool explain) {
+  std::string text;
+  if (file.empty() || file == "-") {
+    text.assign(std::istreambuf_iterator<char>(std::cin), {});
+  } else {
+    std::ifstream in(file);
+    if (!in) {
+      std::cerr << "topology-manager merge: cannot read " << file << "\n";
+      return kExitUsage;
+    }
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const json doc = json::parse(text, nullptr, false);
+  if (doc.is_discarded()) {
+    std::cerr << "topology-manager merge: input: not valid JSON\n";
+    return kExitUsage;
+  }
+  auto merge_case = topology::tools::ParseMergeCase(doc);
+  if (!merge_case.ok()) {
+    std::cerr << "topology-manager merge: " << merge_case.status().message()
+              << "\n";
+    return kExitUsage;
+  }
+  auto result = topology::tools::RunMergeCase(
+      *merge_case,
+      engine == "reference" ? topology::manager::MergeEngine::kReference
+                            : topology::manager::MergeEngine::kFast,
+      explain);
+  if (!result.ok()) {
+    std::cerr << "topology-manager merge: " << result.status().message()
+              << "\n";
+    return kExitUsage;
+  }
+  std::cout << result->dump() << "\n";
+  return 0;
+}
+
+struct ServeFlags {
+  std::string plugin_dir = topology::plugin::kDefaultPluginDir;
+  std::string host_root = "/";
+  std::string hwloc_xml;
+  std::string control_socket = kDefaultControlSocket;
+  std::string policy = "none";
+  std::string scope = "container";
+  std::string policy_options;
+  std::string cpu_policy = "none";
+  std::string reserved_cpus;
+  std::string grace_period = "5m";
+  std::string node_name;
+  int verbosity = 0;
+};
+
+int RunServe(const ServeFlags& flags, const char* argv0) {
+  topology::plugin::InitLogging(argv0, flags.verbosity);
+  topology::plugin::BlockShutdownSignals();
+  topology::DiscoveryOptions discovery;
+  discovery.host_root = flags.host_root;
+  topology::StatusOr<topology::Topology> topology =
+      flags.hwloc_xml.empty() ? topology::Discover(discovery)
+                              : topology::LoadHwlocXml(flags.hwloc_xml);
+  if (!topology.ok()) {
+    std::cerr << "topology-manager serve: " << topology.status().message() << "\n";
+    return kExitUsage;
+  }
+  topology::host::HostConfig config;
+  config.plugin_dir = flags.plugin_dir;
+  config.control_socket = flags.control_socket;
+  config.topology.policy = flags.policy;
+  config.topology.scope = flags.scope;
+  config.cpu_policy = flags.cpu_policy;
+  if (!flags.policy_options.empty()) {
+    std::stringstream items(flags.policy_options);
+    std::string item;
+    while (std::getline(items, item, ',')) {
+      const size_t equals = item.find('=');
+      if (equals == std::string::npos || equals == 0) {
+        std::cerr << "topology-manager serve: --topology-manager-policy-options: "
+                  << "\"" << item << "\" is not key=value\n";
+        return kExitUsage;
+      }
+      config.topology.policy_options[item.substr(0, equals)] =
+          item.substr(equals + 1);
+    }
+  }
+  if (!flags.reserved_cpus.empty()) {
+    auto reserved = topology::CpuSet::ParseList(flags.reserved_cpus);
+    if (!reserved.ok()) {
+      std::cerr << "topology-manager serve: --reserved-cpus: "
+                << reserved.status().message() << "\n";
+      return kExitUsage;
+    }
+    config.reserved_cpus = *reserved;
+  }
+  auto grace = topology::plugin::ParseDuration(flags.grace_period);
+  if (!grace.ok()) {
+    std::cerr << "topology-manager serve: --grace-period: "
+              << grace.status().message() << "\n";
+    return kExitUsage;
+  }
+  config.grace_period =
+      std::chrono::duration_cast<std::chrono::milliseconds>(*grace);
+  config.node_name = flags.node_name;
+  if (config.node_name.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    config.node_name = host;
+  }
+  auto host = topology::host::HostManager::Create(config, std::move(*topology));
+  if (!host.ok()) {
+    std::cerr << "topology-manager serve: " << host.status().message() << "\n";
+    return kExitUsage;
+  }
+  if (auto started = (*host)->Start(); !started.ok()) {
+    LOG(ERROR) << "cannot start: " << started.message();
+    return 1;
+  }
+  const int signal = topology::plugin::WaitForShutdownSignal();
+  LOG(INFO) << "received signal " << signal << "; shutting down";
+  (*host)->Stop();
+  return 0;
+}
+
+std::unique_ptr<tm::Control::Stub> Connect(const std::string& socket) {
+  auto channel = grpc::CreateChannel("unix:" + socket,
+                                     grpc::InsecureChannelCredentials());
+  return tm::Control::NewStub(channel);
+}
+
+int Unreachable(const std::string& what, const grpc::Status& status,
+                const std::string& socket) {
+  if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
+      status.error_code() == grpc::StatusCode::NOT_FOUND) {
+    std::cerr << "topology-manager " << what << ": " << status.error_message()
+              << "\n";
+    return kExitUsage;
+  }
+  std::cerr << "topology-manager " << what << ": cannot reach " << socket
+            << " (is `topology-manager serve` running?): "
+            << status.error_message() << "\n";
+  return kExitUnreachable;
+}
+
+std::string Join(const json& list, const char* separator = ",") {
+  std::string out;
+  for (const auto& item : list) {
+    if (!out.empty()) out += separator;
+    out += item.is_string() ? item.get<std::string>() : item.dump();
+  }
+  return out;
+}
+
+void PrintPodTable(const json& pods, bool explain) {
+  std::cout << std::left << std::setw(18) << "POD" << std::setw(14)
+            << "CONTAINER" << std::setw(8) << "NUMA" << std::setw(14) << "CPUS"
+            << "DEVICES\n";
+  for (const json& pod : pods) {
+    if (!pod["admitted"].get<bool>()) {
+      std::cout << std::setw(18) << pod["pod"].get<std::string>()
+                << "REJECTED " << pod["reason"].get<std::string>() << ": "
+                << pod["message"].get<std::string>() << "\n";
+    }
+    for (const json& c : pod["containers"]) {
+      std::string devices;
+      for (const auto& [resource, ids] : c["devices"].items()) {
+        devices += (devices.empty() ? "" : " ") + resource + "=" + Join(ids);
+      }
+      const std::string numa =
+          c["numa_nodes"].is_null() ? "-" : Join(c["numa_nodes"]);
+      const std::string cpus = c["cpus"].get<std::string>();
+      std::cout << std::setw(18) << pod["pod"].get<std::string>()
+                << std::setw(14) << c["name"].get<std::string>()
+                << std::setw(8) << numa << std::setw(14)
+                << (cpus.empty() ? "shared" : cpus) << devices << "\n";
+    }
+    if (explain && pod.contains("explanation")) {
+      for (const json& merge : pod["explanation"]) {
+        std::cout << "  merge" << (merge["container"].is_null()
+                                       ? std::string(" (pod scope)")
+                                       : " for " + merge["container"].get<std::string>())
+                  << ": " << merge["reason"].get<std::string>() << "\n";
+        for (const json& provider : merge["providers"]) {
+          for (const auto& [resource, hints] : provider.items()) {
+            std::cout << "    " << resource << ": " << hints.dump() << "\n";
+          }
+        }
+      }
+    }
+  }
+}
+
+int RunAdmit(const std::vector<std::string>& files, const std::string& format,
+             bool explain, const std::string& socket) {
+  tm::AdmitRequest request;
+  request.set_explain(explain);
+  for (const std::string& file : files) {
+    std::ifstream in(file);
+    if (!in) {
+      std::cerr << "topology-manager admit: cannot read " << file << "\n";
+      return kExitUsage;
+    }
+    auto* manifest = request.add_manifests();
+    manifest->set_source(file);
+    manifest->set_yaml(std::string(std::istreambuf_iterator<char>(in), {}));
+  }
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(5));
+  tm::JsonReply reply;
+  const grpc::Status status = Connect(socket)->Admit(&context, request, &reply);
+  if (!status.ok()) return Unreachable("admit", status, socket);
+  const json pods = json::parse(reply.json());
+  if (format == "json") {
+    for (const json& pod : pods) {
+      json out = {{"pod", pod["pod"]},
+                  {"admitted", pod["admitted"]},
+                  {"reason", pod["reason"]},
+                  {"containers", json::array()}};
+      for (const json& c : pod["containers"]) {
+        out["containers"].push_back({{"name", c["name"]},
+                                     {"devices", c["devices"]},
+                                     {"cpus", c["cpus"]},
+                                     {"numa_nodes", c["numa_nodes"]}});
+      }
+      if (explain) out["explanation"] = pod["explanation"];
+      std::cout << out.dump() << "\n";
+    }
+  } else {
+    PrintPodTable(pods, explain);
+  }
+  for (const json& pod : pods) {
+    if (!pod["admitted"].get<bool>()) return kExitRejected;
+  }
+  return 0;
+}
+
+int RunRelease(const std::string& pod, const std::string& socket) {
+  tm::ReleaseRequest request;
+  request.set_pod(pod);
+  grpc::ClientContext context;
+  tm::JsonReply reply;
+  const grpc::Status status = Connect(socket)->Release(&context, request, &reply);
+  if (!status.ok()) return Unreachable("release", status, socket);
+  std::cout << "released " << pod << "\n";
+  return 0;
+}
+
+int RunStatus(const std::string& format, const std::string& socket) {
+  tm::StatusRequest request;
+  request.set_format(format == "nrt" ? "nrt" : "json");
+  grpc::ClientContext context;
+  tm::JsonReply reply;
+  const grpc::Status status = Connect(socket)->Status(&context, request, &reply);
+  if (!status.ok()) return Unreachable("status", status, socket);
+  const json doc = json::parse(reply.json());
+  if (format != "text") {
+    std::cout << doc.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << "node " << doc["node"].get<std::string>() << ": policy "
+            << doc["policy"].get<std::string>() << ", scope "
+            << doc["scope"].get<std::string>() << ", CPU policy "
+            << doc["cpu_policy"].get<std::string>() << "\n";
+  for (const json& node : doc["numa_nodes"]) {
+    std::cout << "  NUMA node " << node["id"] << ": CPUs "
+              << node["cpus"].get<std::string>() << "\n";
+  }
+  std::cout << "resources:\n";
+  for (const json& r : doc["resources"]) {
+    std::cout << "  " << r["name"].get<std::string>() << ": capacity "
+              << r["capacity"] << ", allocatable " << r["allocatable"]
+              << ", in use " << r["in_use"]
+              << (r["connected"].get<bool>() ? "" : " (plugin disconnected)")
+              << "\n";
+    for (const auto& [node, counts] : r["numa_nodes"].items()) {
+      std::cout << "    node " << node << ": " << counts["available"]
+                << " available of " << counts["capacity"] << "\n";
+    }
+  }
+  std::cout << "pods:\n";
+  PrintPodTable(doc["pods"], false);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"The kubelet's device manager, CPU manager and Topology "
+               "Manager, outside the kubelet."};
+  app.require_subcommand(1);
+  std::string control_socket = kDefaultControlSocket;
+
+  auto* merge = app.add_subcommand(
+      "merge", "Merge one case of topology hints (JSON on stdin or in FILE)");
+  std::string file;
+  std::string engine = "fast";
+  bool explain = false;
+  merge->add_option("file", file, "JSON case file (default: stdin)");
+  merge->add_option("--engine", engine, "Merge engine")
+      ->check(CLI::IsMember({"fast", "reference"}))
+      ->capture_default_str();
+  merge->add_flag("--explain", explain, "Say why the merged hint won");
+
+  ServeFlags serve_flags;
+  auto* serve = app.add_subcommand(
+      "serve", "Accept device plugins on kubelet.sock and admit pods");
+  serve->add_option("--plugin-dir", serve_flags.plugin_dir,
+                    "Device plugin directory")->capture_default_str();
+  serve->add_option("--host-root", serve_flags.host_root,
+                    "Directory whose sys/ is the machine's")->capture_default_str();
+  serve->add_option("--hwloc-xml", serve_flags.hwloc_xml,
+                    "Act for the machine of this hwloc XML export");
+  serve->add_option("--control-socket", serve_flags.control_socket,
+                    "Socket of the admit/release/status commands")
+      ->capture_default_str();
+  serve->add_option("--topology-manager-policy", serve_flags.policy,
+                    "none, best-effort, restricted or single-numa-node")
+      ->capture_default_str();
+  serve->add_option("--topology-manager-scope", serve_flags.scope,
+                    "container or pod")->capture_default_str();
+  serve->add_option("--topology-manager-policy-options",
+                    serve_flags.policy_options,
+                    "key=value,... (e.g. prefer-closest-numa-nodes=true)");
+  serve->add_option("--cpu-manager-policy", serve_flags.cpu_policy,
+                    "none or static")->capture_default_str();
+  serve->add_option("--reserved-cpus", serve_flags.reserved_cpus,
+                    "CPUs kept for the system (cpulist)");
+  serve->add_option("--grace-period", serve_flags.grace_period,
+                    "Removal delay of a disconnected plugin's resource")
+      ->capture_default_str();
+  serve->add_option("--node-name", serve_flags.node_name,
+                    "Name in status and NodeResourceTopology (default: host name)");
+  serve->add_option("-v,--v", serve_flags.verbosity, "Log verbosity");
+
+  std::vector<std::string> pod_files;
+  std::string admit_format = "text";
+  bool admit_explain = false;
+  auto* admit = app.add_subcommand("admit", "Admit pods (Pod YAML manifests)");
+  admit->add_option("pods", pod_files, "Pod manifests")->required();
+  admit->add_option("--format", admit_format, "text or json")
+      ->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+  admit->add_flag("--explain", admit_explain,
+                  "Show each provider's hints and why the merge won");
+  admit->add_option("--control-socket", control_socket, "Control socket")
+      ->capture_default_str();
+
+  std::string pod_name;
+  auto* release = app.add_subcommand("release", "Release a pod's devices and CPUs");
+  release->add_option("pod", pod_name, "uid, namespace/name or name")->required();
+  release->add_option("--control-socket", control_socket, "Control socket")
+      ->capture_default_str();
+
+  std::string status_format = "text";
+  auto* status = app.add_subcommand("status", "Resources, NUMA nodes and pods");
+  status->add_option("--format", status_format, "text, json or nrt")
+      ->check(CLI::IsMember({"text", "json", "nrt"}))->capture_default_str();
+  status->add_option("--control-socket", control_socket, "Control socket")
+      ->capture_default_str();
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? 0 : kExitUsage;
+  }
+  if (merge->parsed()) return RunMerge(file, engine, explain);
+  if (serve->parsed()) return RunServe(serve_flags, argv[0]);
+  if (admit->parsed()) {
+    return RunAdmit(pod_files, admit_format, admit_explain, control_socket);
+  }
+  if (release->parsed()) return RunRelease(pod_name, control_socket);
+  if (status->parsed()) return RunStatus(status_format, control_socket);
+  return kExitUsage;
+}

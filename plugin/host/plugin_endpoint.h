@@ -1,0 +1,86 @@
+// The kubelet side of one registered device plugin: a client on the
+// plugin's socket that consumes ListAndWatch on a thread of its own and
+// answers the device manager's GetPreferredAllocation and Allocate calls.
+#ifndef TOPOLOGY_HOST_PLUGIN_ENDPOINT_H_
+#define TOPOLOGY_HOST_PLUGIN_ENDPOINT_H_
+
+#include <atomic>
+#include <filesystem>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "topology/manager/device_manager.h"
+#include "topology/plugin/types.h"
+
+namespace topology::host {
+
+class PluginEndpoint final : public manager::DevicePluginEndpoint {
+ public:
+  using ListCallback =
+      std::function<void(PluginEndpoint*, std::vector<manager::Device>)>;
+  using EndCallback = std::function<void(PluginEndpoint*, const grpc::Status&)>;
+
+  // Dials `socket` (10 s, like the kubelet) and reads the options. Errors
+  // carry the kubelet's wording ("failed to dial device plugin: ...",
+  // "failed to get device plugin options: ...").
+  static StatusOr<std::shared_ptr<PluginEndpoint>> Connect(
+      const std::string& resource, const std::filesystem::path& socket);
+
+  ~PluginEndpoint() override;
+
+  // Opens the one ListAndWatch stream of this connection.
+  void Start(ListCallback on_list, EndCallback on_end);
+  // Ends the stream and refuses further calls ("has been stopped").
+  void Stop();
+  bool stopped() const { return stopped_.load(); }
+
+  const std::string& resource() const { return resource_; }
+  const std::filesystem::path& socket() const { return socket_; }
+  const plugin::DevicePluginOptions& options() const { return options_; }
+
+  // manager::DevicePluginEndpoint.
+  bool PreferredAllocationAvailable() const override {
+    return options_.get_preferred_allocation_available;
+  }
+  StatusOr<std::vector<std::string>> GetPreferredAllocation(
+      const std::vector<std::string>& available,
+      const std::vector<std::string>& must_include, int size) override;
+  Status Allocate(const std::vector<std::string>& device_ids) override;
+
+  // The response of the last successful Allocate of exactly these ids
+  // (the container's AllocateResponse, serialized), or "" if none.
+  std::string TakeAllocateResponse(const std::vector<std::string>& ids);
+
+  // PreStartContainer with the kubelet's 30 s deadline; OK when the plugin
+  // does not require it.
+  Status PreStartContainer(const std::vector<std::string>& device_ids);
+
+ private:
+  PluginEndpoint(std::string resource, std::filesystem::path socket,
+                 std::shared_ptr<grpc::Channel> channel,
+                 plugin::DevicePluginOptions options);
+  Status Stopped() const;
+
+  const std::string resource_;
+  const std::filesystem::path socket_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<v1beta1::DevicePlugin::Stub> stub_;
+  const plugin::DevicePluginOptions options_;
+  std::atomic<bool> stopped_{false};
+  grpc::ClientContext stream_context_;
+  std::thread reader_;
+  std::mutex mu_;
+  std::map<std::vector<std::string>, std::string> responses_;
+};
+
+}  // namespace topology::host
+
+#endif  // TOPOLOGY_HOST_PLUGIN_ENDPOINT_H_

@@ -1,0 +1,230 @@
+#include "pod_manifest.h"
+
+#include <cctype>
+#include <charconv>
+#include <cmath>
+#include <map>
+#include <optional>
+
+#include <yaml-cpp/yaml.h>
+
+namespace topology::host {
+namespace {
+
+// Memory and other non-CPU quantities: only compared, so kept as text
+// normalised by value where simple ("1Gi" and "1024Mi" both become bytes).
+std::optional<double> QuantityValue(std::string text) {
+  static const std::map<std::string, double> kSuffixes = {
+      {"", 1},        {"m", 1e-3},    {"k", 1e3},          {"M", 1e6},
+      {"G", 1e9},     {"T", 1e12},    {"P", 1e15},         {"E", 1e18},
+      {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0},
+      {"Ti", 1099511627776.0}, {"Pi", 1125899906842624.0},
+      {"Ei", 1152921504606846976.0}};
+  size_t end = 0;
+  while (end < text.size() &&
+         (std::isdigit(static_cast<unsigned char>(text[end])) != 0 ||
+          text[end] == '.' || (end == 0 && text[end] == '+'))) {
+    ++end;
+  }
+  if (end == 0) return std::nullopt;
+  auto suffix = kSuffixes.find(text.substr(end));
+  if (suffix == kSuffixes.end()) return std::nullopt;
+  double number = 0;
+  const std::string digits = text.substr(0, end);
+  auto [ptr, error] =
+      std::from_chars(digits.data(), digits.data() + digits.size(), number);
+  if (error != std::errc() || ptr != digits.data() + digits.size()) {
+    return std::nullopt;
+  }
+  return number * suffix->second;
+}
+
+class Parser {
+ public:
+  Parser(std::string_view source, size_t document)
+      : where_(std::string(source) + " (document " + std::to_string(document + 1) +
+               ")") {}
+
+  Status Error(const std::string& path, const YAML::Node& node,
+               const std::string& message) const {
+    std::string at = where_;
+    if (node.IsDefined() && !node.Mark().is_null()) {
+      at += " line " + std::to_string(node.Mark().line + 1);
+    }
+    return InvalidArgumentError(at + ": " + path + ": " + message);
+  }
+
+  struct Resources {
+    std::map<std::string, int64_t> limits;
+    bool guaranteed = true;
+  };
+
+  StatusOr<Resources> ParseResources(const std::string& path,
+                                     const YAML::Node& container) const {
+    Resources out;
+    const YAML::Node resources = container["resources"];
+    std::map<std::string, std::string> limits;
+    std::map<std::string, std::string> requests;
+    for (auto [name, target] : {std::pair{"limits", &limits},
+                                std::pair{"requests", &requests}}) {
+      if (!resources || !resources[name]) continue;
+      const YAML::Node map = resources[name];
+      if (!map.IsMap()) {
+        return Error(path + ".resources." + name, map, "expected a mapping");
+      }
+      for (const auto& entry : map) {
+        if (!entry.second.IsScalar()) {
+          return Error(path + ".resources." + name + "." +
+                           entry.first.as<std::string>(),
+                       entry.second, "expected a quantity");
+        }
+        (*target)[entry.first.as<std::string>()] = entry.second.Scalar();
+      }
+    }
+    for (const auto& [resource, text] : limits) {
+      const std::string field = path + ".resources.limits." + resource;
+      if (resource == manager::kCpuResource) {
+        auto millis = ParseCpuQuantity(text);
+        if (!millis.ok()) return Error(field, resources["limits"], millis.status().message());
+        out.limits[resource] = *millis;
+      } else if (resource.find('/') != std::string::npos) {
+        int64_t count = 0;
+        auto [ptr, error] =
+            std::from_chars(text.data(), text.data() + text.size(), count);
+        if (error != std::errc() || ptr != text.data() + text.size() ||
+            count < 0) {
+          return Error(field, resources["limits"],
+                       "\"" + text + "\" is not a whole number of devices");
+        }
+        if (count > 0) out.limits[resource] = count;
+      } else if (!QuantityValue(text)) {
+        return Error(field, resources["limits"],
+                     "\"" + text + "\" is not a quantity");
+      }
+    }
+    // Guaranteed: cpu and memory limits, and requests equal to limits.
+    if (!limits.contains("cpu") || !limits.contains("memory")) {
+      out.guaranteed = false;
+    }
+    for (const auto& [resource, text] : requests) {
+      auto limit = limits.find(resource);
+      if (limit == limits.end()) {
+        if (resource == "cpu" || resource == "memory") out.guaranteed = false;
+        continue;
+      }
+      const auto request_value = QuantityValue(text);
+      const auto limit_value = QuantityValue(limit->second);
+      if (!request_value) {
+        return Error(path + ".resources.requests." + resource,
+                     resources["requests"], "\"" + text + "\" is not a quantity");
+      }
+      if (limit_value && std::abs(*request_value - *limit_value) > 1e-9) {
+        out.guaranteed = false;
+      }
+    }
+    return out;
+  }
+
+  StatusOr<manager::Pod> Parse(const YAML::Node& doc) const {
+    if (!doc.IsMap()) return Error("(document)", doc, "expected a mapping");
+    if (!doc["kind"] || doc["kind"].Scalar() != "Pod") {
+      return Error("kind", doc, "only Pod manifests are admitted");
+    }
+    manager::Pod pod;
+    const YAML::Node metadata = doc["metadata"];
+    if (!metadata || !metadata["name"] || !metadata["name"].IsScalar() ||
+        metadata["name"].Scalar().empty()) {
+      return Error("metadata.name", doc, "a Pod needs a name");
+    }
+    pod.name = metadata["name"].Scalar();
+    if (metadata["namespace"]) pod.ns = metadata["namespace"].Scalar();
+    pod.uid = metadata["uid"] ? metadata["uid"].Scalar() : pod.ns + "/" + pod.name;
+    const YAML::Node spec = doc["spec"];
+    if (!spec || !spec["containers"] || !spec["containers"].IsSequence() ||
+        spec["containers"].size() == 0) {
+      return Error("spec.containers", doc, "a Pod needs at least one container");
+    }
+    bool guaranteed = true;
+    for (auto [key, target] :
+         {std::pair{"initContainers", &pod.init_containers},
+          std::pair{"containers", &pod.containers}}) {
+      const YAML::Node list = spec[key];
+      if (!list) continue;
+      if (!list.IsSequence()) {
+        return Error(std::string("spec.") + key, list, "expected a list");
+      }
+      for (size_t i = 0; i < list.size(); ++i) {
+        const std::string path =
+            std::string("spec.") + key + "[" + std::to_string(i) + "]";
+        const YAML::Node node = list[i];
+        if (!node.IsMap() || !node["name"] || !node["name"].IsScalar()) {
+          return Error(path + ".name", node, "every container needs a name");
+        }
+        manager::Container container;
+        container.name = node["name"].Scalar();
+        for (const auto& other : pod.init_containers) {
+          if (other.name == container.name) {
+            return Error(path + ".name", node["name"],
+                         "container name \"" + container.name + "\" is used twice");
+          }
+        }
+        for (const auto& other : pod.containers) {
+          if (other.name == container.name) {
+            return Error(path + ".name", node["name"],
+                         "container name \"" + container.name + "\" is used twice");
+          }
+        }
+        container.restartable = node["restartPolicy"] &&
+                                node["restartPolicy"].Scalar() == "Always";
+        auto resources = ParseResources(path, node);
+        if (!resources.ok()) return resources.status();
+        container.limits = std::move(resources->limits);
+        guaranteed = guaranteed && resources->guaranteed;
+        target->push_back(std::move(container));
+      }
+    }
+    pod.guaranteed = guaranteed;
+    return pod;
+  }
+
+ private:
+  std::string where_;
+};
+
+}  // namespace
+
+StatusOr<int64_t> ParseCpuQuantity(std::string_view text) {
+  const auto value = QuantityValue(std::string(text));
+  if (!value || *value < 0) {
+    return InvalidArgumentError("\"" + std::string(text) +
+                                "\" is not a CPU quantity such as 2 or 500m");
+  }
+  return static_cast<int64_t>(std::llround(*value * 1000.0));
+}
+
+StatusOr<std::vector<manager::Pod>> ParsePodManifests(std::string_view text,
+                                                      std::string_view source) {
+  std::vector<manager::Pod> pods;
+  try {
+    const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
+    for (size_t i = 0; i < docs.size(); ++i) {
+      if (docs[i].IsNull()) continue;
+      auto pod = Parser(source, i).Parse(docs[i]);
+      if (!pod.ok()) return pod.status();
+      pods.push_back(std::move(*pod));
+    }
+  } catch (const YAML::Exception& e) {
+    std::string where(source);
+    if (!e.mark.is_null()) {
+      where += ":" + std::to_string(e.mark.line + 1) + ":" +
+               std::to_string(e.mark.column + 1);
+    }
+    return InvalidArgumentError(where + ": " + e.msg);
+  }
+  if (pods.empty()) {
+    return InvalidArgumentError(std::string(source) + ": no Pod manifest");
+  }
+  return pods;
+}
+
+}  // namespace topology::host
