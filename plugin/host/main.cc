@@ -212,15 +212,38 @@ void PrintPodTable(const json& pods, bool explain) {
     }
     if (explain && pod.contains("explanation")) {
       for (const json& merge : pod["explanation"]) {
-        std::cout << "  merge" << (merge["container"].is_null()
-                                       ? std::string(" (pod scope)")
-                                       : " for " + merge["container"].get<std::string>())
-                  << ": " << merge["reason"].get<std::string>() << "\n";
+        std::cout << "  hints" << (merge["container"].is_null()
+                                       ? std::string(" for the pod")
+                                       : " for container " +
+                                             merge["container"].get<std::string>())
+                  << ":\n";
         for (const json& provider : merge["providers"]) {
           for (const auto& [resource, hints] : provider.items()) {
-            std::cout << "    " << resource << ": " << hints.dump() << "\n";
+            std::cout << "    " << std::setw(18) << resource << " ";
+            if (hints.is_null()) {
+              std::cout << "any NUMA node (no preference)\n";
+              continue;
+            }
+            if (hints.empty()) std::cout << "cannot be satisfied";
+            bool first = true;
+            for (const json& hint : hints) {
+              std::cout << (first ? "" : ", ") << "{"
+                        << (hint["mask"].is_null() ? "any" : Join(hint["mask"]))
+                        << "}" << (hint["preferred"].get<bool>() ? " preferred" : "");
+              first = false;
+            }
+            std::cout << "\n";
           }
         }
+        std::cout << "  merged: {"
+                  << (merge["merged"]["mask"].is_null()
+                          ? std::string("any")
+                          : Join(merge["merged"]["mask"]))
+                  << "}" << (merge["merged"]["preferred"].get<bool>()
+                                 ? " preferred"
+                                 : " not preferred")
+                  << (merge["admit"].get<bool>() ? ", admitted" : ", rejected")
+                  << ": " << merge["reason"].get<std::string>() << "\n";
       }
     }
   }

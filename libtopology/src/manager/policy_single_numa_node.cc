@@ -19,6 +19,11 @@ class SingleNumaNodePolicy final : public MergingPolicy {
     if (hint.affinity && *hint.affinity == numa().DefaultAffinity()) {
       hint.affinity.reset();
     }
+    if (explanation != nullptr && !hint.preferred) {
+      explanation->reason =
+          "single-numa-node keeps only preferred hints on one NUMA node; " +
+          explanation->reason;
+    }
     return MergeResult{hint, hint.preferred};
   }
 };
