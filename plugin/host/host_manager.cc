@@ -309,7 +309,8 @@ Status HostManager::Register(const std::string& version,
                   "invalid endpoint: " + valid.message());
   }
   auto connected =
-      PluginEndpoint::Connect(resource, config_.plugin_dir / endpoint);
+      PluginEndpoint::Connect(resource, config_.plugin_dir / endpoint,
+                              config_.dial_timeout);
   if (!connected.ok()) {
     LOG(WARNING) << resource << ": " << connected.status().message();
     return connected.status();
@@ -378,9 +379,10 @@ void HostManager::OnEnd(PluginEndpoint* endpoint) {
                << endpoint->socket().string()
                << " disconnected; allocatable is 0 until it registers again";
   it->second.stopped_since = Clock::now();
-  std::vector<manager::Device> unhealthy = it->second.devices;
-  for (manager::Device& device : unhealthy) device.healthy = false;
-  device_manager_->UpdateResource(endpoint->resource(), std::move(unhealthy),
+  // As the kubelet: every device moves to the unhealthy set (capacity stays,
+  // allocatable is 0) until a new registration sends a list.
+  for (manager::Device& device : it->second.devices) device.healthy = false;
+  device_manager_->UpdateResource(endpoint->resource(), it->second.devices,
                                   endpoint);
   if (Status written = WriteCheckpoint(); !written.ok()) {
     LOG(ERROR) << written.message();

@@ -48,6 +48,9 @@ struct HostConfig {
   CpuSet reserved_cpus;
   // A plugin that disconnected is removed after this long.
   std::chrono::milliseconds grace_period = std::chrono::minutes(5);
+  // How long Register waits for the plugin's socket to accept (the
+  // kubelet's 10 s).
+  std::chrono::milliseconds dial_timeout = std::chrono::seconds(10);
 };
 
 struct ContainerResult {

@@ -20,15 +20,17 @@ Status FromGrpc(const grpc::Status& status, const std::string& what) {
 }  // namespace
 
 StatusOr<std::shared_ptr<PluginEndpoint>> PluginEndpoint::Connect(
-    const std::string& resource, const std::filesystem::path& socket) {
+    const std::string& resource, const std::filesystem::path& socket,
+    std::chrono::milliseconds dial_timeout) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(4 << 20);  // grpc-go's default, as the kubelet
   auto channel = grpc::CreateCustomChannel(
       "unix:" + socket.string(), grpc::InsecureChannelCredentials(), args);
   if (!channel->WaitForConnected(std::chrono::system_clock::now() +
-                                 std::chrono::seconds(10))) {
+                                 dial_timeout)) {
     return UnavailableError("failed to dial device plugin: " + socket.string() +
-                            ": no connection within 10s");
+                            ": no connection within " +
+                            std::to_string(dial_timeout.count()) + " ms");
   }
   auto stub = v1beta1::DevicePlugin::NewStub(channel);
   grpc::ClientContext context;

@@ -5,6 +5,7 @@
 #define TOPOLOGY_HOST_PLUGIN_ENDPOINT_H_
 
 #include <atomic>
+#include <chrono>
 #include <filesystem>
 #include <functional>
 #include <map>
@@ -32,7 +33,8 @@ class PluginEndpoint final : public manager::DevicePluginEndpoint {
   // carry the kubelet's wording ("failed to dial device plugin: ...",
   // "failed to get device plugin options: ...").
   static StatusOr<std::shared_ptr<PluginEndpoint>> Connect(
-      const std::string& resource, const std::filesystem::path& socket);
+      const std::string& resource, const std::filesystem::path& socket,
+      std::chrono::milliseconds dial_timeout = std::chrono::seconds(10));
 
   ~PluginEndpoint() override;
 

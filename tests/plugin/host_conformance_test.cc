@@ -1,0 +1,756 @@
+// Part K of the device plugin conformance checklist: the host-side module
+// (the kubelet's side) against programmable fake plugins over real unix
+// sockets. Test names carry the checklist number (K01 = item 1).
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <set>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "fake_plugin.h"
+#include "host_manager.h"
+#include "status_matchers.h"
+#include "synthetic_machines.h"
+#include "temp_dir.h"
+#include "topology/discovery.h"
+
+namespace topology::host {
+namespace {
+
+using namespace std::chrono_literals;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+using ::testing::UnorderedElementsAre;
+using ::topology::testing::FakePlugin;
+using ::topology::testing::IsOk;
+using ::topology::testing::MakeDevice;
+using ::topology::testing::StatusIs;
+
+constexpr char kGpu[] = "example.com/gpu";
+
+manager::Pod MakePod(const std::string& name,
+                     std::vector<std::pair<std::string, int64_t>> limits,
+                     std::vector<std::pair<std::string, int64_t>> init = {}) {
+  manager::Pod pod;
+  pod.name = name;
+  pod.uid = "uid-" + name;
+  manager::Container main;
+  main.name = "main";
+  for (auto& [resource, count] : limits) main.limits[resource] = count;
+  pod.containers.push_back(main);
+  if (!init.empty()) {
+    manager::Container first;
+    first.name = "init";
+    for (auto& [resource, count] : init) first.limits[resource] = count;
+    pod.init_containers.push_back(first);
+  }
+  return pod;
+}
+
+// Four GPUs, two per NUMA node.
+std::vector<v1beta1::Device> FourGpus() {
+  return {MakeDevice("gpu-0", {0}), MakeDevice("gpu-1", {0}),
+          MakeDevice("gpu-2", {1}), MakeDevice("gpu-3", {1})};
+}
+
+class HostTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(testing::WriteMachine("dual-socket-8gpu", root_.path()));
+    DiscoveryOptions options;
+    options.host_root = root_.path();
+    auto topology = Discover(options);
+    ASSERT_THAT(topology.status(), IsOk());
+    topology_ = std::move(*topology);
+  }
+
+  HostConfig Config() const {
+    HostConfig config;
+    config.plugin_dir = dir();
+    config.control_socket.clear();
+    config.node_name = "test-node";
+    config.grace_period = 500ms;
+    config.dial_timeout = 1s;
+    return config;
+  }
+
+  void StartHost(HostConfig config) {
+    auto host = HostManager::Create(config, topology_);
+    ASSERT_THAT(host.status(), IsOk());
+    host_ = std::move(*host);
+    ASSERT_THAT(host_->Start(), IsOk());
+  }
+  void StartHost() { StartHost(Config()); }
+
+  // A started, registered fake plugin with `devices`.
+  std::unique_ptr<FakePlugin> Plugin(const std::string& endpoint,
+                                     std::vector<v1beta1::Device> devices,
+                                     v1beta1::DevicePluginOptions options = {},
+                                     const std::string& resource = kGpu) {
+    auto plugin = std::make_unique<FakePlugin>(dir(), resource, endpoint);
+    plugin->SetOptions(options);
+    plugin->SetDevices(std::move(devices));
+    plugin->Start();
+    EXPECT_TRUE(plugin->Register().ok());
+    return plugin;
+  }
+
+  template <typename Predicate>
+  bool WaitFor(Predicate predicate, std::chrono::milliseconds timeout = 2s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (predicate()) return true;
+      std::this_thread::sleep_for(5ms);
+    }
+    return predicate();
+  }
+
+  HostManager::ResourceView View(const std::string& resource = kGpu) const {
+    auto resources = host_->Resources();
+    auto it = resources.find(resource);
+    return it == resources.end() ? HostManager::ResourceView{} : it->second;
+  }
+  bool Has(const std::string& resource = kGpu) const {
+    return host_->Resources().contains(resource);
+  }
+
+  std::filesystem::path dir() const { return dir_.path() / "device-plugins"; }
+
+  testing::TempDir root_;
+  testing::TempDir dir_;
+  Topology topology_;
+  std::unique_ptr<HostManager> host_;
+};
+
+// A unix socket nobody listens on.
+void MakeDeadSocket(const std::filesystem::path& path) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
+  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+  close(fd);
+}
+
+// --- K.a Registration server ----------------------------------------------
+
+TEST_F(HostTest, K01_K46_StartRemovesOnlySocketsAndServesKubeletSock) {
+  std::filesystem::create_directories(dir() / "subdir");
+  std::ofstream(dir() / "regular-file") << "x";
+  std::ofstream(dir() / "kubelet_internal_checkpoint") << "{}";
+  MakeDeadSocket(dir() / "old-plugin.sock");
+  MakeDeadSocket(dir() / "kubelet.sock");  // stale
+  StartHost();
+  EXPECT_TRUE(std::filesystem::exists(dir() / "subdir"));
+  EXPECT_TRUE(std::filesystem::exists(dir() / "regular-file"));
+  EXPECT_TRUE(std::filesystem::exists(dir() / "kubelet_internal_checkpoint"));
+  EXPECT_FALSE(std::filesystem::exists(dir() / "old-plugin.sock"));
+  struct stat info {};
+  ASSERT_EQ(stat(dir().c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0750u);
+  auto plugin = Plugin("a.sock", FourGpus());  // kubelet.sock answers
+  EXPECT_TRUE(WaitFor([&] { return View().capacity == 4; }));
+}
+
+TEST_F(HostTest, K02_RegisterAnswersAfterReadingOptions) {
+  StartHost();
+  FakePlugin plugin(dir(), kGpu, "a.sock");
+  plugin.SetDevices(FourGpus());
+  plugin.Start();
+  ASSERT_TRUE(plugin.Register().ok());
+  EXPECT_EQ(plugin.options_calls(), 1);  // before Register returned
+}
+
+TEST_F(HostTest, K03_BadVersionsAreRefusedWithoutDialling) {
+  StartHost();
+  FakePlugin plugin(dir(), kGpu, "a.sock");
+  plugin.Start();
+  for (const char* version : {"", "v1alpha", "V1BETA1", "v1"}) {
+    const grpc::Status status = plugin.Register(version);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNKNOWN);
+    EXPECT_EQ(status.error_message(),
+              "requested API version \"" + std::string(version) +
+                  "\" is not supported by kubelet. Supported version is "
+                  "[\"v1beta1\"]");
+  }
+  EXPECT_EQ(plugin.options_calls(), 0);
+}
+
+TEST_F(HostTest, K04_ResourceNames) {
+  StartHost();
+  FakePlugin plugin(dir(), kGpu, "a.sock");
+  plugin.Start();
+  const std::string long_name = "example.com/" + std::string(64, 'a');
+  const std::string long_domain = std::string(245, 'a') + "/x";
+  for (const std::string& name :
+       {std::string("foo"), std::string("example.com/"), std::string("/foo"),
+        std::string("Example.com/foo"), std::string("example.com/a/b"),
+        std::string("kubernetes.io/foo"), std::string("x.kubernetes.io/foo"),
+        std::string("requests.example.com/foo"), std::string("example.com/-foo"),
+        long_name, long_domain}) {
+    const grpc::Status status = plugin.Register(std::nullopt, name);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::UNKNOWN) << name;
+    EXPECT_EQ(status.error_message(),
+              "the ResourceName \"" + name + "\" is invalid");
+  }
+  EXPECT_EQ(plugin.options_calls(), 0);
+  for (const char* name : {"example.com/foo", "example.com/Foo_1.x", "a.b-c.d/e"}) {
+    EXPECT_TRUE(plugin.Register(std::nullopt, std::string(name)).ok()) << name;
+  }
+}
+
+TEST_F(HostTest, K05_EndpointsOutsideTheDirectoryAreRefused) {
+  StartHost();
+  FakePlugin plugin(dir(), kGpu, "a.sock");
+  plugin.Start();
+  for (const char* endpoint : {"../x.sock", "sub/x.sock", "/abs/x.sock", "",
+                               "kubelet.sock"}) {
+    EXPECT_EQ(plugin.Register(std::nullopt, std::nullopt, std::string(endpoint))
+                  .error_code(),
+              grpc::StatusCode::UNKNOWN)
+        << endpoint;
+  }
+  EXPECT_EQ(plugin.options_calls(), 0);
+}
+
+TEST_F(HostTest, K06_MissingEndpointFailsToDial) {
+  StartHost();
+  FakePlugin plugin(dir(), kGpu, "absent.sock");  // never started
+  const grpc::Status status = plugin.Register();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNKNOWN);
+  EXPECT_THAT(status.error_message(), HasSubstr("failed to dial device plugin"));
+  EXPECT_FALSE(Has());
+}
+
+TEST_F(HostTest, K07_OptionsErrorFailsRegister) {
+  StartHost();
+  FakePlugin plugin(dir(), kGpu, "a.sock");
+  plugin.SetOptionsError(grpc::Status(grpc::StatusCode::INTERNAL, "boom"));
+  plugin.Start();
+  const grpc::Status status = plugin.Register();
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("failed to get device plugin options: boom"));
+  EXPECT_FALSE(Has());
+}
+
+TEST_F(HostTest, K08_K29_OptionsFromGetDevicePluginOptionsCount) {
+  StartHost();
+  FakePlugin plugin(dir(), kGpu, "a.sock");
+  v1beta1::DevicePluginOptions in_register;
+  in_register.set_get_preferred_allocation_available(true);
+  plugin.SetRegisterOptions(in_register);  // A
+  plugin.SetOptions(v1beta1::DevicePluginOptions());  // B: no GPA
+  plugin.SetDevices(FourGpus());
+  plugin.Start();
+  ASSERT_TRUE(plugin.Register().ok());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  // 1 of 4 (aligned 2 > 1 needed) would call GPA if it were enabled.
+  EXPECT_TRUE(host_->Admit(MakePod("p", {{kGpu, 1}}), false).admitted);
+  EXPECT_THAT(plugin.preferred_requests(), SizeIs(0));
+  EXPECT_THAT(plugin.allocate_requests(), SizeIs(1));
+}
+
+TEST_F(HostTest, K09_OneStreamPerConnectionAndNoRedial) {
+  StartHost();
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().capacity == 4; }));
+  EXPECT_EQ(plugin->stream_opens(), 1);
+  plugin->EndStreams(grpc::Status::OK);
+  ASSERT_TRUE(WaitFor([&] { return View().stopped; }));
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(plugin->stream_opens(), 1);
+  EXPECT_EQ(plugin->options_calls(), 1);
+}
+
+TEST_F(HostTest, K10_K11_TakeoverNewestRegistrationWins) {
+  StartHost();
+  auto first = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().capacity == 4; }));
+  auto second = Plugin("b.sock", {MakeDevice("gpu-9", {0})});
+  ASSERT_TRUE(WaitFor([&] { return View().capacity == 1; }));
+  EXPECT_THAT(View().endpoint, HasSubstr("b.sock"));
+  // The old plugin's late messages and its exit change nothing.
+  first->SetDevices(FourGpus());
+  first->Stop();
+  std::this_thread::sleep_for(200ms);
+  EXPECT_EQ(View().capacity, 1u);
+  EXPECT_EQ(View().allocatable, 1u);
+  EXPECT_FALSE(View().stopped);
+  // The same (resource, socket) again: the new connection replaces the old.
+  ASSERT_TRUE(second->Register().ok());
+  second->SetDevices({MakeDevice("gpu-9", {0}), MakeDevice("gpu-8", {1})});
+  EXPECT_TRUE(WaitFor([&] { return View().capacity == 2; }));
+  EXPECT_EQ(second->stream_opens(), 2);
+}
+
+TEST_F(HostTest, K12_TwentyResourcesConcurrently) {
+  StartHost();
+  std::vector<std::unique_ptr<FakePlugin>> plugins;
+  for (int i = 0; i < 20; ++i) {
+    plugins.push_back(std::make_unique<FakePlugin>(
+        dir(), "example.com/r" + std::to_string(i), "p" + std::to_string(i) + ".sock"));
+    std::vector<v1beta1::Device> devices;
+    for (int d = 0; d <= i; ++d) devices.push_back(MakeDevice("d" + std::to_string(d), {d % 2}));
+    plugins.back()->SetDevices(devices);
+    plugins.back()->Start();
+  }
+  std::vector<std::future<bool>> results;
+  for (auto& plugin : plugins) {
+    results.push_back(std::async(std::launch::async,
+                                 [&plugin] { return plugin->Register().ok(); }));
+  }
+  for (auto& result : results) EXPECT_TRUE(result.get());
+  for (int i = 0; i < 20; ++i) {
+    const std::string name = "example.com/r" + std::to_string(i);
+    EXPECT_TRUE(WaitFor([&] { return View(name).capacity == static_cast<size_t>(i + 1); }))
+        << name;
+  }
+}
+
+// --- K.b ListAndWatch consumption and health -------------------------------
+
+TEST_F(HostTest, K13_K14_K16_K17_EachListReplacesTheLast) {
+  StartHost();
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().capacity == 4 && View().allocatable == 4; }));
+  plugin->SetDevices({MakeDevice("gpu-0", {0}), MakeDevice("gpu-1", {0}, "healthy"),
+                      MakeDevice("gpu-2", {1}, ""), MakeDevice("gpu-3", {1}, "bogus")});
+  EXPECT_TRUE(WaitFor([&] { return View().capacity == 4 && View().allocatable == 1; }));
+  // Duplicates count once, the last entry wins.
+  plugin->SetDevices({MakeDevice("gpu-0", {0}, "Unhealthy"), MakeDevice("gpu-0", {0}),
+                      MakeDevice("gpu-1", {0})});
+  EXPECT_TRUE(WaitFor([&] { return View().capacity == 2 && View().allocatable == 2; }));
+  plugin->SetDevices({});
+  EXPECT_TRUE(WaitFor([&] { return View().capacity == 0; }));
+  EXPECT_TRUE(Has());
+  EXPECT_FALSE(View().stopped);
+}
+
+TEST_F(HostTest, K15_DroppedDeviceStaysWithItsPod) {
+  StartHost();
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  const PodResult pod = host_->Admit(MakePod("p", {{kGpu, 1}}), false);
+  ASSERT_TRUE(pod.admitted);
+  const std::string held = pod.containers[0].devices.at(kGpu)[0];
+  std::vector<v1beta1::Device> rest;
+  for (const auto& device : FourGpus()) {
+    if (device.id() != held) rest.push_back(device);
+  }
+  plugin->SetDevices(rest);
+  ASSERT_TRUE(WaitFor([&] { return View().capacity == 3; }));
+  const auto status = host_->StatusJson();
+  EXPECT_EQ(status["pods"][0]["containers"][0]["devices"][kGpu][0], held);
+}
+
+TEST_F(HostTest, K18_LargeListsAndOversizedMessages) {
+  StartHost();
+  std::vector<v1beta1::Device> many;
+  for (int i = 0; i < 10000; ++i) {
+    many.push_back(MakeDevice("device-" + std::to_string(i), {i % 2}));
+  }
+  auto plugin = Plugin("a.sock", many);
+  ASSERT_TRUE(WaitFor([&] { return View().capacity == 10000; }, 5s));
+  // Over 4 MiB: the stream fails like a disconnect.
+  std::vector<v1beta1::Device> huge;
+  for (int i = 0; i < 80000; ++i) {
+    std::string id = "device-" + std::to_string(i) + "-";
+    id.resize(63, 'x');
+    huge.push_back(MakeDevice(id, {i % 2}));
+  }
+  plugin->SetDevices(huge);
+  EXPECT_TRUE(WaitFor([&] { return View().stopped && View().allocatable == 0; }, 5s));
+  EXPECT_EQ(View().capacity, 10000u);
+}
+
+TEST_F(HostTest, K19_K20_DisconnectZeroesAllocatableThenGraceThenReturn) {
+  auto config = Config();
+  config.grace_period = 2s;
+  StartHost(config);
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  const PodResult first = host_->Admit(MakePod("first", {{kGpu, 1}}), false);
+  ASSERT_TRUE(first.admitted);
+  plugin->EndStreams(grpc::Status(grpc::StatusCode::INTERNAL, "crash"));
+  ASSERT_TRUE(WaitFor([&] { return View().stopped; }, 1s));
+  EXPECT_EQ(View().allocatable, 0u);
+  EXPECT_EQ(View().capacity, 4u);
+  const PodResult refused = host_->Admit(MakePod("second", {{kGpu, 1}}), false);
+  EXPECT_FALSE(refused.admitted);
+  EXPECT_THAT(refused.message,
+              HasSubstr("no healthy devices present; cannot allocate unhealthy "
+                        "devices example.com/gpu"));
+  // Back within the grace period: capacity restored, allocations intact.
+  ASSERT_TRUE(plugin->Register().ok());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4 && !View().stopped; }));
+  const PodResult third = host_->Admit(MakePod("third", {{kGpu, 3}}), false);
+  ASSERT_TRUE(third.admitted) << third.reason << ": " << third.message;
+  for (const auto& id : third.containers[0].devices.at(kGpu)) {
+    EXPECT_NE(id, first.containers[0].devices.at(kGpu)[0]);
+  }
+}
+
+TEST_F(HostTest, K19_K42_ResourceRemovedAfterTheGracePeriod) {
+  StartHost();  // grace 500 ms
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().capacity == 4; }));
+  plugin->Stop();
+  ASSERT_TRUE(WaitFor([&] { return View().stopped; }, 1s));
+  EXPECT_TRUE(Has());
+  EXPECT_TRUE(WaitFor([&] { return !Has(); }, 3s));
+}
+
+TEST_F(HostTest, K21_CheckpointFollowsEveryListUpdate) {
+  StartHost();
+  auto plugin = Plugin("a.sock", FourGpus());
+  const auto checkpoint = dir() / kCheckpointFile;
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  auto read = [&] {
+    std::ifstream in(checkpoint);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  ASSERT_TRUE(WaitFor([&] { return read().find("gpu-3") != std::string::npos; }));
+  plugin->SetDevices({MakeDevice("gpu-7", {1})});
+  EXPECT_TRUE(WaitFor([&] {
+    const std::string text = read();
+    return text.find("gpu-7") != std::string::npos &&
+           text.find("gpu-3") == std::string::npos;
+  }));
+}
+
+// --- K.c Allocation and topology -------------------------------------------
+
+TEST_F(HostTest, K22_K28_OneAllocatePerContainerAndResourceInitFirst) {
+  StartHost();
+  v1beta1::DevicePluginOptions options;
+  options.set_get_preferred_allocation_available(true);
+  auto plugin = Plugin("a.sock", FourGpus(), options);
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  const PodResult pod =
+      host_->Admit(MakePod("p", {{kGpu, 2}}, /*init=*/{{kGpu, 1}}), false);
+  ASSERT_TRUE(pod.admitted) << pod.message;
+  const auto requests = plugin->allocate_requests();
+  ASSERT_THAT(requests, SizeIs(2));
+  for (const auto& request : requests) {
+    EXPECT_EQ(request.container_requests_size(), 1);
+  }
+  EXPECT_EQ(requests[0].container_requests(0).devices_ids_size(), 1);  // init
+  EXPECT_EQ(requests[1].container_requests(0).devices_ids_size(), 2);
+  // The init container's device is reused by the app container.
+  const std::string init_device = requests[0].container_requests(0).devices_ids(0);
+  const auto& app = requests[1].container_requests(0).devices_ids();
+  EXPECT_NE(std::find(app.begin(), app.end(), init_device), app.end());
+  bool must_include_seen = false;
+  for (const auto& gpa : plugin->preferred_requests()) {
+    for (const auto& id : gpa.container_requests(0).must_include_deviceids()) {
+      must_include_seen |= id == init_device;
+    }
+  }
+  EXPECT_TRUE(must_include_seen);
+}
+
+TEST_F(HostTest, K23_K24_AllocateFailuresFailAdmissionAndFreeDevices) {
+  StartHost();
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  plugin->SetAllocate([](const v1beta1::AllocateRequest&, v1beta1::AllocateResponse*) {
+    return grpc::Status::OK;  // zero container responses
+  });
+  PodResult pod = host_->Admit(MakePod("empty", {{kGpu, 4}}), false);
+  EXPECT_FALSE(pod.admitted);
+  EXPECT_THAT(pod.message, HasSubstr("no containers return in allocation response"));
+  plugin->SetAllocate([](const v1beta1::AllocateRequest&, v1beta1::AllocateResponse*) {
+    return grpc::Status(grpc::StatusCode::INTERNAL, "driver busy");
+  });
+  pod = host_->Admit(MakePod("error", {{kGpu, 4}}), false);
+  EXPECT_FALSE(pod.admitted);
+  EXPECT_THAT(pod.message, HasSubstr("driver busy"));
+  plugin->SetAllocate(nullptr);
+  EXPECT_TRUE(host_->Admit(MakePod("ok", {{kGpu, 4}}), false).admitted);
+}
+
+TEST_F(HostTest, K25_K26_NotEnoughOrUnhealthyDevices) {
+  StartHost();
+  auto plugin = Plugin("a.sock", {MakeDevice("gpu-0", {0}), MakeDevice("gpu-1", {0}, "Unhealthy")});
+  ASSERT_TRUE(WaitFor([&] { return View().capacity == 2; }));
+  PodResult pod = host_->Admit(MakePod("two", {{kGpu, 2}}), false);
+  EXPECT_FALSE(pod.admitted);
+  EXPECT_THAT(pod.message, HasSubstr("requested number of devices unavailable for "
+                                     "example.com/gpu. Requested: 2, Available: 1"));
+  EXPECT_THAT(plugin->allocate_requests(), SizeIs(0));
+  pod = host_->Admit(MakePod("one", {{kGpu, 1}}), false);
+  ASSERT_TRUE(pod.admitted);
+  EXPECT_THAT(pod.containers[0].devices.at(kGpu), ElementsAre("gpu-0"));
+  plugin->SetDevices({MakeDevice("gpu-0", {0}, "Unhealthy")});
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 0; }));
+  pod = host_->Admit(MakePod("none", {{kGpu, 1}}), false);
+  EXPECT_THAT(pod.message, HasSubstr("no healthy devices present; cannot allocate "
+                                     "unhealthy devices example.com/gpu"));
+}
+
+TEST_F(HostTest, K27_ReadmissionReusesTheAllocation) {
+  StartHost();
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  const PodResult first = host_->Admit(MakePod("p", {{kGpu, 2}}), false);
+  const PodResult again = host_->Admit(MakePod("p", {{kGpu, 2}}), false);
+  EXPECT_EQ(first.containers[0].devices, again.containers[0].devices);
+  EXPECT_THAT(plugin->allocate_requests(), SizeIs(1));
+}
+
+TEST_F(HostTest, K30_K31_PreferredAllocationParametersAndAnswers) {
+  auto config = Config();
+  config.topology.policy = manager::kPolicySingleNumaNode;
+  StartHost(config);
+  v1beta1::DevicePluginOptions options;
+  options.set_get_preferred_allocation_available(true);
+  std::vector<v1beta1::Device> eight;
+  for (int i = 0; i < 8; ++i) eight.push_back(MakeDevice("d" + std::to_string(i), {i / 4}));
+  auto plugin = Plugin("a.sock", eight, options);
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 8; }));
+  // The plugin answers with a foreign id and too few: the rest is filled.
+  plugin->SetPreferred([](const v1beta1::PreferredAllocationRequest&,
+                          v1beta1::PreferredAllocationResponse* response) {
+    auto* answer = response->add_container_responses();
+    answer->add_deviceids("elsewhere");
+    answer->add_deviceids("d2");
+    return grpc::Status::OK;
+  });
+  PodResult pod = host_->Admit(MakePod("p", {{kGpu, 2}}), false);
+  ASSERT_TRUE(pod.admitted) << pod.message;
+  const auto requests = plugin->preferred_requests();
+  ASSERT_THAT(requests, SizeIs(1));
+  const auto& request = requests[0].container_requests(0);
+  EXPECT_EQ(request.allocation_size(), 2);
+  EXPECT_EQ(request.available_deviceids_size(), 4);  // aligned node only
+  EXPECT_EQ(request.must_include_deviceids_size(), 0);
+  const auto& chosen = pod.containers[0].devices.at(kGpu);
+  EXPECT_THAT(chosen, SizeIs(2));
+  EXPECT_NE(std::find(chosen.begin(), chosen.end(), "d2"), chosen.end());
+  // Too many: trimmed to the need.
+  plugin->SetPreferred([](const v1beta1::PreferredAllocationRequest& r,
+                          v1beta1::PreferredAllocationResponse* response) {
+    auto* answer = response->add_container_responses();
+    for (const auto& id : r.container_requests(0).available_deviceids()) {
+      answer->add_deviceids(id);
+    }
+    return grpc::Status::OK;
+  });
+  pod = host_->Admit(MakePod("q", {{kGpu, 1}}), false);
+  ASSERT_TRUE(pod.admitted);
+  EXPECT_THAT(pod.containers[0].devices.at(kGpu), SizeIs(1));
+}
+
+TEST_F(HostTest, K32_PreferredAllocationErrorFailsAdmission) {
+  StartHost();
+  v1beta1::DevicePluginOptions options;
+  options.set_get_preferred_allocation_available(true);
+  auto plugin = Plugin("a.sock", FourGpus(), options);
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  plugin->SetPreferred([](const v1beta1::PreferredAllocationRequest&,
+                          v1beta1::PreferredAllocationResponse*) {
+    return grpc::Status(grpc::StatusCode::INTERNAL, "selection failed");
+  });
+  const PodResult pod = host_->Admit(MakePod("p", {{kGpu, 1}}), false);
+  EXPECT_FALSE(pod.admitted);
+  EXPECT_THAT(pod.message, HasSubstr("selection failed"));
+  EXPECT_THAT(plugin->allocate_requests(), SizeIs(0));
+}
+
+TEST_F(HostTest, K35_ConcurrentAdmissionsNeverShareADevice) {
+  StartHost();
+  std::vector<v1beta1::Device> devices;
+  for (int i = 0; i < 32; ++i) devices.push_back(MakeDevice("d" + std::to_string(i), {i % 2}));
+  auto plugin = Plugin("a.sock", devices);
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 32; }));
+  std::vector<std::future<PodResult>> results;
+  for (int i = 0; i < 32; ++i) {
+    results.push_back(std::async(std::launch::async, [&, i] {
+      return host_->Admit(MakePod("p" + std::to_string(i), {{kGpu, 1}}), false);
+    }));
+  }
+  std::set<std::string> seen;
+  for (auto& result : results) {
+    const PodResult pod = result.get();
+    ASSERT_TRUE(pod.admitted) << pod.message;
+    EXPECT_TRUE(seen.insert(pod.containers[0].devices.at(kGpu)[0]).second);
+  }
+  EXPECT_THAT(plugin->allocate_requests(), SizeIs(32));
+}
+
+TEST_F(HostTest, K36_StalledAllocateDoesNotBlockListUpdates) {
+  StartHost();
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  std::promise<void> release;
+  auto released = release.get_future().share();
+  plugin->SetAllocate([released](const v1beta1::AllocateRequest& request,
+                                 v1beta1::AllocateResponse* response) {
+    released.wait_for(std::chrono::seconds(10));
+    response->add_container_responses();
+    (void)request;
+    return grpc::Status::OK;
+  });
+  auto admission = std::async(std::launch::async, [&] {
+    return host_->Admit(MakePod("slow", {{kGpu, 1}}), false);
+  });
+  std::this_thread::sleep_for(200ms);
+  plugin->SetDevices({MakeDevice("gpu-0", {0}), MakeDevice("gpu-1", {0}),
+                      MakeDevice("gpu-2", {1}), MakeDevice("gpu-3", {1}),
+                      MakeDevice("gpu-4", {1})});
+  EXPECT_TRUE(WaitFor([&] { return View().capacity == 5; }, 1s));
+  release.set_value();
+  EXPECT_TRUE(admission.get().admitted);
+}
+
+// --- K.d PreStartContainer -------------------------------------------------
+
+TEST_F(HostTest, K37_PreStartCarriesTheContainersDevices) {
+  StartHost();
+  v1beta1::DevicePluginOptions options;
+  options.set_pre_start_required(true);
+  auto plugin = Plugin("a.sock", FourGpus(), options);
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  const PodResult pod = host_->Admit(MakePod("p", {{kGpu, 2}}), false);
+  ASSERT_TRUE(pod.admitted);
+  const auto requests = plugin->pre_start_requests();
+  ASSERT_THAT(requests, SizeIs(1));
+  EXPECT_THAT(std::vector<std::string>(requests[0].devices_ids().begin(),
+                                       requests[0].devices_ids().end()),
+              ::testing::UnorderedElementsAreArray(pod.containers[0].devices.at(kGpu)));
+  plugin->SetPreStart([](const v1beta1::PreStartContainerRequest&) {
+    return grpc::Status(grpc::StatusCode::INTERNAL, "not ready");
+  });
+  const PodResult failed = host_->Admit(MakePod("q", {{kGpu, 1}}), false);
+  EXPECT_FALSE(failed.admitted);
+  EXPECT_THAT(failed.message, HasSubstr("not ready"));
+}
+
+// --- K.e Restart and checkpoint -------------------------------------------
+
+TEST_F(HostTest, K40_K41_K44_RestartRestoresAllocations) {
+  StartHost();
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  const PodResult old_pod = host_->Admit(MakePod("old", {{kGpu, 1}}), false);
+  ASSERT_TRUE(old_pod.admitted);
+  const std::string held = old_pod.containers[0].devices.at(kGpu)[0];
+  host_->Stop();
+  host_.reset();
+  plugin->Stop();  // the restart deleted its socket anyway
+  StartHost();
+  // Capacity 0 until the plugin is back; a new pod cannot get a device.
+  ASSERT_TRUE(Has());
+  EXPECT_EQ(View().capacity, 0u);
+  EXPECT_EQ(View().allocatable, 0u);
+  const PodResult early = host_->Admit(MakePod("early", {{kGpu, 1}}), false);
+  EXPECT_THAT(early.message, HasSubstr("no healthy devices present"));
+  const auto status = host_->StatusJson();
+  ASSERT_THAT(status["pods"], SizeIs(1));
+  EXPECT_EQ(status["pods"][0]["containers"][0]["devices"][kGpu][0], held);
+  // The plugin comes back (new socket, like the stub): the old pod keeps its
+  // device, a new pod gets another one, with no Allocate for the old pod.
+  FakePlugin back(dir(), kGpu, "b.sock");
+  back.SetDevices(FourGpus());
+  back.Start();
+  ASSERT_TRUE(back.Register().ok());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  const PodResult fresh = host_->Admit(MakePod("new", {{kGpu, 3}}), false);
+  ASSERT_TRUE(fresh.admitted) << fresh.message;
+  for (const auto& id : fresh.containers[0].devices.at(kGpu)) EXPECT_NE(id, held);
+  EXPECT_THAT(back.allocate_requests(), SizeIs(1));
+  EXPECT_FALSE(host_->Admit(MakePod("more", {{kGpu, 1}}), false).admitted);
+}
+
+TEST_F(HostTest, K43_CorruptCheckpointStartsEmpty) {
+  std::filesystem::create_directories(dir());
+  std::ofstream(dir() / kCheckpointFile) << "{\"version\":1,\"checksum\":\"0\",\"data\":{}}";
+  StartHost();
+  EXPECT_THAT(host_->StatusJson()["pods"], SizeIs(0));
+  EXPECT_TRUE(std::filesystem::exists(dir() / (std::string(kCheckpointFile) + ".corrupt")));
+  host_.reset();
+  std::ofstream(dir() / kCheckpointFile) << "garbage\x01\x02";
+  StartHost();
+  EXPECT_THAT(host_->StatusJson()["pods"], SizeIs(0));
+}
+
+// --- K.f Robustness ---------------------------------------------------------
+
+TEST_F(HostTest, K45_DirectoryThatCannotBeCreated) {
+  std::ofstream(dir_.path() / "file") << "x";
+  auto config = Config();
+  config.plugin_dir = dir_.path() / "file" / "device-plugins";
+  auto host = HostManager::Create(config, topology_);
+  ASSERT_THAT(host.status(), IsOk());
+  EXPECT_THAT((*host)->Start(), StatusIs(StatusCode::kFailedPrecondition,
+                                         HasSubstr("cannot create")));
+}
+
+TEST_F(HostTest, K47_GarbageResponsesAreErrors) {
+  StartHost();
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  plugin->SetAllocate([](const v1beta1::AllocateRequest&, v1beta1::AllocateResponse* r) {
+    auto* c = r->add_container_responses();
+    (*c->mutable_envs())["BIG"] = std::string(5 << 20, 'x');  // > 4 MiB
+    return grpc::Status::OK;
+  });
+  const PodResult pod = host_->Admit(MakePod("p", {{kGpu, 1}}), false);
+  EXPECT_FALSE(pod.admitted);
+  EXPECT_EQ(pod.reason, "UnexpectedAdmissionError");
+}
+
+TEST_F(HostTest, TopologyAffinityErrorUnderSingleNumaNode) {
+  auto config = Config();
+  config.topology.policy = manager::kPolicySingleNumaNode;
+  StartHost(config);
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  const PodResult pod = host_->Admit(MakePod("p", {{kGpu, 3}}), true);
+  EXPECT_FALSE(pod.admitted);
+  EXPECT_EQ(pod.reason, "TopologyAffinityError");
+  EXPECT_EQ(pod.message, "Resources cannot be allocated with Topology locality");
+  ASSERT_TRUE(pod.explanation.is_array());
+  EXPECT_FALSE(pod.explanation.empty());
+  const PodResult two = host_->Admit(MakePod("q", {{kGpu, 2}}), false);
+  ASSERT_TRUE(two.admitted);
+  ASSERT_TRUE(two.containers[0].numa_nodes.has_value());
+  EXPECT_THAT(*two.containers[0].numa_nodes, SizeIs(1));
+}
+
+TEST_F(HostTest, NodeResourceTopologyZones) {
+  StartHost();
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  ASSERT_TRUE(host_->Admit(MakePod("p", {{kGpu, 1}}), false).admitted);
+  const auto nrt = host_->NodeResourceTopology();
+  EXPECT_EQ(nrt["apiVersion"], "topology.node.k8s.io/v1alpha2");
+  EXPECT_EQ(nrt["kind"], "NodeResourceTopology");
+  ASSERT_THAT(nrt["zones"], SizeIs(2));
+  EXPECT_EQ(nrt["zones"][0]["name"], "node-0");
+  EXPECT_EQ(nrt["zones"][0]["type"], "Node");
+  EXPECT_EQ(nrt["zones"][0]["costs"][1]["value"], 21);
+  int available = 0;
+  for (const auto& zone : nrt["zones"]) {
+    for (const auto& resource : zone["resources"]) {
+      if (resource["name"] == kGpu) {
+        EXPECT_EQ(resource["capacity"], "2");
+        available += std::stoi(resource["available"].get<std::string>());
+      }
+    }
+  }
+  EXPECT_EQ(available, 3);
+}
+
+}  // namespace
+}  // namespace topology::host
