@@ -1,0 +1,332 @@
+// topology-manager serve and topology-device-plugin as separate processes,
+// on fixture machines: alignment under every policy and scope, plugin
+// crash and return, manager restart, and a long admit/release loop.
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <set>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <grpcpp/grpcpp.h>
+#include <nlohmann/json.hpp>
+
+#include "synthetic_machines.h"
+#include "temp_dir.h"
+#include "topologymanager/v1alpha1/control.grpc.pb.h"
+
+extern char** environ;
+
+namespace topology::testing {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using ::testing::SizeIs;
+namespace tm = topologymanager::v1alpha1;
+
+class Process {
+ public:
+  explicit Process(std::vector<std::string> args) {
+    std::vector<char*> argv;
+    for (auto& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    EXPECT_EQ(posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ), 0);
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  ~Process() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  pid_t pid() const { return pid_; }
+  int Stop(int signal = SIGTERM) {
+    kill(pid_, signal);
+    int status = 0;
+    waitpid(pid_, &status, 0);
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  size_t Threads() const {
+    size_t n = 0;
+    for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator(
+             "/proc/" + std::to_string(pid_) + "/task")) {
+      ++n;
+    }
+    return n;
+  }
+  size_t Fds() const {
+    size_t n = 0;
+    for ([[maybe_unused]] auto& e : std::filesystem::directory_iterator(
+             "/proc/" + std::to_string(pid_) + "/fd")) {
+      ++n;
+    }
+    return n;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+struct NodeSetup {
+  std::string machine = "dual-socket-8gpu";
+  std::string policy = "single-numa-node";
+  std::string scope = "container";
+};
+
+class EndToEndTest : public ::testing::Test {
+ protected:
+  void Write(const NodeSetup& setup) {
+    setup_ = setup;
+    ASSERT_TRUE(WriteMachine(setup.machine, root_.path()));
+    std::filesystem::create_directories(plugins());
+    std::ofstream(work_.path() / "plugin.yaml")
+        << "resources:\n"
+           "  - name: example.com/gpu\n"
+           "    selectors: [{vendors: [\"10de\"], classes: [\"0302\"]}]\n"
+           "  - name: example.com/nic\n"
+           "    selectors: [{vendors: [\"15b3\"], classes: [\"0200\"]}]\n";
+  }
+  std::filesystem::path plugins() const { return work_.path() / "plugins"; }
+  std::string control() const { return (work_.path() / "control.sock").string(); }
+
+  void StartManager() {
+    manager_ = std::make_unique<Process>(std::vector<std::string>{
+        TOPOLOGY_MANAGER_BINARY, "serve", "--plugin-dir", plugins().string(),
+        "--host-root", root_.path().string(), "--control-socket", control(),
+        "--topology-manager-policy", setup_.policy, "--topology-manager-scope",
+        setup_.scope, "--cpu-manager-policy", "static", "--reserved-cpus", "0",
+        "--grace-period", "5s", "--node-name", "e2e"});
+    for (int i = 0; i < 200 && !std::filesystem::exists(control()); ++i) {
+      std::this_thread::sleep_for(10ms);
+    }
+    stub_ = tm::Control::NewStub(grpc::CreateChannel(
+        "unix:" + control(), grpc::InsecureChannelCredentials()));
+  }
+  void StartPlugin() {
+    plugin_ = std::make_unique<Process>(std::vector<std::string>{
+        TOPOLOGY_DEVICE_PLUGIN_BINARY, "--config",
+        (work_.path() / "plugin.yaml").string(), "--host-root",
+        root_.path().string(), "--plugin-dir", plugins().string(),
+        "--http-addr", "", "--rescan-interval", "0"});
+  }
+
+  json Status() {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + 5s);
+    tm::StatusRequest request;
+    tm::JsonReply reply;
+    if (!stub_->Status(&context, request, &reply).ok()) return json();
+    return json::parse(reply.json());
+  }
+  size_t Allocatable(const std::string& resource) {
+    const json status = Status();
+    if (status.is_null()) return 0;
+    for (const json& r : status["resources"]) {
+      if (r["name"] == resource) return r["allocatable"].get<size_t>();
+    }
+    return 0;
+  }
+  bool WaitAllocatable(const std::string& resource, size_t count,
+                       std::chrono::milliseconds timeout = 10s) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (Allocatable(resource) == count) return true;
+      std::this_thread::sleep_for(20ms);
+    }
+    return false;
+  }
+  json Admit(const std::string& yaml) {
+    grpc::ClientContext context;
+    tm::AdmitRequest request;
+    auto* manifest = request.add_manifests();
+    manifest->set_source("test.yaml");
+    manifest->set_yaml(yaml);
+    tm::JsonReply reply;
+    const grpc::Status status = stub_->Admit(&context, request, &reply);
+    EXPECT_TRUE(status.ok()) << status.error_message();
+    return status.ok() ? json::parse(reply.json())[0] : json();
+  }
+  bool Release(const std::string& pod) {
+    grpc::ClientContext context;
+    tm::ReleaseRequest request;
+    request.set_pod(pod);
+    tm::JsonReply reply;
+    return stub_->Release(&context, request, &reply).ok();
+  }
+
+  TempDir root_;
+  TempDir work_;
+  NodeSetup setup_;
+  std::unique_ptr<Process> manager_;
+  std::unique_ptr<Process> plugin_;
+  std::unique_ptr<tm::Control::Stub> stub_;
+};
+
+std::string PodYaml(const std::string& name, int gpus, int nics, int cpus) {
+  std::string yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name +
+                     "}\nspec:\n  containers:\n    - name: c\n      resources:\n"
+                     "        limits:\n          cpu: \"" +
+                     std::to_string(cpus) + "\"\n          memory: 1Gi\n";
+  if (gpus > 0) yaml += "          example.com/gpu: " + std::to_string(gpus) + "\n";
+  if (nics > 0) yaml += "          example.com/nic: " + std::to_string(nics) + "\n";
+  return yaml;
+}
+
+// The NUMA node of each GPU/NIC of the dual-socket machine.
+int NodeOf(const std::string& address) {
+  const int bus = std::stoi(address.substr(5, 2), nullptr, 16);
+  return bus < 0x80 ? 0 : 1;
+}
+
+class PolicyTest : public EndToEndTest,
+                   public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {};
+
+TEST_P(PolicyTest, AlignmentUnderEachPolicyAndScope) {
+  const auto& [policy, scope] = GetParam();
+  Write({.machine = "dual-socket-8gpu", .policy = policy, .scope = scope});
+  StartManager();
+  StartPlugin();
+  ASSERT_TRUE(WaitAllocatable("example.com/gpu", 8));
+  ASSERT_TRUE(WaitAllocatable("example.com/nic", 4));
+  // Two GPUs, one NIC and 4 CPUs: one NUMA node whenever the policy aligns.
+  const json pod = Admit(PodYaml("aligned", 2, 1, 4));
+  ASSERT_TRUE(pod["admitted"].get<bool>()) << pod.dump();
+  const json& c = pod["containers"][0];
+  std::set<int> nodes;
+  for (const auto& id : c["devices"]["example.com/gpu"]) nodes.insert(NodeOf(id));
+  for (const auto& id : c["devices"]["example.com/nic"]) nodes.insert(NodeOf(id));
+  if (policy != "none") {
+    EXPECT_THAT(nodes, SizeIs(1)) << pod.dump();
+    ASSERT_FALSE(c["numa_nodes"].is_null());
+    EXPECT_EQ(c["numa_nodes"].size(), 1u);
+    // The exclusive CPUs are on that node (node 0: CPUs 0-7,16-23).
+    const int node = *nodes.begin();
+    EXPECT_EQ(c["numa_nodes"][0], node);
+  }
+  // Six GPUs on one node are impossible.
+  const json big = Admit(PodYaml("big", 6, 0, 2));
+  if (policy == "single-numa-node" || policy == "restricted") {
+    EXPECT_FALSE(big["admitted"].get<bool>());
+    EXPECT_EQ(big["reason"], "TopologyAffinityError");
+  } else {
+    EXPECT_TRUE(big["admitted"].get<bool>()) << big.dump();
+  }
+  EXPECT_EQ(plugin_->Stop(), 0);
+  EXPECT_EQ(manager_->Stop(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EndToEnd, PolicyTest,
+    ::testing::Combine(::testing::Values("none", "best-effort", "restricted",
+                                         "single-numa-node"),
+                       ::testing::Values("container", "pod")),
+    [](const auto& param_info) {
+      std::string name = std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param);
+      std::replace(name.begin(), name.end(), '-', '_');
+      return name;
+    });
+
+TEST_F(EndToEndTest, SubNumaClusteringMachine) {
+  Write({.machine = "snc", .policy = "single-numa-node", .scope = "pod"});
+  StartManager();
+  StartPlugin();
+  const json status = [&] {
+    for (int i = 0; i < 200; ++i) {
+      json s = Status();
+      if (!s.is_null() && !s["resources"].empty()) return s;
+      std::this_thread::sleep_for(20ms);
+    }
+    return Status();
+  }();
+  ASSERT_FALSE(status["resources"].empty()) << status.dump();
+  EXPECT_THAT(status["numa_nodes"], SizeIs(4));
+  const json pod = Admit(PodYaml("one", 1, 0, 2));
+  ASSERT_TRUE(pod["admitted"].get<bool>()) << pod.dump();
+  EXPECT_EQ(pod["containers"][0]["numa_nodes"].size(), 1u);
+}
+
+TEST_F(EndToEndTest, PluginKilledThenBack) {
+  Write({});
+  StartManager();
+  StartPlugin();
+  ASSERT_TRUE(WaitAllocatable("example.com/gpu", 8));
+  const json pod = Admit(PodYaml("held", 1, 0, 1));
+  ASSERT_TRUE(pod["admitted"].get<bool>());
+  const auto killed = std::chrono::steady_clock::now();
+  plugin_->Stop(SIGKILL);
+  ASSERT_TRUE(WaitAllocatable("example.com/gpu", 0, 1s));
+  EXPECT_LT(std::chrono::steady_clock::now() - killed, 1s);
+  StartPlugin();
+  ASSERT_TRUE(WaitAllocatable("example.com/gpu", 8));
+  const json status = Status();
+  EXPECT_EQ(status["pods"][0]["containers"][0]["devices"], pod["containers"][0]["devices"]);
+}
+
+TEST_F(EndToEndTest, ManagerRestartKeepsAllocationsAndPluginsComeBack) {
+  Write({});
+  StartManager();
+  StartPlugin();
+  ASSERT_TRUE(WaitAllocatable("example.com/gpu", 8));
+  std::set<std::string> held;
+  for (int i = 0; i < 3; ++i) {
+    const json pod = Admit(PodYaml("before-" + std::to_string(i), 2, 0, 1));
+    ASSERT_TRUE(pod["admitted"].get<bool>());
+    for (const auto& id : pod["containers"][0]["devices"]["example.com/gpu"]) {
+      held.insert(id.get<std::string>());
+    }
+  }
+  ASSERT_EQ(manager_->Stop(), 0);
+  StartManager();
+  // The plugin sees kubelet.sock re-created and registers again.
+  ASSERT_TRUE(WaitAllocatable("example.com/gpu", 8));
+  EXPECT_THAT(Status()["pods"], SizeIs(3));
+  const json after = Admit(PodYaml("after", 2, 0, 1));
+  ASSERT_TRUE(after["admitted"].get<bool>()) << after.dump();
+  for (const auto& id : after["containers"][0]["devices"]["example.com/gpu"]) {
+    EXPECT_FALSE(held.contains(id.get<std::string>())) << id;
+  }
+  EXPECT_FALSE(Admit(PodYaml("too-many", 1, 0, 1))["admitted"].get<bool>());
+}
+
+TEST_F(EndToEndTest, ThousandPodsAdmittedAndReleasedWithoutLeaks) {
+  Write({.machine = "dual-socket-8gpu", .policy = "single-numa-node", .scope = "pod"});
+  StartManager();
+  StartPlugin();
+  ASSERT_TRUE(WaitAllocatable("example.com/gpu", 8));
+  size_t threads = 0;
+  size_t fds = 0;
+  const int rounds = static_cast<int>(std::max<long>(
+      100, std::strtol(std::getenv("TOPOLOGY_E2E_PODS") ? std::getenv("TOPOLOGY_E2E_PODS")
+                                                        : "1000",
+                       nullptr, 10)));
+  for (int i = 0; i < rounds; ++i) {
+    const std::string name = "pod-" + std::to_string(i);
+    const json pod = Admit(PodYaml(name, 1 + i % 4, i % 2, 1 + i % 3));
+    ASSERT_TRUE(pod["admitted"].get<bool>()) << pod.dump();
+    ASSERT_TRUE(Release(name));
+    if (i == 50) {
+      threads = manager_->Threads();
+      fds = manager_->Fds();
+    }
+  }
+  const json status = Status();
+  EXPECT_THAT(status["pods"], SizeIs(0));
+  for (const json& r : status["resources"]) EXPECT_EQ(r["in_use"], 0) << r.dump();
+  EXPECT_LE(manager_->Threads(), threads + 2);
+  EXPECT_LE(manager_->Fds(), fds + 2);
+}
+
+}  // namespace
+}  // namespace topology::testing
