@@ -18,6 +18,7 @@
 #include <grpcpp/grpcpp.h>
 #include <nlohmann/json.hpp>
 
+#include "run_command.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
 #include "topologymanager/v1alpha1/control.grpc.pb.h"
@@ -326,6 +327,61 @@ TEST_F(EndToEndTest, ThousandPodsAdmittedAndReleasedWithoutLeaks) {
   for (const json& r : status["resources"]) EXPECT_EQ(r["in_use"], 0) << r.dump();
   EXPECT_LE(manager_->Threads(), threads + 2);
   EXPECT_LE(manager_->Fds(), fds + 2);
+}
+
+TEST_F(EndToEndTest, CommandLine) {
+  Write({});
+  StartManager();
+  StartPlugin();
+  ASSERT_TRUE(WaitAllocatable("example.com/gpu", 8));
+  const auto file = [&](const std::string& name, const std::string& text) {
+    const auto path = work_.path() / name;
+    std::ofstream(path) << text;
+    return path.string();
+  };
+  const std::string good = file("good.yaml", PodYaml("good", 2, 1, 2));
+  CommandResult result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+                                    " admit --format json --control-socket " +
+                                    control() + " " + good);
+  ASSERT_EQ(result.exit_code, 0) << result.out;
+  const json line = json::parse(result.out);
+  EXPECT_EQ(line["pod"], "good");
+  EXPECT_EQ(line["admitted"], true);
+  EXPECT_TRUE(line["reason"].is_null());
+  EXPECT_EQ(line["containers"][0]["devices"]["example.com/gpu"].size(), 2u);
+  EXPECT_EQ(line["containers"][0]["numa_nodes"].size(), 1u);
+  EXPECT_FALSE(line["containers"][0]["cpus"].get<std::string>().empty());
+
+  result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+                      " admit --format json --control-socket " + control() + " " +
+                      file("six.yaml", PodYaml("six", 6, 0, 1)));
+  EXPECT_EQ(result.exit_code, 1) << result.out;
+  EXPECT_EQ(json::parse(result.out)["reason"], "TopologyAffinityError");
+
+  result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+                      " admit --control-socket " + control() + " " +
+                      file("bad.yaml", "kind: Pod\nmetadata: {name: b}\nspec: "
+                                       "{containers: [{name: c, resources: {limits: "
+                                       "{cpu: lots}}}]}\n"));
+  EXPECT_EQ(result.exit_code, 2) << result.out;
+  EXPECT_THAT(result.out, ::testing::HasSubstr("spec.containers[0].resources.limits.cpu"));
+
+  result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+                      " status --format nrt --control-socket " + control());
+  ASSERT_EQ(result.exit_code, 0) << result.out;
+  const json nrt = json::parse(result.out);
+  EXPECT_EQ(nrt["kind"], "NodeResourceTopology");
+  EXPECT_THAT(nrt["zones"], SizeIs(2));
+
+  result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+                      " release good --control-socket " + control());
+  EXPECT_EQ(result.exit_code, 0) << result.out;
+  result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+                      " release good --control-socket " + control());
+  EXPECT_EQ(result.exit_code, 2) << result.out;
+  result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+                      " status --control-socket " + (work_.path() / "nope.sock").string());
+  EXPECT_EQ(result.exit_code, 3) << result.out;
 }
 
 }  // namespace

@@ -1,0 +1,108 @@
+// Pod manifests as the host module reads them, and the topology-manager
+// command line against a running serve.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "pod_manifest.h"
+#include "status_matchers.h"
+
+namespace topology::host {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::Pair;
+using ::topology::testing::IsOk;
+using ::topology::testing::StatusIs;
+
+TEST(CpuQuantityTest, KubernetesForms) {
+  EXPECT_EQ(*ParseCpuQuantity("2"), 2000);
+  EXPECT_EQ(*ParseCpuQuantity("1500m"), 1500);
+  EXPECT_EQ(*ParseCpuQuantity("0.5"), 500);
+  EXPECT_EQ(*ParseCpuQuantity("250m"), 250);
+  for (const char* bad : {"", "two", "1x", "-1", "m"}) {
+    EXPECT_THAT(ParseCpuQuantity(bad).status(), StatusIs(StatusCode::kInvalidArgument))
+        << bad;
+  }
+}
+
+TEST(PodManifestTest, ContainersLimitsAndQos) {
+  auto pods = ParsePodManifests(R"(
+apiVersion: v1
+kind: Pod
+metadata:
+  name: train
+  namespace: ml
+spec:
+  initContainers:
+    - name: fetch
+      restartPolicy: Always
+      resources:
+        limits: {cpu: "1", memory: 1Gi}
+  containers:
+    - name: main
+      resources:
+        limits:
+          cpu: "4"
+          memory: 8Gi
+          example.com/gpu: 2
+        requests:
+          cpu: 4000m
+          memory: 8192Mi
+---
+apiVersion: v1
+kind: Pod
+metadata: {name: burstable, uid: 1234}
+spec:
+  containers:
+    - name: c
+      resources:
+        limits: {cpu: "2", memory: 1Gi}
+        requests: {cpu: "1"}
+)",
+                                "pods.yaml");
+  ASSERT_THAT(pods.status(), IsOk());
+  ASSERT_EQ(pods->size(), 2u);
+  const manager::Pod& train = (*pods)[0];
+  EXPECT_EQ(train.uid, "ml/train");
+  EXPECT_EQ(train.ns, "ml");
+  EXPECT_TRUE(train.guaranteed);
+  ASSERT_EQ(train.init_containers.size(), 1u);
+  EXPECT_TRUE(train.init_containers[0].restartable);
+  EXPECT_THAT(train.containers[0].limits,
+              ElementsAre(Pair("cpu", 4000), Pair("example.com/gpu", 2)));
+  const manager::Pod& burstable = (*pods)[1];
+  EXPECT_EQ(burstable.uid, "1234");
+  EXPECT_FALSE(burstable.guaranteed);
+}
+
+TEST(PodManifestTest, ErrorsNameTheField) {
+  struct Case {
+    const char* yaml;
+    const char* message;
+  };
+  const Case cases[] = {
+      {"kind: Deployment\nmetadata: {name: x}\n", "only Pod manifests"},
+      {"kind: Pod\nspec: {containers: [{name: c}]}\n", "metadata.name"},
+      {"kind: Pod\nmetadata: {name: x}\nspec: {}\n", "spec.containers"},
+      {"kind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: c, resources: "
+       "{limits: {cpu: lots}}}]}\n",
+       "spec.containers[0].resources.limits.cpu"},
+      {"kind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: c, resources: "
+       "{limits: {example.com/gpu: 1.5}}}]}\n",
+       "not a whole number of devices"},
+      {"kind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: c}, {name: c}]}\n",
+       "used twice"},
+      {"kind: Pod\nmetadata: {name: [\n", "pods.yaml:"},
+      {"", "no Pod manifest"},
+  };
+  for (const Case& c : cases) {
+    EXPECT_THAT(ParsePodManifests(c.yaml, "pods.yaml").status(),
+                StatusIs(StatusCode::kInvalidArgument, HasSubstr(c.message)))
+        << c.yaml;
+  }
+}
+
+}  // namespace
+}  // namespace topology::host
