@@ -16,6 +16,7 @@
 #include "plugin_endpoint.h"
 #include "pod_manifest.h"
 #include "topologymanager/v1alpha1/control.grpc.pb.h"
+#include "topology/cost_graph.h"
 #include "topology/plugin/resource_name.h"
 
 namespace topology::host {
@@ -184,6 +185,40 @@ StatusOr<std::unique_ptr<HostManager>> HostManager::Create(HostConfig config,
   host->cpu_manager_ = std::move(*cpu);
   host->device_manager_ = std::make_unique<manager::DeviceManager>(
       host->numa_.node_ids(), host->topology_manager_.get());
+  if (host->config_.cost_based_selection) {
+    host->cost_model_ = std::make_unique<CostModel>(host->topology_);
+    const CostModel* model = host->cost_model_.get();
+    host->device_manager_->SetJointSelector(
+        [model](const std::map<std::string, manager::DeviceManager::JointPool>&
+                    pools)
+            -> StatusOr<std::map<std::string, std::vector<std::string>>> {
+          GraphRequest request;
+          for (const auto& [resource, pool] : pools) {
+            ResourceRequest r;
+            r.name = resource;
+            r.count = pool.count;
+            for (const std::string& id : pool.candidates) {
+              auto address = PciAddress::Parse(id);
+              if (!address.ok() ||
+                  model->topology().FindDevice(*address) == nullptr) {
+                return InvalidArgumentError(id + " is not a PCI device here");
+              }
+              r.pool.push_back(GraphInstance{.device = *address});
+            }
+            request.resources.push_back(std::move(r));
+          }
+          auto selection = CostGraphSelector(*model).Select(request);
+          if (!selection.ok()) return selection.status();
+          std::map<std::string, std::vector<std::string>> out;
+          for (const auto& [resource, instances] : selection->selection) {
+            for (const GraphInstance& instance : instances) {
+              out[resource].push_back(instance.device->ToString());
+            }
+          }
+          VLOG(1) << "cost-based selection: " << selection->explanation;
+          return out;
+        });
+  }
   // The kubelet's order: CPU manager, then device manager.
   host->topology_manager_->AddHintProvider(host->cpu_manager_.get());
   host->topology_manager_->AddHintProvider(host->device_manager_.get());

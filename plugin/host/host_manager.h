@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "topology/cost_model.h"
 #include "topology/cpu_set.h"
 #include "topology/manager/cpu_manager.h"
 #include "topology/manager/device_manager.h"
@@ -48,6 +49,10 @@ struct HostConfig {
   CpuSet reserved_cpus;
   // A plugin that disconnected is removed after this long.
   std::chrono::milliseconds grace_period = std::chrono::minutes(5);
+  // Opt-in, beyond the kubelet: choose the devices of a container that asks
+  // for several PCI device resources together, by PCIe cost (the cost-graph
+  // selector), instead of one resource at a time.
+  bool cost_based_selection = false;
   // How long Register waits for the plugin's socket to accept (the
   // kubelet's 10 s).
   std::chrono::milliseconds dial_timeout = std::chrono::seconds(10);
@@ -133,6 +138,7 @@ class HostManager {
   std::unique_ptr<manager::TopologyManager> topology_manager_;
   std::unique_ptr<manager::DeviceManager> device_manager_;
   std::unique_ptr<manager::CpuManager> cpu_manager_;
+  std::unique_ptr<CostModel> cost_model_;  // with cost_based_selection
 
   mutable std::mutex mu_;  // resources_, pods_, retired_, checkpoint
   std::map<std::string, ResourceState> resources_;

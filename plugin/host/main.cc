@@ -85,6 +85,7 @@ struct ServeFlags {
   std::string reserved_cpus;
   std::string grace_period = "5m";
   std::string node_name;
+  bool cost_based_selection = false;
   int verbosity = 0;
 };
 
@@ -137,6 +138,7 @@ int RunServe(const ServeFlags& flags, const char* argv0) {
   }
   config.grace_period =
       std::chrono::duration_cast<std::chrono::milliseconds>(*grace);
+  config.cost_based_selection = flags.cost_based_selection;
   config.node_name = flags.node_name;
   if (config.node_name.empty()) {
     char host[256] = {};
@@ -389,6 +391,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   serve->add_option("--node-name", serve_flags.node_name,
                     "Name in status and NodeResourceTopology (default: host name)");
+  serve->add_flag("--cost-based-selection", serve_flags.cost_based_selection,
+                  "Choose a multi-resource container's PCI devices together by "
+                  "PCIe cost (beyond the kubelet)");
   serve->add_option("-v,--v", serve_flags.verbosity, "Log verbosity");
 
   std::vector<std::string> pod_files;

@@ -728,6 +728,40 @@ TEST_F(HostTest, TopologyAffinityErrorUnderSingleNumaNode) {
   EXPECT_THAT(*two.containers[0].numa_nodes, SizeIs(1));
 }
 
+// GPUs 0000:1a:00.0 and 0000:3e:00.0 sit behind different switches of
+// socket 0, with NICs 0000:1c:00.0 and 0000:3f:00.0 next to them.
+TEST_F(HostTest, CostBasedSelectionKeepsGpuAndNicOnOneSwitch) {
+  for (const bool cost_based : {false, true}) {
+    auto config = Config();
+    config.topology.policy = manager::kPolicySingleNumaNode;
+    config.cost_based_selection = cost_based;
+    host_.reset();
+    std::filesystem::remove_all(dir());
+    StartHost(config);
+    auto gpus = Plugin("gpu.sock", {MakeDevice("0000:1a:00.0", {0}),
+                                    MakeDevice("0000:3e:00.0", {0})});
+    auto nics = Plugin("nic.sock", {MakeDevice("0000:1c:00.0", {0}),
+                                    MakeDevice("0000:3f:00.0", {0})},
+                       {}, "example.com/nic");
+    ASSERT_TRUE(WaitFor([&] {
+      return View().allocatable == 2 && View("example.com/nic").allocatable == 2;
+    }));
+    // A first pod takes the NIC next to the first GPU.
+    const PodResult first = host_->Admit(MakePod("nic-only", {{"example.com/nic", 1}}), false);
+    ASSERT_TRUE(first.admitted);
+    ASSERT_EQ(first.containers[0].devices.at("example.com/nic")[0], "0000:1c:00.0");
+    const PodResult pod = host_->Admit(
+        MakePod("pair", {{kGpu, 1}, {"example.com/nic", 1}}), false);
+    ASSERT_TRUE(pod.admitted) << pod.message;
+    EXPECT_EQ(pod.containers[0].devices.at("example.com/nic")[0], "0000:3f:00.0");
+    // The kubelet takes the first aligned GPU, across switches; the cost
+    // graph takes the one behind the NIC's switch.
+    EXPECT_EQ(pod.containers[0].devices.at(kGpu)[0],
+              cost_based ? "0000:3e:00.0" : "0000:1a:00.0")
+        << "cost_based=" << cost_based;
+  }
+}
+
 TEST_F(HostTest, NodeResourceTopologyZones) {
   StartHost();
   auto plugin = Plugin("a.sock", FourGpus());

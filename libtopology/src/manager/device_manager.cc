@@ -319,11 +319,14 @@ Status DeviceManager::Allocate(const Pod& pod, const Container& container) {
                     return c.name == container.name && c.restartable;
                   });
   const auto key = std::make_pair(pod.uid, container.name);
+  std::map<std::string, DeviceSet> joint = JointChoice(pod, container);
   for (const auto& [resource, quantity] : container.limits) {
     if (!resources_.count(resource)) continue;
-    auto chosen = DevicesToAllocate(pod, container, resource,
-                                    static_cast<int>(quantity),
-                                    &reusable_[resource]);
+    auto chosen = joint.count(resource)
+                      ? StatusOr<DeviceSet>(joint[resource])
+                      : DevicesToAllocate(pod, container, resource,
+                                          static_cast<int>(quantity),
+                                          &reusable_[resource]);
     if (!chosen.ok()) return chosen.status();
     if (chosen->empty()) continue;
     // Reserve before the call, so that a concurrent admission never picks
@@ -349,6 +352,53 @@ Status DeviceManager::Allocate(const Pod& pod, const Container& container) {
     }
   }
   return OkStatus();
+}
+
+void DeviceManager::SetJointSelector(JointSelector selector) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  joint_selector_ = std::move(selector);
+}
+
+std::map<std::string, DeviceManager::DeviceSet> DeviceManager::JointChoice(
+    const Pod& pod, const Container& container) {
+  if (!joint_selector_) return {};
+  const auto key = std::make_pair(pod.uid, container.name);
+  const TopologyHint hint = store_->GetAffinity(pod.uid, container.name);
+  std::map<std::string, JointPool> pools;
+  for (const auto& [resource, quantity] : container.limits) {
+    const auto r = resources_.find(resource);
+    if (r == resources_.end() || quantity <= 0) continue;
+    if (allocations_.count(key) && allocations_[key].count(resource)) return {};
+    if (!reusable_[resource].empty()) return {};
+    const DeviceSet available = Available(resource);
+    JointPool pool;
+    pool.count = static_cast<int>(quantity);
+    for (const std::string& id : available) {
+      const Device& device = r->second.devices.at(id);
+      const bool aligned = !HasTopology(r->second) || !hint.affinity ||
+                           hint.affinity->AnySet(device.numa_nodes);
+      if (aligned) pool.candidates.push_back(id);
+    }
+    if (static_cast<int>(pool.candidates.size()) < pool.count) return {};
+    pools[resource] = std::move(pool);
+  }
+  if (pools.size() < 2) return {};
+  auto answer = joint_selector_(pools);
+  if (!answer.ok()) return {};
+  std::map<std::string, DeviceSet> chosen;
+  for (const auto& [resource, pool] : pools) {
+    auto it = answer->find(resource);
+    if (it == answer->end()) return {};
+    DeviceSet ids(it->second.begin(), it->second.end());
+    if (static_cast<int>(ids.size()) != pool.count) return {};
+    for (const std::string& id : ids) {
+      if (!std::binary_search(pool.candidates.begin(), pool.candidates.end(), id)) {
+        return {};
+      }
+    }
+    chosen[resource] = std::move(ids);
+  }
+  return chosen;
 }
 
 void DeviceManager::Restore(const std::string& pod_uid,

@@ -608,7 +608,9 @@ void ResourceServer::OnDirEvent(const DirEvent& event) {
               << "serving a new socket and registering again";
     restart_requested_ = true;
   } else if (event.kind == DirEvent::Kind::kDeleted && current_ &&
-             event.name == current_->endpoint) {
+             event.name == current_->endpoint && !IsSocket(current_->path)) {
+    // (A delete of a leftover file at our path before binding is not ours:
+    // our socket still exists then.)
     LOG(INFO) << name_ << ": socket " << event.name
               << " was deleted (kubelet restart); serving a new socket";
     restart_requested_ = true;

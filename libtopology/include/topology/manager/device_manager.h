@@ -11,6 +11,7 @@
 #ifndef TOPOLOGY_MANAGER_DEVICE_MANAGER_H_
 #define TOPOLOGY_MANAGER_DEVICE_MANAGER_H_
 
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -63,6 +64,21 @@ class TOPOLOGY_EXPORT DeviceManager final : public HintProvider {
 
   // Frees everything allocated to the pod.
   void RemovePod(const std::string& pod_uid);
+
+  // Opt-in joint choice for containers that ask for several device
+  // resources: given, per resource, the candidate devices (the aligned ones
+  // when they suffice) and the count, returns the chosen ids per resource.
+  // Used instead of the per-resource GetPreferredAllocation path when every
+  // resource of the container has enough aligned devices and nothing to
+  // reuse; on an error or an invalid answer the kubelet's path is taken.
+  struct JointPool {
+    std::vector<std::string> candidates;  // sorted
+    int count = 0;
+  };
+  using JointSelector =
+      std::function<StatusOr<std::map<std::string, std::vector<std::string>>>(
+          const std::map<std::string, JointPool>&)>;
+  void SetJointSelector(JointSelector selector);
 
   // One container's devices of one resource.
   struct Allocation {
@@ -117,6 +133,10 @@ class TOPOLOGY_EXPORT DeviceManager final : public HintProvider {
   std::map<std::pair<std::string, std::string>,
            std::map<std::string, DeviceSet>>
       allocations_;
+  // Chosen devices per resource from the joint selector, or empty.
+  std::map<std::string, DeviceSet> JointChoice(const Pod& pod,
+                                               const Container& container);
+  JointSelector joint_selector_;
   // Devices of finished init containers that later containers may reuse.
   std::string reuse_pod_;
   std::map<std::string, DeviceSet> reusable_;
