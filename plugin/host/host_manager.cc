@@ -1,8 +1,5 @@
 #include "host_manager.h"
 
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -11,13 +8,16 @@
 
 #include <glog/logging.h>
 #include <grpcpp/grpcpp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "topology/cost_graph.h"
+#include "topology/plugin/resource_name.h"
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "plugin_endpoint.h"
 #include "pod_manifest.h"
 #include "topologymanager/v1alpha1/control.grpc.pb.h"
-#include "topology/cost_graph.h"
-#include "topology/plugin/resource_name.h"
 
 namespace topology::host {
 
@@ -50,15 +50,16 @@ json HintListJson(const manager::HintList& list) {
   std::vector<manager::TopologyHint> hints = list.Expand();
   for (size_t i = 0; i < hints.size() && i < 64; ++i) {
     const auto& hint = hints[i];
-    out.push_back({{"mask", hint.affinity ? json(hint.affinity->Ids())
-                                          : json(nullptr)},
-                   {"preferred", hint.preferred}});
+    out.push_back(
+        {{"mask", hint.affinity ? json(hint.affinity->Ids()) : json(nullptr)},
+         {"preferred", hint.preferred}});
   }
   return out;
 }
 
 json ContainerJson(const manager::Container& c) {
-  return {{"name", c.name}, {"restartable", c.restartable}, {"limits", c.limits}};
+  return {
+      {"name", c.name}, {"restartable", c.restartable}, {"limits", c.limits}};
 }
 
 manager::Container ContainerFromJson(const json& j) {
@@ -82,13 +83,15 @@ json ToJson(const PodResult& result, bool explain) {
          {"cpus", c.cpus.ToList()},
          {"numa_nodes", c.numa_nodes ? json(*c.numa_nodes) : json(nullptr)}});
   }
-  json out = {{"pod", result.name},
-              {"namespace", result.ns},
-              {"uid", result.uid},
-              {"admitted", result.admitted},
-              {"reason", result.reason.empty() ? json(nullptr) : json(result.reason)},
-              {"message", result.message.empty() ? json(nullptr) : json(result.message)},
-              {"containers", containers}};
+  json out = {
+      {"pod", result.name},
+      {"namespace", result.ns},
+      {"uid", result.uid},
+      {"admitted", result.admitted},
+      {"reason", result.reason.empty() ? json(nullptr) : json(result.reason)},
+      {"message",
+       result.message.empty() ? json(nullptr) : json(result.message)},
+      {"containers", containers}};
   if (explain) out["explanation"] = result.explanation;
   return out;
 }
@@ -132,8 +135,8 @@ class HostManager::ControlService final
     }
     json results = json::array();
     for (const manager::Pod& pod : pods) {
-      results.push_back(ToJson(owner_->Admit(pod, request->explain()),
-                               request->explain()));
+      results.push_back(
+          ToJson(owner_->Admit(pod, request->explain()), request->explain()));
     }
     reply->set_json(results.dump());
     return grpc::Status::OK;
@@ -174,13 +177,13 @@ StatusOr<std::unique_ptr<HostManager>> HostManager::Create(HostConfig config,
   if (!numa.ok()) return numa.status();
   std::unique_ptr<HostManager> host(
       new HostManager(std::move(config), std::move(topology), *numa));
-  auto tm = manager::TopologyManager::Create(host->config_.topology, host->numa_);
+  auto tm =
+      manager::TopologyManager::Create(host->config_.topology, host->numa_);
   if (!tm.ok()) return tm.status();
   host->topology_manager_ = std::move(*tm);
-  auto cpu = manager::CpuManager::Create(host->config_.cpu_policy,
-                                         host->topology_,
-                                         host->config_.reserved_cpus,
-                                         host->topology_manager_.get());
+  auto cpu = manager::CpuManager::Create(
+      host->config_.cpu_policy, host->topology_, host->config_.reserved_cpus,
+      host->topology_manager_.get());
   if (!cpu.ok()) return cpu.status();
   host->cpu_manager_ = std::move(*cpu);
   host->device_manager_ = std::make_unique<manager::DeviceManager>(
@@ -237,9 +240,9 @@ Status HostManager::Start() {
   std::error_code error;
   std::filesystem::create_directories(config_.plugin_dir, error);
   if (error || !std::filesystem::is_directory(config_.plugin_dir)) {
-    return FailedPreconditionError("cannot create the device plugin directory " +
-                                   config_.plugin_dir.string() +
-                                   (error ? ": " + error.message() : ""));
+    return FailedPreconditionError(
+        "cannot create the device plugin directory " +
+        config_.plugin_dir.string() + (error ? ": " + error.message() : ""));
   }
   chmod(config_.plugin_dir.c_str(), 0750);
   // Like the kubelet: every socket goes (plugins see their socket vanish and
@@ -264,7 +267,8 @@ Status HostManager::Start() {
   kubelet_server_ = builder.BuildAndStart();
   if (!kubelet_server_ || bound == 0) {
     return FailedPreconditionError(
-        "cannot serve " + (config_.plugin_dir / plugin::kKubeletSocket).string());
+        "cannot serve " +
+        (config_.plugin_dir / plugin::kKubeletSocket).string());
   }
   if (!config_.control_socket.empty()) {
     if (IsSocket(config_.control_socket)) {
@@ -284,7 +288,8 @@ Status HostManager::Start() {
     }
   }
   gc_ = std::thread([this] { CollectGarbage(); });
-  LOG(INFO) << "serving " << (config_.plugin_dir / plugin::kKubeletSocket).string()
+  LOG(INFO) << "serving "
+            << (config_.plugin_dir / plugin::kKubeletSocket).string()
             << " (policy " << config_.topology.policy << ", scope "
             << config_.topology.scope << ", CPU policy " << config_.cpu_policy
             << ")";
@@ -340,12 +345,10 @@ Status HostManager::Register(const std::string& version,
                   "the ResourceName \"" + resource + "\" is invalid");
   }
   if (Status valid = plugin::ValidateEndpointName(endpoint); !valid.ok()) {
-    return Status(StatusCode::kUnknown,
-                  "invalid endpoint: " + valid.message());
+    return Status(StatusCode::kUnknown, "invalid endpoint: " + valid.message());
   }
-  auto connected =
-      PluginEndpoint::Connect(resource, config_.plugin_dir / endpoint,
-                              config_.dial_timeout);
+  auto connected = PluginEndpoint::Connect(
+      resource, config_.plugin_dir / endpoint, config_.dial_timeout);
   if (!connected.ok()) {
     LOG(WARNING) << resource << ": " << connected.status().message();
     return connected.status();
@@ -366,15 +369,17 @@ Status HostManager::Register(const std::string& version,
     state.endpoint = fresh;
     state.stopped_since.reset();
   }
-  fresh->Start([this](PluginEndpoint* e, std::vector<manager::Device> d) {
-                 OnList(e, std::move(d));
-               },
-               [this](PluginEndpoint* e, const grpc::Status&) { OnEnd(e); });
+  fresh->Start(
+      [this](PluginEndpoint* e, std::vector<manager::Device> d) {
+        OnList(e, std::move(d));
+      },
+      [this](PluginEndpoint* e, const grpc::Status&) { OnEnd(e); });
   LOG(INFO) << "registered " << resource << " at " << endpoint
             << (fresh->options().get_preferred_allocation_available
                     ? " (GetPreferredAllocation)"
                     : "")
-            << (fresh->options().pre_start_required ? " (PreStartContainer)" : "");
+            << (fresh->options().pre_start_required ? " (PreStartContainer)"
+                                                    : "");
   return OkStatus();
 }
 
@@ -425,9 +430,9 @@ void HostManager::OnEnd(PluginEndpoint* endpoint) {
 }
 
 void HostManager::CollectGarbage() {
-  const auto tick = std::clamp(config_.grace_period / 4,
-                               std::chrono::milliseconds(10),
-                               std::chrono::milliseconds(1000));
+  const auto tick =
+      std::clamp(config_.grace_period / 4, std::chrono::milliseconds(10),
+                 std::chrono::milliseconds(1000));
   std::unique_lock lock(mu_);
   while (!stopping_) {
     gc_wake_.wait_for(lock, tick);
@@ -438,8 +443,7 @@ void HostManager::CollectGarbage() {
       const auto& since = it->second.stopped_since;
       if (since && now - *since >= config_.grace_period) {
         LOG(INFO) << it->first << ": no plugin for "
-                  << config_.grace_period.count()
-                  << " ms; resource removed";
+                  << config_.grace_period.count() << " ms; resource removed";
         device_manager_->RemoveResource(it->first);
         if (it->second.endpoint) retired_.push_back(it->second.endpoint);
         it = resources_.erase(it);
@@ -502,8 +506,8 @@ PodResult HostManager::Admit(const manager::Pod& pod, bool explain) {
         providers.push_back(provider);
       }
       result.explanation.push_back(
-          {{"container", trace.container.empty() ? json(nullptr)
-                                                 : json(trace.container)},
+          {{"container",
+            trace.container.empty() ? json(nullptr) : json(trace.container)},
            {"providers", providers},
            {"merged",
             {{"mask", trace.result.hint.affinity
@@ -524,8 +528,8 @@ PodResult HostManager::Admit(const manager::Pod& pod, bool explain) {
       out.name = container->name;
       for (const auto& [resource, quantity] : container->limits) {
         if (!IsExtendedResource(resource)) continue;
-        auto ids =
-            device_manager_->ContainerDevices(pod.uid, container->name, resource);
+        auto ids = device_manager_->ContainerDevices(pod.uid, container->name,
+                                                     resource);
         if (!ids.empty()) out.devices[resource] = ids;
       }
       out.cpus = cpu_manager_->ContainerCpus(pod.uid, container->name);
@@ -558,8 +562,8 @@ PodResult HostManager::Admit(const manager::Pod& pod, bool explain) {
     cpu_manager_->RemovePod(pod.uid);
     topology_manager_->RemovePod(pod.uid);
     result.containers.clear();
-    LOG(INFO) << "pod " << pod.ns << "/" << pod.name << " rejected: "
-              << result.reason << ": " << result.message;
+    LOG(INFO) << "pod " << pod.ns << "/" << pod.name
+              << " rejected: " << result.reason << ": " << result.message;
     return result;
   }
   LOG(INFO) << "pod " << pod.ns << "/" << pod.name << " admitted";
@@ -571,7 +575,8 @@ PodResult HostManager::Admit(const manager::Pod& pod, bool explain) {
   return result;
 }
 
-const HostManager::PodRecord* HostManager::FindPod(const std::string& key) const {
+const HostManager::PodRecord* HostManager::FindPod(
+    const std::string& key) const {
   if (auto it = pods_.find(key); it != pods_.end()) return &it->second;
   const PodRecord* found = nullptr;
   for (const auto& [uid, record] : pods_) {
@@ -607,7 +612,8 @@ Status HostManager::Release(const std::string& key) {
 
 // --- views -----------------------------------------------------------------
 
-std::map<std::string, HostManager::ResourceView> HostManager::Resources() const {
+std::map<std::string, HostManager::ResourceView> HostManager::Resources()
+    const {
   std::lock_guard lock(mu_);
   std::map<std::string, ResourceView> out;
   for (const auto& [name, state] : resources_) {
@@ -615,9 +621,9 @@ std::map<std::string, HostManager::ResourceView> HostManager::Resources() const 
     view.capacity = state.devices.size();
     view.stopped = state.stopped_since.has_value() || !state.endpoint;
     if (!view.stopped) {
-      view.allocatable = static_cast<size_t>(std::count_if(
-          state.devices.begin(), state.devices.end(),
-          [](const manager::Device& d) { return d.healthy; }));
+      view.allocatable = static_cast<size_t>(
+          std::count_if(state.devices.begin(), state.devices.end(),
+                        [](const manager::Device& d) { return d.healthy; }));
     }
     if (state.endpoint) view.endpoint = state.endpoint->socket().string();
     out[name] = view;
@@ -642,7 +648,8 @@ json HostManager::StatusJson() const {
       if (keys.empty()) keys.push_back("none");
       for (const std::string& key : keys) {
         json& entry = per_node[key];
-        if (entry.is_null()) entry = {{"capacity", 0}, {"allocatable", 0}, {"available", 0}};
+        if (entry.is_null())
+          entry = {{"capacity", 0}, {"allocatable", 0}, {"available", 0}};
         entry["capacity"] = entry["capacity"].get<int>() + 1;
         if (healthy) {
           entry["allocatable"] = entry["allocatable"].get<int>() + 1;
@@ -652,18 +659,20 @@ json HostManager::StatusJson() const {
         }
       }
     }
-    resources.push_back({{"name", name},
-                         {"capacity", state.devices.size()},
-                         {"allocatable", allocatable},
-                         {"in_use", in_use.size()},
-                         {"plugin", state.endpoint
-                                        ? json(state.endpoint->socket().filename().string())
-                                        : json(nullptr)},
-                         {"connected", !stopped},
-                         {"numa_nodes", per_node}});
+    resources.push_back(
+        {{"name", name},
+         {"capacity", state.devices.size()},
+         {"allocatable", allocatable},
+         {"in_use", in_use.size()},
+         {"plugin", state.endpoint
+                        ? json(state.endpoint->socket().filename().string())
+                        : json(nullptr)},
+         {"connected", !stopped},
+         {"numa_nodes", per_node}});
   }
   json pods = json::array();
-  for (const auto& [uid, record] : pods_) pods.push_back(ToJson(record.result, false));
+  for (const auto& [uid, record] : pods_)
+    pods.push_back(ToJson(record.result, false));
   json nodes = json::array();
   for (const NumaNode& node : topology_.numa_nodes()) {
     nodes.push_back({{"id", node.id}, {"cpus", node.cpus.ToList()}});
@@ -688,8 +697,8 @@ json HostManager::NodeResourceTopology() const {
     json costs = json::array();
     for (const NumaNode& other : topology_.numa_nodes()) {
       if (auto d = topology_.Distance(node.id, other.id)) {
-        costs.push_back({{"name", "node-" + std::to_string(other.id)},
-                         {"value", *d}});
+        costs.push_back(
+            {{"name", "node-" + std::to_string(other.id)}, {"value", *d}});
       }
     }
     const int capacity = node.cpus.Count();
@@ -709,23 +718,25 @@ json HostManager::NodeResourceTopology() const {
       const std::string key = std::to_string(node.id);
       if (!resource["numa_nodes"].contains(key)) continue;
       const json& counts = resource["numa_nodes"][key];
-      resources.push_back({{"name", resource["name"]},
-                           {"capacity", std::to_string(counts["capacity"].get<int>())},
-                           {"allocatable", std::to_string(counts["allocatable"].get<int>())},
-                           {"available", std::to_string(counts["available"].get<int>())}});
+      resources.push_back(
+          {{"name", resource["name"]},
+           {"capacity", std::to_string(counts["capacity"].get<int>())},
+           {"allocatable", std::to_string(counts["allocatable"].get<int>())},
+           {"available", std::to_string(counts["available"].get<int>())}});
     }
     zones.push_back({{"name", "node-" + std::to_string(node.id)},
                      {"type", "Node"},
                      {"costs", costs},
                      {"resources", resources}});
   }
-  return {{"apiVersion", "topology.node.k8s.io/v1alpha2"},
-          {"kind", "NodeResourceTopology"},
-          {"metadata", {{"name", config_.node_name}}},
-          {"attributes",
-           {{{"name", "topologyManagerPolicy"}, {"value", config_.topology.policy}},
-            {{"name", "topologyManagerScope"}, {"value", config_.topology.scope}}}},
-          {"zones", zones}};
+  return {
+      {"apiVersion", "topology.node.k8s.io/v1alpha2"},
+      {"kind", "NodeResourceTopology"},
+      {"metadata", {{"name", config_.node_name}}},
+      {"attributes",
+       {{{"name", "topologyManagerPolicy"}, {"value", config_.topology.policy}},
+        {{"name", "topologyManagerScope"}, {"value", config_.topology.scope}}}},
+      {"zones", zones}};
 }
 
 // --- checkpoint ------------------------------------------------------------
@@ -734,7 +745,8 @@ Status HostManager::WriteCheckpoint() const {
   json pods = json::array();
   for (const auto& [uid, record] : pods_) {
     json init = json::array();
-    for (const auto& c : record.pod.init_containers) init.push_back(ContainerJson(c));
+    for (const auto& c : record.pod.init_containers)
+      init.push_back(ContainerJson(c));
     json app = json::array();
     for (const auto& c : record.pod.containers) app.push_back(ContainerJson(c));
     pods.push_back({{"uid", uid},
@@ -760,7 +772,8 @@ Status HostManager::WriteCheckpoint() const {
                 static_cast<unsigned long long>(Fnv1a64(body)));
   const json doc = {{"version", 1}, {"checksum", checksum}, {"data", data}};
   const auto path = config_.plugin_dir / kCheckpointFile;
-  const auto temporary = config_.plugin_dir / (std::string(".") + kCheckpointFile + ".tmp");
+  const auto temporary =
+      config_.plugin_dir / (std::string(".") + kCheckpointFile + ".tmp");
   {
     std::ofstream out(temporary, std::ios::trunc);
     out << doc.dump() << "\n";
@@ -772,8 +785,8 @@ Status HostManager::WriteCheckpoint() const {
   std::error_code error;
   std::filesystem::rename(temporary, path, error);
   if (error) {
-    return InternalError("cannot replace the checkpoint " + path.string() + ": " +
-                         error.message());
+    return InternalError("cannot replace the checkpoint " + path.string() +
+                         ": " + error.message());
   }
   return OkStatus();
 }
@@ -791,9 +804,9 @@ Status HostManager::RestoreCheckpoint() {
   auto corrupt = [&](const std::string& why) {
     const auto kept = path.string() + ".corrupt";
     std::filesystem::rename(path, kept, error);
-    return DataLossError("checkpoint " + path.string() + " is corrupt (" + why +
-                         "); starting with no allocations, the file is kept as " +
-                         kept);
+    return DataLossError(
+        "checkpoint " + path.string() + " is corrupt (" + why +
+        "); starting with no allocations, the file is kept as " + kept);
   };
   const json doc = json::parse(text.str(), nullptr, false);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("data") ||
@@ -828,7 +841,8 @@ Status HostManager::RestoreCheckpoint() {
         ContainerResult container;
         container.name = c.at("name").get<std::string>();
         container.devices =
-            c.at("devices").get<std::map<std::string, std::vector<std::string>>>();
+            c.at("devices")
+                .get<std::map<std::string, std::vector<std::string>>>();
         auto cpus = CpuSet::ParseList(c.at("cpus").get<std::string>());
         if (!cpus.ok()) return corrupt("bad CPU list");
         container.cpus = *cpus;
@@ -836,10 +850,11 @@ Status HostManager::RestoreCheckpoint() {
           container.numa_nodes = c.at("numa_nodes").get<std::vector<int>>();
         }
         for (const auto& [resource, ids] : container.devices) {
-          device_manager_->Restore(record.pod.uid, container.name, resource, ids);
+          device_manager_->Restore(record.pod.uid, container.name, resource,
+                                   ids);
         }
-        if (Status restored = cpu_manager_->Restore(record.pod.uid,
-                                                    container.name, container.cpus);
+        if (Status restored = cpu_manager_->Restore(
+                record.pod.uid, container.name, container.cpus);
             !restored.ok()) {
           LOG(WARNING) << "checkpoint: " << restored.message();
         }
@@ -858,8 +873,8 @@ Status HostManager::RestoreCheckpoint() {
   } catch (const json::exception& e) {
     return corrupt(e.what());
   }
-  LOG(INFO) << "restored " << pods_.size() << " pod(s) and " << resources_.size()
-            << " resource(s) from " << path.string();
+  LOG(INFO) << "restored " << pods_.size() << " pod(s) and "
+            << resources_.size() << " resource(s) from " << path.string();
   return OkStatus();
 }
 

@@ -61,7 +61,7 @@ struct HostConfig {
 struct ContainerResult {
   std::string name;
   std::map<std::string, std::vector<std::string>> devices;
-  CpuSet cpus;                  // exclusive CPUs; empty = shared pool
+  CpuSet cpus;  // exclusive CPUs; empty = shared pool
   std::optional<std::vector<int>> numa_nodes;  // nullopt = no affinity
 };
 
@@ -70,7 +70,7 @@ struct PodResult {
   std::string ns;
   std::string name;
   bool admitted = false;
-  std::string reason;   // "TopologyAffinityError", "UnexpectedAdmissionError"...
+  std::string reason;  // "TopologyAffinityError", "UnexpectedAdmissionError"...
   std::string message;
   std::vector<ContainerResult> containers;
   nlohmann::json explanation;  // with explain: the merges

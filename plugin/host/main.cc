@@ -5,25 +5,26 @@
 //   topology-manager admit POD.yaml... [--format text|json] [--explain]
 //   topology-manager release POD
 //   topology-manager status [--format text|json|nrt]
-#include <unistd.h>
-
 #include <fstream>
 #include <iomanip>
 #include <iostream>
 #include <iterator>
 #include <sstream>
 
-#include <CLI/CLI.hpp>
 #include <glog/logging.h>
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
-#include "host_manager.h"
-#include "merge_case.h"
+#include <CLI/CLI.hpp>
+
 #include "topology/discovery.h"
 #include "topology/plugin/duration.h"
 #include "topology/plugin/logging.h"
 #include "topology/plugin/plugin_runner.h"
 #include "topology/plugin/types.h"
+
+#include "host_manager.h"
+#include "merge_case.h"
 #include "topologymanager/v1alpha1/control.grpc.pb.h"
 
 namespace {
@@ -98,7 +99,8 @@ int RunServe(const ServeFlags& flags, const char* argv0) {
       flags.hwloc_xml.empty() ? topology::Discover(discovery)
                               : topology::LoadHwlocXml(flags.hwloc_xml);
   if (!topology.ok()) {
-    std::cerr << "topology-manager serve: " << topology.status().message() << "\n";
+    std::cerr << "topology-manager serve: " << topology.status().message()
+              << "\n";
     return kExitUsage;
   }
   topology::host::HostConfig config;
@@ -113,8 +115,9 @@ int RunServe(const ServeFlags& flags, const char* argv0) {
     while (std::getline(items, item, ',')) {
       const size_t equals = item.find('=');
       if (equals == std::string::npos || equals == 0) {
-        std::cerr << "topology-manager serve: --topology-manager-policy-options: "
-                  << "\"" << item << "\" is not key=value\n";
+        std::cerr
+            << "topology-manager serve: --topology-manager-policy-options: "
+            << "\"" << item << "\" is not key=value\n";
         return kExitUsage;
       }
       config.topology.policy_options[item.substr(0, equals)] =
@@ -161,8 +164,8 @@ int RunServe(const ServeFlags& flags, const char* argv0) {
 }
 
 std::unique_ptr<tm::Control::Stub> Connect(const std::string& socket) {
-  auto channel = grpc::CreateChannel("unix:" + socket,
-                                     grpc::InsecureChannelCredentials());
+  auto channel =
+      grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials());
   return tm::Control::NewStub(channel);
 }
 
@@ -195,8 +198,8 @@ void PrintPodTable(const json& pods, bool explain) {
             << "DEVICES\n";
   for (const json& pod : pods) {
     if (!pod["admitted"].get<bool>()) {
-      std::cout << std::setw(18) << pod["pod"].get<std::string>()
-                << "REJECTED " << pod["reason"].get<std::string>() << ": "
+      std::cout << std::setw(18) << pod["pod"].get<std::string>() << "REJECTED "
+                << pod["reason"].get<std::string>() << ": "
                 << pod["message"].get<std::string>() << "\n";
     }
     for (const json& c : pod["containers"]) {
@@ -208,16 +211,17 @@ void PrintPodTable(const json& pods, bool explain) {
           c["numa_nodes"].is_null() ? "-" : Join(c["numa_nodes"]);
       const std::string cpus = c["cpus"].get<std::string>();
       std::cout << std::setw(18) << pod["pod"].get<std::string>()
-                << std::setw(14) << c["name"].get<std::string>()
-                << std::setw(8) << numa << std::setw(14)
-                << (cpus.empty() ? "shared" : cpus) << devices << "\n";
+                << std::setw(14) << c["name"].get<std::string>() << std::setw(8)
+                << numa << std::setw(14) << (cpus.empty() ? "shared" : cpus)
+                << devices << "\n";
     }
     if (explain && pod.contains("explanation")) {
       for (const json& merge : pod["explanation"]) {
-        std::cout << "  hints" << (merge["container"].is_null()
-                                       ? std::string(" for the pod")
-                                       : " for container " +
-                                             merge["container"].get<std::string>())
+        std::cout << "  hints"
+                  << (merge["container"].is_null()
+                          ? std::string(" for the pod")
+                          : " for container " +
+                                merge["container"].get<std::string>())
                   << ":\n";
         for (const json& provider : merge["providers"]) {
           for (const auto& [resource, hints] : provider.items()) {
@@ -231,7 +235,8 @@ void PrintPodTable(const json& pods, bool explain) {
             for (const json& hint : hints) {
               std::cout << (first ? "" : ", ") << "{"
                         << (hint["mask"].is_null() ? "any" : Join(hint["mask"]))
-                        << "}" << (hint["preferred"].get<bool>() ? " preferred" : "");
+                        << "}"
+                        << (hint["preferred"].get<bool>() ? " preferred" : "");
               first = false;
             }
             std::cout << "\n";
@@ -241,9 +246,10 @@ void PrintPodTable(const json& pods, bool explain) {
                   << (merge["merged"]["mask"].is_null()
                           ? std::string("any")
                           : Join(merge["merged"]["mask"]))
-                  << "}" << (merge["merged"]["preferred"].get<bool>()
-                                 ? " preferred"
-                                 : " not preferred")
+                  << "}"
+                  << (merge["merged"]["preferred"].get<bool>()
+                          ? " preferred"
+                          : " not preferred")
                   << (merge["admit"].get<bool>() ? ", admitted" : ", rejected")
                   << ": " << merge["reason"].get<std::string>() << "\n";
       }
@@ -266,7 +272,8 @@ int RunAdmit(const std::vector<std::string>& files, const std::string& format,
     manifest->set_yaml(std::string(std::istreambuf_iterator<char>(in), {}));
   }
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::minutes(5));
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::minutes(5));
   tm::JsonReply reply;
   const grpc::Status status = Connect(socket)->Admit(&context, request, &reply);
   if (!status.ok()) return Unreachable("admit", status, socket);
@@ -300,7 +307,8 @@ int RunRelease(const std::string& pod, const std::string& socket) {
   request.set_pod(pod);
   grpc::ClientContext context;
   tm::JsonReply reply;
-  const grpc::Status status = Connect(socket)->Release(&context, request, &reply);
+  const grpc::Status status =
+      Connect(socket)->Release(&context, request, &reply);
   if (!status.ok()) return Unreachable("release", status, socket);
   std::cout << "released " << pod << "\n";
   return 0;
@@ -311,7 +319,8 @@ int RunStatus(const std::string& format, const std::string& socket) {
   request.set_format(format == "nrt" ? "nrt" : "json");
   grpc::ClientContext context;
   tm::JsonReply reply;
-  const grpc::Status status = Connect(socket)->Status(&context, request, &reply);
+  const grpc::Status status =
+      Connect(socket)->Status(&context, request, &reply);
   if (!status.ok()) return Unreachable("status", status, socket);
   const json doc = json::parse(reply.json());
   if (format != "text") {
@@ -346,8 +355,9 @@ int RunStatus(const std::string& format, const std::string& socket) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"The kubelet's device manager, CPU manager and Topology "
-               "Manager, outside the kubelet."};
+  CLI::App app{
+      "The kubelet's device manager, CPU manager and Topology "
+      "Manager, outside the kubelet."};
   app.require_subcommand(1);
   std::string control_socket = kDefaultControlSocket;
 
@@ -365,32 +375,44 @@ int main(int argc, char** argv) {
   ServeFlags serve_flags;
   auto* serve = app.add_subcommand(
       "serve", "Accept device plugins on kubelet.sock and admit pods");
-  serve->add_option("--plugin-dir", serve_flags.plugin_dir,
-                    "Device plugin directory")->capture_default_str();
-  serve->add_option("--host-root", serve_flags.host_root,
-                    "Directory whose sys/ is the machine's")->capture_default_str();
+  serve
+      ->add_option("--plugin-dir", serve_flags.plugin_dir,
+                   "Device plugin directory")
+      ->capture_default_str();
+  serve
+      ->add_option("--host-root", serve_flags.host_root,
+                   "Directory whose sys/ is the machine's")
+      ->capture_default_str();
   serve->add_option("--hwloc-xml", serve_flags.hwloc_xml,
                     "Act for the machine of this hwloc XML export");
-  serve->add_option("--control-socket", serve_flags.control_socket,
-                    "Socket of the admit/release/status commands")
+  serve
+      ->add_option("--control-socket", serve_flags.control_socket,
+                   "Socket of the admit/release/status commands")
       ->capture_default_str();
-  serve->add_option("--topology-manager-policy", serve_flags.policy,
-                    "none, best-effort, restricted or single-numa-node")
+  serve
+      ->add_option("--topology-manager-policy", serve_flags.policy,
+                   "none, best-effort, restricted or single-numa-node")
       ->capture_default_str();
-  serve->add_option("--topology-manager-scope", serve_flags.scope,
-                    "container or pod")->capture_default_str();
+  serve
+      ->add_option("--topology-manager-scope", serve_flags.scope,
+                   "container or pod")
+      ->capture_default_str();
   serve->add_option("--topology-manager-policy-options",
                     serve_flags.policy_options,
                     "key=value,... (e.g. prefer-closest-numa-nodes=true)");
-  serve->add_option("--cpu-manager-policy", serve_flags.cpu_policy,
-                    "none or static")->capture_default_str();
+  serve
+      ->add_option("--cpu-manager-policy", serve_flags.cpu_policy,
+                   "none or static")
+      ->capture_default_str();
   serve->add_option("--reserved-cpus", serve_flags.reserved_cpus,
                     "CPUs kept for the system (cpulist)");
-  serve->add_option("--grace-period", serve_flags.grace_period,
-                    "Removal delay of a disconnected plugin's resource")
+  serve
+      ->add_option("--grace-period", serve_flags.grace_period,
+                   "Removal delay of a disconnected plugin's resource")
       ->capture_default_str();
-  serve->add_option("--node-name", serve_flags.node_name,
-                    "Name in status and NodeResourceTopology (default: host name)");
+  serve->add_option(
+      "--node-name", serve_flags.node_name,
+      "Name in status and NodeResourceTopology (default: host name)");
   serve->add_flag("--cost-based-selection", serve_flags.cost_based_selection,
                   "Choose a multi-resource container's PCI devices together by "
                   "PCIe cost (beyond the kubelet)");
@@ -402,22 +424,26 @@ int main(int argc, char** argv) {
   auto* admit = app.add_subcommand("admit", "Admit pods (Pod YAML manifests)");
   admit->add_option("pods", pod_files, "Pod manifests")->required();
   admit->add_option("--format", admit_format, "text or json")
-      ->check(CLI::IsMember({"text", "json"}))->capture_default_str();
+      ->check(CLI::IsMember({"text", "json"}))
+      ->capture_default_str();
   admit->add_flag("--explain", admit_explain,
                   "Show each provider's hints and why the merge won");
   admit->add_option("--control-socket", control_socket, "Control socket")
       ->capture_default_str();
 
   std::string pod_name;
-  auto* release = app.add_subcommand("release", "Release a pod's devices and CPUs");
-  release->add_option("pod", pod_name, "uid, namespace/name or name")->required();
+  auto* release =
+      app.add_subcommand("release", "Release a pod's devices and CPUs");
+  release->add_option("pod", pod_name, "uid, namespace/name or name")
+      ->required();
   release->add_option("--control-socket", control_socket, "Control socket")
       ->capture_default_str();
 
   std::string status_format = "text";
   auto* status = app.add_subcommand("status", "Resources, NUMA nodes and pods");
   status->add_option("--format", status_format, "text, json or nrt")
-      ->check(CLI::IsMember({"text", "json", "nrt"}))->capture_default_str();
+      ->check(CLI::IsMember({"text", "json", "nrt"}))
+      ->capture_default_str();
   status->add_option("--control-socket", control_socket, "Control socket")
       ->capture_default_str();
 

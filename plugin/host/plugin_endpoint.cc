@@ -12,8 +12,8 @@ namespace {
 
 Status FromGrpc(const grpc::Status& status, const std::string& what) {
   if (status.ok()) return OkStatus();
-  return Status(static_cast<StatusCode>(std::clamp(
-                    static_cast<int>(status.error_code()), 1, 15)),
+  return Status(static_cast<StatusCode>(
+                    std::clamp(static_cast<int>(status.error_code()), 1, 15)),
                 what + ": " + status.error_message());
 }
 
@@ -43,11 +43,11 @@ StatusOr<std::shared_ptr<PluginEndpoint>> PluginEndpoint::Connect(
     return UnavailableError("failed to get device plugin options: " +
                             status.error_message());
   }
-  return std::shared_ptr<PluginEndpoint>(new PluginEndpoint(
-      resource, socket, channel,
-      {.pre_start_required = options.pre_start_required(),
-       .get_preferred_allocation_available =
-           options.get_preferred_allocation_available()}));
+  return std::shared_ptr<PluginEndpoint>(
+      new PluginEndpoint(resource, socket, channel,
+                         {.pre_start_required = options.pre_start_required(),
+                          .get_preferred_allocation_available =
+                              options.get_preferred_allocation_available()}));
 }
 
 PluginEndpoint::PluginEndpoint(std::string resource,
@@ -66,31 +66,31 @@ PluginEndpoint::~PluginEndpoint() {
 }
 
 void PluginEndpoint::Start(ListCallback on_list, EndCallback on_end) {
-  reader_ = std::thread([this, on_list = std::move(on_list),
-                         on_end = std::move(on_end)] {
-    auto reader = stub_->ListAndWatch(&stream_context_, v1beta1::Empty());
-    v1beta1::ListAndWatchResponse response;
-    while (reader->Read(&response)) {
-      std::vector<manager::Device> devices;
-      devices.reserve(static_cast<size_t>(response.devices_size()));
-      for (const auto& device : response.devices()) {
-        manager::Device d;
-        d.id = device.id();
-        // Only the exact string counts as healthy.
-        d.healthy = device.health() == "Healthy";
-        if (device.has_topology()) {
-          for (const auto& node : device.topology().nodes()) {
-            d.numa_nodes.push_back(static_cast<int>(node.id()));
+  reader_ = std::thread(
+      [this, on_list = std::move(on_list), on_end = std::move(on_end)] {
+        auto reader = stub_->ListAndWatch(&stream_context_, v1beta1::Empty());
+        v1beta1::ListAndWatchResponse response;
+        while (reader->Read(&response)) {
+          std::vector<manager::Device> devices;
+          devices.reserve(static_cast<size_t>(response.devices_size()));
+          for (const auto& device : response.devices()) {
+            manager::Device d;
+            d.id = device.id();
+            // Only the exact string counts as healthy.
+            d.healthy = device.health() == "Healthy";
+            if (device.has_topology()) {
+              for (const auto& node : device.topology().nodes()) {
+                d.numa_nodes.push_back(static_cast<int>(node.id()));
+              }
+            }
+            devices.push_back(std::move(d));
           }
+          on_list(this, std::move(devices));
         }
-        devices.push_back(std::move(d));
-      }
-      on_list(this, std::move(devices));
-    }
-    const grpc::Status status = reader->Finish();
-    stopped_.store(true);
-    on_end(this, status);
-  });
+        const grpc::Status status = reader->Finish();
+        stopped_.store(true);
+        on_end(this, status);
+      });
 }
 
 void PluginEndpoint::Stop() {

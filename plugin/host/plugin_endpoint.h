@@ -17,9 +17,10 @@
 
 #include <grpcpp/grpcpp.h>
 
-#include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "topology/manager/device_manager.h"
 #include "topology/plugin/types.h"
+
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
 
 namespace topology::host {
 

@@ -15,10 +15,19 @@ namespace {
 // normalised by value where simple ("1Gi" and "1024Mi" both become bytes).
 std::optional<double> QuantityValue(std::string text) {
   static const std::map<std::string, double> kSuffixes = {
-      {"", 1},        {"m", 1e-3},    {"k", 1e3},          {"M", 1e6},
-      {"G", 1e9},     {"T", 1e12},    {"P", 1e15},         {"E", 1e18},
-      {"Ki", 1024.0}, {"Mi", 1048576.0}, {"Gi", 1073741824.0},
-      {"Ti", 1099511627776.0}, {"Pi", 1125899906842624.0},
+      {"", 1},
+      {"m", 1e-3},
+      {"k", 1e3},
+      {"M", 1e6},
+      {"G", 1e9},
+      {"T", 1e12},
+      {"P", 1e15},
+      {"E", 1e18},
+      {"Ki", 1024.0},
+      {"Mi", 1048576.0},
+      {"Gi", 1073741824.0},
+      {"Ti", 1099511627776.0},
+      {"Pi", 1125899906842624.0},
       {"Ei", 1152921504606846976.0}};
   size_t end = 0;
   while (end < text.size() &&
@@ -42,8 +51,8 @@ std::optional<double> QuantityValue(std::string text) {
 class Parser {
  public:
   Parser(std::string_view source, size_t document)
-      : where_(std::string(source) + " (document " + std::to_string(document + 1) +
-               ")") {}
+      : where_(std::string(source) + " (document " +
+               std::to_string(document + 1) + ")") {}
 
   Status Error(const std::string& path, const YAML::Node& node,
                const std::string& message) const {
@@ -65,8 +74,8 @@ class Parser {
     const YAML::Node resources = container["resources"];
     std::map<std::string, std::string> limits;
     std::map<std::string, std::string> requests;
-    for (auto [name, target] : {std::pair{"limits", &limits},
-                                std::pair{"requests", &requests}}) {
+    for (auto [name, target] :
+         {std::pair{"limits", &limits}, std::pair{"requests", &requests}}) {
       if (!resources || !resources[name]) continue;
       const YAML::Node map = resources[name];
       if (!map.IsMap()) {
@@ -74,9 +83,9 @@ class Parser {
       }
       for (const auto& entry : map) {
         if (!entry.second.IsScalar()) {
-          return Error(path + ".resources." + name + "." +
-                           entry.first.as<std::string>(),
-                       entry.second, "expected a quantity");
+          return Error(
+              path + ".resources." + name + "." + entry.first.as<std::string>(),
+              entry.second, "expected a quantity");
         }
         (*target)[entry.first.as<std::string>()] = entry.second.Scalar();
       }
@@ -85,7 +94,8 @@ class Parser {
       const std::string field = path + ".resources.limits." + resource;
       if (resource == manager::kCpuResource) {
         auto millis = ParseCpuQuantity(text);
-        if (!millis.ok()) return Error(field, resources["limits"], millis.status().message());
+        if (!millis.ok())
+          return Error(field, resources["limits"], millis.status().message());
         out.limits[resource] = *millis;
       } else if (resource.find('/') != std::string::npos) {
         int64_t count = 0;
@@ -116,7 +126,8 @@ class Parser {
       const auto limit_value = QuantityValue(limit->second);
       if (!request_value) {
         return Error(path + ".resources.requests." + resource,
-                     resources["requests"], "\"" + text + "\" is not a quantity");
+                     resources["requests"],
+                     "\"" + text + "\" is not a quantity");
       }
       if (limit_value && std::abs(*request_value - *limit_value) > 1e-9) {
         out.guaranteed = false;
@@ -138,11 +149,13 @@ class Parser {
     }
     pod.name = metadata["name"].Scalar();
     if (metadata["namespace"]) pod.ns = metadata["namespace"].Scalar();
-    pod.uid = metadata["uid"] ? metadata["uid"].Scalar() : pod.ns + "/" + pod.name;
+    pod.uid =
+        metadata["uid"] ? metadata["uid"].Scalar() : pod.ns + "/" + pod.name;
     const YAML::Node spec = doc["spec"];
     if (!spec || !spec["containers"] || !spec["containers"].IsSequence() ||
         spec["containers"].size() == 0) {
-      return Error("spec.containers", doc, "a Pod needs at least one container");
+      return Error("spec.containers", doc,
+                   "a Pod needs at least one container");
     }
     bool guaranteed = true;
     for (auto [key, target] :
@@ -164,18 +177,20 @@ class Parser {
         container.name = node["name"].Scalar();
         for (const auto& other : pod.init_containers) {
           if (other.name == container.name) {
-            return Error(path + ".name", node["name"],
-                         "container name \"" + container.name + "\" is used twice");
+            return Error(
+                path + ".name", node["name"],
+                "container name \"" + container.name + "\" is used twice");
           }
         }
         for (const auto& other : pod.containers) {
           if (other.name == container.name) {
-            return Error(path + ".name", node["name"],
-                         "container name \"" + container.name + "\" is used twice");
+            return Error(
+                path + ".name", node["name"],
+                "container name \"" + container.name + "\" is used twice");
           }
         }
-        container.restartable = node["restartPolicy"] &&
-                                node["restartPolicy"].Scalar() == "Always";
+        container.restartable =
+            node["restartPolicy"] && node["restartPolicy"].Scalar() == "Always";
         auto resources = ParseResources(path, node);
         if (!resources.ok()) return resources.status();
         container.limits = std::move(resources->limits);

@@ -34,7 +34,8 @@ class Parser {
       const std::string key = entry.first.as<std::string>();
       if (!known.contains(key)) {
         std::string list;
-        for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+        for (const std::string& k : known)
+          list += (list.empty() ? "" : ", ") + k;
         return Error(path, entry.first,
                      "unknown key \"" + key + "\" (known: " + list + ")");
       }
@@ -56,7 +57,8 @@ class Parser {
   }
 
   static std::string Lower(std::string text) {
-    for (char& c : text) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    for (char& c : text)
+      c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
     return text;
   }
 
@@ -79,8 +81,9 @@ class Parser {
       const auto& [text, item] = (*items)[i];
       auto hex = Hex(text);
       if (!hex || hex->size() > 4) {
-        return Error(path + "[" + std::to_string(i) + "]", item,
-                     "\"" + text + "\" is not a 16-bit hex id such as \"10de\"");
+        return Error(
+            path + "[" + std::to_string(i) + "]", item,
+            "\"" + text + "\" is not a 16-bit hex id such as \"10de\"");
       }
       out->push_back(static_cast<uint16_t>(std::stoul(*hex, nullptr, 16)));
     }
@@ -116,8 +119,9 @@ class Parser {
       const size_t hash = text.find('#');
       selector.name = text.substr(0, hash);
       if (selector.name.empty() || selector.name.size() > 15) {
-        return Error(item_path, item,
-                     "\"" + text + "\" needs an interface name of 1-15 characters");
+        return Error(
+            item_path, item,
+            "\"" + text + "\" needs an interface name of 1-15 characters");
       }
       if (hash != std::string::npos) {
         int first = 0;
@@ -126,8 +130,9 @@ class Parser {
         std::istringstream range(text.substr(hash + 1));
         if (!(range >> first >> dash >> last) || dash != '-' || !range.eof() ||
             first < 0 || last < first) {
-          return Error(item_path, item,
-                       "\"" + text + "\": VF range must read \"name#first-last\"");
+          return Error(
+              item_path, item,
+              "\"" + text + "\": VF range must read \"name#first-last\"");
         }
         selector.vf_range = std::make_pair(first, last);
       }

@@ -24,8 +24,8 @@ namespace topology::device_plugin {
 StatusOr<uint64_t> ParseAerCounters(std::string_view text);
 
 struct HealthReading {
-  std::optional<std::string> driver;      // bound driver, nullopt if none
-  std::optional<uint64_t> aer_fatal;      // nullopt when not readable
+  std::optional<std::string> driver;  // bound driver, nullopt if none
+  std::optional<uint64_t> aer_fatal;  // nullopt when not readable
 };
 
 struct HealthVerdict {

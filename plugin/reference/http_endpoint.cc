@@ -27,11 +27,11 @@ class Session : public std::enable_shared_from_this<Session> {
 
   void Run() {
     stream_.expires_after(std::chrono::seconds(5));
-    http::async_read(stream_, buffer_, request_,
-                     [self = shared_from_this()](beast::error_code error,
-                                                 size_t) {
-                       if (!error) self->Answer();
-                     });
+    http::async_read(
+        stream_, buffer_, request_,
+        [self = shared_from_this()](beast::error_code error, size_t) {
+          if (!error) self->Answer();
+        });
   }
 
  private:
@@ -84,9 +84,11 @@ class HttpEndpoint::Impl {
   Status Listen(const tcp::endpoint& endpoint) {
     beast::error_code error;
     acceptor_.open(endpoint.protocol(), error);
-    if (!error) acceptor_.set_option(asio::socket_base::reuse_address(true), error);
+    if (!error)
+      acceptor_.set_option(asio::socket_base::reuse_address(true), error);
     if (!error) acceptor_.bind(endpoint, error);
-    if (!error) acceptor_.listen(asio::socket_base::max_listen_connections, error);
+    if (!error)
+      acceptor_.listen(asio::socket_base::max_listen_connections, error);
     if (error) return UnavailableError(error.message());
     Accept();
     thread_ = std::thread([this] { context_.run(); });
@@ -102,17 +104,16 @@ class HttpEndpoint::Impl {
 
  private:
   void Accept() {
-    acceptor_.async_accept(
-        asio::make_strand(context_),
-        [this](beast::error_code error, tcp::socket socket) {
-          if (!error) {
-            std::make_shared<Session>(std::move(socket), nullptr,
-                                      handlers_.health_problem,
-                                      handlers_.metrics)
-                ->Run();
-          }
-          if (acceptor_.is_open()) Accept();
-        });
+    acceptor_.async_accept(asio::make_strand(context_),
+                           [this](beast::error_code error, tcp::socket socket) {
+                             if (!error) {
+                               std::make_shared<Session>(
+                                   std::move(socket), nullptr,
+                                   handlers_.health_problem, handlers_.metrics)
+                                   ->Run();
+                             }
+                             if (acceptor_.is_open()) Accept();
+                           });
   }
 
   Handlers handlers_;
@@ -121,7 +122,8 @@ class HttpEndpoint::Impl {
   std::thread thread_;
 };
 
-HttpEndpoint::HttpEndpoint(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+HttpEndpoint::HttpEndpoint(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
 
 HttpEndpoint::~HttpEndpoint() { impl_->Stop(); }
 

@@ -4,14 +4,16 @@
 #include <iostream>
 #include <string>
 
-#include <CLI/CLI.hpp>
 #include <glog/logging.h>
 
-#include "config.h"
+#include <CLI/CLI.hpp>
+
 #include "topology/plugin/duration.h"
+#include "topology/plugin/logging.h"
+
+#include "config.h"
 #include "http_endpoint.h"
 #include "reference_plugin.h"
-#include "topology/plugin/logging.h"
 
 namespace {
 

@@ -1,17 +1,17 @@
 #include "reference_plugin.h"
 
-#include <glob.h>
-#include <malloc.h>
-
 #include <algorithm>
 #include <set>
 #include <sstream>
 
+#include <glob.h>
 #include <glog/logging.h>
+#include <malloc.h>
 
-#include "selectors.h"
 #include "topology/device_selection.h"
 #include "topology/discovery.h"
+
+#include "selectors.h"
 #include "uevent_monitor.h"
 
 namespace topology::device_plugin {
@@ -40,11 +40,10 @@ void ReplaceAll(std::string& text, std::string_view from, std::string_view to) {
 // `host_root`, returned without the root.
 std::vector<std::string> ExpandUnderRoot(const std::filesystem::path& host_root,
                                          const std::string& pattern) {
-  const std::string root = host_root.string() == "/"
-                               ? std::string()
-                               : std::filesystem::path(host_root)
-                                     .lexically_normal()
-                                     .string();
+  const std::string root =
+      host_root.string() == "/"
+          ? std::string()
+          : std::filesystem::path(host_root).lexically_normal().string();
   std::string rooted = root;
   if (!rooted.empty() && rooted.back() == '/') rooted.pop_back();
   const std::string full = rooted + pattern;
@@ -95,13 +94,17 @@ class TopologyDevicePlugin::Handler final : public plugin::ResourceHandler {
     Status parsed = OkStatus();
     for (const std::string& id : request.available) {
       auto address = PciAddress::Parse(id);
-      if (!address.ok()) parsed = address.status();
-      else selection.available.push_back(*address);
+      if (!address.ok())
+        parsed = address.status();
+      else
+        selection.available.push_back(*address);
     }
     for (const std::string& id : request.must_include) {
       auto address = PciAddress::Parse(id);
-      if (!address.ok()) parsed = address.status();
-      else selection.must_include.push_back(*address);
+      if (!address.ok())
+        parsed = address.status();
+      else
+        selection.must_include.push_back(*address);
     }
     StatusOr<Selection> chosen =
         parsed.ok() ? DeviceSelector(snapshot->model).Select(selection)
@@ -295,7 +298,8 @@ std::vector<plugin::Device> TopologyDevicePlugin::DevicesOf(
   return devices;
 }
 
-Status TopologyDevicePlugin::Publish(const std::shared_ptr<Snapshot>& snapshot) {
+Status TopologyDevicePlugin::Publish(
+    const std::shared_ptr<Snapshot>& snapshot) {
   std::vector<std::vector<plugin::Device>> lists;
   {
     std::lock_guard lock(mu_);
@@ -394,8 +398,10 @@ void TopologyDevicePlugin::RescanLoop() {
     if (uevent_rescan_at_ && (!wake || *uevent_rescan_at_ < *wake)) {
       wake = uevent_rescan_at_;
     }
-    if (wake) loop_wake_.wait_until(lock, *wake);
-    else loop_wake_.wait(lock);
+    if (wake)
+      loop_wake_.wait_until(lock, *wake);
+    else
+      loop_wake_.wait(lock);
   }
 }
 
@@ -559,7 +565,8 @@ std::string TopologyDevicePlugin::HealthProblem() const {
     if (!started_) return "not serving";
   }
   std::lock_guard lock(mu_);
-  if (!last_rescan_error_.empty()) return "last rescan failed: " + last_rescan_error_;
+  if (!last_rescan_error_.empty())
+    return "last rescan failed: " + last_rescan_error_;
   return "";
 }
 

@@ -16,12 +16,13 @@
 #include <thread>
 #include <vector>
 
-#include "config.h"
-#include "health.h"
 #include "topology/cost_model.h"
 #include "topology/plugin/plugin_runner.h"
 #include "topology/sysfs_reader.h"
 #include "topology/topology.h"
+
+#include "config.h"
+#include "health.h"
 
 namespace topology::device_plugin {
 

@@ -8,7 +8,8 @@ namespace {
 
 template <typename T, typename U>
 bool AnyOf(const std::vector<T>& list, const U& value) {
-  return list.empty() || std::find(list.begin(), list.end(), value) != list.end();
+  return list.empty() ||
+         std::find(list.begin(), list.end(), value) != list.end();
 }
 
 std::string ClassHex(uint32_t class_code) {
@@ -82,8 +83,9 @@ std::map<PciAddress, size_t> AssignDevices(
     const DeviceFacts facts = GatherFacts(topology, device, reader);
     for (size_t r = 0; r < config.resources.size(); ++r) {
       const auto& selectors = config.resources[r].selectors;
-      if (std::any_of(selectors.begin(), selectors.end(),
-                      [&](const Selector& s) { return Matches(s, device, facts); })) {
+      if (std::any_of(
+              selectors.begin(), selectors.end(),
+              [&](const Selector& s) { return Matches(s, device, facts); })) {
         claims.emplace(device.address, r);
         break;
       }

@@ -6,10 +6,11 @@
 #include <string>
 #include <vector>
 
-#include "config.h"
 #include "topology/pci_device.h"
 #include "topology/sysfs_reader.h"
 #include "topology/topology.h"
+
+#include "config.h"
 
 namespace topology::device_plugin {
 

@@ -1,15 +1,14 @@
 #include "uevent_monitor.h"
 
-#include <libudev.h>
-#include <poll.h>
-#include <sys/eventfd.h>
-#include <unistd.h>
-
 #include <array>
 #include <cerrno>
 #include <cstring>
 
 #include <glog/logging.h>
+#include <libudev.h>
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
 
 namespace topology::device_plugin {
 
@@ -75,7 +74,8 @@ void UeventMonitor::Loop() {
     if (device == nullptr) continue;
     const char* action = udev_device_get_action(device);
     const char* devpath = udev_device_get_devpath(device);
-    callback_(action != nullptr ? action : "", devpath != nullptr ? devpath : "");
+    callback_(action != nullptr ? action : "",
+              devpath != nullptr ? devpath : "");
     udev_device_unref(device);
   }
 }

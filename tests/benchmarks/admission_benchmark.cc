@@ -8,15 +8,17 @@
 #include <filesystem>
 #include <memory>
 
-#include <benchmark/benchmark.h>
 #include <glog/logging.h>
+
+#include <benchmark/benchmark.h>
+
+#include "topology/discovery.h"
+#include "topology/plugin/logging.h"
 
 #include "host_manager.h"
 #include "reference_plugin.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
-#include "topology/discovery.h"
-#include "topology/plugin/logging.h"
 
 namespace topology {
 namespace {
@@ -66,7 +68,8 @@ void BM_Admission(benchmark::State& state) {
   pod.guaranteed = true;
   manager::Container container;
   container.name = "main";
-  container.limits = {{"cpu", 8000}, {"example.com/gpu", 2}, {"example.com/nic", 1}};
+  container.limits = {
+      {"cpu", 8000}, {"example.com/gpu", 2}, {"example.com/nic", 1}};
   pod.containers.push_back(container);
   std::vector<double> micros;
   int n = 0;

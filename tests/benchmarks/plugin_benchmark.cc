@@ -3,10 +3,6 @@
 //   - 10,000 available devices, size 5,000: answer < 1 s;
 //   - ListAndWatch of 10,000 devices sent in < 100 ms;
 //   - idle resident memory of the plugin process with 1,024 devices < 20 MB.
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -14,14 +10,19 @@
 #include <memory>
 #include <thread>
 
-#include <benchmark/benchmark.h>
 #include <glog/logging.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <benchmark/benchmark.h>
+
+#include "topology/plugin/logging.h"
 
 #include "fake_kubelet.h"
 #include "reference_plugin.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
-#include "topology/plugin/logging.h"
 
 extern char** environ;
 
@@ -37,7 +38,8 @@ struct Setup {
     kubelet.Start();
     PluginOptions options;
     options.config = *ParseConfig(
-        "resources: [{name: example.com/vf, selectors: [{devices: [\"101e\"]}]}]",
+        "resources: [{name: example.com/vf, selectors: [{devices: "
+        "[\"101e\"]}]}]",
         "bench");
     options.host_root = root.path();
     options.runner.plugin_dir = plugins.path();
@@ -63,8 +65,9 @@ struct Setup {
 void ReportPercentiles(benchmark::State& state, std::vector<double>& micros) {
   std::sort(micros.begin(), micros.end());
   auto at = [&](double q) {
-    return micros[std::min(micros.size() - 1,
-                           static_cast<size_t>(q * static_cast<double>(micros.size())))];
+    return micros[std::min(
+        micros.size() - 1,
+        static_cast<size_t>(q * static_cast<double>(micros.size())))];
   };
   state.counters["p50_us"] = at(0.50);
   state.counters["p99_us"] = at(0.99);
@@ -103,13 +106,17 @@ void PreferredRoundTrip(benchmark::State& state, const std::string& machine) {
 void BM_PreferredAllocation1024(benchmark::State& state) {
   PreferredRoundTrip(state, "sriov-8x128");
 }
-BENCHMARK(BM_PreferredAllocation1024)->Arg(8)->Unit(benchmark::kMicrosecond)
+BENCHMARK(BM_PreferredAllocation1024)
+    ->Arg(8)
+    ->Unit(benchmark::kMicrosecond)
     ->Iterations(2000);
 
 void BM_PreferredAllocation10000(benchmark::State& state) {
   PreferredRoundTrip(state, "sriov-40x250");
 }
-BENCHMARK(BM_PreferredAllocation10000)->Arg(5000)->Unit(benchmark::kMillisecond)
+BENCHMARK(BM_PreferredAllocation10000)
+    ->Arg(5000)
+    ->Unit(benchmark::kMillisecond)
     ->Iterations(5);
 
 class FixedHandler : public plugin::ResourceHandler {
@@ -134,11 +141,12 @@ void BM_ListAndWatch10000(benchmark::State& state) {
   for (int i = 0; i < 10000; ++i) {
     std::string id = "device-" + std::to_string(i) + "-";
     id.resize(63, 'x');
-    devices.push_back({.id = id, .health = plugin::Health::kHealthy,
-                       .numa_nodes = {i % 8}});
+    devices.push_back(
+        {.id = id, .health = plugin::Health::kHealthy, .numa_nodes = {i % 8}});
   }
-  if (!runner.AddResource("example.com/dev", std::make_shared<FixedHandler>(),
-                          devices)
+  if (!runner
+           .AddResource("example.com/dev", std::make_shared<FixedHandler>(),
+                        devices)
            .ok() ||
       !runner.Start().ok()) {
     state.SkipWithError("cannot start");
@@ -175,20 +183,26 @@ void BM_IdleResidentMemory1024(benchmark::State& state) {
   testing::TempDir plugins;
   if (!testing::WriteMachine("sriov-8x128", root.path())) std::abort();
   std::ofstream(root.path() / "config.yaml")
-      << "resources: [{name: example.com/vf, selectors: [{devices: [\"101e\"]}]}]\n";
+      << "resources: [{name: example.com/vf, selectors: [{devices: "
+         "[\"101e\"]}]}]\n";
   testing::FakeKubelet kubelet(plugins.path());
   kubelet.Start();
   for (auto _ : state) {
-    std::vector<std::string> args = {
-        TOPOLOGY_DEVICE_PLUGIN_BINARY, "--config",
-        (root.path() / "config.yaml").string(), "--host-root",
-        root.path().string(), "--plugin-dir", plugins.path().string(),
-        "--http-addr", "127.0.0.1:0"};
+    std::vector<std::string> args = {TOPOLOGY_DEVICE_PLUGIN_BINARY,
+                                     "--config",
+                                     (root.path() / "config.yaml").string(),
+                                     "--host-root",
+                                     root.path().string(),
+                                     "--plugin-dir",
+                                     plugins.path().string(),
+                                     "--http-addr",
+                                     "127.0.0.1:0"};
     std::vector<char*> argv;
     for (auto& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);
     pid_t pid = 0;
-    if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) != 0) {
+    if (posix_spawn(&pid, argv[0], nullptr, nullptr, argv.data(), environ) !=
+        0) {
       state.SkipWithError("cannot start the plugin");
       return;
     }

@@ -4,9 +4,8 @@
 #include <cstdint>
 #include <string_view>
 
-#include "health.h"
-
 #include "fuzz_check.h"
+#include "health.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

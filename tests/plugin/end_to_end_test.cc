@@ -1,11 +1,6 @@
 // topology-manager serve and topology-device-plugin as separate processes,
 // on fixture machines: alignment under every policy and scope, plugin
 // crash and return, manager restart, and a long admit/release loop.
-#include <fcntl.h>
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -13,9 +8,14 @@
 #include <set>
 #include <thread>
 
+#include <fcntl.h>
+#include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
-#include <grpcpp/grpcpp.h>
 #include <nlohmann/json.hpp>
 
 #include "run_command.h"
@@ -42,7 +42,9 @@ class Process {
     posix_spawn_file_actions_t actions;
     posix_spawn_file_actions_init(&actions);
     posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
-    EXPECT_EQ(posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ), 0);
+    EXPECT_EQ(
+        posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ),
+        0);
     posix_spawn_file_actions_destroy(&actions);
   }
   ~Process() {
@@ -100,15 +102,32 @@ class EndToEndTest : public ::testing::Test {
            "    selectors: [{vendors: [\"15b3\"], classes: [\"0200\"]}]\n";
   }
   std::filesystem::path plugins() const { return work_.path() / "plugins"; }
-  std::string control() const { return (work_.path() / "control.sock").string(); }
+  std::string control() const {
+    return (work_.path() / "control.sock").string();
+  }
 
   void StartManager() {
-    manager_ = std::make_unique<Process>(std::vector<std::string>{
-        TOPOLOGY_MANAGER_BINARY, "serve", "--plugin-dir", plugins().string(),
-        "--host-root", root_.path().string(), "--control-socket", control(),
-        "--topology-manager-policy", setup_.policy, "--topology-manager-scope",
-        setup_.scope, "--cpu-manager-policy", "static", "--reserved-cpus", "0",
-        "--grace-period", "5s", "--node-name", "e2e"});
+    manager_ = std::make_unique<Process>(
+        std::vector<std::string>{TOPOLOGY_MANAGER_BINARY,
+                                 "serve",
+                                 "--plugin-dir",
+                                 plugins().string(),
+                                 "--host-root",
+                                 root_.path().string(),
+                                 "--control-socket",
+                                 control(),
+                                 "--topology-manager-policy",
+                                 setup_.policy,
+                                 "--topology-manager-scope",
+                                 setup_.scope,
+                                 "--cpu-manager-policy",
+                                 "static",
+                                 "--reserved-cpus",
+                                 "0",
+                                 "--grace-period",
+                                 "5s",
+                                 "--node-name",
+                                 "e2e"});
     for (int i = 0; i < 200 && !std::filesystem::exists(control()); ++i) {
       std::this_thread::sleep_for(10ms);
     }
@@ -176,12 +195,15 @@ class EndToEndTest : public ::testing::Test {
 };
 
 std::string PodYaml(const std::string& name, int gpus, int nics, int cpus) {
-  std::string yaml = "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name +
-                     "}\nspec:\n  containers:\n    - name: c\n      resources:\n"
-                     "        limits:\n          cpu: \"" +
-                     std::to_string(cpus) + "\"\n          memory: 1Gi\n";
-  if (gpus > 0) yaml += "          example.com/gpu: " + std::to_string(gpus) + "\n";
-  if (nics > 0) yaml += "          example.com/nic: " + std::to_string(nics) + "\n";
+  std::string yaml =
+      "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name +
+      "}\nspec:\n  containers:\n    - name: c\n      resources:\n"
+      "        limits:\n          cpu: \"" +
+      std::to_string(cpus) + "\"\n          memory: 1Gi\n";
+  if (gpus > 0)
+    yaml += "          example.com/gpu: " + std::to_string(gpus) + "\n";
+  if (nics > 0)
+    yaml += "          example.com/nic: " + std::to_string(nics) + "\n";
   return yaml;
 }
 
@@ -192,7 +214,8 @@ int NodeOf(const std::string& address) {
 }
 
 class PolicyTest : public EndToEndTest,
-                   public ::testing::WithParamInterface<std::tuple<std::string, std::string>> {};
+                   public ::testing::WithParamInterface<
+                       std::tuple<std::string, std::string>> {};
 
 TEST_P(PolicyTest, AlignmentUnderEachPolicyAndScope) {
   const auto& [policy, scope] = GetParam();
@@ -206,8 +229,10 @@ TEST_P(PolicyTest, AlignmentUnderEachPolicyAndScope) {
   ASSERT_TRUE(pod["admitted"].get<bool>()) << pod.dump();
   const json& c = pod["containers"][0];
   std::set<int> nodes;
-  for (const auto& id : c["devices"]["example.com/gpu"]) nodes.insert(NodeOf(id));
-  for (const auto& id : c["devices"]["example.com/nic"]) nodes.insert(NodeOf(id));
+  for (const auto& id : c["devices"]["example.com/gpu"])
+    nodes.insert(NodeOf(id));
+  for (const auto& id : c["devices"]["example.com/nic"])
+    nodes.insert(NodeOf(id));
   if (policy != "none") {
     EXPECT_THAT(nodes, SizeIs(1)) << pod.dump();
     ASSERT_FALSE(c["numa_nodes"].is_null());
@@ -234,7 +259,8 @@ INSTANTIATE_TEST_SUITE_P(
                                          "single-numa-node"),
                        ::testing::Values("container", "pod")),
     [](const auto& param_info) {
-      std::string name = std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param);
+      std::string name =
+          std::get<0>(param_info.param) + "_" + std::get<1>(param_info.param);
       std::replace(name.begin(), name.end(), '-', '_');
       return name;
     });
@@ -272,7 +298,8 @@ TEST_F(EndToEndTest, PluginKilledThenBack) {
   StartPlugin();
   ASSERT_TRUE(WaitAllocatable("example.com/gpu", 8));
   const json status = Status();
-  EXPECT_EQ(status["pods"][0]["containers"][0]["devices"], pod["containers"][0]["devices"]);
+  EXPECT_EQ(status["pods"][0]["containers"][0]["devices"],
+            pod["containers"][0]["devices"]);
 }
 
 TEST_F(EndToEndTest, ManagerRestartKeepsAllocationsAndPluginsComeBack) {
@@ -302,16 +329,19 @@ TEST_F(EndToEndTest, ManagerRestartKeepsAllocationsAndPluginsComeBack) {
 }
 
 TEST_F(EndToEndTest, ThousandPodsAdmittedAndReleasedWithoutLeaks) {
-  Write({.machine = "dual-socket-8gpu", .policy = "single-numa-node", .scope = "pod"});
+  Write({.machine = "dual-socket-8gpu",
+         .policy = "single-numa-node",
+         .scope = "pod"});
   StartManager();
   StartPlugin();
   ASSERT_TRUE(WaitAllocatable("example.com/gpu", 8));
   size_t threads = 0;
   size_t fds = 0;
-  const int rounds = static_cast<int>(std::max<long>(
-      100, std::strtol(std::getenv("TOPOLOGY_E2E_PODS") ? std::getenv("TOPOLOGY_E2E_PODS")
-                                                        : "1000",
-                       nullptr, 10)));
+  const int rounds = static_cast<int>(
+      std::max<long>(100, std::strtol(std::getenv("TOPOLOGY_E2E_PODS")
+                                          ? std::getenv("TOPOLOGY_E2E_PODS")
+                                          : "1000",
+                                      nullptr, 10)));
   for (int i = 0; i < rounds; ++i) {
     const std::string name = "pod-" + std::to_string(i);
     const json pod = Admit(PodYaml(name, 1 + i % 4, i % 2, 1 + i % 3));
@@ -324,7 +354,8 @@ TEST_F(EndToEndTest, ThousandPodsAdmittedAndReleasedWithoutLeaks) {
   }
   const json status = Status();
   EXPECT_THAT(status["pods"], SizeIs(0));
-  for (const json& r : status["resources"]) EXPECT_EQ(r["in_use"], 0) << r.dump();
+  for (const json& r : status["resources"])
+    EXPECT_EQ(r["in_use"], 0) << r.dump();
   EXPECT_LE(manager_->Threads(), threads + 2);
   EXPECT_LE(manager_->Fds(), fds + 2);
 }
@@ -353,18 +384,20 @@ TEST_F(EndToEndTest, CommandLine) {
   EXPECT_FALSE(line["containers"][0]["cpus"].get<std::string>().empty());
 
   result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
-                      " admit --format json --control-socket " + control() + " " +
-                      file("six.yaml", PodYaml("six", 6, 0, 1)));
+                      " admit --format json --control-socket " + control() +
+                      " " + file("six.yaml", PodYaml("six", 6, 0, 1)));
   EXPECT_EQ(result.exit_code, 1) << result.out;
   EXPECT_EQ(json::parse(result.out)["reason"], "TopologyAffinityError");
 
   result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
                       " admit --control-socket " + control() + " " +
-                      file("bad.yaml", "kind: Pod\nmetadata: {name: b}\nspec: "
-                                       "{containers: [{name: c, resources: {limits: "
-                                       "{cpu: lots}}}]}\n"));
+                      file("bad.yaml",
+                           "kind: Pod\nmetadata: {name: b}\nspec: "
+                           "{containers: [{name: c, resources: {limits: "
+                           "{cpu: lots}}}]}\n"));
   EXPECT_EQ(result.exit_code, 2) << result.out;
-  EXPECT_THAT(result.out, ::testing::HasSubstr("spec.containers[0].resources.limits.cpu"));
+  EXPECT_THAT(result.out,
+              ::testing::HasSubstr("spec.containers[0].resources.limits.cpu"));
 
   result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
                       " status --format nrt --control-socket " + control());
@@ -380,7 +413,8 @@ TEST_F(EndToEndTest, CommandLine) {
                       " release good --control-socket " + control());
   EXPECT_EQ(result.exit_code, 2) << result.out;
   result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
-                      " status --control-socket " + (work_.path() / "nope.sock").string());
+                      " status --control-socket " +
+                      (work_.path() / "nope.sock").string());
   EXPECT_EQ(result.exit_code, 3) << result.out;
 }
 

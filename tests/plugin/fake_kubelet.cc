@@ -1,10 +1,12 @@
 #include "fake_kubelet.h"
 
-#include <sys/stat.h>
-
 #include <utility>
 
+#include <sys/stat.h>
+
 #include "topology/plugin/resource_name.h"
+
+#include "socket_util.h"
 
 namespace topology::testing {
 
@@ -81,14 +83,8 @@ FakeKubelet::FakeKubelet(std::filesystem::path dir) : dir_(std::move(dir)) {}
 FakeKubelet::~FakeKubelet() { Stop(); }
 
 void FakeKubelet::Start() {
-  std::error_code ignored;
-  std::filesystem::remove(socket_path(), ignored);
   service_ = std::make_unique<Service>(this);
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix:" + socket_path().string(),
-                           grpc::InsecureServerCredentials());
-  builder.RegisterService(service_.get());
-  server_ = builder.BuildAndStart();
+  server_ = ServeOnUnixSocket(socket_path(), service_.get());
 }
 
 void FakeKubelet::Stop() {
@@ -201,9 +197,9 @@ grpc::Status FakeKubelet::HandleRegister(
                             "version is [\"v1beta1\"]");
   }
   if (!plugin::ValidateResourceName(request.resource_name()).ok()) {
-    return grpc::Status(grpc::StatusCode::UNKNOWN,
-                        "the ResourceName \"" + request.resource_name() +
-                            "\" is invalid");
+    return grpc::Status(
+        grpc::StatusCode::UNKNOWN,
+        "the ResourceName \"" + request.resource_name() + "\" is invalid");
   }
   if (!plugin::ValidateEndpointName(request.endpoint()).ok()) {
     return grpc::Status(grpc::StatusCode::UNKNOWN,
@@ -213,9 +209,9 @@ grpc::Status FakeKubelet::HandleRegister(
   connection->request_ = request;
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(4 << 20);
-  connection->channel_ = grpc::CreateCustomChannel(
-      "unix:" + (dir_ / request.endpoint()).string(),
-      grpc::InsecureChannelCredentials(), args);
+  connection->channel_ =
+      grpc::CreateCustomChannel("unix:" + (dir_ / request.endpoint()).string(),
+                                grpc::InsecureChannelCredentials(), args);
   if (!connection->channel_->WaitForConnected(std::chrono::system_clock::now() +
                                               std::chrono::seconds(10))) {
     return grpc::Status(grpc::StatusCode::UNKNOWN,
@@ -228,9 +224,9 @@ grpc::Status FakeKubelet::HandleRegister(
     grpc::Status status = connection->stub_->GetDevicePluginOptions(
         &context, empty, &connection->options_);
     if (!status.ok()) {
-      return grpc::Status(grpc::StatusCode::UNKNOWN,
-                          "failed to get device plugin options: " +
-                              status.error_message());
+      return grpc::Status(
+          grpc::StatusCode::UNKNOWN,
+          "failed to get device plugin options: " + status.error_message());
     }
   }
   // Like the kubelet: the stream starts before Register returns.

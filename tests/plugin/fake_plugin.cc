@@ -3,6 +3,8 @@
 #include <chrono>
 #include <thread>
 
+#include "socket_util.h"
+
 namespace topology::testing {
 
 v1beta1::Device MakeDevice(const std::string& id, std::vector<int64_t> nodes,
@@ -11,7 +13,8 @@ v1beta1::Device MakeDevice(const std::string& id, std::vector<int64_t> nodes,
   device.set_id(id);
   device.set_health(health);
   if (!nodes.empty()) {
-    for (int64_t node : nodes) device.mutable_topology()->add_nodes()->set_id(node);
+    for (int64_t node : nodes)
+      device.mutable_topology()->add_nodes()->set_id(node);
   }
   return device;
 }
@@ -20,8 +23,9 @@ class FakePlugin::Service final : public v1beta1::DevicePlugin::Service {
  public:
   explicit Service(FakePlugin* owner) : owner_(owner) {}
 
-  grpc::Status GetDevicePluginOptions(grpc::ServerContext*, const v1beta1::Empty*,
-                                      v1beta1::DevicePluginOptions* out) override {
+  grpc::Status GetDevicePluginOptions(
+      grpc::ServerContext*, const v1beta1::Empty*,
+      v1beta1::DevicePluginOptions* out) override {
     owner_->options_calls_.fetch_add(1);
     std::lock_guard lock(owner_->mu_);
     if (owner_->options_error_) return *owner_->options_error_;
@@ -38,14 +42,16 @@ class FakePlugin::Service final : public v1beta1::DevicePlugin::Service {
     const uint64_t ends = owner_->end_generation_;
     bool first = true;
     while (true) {
-      if (owner_->stopping_) return grpc::Status(grpc::StatusCode::UNAVAILABLE, "stopping");
+      if (owner_->stopping_)
+        return grpc::Status(grpc::StatusCode::UNAVAILABLE, "stopping");
       if (owner_->end_generation_ != ends) return owner_->end_status_;
       if (context->IsCancelled()) return grpc::Status::CANCELLED;
       if (first || owner_->generation_ != sent) {
         first = false;
         sent = owner_->generation_;
         v1beta1::ListAndWatchResponse response;
-        for (const auto& device : owner_->devices_) *response.add_devices() = device;
+        for (const auto& device : owner_->devices_)
+          *response.add_devices() = device;
         lock.unlock();
         const bool ok = writer->Write(response);
         lock.lock();
@@ -69,7 +75,8 @@ class FakePlugin::Service final : public v1beta1::DevicePlugin::Service {
     return grpc::Status::OK;  // empty answer, as the stub's default
   }
 
-  grpc::Status Allocate(grpc::ServerContext*, const v1beta1::AllocateRequest* request,
+  grpc::Status Allocate(grpc::ServerContext*,
+                        const v1beta1::AllocateRequest* request,
                         v1beta1::AllocateResponse* response) override {
     AllocateFn fn;
     {
@@ -81,15 +88,16 @@ class FakePlugin::Service final : public v1beta1::DevicePlugin::Service {
     for (const auto& container : request->container_requests()) {
       auto* out = response->add_container_responses();
       std::string ids;
-      for (const auto& id : container.devices_ids()) ids += (ids.empty() ? "" : ",") + id;
+      for (const auto& id : container.devices_ids())
+        ids += (ids.empty() ? "" : ",") + id;
       (*out->mutable_envs())["FAKE_DEVICES"] = ids;
     }
     return grpc::Status::OK;
   }
 
-  grpc::Status PreStartContainer(grpc::ServerContext*,
-                                 const v1beta1::PreStartContainerRequest* request,
-                                 v1beta1::PreStartContainerResponse*) override {
+  grpc::Status PreStartContainer(
+      grpc::ServerContext*, const v1beta1::PreStartContainerRequest* request,
+      v1beta1::PreStartContainerResponse*) override {
     PreStartFn fn;
     {
       std::lock_guard lock(owner_->mu_);
@@ -105,7 +113,8 @@ class FakePlugin::Service final : public v1beta1::DevicePlugin::Service {
 
 FakePlugin::FakePlugin(std::filesystem::path dir, std::string resource,
                        std::string endpoint)
-    : dir_(std::move(dir)), resource_(std::move(resource)),
+    : dir_(std::move(dir)),
+      resource_(std::move(resource)),
       endpoint_(std::move(endpoint)) {}
 
 FakePlugin::~FakePlugin() { Stop(); }
@@ -115,14 +124,8 @@ void FakePlugin::Start() {
     std::lock_guard lock(mu_);
     stopping_ = false;
   }
-  std::error_code ignored;
-  std::filesystem::remove(socket_path(), ignored);
   service_ = std::make_unique<Service>(this);
-  grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix:" + socket_path().string(),
-                           grpc::InsecureServerCredentials());
-  builder.RegisterService(service_.get());
-  server_ = builder.BuildAndStart();
+  server_ = ServeOnUnixSocket(socket_path(), service_.get());
 }
 
 void FakePlugin::Stop() {
@@ -132,7 +135,8 @@ void FakePlugin::Stop() {
   }
   changed_.notify_all();
   if (server_) {
-    server_->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(1));
+    server_->Shutdown(std::chrono::system_clock::now() +
+                      std::chrono::seconds(1));
     server_->Wait();
     server_.reset();
   }
@@ -153,7 +157,8 @@ grpc::Status FakePlugin::Register(std::optional<std::string> version,
     *request.mutable_options() = register_options_.value_or(options_);
   }
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(30));
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(30));
   v1beta1::Empty reply;
   return stub->Register(&context, request, &reply);
 }
@@ -211,8 +216,8 @@ std::vector<v1beta1::AllocateRequest> FakePlugin::allocate_requests() const {
   return allocate_requests_;
 }
 
-std::vector<v1beta1::PreferredAllocationRequest> FakePlugin::preferred_requests()
-    const {
+std::vector<v1beta1::PreferredAllocationRequest>
+FakePlugin::preferred_requests() const {
   std::lock_guard lock(mu_);
   return preferred_requests_;
 }

@@ -27,9 +27,9 @@ class FakePlugin {
  public:
   using AllocateFn = std::function<grpc::Status(const v1beta1::AllocateRequest&,
                                                 v1beta1::AllocateResponse*)>;
-  using PreferredFn = std::function<grpc::Status(
-      const v1beta1::PreferredAllocationRequest&,
-      v1beta1::PreferredAllocationResponse*)>;
+  using PreferredFn =
+      std::function<grpc::Status(const v1beta1::PreferredAllocationRequest&,
+                                 v1beta1::PreferredAllocationResponse*)>;
   using PreStartFn =
       std::function<grpc::Status(const v1beta1::PreStartContainerRequest&)>;
 

@@ -1,10 +1,6 @@
 // Part P of the device plugin conformance checklist for the framework, over
 // real gRPC on unix sockets in a temp directory against an in-process fake
 // kubelet. Test names carry the checklist number (P01 = item 1).
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
@@ -13,16 +9,22 @@
 #include <set>
 #include <thread>
 
-#include <gmock/gmock.h>
 #include <grpcpp/generic/generic_stub.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+
+#include "topology/plugin/plugin_runner.h"
+#include "topology/plugin/resource_name.h"
 
 #include "fake_kubelet.h"
 #include "plugin_test_support.h"
+#include "socket_util.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
-#include "topology/plugin/plugin_runner.h"
-#include "topology/plugin/resource_name.h"
 
 namespace topology::testing {
 namespace {
@@ -61,9 +63,18 @@ class FrameworkTest : public ::testing::Test {
     StartPlugin(std::move(devices), Options());
   }
 
-  std::shared_ptr<PluginConnection> Connection(size_t min_accepted = 1,
-                                               std::chrono::milliseconds
-                                                   timeout = 10s) {
+  // The fake kubelet serving, the plugin started with `devices`, and the
+  // kubelet's connection to it (null on failure).
+  std::shared_ptr<PluginConnection> Connected(
+      std::vector<plugin::Device> devices,
+      std::shared_ptr<ScriptedHandler> handler = nullptr) {
+    kubelet_.Start();
+    StartPlugin(std::move(devices), Options(), std::move(handler));
+    return Connection();
+  }
+
+  std::shared_ptr<PluginConnection> Connection(
+      size_t min_accepted = 1, std::chrono::milliseconds timeout = 10s) {
     return kubelet_.WaitForConnection(kResource, timeout, min_accepted);
   }
 
@@ -74,6 +85,15 @@ class FrameworkTest : public ::testing::Test {
   plugin::ResourcePublisher* publisher_ = nullptr;
 };
 
+// Whether GetDevicePluginOptions answers on `connection`.
+bool OptionsAnswer(PluginConnection& connection) {
+  grpc::ClientContext context;
+  v1beta1::DevicePluginOptions options;
+  return connection.stub()
+      .GetDevicePluginOptions(&context, v1beta1::Empty(), &options)
+      .ok();
+}
+
 std::vector<std::string> Ids(const v1beta1::ListAndWatchResponse& response) {
   std::vector<std::string> ids;
   for (const auto& device : response.devices()) ids.push_back(device.id());
@@ -83,9 +103,7 @@ std::vector<std::string> Ids(const v1beta1::ListAndWatchResponse& response) {
 // --- P.a Startup and registration -----------------------------------------
 
 TEST_F(FrameworkTest, P01_ServesBeforeRegistering) {
-  kubelet_.Start();
-  StartPlugin(MakeDevices(2));
-  auto connection = Connection();
+  auto connection = Connected(MakeDevices(2));
   ASSERT_NE(connection, nullptr);
   for (int i = 0; i < 50 && !publisher_->registered(); ++i) {
     std::this_thread::sleep_for(20ms);
@@ -96,9 +114,7 @@ TEST_F(FrameworkTest, P01_ServesBeforeRegistering) {
 }
 
 TEST_F(FrameworkTest, P02_RegisterRequestFields) {
-  kubelet_.Start();
-  StartPlugin(MakeDevices(2));
-  auto connection = Connection();
+  auto connection = Connected(MakeDevices(2));
   ASSERT_NE(connection, nullptr);
   const auto& request = connection->request();
   EXPECT_EQ(request.version(), "v1beta1");
@@ -110,9 +126,7 @@ TEST_F(FrameworkTest, P02_RegisterRequestFields) {
 }
 
 TEST_F(FrameworkTest, P03_RegisterOptionsEqualGetDevicePluginOptions) {
-  kubelet_.Start();
-  StartPlugin(MakeDevices(2));
-  auto connection = Connection();
+  auto connection = Connected(MakeDevices(2));
   ASSERT_NE(connection, nullptr);
   EXPECT_EQ(connection->request().options().SerializeAsString(),
             connection->options().SerializeAsString());
@@ -121,13 +135,11 @@ TEST_F(FrameworkTest, P03_RegisterOptionsEqualGetDevicePluginOptions) {
 }
 
 TEST_F(FrameworkTest, P04_MethodPathsAndUnknownMethod) {
-  kubelet_.Start();
-  StartPlugin(MakeDevices(2));
-  auto connection = Connection();
+  auto connection = Connected(MakeDevices(2));
   ASSERT_NE(connection, nullptr);
   grpc::GenericStub generic(connection->channel());
-  auto call = [&](const std::string& path, const google::protobuf::Message&
-                                               request) {
+  auto call = [&](const std::string& path,
+                  const google::protobuf::Message& request) {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + 5s);
     grpc::ByteBuffer out;
@@ -151,7 +163,8 @@ TEST_F(FrameworkTest, P04_MethodPathsAndUnknownMethod) {
   pre_start.add_devices_ids("dev-0");
   EXPECT_TRUE(call("/v1beta1.DevicePlugin/GetDevicePluginOptions", empty).ok());
   EXPECT_TRUE(call("/v1beta1.DevicePlugin/Allocate", allocate).ok());
-  EXPECT_TRUE(call("/v1beta1.DevicePlugin/GetPreferredAllocation", preferred).ok());
+  EXPECT_TRUE(
+      call("/v1beta1.DevicePlugin/GetPreferredAllocation", preferred).ok());
   EXPECT_TRUE(call("/v1beta1.DevicePlugin/PreStartContainer", pre_start).ok());
   EXPECT_EQ(call("/v1beta2.DevicePlugin/Allocate", allocate).error_code(),
             grpc::StatusCode::UNIMPLEMENTED);
@@ -169,11 +182,7 @@ TEST_F(FrameworkTest, P05_NoDeadlockWhileRegisterPending) {
   // Options were read and the list streamed while Register was held.
   EXPECT_TRUE(connection->WaitForMessages(1, 2s));
   EXPECT_LT(connection->messages()[0].received - start, 2500ms);
-  grpc::ClientContext context;
-  v1beta1::DevicePluginOptions options;
-  EXPECT_TRUE(connection->stub()
-                  .GetDevicePluginOptions(&context, v1beta1::Empty(), &options)
-                  .ok());
+  EXPECT_TRUE(OptionsAnswer(*connection));
   for (int i = 0; i < 40 && !publisher_->registered(); ++i) {
     std::this_thread::sleep_for(100ms);
   }
@@ -182,9 +191,7 @@ TEST_F(FrameworkTest, P05_NoDeadlockWhileRegisterPending) {
 
 TEST_F(FrameworkTest, P06_ListAndWatchBeforeRegisterReply) {
   kubelet_.SetReplyDelay(1s);
-  kubelet_.Start();
-  StartPlugin(MakeDevices(3));
-  auto connection = Connection();
+  auto connection = Connected(MakeDevices(3));
   ASSERT_NE(connection, nullptr);
   ASSERT_TRUE(connection->WaitForMessages(1, 2s));
   for (int i = 0; i < 30 && !publisher_->registered(); ++i) {
@@ -243,16 +250,6 @@ TEST_F(FrameworkTest, P09_KubeletSocketAppearsLater) {
   EXPECT_LT(kubelet_.register_times().back() - created, 1s);
 }
 
-// A unix socket file nobody listens on.
-void MakeDeadSocket(const std::filesystem::path& path) {
-  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  close(fd);
-}
-
 TEST_F(FrameworkTest, P10_StaleKubeletSocketIsRetried) {
   MakeDeadSocket(dir_.path() / "kubelet.sock");
   StartPlugin(MakeDevices(2));
@@ -270,8 +267,9 @@ TEST_F(FrameworkTest, P11_CannotBindIsAClearErrorAndNothingRegisters) {
                                       std::to_string(getpid()) + "-0.sock");
   std::filesystem::create_directories(blocked / "child");
   plugin::PluginRunner runner(Options());
-  ASSERT_THAT(runner.AddResource(kResource, std::make_shared<ScriptedHandler>(),
-                                 MakeDevices(1))
+  ASSERT_THAT(runner
+                  .AddResource(kResource, std::make_shared<ScriptedHandler>(),
+                               MakeDevices(1))
                   .status(),
               IsOk());
   EXPECT_THAT(runner.Start(), StatusIs(StatusCode::kFailedPrecondition,
@@ -287,8 +285,8 @@ TEST_F(FrameworkTest, P11_CannotBindIsAClearErrorAndNothingRegisters) {
                                MakeDevices(1))
                   .status(),
               IsOk());
-  EXPECT_THAT(runner2.Start(),
-              StatusIs(StatusCode::kFailedPrecondition, HasSubstr("does not exist")));
+  EXPECT_THAT(runner2.Start(), StatusIs(StatusCode::kFailedPrecondition,
+                                        HasSubstr("does not exist")));
 }
 
 TEST_F(FrameworkTest, P13_LongSocketPathRefusedAtStartup) {
@@ -297,8 +295,9 @@ TEST_F(FrameworkTest, P13_LongSocketPathRefusedAtStartup) {
   plugin::RunnerOptions options = Options();
   options.plugin_dir = deep;
   plugin::PluginRunner runner(options);
-  ASSERT_THAT(runner.AddResource(kResource, std::make_shared<ScriptedHandler>(),
-                                 MakeDevices(1))
+  ASSERT_THAT(runner
+                  .AddResource(kResource, std::make_shared<ScriptedHandler>(),
+                               MakeDevices(1))
                   .status(),
               IsOk());
   EXPECT_THAT(runner.Start(), StatusIs(StatusCode::kInvalidArgument,
@@ -324,17 +323,16 @@ TEST_F(FrameworkTest, P14_StaleOwnSocketsAreRemoved) {
 }
 
 TEST_F(FrameworkTest, P15_OptionsAreStable) {
-  kubelet_.Start();
-  StartPlugin(MakeDevices(1));
-  auto connection = Connection();
+  auto connection = Connected(MakeDevices(1));
   ASSERT_NE(connection, nullptr);
   std::string first;
   for (int i = 0; i < 5; ++i) {
     grpc::ClientContext context;
     v1beta1::DevicePluginOptions options;
-    ASSERT_TRUE(connection->stub()
-                    .GetDevicePluginOptions(&context, v1beta1::Empty(), &options)
-                    .ok());
+    ASSERT_TRUE(
+        connection->stub()
+            .GetDevicePluginOptions(&context, v1beta1::Empty(), &options)
+            .ok());
     if (i == 0) first = options.SerializeAsString();
     EXPECT_EQ(options.SerializeAsString(), first);
   }
@@ -343,9 +341,7 @@ TEST_F(FrameworkTest, P15_OptionsAreStable) {
 // --- P.b ListAndWatch -------------------------------------------------------
 
 TEST_F(FrameworkTest, P16_FirstMessageIsImmediateAndFull) {
-  kubelet_.Start();
-  StartPlugin(MakeDevices(16));
-  auto connection = Connection();
+  auto connection = Connected(MakeDevices(16));
   ASSERT_NE(connection, nullptr);
   ASSERT_TRUE(connection->WaitForMessages(1, 1s));
   const auto first = connection->messages()[0];
@@ -372,7 +368,8 @@ TEST_F(FrameworkTest, P17_P18_HealthStringsIdsAndTopology) {
     EXPECT_TRUE(ids.insert(device.id()).second);
     if (device.has_topology()) {
       EXPECT_GE(device.topology().nodes_size(), 1);
-      for (const auto& node : device.topology().nodes()) EXPECT_GE(node.id(), 0);
+      for (const auto& node : device.topology().nodes())
+        EXPECT_GE(node.id(), 0);
     }
   }
   EXPECT_EQ(latest.devices(1).health(), "Unhealthy");
@@ -382,8 +379,9 @@ TEST_F(FrameworkTest, P17_P18_HealthStringsIdsAndTopology) {
   // The publisher refuses what the kubelet would mis-read, keeping the list.
   auto bad = MakeDevices(2);
   bad[1].numa_nodes = {-1};
-  EXPECT_THAT(publisher_->SetDevices(bad),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("negative NUMA")));
+  EXPECT_THAT(
+      publisher_->SetDevices(bad),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("negative NUMA")));
   bad = MakeDevices(2);
   bad[1].id = std::string(64, 'x');
   EXPECT_THAT(publisher_->SetDevices(bad),
@@ -434,13 +432,12 @@ TEST_F(FrameworkTest, P20_RemovalSendsTheRemainingDevices) {
   devices.erase(devices.begin() + 1);
   ASSERT_THAT(publisher_->SetDevices(devices), IsOk());
   ASSERT_TRUE(connection->WaitForMessages(2, 1s));
-  EXPECT_THAT(Ids(*connection->latest()), ElementsAre("dev-0", "dev-2", "dev-3"));
+  EXPECT_THAT(Ids(*connection->latest()),
+              ElementsAre("dev-0", "dev-2", "dev-3"));
 }
 
 TEST_F(FrameworkTest, P21_IdleStreamStaysOpen) {
-  kubelet_.Start();
-  StartPlugin(MakeDevices(2));
-  auto connection = Connection();
+  auto connection = Connected(MakeDevices(2));
   ASSERT_NE(connection, nullptr);
   ASSERT_TRUE(connection->WaitForMessages(1, 2s));
   // Nothing changes for a while: the stream neither ends nor repeats.
@@ -479,9 +476,7 @@ TEST_F(FrameworkTest, P22_P23_NewStreamsGetTheCurrentList) {
 }
 
 TEST_F(FrameworkTest, P24_CancelCyclesDoNotLeak) {
-  kubelet_.Start();
-  StartPlugin(MakeDevices(4));
-  auto connection = Connection();
+  auto connection = Connected(MakeDevices(4));
   ASSERT_NE(connection, nullptr);
   auto cycle = [&](int n) {
     for (int i = 0; i < n; ++i) {
@@ -512,16 +507,14 @@ std::vector<plugin::Device> LongIdDevices(int count) {
   for (int i = 0; i < count; ++i) {
     std::string id = "device-" + std::to_string(i) + "-";
     id.resize(63, 'x');
-    devices.push_back({.id = id, .health = plugin::Health::kHealthy,
-                       .numa_nodes = {i % 8}});
+    devices.push_back(
+        {.id = id, .health = plugin::Health::kHealthy, .numa_nodes = {i % 8}});
   }
   return devices;
 }
 
 TEST_F(FrameworkTest, P25_TenThousandDevicesInOneMessage) {
-  kubelet_.Start();
-  StartPlugin(LongIdDevices(10000));
-  auto connection = Connection();
+  auto connection = Connected(LongIdDevices(10000));
   ASSERT_NE(connection, nullptr);
   ASSERT_TRUE(connection->WaitForMessages(1, 2s));
   const auto first = connection->messages()[0];
@@ -531,9 +524,7 @@ TEST_F(FrameworkTest, P25_TenThousandDevicesInOneMessage) {
 }
 
 TEST_F(FrameworkTest, P26_OversizedListIsRefusedNotSent) {
-  kubelet_.Start();
-  StartPlugin(MakeDevices(2));
-  auto connection = Connection();
+  auto connection = Connected(MakeDevices(2));
   ASSERT_NE(connection, nullptr);
   ASSERT_TRUE(connection->WaitForMessages(1, 2s));
   EXPECT_THAT(publisher_->SetDevices(LongIdDevices(60000)),
@@ -544,12 +535,12 @@ TEST_F(FrameworkTest, P26_OversizedListIsRefusedNotSent) {
   EXPECT_THAT(publisher_->devices(), SizeIs(2));
   // And at start-up, before anything is served.
   plugin::PluginRunner runner(Options());
-  EXPECT_THAT(runner
-                  .AddResource("example.com/other",
-                               std::make_shared<ScriptedHandler>(),
-                               LongIdDevices(60000))
-                  .status(),
-              StatusIs(StatusCode::kResourceExhausted));
+  EXPECT_THAT(
+      runner
+          .AddResource("example.com/other", std::make_shared<ScriptedHandler>(),
+                       LongIdDevices(60000))
+          .status(),
+      StatusIs(StatusCode::kResourceExhausted));
 }
 
 // --- P.c GetPreferredAllocation (framework checks) --------------------------
@@ -634,8 +625,8 @@ TEST_F(FrameworkRpcTest, P32_UnknownIdsRejectedDuplicatesCollapsed) {
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(), HasSubstr("unknown device \"nope\""));
   response.Clear();
-  ASSERT_TRUE(Preferred({"dev-0", "dev-0", "dev-1", "dev-1"}, {"dev-1", "dev-1"},
-                        2, &response)
+  ASSERT_TRUE(Preferred({"dev-0", "dev-0", "dev-1", "dev-1"},
+                        {"dev-1", "dev-1"}, 2, &response)
                   .ok());
   ASSERT_EQ(response.container_responses_size(), 1);
   std::set<std::string> ids(response.container_responses(0).deviceids().begin(),
@@ -644,10 +635,9 @@ TEST_F(FrameworkRpcTest, P32_UnknownIdsRejectedDuplicatesCollapsed) {
 }
 
 TEST_F(FrameworkTest, P35_PreferredWithoutTheOptionDoesNotCrash) {
-  kubelet_.Start();
-  StartPlugin(MakeDevices(2), Options(),
-              std::make_shared<ScriptedHandler>(plugin::DevicePluginOptions{}));
-  auto connection = Connection();
+  auto connection = Connected(
+      MakeDevices(2),
+      std::make_shared<ScriptedHandler>(plugin::DevicePluginOptions{}));
   ASSERT_NE(connection, nullptr);
   EXPECT_FALSE(connection->options().get_preferred_allocation_available());
   v1beta1::PreferredAllocationRequest request;
@@ -658,26 +648,25 @@ TEST_F(FrameworkTest, P35_PreferredWithoutTheOptionDoesNotCrash) {
                 .GetPreferredAllocation(&context, request, &response)
                 .error_code(),
             grpc::StatusCode::UNIMPLEMENTED);
-  grpc::ClientContext again;
-  v1beta1::DevicePluginOptions options;
-  EXPECT_TRUE(connection->stub()
-                  .GetDevicePluginOptions(&again, v1beta1::Empty(), &options)
-                  .ok());
+  EXPECT_TRUE(OptionsAnswer(*connection));
 }
 
 // --- P.d Allocate -----------------------------------------------------------
 
 TEST_F(FrameworkRpcTest, P36_P37_OneResponsePerContainerInOrder) {
   v1beta1::AllocateResponse response;
-  ASSERT_TRUE(Allocate({{"dev-1"}, {"dev-2", "dev-3"}, {"dev-0"}}, &response).ok());
+  ASSERT_TRUE(
+      Allocate({{"dev-1"}, {"dev-2", "dev-3"}, {"dev-0"}}, &response).ok());
   ASSERT_EQ(response.container_responses_size(), 3);
   EXPECT_EQ(response.container_responses(0).envs().at("DEVICES"), "dev-1");
-  EXPECT_EQ(response.container_responses(1).envs().at("DEVICES"), "dev-2,dev-3");
+  EXPECT_EQ(response.container_responses(1).envs().at("DEVICES"),
+            "dev-2,dev-3");
   EXPECT_EQ(response.container_responses(2).envs().at("DEVICES"), "dev-0");
   for (const auto& container : response.container_responses()) {
     for (const auto& [key, value] : container.envs()) EXPECT_FALSE(key.empty());
     for (const auto& device : container.devices()) {
-      EXPECT_EQ(device.permissions().find_first_not_of("rwm"), std::string::npos);
+      EXPECT_EQ(device.permissions().find_first_not_of("rwm"),
+                std::string::npos);
     }
   }
   response.Clear();
@@ -764,7 +753,8 @@ TEST_F(FrameworkRpcTest, P43_P44_StressMixedCallsAndHealthFlips) {
         } else if (w % 3 == 1) {
           v1beta1::PreferredAllocationRequest request;
           auto* c = request.add_container_requests();
-          for (int d = 0; d < 8; ++d) c->add_available_deviceids("dev-" + std::to_string(d));
+          for (int d = 0; d < 8; ++d)
+            c->add_available_deviceids("dev-" + std::to_string(d));
           c->set_allocation_size(2);
           v1beta1::PreferredAllocationResponse response;
           status = connection_->stub().GetPreferredAllocation(&context, request,
@@ -828,7 +818,8 @@ TEST_F(FrameworkRpcTest, P45_OversizedResponseIsAClearError) {
   v1beta1::AllocateResponse response;
   grpc::Status status = Allocate({all}, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  EXPECT_THAT(status.error_message(), HasSubstr("more than the kubelet receives"));
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("more than the kubelet receives"));
   all.resize(1000);
   response.Clear();
   ASSERT_TRUE(Allocate({all}, &response).ok());
@@ -865,35 +856,29 @@ TEST_F(FrameworkRpcTest, P46_P47_PreStart) {
 }
 
 TEST_F(FrameworkTest, P48_PreStartWithoutTheOption) {
-  kubelet_.Start();
-  StartPlugin(MakeDevices(2), Options(),
-              std::make_shared<ScriptedHandler>(plugin::DevicePluginOptions{}));
-  auto connection = Connection();
+  auto connection = Connected(
+      MakeDevices(2),
+      std::make_shared<ScriptedHandler>(plugin::DevicePluginOptions{}));
   ASSERT_NE(connection, nullptr);
   v1beta1::PreStartContainerRequest request;
   request.add_devices_ids("dev-0");
   grpc::ClientContext context;
   v1beta1::PreStartContainerResponse response;
   (void)connection->stub().PreStartContainer(&context, request, &response);
-  grpc::ClientContext again;
-  v1beta1::DevicePluginOptions options;
-  EXPECT_TRUE(connection->stub()
-                  .GetDevicePluginOptions(&again, v1beta1::Empty(), &options)
-                  .ok());
+  EXPECT_TRUE(OptionsAnswer(*connection));
 }
 
 // --- P.f Lifecycle ----------------------------------------------------------
 
 TEST_F(FrameworkTest, P49_KubeletRestartInTheRealOrder) {
-  kubelet_.Start();
-  StartPlugin(MakeDevices(5));
-  auto first = Connection();
+  auto first = Connected(MakeDevices(5));
   ASSERT_NE(first, nullptr);
   kubelet_.Restart(1s);
   auto second = Connection(2, 15s);
   ASSERT_NE(second, nullptr);
   EXPECT_NE(second->request().endpoint(), first->request().endpoint());
-  EXPECT_TRUE(std::filesystem::exists(dir_.path() / second->request().endpoint()));
+  EXPECT_TRUE(
+      std::filesystem::exists(dir_.path() / second->request().endpoint()));
   ASSERT_TRUE(second->WaitForMessages(1, 1s));
   EXPECT_THAT(Ids(*second->latest()), SizeIs(5));
 }
@@ -911,9 +896,7 @@ TEST_F(FrameworkTest, P50_OnlyKubeletSocketRecreated) {
 }
 
 TEST_F(FrameworkTest, P51_OnlyPluginSocketDeleted) {
-  kubelet_.Start();
-  StartPlugin(MakeDevices(3));
-  auto first = Connection();
+  auto first = Connected(MakeDevices(3));
   ASSERT_NE(first, nullptr);
   ASSERT_TRUE(first->WaitForMessages(1, 2s));
   kubelet_.SetReplyDelay(1s);
@@ -921,13 +904,10 @@ TEST_F(FrameworkTest, P51_OnlyPluginSocketDeleted) {
   auto second = Connection(2, 15s);
   ASSERT_NE(second, nullptr);
   // While the new registration is pending the old connection still works.
-  grpc::ClientContext context;
-  v1beta1::DevicePluginOptions options;
-  EXPECT_TRUE(first->stub()
-                  .GetDevicePluginOptions(&context, v1beta1::Empty(), &options)
-                  .ok());
+  EXPECT_TRUE(OptionsAnswer(*first));
   EXPECT_TRUE(second->WaitForMessages(1, 1s));
-  EXPECT_TRUE(std::filesystem::exists(dir_.path() / second->request().endpoint()));
+  EXPECT_TRUE(
+      std::filesystem::exists(dir_.path() / second->request().endpoint()));
 }
 
 TEST_F(FrameworkTest, P52_ReRegistersWhenTheStreamIsGone) {
@@ -961,7 +941,8 @@ TEST_F(FrameworkTest, P55_P56_DeniedTwiceThenAcceptedOnce) {
   ASSERT_GE(times.size(), 3u);
   EXPECT_GE(times[1] - times[0], 190ms);  // initial back-off 200 ms
   EXPECT_GE(times[2] - times[1], 390ms);  // doubled
-  EXPECT_TRUE(std::filesystem::exists(dir_.path() / connection->request().endpoint()));
+  EXPECT_TRUE(
+      std::filesystem::exists(dir_.path() / connection->request().endpoint()));
 }
 
 TEST_F(FrameworkTest, KubeletRestartsFiftyTimesWithoutLeaks) {
@@ -994,9 +975,7 @@ TEST_F(FrameworkTest, KubeletRestartsFiftyTimesWithoutLeaks) {
 }
 
 TEST_F(FrameworkTest, P54_StopClosesStreamsAndRemovesSockets) {
-  kubelet_.Start();
-  StartPlugin(MakeDevices(2));
-  auto connection = Connection();
+  auto connection = Connected(MakeDevices(2));
   ASSERT_NE(connection, nullptr);
   ASSERT_TRUE(connection->WaitForMessages(1, 2s));
   const auto socket = dir_.path() / connection->request().endpoint();

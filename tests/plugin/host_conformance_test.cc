@@ -1,11 +1,6 @@
 // Part K of the device plugin conformance checklist: the host-side module
 // (the kubelet's side) against programmable fake plugins over real unix
 // sockets. Test names carry the checklist number (K01 = item 1).
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -13,15 +8,22 @@
 #include <set>
 #include <thread>
 
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "topology/discovery.h"
+
 #include "fake_plugin.h"
 #include "host_manager.h"
+#include "socket_util.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
-#include "topology/discovery.h"
 
 namespace topology::host {
 namespace {
@@ -33,6 +35,7 @@ using ::testing::SizeIs;
 using ::testing::UnorderedElementsAre;
 using ::topology::testing::FakePlugin;
 using ::topology::testing::IsOk;
+using ::topology::testing::MakeDeadSocket;
 using ::topology::testing::MakeDevice;
 using ::topology::testing::StatusIs;
 
@@ -132,16 +135,6 @@ class HostTest : public ::testing::Test {
   std::unique_ptr<HostManager> host_;
 };
 
-// A unix socket nobody listens on.
-void MakeDeadSocket(const std::filesystem::path& path) {
-  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
-  ASSERT_EQ(bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
-  close(fd);
-}
-
 // --- K.a Registration server ----------------------------------------------
 
 TEST_F(HostTest, K01_K46_StartRemovesOnlySocketsAndServesKubeletSock) {
@@ -196,15 +189,16 @@ TEST_F(HostTest, K04_ResourceNames) {
        {std::string("foo"), std::string("example.com/"), std::string("/foo"),
         std::string("Example.com/foo"), std::string("example.com/a/b"),
         std::string("kubernetes.io/foo"), std::string("x.kubernetes.io/foo"),
-        std::string("requests.example.com/foo"), std::string("example.com/-foo"),
-        long_name, long_domain}) {
+        std::string("requests.example.com/foo"),
+        std::string("example.com/-foo"), long_name, long_domain}) {
     const grpc::Status status = plugin.Register(std::nullopt, name);
     EXPECT_EQ(status.error_code(), grpc::StatusCode::UNKNOWN) << name;
     EXPECT_EQ(status.error_message(),
               "the ResourceName \"" + name + "\" is invalid");
   }
   EXPECT_EQ(plugin.options_calls(), 0);
-  for (const char* name : {"example.com/foo", "example.com/Foo_1.x", "a.b-c.d/e"}) {
+  for (const char* name :
+       {"example.com/foo", "example.com/Foo_1.x", "a.b-c.d/e"}) {
     EXPECT_TRUE(plugin.Register(std::nullopt, std::string(name)).ok()) << name;
   }
 }
@@ -213,8 +207,8 @@ TEST_F(HostTest, K05_EndpointsOutsideTheDirectoryAreRefused) {
   StartHost();
   FakePlugin plugin(dir(), kGpu, "a.sock");
   plugin.Start();
-  for (const char* endpoint : {"../x.sock", "sub/x.sock", "/abs/x.sock", "",
-                               "kubelet.sock"}) {
+  for (const char* endpoint :
+       {"../x.sock", "sub/x.sock", "/abs/x.sock", "", "kubelet.sock"}) {
     EXPECT_EQ(plugin.Register(std::nullopt, std::nullopt, std::string(endpoint))
                   .error_code(),
               grpc::StatusCode::UNKNOWN)
@@ -228,7 +222,8 @@ TEST_F(HostTest, K06_MissingEndpointFailsToDial) {
   FakePlugin plugin(dir(), kGpu, "absent.sock");  // never started
   const grpc::Status status = plugin.Register();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNKNOWN);
-  EXPECT_THAT(status.error_message(), HasSubstr("failed to dial device plugin"));
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("failed to dial device plugin"));
   EXPECT_FALSE(Has());
 }
 
@@ -248,7 +243,7 @@ TEST_F(HostTest, K08_K29_OptionsFromGetDevicePluginOptionsCount) {
   FakePlugin plugin(dir(), kGpu, "a.sock");
   v1beta1::DevicePluginOptions in_register;
   in_register.set_get_preferred_allocation_available(true);
-  plugin.SetRegisterOptions(in_register);  // A
+  plugin.SetRegisterOptions(in_register);             // A
   plugin.SetOptions(v1beta1::DevicePluginOptions());  // B: no GPA
   plugin.SetDevices(FourGpus());
   plugin.Start();
@@ -297,23 +292,26 @@ TEST_F(HostTest, K12_TwentyResourcesConcurrently) {
   StartHost();
   std::vector<std::unique_ptr<FakePlugin>> plugins;
   for (int i = 0; i < 20; ++i) {
-    plugins.push_back(std::make_unique<FakePlugin>(
-        dir(), "example.com/r" + std::to_string(i), "p" + std::to_string(i) + ".sock"));
+    plugins.push_back(
+        std::make_unique<FakePlugin>(dir(), "example.com/r" + std::to_string(i),
+                                     "p" + std::to_string(i) + ".sock"));
     std::vector<v1beta1::Device> devices;
-    for (int d = 0; d <= i; ++d) devices.push_back(MakeDevice("d" + std::to_string(d), {d % 2}));
+    for (int d = 0; d <= i; ++d)
+      devices.push_back(MakeDevice("d" + std::to_string(d), {d % 2}));
     plugins.back()->SetDevices(devices);
     plugins.back()->Start();
   }
   std::vector<std::future<bool>> results;
   for (auto& plugin : plugins) {
-    results.push_back(std::async(std::launch::async,
-                                 [&plugin] { return plugin->Register().ok(); }));
+    results.push_back(std::async(
+        std::launch::async, [&plugin] { return plugin->Register().ok(); }));
   }
   for (auto& result : results) EXPECT_TRUE(result.get());
   for (int i = 0; i < 20; ++i) {
     const std::string name = "example.com/r" + std::to_string(i);
-    EXPECT_TRUE(WaitFor([&] { return View(name).capacity == static_cast<size_t>(i + 1); }))
-        << name;
+    EXPECT_TRUE(WaitFor([&] {
+      return View(name).capacity == static_cast<size_t>(i + 1);
+    })) << name;
   }
 }
 
@@ -322,14 +320,18 @@ TEST_F(HostTest, K12_TwentyResourcesConcurrently) {
 TEST_F(HostTest, K13_K14_K16_K17_EachListReplacesTheLast) {
   StartHost();
   auto plugin = Plugin("a.sock", FourGpus());
-  ASSERT_TRUE(WaitFor([&] { return View().capacity == 4 && View().allocatable == 4; }));
-  plugin->SetDevices({MakeDevice("gpu-0", {0}), MakeDevice("gpu-1", {0}, "healthy"),
-                      MakeDevice("gpu-2", {1}, ""), MakeDevice("gpu-3", {1}, "bogus")});
-  EXPECT_TRUE(WaitFor([&] { return View().capacity == 4 && View().allocatable == 1; }));
+  ASSERT_TRUE(
+      WaitFor([&] { return View().capacity == 4 && View().allocatable == 4; }));
+  plugin->SetDevices(
+      {MakeDevice("gpu-0", {0}), MakeDevice("gpu-1", {0}, "healthy"),
+       MakeDevice("gpu-2", {1}, ""), MakeDevice("gpu-3", {1}, "bogus")});
+  EXPECT_TRUE(
+      WaitFor([&] { return View().capacity == 4 && View().allocatable == 1; }));
   // Duplicates count once, the last entry wins.
-  plugin->SetDevices({MakeDevice("gpu-0", {0}, "Unhealthy"), MakeDevice("gpu-0", {0}),
-                      MakeDevice("gpu-1", {0})});
-  EXPECT_TRUE(WaitFor([&] { return View().capacity == 2 && View().allocatable == 2; }));
+  plugin->SetDevices({MakeDevice("gpu-0", {0}, "Unhealthy"),
+                      MakeDevice("gpu-0", {0}), MakeDevice("gpu-1", {0})});
+  EXPECT_TRUE(
+      WaitFor([&] { return View().capacity == 2 && View().allocatable == 2; }));
   plugin->SetDevices({});
   EXPECT_TRUE(WaitFor([&] { return View().capacity == 0; }));
   EXPECT_TRUE(Has());
@@ -369,7 +371,8 @@ TEST_F(HostTest, K18_LargeListsAndOversizedMessages) {
     huge.push_back(MakeDevice(id, {i % 2}));
   }
   plugin->SetDevices(huge);
-  EXPECT_TRUE(WaitFor([&] { return View().stopped && View().allocatable == 0; }, 5s));
+  EXPECT_TRUE(
+      WaitFor([&] { return View().stopped && View().allocatable == 0; }, 5s));
   EXPECT_EQ(View().capacity, 10000u);
 }
 
@@ -392,7 +395,8 @@ TEST_F(HostTest, K19_K20_DisconnectZeroesAllocatableThenGraceThenReturn) {
                         "devices example.com/gpu"));
   // Back within the grace period: capacity restored, allocations intact.
   ASSERT_TRUE(plugin->Register().ok());
-  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4 && !View().stopped; }));
+  ASSERT_TRUE(
+      WaitFor([&] { return View().allocatable == 4 && !View().stopped; }));
   const PodResult third = host_->Admit(MakePod("third", {{kGpu, 3}}), false);
   ASSERT_TRUE(third.admitted) << third.reason << ": " << third.message;
   for (const auto& id : third.containers[0].devices.at(kGpu)) {
@@ -419,7 +423,8 @@ TEST_F(HostTest, K21_CheckpointFollowsEveryListUpdate) {
     std::ifstream in(checkpoint);
     return std::string(std::istreambuf_iterator<char>(in), {});
   };
-  ASSERT_TRUE(WaitFor([&] { return read().find("gpu-3") != std::string::npos; }));
+  ASSERT_TRUE(
+      WaitFor([&] { return read().find("gpu-3") != std::string::npos; }));
   plugin->SetDevices({MakeDevice("gpu-7", {1})});
   EXPECT_TRUE(WaitFor([&] {
     const std::string text = read();
@@ -447,7 +452,8 @@ TEST_F(HostTest, K22_K28_OneAllocatePerContainerAndResourceInitFirst) {
   EXPECT_EQ(requests[0].container_requests(0).devices_ids_size(), 1);  // init
   EXPECT_EQ(requests[1].container_requests(0).devices_ids_size(), 2);
   // The init container's device is reused by the app container.
-  const std::string init_device = requests[0].container_requests(0).devices_ids(0);
+  const std::string init_device =
+      requests[0].container_requests(0).devices_ids(0);
   const auto& app = requests[1].container_requests(0).devices_ids();
   EXPECT_NE(std::find(app.begin(), app.end(), init_device), app.end());
   bool must_include_seen = false;
@@ -463,15 +469,18 @@ TEST_F(HostTest, K23_K24_AllocateFailuresFailAdmissionAndFreeDevices) {
   StartHost();
   auto plugin = Plugin("a.sock", FourGpus());
   ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
-  plugin->SetAllocate([](const v1beta1::AllocateRequest&, v1beta1::AllocateResponse*) {
-    return grpc::Status::OK;  // zero container responses
-  });
+  plugin->SetAllocate(
+      [](const v1beta1::AllocateRequest&, v1beta1::AllocateResponse*) {
+        return grpc::Status::OK;  // zero container responses
+      });
   PodResult pod = host_->Admit(MakePod("empty", {{kGpu, 4}}), false);
   EXPECT_FALSE(pod.admitted);
-  EXPECT_THAT(pod.message, HasSubstr("no containers return in allocation response"));
-  plugin->SetAllocate([](const v1beta1::AllocateRequest&, v1beta1::AllocateResponse*) {
-    return grpc::Status(grpc::StatusCode::INTERNAL, "driver busy");
-  });
+  EXPECT_THAT(pod.message,
+              HasSubstr("no containers return in allocation response"));
+  plugin->SetAllocate(
+      [](const v1beta1::AllocateRequest&, v1beta1::AllocateResponse*) {
+        return grpc::Status(grpc::StatusCode::INTERNAL, "driver busy");
+      });
   pod = host_->Admit(MakePod("error", {{kGpu, 4}}), false);
   EXPECT_FALSE(pod.admitted);
   EXPECT_THAT(pod.message, HasSubstr("driver busy"));
@@ -481,12 +490,14 @@ TEST_F(HostTest, K23_K24_AllocateFailuresFailAdmissionAndFreeDevices) {
 
 TEST_F(HostTest, K25_K26_NotEnoughOrUnhealthyDevices) {
   StartHost();
-  auto plugin = Plugin("a.sock", {MakeDevice("gpu-0", {0}), MakeDevice("gpu-1", {0}, "Unhealthy")});
+  auto plugin = Plugin("a.sock", {MakeDevice("gpu-0", {0}),
+                                  MakeDevice("gpu-1", {0}, "Unhealthy")});
   ASSERT_TRUE(WaitFor([&] { return View().capacity == 2; }));
   PodResult pod = host_->Admit(MakePod("two", {{kGpu, 2}}), false);
   EXPECT_FALSE(pod.admitted);
-  EXPECT_THAT(pod.message, HasSubstr("requested number of devices unavailable for "
-                                     "example.com/gpu. Requested: 2, Available: 1"));
+  EXPECT_THAT(pod.message,
+              HasSubstr("requested number of devices unavailable for "
+                        "example.com/gpu. Requested: 2, Available: 1"));
   EXPECT_THAT(plugin->allocate_requests(), SizeIs(0));
   pod = host_->Admit(MakePod("one", {{kGpu, 1}}), false);
   ASSERT_TRUE(pod.admitted);
@@ -494,8 +505,9 @@ TEST_F(HostTest, K25_K26_NotEnoughOrUnhealthyDevices) {
   plugin->SetDevices({MakeDevice("gpu-0", {0}, "Unhealthy")});
   ASSERT_TRUE(WaitFor([&] { return View().allocatable == 0; }));
   pod = host_->Admit(MakePod("none", {{kGpu, 1}}), false);
-  EXPECT_THAT(pod.message, HasSubstr("no healthy devices present; cannot allocate "
-                                     "unhealthy devices example.com/gpu"));
+  EXPECT_THAT(pod.message,
+              HasSubstr("no healthy devices present; cannot allocate "
+                        "unhealthy devices example.com/gpu"));
 }
 
 TEST_F(HostTest, K27_ReadmissionReusesTheAllocation) {
@@ -515,7 +527,8 @@ TEST_F(HostTest, K30_K31_PreferredAllocationParametersAndAnswers) {
   v1beta1::DevicePluginOptions options;
   options.set_get_preferred_allocation_available(true);
   std::vector<v1beta1::Device> eight;
-  for (int i = 0; i < 8; ++i) eight.push_back(MakeDevice("d" + std::to_string(i), {i / 4}));
+  for (int i = 0; i < 8; ++i)
+    eight.push_back(MakeDevice("d" + std::to_string(i), {i / 4}));
   auto plugin = Plugin("a.sock", eight, options);
   ASSERT_TRUE(WaitFor([&] { return View().allocatable == 8; }));
   // The plugin answers with a foreign id and too few: the rest is filled.
@@ -570,7 +583,8 @@ TEST_F(HostTest, K32_PreferredAllocationErrorFailsAdmission) {
 TEST_F(HostTest, K35_ConcurrentAdmissionsNeverShareADevice) {
   StartHost();
   std::vector<v1beta1::Device> devices;
-  for (int i = 0; i < 32; ++i) devices.push_back(MakeDevice("d" + std::to_string(i), {i % 2}));
+  for (int i = 0; i < 32; ++i)
+    devices.push_back(MakeDevice("d" + std::to_string(i), {i % 2}));
   auto plugin = Plugin("a.sock", devices);
   ASSERT_TRUE(WaitFor([&] { return View().allocatable == 32; }));
   std::vector<std::future<PodResult>> results;
@@ -625,9 +639,10 @@ TEST_F(HostTest, K37_PreStartCarriesTheContainersDevices) {
   ASSERT_TRUE(pod.admitted);
   const auto requests = plugin->pre_start_requests();
   ASSERT_THAT(requests, SizeIs(1));
-  EXPECT_THAT(std::vector<std::string>(requests[0].devices_ids().begin(),
-                                       requests[0].devices_ids().end()),
-              ::testing::UnorderedElementsAreArray(pod.containers[0].devices.at(kGpu)));
+  EXPECT_THAT(
+      std::vector<std::string>(requests[0].devices_ids().begin(),
+                               requests[0].devices_ids().end()),
+      ::testing::UnorderedElementsAreArray(pod.containers[0].devices.at(kGpu)));
   plugin->SetPreStart([](const v1beta1::PreStartContainerRequest&) {
     return grpc::Status(grpc::StatusCode::INTERNAL, "not ready");
   });
@@ -667,17 +682,20 @@ TEST_F(HostTest, K40_K41_K44_RestartRestoresAllocations) {
   ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
   const PodResult fresh = host_->Admit(MakePod("new", {{kGpu, 3}}), false);
   ASSERT_TRUE(fresh.admitted) << fresh.message;
-  for (const auto& id : fresh.containers[0].devices.at(kGpu)) EXPECT_NE(id, held);
+  for (const auto& id : fresh.containers[0].devices.at(kGpu))
+    EXPECT_NE(id, held);
   EXPECT_THAT(back.allocate_requests(), SizeIs(1));
   EXPECT_FALSE(host_->Admit(MakePod("more", {{kGpu, 1}}), false).admitted);
 }
 
 TEST_F(HostTest, K43_CorruptCheckpointStartsEmpty) {
   std::filesystem::create_directories(dir());
-  std::ofstream(dir() / kCheckpointFile) << "{\"version\":1,\"checksum\":\"0\",\"data\":{}}";
+  std::ofstream(dir() / kCheckpointFile)
+      << "{\"version\":1,\"checksum\":\"0\",\"data\":{}}";
   StartHost();
   EXPECT_THAT(host_->StatusJson()["pods"], SizeIs(0));
-  EXPECT_TRUE(std::filesystem::exists(dir() / (std::string(kCheckpointFile) + ".corrupt")));
+  EXPECT_TRUE(std::filesystem::exists(
+      dir() / (std::string(kCheckpointFile) + ".corrupt")));
   host_.reset();
   std::ofstream(dir() / kCheckpointFile) << "garbage\x01\x02";
   StartHost();
@@ -700,11 +718,12 @@ TEST_F(HostTest, K47_GarbageResponsesAreErrors) {
   StartHost();
   auto plugin = Plugin("a.sock", FourGpus());
   ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
-  plugin->SetAllocate([](const v1beta1::AllocateRequest&, v1beta1::AllocateResponse* r) {
-    auto* c = r->add_container_responses();
-    (*c->mutable_envs())["BIG"] = std::string(5 << 20, 'x');  // > 4 MiB
-    return grpc::Status::OK;
-  });
+  plugin->SetAllocate(
+      [](const v1beta1::AllocateRequest&, v1beta1::AllocateResponse* r) {
+        auto* c = r->add_container_responses();
+        (*c->mutable_envs())["BIG"] = std::string(5 << 20, 'x');  // > 4 MiB
+        return grpc::Status::OK;
+      });
   const PodResult pod = host_->Admit(MakePod("p", {{kGpu, 1}}), false);
   EXPECT_FALSE(pod.admitted);
   EXPECT_EQ(pod.reason, "UnexpectedAdmissionError");
@@ -719,7 +738,8 @@ TEST_F(HostTest, TopologyAffinityErrorUnderSingleNumaNode) {
   const PodResult pod = host_->Admit(MakePod("p", {{kGpu, 3}}), true);
   EXPECT_FALSE(pod.admitted);
   EXPECT_EQ(pod.reason, "TopologyAffinityError");
-  EXPECT_EQ(pod.message, "Resources cannot be allocated with Topology locality");
+  EXPECT_EQ(pod.message,
+            "Resources cannot be allocated with Topology locality");
   ASSERT_TRUE(pod.explanation.is_array());
   EXPECT_FALSE(pod.explanation.empty());
   const PodResult two = host_->Admit(MakePod("q", {{kGpu, 2}}), false);
@@ -740,20 +760,25 @@ TEST_F(HostTest, CostBasedSelectionKeepsGpuAndNicOnOneSwitch) {
     StartHost(config);
     auto gpus = Plugin("gpu.sock", {MakeDevice("0000:1a:00.0", {0}),
                                     MakeDevice("0000:3e:00.0", {0})});
-    auto nics = Plugin("nic.sock", {MakeDevice("0000:1c:00.0", {0}),
-                                    MakeDevice("0000:3f:00.0", {0})},
-                       {}, "example.com/nic");
+    auto nics = Plugin(
+        "nic.sock",
+        {MakeDevice("0000:1c:00.0", {0}), MakeDevice("0000:3f:00.0", {0})}, {},
+        "example.com/nic");
     ASSERT_TRUE(WaitFor([&] {
-      return View().allocatable == 2 && View("example.com/nic").allocatable == 2;
+      return View().allocatable == 2 &&
+             View("example.com/nic").allocatable == 2;
     }));
     // A first pod takes the NIC next to the first GPU.
-    const PodResult first = host_->Admit(MakePod("nic-only", {{"example.com/nic", 1}}), false);
+    const PodResult first =
+        host_->Admit(MakePod("nic-only", {{"example.com/nic", 1}}), false);
     ASSERT_TRUE(first.admitted);
-    ASSERT_EQ(first.containers[0].devices.at("example.com/nic")[0], "0000:1c:00.0");
+    ASSERT_EQ(first.containers[0].devices.at("example.com/nic")[0],
+              "0000:1c:00.0");
     const PodResult pod = host_->Admit(
         MakePod("pair", {{kGpu, 1}, {"example.com/nic", 1}}), false);
     ASSERT_TRUE(pod.admitted) << pod.message;
-    EXPECT_EQ(pod.containers[0].devices.at("example.com/nic")[0], "0000:3f:00.0");
+    EXPECT_EQ(pod.containers[0].devices.at("example.com/nic")[0],
+              "0000:3f:00.0");
     // The kubelet takes the first aligned GPU, across switches; the cost
     // graph takes the one behind the NIC's switch.
     EXPECT_EQ(pod.containers[0].devices.at(kGpu)[0],

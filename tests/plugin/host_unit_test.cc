@@ -22,7 +22,8 @@ TEST(CpuQuantityTest, KubernetesForms) {
   EXPECT_EQ(*ParseCpuQuantity("0.5"), 500);
   EXPECT_EQ(*ParseCpuQuantity("250m"), 250);
   for (const char* bad : {"", "two", "1x", "-1", "m"}) {
-    EXPECT_THAT(ParseCpuQuantity(bad).status(), StatusIs(StatusCode::kInvalidArgument))
+    EXPECT_THAT(ParseCpuQuantity(bad).status(),
+                StatusIs(StatusCode::kInvalidArgument))
         << bad;
   }
 }
@@ -86,13 +87,16 @@ TEST(PodManifestTest, ErrorsNameTheField) {
       {"kind: Deployment\nmetadata: {name: x}\n", "only Pod manifests"},
       {"kind: Pod\nspec: {containers: [{name: c}]}\n", "metadata.name"},
       {"kind: Pod\nmetadata: {name: x}\nspec: {}\n", "spec.containers"},
-      {"kind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: c, resources: "
+      {"kind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: c, "
+       "resources: "
        "{limits: {cpu: lots}}}]}\n",
        "spec.containers[0].resources.limits.cpu"},
-      {"kind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: c, resources: "
+      {"kind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: c, "
+       "resources: "
        "{limits: {example.com/gpu: 1.5}}}]}\n",
        "not a whole number of devices"},
-      {"kind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: c}, {name: c}]}\n",
+      {"kind: Pod\nmetadata: {name: x}\nspec: {containers: [{name: c}, {name: "
+       "c}]}\n",
        "used twice"},
       {"kind: Pod\nmetadata: {name: [\n", "pods.yaml:"},
       {"", "no Pod manifest"},

@@ -17,9 +17,9 @@ namespace topology::testing {
 // available ones; options and failures are settable.
 class ScriptedHandler : public plugin::ResourceHandler {
  public:
-  explicit ScriptedHandler(plugin::DevicePluginOptions options = {
-                               .pre_start_required = true,
-                               .get_preferred_allocation_available = true})
+  explicit ScriptedHandler(plugin::DevicePluginOptions options =
+                               {.pre_start_required = true,
+                                .get_preferred_allocation_available = true})
       : options_(options) {}
 
   plugin::DevicePluginOptions Options() const override { return options_; }
@@ -41,7 +41,8 @@ class ScriptedHandler : public plugin::ResourceHandler {
     std::string joined;
     for (const std::string& id : ids) {
       joined += (joined.empty() ? "" : ",") + id;
-      allocation.mounts.push_back({"/run/devices/" + id, "/var/run/" + id, true});
+      allocation.mounts.push_back(
+          {"/run/devices/" + id, "/var/run/" + id, true});
       allocation.devices.push_back({"/dev/" + id, "/dev/" + id, "rw"});
     }
     allocation.envs["DEVICES"] = joined;

@@ -1,14 +1,14 @@
 // The topology-device-plugin executable as operators run it: a separate
 // process against the in-process fake kubelet (crash, SIGTERM, flags).
-#include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <thread>
+
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -35,8 +35,8 @@ class PluginProcess {
     args.insert(args.begin(), kBinary);
     for (auto& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);
-    EXPECT_EQ(posix_spawn(&pid_, kBinary, nullptr, nullptr, argv.data(), environ),
-              0);
+    EXPECT_EQ(
+        posix_spawn(&pid_, kBinary, nullptr, nullptr, argv.data(), environ), 0);
   }
   ~PluginProcess() {
     if (pid_ > 0) {
@@ -74,10 +74,11 @@ class PluginBinaryTest : public ::testing::Test {
                               "        classes: [\"0302\"]\n";
   }
   std::vector<std::string> Args() const {
-    return {"--config",      config_.string(),        "--host-root",
-            root_.path().string(), "--plugin-dir", plugins_.path().string(),
-            "--http-addr",   "",                      "--rescan-interval",
-            "0"};
+    return {"--config",          config_.string(),
+            "--host-root",       root_.path().string(),
+            "--plugin-dir",      plugins_.path().string(),
+            "--http-addr",       "",
+            "--rescan-interval", "0"};
   }
 
   TempDir root_;
@@ -138,7 +139,8 @@ TEST_F(PluginBinaryTest, BadInputIsExitTwoNamingWhat) {
   CommandResult result = RunCommand(std::string(kBinary) + " --config " +
                                     config_.string() + " --print-matches");
   EXPECT_EQ(result.exit_code, 2);
-  EXPECT_THAT(result.out, HasSubstr("resources[0].selectors[0]: unknown key \"vendor\""));
+  EXPECT_THAT(result.out,
+              HasSubstr("resources[0].selectors[0]: unknown key \"vendor\""));
   std::ofstream(config_) << "resources: [{name: example.com/gpu, "
                             "selectors: [{vendors: [\"10de\"]}]}]\n";
   result = RunCommand(std::string(kBinary) + " --config " + config_.string() +

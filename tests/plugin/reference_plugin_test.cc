@@ -1,6 +1,8 @@
 // topology-device-plugin against the fake kubelet on fixture sysfs trees:
 // topology reporting, preferred allocations (P.c), Allocate content (P.d),
 // health and hot-plug.
+#include "reference_plugin.h"
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -13,7 +15,6 @@
 
 #include "fake_kubelet.h"
 #include "http_endpoint.h"
-#include "reference_plugin.h"
 #include "seeded_random.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
@@ -108,7 +109,8 @@ class ReferencePluginTest : public ::testing::Test {
   bool WaitForList(Predicate predicate, std::chrono::milliseconds timeout) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
     while (std::chrono::steady_clock::now() < deadline) {
-      if (auto latest = gpu_->latest(); latest && predicate(*latest)) return true;
+      if (auto latest = gpu_->latest(); latest && predicate(*latest))
+        return true;
       std::this_thread::sleep_for(10ms);
     }
     return false;
@@ -127,7 +129,8 @@ std::map<std::string, std::vector<int64_t>> NodesById(
   for (const auto& device : list.devices()) {
     auto& nodes = out[device.id()];
     if (device.has_topology()) {
-      for (const auto& node : device.topology().nodes()) nodes.push_back(node.id());
+      for (const auto& node : device.topology().nodes())
+        nodes.push_back(node.id());
     }
   }
   return out;
@@ -173,7 +176,8 @@ TEST(ReferencePluginLocalityTest, MixedLocalityReportsNoTopologyAtAll) {
   kubelet.Start();
   PluginOptions options;
   options.config = *ParseConfig(
-      "resources: [{name: example.com/gpu, selectors: [{vendors: [\"10de\"]}]}]",
+      "resources: [{name: example.com/gpu, selectors: [{vendors: "
+      "[\"10de\"]}]}]",
       "t");
   options.host_root = root.path();
   options.runner.plugin_dir = plugins.path();
@@ -202,8 +206,10 @@ TEST_F(ReferencePluginTest, P29_NumaAwarePreferredAllocation) {
   auto four = Preferred(AllGpus(), {}, 4);
   ASSERT_THAT(four.status(), IsOk());
   std::set<std::string> chosen(four->begin(), four->end());
-  const bool node0 = chosen == std::set<std::string>(kNode0Gpus.begin(), kNode0Gpus.end());
-  const bool node1 = chosen == std::set<std::string>(kNode1Gpus.begin(), kNode1Gpus.end());
+  const bool node0 =
+      chosen == std::set<std::string>(kNode0Gpus.begin(), kNode0Gpus.end());
+  const bool node1 =
+      chosen == std::set<std::string>(kNode1Gpus.begin(), kNode1Gpus.end());
   EXPECT_TRUE(node0 || node1) << ::testing::PrintToString(*four);
   auto with_must = Preferred(AllGpus(), {"0000:ba:00.0"}, 4);
   ASSERT_THAT(with_must.status(), IsOk());
@@ -230,16 +236,21 @@ TEST_F(ReferencePluginTest, P28_PreferredAnswersAreAlwaysValid) {
     for (const auto& id : available) {
       if (random.Uniform(0, 5) == 0) must.push_back(id);
     }
-    const int size = random.Uniform(static_cast<int>(std::max<size_t>(must.size(), 1)),
-                                    static_cast<int>(available.size()));
+    const int size =
+        random.Uniform(static_cast<int>(std::max<size_t>(must.size(), 1)),
+                       static_cast<int>(available.size()));
     auto answer = Preferred(available, must, size);
-    ASSERT_THAT(answer.status(), IsOk()) << "seed " << seed << " round " << round;
+    ASSERT_THAT(answer.status(), IsOk())
+        << "seed " << seed << " round " << round;
     std::set<std::string> ids(answer->begin(), answer->end());
-    EXPECT_EQ(ids.size(), static_cast<size_t>(size)) << "seed " << seed << " round " << round;
+    EXPECT_EQ(ids.size(), static_cast<size_t>(size))
+        << "seed " << seed << " round " << round;
     for (const auto& id : ids) {
-      EXPECT_NE(std::find(available.begin(), available.end(), id), available.end());
+      EXPECT_NE(std::find(available.begin(), available.end(), id),
+                available.end());
     }
-    for (const auto& id : must) EXPECT_TRUE(ids.contains(id)) << "seed " << seed << " round " << round;
+    for (const auto& id : must)
+      EXPECT_TRUE(ids.contains(id)) << "seed " << seed << " round " << round;
   }
 }
 
@@ -290,8 +301,9 @@ TEST_F(ReferencePluginTest, P37_AllocateContent) {
     EXPECT_EQ(device.container_path(), device.host_path());
     EXPECT_EQ(device.permissions(), "rw");
   }
-  EXPECT_THAT(nodes, UnorderedElementsAre("/dev/dri/by-path/pci-0000:1a:00.0-render",
-                                          "/dev/nvidiactl"));
+  EXPECT_THAT(nodes,
+              UnorderedElementsAre("/dev/dri/by-path/pci-0000:1a:00.0-render",
+                                   "/dev/nvidiactl"));
   ASSERT_EQ(answer.cdi_devices_size(), 2);
   EXPECT_EQ(answer.cdi_devices(0).name(), "example.com/gpu=0000:1a:00.0");
   EXPECT_LT(response.ByteSizeLong(), 4u << 20);
@@ -300,15 +312,19 @@ TEST_F(ReferencePluginTest, P37_AllocateContent) {
 TEST_F(ReferencePluginTest, VfioDevicesGetTheirGroupNodes) {
   // Rebind one GPU to vfio-pci with IOMMU group 42.
   const auto dir = DeviceDir("0000:9a:00.0");
-  std::filesystem::create_directories(root_.path() / "sys/bus/pci/drivers/vfio-pci");
-  std::filesystem::create_directories(root_.path() / "sys/kernel/iommu_groups/42");
+  std::filesystem::create_directories(root_.path() /
+                                      "sys/bus/pci/drivers/vfio-pci");
+  std::filesystem::create_directories(root_.path() /
+                                      "sys/kernel/iommu_groups/42");
   std::filesystem::remove(dir / "driver");
   std::filesystem::create_directory_symlink(
-      std::filesystem::relative(root_.path() / "sys/bus/pci/drivers/vfio-pci", dir),
+      std::filesystem::relative(root_.path() / "sys/bus/pci/drivers/vfio-pci",
+                                dir),
       dir / "driver");
   std::filesystem::remove(dir / "iommu_group");
   std::filesystem::create_directory_symlink(
-      std::filesystem::relative(root_.path() / "sys/kernel/iommu_groups/42", dir),
+      std::filesystem::relative(root_.path() / "sys/kernel/iommu_groups/42",
+                                dir),
       dir / "iommu_group");
   StartPlugin();
   v1beta1::AllocateRequest request;
@@ -349,7 +365,8 @@ TEST_F(ReferencePluginTest, P39_UnboundDriverIsUnhealthyThenRecovers) {
   EXPECT_TRUE(unhealthy(*gpu_->latest()));
   std::this_thread::sleep_for(350ms);
   ASSERT_THAT(plugin_->Rescan(), IsOk());
-  EXPECT_TRUE(WaitForList([&](const auto& list) { return !unhealthy(list); }, 1s));
+  EXPECT_TRUE(
+      WaitForList([&](const auto& list) { return !unhealthy(list); }, 1s));
 }
 
 TEST_F(ReferencePluginTest, RisingAerCounterIsUnhealthy) {
@@ -361,7 +378,8 @@ TEST_F(ReferencePluginTest, RisingAerCounterIsUnhealthy) {
   EXPECT_TRUE(WaitForList(
       [](const auto& list) {
         for (const auto& device : list.devices()) {
-          if (device.id() == "0000:bb:00.0") return device.health() == "Unhealthy";
+          if (device.id() == "0000:bb:00.0")
+            return device.health() == "Unhealthy";
         }
         return false;
       },
@@ -370,16 +388,19 @@ TEST_F(ReferencePluginTest, RisingAerCounterIsUnhealthy) {
 
 TEST_F(ReferencePluginTest, P19_FaultInjectionFlipsOneDevice) {
   StartPlugin();
-  ASSERT_THAT(plugin_->SetHealthOverride("0000:1b:00.0", plugin::Health::kUnhealthy),
-              IsOk());
+  ASSERT_THAT(
+      plugin_->SetHealthOverride("0000:1b:00.0", plugin::Health::kUnhealthy),
+      IsOk());
   ASSERT_TRUE(gpu_->WaitForMessages(2, 1s));
   const auto list = *gpu_->latest();
   ASSERT_EQ(list.devices_size(), 8);
   for (const auto& device : list.devices()) {
-    EXPECT_EQ(device.health(), device.id() == "0000:1b:00.0" ? "Unhealthy" : "Healthy");
+    EXPECT_EQ(device.health(),
+              device.id() == "0000:1b:00.0" ? "Unhealthy" : "Healthy");
   }
-  EXPECT_THAT(plugin_->SetHealthOverride("0000:00:00.7", plugin::Health::kHealthy),
-              StatusIs(StatusCode::kNotFound));
+  EXPECT_THAT(
+      plugin_->SetHealthOverride("0000:00:00.7", plugin::Health::kHealthy),
+      StatusIs(StatusCode::kNotFound));
 }
 
 TEST_F(ReferencePluginTest, HotPlugRemovalAndReturnWithinASecond) {
@@ -393,22 +414,23 @@ TEST_F(ReferencePluginTest, HotPlugRemovalAndReturnWithinASecond) {
   std::filesystem::remove(link);
   const auto removed = std::chrono::steady_clock::now();
   plugin_->NotifyUevent("remove", "/devices/pci0000:97/0000:97:01.0/" + gone);
-  ASSERT_TRUE(WaitForList([&](const auto& list) { return list.devices_size() == 7; },
-                          1s));
+  ASSERT_TRUE(WaitForList(
+      [&](const auto& list) { return list.devices_size() == 7; }, 1s));
   EXPECT_LT(std::chrono::steady_clock::now() - removed, 1s);
   EXPECT_FALSE(NodesById(*gpu_->latest()).contains(gone));
   // Back again.
   std::filesystem::rename(parked, dir);
   std::filesystem::create_directory_symlink(link_target, link);
   plugin_->NotifyUevent("add", "/devices/pci0000:97/0000:97:01.0/" + gone);
-  ASSERT_TRUE(WaitForList([&](const auto& list) { return list.devices_size() == 8; },
-                          1s));
+  ASSERT_TRUE(WaitForList(
+      [&](const auto& list) { return list.devices_size() == 8; }, 1s));
   EXPECT_THAT(NodesById(*gpu_->latest()).at(gone), ElementsAre(1));
 }
 
 TEST_F(ReferencePluginTest, PeriodicRescanFindsChangesWithoutUevents) {
   auto config = ParseConfig(
-      "resources: [{name: example.com/gpu, selectors: [{vendors: [\"10de\"]}]}]",
+      "resources: [{name: example.com/gpu, selectors: [{vendors: "
+      "[\"10de\"]}]}]",
       "t");
   PluginOptions options;
   options.config = *config;
@@ -436,8 +458,9 @@ TEST_F(ReferencePluginTest, MetricsAndHealthz) {
   StartPlugin();
   (void)Preferred(AllGpus(), {}, 2);
   auto http = HttpEndpoint::Start(
-      "127.0.0.1:0", {.health_problem = [&] { return plugin_->HealthProblem(); },
-                      .metrics = [&] { return plugin_->MetricsText(); }});
+      "127.0.0.1:0",
+      {.health_problem = [&] { return plugin_->HealthProblem(); },
+       .metrics = [&] { return plugin_->MetricsText(); }});
   ASSERT_THAT(http.status(), IsOk());
   const int port = (*http)->port();
   auto health = HttpGet(port, "/healthz");
@@ -452,17 +475,19 @@ TEST_F(ReferencePluginTest, MetricsAndHealthz) {
   EXPECT_THAT(body,
               HasSubstr("topology_device_plugin_registrations_total{resource="
                         "\"example.com/gpu\"} 1"));
-  EXPECT_THAT(body,
-              HasSubstr("topology_device_plugin_preferred_allocation_seconds_count{"
-                        "resource=\"example.com/gpu\"} 1"));
+  EXPECT_THAT(
+      body,
+      HasSubstr("topology_device_plugin_preferred_allocation_seconds_count{"
+                "resource=\"example.com/gpu\"} 1"));
   for (const char* bad : {"nonsense", ":80", "127.0.0.1:", "127.0.0.1:99999",
                           "localhost:80", "1.2.3:4"}) {
     EXPECT_THAT(HttpEndpoint::Start(bad, {}).status(),
                 StatusIs(StatusCode::kInvalidArgument, HasSubstr("host:port")))
         << bad;
   }
-  EXPECT_THAT(HttpEndpoint::Start("127.0.0.1:" + std::to_string(port), {}).status(),
-              StatusIs(StatusCode::kUnavailable));
+  EXPECT_THAT(
+      HttpEndpoint::Start("127.0.0.1:" + std::to_string(port), {}).status(),
+      StatusIs(StatusCode::kUnavailable));
   plugin_->Stop();
   auto stopped = HttpGet(port, "/healthz");
   ASSERT_THAT(stopped.status(), IsOk());
@@ -474,7 +499,8 @@ TEST_F(ReferencePluginTest, DescribeMatches) {
   StartPlugin();
   const std::string text = plugin_->DescribeMatches();
   EXPECT_THAT(text, HasSubstr("example.com/gpu: 8 device(s)"));
-  EXPECT_THAT(text, HasSubstr("0000:1a:00.0  10de:20b0 class 030200  driver nvidia  numa 0  Healthy"));
+  EXPECT_THAT(text, HasSubstr("0000:1a:00.0  10de:20b0 class 030200  driver "
+                              "nvidia  numa 0  Healthy"));
   EXPECT_THAT(text, HasSubstr("example.com/nic: 4 device(s)"));
 }
 

@@ -3,15 +3,16 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "config.h"
+#include "topology/discovery.h"
 #include "topology/plugin/duration.h"
+
+#include "config.h"
 #include "health.h"
 #include "selectors.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
 #include "sysfs_tree_builder.h"
 #include "temp_dir.h"
-#include "topology/discovery.h"
 
 namespace topology::device_plugin {
 namespace {
@@ -89,7 +90,8 @@ TEST(ConfigTest, ErrorsNameTheKeyPathAndPosition) {
        "c.yaml:4:9: resources[0].selectors[0]: unknown key \"vendor\""},
       {"resources:\n  - name: example.com/gpu\n    selectors:\n"
        "      - vendors: [\"10dex\"]\n",
-       "resources[0].selectors[0].vendors[0]: \"10dex\" is not a 16-bit hex id"},
+       "resources[0].selectors[0].vendors[0]: \"10dex\" is not a 16-bit hex "
+       "id"},
       {"resources:\n  - name: example.com/gpu\n    selectors:\n"
        "      - classes: [\"030\"]\n",
        "resources[0].selectors[0].classes[0]"},
@@ -103,7 +105,8 @@ TEST(ConfigTest, ErrorsNameTheKeyPathAndPosition) {
        "resources[1].name: resource \"a.com/x\" is declared twice"},
       {"resources: [\n", "c.yaml:2:1"},
       {"", "the configuration is empty"},
-      {"resources:\n  - name: a.com/x\n    selectors: [{pfNames: [\"p#3-1\"]}]\n",
+      {"resources:\n  - name: a.com/x\n    selectors: [{pfNames: "
+       "[\"p#3-1\"]}]\n",
        "VF range"},
       {"resources:\n  - name: a.com/x\n    selectors: [{vendors: [\"1\"]}]\n"
        "    deviceNodes: [\"dev/x\"]\n",
@@ -118,8 +121,9 @@ TEST(ConfigTest, ErrorsNameTheKeyPathAndPosition) {
                 StatusIs(StatusCode::kInvalidArgument, HasSubstr(c.message)))
         << c.yaml;
   }
-  EXPECT_THAT(LoadConfig("/nonexistent/config.yaml").status(),
-              StatusIs(StatusCode::kNotFound, HasSubstr("/nonexistent/config.yaml")));
+  EXPECT_THAT(
+      LoadConfig("/nonexistent/config.yaml").status(),
+      StatusIs(StatusCode::kNotFound, HasSubstr("/nonexistent/config.yaml")));
 }
 
 TEST(ConfigTest, PciDeviceEnvNameFollowsSriov) {
@@ -174,14 +178,17 @@ TEST(HealthTrackerTest, FaultsAreImmediateRecoveryNeedsQuiet) {
   verdict = tracker.Observe(a, bound, t0 + 2s);
   EXPECT_EQ(verdict.health, plugin::Health::kUnhealthy);
   EXPECT_THAT(verdict.reason, HasSubstr("recovering"));
-  EXPECT_EQ(tracker.Observe(a, bound, t0 + 10s).health, plugin::Health::kUnhealthy);
-  EXPECT_EQ(tracker.Observe(a, bound, t0 + 11s).health, plugin::Health::kHealthy);
+  EXPECT_EQ(tracker.Observe(a, bound, t0 + 10s).health,
+            plugin::Health::kUnhealthy);
+  EXPECT_EQ(tracker.Observe(a, bound, t0 + 11s).health,
+            plugin::Health::kHealthy);
   // A rising AER counter is a fault; a steady high one is not.
   HealthReading errors{.driver = "nvidia", .aer_fatal = 2};
   verdict = tracker.Observe(a, errors, t0 + 12s);
   EXPECT_EQ(verdict.health, plugin::Health::kUnhealthy);
   EXPECT_THAT(verdict.reason, HasSubstr("AER fatal errors rose from 0 to 2"));
-  EXPECT_EQ(tracker.Observe(a, errors, t0 + 23s).health, plugin::Health::kHealthy);
+  EXPECT_EQ(tracker.Observe(a, errors, t0 + 23s).health,
+            plugin::Health::kHealthy);
   // A device that never had a driver is not unhealthy for lacking one.
   const PciAddress b = *PciAddress::Parse("0000:02:00.0");
   EXPECT_EQ(tracker.Observe(b, unbound, t0).health, plugin::Health::kHealthy);
@@ -251,7 +258,8 @@ TEST_F(SelectorTest, VendorClassDriverAndAddress) {
 TEST_F(SelectorTest, FirstResourceWinsAndClaimsAreSticky) {
   const char* yaml =
       "resources:\n"
-      "  - {name: a.com/first, selectors: [{pciAddresses: [\"0000:1a:00.0\"]}]}\n"
+      "  - {name: a.com/first, selectors: [{pciAddresses: "
+      "[\"0000:1a:00.0\"]}]}\n"
       "  - {name: a.com/all, selectors: [{vendors: [\"10de\"]}]}\n";
   EXPECT_THAT(Claimed(yaml, 0), ElementsAre("0000:1a:00.0"));
   EXPECT_EQ(Claimed(yaml, 1).size(), 7u);
@@ -297,9 +305,10 @@ TEST(PfNameSelectorTest, VirtualFunctionsOfANamedPf) {
   ASSERT_THAT(topology.status(), IsOk());
   auto reader = NewHostRootReader(dir.path());
   auto claimed = [&](const std::string& names) {
-    auto config = ParseConfig(
-        "resources: [{name: a.com/vf, selectors: [{pfNames: [" + names + "]}]}]",
-        "t");
+    auto config =
+        ParseConfig("resources: [{name: a.com/vf, selectors: [{pfNames: [" +
+                        names + "]}]}]",
+                    "t");
     EXPECT_THAT(config.status(), IsOk());
     std::vector<std::string> out;
     for (const auto& [address, index] :
@@ -308,7 +317,8 @@ TEST(PfNameSelectorTest, VirtualFunctionsOfANamedPf) {
     }
     return out;
   };
-  if (topology->FindDevice(*PciAddress::Parse("0000:3b:00.0"))->virtfns.empty()) {
+  if (topology->FindDevice(*PciAddress::Parse("0000:3b:00.0"))
+          ->virtfns.empty()) {
     GTEST_SKIP() << "the builder wrote no virtfn links";
   }
   EXPECT_THAT(claimed("ens1f0"), ElementsAre("0000:3b:00.1", "0000:3b:00.2",

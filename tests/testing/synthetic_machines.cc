@@ -257,7 +257,8 @@ bool WriteMachine(const std::string& name, const std::filesystem::path& root) {
   } else if (name == "sriov-4096") {
     WriteSriovMachine(root, 16, 255);
   } else if (int pfs = 0, vfs = 0, used = 0;
-             std::sscanf(name.c_str(), "sriov-%dx%d%n", &pfs, &vfs, &used) == 2 &&
+             std::sscanf(name.c_str(), "sriov-%dx%d%n", &pfs, &vfs, &used) ==
+                 2 &&
              used == static_cast<int>(name.size()) && pfs > 0 && pfs <= 0xc0 &&
              vfs > 0 && vfs <= 496) {
     WriteSriovMachine(root, pfs, vfs);

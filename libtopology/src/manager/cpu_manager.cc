@@ -244,8 +244,8 @@ Status CpuManager::Restore(const std::string& pod_uid,
   std::lock_guard<std::mutex> lock(mutex_);
   if (cpus.empty()) return OkStatus();
   if (!static_) {
-    return InvalidArgumentError("exclusive CPUs " + cpus.ToList() +
-                                " of " + pod_uid + "/" + container +
+    return InvalidArgumentError("exclusive CPUs " + cpus.ToList() + " of " +
+                                pod_uid + "/" + container +
                                 " with the none CPU policy");
   }
   if (!cpus.IsSubsetOf(Allocatable())) {

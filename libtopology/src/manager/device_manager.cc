@@ -392,7 +392,8 @@ std::map<std::string, DeviceManager::DeviceSet> DeviceManager::JointChoice(
     DeviceSet ids(it->second.begin(), it->second.end());
     if (static_cast<int>(ids.size()) != pool.count) return {};
     for (const std::string& id : ids) {
-      if (!std::binary_search(pool.candidates.begin(), pool.candidates.end(), id)) {
+      if (!std::binary_search(pool.candidates.begin(), pool.candidates.end(),
+                              id)) {
         return {};
       }
     }

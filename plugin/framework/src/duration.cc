@@ -21,8 +21,10 @@ StatusOr<std::chrono::nanoseconds> ParseDuration(std::string_view text) {
     bool dot = false;
     while (i < text.size() &&
            ((text[i] >= '0' && text[i] <= '9') || (text[i] == '.' && !dot))) {
-      if (text[i] == '.') dot = true;
-      else digits = true;
+      if (text[i] == '.')
+        dot = true;
+      else
+        digits = true;
       ++i;
     }
     if (!digits) {
@@ -48,9 +50,9 @@ StatusOr<std::chrono::nanoseconds> ParseDuration(std::string_view text) {
       }
     }
     if (scale == 0) {
-      return InvalidArgumentError(quoted + ": missing or unknown unit at offset " +
-                                  std::to_string(i) +
-                                  " (units: ns, us, ms, s, m, h)");
+      return InvalidArgumentError(
+          quoted + ": missing or unknown unit at offset " + std::to_string(i) +
+          " (units: ns, us, ms, s, m, h)");
     }
     total += value * scale;
   }

@@ -1,11 +1,5 @@
 #include "topology/plugin/plugin_runner.h"
 
-#include <signal.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -21,13 +15,19 @@
 
 #include <glog/logging.h>
 #include <grpcpp/grpcpp.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "topology/plugin/resource_name.h"
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "dir_watcher.h"
 #include "grpc_status.h"
 #include "list_and_watch.h"
 #include "proto_conversion.h"
-#include "topology/plugin/resource_name.h"
 
 namespace topology::plugin {
 
@@ -302,8 +302,8 @@ Status ValidateDevices(const std::vector<Device>& devices) {
 Status ResourceServer::SetDevices(std::vector<Device> devices) {
   Status valid = ValidateDevices(devices);
   if (!valid.ok()) return valid.WithContext(name_);
-  auto message = std::make_shared<v1beta1::ListAndWatchResponse>(
-      ToProto(devices));
+  auto message =
+      std::make_shared<v1beta1::ListAndWatchResponse>(ToProto(devices));
   const size_t bytes = message->ByteSizeLong();
   if (bytes > options_.max_message_bytes) {
     return ResourceExhaustedError(
@@ -361,7 +361,8 @@ Status ResourceServer::CheckIds(const std::vector<std::string>& ids,
 
 Status CheckAllocation(const ContainerAllocation& allocation) {
   for (const auto& [key, value] : allocation.envs) {
-    if (key.empty()) return InternalError("the plugin returned an empty env name");
+    if (key.empty())
+      return InternalError("the plugin returned an empty env name");
   }
   for (const auto& [key, value] : allocation.annotations) {
     if (key.empty()) {
@@ -385,9 +386,12 @@ grpc::Status ResourceServer::Allocate(const v1beta1::AllocateRequest& request,
     std::vector<std::string> ids = Unique(container.devices_ids());
     Status status = CheckIds(ids, /*healthy=*/true);
     StatusOr<ContainerAllocation> allocation =
-        status.ok() ? handler_->Allocate(ids) : StatusOr<ContainerAllocation>(status);
-    if (allocation.ok()) status = CheckAllocation(*allocation);
-    else status = allocation.status();
+        status.ok() ? handler_->Allocate(ids)
+                    : StatusOr<ContainerAllocation>(status);
+    if (allocation.ok())
+      status = CheckAllocation(*allocation);
+    else
+      status = allocation.status();
     if (!status.ok()) {
       allocate_errors_.fetch_add(1);
       LOG(WARNING) << name_ << ": Allocate refused: " << status.ToString();
@@ -413,9 +417,8 @@ grpc::Status ResourceServer::Allocate(const v1beta1::AllocateRequest& request,
 
 Status CheckPreferredRequest(PreferredAllocationRequest& request) {
   if (request.size <= 0) {
-    return InvalidArgumentError("allocation_size " +
-                                std::to_string(request.size) +
-                                " is not positive");
+    return InvalidArgumentError(
+        "allocation_size " + std::to_string(request.size) + " is not positive");
   }
   const auto size = static_cast<size_t>(request.size);
   if (size > request.available.size()) {
@@ -426,8 +429,7 @@ Status CheckPreferredRequest(PreferredAllocationRequest& request) {
   if (size < request.must_include.size()) {
     return InvalidArgumentError(
         "allocation_size " + std::to_string(size) + " is smaller than the " +
-        std::to_string(request.must_include.size()) +
-        " must-include devices");
+        std::to_string(request.must_include.size()) + " must-include devices");
   }
   const std::set<std::string_view> available(request.available.begin(),
                                              request.available.end());
@@ -444,8 +446,7 @@ Status CheckPreferredAnswer(const PreferredAllocationRequest& request,
                             const std::vector<std::string>& answer) {
   if (answer.size() != static_cast<size_t>(request.size)) {
     return InternalError("the plugin chose " + std::to_string(answer.size()) +
-                         " devices instead of " +
-                         std::to_string(request.size));
+                         " devices instead of " + std::to_string(request.size));
   }
   const std::set<std::string_view> available(request.available.begin(),
                                              request.available.end());
@@ -468,9 +469,9 @@ grpc::Status ResourceServer::GetPreferredAllocation(
     const v1beta1::PreferredAllocationRequest& request,
     v1beta1::PreferredAllocationResponse* response) {
   if (!plugin_options_.get_preferred_allocation_available) {
-    return grpc::Status(grpc::StatusCode::UNIMPLEMENTED,
-                        "GetPreferredAllocation is not advertised by the " +
-                            name_ + " plugin");
+    return grpc::Status(
+        grpc::StatusCode::UNIMPLEMENTED,
+        "GetPreferredAllocation is not advertised by the " + name_ + " plugin");
   }
   const auto start = Clock::now();
   for (const auto& container : request.container_requests()) {
@@ -484,8 +485,10 @@ grpc::Status ResourceServer::GetPreferredAllocation(
     StatusOr<std::vector<std::string>> answer =
         status.ok() ? handler_->GetPreferredAllocation(plain)
                     : StatusOr<std::vector<std::string>>(status);
-    if (answer.ok()) status = CheckPreferredAnswer(plain, *answer);
-    else status = answer.status();
+    if (answer.ok())
+      status = CheckPreferredAnswer(plain, *answer);
+    else
+      status = answer.status();
     if (!status.ok()) {
       preferred_errors_.fetch_add(1);
       LOG(WARNING) << name_
@@ -506,7 +509,8 @@ grpc::Status ResourceServer::PreStartContainer(
   Status status = CheckIds(ids, /*healthy=*/false);
   if (status.ok()) status = handler_->PreStartContainer(ids);
   if (!status.ok()) {
-    LOG(WARNING) << name_ << ": PreStartContainer failed: " << status.ToString();
+    LOG(WARNING) << name_
+                 << ": PreStartContainer failed: " << status.ToString();
   }
   return ToGrpcStatus(status);
 }
@@ -531,7 +535,8 @@ StatusOr<std::unique_ptr<ServingInstance>> ResourceServer::NewInstance() {
   builder.AddListeningPort("unix:" + instance->path.string(),
                            grpc::InsecureServerCredentials(), &bound);
   builder.RegisterService(instance->service.get());
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS, 1);
+  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS,
+                              1);
   builder.SetSyncServerOption(
       grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
   builder.SetSyncServerOption(
@@ -564,11 +569,12 @@ void ResourceServer::Retire(
   for (auto& instance : instances) {
     streams_.Close(instance->id, superseded);
     instance->server->Shutdown(std::chrono::system_clock::now() +
-                              std::chrono::seconds(2));
+                               std::chrono::seconds(2));
     instance->server->Wait();
     streams_.WaitClosed(instance->id, std::chrono::seconds(2));
     std::error_code ignored;
-    if (IsSocket(instance->path)) std::filesystem::remove(instance->path, ignored);
+    if (IsSocket(instance->path))
+      std::filesystem::remove(instance->path, ignored);
     VLOG(1) << name_ << ": retired " << instance->endpoint;
   }
 }
@@ -723,7 +729,8 @@ void ResourceServer::Supervise() {
 void ResourceServer::Stop() {
   {
     std::lock_guard lock(state_mu_);
-    if (stopping_ && !supervisor_.joinable() && !current_ && retiring_.empty()) {
+    if (stopping_ && !supervisor_.joinable() && !current_ &&
+        retiring_.empty()) {
       return;
     }
     stopping_ = true;
@@ -848,8 +855,8 @@ Status PluginRunner::Start() {
       }
     }
   }
-  StatusOr<std::unique_ptr<DirWatcher>> watcher = DirWatcher::Start(
-      options_.plugin_dir, [this](const DirEvent& event) {
+  StatusOr<std::unique_ptr<DirWatcher>> watcher =
+      DirWatcher::Start(options_.plugin_dir, [this](const DirEvent& event) {
         for (const auto& resource : impl_->resources) {
           resource->OnDirEvent(event);
         }

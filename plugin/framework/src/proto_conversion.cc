@@ -37,8 +37,8 @@ Device FromProto(const v1beta1::Device& device) {
   Device out;
   out.id = device.id();
   // Only the exact string counts as healthy, as in the kubelet.
-  out.health = device.health() == "Healthy" ? Health::kHealthy
-                                            : Health::kUnhealthy;
+  out.health =
+      device.health() == "Healthy" ? Health::kHealthy : Health::kUnhealthy;
   if (device.has_topology()) {
     for (const auto& node : device.topology().nodes()) {
       out.numa_nodes.push_back(node.id());

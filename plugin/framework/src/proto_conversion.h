@@ -4,8 +4,9 @@
 
 #include <vector>
 
-#include "deviceplugin/v1beta1/api.pb.h"
 #include "topology/plugin/types.h"
+
+#include "deviceplugin/v1beta1/api.pb.h"
 
 namespace topology::plugin {
 

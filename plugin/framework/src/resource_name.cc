@@ -11,9 +11,7 @@ bool IsLowerAlnum(char c) {
   return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
 }
 
-bool IsAlnum(char c) {
-  return IsLowerAlnum(c) || (c >= 'A' && c <= 'Z');
-}
+bool IsAlnum(char c) { return IsLowerAlnum(c) || (c >= 'A' && c <= 'Z'); }
 
 // RFC 1123 subdomain: dot-separated labels of [a-z0-9-], each starting and
 // ending alphanumeric, at most 253 characters in all.
@@ -56,8 +54,9 @@ Status Invalid(std::string_view name, std::string_view why) {
 
 Status ValidateResourceName(std::string_view name) {
   if (name.find('/') == std::string_view::npos) {
-    return Invalid(name, "an extended resource name needs a domain prefix "
-                         "(\"example.com/name\")");
+    return Invalid(name,
+                   "an extended resource name needs a domain prefix "
+                   "(\"example.com/name\")");
   }
   if (name.find("kubernetes.io/") != std::string_view::npos) {
     return Invalid(name, "the kubernetes.io domain is reserved");

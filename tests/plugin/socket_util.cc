@@ -1,0 +1,34 @@
+#include "socket_util.h"
+
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace topology::testing {
+
+std::unique_ptr<grpc::Server> ServeOnUnixSocket(const std::filesystem::path& path,
+                                                grpc::Service* service) {
+  std::error_code ignored;
+  std::filesystem::remove(path, ignored);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + path.string(),
+                           grpc::InsecureServerCredentials());
+  builder.RegisterService(service);
+  return builder.BuildAndStart();
+}
+
+void MakeDeadSocket(const std::filesystem::path& path) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast)
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
+    std::perror("bind");
+  }
+  close(fd);
+}
+
+}  // namespace topology::testing
