@@ -18,11 +18,10 @@ using tcp = asio::ip::tcp;
 namespace {
 
 // One request and its answer; the connection closes afterwards.
-class Session : public std::enable_shared_from_this<Session> {
+class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
  public:
-  Session(tcp::socket socket, const HttpEndpoint* /*owner*/,
-          const std::function<std::string()>& health,
-          const std::function<std::string()>& metrics)
+  HttpExchange(tcp::socket socket, const std::function<std::string()>& health,
+               const std::function<std::string()>& metrics)
       : stream_(std::move(socket)), health_(health), metrics_(metrics) {}
 
   void Run() {
@@ -107,9 +106,9 @@ class HttpEndpoint::Impl {
     acceptor_.async_accept(asio::make_strand(context_),
                            [this](beast::error_code error, tcp::socket socket) {
                              if (!error) {
-                               std::make_shared<Session>(
-                                   std::move(socket), nullptr,
-                                   handlers_.health_problem, handlers_.metrics)
+                               std::make_shared<HttpExchange>(
+                                   std::move(socket), handlers_.health_problem,
+                                   handlers_.metrics)
                                    ->Run();
                              }
                              if (acceptor_.is_open()) Accept();
