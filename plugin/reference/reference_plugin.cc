@@ -127,12 +127,7 @@ class TopologyDevicePlugin::Handler final : public plugin::ResourceHandler {
     LOG(WARNING) << config_.name << ": cost-based choice failed ("
                  << chosen.status().ToString()
                  << "); answering in address order";
-    std::vector<std::string> ids = request.must_include;
-    for (const std::string& id : request.available) {
-      if (ids.size() == static_cast<size_t>(request.size)) break;
-      if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
-    }
-    return ids;
+    return plugin::MustIncludeThenInOrder(request);
   }
 
   StatusOr<plugin::ContainerAllocation> Allocate(

@@ -636,6 +636,16 @@ TEST_F(FrameworkRpcTest, P32_UnknownIdsRejectedDuplicatesCollapsed) {
   EXPECT_EQ(ids, (std::set<std::string>{"dev-0", "dev-1"}));
 }
 
+TEST(MustIncludeThenInOrderTest, MustIncludeFirstThenAvailableOrder) {
+  const plugin::PreferredAllocationRequest request{
+      .available = {"a", "b", "c", "d"}, .must_include = {"c"}, .size = 3};
+  EXPECT_THAT(plugin::MustIncludeThenInOrder(request),
+              ElementsAre("c", "a", "b"));
+  const plugin::PreferredAllocationRequest all{
+      .available = {"a", "b"}, .must_include = {"b", "a"}, .size = 2};
+  EXPECT_THAT(plugin::MustIncludeThenInOrder(all), ElementsAre("b", "a"));
+}
+
 TEST_F(FrameworkTest, P35_PreferredWithoutTheOptionDoesNotCrash) {
   auto connection = Connected(
       MakeDevices(2),

@@ -26,12 +26,7 @@ class ScriptedHandler : public plugin::ResourceHandler {
 
   StatusOr<std::vector<std::string>> GetPreferredAllocation(
       const plugin::PreferredAllocationRequest& request) override {
-    std::vector<std::string> ids = request.must_include;
-    for (const std::string& id : request.available) {
-      if (ids.size() == static_cast<size_t>(request.size)) break;
-      if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
-    }
-    return ids;
+    return plugin::MustIncludeThenInOrder(request);
   }
 
   StatusOr<plugin::ContainerAllocation> Allocate(

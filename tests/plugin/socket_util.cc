@@ -1,15 +1,15 @@
 #include "socket_util.h"
 
+#include <cstring>
+
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
 
-#include <cstring>
-
 namespace topology::testing {
 
-std::unique_ptr<grpc::Server> ServeOnUnixSocket(const std::filesystem::path& path,
-                                                grpc::Service* service) {
+std::unique_ptr<grpc::Server> ServeOnUnixSocket(
+    const std::filesystem::path& path, grpc::Service* service) {
   std::error_code ignored;
   std::filesystem::remove(path, ignored);
   grpc::ServerBuilder builder;

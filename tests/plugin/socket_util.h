@@ -10,8 +10,8 @@
 namespace topology::testing {
 
 // Serves `service` on the unix socket `path`, replacing a leftover file.
-std::unique_ptr<grpc::Server> ServeOnUnixSocket(const std::filesystem::path& path,
-                                                grpc::Service* service);
+std::unique_ptr<grpc::Server> ServeOnUnixSocket(
+    const std::filesystem::path& path, grpc::Service* service);
 
 // Leaves a unix socket file at `path` that nobody listens on.
 void MakeDeadSocket(const std::filesystem::path& path);

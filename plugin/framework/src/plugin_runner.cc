@@ -40,6 +40,16 @@ StatusOr<std::vector<std::string>> ResourceHandler::GetPreferredAllocation(
                 "GetPreferredAllocation is not implemented by this plugin");
 }
 
+std::vector<std::string> MustIncludeThenInOrder(
+    const PreferredAllocationRequest& request) {
+  std::vector<std::string> ids = request.must_include;
+  for (const std::string& id : request.available) {
+    if (ids.size() >= static_cast<size_t>(request.size)) break;
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  }
+  return ids;
+}
+
 Status ResourceHandler::PreStartContainer(
     const std::vector<std::string>& /*device_ids*/) {
   return OkStatus();

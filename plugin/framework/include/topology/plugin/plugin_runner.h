@@ -58,6 +58,12 @@ class ResourceHandler {
   virtual Status PreStartContainer(const std::vector<std::string>& device_ids);
 };
 
+// A valid answer without any preference: the must-include devices, then
+// the available ones in order up to the size. For plugins without a cost
+// model, and as a fallback when a smarter choice fails.
+std::vector<std::string> MustIncludeThenInOrder(
+    const PreferredAllocationRequest& request);
+
 struct RunnerOptions {
   // Where kubelet.sock lives and the plugin sockets are created.
   std::filesystem::path plugin_dir = kDefaultPluginDir;
