@@ -107,5 +107,15 @@ TEST_F(CpuManagerTest, CreationErrors) {
           .ok());
 }
 
+TEST_F(CpuManagerTest, RestoreTakesFreeCpusOnly) {
+  ASSERT_THAT(cpus_->Restore("old", "c", CpuSet::Of({1, 17})), testing::IsOk());
+  EXPECT_EQ(cpus_->ContainerCpus("old", "c"), CpuSet::Of({1, 17}));
+  EXPECT_FALSE(cpus_->SharedPool().Contains(1));
+  EXPECT_THAT(cpus_->Restore("other", "c", CpuSet::Of({1})),
+              testing::StatusIs(StatusCode::kInvalidArgument));
+  EXPECT_THAT(cpus_->Restore("other", "c", CpuSet::Of({0})),  // reserved
+              testing::StatusIs(StatusCode::kInvalidArgument));
+}
+
 }  // namespace
 }  // namespace topology::manager

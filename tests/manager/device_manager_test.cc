@@ -193,5 +193,52 @@ TEST_F(DeviceManagerTest, RestartRegeneratesHintsFromAllocatedDevices) {
   EXPECT_THAT(*hints.at(kGpu), IsEmpty());
 }
 
+TEST_F(DeviceManagerTest, RestoredDevicesAreInUse) {
+  devices_->Restore("old", "c", kGpu, {"g0", "g1"});
+  EXPECT_THAT(devices_->InUse(kGpu), ::testing::ElementsAre("g0", "g1"));
+  ASSERT_EQ(devices_->Allocations().size(), 1u);
+  EXPECT_EQ(devices_->Allocations()[0].pod_uid, "old");
+  // Node 0 is full: a 2-GPU pod lands on node 1.
+  ASSERT_TRUE(manager_->Admit(GpuPod("new", 2)).admit);
+  EXPECT_THAT(devices_->ContainerDevices("new", "c", kGpu),
+              ::testing::ElementsAre("g2", "g3"));
+}
+
+TEST_F(DeviceManagerTest, JointSelectorAnswersAreCheckedAndUsed) {
+  devices_->UpdateResource("example.com/nic",
+                           {{"n0", {0}, true}, {"n1", {0}, true}}, &endpoint_);
+  Pod pod = GpuPod("p", 1);
+  pod.containers[0].limits["example.com/nic"] = 1;
+  int calls = 0;
+  devices_->SetJointSelector(
+      [&](const std::map<std::string, DeviceManager::JointPool>& pools)
+          -> StatusOr<std::map<std::string, std::vector<std::string>>> {
+        ++calls;
+        EXPECT_EQ(pools.at(kGpu).count, 1);
+        EXPECT_THAT(pools.at(kGpu).candidates,
+                    ::testing::ElementsAre("g0", "g1"));
+        return std::map<std::string, std::vector<std::string>>{
+            {kGpu, {"g1"}}, {"example.com/nic", {"n1"}}};
+      });
+  ASSERT_TRUE(manager_->Admit(pod).admit);
+  EXPECT_EQ(calls, 1);
+  EXPECT_THAT(devices_->ContainerDevices("p", "c", kGpu),
+              ::testing::ElementsAre("g1"));
+  EXPECT_THAT(devices_->ContainerDevices("p", "c", "example.com/nic"),
+              ::testing::ElementsAre("n1"));
+  // An answer outside the candidates is ignored: the kubelet's path runs.
+  devices_->SetJointSelector(
+      [](const std::map<std::string, DeviceManager::JointPool>&)
+          -> StatusOr<std::map<std::string, std::vector<std::string>>> {
+        return std::map<std::string, std::vector<std::string>>{
+            {kGpu, {"g9"}}, {"example.com/nic", {"n0"}}};
+      });
+  Pod second = GpuPod("q", 1);
+  second.containers[0].limits["example.com/nic"] = 1;
+  ASSERT_TRUE(manager_->Admit(second).admit);
+  EXPECT_THAT(devices_->ContainerDevices("q", "c", kGpu),
+              ::testing::ElementsAre("g0"));
+}
+
 }  // namespace
 }  // namespace topology::manager
