@@ -2,6 +2,7 @@
 
 #include <future>
 #include <string>
+#include <system_error>
 #include <utility>
 
 #include "hwloc_support.h"
@@ -60,30 +61,60 @@ StatusOr<Topology> Discover(const DiscoveryOptions& options) {
 
   if (has_pci) {
     auto entries = reader->ListDirectory("bus/pci/devices");
+    if (!entries.ok() && entries.status().code() == StatusCode::kUnavailable) {
+      return entries.status();
+    }
     if (!entries.ok()) {
       parts.warnings.push_back(entries.status().message() + "; no PCI devices");
     } else {
       // libpci scans on a second thread while sysfs is read on this one;
       // identity from libpci is merged afterwards.
-      const bool use_libpci = options.use_libpci && root.has_value();
+      bool use_libpci = options.use_libpci && root.has_value();
       std::future<StatusOr<std::vector<internal::LibpciIdentity>>> scan;
       if (use_libpci) {
-        scan = std::async(
-            std::launch::async,
-            [&entries,
-             &root]() -> StatusOr<std::vector<internal::LibpciIdentity>> {
-              Status check = internal::CheckLibpciCanScan(*root, *entries);
-              if (!check.ok()) return check;
-              return internal::ScanWithLibpci(*root, entries->size());
-            });
+        try {
+          scan = std::async(
+              std::launch::async,
+              [&entries,
+               &root]() -> StatusOr<std::vector<internal::LibpciIdentity>> {
+                Status check = internal::CheckLibpciCanScan(*root, *entries);
+                if (!check.ok()) return check;
+                return internal::ScanWithLibpci(*root, entries->size());
+              });
+        } catch (const std::system_error& e) {
+          // No thread to be had (a process at its limits): one thread it is.
+          use_libpci = false;
+          parts.warnings.push_back(std::string("libpci scan not started (") +
+                                   e.what() + "); identity read from sysfs");
+        }
       }
-      parts.pci_devices = internal::ReadPciDevices(
+      auto devices = internal::ReadPciDevices(
           *reader, *entries, /*read_identity=*/!use_libpci, parts.numa_nodes,
           &parts.warnings);
+      if (!devices.ok()) {
+        if (use_libpci) (void)scan.get();
+        return devices.status();
+      }
+      parts.pci_devices = std::move(*devices);
       if (use_libpci) {
         auto identities = scan.get();
         if (identities.ok()) {
           internal::ApplyLibpciIdentity(*identities, &parts.pci_devices);
+          // libpci reads a malformed id ("0xZZZZ") as 0 without a word;
+          // no real function has vendor 0, so those are read again by our
+          // own parser, which names the file and the text.
+          std::vector<PciDevice> suspicious;
+          for (const PciDevice& device : parts.pci_devices) {
+            if (device.vendor_id == 0) suspicious.push_back(device);
+          }
+          if (!suspicious.empty()) {
+            internal::ReadPciIdentity(*reader, &suspicious, &parts.warnings);
+            for (PciDevice& device : parts.pci_devices) {
+              for (const PciDevice& again : suspicious) {
+                if (again.address == device.address) device = again;
+              }
+            }
+          }
         } else {
           parts.warnings.push_back(identities.status().message() +
                                    "; PCI identity read from sysfs instead");

@@ -136,11 +136,10 @@ class FunctionReader {
 
 }  // namespace
 
-std::vector<PciDevice> ReadPciDevices(const SysfsReader& reader,
-                                      const std::vector<std::string>& entries,
-                                      bool read_identity,
-                                      const std::vector<NumaNode>& nodes,
-                                      std::vector<std::string>* warnings) {
+StatusOr<std::vector<PciDevice>> ReadPciDevices(
+    const SysfsReader& reader, const std::vector<std::string>& entries,
+    bool read_identity, const std::vector<NumaNode>& nodes,
+    std::vector<std::string>* warnings) {
   FunctionReader files(reader, warnings);
   // Bridges are shared by many devices (every VF of a PF): read each once.
   std::unordered_map<std::string, DirFacts> bridge_cache;
@@ -169,6 +168,9 @@ std::vector<PciDevice> ReadPciDevices(const SysfsReader& reader,
     }
     auto opened = reader.OpenDirectory("bus/pci/devices/" + name);
     if (!opened.ok()) {
+      if (opened.status().code() == StatusCode::kUnavailable) {
+        return opened.status();
+      }
       warnings->push_back(opened.status().message() + "; device skipped");
       continue;
     }

@@ -84,6 +84,12 @@ Status InternalError(std::string message) {
 Status UnavailableError(std::string message) {
   return Status(StatusCode::kUnavailable, std::move(message));
 }
+Status DeadlineExceededError(std::string message) {
+  return Status(StatusCode::kDeadlineExceeded, std::move(message));
+}
+Status CancelledError(std::string message) {
+  return Status(StatusCode::kCancelled, std::move(message));
+}
 Status PermissionDeniedError(std::string message) {
   return Status(StatusCode::kPermissionDenied, std::move(message));
 }

@@ -26,12 +26,15 @@ NumaFacts ReadNumaFacts(const SysfsReader& reader,
 
 // Reads every entry of bus/pci/devices: locality, driver, IOMMU group,
 // SR-IOV, link and PCIe path, and class and ids when `read_identity` (else
-// they are left for libpci). Affinity is resolved against `nodes`.
-std::vector<PciDevice> ReadPciDevices(const SysfsReader& reader,
-                                      const std::vector<std::string>& entries,
-                                      bool read_identity,
-                                      const std::vector<NumaNode>& nodes,
-                                      std::vector<std::string>* warnings);
+// they are left for libpci). Affinity is resolved against `nodes`. A
+// device directory that cannot be opened for want of resources (no file
+// descriptors, no memory: UNAVAILABLE) fails the whole read, since
+// skipping it would report a present device as removed; one that is gone
+// or unreadable is skipped with a warning.
+StatusOr<std::vector<PciDevice>> ReadPciDevices(
+    const SysfsReader& reader, const std::vector<std::string>& entries,
+    bool read_identity, const std::vector<NumaNode>& nodes,
+    std::vector<std::string>* warnings);
 
 // Reads class and ids of `devices` from sysfs (when libpci could not).
 void ReadPciIdentity(const SysfsReader& reader, std::vector<PciDevice>* devices,

@@ -82,6 +82,12 @@ Status ErrnoStatus(int err, const std::string& what) {
       return PermissionDeniedError(std::move(message));
     case ELOOP:
       return InvalidArgumentError(std::move(message));
+    case EMFILE:
+    case ENFILE:
+    case ENOMEM:
+    case ENOBUFS:
+      // The machine is short of resources: nothing is known about the file.
+      return UnavailableError(std::move(message));
     default:
       return DataLossError(std::move(message));
   }

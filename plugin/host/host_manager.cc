@@ -5,6 +5,7 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <stdexcept>
 
 #include <glog/logging.h>
 #include <grpcpp/grpcpp.h>
@@ -17,6 +18,8 @@
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "plugin_endpoint.h"
 #include "pod_manifest.h"
+#include "safe_file.h"
+#include "text_util.h"
 #include "topologymanager/v1alpha1/control.grpc.pb.h"
 
 namespace topology::host {
@@ -29,6 +32,15 @@ namespace {
 bool IsSocket(const std::filesystem::path& path) {
   struct stat info {};
   return lstat(path.c_str(), &info) == 0 && S_ISSOCK(info.st_mode);
+}
+
+// Server limits for sockets that other local processes reach: a connection
+// that never completes its HTTP/2 handshake, or stays idle, is closed, so
+// idle connections cannot pile up until descriptors run out.
+void ConfigureServer(grpc::ServerBuilder& builder) {
+  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 10'000);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, 300'000);
+  builder.SetMaxReceiveMessageSize(16 << 20);
 }
 
 bool IsExtendedResource(const std::string& name) {
@@ -121,7 +133,7 @@ class HostManager::ControlService final
  public:
   explicit ControlService(HostManager* owner) : owner_(owner) {}
 
-  grpc::Status Admit(grpc::ServerContext* /*context*/,
+  grpc::Status Admit(grpc::ServerContext* context,
                      const topologymanager::v1alpha1::AdmitRequest* request,
                      topologymanager::v1alpha1::JsonReply* reply) override {
     std::vector<manager::Pod> pods;
@@ -133,12 +145,23 @@ class HostManager::ControlService final
       }
       pods.insert(pods.end(), parsed->begin(), parsed->end());
     }
+    // A client that gave up (deadline, Ctrl-C) stops the batch: pods not
+    // yet admitted are not admitted.
+    const auto cancelled = [context] {
+      return context->IsCancelled() ||
+             std::chrono::system_clock::now() > context->deadline();
+    };
     json results = json::array();
-    for (const manager::Pod& pod : pods) {
-      results.push_back(
-          ToJson(owner_->Admit(pod, request->explain()), request->explain()));
+    for (const PodResult& result :
+         owner_->AdmitAll(pods, request->explain(), cancelled)) {
+      results.push_back(ToJson(result, request->explain()));
     }
-    reply->set_json(results.dump());
+    if (cancelled()) {
+      return grpc::Status(grpc::StatusCode::CANCELLED,
+                          "the client cancelled the admission");
+    }
+    reply->set_json(
+        results.dump(-1, ' ', false, json::error_handler_t::replace));
     return grpc::Status::OK;
   }
 
@@ -158,9 +181,16 @@ class HostManager::ControlService final
                       const topologymanager::v1alpha1::StatusRequest* request,
                       topologymanager::v1alpha1::JsonReply* reply) override {
     if (request->format() == "nrt") {
-      reply->set_json(owner_->NodeResourceTopology().dump());
+      reply->set_json(owner_->NodeResourceTopology().dump(
+          -1, ' ', false, json::error_handler_t::replace));
+    } else if (request->format().empty() || request->format() == "json" ||
+               request->format() == "text") {
+      reply->set_json(owner_->StatusJson().dump(
+          -1, ' ', false, json::error_handler_t::replace));
     } else {
-      reply->set_json(owner_->StatusJson().dump());
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          "unknown status format " + Quoted(request->format()) +
+                              " (text, json or nrt)");
     }
     return grpc::Status::OK;
   }
@@ -244,13 +274,22 @@ Status HostManager::Start() {
         "cannot create the device plugin directory " +
         config_.plugin_dir.string() + (error ? ": " + error.message() : ""));
   }
-  chmod(config_.plugin_dir.c_str(), 0750);
+  if (chmod(config_.plugin_dir.c_str(), 0750) != 0) {
+    return FailedPreconditionError("cannot set the mode of " +
+                                   config_.plugin_dir.string());
+  }
   // Like the kubelet: every socket goes (plugins see their socket vanish and
-  // re-register); files, directories and checkpoints stay.
+  // re-register); files, directories and checkpoints stay, but for our own
+  // temporary files left by an interrupted write.
+  const std::string temporary_prefix = std::string(".") + kCheckpointFile + ".";
   for (const auto& entry :
        std::filesystem::directory_iterator(config_.plugin_dir, error)) {
-    if (IsSocket(entry.path())) {
-      VLOG(1) << "removing socket " << entry.path().string();
+    const std::string name = entry.path().filename().string();
+    const bool leftover =
+        name.starts_with(temporary_prefix) && name.ends_with(".tmp") &&
+        entry.is_regular_file(error) && !entry.is_symlink(error);
+    if (IsSocket(entry.path()) || leftover) {
+      VLOG(1) << "removing " << entry.path().string();
       std::filesystem::remove(entry.path(), error);
     }
   }
@@ -258,17 +297,23 @@ Status HostManager::Start() {
     LOG(WARNING) << restored.message();
   }
   registration_ = std::make_unique<RegistrationService>(this);
+  const std::filesystem::path kubelet_socket =
+      config_.plugin_dir / plugin::kKubeletSocket;
   grpc::ServerBuilder builder;
+  ConfigureServer(builder);
   int bound = 0;
-  builder.AddListeningPort(
-      "unix:" + (config_.plugin_dir / plugin::kKubeletSocket).string(),
-      grpc::InsecureServerCredentials(), &bound);
+  builder.AddListeningPort("unix:" + kubelet_socket.string(),
+                           grpc::InsecureServerCredentials(), &bound);
   builder.RegisterService(registration_.get());
   kubelet_server_ = builder.BuildAndStart();
   if (!kubelet_server_ || bound == 0) {
-    return FailedPreconditionError(
-        "cannot serve " +
-        (config_.plugin_dir / plugin::kKubeletSocket).string());
+    return FailedPreconditionError("cannot serve " + kubelet_socket.string());
+  }
+  // Plugins run as root; nobody else registers.
+  if (chmod(kubelet_socket.c_str(), 0600) != 0) {
+    Stop();
+    return FailedPreconditionError("cannot set the mode of " +
+                                   kubelet_socket.string());
   }
   if (!config_.control_socket.empty()) {
     if (IsSocket(config_.control_socket)) {
@@ -276,6 +321,7 @@ Status HostManager::Start() {
     }
     control_ = std::make_unique<ControlService>(this);
     grpc::ServerBuilder control;
+    ConfigureServer(control);
     int control_bound = 0;
     control.AddListeningPort("unix:" + config_.control_socket.string(),
                              grpc::InsecureServerCredentials(), &control_bound);
@@ -285,6 +331,17 @@ Status HostManager::Start() {
       Stop();
       return FailedPreconditionError("cannot serve the control socket " +
                                      config_.control_socket.string());
+    }
+    // Root only, or root and an opt-in group: admitting and releasing pods
+    // is not for every local user.
+    const bool group = config_.control_group >= 0;
+    if ((group && lchown(config_.control_socket.c_str(), static_cast<uid_t>(-1),
+                         static_cast<gid_t>(config_.control_group)) != 0) ||
+        chmod(config_.control_socket.c_str(), group ? 0660 : 0600) != 0) {
+      Stop();
+      return FailedPreconditionError(
+          "cannot set the owner or mode of the control socket " +
+          config_.control_socket.string());
     }
   }
   gc_ = std::thread([this] { CollectGarbage(); });
@@ -304,10 +361,8 @@ void HostManager::Stop() {
   }
   gc_wake_.notify_all();
   if (gc_.joinable()) gc_.join();
-  const auto deadline =
-      std::chrono::system_clock::now() + std::chrono::seconds(1);
-  if (control_server_) control_server_->Shutdown(deadline);
-  if (kubelet_server_) kubelet_server_->Shutdown(deadline);
+  // Plugins first: cancelling their streams and calls in flight lets every
+  // handler waiting on a plugin return, so the servers shut down at once.
   std::vector<std::shared_ptr<PluginEndpoint>> endpoints;
   {
     std::lock_guard lock(mu_);
@@ -315,14 +370,34 @@ void HostManager::Stop() {
       if (state.endpoint) endpoints.push_back(state.endpoint);
     }
     endpoints.insert(endpoints.end(), retired_.begin(), retired_.end());
-    retired_.clear();
   }
   for (auto& endpoint : endpoints) endpoint->Stop();
+  const auto deadline =
+      std::chrono::system_clock::now() + std::chrono::seconds(1);
+  if (control_server_) control_server_->Shutdown(deadline);
+  if (kubelet_server_) kubelet_server_->Shutdown(deadline);
+  // No Register can add an endpoint now; wait (bounded) for the readers.
+  {
+    std::lock_guard lock(mu_);
+    for (auto& [name, state] : resources_) {
+      if (state.endpoint) endpoints.push_back(state.endpoint);
+    }
+    endpoints.insert(endpoints.end(), retired_.begin(), retired_.end());
+  }
+  for (auto& endpoint : endpoints) endpoint->Stop();
+  const auto give_up = Clock::now() + std::chrono::seconds(2);
+  for (auto& endpoint : endpoints) {
+    while (!endpoint->finished() && Clock::now() < give_up) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  }
   {
     std::lock_guard lock(mu_);
     for (auto& [name, state] : resources_) state.endpoint.reset();
+    retired_.clear();
   }
-  endpoints.clear();  // joins the stream readers
+  device_manager_->ForgetEndpoints();
+  endpoints.clear();
   std::error_code ignored;
   if (!config_.control_socket.empty() && IsSocket(config_.control_socket)) {
     std::filesystem::remove(config_.control_socket, ignored);
@@ -347,8 +422,15 @@ Status HostManager::Register(const std::string& version,
   if (Status valid = plugin::ValidateEndpointName(endpoint); !valid.ok()) {
     return Status(StatusCode::kUnknown, "invalid endpoint: " + valid.message());
   }
-  auto connected = PluginEndpoint::Connect(
-      resource, config_.plugin_dir / endpoint, config_.dial_timeout);
+  uint64_t number = 0;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return UnavailableError("shutting down");
+    number = ++registrations_;
+  }
+  auto connected =
+      PluginEndpoint::Connect(resource, config_.plugin_dir / endpoint,
+                              config_.dial_timeout, config_.rpc_timeout);
   if (!connected.ok()) {
     LOG(WARNING) << resource << ": " << connected.status().message();
     return connected.status();
@@ -358,22 +440,33 @@ Status HostManager::Register(const std::string& version,
     std::lock_guard lock(mu_);
     if (stopping_) return UnavailableError("shutting down");
     ResourceState& state = resources_[resource];
+    if (state.installed_registration > number) {
+      // A newer registration of this resource finished first (a plugin
+      // that registered twice, or a slow dial): it stays, this one is
+      // dropped. The plugin is told OK, as its newer socket is served.
+      LOG(INFO) << resource << ": registration of " << endpoint
+                << " is older than the current one; ignored";
+      return OkStatus();
+    }
     if (state.endpoint) {
       // The newest registration wins; the old connection is closed and its
-      // late messages are ignored.
+      // late messages are ignored. It stays referenced (retired_) until
+      // its reader has returned.
       LOG(INFO) << resource << ": " << endpoint << " replaces "
                 << state.endpoint->socket().filename().string();
       state.endpoint->Stop();
       retired_.push_back(state.endpoint);
     }
     state.endpoint = fresh;
+    state.installed_registration = number;
     state.stopped_since.reset();
+    // Started under the lock, so that Stop() always sees every reader.
+    fresh->Start(
+        [this](PluginEndpoint* e, std::vector<manager::Device> d) {
+          OnList(e, std::move(d));
+        },
+        [this](PluginEndpoint* e, const grpc::Status&) { OnEnd(e); });
   }
-  fresh->Start(
-      [this](PluginEndpoint* e, std::vector<manager::Device> d) {
-        OnList(e, std::move(d));
-      },
-      [this](PluginEndpoint* e, const grpc::Status&) { OnEnd(e); });
   LOG(INFO) << "registered " << resource << " at " << endpoint
             << (fresh->options().get_preferred_allocation_available
                     ? " (GetPreferredAllocation)"
@@ -402,7 +495,7 @@ void HostManager::OnList(PluginEndpoint* endpoint,
   for (auto& [id, device] : unique) list.push_back(std::move(device));
   it->second.devices = list;
   device_manager_->UpdateResource(endpoint->resource(), std::move(list),
-                                  endpoint);
+                                  it->second.endpoint);
   VLOG(1) << endpoint->resource() << ": " << it->second.devices.size()
           << " devices";
   if (Status written = WriteCheckpoint(); !written.ok()) {
@@ -423,7 +516,7 @@ void HostManager::OnEnd(PluginEndpoint* endpoint) {
   // allocatable is 0) until a new registration sends a list.
   for (manager::Device& device : it->second.devices) device.healthy = false;
   device_manager_->UpdateResource(endpoint->resource(), it->second.devices,
-                                  endpoint);
+                                  it->second.endpoint);
   if (Status written = WriteCheckpoint(); !written.ok()) {
     LOG(ERROR) << written.message();
   }
@@ -457,11 +550,10 @@ void HostManager::CollectGarbage() {
         LOG(ERROR) << written.message();
       }
     }
-    // Connections whose stream has ended can go (outside the lock: their
-    // destructor joins the reader, which may be waiting for it).
+    // Connections whose reader has returned can go (outside the lock).
     std::vector<std::shared_ptr<PluginEndpoint>> done;
     for (auto it = retired_.begin(); it != retired_.end();) {
-      if ((*it)->stopped()) {
+      if ((*it)->finished()) {
         done.push_back(std::move(*it));
         it = retired_.erase(it);
       } else {
@@ -476,14 +568,82 @@ void HostManager::CollectGarbage() {
 
 // --- admission -------------------------------------------------------------
 
-PodResult HostManager::Admit(const manager::Pod& pod, bool explain) {
-  std::lock_guard admit(admit_mu_);
+bool HostManager::LockAdmission(const std::function<bool()>& cancelled) {
+  while (!admit_mu_.try_lock_for(std::chrono::milliseconds(50))) {
+    {
+      std::lock_guard lock(mu_);
+      if (stopping_) return false;
+    }
+    if (cancelled && cancelled()) return false;
+  }
+  std::lock_guard lock(mu_);
+  if (stopping_ || (cancelled && cancelled())) {
+    admit_mu_.unlock();
+    return false;
+  }
+  return true;
+}
+
+PodResult HostManager::Admit(const manager::Pod& pod, bool explain,
+                             const std::function<bool()>& cancelled) {
+  return AdmitOne(pod, explain, cancelled, /*write_checkpoint=*/true);
+}
+
+std::vector<PodResult> HostManager::AdmitAll(
+    const std::vector<manager::Pod>& pods, bool explain,
+    const std::function<bool()>& cancelled) {
+  std::vector<PodResult> results;
+  results.reserve(pods.size());
+  bool admitted_any = false;
+  for (const manager::Pod& pod : pods) {
+    results.push_back(
+        AdmitOne(pod, explain, cancelled, /*write_checkpoint=*/false));
+    admitted_any = admitted_any || results.back().admitted;
+  }
+  if (admitted_any) {
+    std::lock_guard lock(mu_);
+    if (Status written = WriteCheckpoint(); !written.ok()) {
+      LOG(ERROR) << written.message();
+    }
+  }
+  return results;
+}
+
+PodResult HostManager::AdmitOne(const manager::Pod& pod, bool explain,
+                                const std::function<bool()>& cancelled,
+                                bool write_checkpoint) {
+  const auto refuse = [&](std::string reason, std::string message) {
+    PodResult result;
+    result.uid = pod.uid;
+    result.ns = pod.ns;
+    result.name = pod.name;
+    result.reason = std::move(reason);
+    result.message = std::move(message);
+    return result;
+  };
+  if (!LockAdmission(cancelled)) {
+    return refuse("Cancelled",
+                  "the admission was cancelled or the manager is stopping");
+  }
+  std::unique_lock admit(admit_mu_, std::adopt_lock);
   {
     std::lock_guard lock(mu_);
     if (auto it = pods_.find(pod.uid); it != pods_.end()) {
       return it->second.result;
     }
+    if (!busy_.insert(pod.uid).second) {
+      return refuse("UnexpectedAdmissionError",
+                    "pod " + pod.uid + " is being released; try again");
+    }
   }
+  PodResult result = AdmitLocked(pod, explain, write_checkpoint);
+  std::lock_guard lock(mu_);
+  busy_.erase(pod.uid);
+  return result;
+}
+
+PodResult HostManager::AdmitLocked(const manager::Pod& pod, bool explain,
+                                   bool write_checkpoint) {
   std::vector<manager::MergeTrace> traces;
   const manager::AdmitResult admitted =
       topology_manager_->Admit(pod, explain ? &traces : nullptr);
@@ -494,6 +654,27 @@ PodResult HostManager::Admit(const manager::Pod& pod, bool explain) {
   result.admitted = admitted.admit;
   result.reason = admitted.reason;
   result.message = admitted.message;
+  // The generic resource fit (the kubelet's predicate admission, which runs
+  // after the Topology Manager's): an extended resource no plugin ever
+  // offered and no pod holds cannot fit.
+  if (result.admitted) {
+    for (const auto* list : {&pod.init_containers, &pod.containers}) {
+      for (const manager::Container& container : *list) {
+        for (const auto& [resource, quantity] : container.limits) {
+          if (!result.admitted) break;
+          if (!IsExtendedResource(resource) || quantity <= 0) continue;
+          if (device_manager_->IsDevicePluginResource(resource)) continue;
+          result.admitted = false;
+          result.reason = "OutOf" + resource;
+          result.message = "Node didn't have enough resource: " + resource +
+                           ", requested: " +
+                           std::to_string(manager::DeviceManager::PodRequest(
+                               pod, resource)) +
+                           ", used: 0, capacity: 0";
+        }
+      }
+    }
+  }
   if (explain) {
     result.explanation = json::array();
     for (const manager::MergeTrace& trace : traces) {
@@ -569,8 +750,10 @@ PodResult HostManager::Admit(const manager::Pod& pod, bool explain) {
   LOG(INFO) << "pod " << pod.ns << "/" << pod.name << " admitted";
   std::lock_guard lock(mu_);
   pods_[pod.uid] = {pod, result};
-  if (Status written = WriteCheckpoint(); !written.ok()) {
-    LOG(ERROR) << written.message();
+  if (write_checkpoint) {
+    if (Status written = WriteCheckpoint(); !written.ok()) {
+      LOG(ERROR) << written.message();
+    }
   }
   return result;
 }
@@ -590,23 +773,29 @@ const HostManager::PodRecord* HostManager::FindPod(
 }
 
 Status HostManager::Release(const std::string& key) {
-  std::lock_guard admit(admit_mu_);
+  // No admission lock: a release never waits for a plugin. The pod is
+  // marked busy so that an admission of the same uid cannot interleave.
   std::string uid;
   {
     std::lock_guard lock(mu_);
     const PodRecord* record = FindPod(key);
     if (record == nullptr) {
-      return NotFoundError("no admitted pod \"" + key +
-                           "\" (by uid, namespace/name or unique name)");
+      return NotFoundError("no admitted pod " + Quoted(key) +
+                           " (by uid, namespace/name or unique name)");
     }
     uid = record->pod.uid;
+    if (!busy_.insert(uid).second) {
+      return UnavailableError("pod " + Quoted(key) +
+                              " is being admitted or released; try again");
+    }
+    pods_.erase(uid);
   }
   device_manager_->RemovePod(uid);
   cpu_manager_->RemovePod(uid);
   topology_manager_->RemovePod(uid);
   std::lock_guard lock(mu_);
-  pods_.erase(uid);
-  LOG(INFO) << "pod " << key << " released";
+  busy_.erase(uid);
+  LOG(INFO) << "pod " << Quoted(key, 256) << " released";
   return WriteCheckpoint();
 }
 
@@ -766,72 +955,78 @@ Status HostManager::WriteCheckpoint() const {
     registered[name] = healthy;
   }
   const json data = {{"pods", pods}, {"registered", registered}};
-  const std::string body = data.dump();
+  const std::string body =
+      data.dump(-1, ' ', false, json::error_handler_t::replace);
   char checksum[32];
   std::snprintf(checksum, sizeof(checksum), "%016llx",
                 static_cast<unsigned long long>(Fnv1a64(body)));
   const json doc = {{"version", 1}, {"checksum", checksum}, {"data", data}};
-  const auto path = config_.plugin_dir / kCheckpointFile;
-  const auto temporary =
-      config_.plugin_dir / (std::string(".") + kCheckpointFile + ".tmp");
-  {
-    std::ofstream out(temporary, std::ios::trunc);
-    out << doc.dump() << "\n";
-    out.flush();
-    if (!out) {
-      return InternalError("cannot write the checkpoint " + temporary.string());
-    }
-  }
-  std::error_code error;
-  std::filesystem::rename(temporary, path, error);
-  if (error) {
-    return InternalError("cannot replace the checkpoint " + path.string() +
-                         ": " + error.message());
-  }
-  return OkStatus();
+  // A fresh temporary file (never a planted link), mode 0600, fsynced,
+  // renamed over the checkpoint.
+  return WriteFileAtomically(
+      config_.plugin_dir / kCheckpointFile,
+      doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", 0600);
 }
 
 Status HostManager::RestoreCheckpoint() {
   const auto path = config_.plugin_dir / kCheckpointFile;
   std::error_code error;
-  if (!std::filesystem::exists(path, error)) {
-    LOG(INFO) << "no checkpoint at " << path.string() << ": starting empty";
-    return OkStatus();
-  }
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  auto corrupt = [&](const std::string& why) {
+  const auto corrupt = [&](const std::string& why) {
     const auto kept = path.string() + ".corrupt";
     std::filesystem::rename(path, kept, error);
     return DataLossError(
         "checkpoint " + path.string() + " is corrupt (" + why +
         "); starting with no allocations, the file is kept as " + kept);
   };
-  const json doc = json::parse(text.str(), nullptr, false);
+  // Never follows a link, never blocks on a FIFO, never reads unbounded.
+  auto text = ReadRegularFile(path, config_.max_checkpoint_bytes);
+  if (!text.ok()) {
+    if (text.status().code() == StatusCode::kNotFound) {
+      LOG(INFO) << "no checkpoint at " << path.string() << ": starting empty";
+      return OkStatus();
+    }
+    if (text.status().code() == StatusCode::kFailedPrecondition) {
+      return corrupt(text.status().message());
+    }
+    return text.status();
+  }
+  const json doc = json::parse(*text, nullptr, false);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("data") ||
       !doc.contains("checksum")) {
     return corrupt("not a checkpoint document");
   }
-  const std::string body = doc["data"].dump();
+  const std::string body =
+      doc["data"].dump(-1, ' ', false, json::error_handler_t::replace);
   char checksum[32];
   std::snprintf(checksum, sizeof(checksum), "%016llx",
                 static_cast<unsigned long long>(Fnv1a64(body)));
   if (doc["checksum"] != checksum) return corrupt("checksum mismatch");
+  size_t dropped = 0;
   try {
     std::lock_guard lock(mu_);
+    // Which pod holds each device: a device claimed by a second pod is a
+    // conflict, dropped from that pod, never double-booked.
+    std::map<std::pair<std::string, std::string>, std::string> owner;
     for (const json& p : doc["data"].at("pods")) {
       PodRecord record;
       record.pod.uid = p.at("uid").get<std::string>();
       record.pod.ns = p.at("namespace").get<std::string>();
       record.pod.name = p.at("name").get<std::string>();
       record.pod.guaranteed = p.at("guaranteed").get<bool>();
+      if (pods_.contains(record.pod.uid)) {
+        LOG(WARNING) << "checkpoint: pod " << Quoted(record.pod.uid)
+                     << " listed twice; the second entry is dropped";
+        ++dropped;
+        continue;
+      }
       for (const json& c : p.at("init_containers")) {
         record.pod.init_containers.push_back(ContainerFromJson(c));
       }
       for (const json& c : p.at("containers")) {
         record.pod.containers.push_back(ContainerFromJson(c));
       }
+      const std::string who = "pod " + record.pod.ns + "/" + record.pod.name +
+                              " (" + record.pod.uid + ")";
       const json& result = p.at("result");
       record.result.uid = record.pod.uid;
       record.result.ns = record.pod.ns;
@@ -840,23 +1035,46 @@ Status HostManager::RestoreCheckpoint() {
       for (const json& c : result.at("containers")) {
         ContainerResult container;
         container.name = c.at("name").get<std::string>();
-        container.devices =
+        const auto devices =
             c.at("devices")
                 .get<std::map<std::string, std::vector<std::string>>>();
         auto cpus = CpuSet::ParseList(c.at("cpus").get<std::string>());
-        if (!cpus.ok()) return corrupt("bad CPU list");
-        container.cpus = *cpus;
+        if (!cpus.ok()) {
+          throw std::invalid_argument("bad CPU list of " + who + ": " +
+                                      cpus.status().message());
+        }
         if (!c.at("numa_nodes").is_null()) {
           container.numa_nodes = c.at("numa_nodes").get<std::vector<int>>();
         }
-        for (const auto& [resource, ids] : container.devices) {
+        for (const auto& [resource, ids] : devices) {
+          std::vector<std::string> kept;
+          for (const std::string& id : ids) {
+            auto [it, fresh] =
+                owner.emplace(std::pair{resource, id}, record.pod.uid);
+            if (!fresh && it->second != record.pod.uid) {
+              LOG(WARNING) << "checkpoint: " << resource << " device "
+                           << Quoted(id) << " of " << who << " container "
+                           << Quoted(container.name)
+                           << " is already held by pod " << it->second
+                           << "; dropped from this pod";
+              ++dropped;
+              continue;
+            }
+            kept.push_back(id);
+          }
+          if (kept.empty()) continue;
           device_manager_->Restore(record.pod.uid, container.name, resource,
-                                   ids);
+                                   kept);
+          container.devices[resource] = std::move(kept);
         }
-        if (Status restored = cpu_manager_->Restore(
-                record.pod.uid, container.name, container.cpus);
+        if (Status restored =
+                cpu_manager_->Restore(record.pod.uid, container.name, *cpus);
             !restored.ok()) {
-          LOG(WARNING) << "checkpoint: " << restored.message();
+          LOG(WARNING) << "checkpoint: " << who << ": " << restored.message()
+                       << "; its exclusive CPUs are dropped";
+          ++dropped;
+        } else {
+          container.cpus = *cpus;
         }
         record.result.containers.push_back(std::move(container));
       }
@@ -870,11 +1088,29 @@ Status HostManager::RestoreCheckpoint() {
       device_manager_->UpdateResource(name, {}, nullptr);
       (void)ids;
     }
-  } catch (const json::exception& e) {
+  } catch (const std::exception& e) {
+    // Nothing half-restored stays behind.
+    std::lock_guard lock(mu_);
+    for (const auto& [uid, record] : pods_) {
+      device_manager_->RemovePod(uid);
+      cpu_manager_->RemovePod(uid);
+    }
+    pods_.clear();
+    resources_.clear();
     return corrupt(e.what());
   }
   LOG(INFO) << "restored " << pods_.size() << " pod(s) and "
-            << resources_.size() << " resource(s) from " << path.string();
+            << resources_.size() << " resource(s) from " << path.string()
+            << (dropped > 0 ? "; " + std::to_string(dropped) +
+                                  " conflicting entries dropped"
+                            : "");
+  if (dropped > 0) {
+    // The file on disk should say what is in force now.
+    std::lock_guard lock(mu_);
+    if (Status written = WriteCheckpoint(); !written.ok()) {
+      LOG(ERROR) << written.message();
+    }
+  }
   return OkStatus();
 }
 

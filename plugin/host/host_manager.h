@@ -9,10 +9,12 @@
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -56,6 +58,15 @@ struct HostConfig {
   // How long Register waits for the plugin's socket to accept (the
   // kubelet's 10 s).
   std::chrono::milliseconds dial_timeout = std::chrono::seconds(10);
+  // Deadline of every GetPreferredAllocation and Allocate call. Beyond the
+  // kubelet, which sets none: a hung plugin fails the admissions that need
+  // it (UnexpectedAdmissionError) instead of stalling the node.
+  std::chrono::milliseconds rpc_timeout = std::chrono::seconds(30);
+  // Group allowed to use the control socket (mode 0660); -1: root only
+  // (mode 0600).
+  int control_group = -1;
+  // A checkpoint larger than this is refused as corrupt.
+  size_t max_checkpoint_bytes = size_t{256} << 20;
 };
 
 struct ContainerResult {
@@ -91,9 +102,19 @@ class HostManager {
   void Stop();
 
   // Admits one pod; an already admitted pod (same uid) gets its result
-  // again without a new allocation.
-  PodResult Admit(const manager::Pod& pod, bool explain);
-  // By uid, "namespace/name" or name. NOT_FOUND when unknown.
+  // again without a new allocation. `cancelled`, when given, is polled while
+  // waiting for the admission slot: a cancelled wait returns a result with
+  // reason "Cancelled" and allocates nothing.
+  PodResult Admit(const manager::Pod& pod, bool explain,
+                  const std::function<bool()>& cancelled = nullptr);
+  // Admits `pods` in order and writes the checkpoint once at the end;
+  // stops early (the rest are not admitted, reason "Cancelled") when
+  // `cancelled` returns true or the manager stops.
+  std::vector<PodResult> AdmitAll(const std::vector<manager::Pod>& pods,
+                                  bool explain,
+                                  const std::function<bool()>& cancelled);
+  // By uid, "namespace/name" or name. NOT_FOUND when unknown; UNAVAILABLE
+  // while the same pod is being admitted. Never waits for an admission.
   Status Release(const std::string& pod);
 
   nlohmann::json StatusJson() const;
@@ -116,6 +137,9 @@ class HostManager {
     std::vector<manager::Device> devices;
     std::shared_ptr<PluginEndpoint> endpoint;  // null after a restore
     std::optional<std::chrono::steady_clock::time_point> stopped_since;
+    // Registrations are numbered when they arrive; a slower, older one
+    // never replaces a newer one that finished first.
+    uint64_t installed_registration = 0;
   };
   struct PodRecord {
     manager::Pod pod;
@@ -128,7 +152,16 @@ class HostManager {
   void OnList(PluginEndpoint* endpoint, std::vector<manager::Device> devices);
   void OnEnd(PluginEndpoint* endpoint);
   void CollectGarbage();
-  Status WriteCheckpoint() const;  // REQUIRES: mu_
+  PodResult AdmitOne(const manager::Pod& pod, bool explain,
+                     const std::function<bool()>& cancelled,
+                     bool write_checkpoint);
+  // REQUIRES: admit_mu_ held, the pod marked busy.
+  PodResult AdmitLocked(const manager::Pod& pod, bool explain,
+                        bool write_checkpoint);
+  // Waits for the admission slot; false when cancelled or stopping.
+  bool LockAdmission(const std::function<bool()>& cancelled);
+  Status WriteCheckpoint() const;      // REQUIRES: mu_
+  std::string CheckpointText() const;  // REQUIRES: mu_
   Status RestoreCheckpoint();
   const PodRecord* FindPod(const std::string& key) const;  // REQUIRES: mu_
 
@@ -140,11 +173,13 @@ class HostManager {
   std::unique_ptr<manager::CpuManager> cpu_manager_;
   std::unique_ptr<CostModel> cost_model_;  // with cost_based_selection
 
-  mutable std::mutex mu_;  // resources_, pods_, retired_, checkpoint
+  mutable std::mutex mu_;  // resources_, pods_, retired_, busy_, checkpoint
   std::map<std::string, ResourceState> resources_;
   std::vector<std::shared_ptr<PluginEndpoint>> retired_;
   std::map<std::string, PodRecord> pods_;  // by uid
-  std::mutex admit_mu_;                    // pods are admitted one at a time
+  std::set<std::string> busy_;             // uids being admitted or released
+  uint64_t registrations_ = 0;             // numbers Register calls
+  std::timed_mutex admit_mu_;              // pods are admitted one at a time
 
   std::unique_ptr<RegistrationService> registration_;
   std::unique_ptr<ControlService> control_;

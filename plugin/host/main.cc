@@ -5,6 +5,7 @@
 //   topology-manager admit POD.yaml... [--format text|json] [--explain]
 //   topology-manager release POD
 //   topology-manager status [--format text|json|nrt]
+#include <charconv>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -12,7 +13,9 @@
 #include <sstream>
 
 #include <glog/logging.h>
+#include <grp.h>
 #include <grpcpp/grpcpp.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -25,6 +28,8 @@
 
 #include "host_manager.h"
 #include "merge_case.h"
+#include "pod_manifest.h"
+#include "text_util.h"
 #include "topologymanager/v1alpha1/control.grpc.pb.h"
 
 namespace {
@@ -85,14 +90,20 @@ struct ServeFlags {
   std::string cpu_policy = "none";
   std::string reserved_cpus;
   std::string grace_period = "5m";
+  std::string rpc_timeout = "30s";
+  std::string control_group;
   std::string node_name;
   bool cost_based_selection = false;
   int verbosity = 0;
 };
 
 int RunServe(const ServeFlags& flags, const char* argv0) {
+  // Files and sockets get explicit modes; the umask only covers the short
+  // window between creating a socket and setting its mode.
+  umask(077);
   topology::plugin::InitLogging(argv0, flags.verbosity);
   topology::plugin::BlockShutdownSignals();
+  topology::plugin::RaiseOpenFileLimit();
   topology::DiscoveryOptions discovery;
   discovery.host_root = flags.host_root;
   topology::StatusOr<topology::Topology> topology =
@@ -141,6 +152,35 @@ int RunServe(const ServeFlags& flags, const char* argv0) {
   }
   config.grace_period =
       std::chrono::duration_cast<std::chrono::milliseconds>(*grace);
+  auto rpc_timeout = topology::plugin::ParseDuration(flags.rpc_timeout);
+  if (!rpc_timeout.ok() || *rpc_timeout <= std::chrono::nanoseconds(0)) {
+    std::cerr << "topology-manager serve: --plugin-rpc-timeout: "
+              << (rpc_timeout.ok() ? std::string("must be positive")
+                                   : rpc_timeout.status().message())
+              << "\n";
+    return kExitUsage;
+  }
+  config.rpc_timeout =
+      std::chrono::duration_cast<std::chrono::milliseconds>(*rpc_timeout);
+  if (!flags.control_group.empty()) {
+    const group* entry = getgrnam(flags.control_group.c_str());
+    int gid = -1;
+    if (entry != nullptr) {
+      gid = static_cast<int>(entry->gr_gid);
+    } else {
+      auto [ptr, error] = std::from_chars(
+          flags.control_group.data(),
+          flags.control_group.data() + flags.control_group.size(), gid);
+      if (error != std::errc() ||
+          ptr != flags.control_group.data() + flags.control_group.size() ||
+          gid < 0) {
+        std::cerr << "topology-manager serve: --control-group: no group "
+                  << topology::host::Quoted(flags.control_group) << "\n";
+        return kExitUsage;
+      }
+    }
+    config.control_group = gid;
+  }
   config.cost_based_selection = flags.cost_based_selection;
   config.node_name = flags.node_name;
   if (config.node_name.empty()) {
@@ -159,6 +199,7 @@ int RunServe(const ServeFlags& flags, const char* argv0) {
   }
   const int signal = topology::plugin::WaitForShutdownSignal();
   LOG(INFO) << "received signal " << signal << "; shutting down";
+  topology::plugin::ExitIfStillRunningAfter(std::chrono::milliseconds(4500), 0);
   (*host)->Stop();
   return 0;
 }
@@ -172,7 +213,9 @@ std::unique_ptr<tm::Control::Stub> Connect(const std::string& socket) {
 int Unreachable(const std::string& what, const grpc::Status& status,
                 const std::string& socket) {
   if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
-      status.error_code() == grpc::StatusCode::NOT_FOUND) {
+      status.error_code() == grpc::StatusCode::NOT_FOUND ||
+      (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
+       status.error_message().find("try again") != std::string::npos)) {
     std::cerr << "topology-manager " << what << ": " << status.error_message()
               << "\n";
     return kExitUsage;
@@ -267,9 +310,31 @@ int RunAdmit(const std::vector<std::string>& files, const std::string& format,
       std::cerr << "topology-manager admit: cannot read " << file << "\n";
       return kExitUsage;
     }
+    std::string text(std::istreambuf_iterator<char>(in), {});
+    // Checked here first, so that a bad manifest is a usage error naming
+    // the field, never a transport failure.
+    if (auto pods = topology::host::ParsePodManifests(text, file); !pods.ok()) {
+      std::cerr << "topology-manager admit: " << pods.status().message()
+                << "\n";
+      return kExitUsage;
+    }
+    if (!topology::host::IsValidUtf8(text)) {
+      size_t line = 1;
+      for (size_t i = 0; i < text.size(); ++i) {
+        if (!topology::host::IsValidUtf8(
+                std::string_view(text).substr(0, i + 1)) &&
+            (static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
+          break;
+        }
+        if (text[i] == '\n') ++line;
+      }
+      std::cerr << "topology-manager admit: " << file << " line " << line
+                << ": not valid UTF-8\n";
+      return kExitUsage;
+    }
     auto* manifest = request.add_manifests();
-    manifest->set_source(file);
-    manifest->set_yaml(std::string(std::istreambuf_iterator<char>(in), {}));
+    manifest->set_source(topology::host::IsValidUtf8(file) ? file : "(file)");
+    manifest->set_yaml(std::move(text));
   }
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() +
@@ -303,9 +368,15 @@ int RunAdmit(const std::vector<std::string>& files, const std::string& format,
 }
 
 int RunRelease(const std::string& pod, const std::string& socket) {
+  if (!topology::host::IsValidUtf8(pod)) {
+    std::cerr << "topology-manager release: the pod name is not valid UTF-8\n";
+    return kExitUsage;
+  }
   tm::ReleaseRequest request;
   request.set_pod(pod);
   grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(30));
   tm::JsonReply reply;
   const grpc::Status status =
       Connect(socket)->Release(&context, request, &reply);
@@ -318,6 +389,8 @@ int RunStatus(const std::string& format, const std::string& socket) {
   tm::StatusRequest request;
   request.set_format(format == "nrt" ? "nrt" : "json");
   grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(30));
   tm::JsonReply reply;
   const grpc::Status status =
       Connect(socket)->Status(&context, request, &reply);
@@ -416,6 +489,14 @@ int main(int argc, char** argv) {
   serve->add_flag("--cost-based-selection", serve_flags.cost_based_selection,
                   "Choose a multi-resource container's PCI devices together by "
                   "PCIe cost (beyond the kubelet)");
+  serve
+      ->add_option("--plugin-rpc-timeout", serve_flags.rpc_timeout,
+                   "Deadline of GetPreferredAllocation and Allocate calls "
+                   "(Go duration; the kubelet has none)")
+      ->capture_default_str();
+  serve->add_option("--control-group", serve_flags.control_group,
+                    "Group (name or id) allowed to use the control socket "
+                    "(mode 0660); default: root only (0600)");
   serve->add_option("-v,--v", serve_flags.verbosity, "Log verbosity");
 
   std::vector<std::string> pod_files;

@@ -10,18 +10,27 @@ namespace topology::host {
 
 namespace {
 
+// A plugin's error text is shown, but never more than this of it.
+constexpr size_t kMaxErrorText = 512;
+
 Status FromGrpc(const grpc::Status& status, const std::string& what) {
   if (status.ok()) return OkStatus();
+  std::string text = status.error_message();
+  if (text.size() > kMaxErrorText) {
+    text = text.substr(0, kMaxErrorText) + "... (" +
+           std::to_string(text.size()) + " bytes)";
+  }
   return Status(static_cast<StatusCode>(
                     std::clamp(static_cast<int>(status.error_code()), 1, 15)),
-                what + ": " + status.error_message());
+                what + ": " + text);
 }
 
 }  // namespace
 
 StatusOr<std::shared_ptr<PluginEndpoint>> PluginEndpoint::Connect(
     const std::string& resource, const std::filesystem::path& socket,
-    std::chrono::milliseconds dial_timeout) {
+    std::chrono::milliseconds dial_timeout,
+    std::chrono::milliseconds rpc_timeout) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(4 << 20);  // grpc-go's default, as the kubelet
   auto channel = grpc::CreateCustomChannel(
@@ -34,8 +43,7 @@ StatusOr<std::shared_ptr<PluginEndpoint>> PluginEndpoint::Connect(
   }
   auto stub = v1beta1::DevicePlugin::NewStub(channel);
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::seconds(10));
+  context.set_deadline(std::chrono::system_clock::now() + dial_timeout);
   v1beta1::DevicePluginOptions options;
   const grpc::Status status =
       stub->GetDevicePluginOptions(&context, v1beta1::Empty(), &options);
@@ -47,25 +55,37 @@ StatusOr<std::shared_ptr<PluginEndpoint>> PluginEndpoint::Connect(
       new PluginEndpoint(resource, socket, channel,
                          {.pre_start_required = options.pre_start_required(),
                           .get_preferred_allocation_available =
-                              options.get_preferred_allocation_available()}));
+                              options.get_preferred_allocation_available()},
+                         rpc_timeout));
 }
 
 PluginEndpoint::PluginEndpoint(std::string resource,
                                std::filesystem::path socket,
                                std::shared_ptr<grpc::Channel> channel,
-                               plugin::DevicePluginOptions options)
+                               plugin::DevicePluginOptions options,
+                               std::chrono::milliseconds rpc_timeout)
     : resource_(std::move(resource)),
       socket_(std::move(socket)),
       channel_(std::move(channel)),
       stub_(v1beta1::DevicePlugin::NewStub(channel_)),
-      options_(options) {}
+      options_(options),
+      rpc_timeout_(rpc_timeout) {}
 
 PluginEndpoint::~PluginEndpoint() {
   Stop();
-  if (reader_.joinable()) reader_.join();
+  if (reader_.joinable()) {
+    // Never on the reader itself (no reference is held there), so this
+    // waits at most for a thread that is cancelled and returning.
+    if (reader_.get_id() == std::this_thread::get_id()) {
+      reader_.detach();
+    } else {
+      reader_.join();
+    }
+  }
 }
 
 void PluginEndpoint::Start(ListCallback on_list, EndCallback on_end) {
+  finished_.store(false);
   reader_ = std::thread(
       [this, on_list = std::move(on_list), on_end = std::move(on_end)] {
         auto reader = stub_->ListAndWatch(&stream_context_, v1beta1::Empty());
@@ -90,12 +110,35 @@ void PluginEndpoint::Start(ListCallback on_list, EndCallback on_end) {
         const grpc::Status status = reader->Finish();
         stopped_.store(true);
         on_end(this, status);
+        finished_.store(true);
       });
 }
 
 void PluginEndpoint::Stop() {
   stopped_.store(true);
   stream_context_.TryCancel();
+  std::lock_guard lock(mu_);
+  for (grpc::ClientContext* context : in_flight_) context->TryCancel();
+}
+
+bool PluginEndpoint::Track(grpc::ClientContext* context,
+                           std::chrono::milliseconds timeout) {
+  context->set_deadline(std::chrono::system_clock::now() + timeout);
+  std::lock_guard lock(mu_);
+  if (stopped()) return false;
+  in_flight_.insert(context);
+  return true;
+}
+
+void PluginEndpoint::Untrack(grpc::ClientContext* context) {
+  std::lock_guard lock(mu_);
+  in_flight_.erase(context);
+}
+
+std::string PluginEndpoint::Timeout(const std::string& call) const {
+  return call + ": the " + resource_ + " plugin at " + socket_.string() +
+         " did not answer within " + std::to_string(rpc_timeout_.count()) +
+         " ms";
 }
 
 Status PluginEndpoint::Stopped() const {
@@ -112,10 +155,17 @@ StatusOr<std::vector<std::string>> PluginEndpoint::GetPreferredAllocation(
   for (const auto& id : available) container->add_available_deviceids(id);
   for (const auto& id : must_include) container->add_must_include_deviceids(id);
   container->set_allocation_size(size);
-  grpc::ClientContext context;  // no deadline, as the kubelet
+  // Beyond the kubelet (which sets no deadline): a hung plugin fails only
+  // the admissions that need it.
+  grpc::ClientContext context;
+  if (!Track(&context, rpc_timeout_)) return Stopped();
   v1beta1::PreferredAllocationResponse response;
   const grpc::Status status =
       stub_->GetPreferredAllocation(&context, request, &response);
+  Untrack(&context);
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    return DeadlineExceededError(Timeout("GetPreferredAllocation"));
+  }
   if (!status.ok()) return FromGrpc(status, "GetPreferredAllocation");
   std::vector<std::string> ids;
   if (response.container_responses_size() > 0) {
@@ -131,9 +181,14 @@ Status PluginEndpoint::Allocate(const std::vector<std::string>& device_ids) {
   v1beta1::AllocateRequest request;
   auto* container = request.add_container_requests();
   for (const auto& id : device_ids) container->add_devices_ids(id);
-  grpc::ClientContext context;  // no deadline, as the kubelet
+  grpc::ClientContext context;
+  if (!Track(&context, rpc_timeout_)) return Stopped();
   v1beta1::AllocateResponse response;
   const grpc::Status status = stub_->Allocate(&context, request, &response);
+  Untrack(&context);
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    return DeadlineExceededError(Timeout("Allocate"));
+  }
   if (!status.ok()) return FromGrpc(status, "Allocate");
   if (response.container_responses_size() == 0) {
     return InternalError("no containers return in allocation response");
@@ -164,11 +219,12 @@ Status PluginEndpoint::PreStartContainer(
   v1beta1::PreStartContainerRequest request;
   for (const auto& id : device_ids) request.add_devices_ids(id);
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::seconds(30));
+  if (!Track(&context, std::chrono::seconds(30))) return Stopped();
   v1beta1::PreStartContainerResponse response;
-  return FromGrpc(stub_->PreStartContainer(&context, request, &response),
-                  "PreStartContainer");
+  const grpc::Status status =
+      stub_->PreStartContainer(&context, request, &response);
+  Untrack(&context);
+  return FromGrpc(status, "PreStartContainer");
 }
 
 }  // namespace topology::host

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -32,16 +33,25 @@ class PluginEndpoint final : public manager::DevicePluginEndpoint {
 
   // Dials `socket` (10 s, like the kubelet) and reads the options. Errors
   // carry the kubelet's wording ("failed to dial device plugin: ...",
-  // "failed to get device plugin options: ...").
+  // "failed to get device plugin options: ..."). Every later call
+  // (GetPreferredAllocation, Allocate) gets `rpc_timeout` as its deadline;
+  // PreStartContainer keeps the kubelet's 30 s.
   static StatusOr<std::shared_ptr<PluginEndpoint>> Connect(
       const std::string& resource, const std::filesystem::path& socket,
-      std::chrono::milliseconds dial_timeout = std::chrono::seconds(10));
+      std::chrono::milliseconds dial_timeout = std::chrono::seconds(10),
+      std::chrono::milliseconds rpc_timeout = std::chrono::seconds(30));
 
   ~PluginEndpoint() override;
 
-  // Opens the one ListAndWatch stream of this connection.
+  // Opens the one ListAndWatch stream of this connection, read on a thread
+  // of its own that calls `on_list` for every list and `on_end` once.
+  // Ownership rule: whoever holds the endpoint keeps a reference until
+  // finished(); the destructor then only joins a thread that has returned.
   void Start(ListCallback on_list, EndCallback on_end);
-  // Ends the stream and refuses further calls ("has been stopped").
+  // The reader has returned (or was never started).
+  bool finished() const { return finished_.load(); }
+  // Ends the stream, cancels every call in flight and refuses further calls
+  // ("has been stopped"). Returns at once.
   void Stop();
   bool stopped() const { return stopped_.load(); }
 
@@ -69,18 +79,27 @@ class PluginEndpoint final : public manager::DevicePluginEndpoint {
  private:
   PluginEndpoint(std::string resource, std::filesystem::path socket,
                  std::shared_ptr<grpc::Channel> channel,
-                 plugin::DevicePluginOptions options);
+                 plugin::DevicePluginOptions options,
+                 std::chrono::milliseconds rpc_timeout);
   Status Stopped() const;
+  std::string Timeout(const std::string& call) const;
+  // A call's context, registered so that Stop can cancel it; false when
+  // the endpoint is already stopped.
+  bool Track(grpc::ClientContext* context, std::chrono::milliseconds timeout);
+  void Untrack(grpc::ClientContext* context);
 
   const std::string resource_;
   const std::filesystem::path socket_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1beta1::DevicePlugin::Stub> stub_;
   const plugin::DevicePluginOptions options_;
+  const std::chrono::milliseconds rpc_timeout_;
   std::atomic<bool> stopped_{false};
+  std::atomic<bool> finished_{true};
   grpc::ClientContext stream_context_;
   std::thread reader_;
-  std::mutex mu_;
+  std::mutex mu_;  // in_flight_, responses_
+  std::set<grpc::ClientContext*> in_flight_;
   std::map<std::vector<std::string>, std::string> responses_;
 };
 

@@ -8,6 +8,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "text_util.h"
+
 namespace topology::host {
 namespace {
 
@@ -48,6 +50,9 @@ std::optional<double> QuantityValue(std::string text) {
   return number * suffix->second;
 }
 
+// Longer than any name the API server accepts (253 for a DNS subdomain).
+constexpr size_t kMaxNameLength = 253;
+
 class Parser {
  public:
   Parser(std::string_view source, size_t document)
@@ -87,7 +92,13 @@ class Parser {
               path + ".resources." + name + "." + entry.first.as<std::string>(),
               entry.second, "expected a quantity");
         }
-        (*target)[entry.first.as<std::string>()] = entry.second.Scalar();
+        const std::string key = entry.first.as<std::string>();
+        if (!IsValidUtf8(key) || key.size() > kMaxNameLength) {
+          return Error(
+              path + ".resources." + name, map,
+              "resource name " + Quoted(key) + " is not a valid resource name");
+        }
+        (*target)[key] = entry.second.Scalar();
       }
     }
     for (const auto& [resource, text] : limits) {
@@ -104,12 +115,12 @@ class Parser {
         if (error != std::errc() || ptr != text.data() + text.size() ||
             count < 0) {
           return Error(field, resources["limits"],
-                       "\"" + text + "\" is not a whole number of devices");
+                       Quoted(text) + " is not a whole number of devices");
         }
         if (count > 0) out.limits[resource] = count;
       } else if (!QuantityValue(text)) {
         return Error(field, resources["limits"],
-                     "\"" + text + "\" is not a quantity");
+                     Quoted(text) + " is not a quantity");
       }
     }
     // Guaranteed: cpu and memory limits, and requests equal to limits.
@@ -127,7 +138,7 @@ class Parser {
       if (!request_value) {
         return Error(path + ".resources.requests." + resource,
                      resources["requests"],
-                     "\"" + text + "\" is not a quantity");
+                     Quoted(text) + " is not a quantity");
       }
       if (limit_value && std::abs(*request_value - *limit_value) > 1e-9) {
         out.guaranteed = false;
@@ -151,6 +162,25 @@ class Parser {
     if (metadata["namespace"]) pod.ns = metadata["namespace"].Scalar();
     pod.uid =
         metadata["uid"] ? metadata["uid"].Scalar() : pod.ns + "/" + pod.name;
+    // Names travel in protobuf strings and JSON replies: UTF-8 only, and of
+    // a size the API server would accept.
+    for (const char* field : {"name", "namespace", "uid"}) {
+      const YAML::Node node = metadata[field];
+      if (!node) continue;
+      if (!node.IsScalar()) {
+        return Error(std::string("metadata.") + field, node,
+                     "expected a string");
+      }
+      if (!IsValidUtf8(node.Scalar())) {
+        return Error(std::string("metadata.") + field, node,
+                     "is not valid UTF-8");
+      }
+      if (node.Scalar().size() > kMaxNameLength) {
+        return Error(std::string("metadata.") + field, node,
+                     Quoted(node.Scalar()) + " is longer than " +
+                         std::to_string(kMaxNameLength) + " bytes");
+      }
+    }
     const YAML::Node spec = doc["spec"];
     if (!spec || !spec["containers"] || !spec["containers"].IsSequence() ||
         spec["containers"].size() == 0) {
@@ -175,18 +205,26 @@ class Parser {
         }
         manager::Container container;
         container.name = node["name"].Scalar();
+        if (!IsValidUtf8(container.name)) {
+          return Error(path + ".name", node["name"], "is not valid UTF-8");
+        }
+        if (container.name.size() > kMaxNameLength) {
+          return Error(path + ".name", node["name"],
+                       Quoted(container.name) + " is longer than " +
+                           std::to_string(kMaxNameLength) + " bytes");
+        }
         for (const auto& other : pod.init_containers) {
           if (other.name == container.name) {
             return Error(
                 path + ".name", node["name"],
-                "container name \"" + container.name + "\" is used twice");
+                "container name " + Quoted(container.name) + " is used twice");
           }
         }
         for (const auto& other : pod.containers) {
           if (other.name == container.name) {
             return Error(
                 path + ".name", node["name"],
-                "container name \"" + container.name + "\" is used twice");
+                "container name " + Quoted(container.name) + " is used twice");
           }
         }
         container.restartable =
@@ -211,8 +249,12 @@ class Parser {
 StatusOr<int64_t> ParseCpuQuantity(std::string_view text) {
   const auto value = QuantityValue(std::string(text));
   if (!value || *value < 0) {
-    return InvalidArgumentError("\"" + std::string(text) +
-                                "\" is not a CPU quantity such as 2 or 500m");
+    return InvalidArgumentError(Quoted(text) +
+                                " is not a CPU quantity such as 2 or 500m");
+  }
+  // Millicores are 64-bit, as a Kubernetes quantity's MilliValue.
+  if (*value * 1000.0 >= 9.2e18) {
+    return InvalidArgumentError(Quoted(text) + " is too large a CPU quantity");
   }
   return static_cast<int64_t>(std::llround(*value * 1000.0));
 }
@@ -234,7 +276,7 @@ StatusOr<std::vector<manager::Pod>> ParsePodManifests(std::string_view text,
       where += ":" + std::to_string(e.mark.line + 1) + ":" +
                std::to_string(e.mark.column + 1);
     }
-    return InvalidArgumentError(where + ": " + e.msg);
+    return InvalidArgumentError(where + ": " + e.msg.substr(0, 200));
   }
   if (pods.empty()) {
     return InvalidArgumentError(std::string(source) + ": no Pod manifest");

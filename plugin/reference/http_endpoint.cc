@@ -21,8 +21,16 @@ namespace {
 class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
  public:
   HttpExchange(tcp::socket socket, const std::function<std::string()>& health,
-               const std::function<std::string()>& metrics)
-      : stream_(std::move(socket)), health_(health), metrics_(metrics) {}
+               const std::function<std::string()>& metrics, int* live)
+      : stream_(std::move(socket)),
+        health_(health),
+        metrics_(metrics),
+        live_(live) {
+    ++*live_;
+  }
+  ~HttpExchange() { --*live_; }
+  HttpExchange(const HttpExchange&) = delete;
+  HttpExchange& operator=(const HttpExchange&) = delete;
 
   void Run() {
     stream_.expires_after(std::chrono::seconds(5));
@@ -72,7 +80,13 @@ class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
   http::response<http::string_body> response_;
   const std::function<std::string()>& health_;
   const std::function<std::string()>& metrics_;
+  int* live_;  // connections open now (one io thread: no lock)
 };
+
+// At most this many connections at once: a local user holding many
+// connections can neither exhaust the plugin's descriptors (which its
+// rescans need) nor its memory. Each lives at most 10 s.
+constexpr int kMaxConnections = 64;
 
 }  // namespace
 
@@ -103,21 +117,40 @@ class HttpEndpoint::Impl {
 
  private:
   void Accept() {
-    acceptor_.async_accept(asio::make_strand(context_),
-                           [this](beast::error_code error, tcp::socket socket) {
-                             if (!error) {
-                               std::make_shared<HttpExchange>(
-                                   std::move(socket), handlers_.health_problem,
-                                   handlers_.metrics)
-                                   ->Run();
-                             }
-                             if (acceptor_.is_open()) Accept();
-                           });
+    acceptor_.async_accept(
+        context_, [this](beast::error_code error, tcp::socket socket) {
+          if (!error) {
+            if (live_ >= kMaxConnections) {
+              // Over the limit: closed at once, nothing read.
+              beast::error_code ignored;
+              socket.close(ignored);
+            } else {
+              std::make_shared<HttpExchange>(std::move(socket),
+                                             handlers_.health_problem,
+                                             handlers_.metrics, &live_)
+                  ->Run();
+            }
+          }
+          if (!acceptor_.is_open()) return;
+          if (error && error != asio::error::operation_aborted) {
+            // No descriptor to be had (EMFILE): try again shortly instead
+            // of spinning; connections closing free some.
+            retry_.expires_after(std::chrono::milliseconds(100));
+            retry_.async_wait([this](beast::error_code) {
+              if (acceptor_.is_open()) Accept();
+            });
+            return;
+          }
+          Accept();
+        });
   }
 
   Handlers handlers_;
+  // Before context_: pending exchanges, destroyed with it, count down here.
+  int live_ = 0;
   asio::io_context context_{1};
   tcp::acceptor acceptor_{context_};
+  asio::steady_timer retry_{context_};
   std::thread thread_;
 };
 

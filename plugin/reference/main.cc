@@ -5,6 +5,7 @@
 #include <string>
 
 #include <glog/logging.h>
+#include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
 
@@ -67,8 +68,11 @@ int Run(int argc, char** argv) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }
 
+  // Sockets get explicit modes; the umask covers the window before.
+  umask(077);
   plugin::InitLogging(argv[0], verbosity);
   plugin::BlockShutdownSignals();
+  plugin::RaiseOpenFileLimit();
 
   auto config = dp::LoadConfig(config_file);
   if (!config.ok()) {
@@ -127,6 +131,7 @@ int Run(int argc, char** argv) {
   }
   const int signal = plugin::WaitForShutdownSignal();
   LOG(INFO) << "received signal " << signal << "; shutting down";
+  plugin::ExitIfStillRunningAfter(std::chrono::milliseconds(4500), 0);
   http.reset();
   device_plugin.Stop();
   LOG(INFO) << "stopped";

@@ -3,8 +3,11 @@
 // hang or end the process (libpci's default error hook calls exit()).
 #include <fstream>
 
+#include <fcntl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
+#include <unistd.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -225,6 +228,51 @@ TEST_F(HostileTreeTest, UnreadableFilesAreNamed) {
   // The reader has no real root: libpci and hwloc are not used.
   EXPECT_EQ(t->cpus()[0].package_id, -1);
   EXPECT_EQ(t->FindDevice(A("0000:1a:00.0"))->vendor_id, 0x10de);
+}
+
+// A malformed id is named, with and without libpci (which reads it as 0
+// silently).
+TEST_F(HostileTreeTest, MalformedVendorIsNamedNotReadAsZero) {
+  Write(Gpu() / "vendor", "0xZZZZ\n");
+  for (bool use_libpci : {true, false}) {
+    SCOPED_TRACE(use_libpci);
+    const Topology t = Run(use_libpci);
+    EXPECT_THAT(t.warnings(), Contains(HasSubstr("0000:1a:00.0/vendor")));
+  }
+}
+
+// Running out of file descriptors is not the machine losing its devices:
+// discovery fails (UNAVAILABLE) instead of reporting fewer devices, so a
+// rescan keeps the last good snapshot.
+TEST_F(HostileTreeTest, NoFileDescriptorsFailsInsteadOfDroppingDevices) {
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+  // Leave the standard descriptors and a handful more, then use them up.
+  std::vector<int> held;
+  rlimit low = old;
+  low.rlim_cur = 64;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  while (true) {
+    const int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    if (fd < 0) break;
+    held.push_back(fd);
+  }
+  for (int i = 0; i < 3 && !held.empty(); ++i) {
+    close(held.back());
+    held.pop_back();
+  }
+  DiscoveryOptions options;
+  options.host_root = dir_.path();
+  options.use_libpci = false;
+  auto t = Discover(options);
+  for (int fd : held) close(fd);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+  if (t.ok()) {
+    // Whatever was read, no device may be missing.
+    EXPECT_EQ(t->pci_devices().size(), Run(false).pci_devices().size());
+  } else {
+    EXPECT_THAT(t.status().message(), Not(IsEmpty()));
+  }
 }
 
 }  // namespace

@@ -2,6 +2,9 @@
 // with the kubelet device manager's rules, against a scripted plugin.
 #include "topology/manager/device_manager.h"
 
+#include <functional>
+#include <memory>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -24,6 +27,8 @@ class ScriptedEndpoint : public DevicePluginEndpoint {
   Status allocate_status;
   std::vector<std::vector<std::string>> preferred_calls;  // available sets
   std::vector<std::vector<std::string>> allocate_calls;
+  // Runs inside each plugin call (the manager's lock must not be held).
+  std::function<void()> during_call;
 
   bool PreferredAllocationAvailable() const override {
     return preferred_available;
@@ -32,10 +37,12 @@ class ScriptedEndpoint : public DevicePluginEndpoint {
       const std::vector<std::string>& available,
       const std::vector<std::string>& /*must_include*/, int /*size*/) override {
     preferred_calls.push_back(available);
+    if (during_call) during_call();
     return preferred_answer;
   }
   Status Allocate(const std::vector<std::string>& ids) override {
     allocate_calls.push_back(ids);
+    if (during_call) during_call();
     return allocate_status;
   }
 };
@@ -67,12 +74,14 @@ class DeviceManagerTest : public ::testing::Test {
         config, *NumaInfo::Create({0, 1}, std::nullopt));
     devices_ =
         std::make_unique<DeviceManager>(std::vector<int>{0, 1}, manager_.get());
-    devices_->UpdateResource(kGpu, FourGpus(), &endpoint_);
+    devices_->UpdateResource(kGpu, FourGpus(), shared_endpoint_);
     manager_->AddHintProvider(devices_.get());
   }
   std::unique_ptr<TopologyManager> manager_;
   std::unique_ptr<DeviceManager> devices_;
-  ScriptedEndpoint endpoint_;
+  std::shared_ptr<ScriptedEndpoint> shared_endpoint_ =
+      std::make_shared<ScriptedEndpoint>();
+  ScriptedEndpoint& endpoint_ = *shared_endpoint_;
 };
 
 TEST_F(DeviceManagerTest, AlignedPodsUntilANodeRunsOut) {
@@ -108,7 +117,7 @@ TEST_F(DeviceManagerTest, PreferredAllocationOnlyWhenMoreAlignedThanNeeded) {
 TEST_F(DeviceManagerTest, UnhealthyDevicesAreNotAvailable) {
   auto devices = FourGpus();
   devices[0].healthy = false;
-  devices_->UpdateResource(kGpu, devices, &endpoint_);
+  devices_->UpdateResource(kGpu, devices, shared_endpoint_);
   const ProviderHints hints =
       devices_->GetTopologyHints(GpuPod("a", 2), GpuPod("a", 2).containers[0]);
   // Node 0 has one healthy GPU; {0} stays out, {1} preferred.
@@ -206,7 +215,8 @@ TEST_F(DeviceManagerTest, RestoredDevicesAreInUse) {
 
 TEST_F(DeviceManagerTest, JointSelectorAnswersAreCheckedAndUsed) {
   devices_->UpdateResource("example.com/nic",
-                           {{"n0", {0}, true}, {"n1", {0}, true}}, &endpoint_);
+                           {{"n0", {0}, true}, {"n1", {0}, true}},
+                           shared_endpoint_);
   Pod pod = GpuPod("p", 1);
   pod.containers[0].limits["example.com/nic"] = 1;
   int calls = 0;
@@ -238,6 +248,77 @@ TEST_F(DeviceManagerTest, JointSelectorAnswersAreCheckedAndUsed) {
   ASSERT_TRUE(manager_->Admit(second).admit);
   EXPECT_THAT(devices_->ContainerDevices("q", "c", kGpu),
               ::testing::ElementsAre("g0"));
+}
+
+// The plugin is called without the manager's lock: a list update (or the
+// resource's removal) from the plugin's stream during the call neither
+// deadlocks nor leaves a dangling endpoint, and the answer is checked
+// against what is free after the call.
+TEST_F(DeviceManagerTest, PluginCallsRunWithoutTheLockAndSurviveRemoval) {
+  // A list update from the plugin's stream during the call.
+  endpoint_.during_call = [this] {
+    devices_->UpdateResource(kGpu, FourGpus(), shared_endpoint_);
+  };
+  endpoint_.preferred_answer = {"g1"};
+  ASSERT_TRUE(manager_->Admit(GpuPod("p", 1)).admit);
+  EXPECT_THAT(devices_->ContainerDevices("p", "c", kGpu), ElementsAre("g1"));
+  ASSERT_EQ(endpoint_.preferred_calls.size(), 1u);
+  devices_->RemovePod("p");
+  manager_->RemovePod("p");
+
+  // The plugin goes away (resource removed, endpoint replaced and dropped)
+  // while GetPreferredAllocation is in flight.
+  std::weak_ptr<ScriptedEndpoint> watch = shared_endpoint_;
+  auto replaced = std::make_shared<ScriptedEndpoint>();
+  replaced->preferred_answer = {"g0"};
+  replaced->during_call = [this] { devices_->RemoveResource(kGpu); };
+  devices_->UpdateResource(kGpu, FourGpus(), replaced);
+  shared_endpoint_.reset();
+  EXPECT_TRUE(watch.expired());  // the manager kept no stale reference
+  const AdmitResult second = manager_->Admit(GpuPod("q", 1));
+  ASSERT_EQ(replaced->preferred_calls.size(), 1u);
+  EXPECT_FALSE(second.admit);
+  EXPECT_EQ(second.reason, "UnexpectedAdmissionError");
+  EXPECT_THAT(second.message,
+              ::testing::HasSubstr("cannot allocate unregistered device"));
+  EXPECT_THAT(devices_->Allocations(), IsEmpty());
+}
+
+// Counts are 64-bit, as in the kubelet: 2^32 + 1 devices is not 1.
+TEST_F(DeviceManagerTest, QuantitiesAboveTwoToTheThirtyOneAreNotTruncated) {
+  const int64_t huge = (int64_t{1} << 32) + 1;
+  Pod pod = GpuPod("p", 1);
+  pod.containers[0].limits[kGpu] = huge;
+  const ProviderHints hints =
+      devices_->GetTopologyHints(pod, pod.containers[0]);
+  ASSERT_TRUE(hints.at(kGpu).has_value());
+  EXPECT_THAT(*hints.at(kGpu), IsEmpty());
+  const Status status = devices_->Allocate(pod, pod.containers[0]);
+  EXPECT_EQ(status.code(), StatusCode::kResourceExhausted);
+  EXPECT_THAT(status.message(),
+              ::testing::HasSubstr("Requested: 4294967297, Available: 4"));
+  EXPECT_THAT(devices_->InUse(kGpu), IsEmpty());
+}
+
+// The kubelet's isDevicePluginResource: a resource whose plugin is gone but
+// whose devices some pod still holds is still a device plugin resource, so
+// a new pod asking for it is refused, not admitted without devices.
+TEST_F(DeviceManagerTest, ResourceHeldOnlyByAllocationsCannotBeAllocated) {
+  ASSERT_TRUE(manager_->Admit(GpuPod("p", 1)).admit);
+  devices_->RemoveResource(kGpu);
+  EXPECT_FALSE(devices_->HasResource(kGpu));
+  EXPECT_TRUE(devices_->IsDevicePluginResource(kGpu));
+  EXPECT_FALSE(devices_->IsDevicePluginResource("example.com/never"));
+  Build(kPolicyNone, kScopeContainer);  // fresh manager, fresh allocations
+  devices_->Restore("p", "c", kGpu, {"g0"});
+  devices_->RemoveResource(kGpu);
+  const Pod pod = GpuPod("q", 1);
+  const AdmitResult result = manager_->Admit(pod);
+  EXPECT_FALSE(result.admit);
+  EXPECT_THAT(result.message,
+              ::testing::HasSubstr("cannot allocate unregistered device " +
+                                   std::string(kGpu)));
+  EXPECT_THAT(devices_->ContainerDevices("q", "c", kGpu), IsEmpty());
 }
 
 }  // namespace

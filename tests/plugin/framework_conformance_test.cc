@@ -11,6 +11,7 @@
 
 #include <grpcpp/generic/generic_stub.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -998,6 +999,90 @@ TEST_F(FrameworkTest, P54_StopClosesStreamsAndRemovesSockets) {
   ASSERT_TRUE(end.has_value());
   EXPECT_FALSE(end->ok());  // never ended with OK
   EXPECT_FALSE(std::filesystem::exists(socket));
+}
+
+// --- Hardening ----------------------------------------------------------
+
+// A kubelet (or topology-manager serve) starting at the same moment deletes
+// every socket in the directory, the plugin's fresh one included: the
+// plugin serves a new socket and registers once kubelet.sock appears.
+TEST_F(FrameworkTest, SocketDeletedAtStartupIsServedAgain) {
+  StartPlugin(MakeDevices(2));
+  kubelet_.DeleteSockets();
+  kubelet_.Start();
+  auto connection = Connection(1, 10s);
+  ASSERT_NE(connection, nullptr);
+  EXPECT_TRUE(connection->WaitForMessages(1, 2s));
+  EXPECT_TRUE(OptionsAnswer(*connection));
+  EXPECT_TRUE(
+      std::filesystem::exists(dir_.path() / connection->request().endpoint()));
+}
+
+// One kubelet restart (sockets deleted, then kubelet.sock created): one
+// new socket and exactly one registration, whichever event is seen first.
+TEST_F(FrameworkTest, OneKubeletRestartIsOneRegistration) {
+  auto first = Connected(MakeDevices(2));
+  ASSERT_NE(first, nullptr);
+  for (int restart = 1; restart <= 5; ++restart) {
+    SCOPED_TRACE(restart);
+    const size_t before = kubelet_.register_attempts();
+    kubelet_.Restart(std::chrono::milliseconds(restart % 2 == 0 ? 0 : 300));
+    ASSERT_NE(Connection(1, 10s), nullptr);
+    // Long enough for a second, redundant registration to arrive.
+    std::this_thread::sleep_for(1500ms);
+    EXPECT_EQ(kubelet_.register_attempts() - before, 1u);
+  }
+}
+
+// An empty container request is answered with an empty response; the
+// handler is not asked (no PCIDEVICE_...= variable with an empty list).
+TEST_F(FrameworkTest, EmptyContainerRequestGetsAnEmptyResponse) {
+  auto connection = Connected(MakeDevices(2));
+  ASSERT_NE(connection, nullptr);
+  v1beta1::AllocateRequest request;
+  request.add_container_requests();
+  v1beta1::AllocateResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(connection->stub().Allocate(&context, request, &response).ok());
+  ASSERT_EQ(response.container_responses_size(), 1);
+  EXPECT_EQ(response.container_responses(0).envs_size(), 0);
+  EXPECT_EQ(handler_->allocate_calls.load(), 0);
+}
+
+// Before any ListAndWatch the kubelet has been offered no device: an
+// Allocate then comes from something else and is refused.
+TEST_F(FrameworkTest, AllocateBeforeAnyListAndWatchIsRefused) {
+  StartPlugin(MakeDevices(2));
+  std::filesystem::path socket;
+  for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {
+    if (entry.path().filename().string() != "kubelet.sock")
+      socket = entry.path();
+  }
+  ASSERT_FALSE(socket.empty());
+  auto channel = grpc::CreateChannel("unix:" + socket.string(),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = v1beta1::DevicePlugin::NewStub(channel);
+  v1beta1::AllocateRequest request;
+  request.add_container_requests()->add_devices_ids(MakeDevices(2)[0].id);
+  v1beta1::AllocateResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + 5s);
+  const grpc::Status status = stub->Allocate(&context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(handler_->allocate_calls.load(), 0);
+}
+
+// Sockets get mode 0600 whatever the umask.
+TEST_F(FrameworkTest, SocketModeIsExplicit) {
+  const mode_t old = umask(0);
+  auto connection = Connected(MakeDevices(1));
+  umask(old);
+  ASSERT_NE(connection, nullptr);
+  struct stat info {};
+  ASSERT_EQ(
+      lstat((dir_.path() / connection->request().endpoint()).c_str(), &info),
+      0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 
 #include "fake_plugin.h"
 #include "host_manager.h"
+#include "pod_manifest.h"
 #include "socket_util.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
@@ -809,6 +810,235 @@ TEST_F(HostTest, NodeResourceTopologyZones) {
     }
   }
   EXPECT_EQ(available, 3);
+}
+
+// --- Hardening: hostile plugins, files and restarts ---------------------
+
+uint64_t CheckpointHash(std::string_view text) {
+  uint64_t hash = 14695981039346656037ull;
+  for (char c : text) {
+    hash ^= static_cast<unsigned char>(c);
+    hash *= 1099511628211ull;
+  }
+  return hash;
+}
+
+// A plugin that re-registers (new socket) while an Allocate is in flight:
+// the endpoint the call uses stays alive (the old code freed it), the
+// admission ends, and the node keeps working with the new plugin.
+TEST_F(HostTest, ReRegistrationDuringAllocateIsSafe) {
+  auto config = Config();
+  config.grace_period = 50ms;
+  StartHost(config);
+  auto first = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  std::promise<void> in_call;
+  std::atomic<bool> signalled{false};
+  first->SetAllocate([&](const v1beta1::AllocateRequest& request,
+                         v1beta1::AllocateResponse* response) {
+    if (!signalled.exchange(true)) in_call.set_value();
+    std::this_thread::sleep_for(400ms);
+    for (int i = 0; i < request.container_requests_size(); ++i) {
+      response->add_container_responses();
+    }
+    return grpc::Status::OK;
+  });
+  auto admitted = std::async(std::launch::async, [&] {
+    return host_->Admit(MakePod("racing", {{kGpu, 1}}), false);
+  });
+  in_call.get_future().wait();
+  auto second = Plugin("b.sock", FourGpus());
+  first->Stop();  // the old plugin exits; its endpoint is collected
+  const PodResult result = admitted.get();
+  EXPECT_TRUE(result.admitted || !result.message.empty());
+  ASSERT_TRUE(WaitFor([&] {
+    return View().allocatable == 4 &&
+           View().endpoint == (dir() / "b.sock").string();
+  }));
+  EXPECT_TRUE(host_->Admit(MakePod("after", {{kGpu, 1}}), false).admitted);
+}
+
+// A plugin whose Allocate never answers fails only the admission that
+// needs it (within the deadline); a release does not wait for it; Stop()
+// returns promptly even with the call in flight.
+TEST_F(HostTest, HungPluginHasADeadlineAndDoesNotBlockStop) {
+  auto config = Config();
+  config.rpc_timeout = 500ms;
+  StartHost(config);
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  ASSERT_TRUE(host_->Admit(MakePod("held", {{kGpu, 1}}), false).admitted);
+  std::atomic<bool> hang{true};
+  plugin->SetAllocate(
+      [&](const v1beta1::AllocateRequest&, v1beta1::AllocateResponse*) {
+        while (hang.load()) std::this_thread::sleep_for(10ms);
+        return grpc::Status::OK;
+      });
+  const auto start = std::chrono::steady_clock::now();
+  auto hung = std::async(std::launch::async, [&] {
+    return host_->Admit(MakePod("hung", {{kGpu, 1}}), false);
+  });
+  std::this_thread::sleep_for(100ms);
+  EXPECT_THAT(host_->Release("held"), IsOk());  // does not wait for it
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 400ms);
+  const PodResult result = hung.get();
+  EXPECT_FALSE(result.admitted);
+  EXPECT_EQ(result.reason, "UnexpectedAdmissionError");
+  EXPECT_THAT(result.message, HasSubstr("did not answer within 500 ms"));
+  EXPECT_THAT(host_->StatusJson()["resources"][0]["in_use"], 0);
+
+  // A call in flight at Stop() is cancelled.
+  auto config_long = Config();
+  config_long.rpc_timeout = 60s;
+  host_->Stop();
+  host_.reset();
+  StartHost(config_long);
+  auto again = Plugin("b.sock", FourGpus());
+  again->SetAllocate(
+      [&](const v1beta1::AllocateRequest&, v1beta1::AllocateResponse*) {
+        while (hang.load()) std::this_thread::sleep_for(10ms);
+        return grpc::Status::OK;
+      });
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  auto stuck = std::async(std::launch::async, [&] {
+    return host_->Admit(MakePod("stuck", {{kGpu, 1}}), false);
+  });
+  std::this_thread::sleep_for(200ms);
+  const auto stop_start = std::chrono::steady_clock::now();
+  host_->Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - stop_start, 3s);
+  EXPECT_FALSE(stuck.get().admitted);
+  hang.store(false);
+}
+
+// The plugin directory is writable by every plugin: a link planted where a
+// temporary file or the checkpoint would be is never written through or
+// read; a FIFO there does not block the start; modes ignore the umask.
+TEST_F(HostTest, CheckpointFilesAreNeverFollowedAndHaveExplicitModes) {
+  std::filesystem::create_directories(dir());
+  const std::filesystem::path victim = dir_.path() / "victim";
+  std::ofstream(victim) << "precious";
+  for (const char* name :
+       {".topology_manager_checkpoint.tmp", ".topology_manager_checkpoint"}) {
+    std::filesystem::create_symlink(victim, dir() / name);
+  }
+  const mode_t old = umask(0);
+  auto config = Config();
+  config.control_socket = dir_.path() / "control.sock";
+  StartHost(config);
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  ASSERT_TRUE(host_->Admit(MakePod("p", {{kGpu, 1}}), false).admitted);
+  umask(old);
+  std::ifstream in(victim);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text, "precious");
+  struct stat info {};
+  ASSERT_EQ(lstat((dir() / kCheckpointFile).c_str(), &info), 0);
+  EXPECT_TRUE(S_ISREG(info.st_mode));
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+  ASSERT_EQ(lstat((dir() / "kubelet.sock").c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+  ASSERT_EQ(lstat(config.control_socket.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+  ASSERT_EQ(lstat(dir().c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0750u);
+
+  // The checkpoint itself replaced by a link, then by a FIFO.
+  host_->Stop();
+  host_.reset();
+  std::filesystem::remove(dir() / kCheckpointFile);
+  std::filesystem::create_symlink(victim, dir() / kCheckpointFile);
+  StartHost();
+  EXPECT_THAT(host_->StatusJson()["pods"], SizeIs(0));
+  host_->Stop();
+  host_.reset();
+  std::filesystem::remove(dir() / (std::string(kCheckpointFile) + ".corrupt"));
+  std::filesystem::remove(dir() / kCheckpointFile);
+  ASSERT_EQ(mkfifo((dir() / kCheckpointFile).c_str(), 0600), 0);
+  const auto start = std::chrono::steady_clock::now();
+  StartHost();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 2s);
+  EXPECT_TRUE(std::filesystem::exists(
+      dir() / (std::string(kCheckpointFile) + ".corrupt")));
+}
+
+// A checkpoint that gives one device to two pods, or CPUs the machine does
+// not have: the conflicts are dropped, nothing is double-booked.
+TEST_F(HostTest, ConflictingCheckpointIsNeverDoubleBooked) {
+  StartHost();
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  ASSERT_TRUE(host_->Admit(MakePod("a", {{kGpu, 1}}), false).admitted);
+  ASSERT_TRUE(host_->Admit(MakePod("b", {{kGpu, 1}}), false).admitted);
+  host_->Stop();
+  host_.reset();
+  std::ifstream in(dir() / kCheckpointFile);
+  nlohmann::json doc = nlohmann::json::parse(in);
+  auto& pods = doc["data"]["pods"];
+  ASSERT_EQ(pods.size(), 2u);
+  const auto first = pods[0]["result"]["containers"][0]["devices"][kGpu][0];
+  pods[1]["result"]["containers"][0]["devices"][kGpu][0] = first;
+  pods[1]["result"]["containers"][0]["cpus"] = "4000-4001";
+  char hash[32];
+  std::snprintf(
+      hash, sizeof(hash), "%016llx",
+      static_cast<unsigned long long>(CheckpointHash(doc["data"].dump())));
+  doc["checksum"] = hash;
+  std::ofstream(dir() / kCheckpointFile) << doc.dump();
+  StartHost();
+  auto back = Plugin("b.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  const auto status = host_->StatusJson();
+  EXPECT_EQ(status["resources"][0]["in_use"], 1);
+  // Three more GPUs are free, exactly.
+  EXPECT_TRUE(host_->Admit(MakePod("c", {{kGpu, 3}}), false).admitted);
+  EXPECT_FALSE(host_->Admit(MakePod("d", {{kGpu, 1}}), false).admitted);
+}
+
+// The kubelet's isDevicePluginResource and resource fit: a resource whose
+// plugin is gone (grace period over) while pods hold its devices, or one
+// nobody ever offered, is refused, never admitted without devices.
+TEST_F(HostTest, GoneOrUnknownResourcesAreRefused) {
+  auto config = Config();
+  config.grace_period = 100ms;
+  StartHost(config);
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  ASSERT_TRUE(host_->Admit(MakePod("holder", {{kGpu, 1}}), false).admitted);
+  plugin->Stop();
+  ASSERT_TRUE(WaitFor([&] { return !Has(); }));
+  const PodResult gone = host_->Admit(MakePod("late", {{kGpu, 1}}), false);
+  EXPECT_FALSE(gone.admitted);
+  EXPECT_THAT(gone.message, HasSubstr("cannot allocate unregistered device"));
+  const PodResult unknown =
+      host_->Admit(MakePod("odd", {{"example.com/never", 2}}), false);
+  EXPECT_FALSE(unknown.admitted);
+  EXPECT_EQ(unknown.reason, "OutOfexample.com/never");
+  EXPECT_EQ(unknown.message,
+            "Node didn't have enough resource: example.com/never, requested: "
+            "2, used: 0, capacity: 0");
+}
+
+// 64-bit quantities end to end: 2^32 + 1 GPUs is not 1 GPU.
+TEST_F(HostTest, HugeQuantitiesAreNotTruncated) {
+  StartHost();
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  auto pods = ParsePodManifests(R"(kind: Pod
+metadata: {name: huge}
+spec:
+  containers:
+  - name: main
+    resources:
+      limits: {example.com/gpu: 4294967297}
+)",
+                                "huge.yaml");
+  ASSERT_THAT(pods.status(), IsOk());
+  EXPECT_EQ((*pods)[0].containers[0].limits.at(kGpu), 4294967297);
+  const PodResult result = host_->Admit((*pods)[0], false);
+  EXPECT_FALSE(result.admitted);
+  EXPECT_THAT(host_->StatusJson()["resources"][0]["in_use"], 0);
 }
 
 }  // namespace

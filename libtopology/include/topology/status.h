@@ -78,6 +78,8 @@ TOPOLOGY_EXPORT Status InternalError(std::string message);
 TOPOLOGY_EXPORT Status UnavailableError(std::string message);
 TOPOLOGY_EXPORT Status PermissionDeniedError(std::string message);
 TOPOLOGY_EXPORT Status ResourceExhaustedError(std::string message);
+TOPOLOGY_EXPORT Status DeadlineExceededError(std::string message);
+TOPOLOGY_EXPORT Status CancelledError(std::string message);
 
 // Either a T or a non-OK Status. Shaped like std::expected so that a move to
 // C++23 stays cheap.

@@ -1,6 +1,7 @@
 #include "topology/manager/cpu_manager.h"
 
 #include <algorithm>
+#include <climits>
 #include <memory>
 
 #include "topology/manager/numa_hints.h"
@@ -63,14 +64,14 @@ CpuManager::CpuManager(bool is_static, std::vector<int> cpu_nodes,
       reserved_(std::move(reserved)),
       store_(store) {}
 
-int CpuManager::GuaranteedCpus(const Pod& pod, const Container& container) {
+int64_t CpuManager::GuaranteedCpus(const Pod& pod, const Container& container) {
   if (!pod.guaranteed) return 0;
   const auto it = container.limits.find(kCpuResource);
   if (it == container.limits.end() || it->second <= 0 ||
       it->second % 1000 != 0) {
     return 0;
   }
-  return static_cast<int>(it->second / 1000);
+  return it->second / 1000;
 }
 
 CpuSet CpuManager::Assigned() const {
@@ -94,7 +95,7 @@ CpuSet CpuManager::SharedPool() const {
 }
 
 HintList CpuManager::Generate(const CpuSet& available, const CpuSet& reusable,
-                              int request) const {
+                              int64_t request) const {
   const auto mask_of = [&](int cpu) {
     const int node = cpus_.at(cpu).numa_node;
     return node >= 0 && node < NumaMask::kMaxNodes
@@ -103,7 +104,9 @@ HintList CpuManager::Generate(const CpuSet& available, const CpuSet& reusable,
   };
   HintRequest hint_request;
   hint_request.node_ids = cpu_nodes_;
-  hint_request.request = request;
+  // Beyond INT_MAX no machine has enough CPUs: saturating keeps the answer.
+  hint_request.request =
+      static_cast<int>(std::clamp<int64_t>(request, 0, INT_MAX));
   for (const auto& [id, place] : cpus_)
     hint_request.all_items.push_back(mask_of(id));
   for (int id : available.Ids())
@@ -115,7 +118,7 @@ HintList CpuManager::Generate(const CpuSet& available, const CpuSet& reusable,
 
 ProviderHints CpuManager::HintsFor(const Pod& pod,
                                    const std::string& container_key,
-                                   int requested) const {
+                                   int64_t requested) const {
   if (!static_ || requested == 0) return {};
   // Already assigned (a restart): regenerate from exactly those CPUs.
   if (auto it = assignments_.find({pod.uid, container_key});
@@ -137,10 +140,10 @@ ProviderHints CpuManager::GetTopologyHints(const Pod& pod,
 
 ProviderHints CpuManager::GetPodTopologyHints(const Pod& pod) {
   std::lock_guard<std::mutex> lock(mutex_);
-  int init_peak = 0;
-  int sidecars = 0;
+  int64_t init_peak = 0;
+  int64_t sidecars = 0;
   for (const Container& c : pod.init_containers) {
-    const int cpus = GuaranteedCpus(pod, c);
+    const int64_t cpus = GuaranteedCpus(pod, c);
     if (c.restartable) {
       sidecars += cpus;
       init_peak = std::max(init_peak, sidecars);
@@ -148,7 +151,7 @@ ProviderHints CpuManager::GetPodTopologyHints(const Pod& pod) {
       init_peak = std::max(init_peak, cpus + sidecars);
     }
   }
-  int apps = sidecars;
+  int64_t apps = sidecars;
   for (const Container& c : pod.containers) apps += GuaranteedCpus(pod, c);
   return HintsFor(pod, kPodKey, std::max(apps, init_peak));
 }
@@ -180,9 +183,16 @@ Status CpuManager::Allocate(const Pod& pod, const Container& container) {
     reuse_pod_ = pod.uid;
     reusable_ = CpuSet();
   }
-  const int requested = GuaranteedCpus(pod, container);
-  if (!static_ || requested == 0) return OkStatus();
+  const int64_t requested64 = GuaranteedCpus(pod, container);
+  if (!static_ || requested64 == 0) return OkStatus();
   if (assignments_.count({pod.uid, container.name})) return OkStatus();
+  if (requested64 > static_cast<int64_t>(cpus_.size())) {
+    return ResourceExhaustedError(
+        "not enough cpus available to satisfy request: requested=" +
+        std::to_string(requested64) + ", available=" +
+        std::to_string(Allocatable().Union(reusable_).Count()));
+  }
+  const int requested = static_cast<int>(requested64);
   const bool is_init =
       std::any_of(pod.init_containers.begin(), pod.init_containers.end(),
                   [&](const Container& c) {

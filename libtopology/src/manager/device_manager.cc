@@ -1,6 +1,7 @@
 #include "topology/manager/device_manager.h"
 
 #include <algorithm>
+#include <climits>
 
 #include "topology/manager/numa_hints.h"
 
@@ -19,14 +20,20 @@ std::vector<std::string> Sorted(const std::set<std::string>& set) {
   return std::vector<std::string>(set.begin(), set.end());
 }
 
+// Quantities are 64-bit, as in the kubelet. A count beyond INT_MAX exceeds
+// any device list, so saturating keeps every comparison's answer.
+int Saturate(int64_t count) {
+  return static_cast<int>(std::clamp<int64_t>(count, 0, INT_MAX));
+}
+
 }  // namespace
 
 DeviceManager::DeviceManager(std::vector<int> numa_node_ids, const Store* store)
     : numa_node_ids_(std::move(numa_node_ids)), store_(store) {}
 
-void DeviceManager::UpdateResource(const std::string& resource,
-                                   std::vector<Device> devices,
-                                   DevicePluginEndpoint* endpoint) {
+void DeviceManager::UpdateResource(
+    const std::string& resource, std::vector<Device> devices,
+    std::shared_ptr<DevicePluginEndpoint> endpoint) {
   std::lock_guard<std::mutex> lock(mutex_);
   Resource& r = resources_[resource];
   r.devices.clear();
@@ -34,7 +41,12 @@ void DeviceManager::UpdateResource(const std::string& resource,
     const std::string id = d.id;
     r.devices[id] = std::move(d);  // duplicates: the last one wins
   }
-  r.endpoint = endpoint;
+  r.endpoint = std::move(endpoint);
+}
+
+void DeviceManager::ForgetEndpoints() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [name, resource] : resources_) resource.endpoint.reset();
 }
 
 void DeviceManager::RemoveResource(const std::string& resource) {
@@ -47,6 +59,19 @@ bool DeviceManager::HasResource(const std::string& resource) const {
   return resources_.count(resource) != 0;
 }
 
+bool DeviceManager::IsDevicePluginResource(const std::string& resource) const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return IsDevicePluginResourceLocked(resource);
+}
+
+bool DeviceManager::IsDevicePluginResourceLocked(
+    const std::string& resource) const {
+  if (resources_.count(resource) != 0) return true;
+  return std::any_of(
+      allocations_.begin(), allocations_.end(),
+      [&](const auto& entry) { return entry.second.count(resource) != 0; });
+}
+
 bool DeviceManager::HasTopology(const Resource& r) const {
   return std::any_of(r.devices.begin(), r.devices.end(), [](const auto& d) {
     return !d.second.numa_nodes.empty();
@@ -54,10 +79,11 @@ bool DeviceManager::HasTopology(const Resource& r) const {
 }
 
 HintList DeviceManager::Generate(const Resource& r, const DeviceSet& available,
-                                 const DeviceSet& reusable, int request) const {
+                                 const DeviceSet& reusable,
+                                 int64_t request) const {
   HintRequest hint_request;
   hint_request.node_ids = numa_node_ids_;
-  hint_request.request = request;
+  hint_request.request = Saturate(request);
   for (const auto& [id, device] : r.devices) {
     hint_request.all_items.push_back(MaskOf(device));
   }
@@ -108,10 +134,11 @@ ProviderHints DeviceManager::GetTopologyHints(const Pod& pod,
   std::lock_guard<std::mutex> lock(mutex_);
   ProviderHints hints;
   for (const auto& [resource, quantity] : container.limits) {
+    if (!IsDevicePluginResourceLocked(resource)) continue;
     const auto r = resources_.find(resource);
-    if (r == resources_.end()) continue;  // not a device plugin resource
-    const int requested = static_cast<int>(quantity);
-    if (!HasTopology(r->second)) {
+    const int64_t requested = quantity;
+    if (r == resources_.end() || !HasTopology(r->second)) {
+      // Held by allocations only (plugin gone): no topology alignment.
       hints[resource] = std::nullopt;
       continue;
     }
@@ -120,7 +147,7 @@ ProviderHints DeviceManager::GetTopologyHints(const Pod& pod,
     if (auto a = allocations_.find(key); a != allocations_.end()) {
       if (auto it = a->second.find(resource);
           it != a->second.end() && !it->second.empty()) {
-        hints[resource] = static_cast<int>(it->second.size()) != requested
+        hints[resource] = static_cast<int64_t>(it->second.size()) != requested
                               ? std::vector<TopologyHint>{}
                               : Generate(r->second, it->second, {}, requested);
         continue;
@@ -135,7 +162,7 @@ ProviderHints DeviceManager::GetTopologyHints(const Pod& pod,
     }
     DeviceSet both = available;
     both.insert(reusable.begin(), reusable.end());
-    if (static_cast<int>(both.size()) < requested) {
+    if (static_cast<int64_t>(both.size()) < requested) {
       hints[resource] = std::vector<TopologyHint>{};
       continue;
     }
@@ -175,22 +202,22 @@ ProviderHints DeviceManager::GetPodTopologyHints(const Pod& pod) {
   std::lock_guard<std::mutex> lock(mutex_);
   ProviderHints hints;
   for (const std::string& resource : names) {
+    if (!IsDevicePluginResourceLocked(resource)) continue;
     const auto r = resources_.find(resource);
-    if (r == resources_.end()) continue;
-    const int requested = static_cast<int>(PodRequest(pod, resource));
-    if (!HasTopology(r->second)) {
+    const int64_t requested = PodRequest(pod, resource);
+    if (r == resources_.end() || !HasTopology(r->second)) {
       hints[resource] = std::nullopt;
       continue;
     }
     const DeviceSet allocated = PodDevices(pod.uid, resource);
     if (!allocated.empty()) {
-      hints[resource] = static_cast<int>(allocated.size()) != requested
+      hints[resource] = static_cast<int64_t>(allocated.size()) != requested
                             ? HintList(std::vector<TopologyHint>{})
                             : Generate(r->second, allocated, {}, requested);
       continue;
     }
     const DeviceSet available = Available(resource);
-    if (static_cast<int>(available.size()) < requested) {
+    if (static_cast<int64_t>(available.size()) < requested) {
       hints[resource] = std::vector<TopologyHint>{};
       continue;
     }
@@ -200,12 +227,13 @@ ProviderHints DeviceManager::GetPodTopologyHints(const Pod& pod) {
 }
 
 StatusOr<DeviceManager::DeviceSet> DeviceManager::DevicesToAllocate(
-    const Pod& pod, const Container& container, const std::string& resource,
-    int required, DeviceSet* reusable) {
+    std::unique_lock<std::mutex>& lock, const Pod& pod,
+    const Container& container, const std::string& resource, int64_t required,
+    DeviceSet* reusable) {
   const auto key = std::make_pair(pod.uid, container.name);
   if (auto a = allocations_.find(key); a != allocations_.end()) {
     if (auto it = a->second.find(resource); it != a->second.end()) {
-      if (static_cast<int>(it->second.size()) != required) {
+      if (static_cast<int64_t>(it->second.size()) != required) {
         return FailedPreconditionError(
             "pod \"" + pod.name + "\" container \"" + container.name +
             "\" changed request for resource \"" + resource + "\" from " +
@@ -215,18 +243,21 @@ StatusOr<DeviceManager::DeviceSet> DeviceManager::DevicesToAllocate(
       return DeviceSet{};  // already allocated
     }
   }
-  const auto r = resources_.find(resource);
-  if (r == resources_.end()) {
-    return NotFoundError("cannot allocate unregistered device " + resource);
+  if (resources_.find(resource) == resources_.end()) {
+    return FailedPreconditionError("cannot allocate unregistered device " +
+                                   resource);
   }
-  int needed = required;
+  int64_t needed = required;
   DeviceSet allocated;
-  if (needed > 0 && reusable->empty() &&
-      std::none_of(r->second.devices.begin(), r->second.devices.end(),
-                   [](const auto& d) { return d.second.healthy; })) {
-    return FailedPreconditionError(
-        "no healthy devices present; cannot allocate unhealthy devices " +
-        resource);
+  {
+    const Resource& r = resources_.at(resource);
+    if (needed > 0 && reusable->empty() &&
+        std::none_of(r.devices.begin(), r.devices.end(),
+                     [](const auto& d) { return d.second.healthy; })) {
+      return FailedPreconditionError(
+          "no healthy devices present; cannot allocate unhealthy devices " +
+          resource);
+    }
   }
   const auto take_from = [&](const std::vector<std::string>& devices) {
     for (const std::string& id : devices) {
@@ -237,30 +268,50 @@ StatusOr<DeviceManager::DeviceSet> DeviceManager::DevicesToAllocate(
   };
   if (take_from(Sorted(*reusable))) return allocated;
 
-  const DeviceSet available = Available(resource);
-  if (static_cast<int>(available.size()) < needed) {
+  // The pools, split by the stored affinity: aligned, unaligned, no
+  // topology. Recomputed after every plugin call, for which the lock is
+  // released: the list may change (or the resource go) meanwhile.
+  std::vector<std::string> aligned;
+  std::vector<std::string> unaligned;
+  std::vector<std::string> no_affinity;
+  DeviceSet available;
+  std::shared_ptr<DevicePluginEndpoint> endpoint;
+  const TopologyHint hint = store_->GetAffinity(pod.uid, container.name);
+  const auto split = [&]() -> Status {
+    const auto r = resources_.find(resource);
+    if (r == resources_.end()) {
+      return FailedPreconditionError("cannot allocate unregistered device " +
+                                     resource);
+    }
+    aligned.clear();
+    unaligned.clear();
+    no_affinity.clear();
+    available = Available(resource);
+    for (const std::string& id : allocated) available.erase(id);
+    endpoint = r->second.endpoint;
+    const bool use_affinity =
+        HasTopology(r->second) && hint.affinity.has_value();
+    for (const std::string& id : available) {
+      const Device& device = r->second.devices.at(id);
+      if (!use_affinity || device.numa_nodes.empty()) {
+        no_affinity.push_back(id);
+      } else if (hint.affinity->AnySet(device.numa_nodes)) {
+        aligned.push_back(id);
+      } else {
+        unaligned.push_back(id);
+      }
+    }
+    return OkStatus();
+  };
+  if (Status status = split(); !status.ok()) return status;
+  if (static_cast<int64_t>(available.size()) < needed) {
     return ResourceExhaustedError(
         "requested number of devices unavailable for " + resource +
         ". Requested: " + std::to_string(needed) +
         ", Available: " + std::to_string(available.size()));
   }
-  // Split by the stored affinity: aligned, unaligned, no topology.
-  const TopologyHint hint = store_->GetAffinity(pod.uid, container.name);
-  std::vector<std::string> aligned;
-  std::vector<std::string> unaligned;
-  std::vector<std::string> no_affinity;
-  const bool use_affinity = HasTopology(r->second) && hint.affinity.has_value();
-  for (const std::string& id : available) {
-    const Device& device = r->second.devices.at(id);
-    if (!use_affinity || device.numa_nodes.empty()) {
-      no_affinity.push_back(id);
-    } else if (hint.affinity->AnySet(device.numa_nodes)) {
-      aligned.push_back(id);
-    } else {
-      unaligned.push_back(id);
-    }
-  }
-  DevicePluginEndpoint* endpoint = r->second.endpoint;
+  // Asks the plugin without holding the lock, then takes back only what is
+  // still free.
   const auto preferred = [&](const std::vector<std::string>& pool)
       -> StatusOr<std::vector<std::string>> {
     if (endpoint == nullptr || !endpoint->PreferredAllocationAvailable()) {
@@ -268,8 +319,13 @@ StatusOr<DeviceManager::DeviceSet> DeviceManager::DevicesToAllocate(
     }
     DeviceSet offer(pool.begin(), pool.end());
     offer.insert(allocated.begin(), allocated.end());
-    return endpoint->GetPreferredAllocation(Sorted(offer), Sorted(allocated),
-                                            required);
+    const std::shared_ptr<DevicePluginEndpoint> callee = endpoint;
+    lock.unlock();
+    auto answer = callee->GetPreferredAllocation(
+        Sorted(offer), Sorted(allocated), Saturate(required));
+    lock.lock();
+    if (Status status = split(); !status.ok()) return status;
+    return answer;
   };
   const auto within = [](const std::vector<std::string>& ids,
                          const std::vector<std::string>& pool) {
@@ -280,20 +336,23 @@ StatusOr<DeviceManager::DeviceSet> DeviceManager::DevicesToAllocate(
     }
     return out;
   };
-  if (needed < static_cast<int>(aligned.size())) {
+  if (needed < static_cast<int64_t>(aligned.size())) {
     // More aligned devices than needed: let the plugin choose among them.
     auto answer = preferred(aligned);
     if (!answer.ok()) return answer.status();
     if (take_from(within(*answer, aligned)) || take_from(aligned)) {
       return allocated;
     }
+    // The list shrank during the call: fall through to the wider pools.
+    if (take_from(unaligned) || take_from(no_affinity)) return allocated;
   } else {
     if (take_from(aligned)) return allocated;
     const std::vector<std::string> pool(available.begin(), available.end());
     auto answer = preferred(pool);
     if (!answer.ok()) return answer.status();
-    if (take_from(within(*answer, pool)) || take_from(unaligned) ||
-        take_from(no_affinity)) {
+    const std::vector<std::string> now(available.begin(), available.end());
+    if (take_from(within(*answer, now)) || take_from(aligned) ||
+        take_from(unaligned) || take_from(no_affinity)) {
       return allocated;
     }
   }
@@ -321,24 +380,30 @@ Status DeviceManager::Allocate(const Pod& pod, const Container& container) {
   const auto key = std::make_pair(pod.uid, container.name);
   std::map<std::string, DeviceSet> joint = JointChoice(pod, container);
   for (const auto& [resource, quantity] : container.limits) {
-    if (!resources_.count(resource)) continue;
+    if (!IsDevicePluginResourceLocked(resource)) continue;
     auto chosen = joint.count(resource)
                       ? StatusOr<DeviceSet>(joint[resource])
-                      : DevicesToAllocate(pod, container, resource,
-                                          static_cast<int>(quantity),
-                                          &reusable_[resource]);
+                      : DevicesToAllocate(lock, pod, container, resource,
+                                          quantity, &reusable_[resource]);
     if (!chosen.ok()) return chosen.status();
     if (chosen->empty()) continue;
     // Reserve before the call, so that a concurrent admission never picks
-    // the same devices, and call the plugin without holding the lock.
+    // the same devices, and call the plugin without holding the lock (the
+    // shared endpoint stays alive even if the plugin re-registers).
     allocations_[key][resource] = *chosen;
-    if (DevicePluginEndpoint* endpoint = resources_[resource].endpoint) {
+    std::shared_ptr<DevicePluginEndpoint> endpoint;
+    if (auto r = resources_.find(resource); r != resources_.end()) {
+      endpoint = r->second.endpoint;
+    }
+    if (endpoint) {
       lock.unlock();
       const Status status = endpoint->Allocate(Sorted(*chosen));
       lock.lock();
       if (!status.ok()) {
-        allocations_[key].erase(resource);
-        if (allocations_[key].empty()) allocations_.erase(key);
+        if (auto a = allocations_.find(key); a != allocations_.end()) {
+          a->second.erase(resource);
+          if (a->second.empty()) allocations_.erase(a);
+        }
         return status;
       }
     }
@@ -369,10 +434,11 @@ std::map<std::string, DeviceManager::DeviceSet> DeviceManager::JointChoice(
     const auto r = resources_.find(resource);
     if (r == resources_.end() || quantity <= 0) continue;
     if (allocations_.count(key) && allocations_[key].count(resource)) return {};
+    if (quantity > static_cast<int64_t>(r->second.devices.size())) return {};
     if (!reusable_[resource].empty()) return {};
     const DeviceSet available = Available(resource);
     JointPool pool;
-    pool.count = static_cast<int>(quantity);
+    pool.count = Saturate(quantity);
     for (const std::string& id : available) {
       const Device& device = r->second.devices.at(id);
       const bool aligned = !HasTopology(r->second) || !hint.affinity ||

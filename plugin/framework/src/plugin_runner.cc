@@ -16,6 +16,7 @@
 #include <glog/logging.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -90,6 +91,10 @@ std::string Slug(std::string_view resource) {
   std::replace(slug.begin(), slug.end(), '/', '_');
   return slug;
 }
+
+// How long after our socket's deletion a kubelet.sock creation still
+// counts as the same kubelet restart.
+constexpr std::chrono::seconds kRestartCoalescing(30);
 
 bool IsSocket(const std::filesystem::path& path) {
   struct stat info {};
@@ -226,6 +231,7 @@ class ResourceServer final : public ResourcePublisher {
   // Called by the service.
   const DevicePluginOptions& plugin_options() const { return plugin_options_; }
   StreamSet& streams() { return streams_; }
+  void MarkListed() { listed_.store(true); }
   grpc::Status Allocate(const v1beta1::AllocateRequest& request,
                         v1beta1::AllocateResponse* response);
   grpc::Status GetPreferredAllocation(
@@ -265,6 +271,13 @@ class ResourceServer final : public ResourcePublisher {
   uint64_t next_instance_ = 0;
   bool registered_ = false;
   bool restart_requested_ = false;
+  // kubelet.sock was (re)created. A starting kubelet first deletes every
+  // socket (ours too) and then creates kubelet.sock: when our socket's
+  // deletion already made us serve a new socket shortly before, the
+  // creation is the same restart, not another one. One kubelet restart,
+  // one new socket, one registration.
+  bool kubelet_created_ = false;
+  std::optional<Clock::time_point> deletion_restart_at_;
   bool stopping_ = false;
   Clock::time_point registered_at_;
   Clock::time_point next_attempt_;
@@ -273,6 +286,7 @@ class ResourceServer final : public ResourcePublisher {
   grpc::ClientContext* pending_register_ = nullptr;
   std::thread supervisor_;
 
+  std::atomic<bool> listed_{false};  // a ListAndWatch stream was opened
   std::atomic<uint64_t> registrations_{0};
   std::atomic<uint64_t> registration_failures_{0};
   std::atomic<uint64_t> server_restarts_{0};
@@ -394,7 +408,18 @@ grpc::Status ResourceServer::Allocate(const v1beta1::AllocateRequest& request,
   for (const auto& container : request.container_requests()) {
     allocate_calls_.fetch_add(1);
     std::vector<std::string> ids = Unique(container.devices_ids());
-    Status status = CheckIds(ids, /*healthy=*/true);
+    if (ids.empty()) {
+      // Nothing to set up: a well-formed, empty answer (no handler call,
+      // so no environment variable with an empty list).
+      response->add_container_responses();
+      continue;
+    }
+    Status status =
+        listed_.load()
+            ? CheckIds(ids, /*healthy=*/true)
+            : FailedPreconditionError(
+                  "Allocate of " + name_ +
+                  " before any ListAndWatch: no device has been offered yet");
     StatusOr<ContainerAllocation> allocation =
         status.ok() ? handler_->Allocate(ids)
                     : StatusOr<ContainerAllocation>(status);
@@ -552,11 +577,17 @@ StatusOr<std::unique_ptr<ServingInstance>> ResourceServer::NewInstance() {
   builder.SetSyncServerOption(
       grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 2);
   instance->server = builder.BuildAndStart();
-  if (!instance->server || bound == 0 || !IsSocket(instance->path)) {
+  if (!instance->server || bound == 0) {
     if (instance->server) instance->server->Shutdown();
     return FailedPreconditionError("cannot serve " + name_ + " on " +
                                    instance->path.string() +
                                    " (is the directory writable?)");
+  }
+  // Only the kubelet (root) connects; whatever the umask.
+  if (chmod(instance->path.c_str(), 0600) != 0 && IsSocket(instance->path)) {
+    instance->server->Shutdown();
+    return FailedPreconditionError("cannot set the mode of " +
+                                   instance->path.string());
   }
   return instance;
 }
@@ -564,6 +595,10 @@ StatusOr<std::unique_ptr<ServingInstance>> ResourceServer::NewInstance() {
 Status ResourceServer::StartServing() {
   StatusOr<std::unique_ptr<ServingInstance>> instance = NewInstance();
   if (!instance.ok()) return instance.status();
+  // A socket removed right after binding (a kubelet or topology-manager
+  // starting at the same moment deletes every socket in the directory) is
+  // not a reason to exit: the supervisor serves a new one before it
+  // registers.
   LOG(INFO) << name_ << ": serving on " << (*instance)->path.string();
   std::lock_guard lock(state_mu_);
   current_ = std::move(*instance);
@@ -605,6 +640,10 @@ Status ResourceServer::Register(const std::string& endpoint) {
   {
     std::lock_guard lock(state_mu_);
     if (stopping_) return Status(StatusCode::kCancelled, "stopping");
+    // Our socket was deleted since the supervisor picked this endpoint.
+    if (restart_requested_) {
+      return Status(StatusCode::kCancelled, "socket replaced");
+    }
     pending_register_ = &context;
   }
   v1beta1::Empty reply;
@@ -620,9 +659,7 @@ void ResourceServer::OnDirEvent(const DirEvent& event) {
   std::lock_guard lock(state_mu_);
   if (stopping_) return;
   if (event.kind == DirEvent::Kind::kCreated && event.name == kKubeletSocket) {
-    LOG(INFO) << name_ << ": kubelet.sock was created (kubelet restart); "
-              << "serving a new socket and registering again";
-    restart_requested_ = true;
+    kubelet_created_ = true;
   } else if (event.kind == DirEvent::Kind::kDeleted && current_ &&
              event.name == current_->endpoint && !IsSocket(current_->path)) {
     // (A delete of a leftover file at our path before binding is not ours:
@@ -630,6 +667,10 @@ void ResourceServer::OnDirEvent(const DirEvent& event) {
     LOG(INFO) << name_ << ": socket " << event.name
               << " was deleted (kubelet restart); serving a new socket";
     restart_requested_ = true;
+    deletion_restart_at_ = Clock::now();
+    // A Register of the deleted socket in flight would only make the
+    // kubelet wait for its dial timeout: give it up now.
+    if (pending_register_ != nullptr) pending_register_->TryCancel();
   } else {
     return;
   }
@@ -639,6 +680,33 @@ void ResourceServer::OnDirEvent(const DirEvent& event) {
 void ResourceServer::Supervise() {
   std::unique_lock lock(state_mu_);
   while (!stopping_) {
+    if (kubelet_created_) {
+      kubelet_created_ = false;
+      const bool same_restart =
+          deletion_restart_at_ &&
+          Clock::now() - *deletion_restart_at_ < kRestartCoalescing;
+      if (same_restart && restart_requested_) {
+        // The pending restart covers it.
+      } else if (same_restart && current_ && IsSocket(current_->path)) {
+        if (!registered_) {
+          VLOG(1) << name_ << ": kubelet.sock is back; registering now";
+          next_attempt_ = Clock::now();
+          backoff_ = options_.initial_backoff;
+        }
+      } else {
+        LOG(INFO) << name_ << ": kubelet.sock was created (kubelet restart); "
+                  << "serving a new socket and registering again";
+        restart_requested_ = true;
+      }
+    }
+    if (!restart_requested_ && current_ && !IsSocket(current_->path)) {
+      // Our socket is gone (a kubelet's start-up cleanup, perhaps before
+      // the watch saw it): registering it would only fail.
+      LOG(INFO) << name_ << ": socket " << current_->endpoint
+                << " is gone; serving a new socket";
+      restart_requested_ = true;
+      deletion_restart_at_ = Clock::now();
+    }
     if (restart_requested_) {
       restart_requested_ = false;
       lock.unlock();
@@ -663,6 +731,7 @@ void ResourceServer::Supervise() {
         continue;
       }
       server_restarts_.fetch_add(1);
+      LOG(INFO) << name_ << ": serving on " << (*instance)->path.string();
       if (current_) retiring_.push_back(std::move(current_));
       current_ = std::move(*instance);
       registered_ = false;
@@ -774,6 +843,7 @@ grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse>*
 DevicePluginService::ListAndWatch(grpc::CallbackServerContext* /*context*/,
                                   const v1beta1::Empty* /*request*/) {
   auto* reactor = new ListAndWatchReactor(&owner_->streams(), instance_);
+  owner_->MarkListed();
   owner_->streams().Add(reactor);
   return reactor;
 }
@@ -904,6 +974,28 @@ void BlockShutdownSignals() {
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
+uint64_t RaiseOpenFileLimit() {
+  rlimit limit{};
+  if (getrlimit(RLIMIT_NOFILE, &limit) != 0) return 0;
+  if (limit.rlim_cur < limit.rlim_max) {
+    rlimit raised = limit;
+    raised.rlim_cur = limit.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &raised) == 0) limit = raised;
+  }
+  VLOG(1) << "open file limit " << limit.rlim_cur;
+  return static_cast<uint64_t>(limit.rlim_cur);
+}
+
+void ExitIfStillRunningAfter(std::chrono::milliseconds limit, int exit_code) {
+  std::thread([limit, exit_code] {
+    std::this_thread::sleep_for(limit);
+    LOG(ERROR) << "shutdown did not finish within " << limit.count()
+               << " ms; exiting now";
+    google::FlushLogFiles(google::GLOG_INFO);
+    _exit(exit_code);
+  }).detach();
 }
 
 int WaitForShutdownSignal() {

@@ -10,6 +10,7 @@
 #ifndef TOPOLOGY_MANAGER_CPU_MANAGER_H_
 #define TOPOLOGY_MANAGER_CPU_MANAGER_H_
 
+#include <cstdint>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -56,7 +57,7 @@ class TOPOLOGY_EXPORT CpuManager final : public HintProvider {
 
   // Exclusive CPUs a container asks for: its CPU limit in whole CPUs if the
   // pod is Guaranteed and the limit is an integer, else 0.
-  static int GuaranteedCpus(const Pod& pod, const Container& container);
+  static int64_t GuaranteedCpus(const Pod& pod, const Container& container);
 
  private:
   struct CpuPlace {
@@ -69,9 +70,9 @@ class TOPOLOGY_EXPORT CpuManager final : public HintProvider {
   CpuSet Assigned() const;
   CpuSet Allocatable() const;
   HintList Generate(const CpuSet& available, const CpuSet& reusable,
-                    int request) const;
+                    int64_t request) const;
   ProviderHints HintsFor(const Pod& pod, const std::string& container_key,
-                         int requested) const;
+                         int64_t requested) const;
   // Takes `count` CPUs from `from`: whole free cores first, then threads.
   CpuSet TakeByTopology(const CpuSet& from, int count) const;
 

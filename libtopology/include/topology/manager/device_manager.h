@@ -6,13 +6,18 @@
 // affinity (asking the plugin's GetPreferredAllocation only when there are
 // more aligned devices than needed), then the rest.
 //
-// Thread safety: all methods lock an internal mutex; the endpoint is called
-// with the mutex held.
+// Thread safety: all methods lock an internal mutex. Plugin endpoints are
+// called without it (as the kubelet releases its mutex around
+// GetPreferredAllocation and Allocate), and are held by shared ownership, so
+// a plugin that re-registers or goes away during a call never leaves a
+// dangling endpoint behind.
 #ifndef TOPOLOGY_MANAGER_DEVICE_MANAGER_H_
 #define TOPOLOGY_MANAGER_DEVICE_MANAGER_H_
 
+#include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
@@ -51,11 +56,17 @@ class TOPOLOGY_EXPORT DeviceManager final : public HintProvider {
   DeviceManager(std::vector<int> numa_node_ids, const Store* store);
 
   // Registers `resource` or replaces its device list (a full ListAndWatch
-  // update). `endpoint` may be null (no plugin calls); not owned.
+  // update). `endpoint` may be null (no plugin calls); shared, so that a
+  // call in flight keeps it alive after a replacement.
   void UpdateResource(const std::string& resource, std::vector<Device> devices,
-                      DevicePluginEndpoint* endpoint);
+                      std::shared_ptr<DevicePluginEndpoint> endpoint);
   void RemoveResource(const std::string& resource);
   bool HasResource(const std::string& resource) const;
+  // The kubelet's isDevicePluginResource: registered now, or still held by
+  // an allocation (a plugin gone past its grace period).
+  bool IsDevicePluginResource(const std::string& resource) const;
+  // Drops every endpoint reference (device lists and allocations stay).
+  void ForgetEndpoints();
 
   ProviderHints GetTopologyHints(const Pod& pod,
                                  const Container& container) override;
@@ -110,20 +121,24 @@ class TOPOLOGY_EXPORT DeviceManager final : public HintProvider {
  private:
   struct Resource {
     std::map<std::string, Device> devices;
-    DevicePluginEndpoint* endpoint = nullptr;
+    std::shared_ptr<DevicePluginEndpoint> endpoint;
   };
   using DeviceSet = std::set<std::string>;
 
   bool HasTopology(const Resource& r) const;
   HintList Generate(const Resource& r, const DeviceSet& available,
-                    const DeviceSet& reusable, int request) const;
+                    const DeviceSet& reusable, int64_t request) const;
+  bool IsDevicePluginResourceLocked(const std::string& resource) const;
   DeviceSet Available(const std::string& resource) const;
   DeviceSet PodDevices(const std::string& pod_uid,
                        const std::string& resource) const;
-  StatusOr<DeviceSet> DevicesToAllocate(const Pod& pod,
+  // REQUIRES: `lock` holds mutex_; released around the plugin's
+  // GetPreferredAllocation and held again on return.
+  StatusOr<DeviceSet> DevicesToAllocate(std::unique_lock<std::mutex>& lock,
+                                        const Pod& pod,
                                         const Container& container,
                                         const std::string& resource,
-                                        int required, DeviceSet* reusable);
+                                        int64_t required, DeviceSet* reusable);
 
   std::vector<int> numa_node_ids_;
   const Store* store_;

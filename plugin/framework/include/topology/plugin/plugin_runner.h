@@ -141,6 +141,15 @@ class PluginRunner {
 void BlockShutdownSignals();
 int WaitForShutdownSignal();
 
+// Raises the soft limit on open files to the hard limit (as the Go runtime
+// does for the kubelet), so that many idle connections do not starve the
+// daemon of descriptors. Returns the new soft limit.
+uint64_t RaiseOpenFileLimit();
+
+// After a shutdown signal: ends the process with `exit_code` if the orderly
+// stop has not returned within `limit`, whatever state it is stuck in.
+void ExitIfStillRunningAfter(std::chrono::milliseconds limit, int exit_code);
+
 }  // namespace topology::plugin
 
 #endif  // TOPOLOGY_PLUGIN_PLUGIN_RUNNER_H_

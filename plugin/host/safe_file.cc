@@ -1,0 +1,140 @@
+#include "safe_file.h"
+
+#include <cerrno>
+#include <cstring>
+#include <random>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+namespace topology::host {
+namespace {
+
+std::string Errno() { return std::strerror(errno); }
+
+class Fd {
+ public:
+  explicit Fd(int fd) : fd_(fd) {}
+  ~Fd() {
+    if (fd_ >= 0) close(fd_);
+  }
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+  int get() const { return fd_; }
+  int Release() {
+    const int fd = fd_;
+    fd_ = -1;
+    return fd;
+  }
+
+ private:
+  int fd_;
+};
+
+}  // namespace
+
+StatusOr<std::string> ReadRegularFile(const std::filesystem::path& path,
+                                      size_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO for reading never waits for a writer.
+  Fd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  if (fd.get() < 0) {
+    if (errno == ENOENT)
+      return NotFoundError(path.string() + " does not exist");
+    if (errno == ELOOP) {
+      return FailedPreconditionError(path.string() +
+                                     " is a symbolic link; not followed");
+    }
+    return InternalError("cannot open " + path.string() + ": " + Errno());
+  }
+  struct stat info {};
+  if (fstat(fd.get(), &info) != 0) {
+    return InternalError("cannot stat " + path.string() + ": " + Errno());
+  }
+  if (!S_ISREG(info.st_mode)) {
+    return FailedPreconditionError(path.string() + " is not a regular file");
+  }
+  if (static_cast<uint64_t>(info.st_size) > max_bytes) {
+    return FailedPreconditionError(
+        path.string() + " is " + std::to_string(info.st_size) +
+        " bytes, more than the " + std::to_string(max_bytes) + " allowed");
+  }
+  std::string out;
+  out.resize(static_cast<size_t>(info.st_size));
+  size_t done = 0;
+  while (true) {
+    if (done == out.size()) {
+      if (out.size() >= max_bytes) break;
+      // The file may have grown since fstat: read on, within the cap.
+      out.resize(std::min(max_bytes, out.size() + 4096));
+    }
+    const ssize_t n = read(fd.get(), out.data() + done, out.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return InternalError("cannot read " + path.string() + ": " + Errno());
+    }
+    if (n == 0) break;
+    done += static_cast<size_t>(n);
+  }
+  if (done >= max_bytes && done == out.size()) {
+    char extra = 0;
+    if (read(fd.get(), &extra, 1) == 1) {
+      return FailedPreconditionError(path.string() + " grew past the " +
+                                     std::to_string(max_bytes) +
+                                     " bytes allowed");
+    }
+  }
+  out.resize(done);
+  return out;
+}
+
+Status WriteFileAtomically(const std::filesystem::path& path,
+                           std::string_view contents, mode_t mode) {
+  const std::filesystem::path dir = path.parent_path().empty()
+                                        ? std::filesystem::path(".")
+                                        : path.parent_path();
+  std::random_device random;
+  std::filesystem::path temporary;
+  int raw = -1;
+  for (int attempt = 0; attempt < 16 && raw < 0; ++attempt) {
+    char suffix[24];
+    std::snprintf(suffix, sizeof(suffix), ".%08x%08x", random(), random());
+    temporary = dir / ("." + path.filename().string() + suffix + ".tmp");
+    raw = open(temporary.c_str(),
+               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (raw < 0 && errno != EEXIST) break;
+  }
+  if (raw < 0) {
+    return InternalError("cannot create a temporary file in " + dir.string() +
+                         ": " + Errno());
+  }
+  Fd fd(raw);
+  const auto fail = [&](const std::string& what) {
+    const std::string reason = Errno();
+    unlink(temporary.c_str());
+    return InternalError(what + " " + temporary.string() + ": " + reason);
+  };
+  if (fchmod(fd.get(), mode) != 0) return fail("cannot set the mode of");
+  size_t done = 0;
+  while (done < contents.size()) {
+    const ssize_t n =
+        write(fd.get(), contents.data() + done, contents.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return fail("cannot write");
+    }
+    done += static_cast<size_t>(n);
+  }
+  if (fsync(fd.get()) != 0) return fail("cannot sync");
+  if (close(fd.Release()) != 0) return fail("cannot close");
+  if (rename(temporary.c_str(), path.c_str()) != 0) {
+    const std::string reason = Errno();
+    unlink(temporary.c_str());
+    return InternalError("cannot replace " + path.string() + ": " + reason);
+  }
+  Fd dir_fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir_fd.get() >= 0) fsync(dir_fd.get());
+  return OkStatus();
+}
+
+}  // namespace topology::host

@@ -1,0 +1,35 @@
+// Files in directories that others can write (the device plugin directory
+// is writable by every plugin): read without following links and only when
+// regular and bounded; written to a fresh temporary file (O_EXCL), with an
+// explicit mode, fsynced and renamed into place.
+#ifndef TOPOLOGY_HOST_SAFE_FILE_H_
+#define TOPOLOGY_HOST_SAFE_FILE_H_
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include <sys/types.h>
+
+#include "topology/status.h"
+
+namespace topology::host {
+
+// The contents of `path`. NOT_FOUND when it does not exist;
+// FAILED_PRECONDITION when it is a link, not a regular file (a FIFO, a
+// device) or larger than `max_bytes`; INTERNAL on a read error. Never
+// blocks on a FIFO and never follows a link in the last component.
+StatusOr<std::string> ReadRegularFile(const std::filesystem::path& path,
+                                      size_t max_bytes);
+
+// Replaces `path` with `contents` atomically: a new temporary file beside it
+// (created with O_EXCL|O_NOFOLLOW, so a planted link or file is never
+// written through), mode `mode` whatever the umask, fsync, rename over
+// `path`, fsync of the directory. The temporary file is removed on error.
+Status WriteFileAtomically(const std::filesystem::path& path,
+                           std::string_view contents, mode_t mode);
+
+}  // namespace topology::host
+
+#endif  // TOPOLOGY_HOST_SAFE_FILE_H_

@@ -1,0 +1,23 @@
+// Text checks shared by the host module's readers of outside input: UTF-8
+// validation (protobuf strings and JSON replies require it) and bounded
+// quoting, so that an error message never echoes a huge or binary input.
+#ifndef TOPOLOGY_HOST_TEXT_UTIL_H_
+#define TOPOLOGY_HOST_TEXT_UTIL_H_
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace topology::host {
+
+// Whether `text` is well-formed UTF-8 (no overlong forms, no surrogates).
+bool IsValidUtf8(std::string_view text);
+
+// `text` in double quotes, cut to at most `limit` bytes on a character
+// boundary with the full size appended when longer; bytes that are not
+// valid UTF-8 or are control characters are shown as \xNN.
+std::string Quoted(std::string_view text, size_t limit = 64);
+
+}  // namespace topology::host
+
+#endif  // TOPOLOGY_HOST_TEXT_UTIL_H_
