@@ -862,13 +862,14 @@ TEST_F(HostTest, ReRegistrationDuringAllocateIsSafe) {
 // needs it (within the deadline); a release does not wait for it; Stop()
 // returns promptly even with the call in flight.
 TEST_F(HostTest, HungPluginHasADeadlineAndDoesNotBlockStop) {
+  // Declared first: the plugins' handlers read it until they are gone.
+  std::atomic<bool> hang{true};
   auto config = Config();
   config.rpc_timeout = 500ms;
   StartHost(config);
   auto plugin = Plugin("a.sock", FourGpus());
   ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
   ASSERT_TRUE(host_->Admit(MakePod("held", {{kGpu, 1}}), false).admitted);
-  std::atomic<bool> hang{true};
   plugin->SetAllocate(
       [&](const v1beta1::AllocateRequest&, v1beta1::AllocateResponse*) {
         while (hang.load()) std::this_thread::sleep_for(10ms);
@@ -909,6 +910,8 @@ TEST_F(HostTest, HungPluginHasADeadlineAndDoesNotBlockStop) {
   EXPECT_LT(std::chrono::steady_clock::now() - stop_start, 3s);
   EXPECT_FALSE(stuck.get().admitted);
   hang.store(false);
+  plugin->Stop();
+  again->Stop();
 }
 
 // The plugin directory is writable by every plugin: a link planted where a
