@@ -300,6 +300,14 @@ TEST_F(DeviceManagerTest, QuantitiesAboveTwoToTheThirtyOneAreNotTruncated) {
   EXPECT_THAT(devices_->InUse(kGpu), IsEmpty());
 }
 
+// Pod-level sums of hostile limits saturate instead of overflowing.
+TEST_F(DeviceManagerTest, PodRequestSaturates) {
+  Pod pod = GpuPod("p", 1);
+  pod.containers[0].limits[kGpu] = INT64_MAX - 1;
+  pod.containers.push_back(Container{"d", {{kGpu, INT64_MAX - 1}}, false});
+  EXPECT_EQ(DeviceManager::PodRequest(pod, kGpu), INT64_MAX);
+}
+
 // The kubelet's isDevicePluginResource: a resource whose plugin is gone but
 // whose devices some pod still holds is still a device plugin resource, so
 // a new pod asking for it is refused, not admitted without devices.

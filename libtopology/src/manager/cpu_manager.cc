@@ -140,19 +140,26 @@ ProviderHints CpuManager::GetTopologyHints(const Pod& pod,
 
 ProviderHints CpuManager::GetPodTopologyHints(const Pod& pod) {
   std::lock_guard<std::mutex> lock(mutex_);
+  // Sums saturate: a hostile manifest cannot overflow them.
+  const auto add = [](int64_t a, int64_t b) {
+    int64_t sum = 0;
+    return __builtin_add_overflow(a, b, &sum) ? INT64_MAX : sum;
+  };
   int64_t init_peak = 0;
   int64_t sidecars = 0;
   for (const Container& c : pod.init_containers) {
     const int64_t cpus = GuaranteedCpus(pod, c);
     if (c.restartable) {
-      sidecars += cpus;
+      sidecars = add(sidecars, cpus);
       init_peak = std::max(init_peak, sidecars);
     } else {
-      init_peak = std::max(init_peak, cpus + sidecars);
+      init_peak = std::max(init_peak, add(cpus, sidecars));
     }
   }
   int64_t apps = sidecars;
-  for (const Container& c : pod.containers) apps += GuaranteedCpus(pod, c);
+  for (const Container& c : pod.containers) {
+    apps = add(apps, GuaranteedCpus(pod, c));
+  }
   return HintsFor(pod, kPodKey, std::max(apps, init_peak));
 }
 
