@@ -15,6 +15,7 @@
 #include "topology/cost_graph.h"
 #include "topology/plugin/resource_name.h"
 
+#include "checkpoint.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "plugin_endpoint.h"
 #include "pod_manifest.h"
@@ -47,15 +48,6 @@ bool IsExtendedResource(const std::string& name) {
   return name.find('/') != std::string::npos;
 }
 
-uint64_t Fnv1a64(std::string_view text) {
-  uint64_t hash = 14695981039346656037ull;
-  for (char c : text) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ull;
-  }
-  return hash;
-}
-
 json HintListJson(const manager::HintList& list) {
   if (!list.has_value()) return nullptr;
   json out = json::array();
@@ -67,19 +59,6 @@ json HintListJson(const manager::HintList& list) {
          {"preferred", hint.preferred}});
   }
   return out;
-}
-
-json ContainerJson(const manager::Container& c) {
-  return {
-      {"name", c.name}, {"restartable", c.restartable}, {"limits", c.limits}};
-}
-
-manager::Container ContainerFromJson(const json& j) {
-  manager::Container c;
-  c.name = j.at("name").get<std::string>();
-  c.restartable = j.value("restartable", false);
-  c.limits = j.at("limits").get<std::map<std::string, int64_t>>();
-  return c;
 }
 
 }  // namespace
@@ -931,41 +910,21 @@ json HostManager::NodeResourceTopology() const {
 // --- checkpoint ------------------------------------------------------------
 
 Status HostManager::WriteCheckpoint() const {
-  json pods = json::array();
+  Checkpoint checkpoint;
+  checkpoint.pods.reserve(pods_.size());
   for (const auto& [uid, record] : pods_) {
-    json init = json::array();
-    for (const auto& c : record.pod.init_containers)
-      init.push_back(ContainerJson(c));
-    json app = json::array();
-    for (const auto& c : record.pod.containers) app.push_back(ContainerJson(c));
-    pods.push_back({{"uid", uid},
-                    {"namespace", record.pod.ns},
-                    {"name", record.pod.name},
-                    {"guaranteed", record.pod.guaranteed},
-                    {"init_containers", init},
-                    {"containers", app},
-                    {"result", ToJson(record.result, false)}});
+    checkpoint.pods.push_back({record.pod, record.result.containers});
   }
-  json registered = json::object();
   for (const auto& [name, state] : resources_) {
-    json healthy = json::array();
+    std::vector<std::string>& healthy = checkpoint.registered[name];
     for (const auto& device : state.devices) {
       if (device.healthy) healthy.push_back(device.id);
     }
-    registered[name] = healthy;
   }
-  const json data = {{"pods", pods}, {"registered", registered}};
-  const std::string body =
-      data.dump(-1, ' ', false, json::error_handler_t::replace);
-  char checksum[32];
-  std::snprintf(checksum, sizeof(checksum), "%016llx",
-                static_cast<unsigned long long>(Fnv1a64(body)));
-  const json doc = {{"version", 1}, {"checksum", checksum}, {"data", data}};
   // A fresh temporary file (never a planted link), mode 0600, fsynced,
   // renamed over the checkpoint.
-  return WriteFileAtomically(
-      config_.plugin_dir / kCheckpointFile,
-      doc.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", 0600);
+  return WriteFileAtomically(config_.plugin_dir / kCheckpointFile,
+                             EncodeCheckpoint(checkpoint), 0600);
 }
 
 Status HostManager::RestoreCheckpoint() {
@@ -990,114 +949,72 @@ Status HostManager::RestoreCheckpoint() {
     }
     return text.status();
   }
-  const json doc = json::parse(*text, nullptr, false);
-  if (doc.is_discarded() || !doc.is_object() || !doc.contains("data") ||
-      !doc.contains("checksum")) {
-    return corrupt("not a checkpoint document");
-  }
-  const std::string body =
-      doc["data"].dump(-1, ' ', false, json::error_handler_t::replace);
-  char checksum[32];
-  std::snprintf(checksum, sizeof(checksum), "%016llx",
-                static_cast<unsigned long long>(Fnv1a64(body)));
-  if (doc["checksum"] != checksum) return corrupt("checksum mismatch");
+  auto checkpoint = DecodeCheckpoint(*text);
+  if (!checkpoint.ok()) return corrupt(checkpoint.status().message());
+
+  // Checked against itself and the machine: a device claimed by a second
+  // pod is dropped from that pod, CPUs that cannot be restored are dropped;
+  // nothing is ever double-booked.
   size_t dropped = 0;
-  try {
-    std::lock_guard lock(mu_);
-    // Which pod holds each device: a device claimed by a second pod is a
-    // conflict, dropped from that pod, never double-booked.
-    std::map<std::pair<std::string, std::string>, std::string> owner;
-    for (const json& p : doc["data"].at("pods")) {
-      PodRecord record;
-      record.pod.uid = p.at("uid").get<std::string>();
-      record.pod.ns = p.at("namespace").get<std::string>();
-      record.pod.name = p.at("name").get<std::string>();
-      record.pod.guaranteed = p.at("guaranteed").get<bool>();
-      if (pods_.contains(record.pod.uid)) {
-        LOG(WARNING) << "checkpoint: pod " << Quoted(record.pod.uid)
-                     << " listed twice; the second entry is dropped";
-        ++dropped;
-        continue;
-      }
-      for (const json& c : p.at("init_containers")) {
-        record.pod.init_containers.push_back(ContainerFromJson(c));
-      }
-      for (const json& c : p.at("containers")) {
-        record.pod.containers.push_back(ContainerFromJson(c));
-      }
-      const std::string who = "pod " + record.pod.ns + "/" + record.pod.name +
-                              " (" + record.pod.uid + ")";
-      const json& result = p.at("result");
-      record.result.uid = record.pod.uid;
-      record.result.ns = record.pod.ns;
-      record.result.name = record.pod.name;
-      record.result.admitted = true;
-      for (const json& c : result.at("containers")) {
-        ContainerResult container;
-        container.name = c.at("name").get<std::string>();
-        const auto devices =
-            c.at("devices")
-                .get<std::map<std::string, std::vector<std::string>>>();
-        auto cpus = CpuSet::ParseList(c.at("cpus").get<std::string>());
-        if (!cpus.ok()) {
-          throw std::invalid_argument("bad CPU list of " + who + ": " +
-                                      cpus.status().message());
-        }
-        if (!c.at("numa_nodes").is_null()) {
-          container.numa_nodes = c.at("numa_nodes").get<std::vector<int>>();
-        }
-        for (const auto& [resource, ids] : devices) {
-          std::vector<std::string> kept;
-          for (const std::string& id : ids) {
-            auto [it, fresh] =
-                owner.emplace(std::pair{resource, id}, record.pod.uid);
-            if (!fresh && it->second != record.pod.uid) {
-              LOG(WARNING) << "checkpoint: " << resource << " device "
-                           << Quoted(id) << " of " << who << " container "
-                           << Quoted(container.name)
-                           << " is already held by pod " << it->second
-                           << "; dropped from this pod";
-              ++dropped;
-              continue;
-            }
-            kept.push_back(id);
+  std::lock_guard lock(mu_);
+  std::map<std::pair<std::string, std::string>, std::string> owner;
+  for (CheckpointPod& entry : checkpoint->pods) {
+    const manager::Pod& pod = entry.pod;
+    const std::string who =
+        "pod " + pod.ns + "/" + pod.name + " (" + pod.uid + ")";
+    if (pods_.contains(pod.uid)) {
+      LOG(WARNING) << "checkpoint: " << who
+                   << " listed twice; the second entry is dropped";
+      ++dropped;
+      continue;
+    }
+    PodRecord record;
+    record.pod = pod;
+    record.result.uid = pod.uid;
+    record.result.ns = pod.ns;
+    record.result.name = pod.name;
+    record.result.admitted = true;
+    for (ContainerResult& listed : entry.containers) {
+      ContainerResult container;
+      container.name = listed.name;
+      container.numa_nodes = listed.numa_nodes;
+      for (const auto& [resource, ids] : listed.devices) {
+        std::vector<std::string> kept;
+        for (const std::string& id : ids) {
+          auto [it, fresh] = owner.emplace(std::pair{resource, id}, pod.uid);
+          if (!fresh && it->second != pod.uid) {
+            LOG(WARNING) << "checkpoint: " << resource << " device "
+                         << Quoted(id) << " of " << who << " container "
+                         << Quoted(container.name) << " is already held by pod "
+                         << it->second << "; dropped from this pod";
+            ++dropped;
+            continue;
           }
-          if (kept.empty()) continue;
-          device_manager_->Restore(record.pod.uid, container.name, resource,
-                                   kept);
-          container.devices[resource] = std::move(kept);
+          kept.push_back(id);
         }
-        if (Status restored =
-                cpu_manager_->Restore(record.pod.uid, container.name, *cpus);
-            !restored.ok()) {
-          LOG(WARNING) << "checkpoint: " << who << ": " << restored.message()
-                       << "; its exclusive CPUs are dropped";
-          ++dropped;
-        } else {
-          container.cpus = *cpus;
-        }
-        record.result.containers.push_back(std::move(container));
+        if (kept.empty()) continue;
+        device_manager_->Restore(pod.uid, container.name, resource, kept);
+        container.devices[resource] = std::move(kept);
       }
-      pods_[record.pod.uid] = std::move(record);
+      if (Status restored =
+              cpu_manager_->Restore(pod.uid, container.name, listed.cpus);
+          !restored.ok()) {
+        LOG(WARNING) << "checkpoint: " << who << ": " << restored.message()
+                     << "; its exclusive CPUs are dropped";
+        ++dropped;
+      } else {
+        container.cpus = listed.cpus;
+      }
+      record.result.containers.push_back(std::move(container));
     }
-    for (const auto& [name, ids] : doc["data"].at("registered").items()) {
-      // Known from before the restart, but without a plugin: capacity 0
-      // until it registers again, removed after the grace period.
-      ResourceState& state = resources_[name];
-      state.stopped_since = Clock::now();
-      device_manager_->UpdateResource(name, {}, nullptr);
-      (void)ids;
-    }
-  } catch (const std::exception& e) {
-    // Nothing half-restored stays behind.
-    std::lock_guard lock(mu_);
-    for (const auto& [uid, record] : pods_) {
-      device_manager_->RemovePod(uid);
-      cpu_manager_->RemovePod(uid);
-    }
-    pods_.clear();
-    resources_.clear();
-    return corrupt(e.what());
+    pods_[pod.uid] = std::move(record);
+  }
+  for (const auto& [name, ids] : checkpoint->registered) {
+    // Known from before the restart, but without a plugin: capacity 0
+    // until it registers again, removed after the grace period.
+    ResourceState& state = resources_[name];
+    state.stopped_since = Clock::now();
+    device_manager_->UpdateResource(name, {}, nullptr);
   }
   LOG(INFO) << "restored " << pods_.size() << " pod(s) and "
             << resources_.size() << " resource(s) from " << path.string()
@@ -1106,7 +1023,6 @@ Status HostManager::RestoreCheckpoint() {
                             : "");
   if (dropped > 0) {
     // The file on disk should say what is in force now.
-    std::lock_guard lock(mu_);
     if (Status written = WriteCheckpoint(); !written.ok()) {
       LOG(ERROR) << written.message();
     }

@@ -1,11 +1,16 @@
 // Pod manifests as the host module reads them, and the topology-manager
 // command line against a running serve.
+#include <fstream>
+#include <iterator>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "checkpoint.h"
 #include "pod_manifest.h"
 #include "status_matchers.h"
+#include "text_util.h"
 
 namespace topology::host {
 namespace {
@@ -106,6 +111,67 @@ TEST(PodManifestTest, ErrorsNameTheField) {
                 StatusIs(StatusCode::kInvalidArgument, HasSubstr(c.message)))
         << c.yaml;
   }
+}
+
+std::string Corpus(const std::string& name) {
+  std::ifstream in(std::string(TOPOLOGY_SOURCE_DIR) +
+                   "/tests/fuzz/corpus/checkpoint/" + name);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(CheckpointTest, DecodesWhatItEncodesAndChecksEverything) {
+  auto one = DecodeCheckpoint(Corpus("one_pod.json"));
+  ASSERT_THAT(one.status(), IsOk());
+  ASSERT_EQ(one->pods.size(), 1u);
+  EXPECT_EQ(one->pods[0].containers[0].cpus.ToList(), "1-2");
+  EXPECT_THAT(one->registered.at("example.com/gpu"), ::testing::SizeIs(2));
+  auto again = DecodeCheckpoint(EncodeCheckpoint(*one));
+  ASSERT_THAT(again.status(), IsOk());
+  EXPECT_EQ(EncodeCheckpoint(*again), EncodeCheckpoint(*one));
+  // Conflicts decode; the restoring manager drops them.
+  auto doubled = DecodeCheckpoint(Corpus("double_booked.json"));
+  ASSERT_THAT(doubled.status(), IsOk());
+  EXPECT_EQ(doubled->pods.size(), 2u);
+  EXPECT_THAT(DecodeCheckpoint(Corpus("negative_limit.json")).status(),
+              StatusIs(StatusCode::kDataLoss, HasSubstr("negative limit")));
+  EXPECT_THAT(DecodeCheckpoint(Corpus("bad_checksum.json")).status(),
+              StatusIs(StatusCode::kDataLoss, HasSubstr("checksum")));
+  EXPECT_THAT(DecodeCheckpoint("garbage").status(),
+              StatusIs(StatusCode::kDataLoss));
+}
+
+TEST(TextTest, Utf8AndQuoting) {
+  EXPECT_TRUE(IsValidUtf8("gpu-\xc3\xa9"));
+  EXPECT_FALSE(IsValidUtf8("\xff"));
+  EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));      // overlong
+  EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));  // surrogate
+  EXPECT_EQ(Quoted("a\x01"
+                   "b"),
+            "\"a\\x01b\"");
+  const std::string big(100000, 'x');
+  EXPECT_EQ(Quoted(big), "\"" + std::string(64, 'x') + "\"... (100000 bytes)");
+}
+
+// Manifests a hostile user could send: names that are not UTF-8 or too
+// long, and echoes that stay bounded.
+TEST(PodManifestTest, HostileNamesAreRefusedWithBoundedMessages) {
+  auto not_utf8 = ParsePodManifests(
+      "kind: Pod\nmetadata: {name: \"a\xff\"}\nspec: {containers: [{name: "
+      "c}]}\n",
+      "p.yaml");
+  EXPECT_THAT(not_utf8.status(),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("metadata.name: is not valid UTF-8")));
+  const std::string huge(100000, '7');
+  auto echoed = ParsePodManifests(
+      "kind: Pod\nmetadata: {name: p}\nspec:\n  containers:\n  - name: c\n"
+      "    resources:\n      limits: {example.com/gpu: \"" +
+          huge + "x\"}\n",
+      "p.yaml");
+  ASSERT_FALSE(echoed.ok());
+  EXPECT_LT(echoed.status().message().size(), 400u);
+  EXPECT_THAT(ParseCpuQuantity("99999999999999999999").status(),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("too large")));
 }
 
 }  // namespace
