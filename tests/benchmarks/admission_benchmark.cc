@@ -181,7 +181,6 @@ void BM_AdmitBatch(benchmark::State& state) {
       state.SkipWithError("batch not admitted");
       break;
     }
-    state.PauseTiming();
   }
   std::sort(per_pod.begin(), per_pod.end());
   if (!per_pod.empty()) {
