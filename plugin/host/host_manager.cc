@@ -22,6 +22,7 @@
 #include "safe_file.h"
 #include "text_util.h"
 #include "topologymanager/v1alpha1/control.grpc.pb.h"
+#include "unix_acceptor.h"
 
 namespace topology::host {
 
@@ -38,6 +39,9 @@ bool IsSocket(const std::filesystem::path& path) {
 // Server limits for sockets that other local processes reach: a connection
 // that never completes its HTTP/2 handshake, or stays idle, is closed, so
 // idle connections cannot pile up until descriptors run out.
+// Connections open at once on kubelet.sock and on the control socket.
+constexpr size_t kMaxConnections = 256;
+
 void ConfigureServer(grpc::ServerBuilder& builder) {
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 10'000);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, 300'000);
@@ -280,47 +284,48 @@ Status HostManager::Start() {
       config_.plugin_dir / plugin::kKubeletSocket;
   grpc::ServerBuilder builder;
   ConfigureServer(builder);
-  int bound = 0;
-  builder.AddListeningPort("unix:" + kubelet_socket.string(),
-                           grpc::InsecureServerCredentials(), &bound);
   builder.RegisterService(registration_.get());
   kubelet_server_ = builder.BuildAndStart();
-  if (!kubelet_server_ || bound == 0) {
+  if (!kubelet_server_) {
     return FailedPreconditionError("cannot serve " + kubelet_socket.string());
   }
-  // Plugins run as root; nobody else registers.
-  if (chmod(kubelet_socket.c_str(), 0600) != 0) {
+  // Our own listener (recovers from running out of descriptors, bounds
+  // connections); plugins run as root, nobody else registers: 0600.
+  auto kubelet_acceptor = UnixAcceptor::Start(
+      kubelet_socket, kubelet_server_.get(), 0600, kMaxConnections);
+  if (!kubelet_acceptor.ok()) {
     Stop();
-    return FailedPreconditionError("cannot set the mode of " +
-                                   kubelet_socket.string());
+    return kubelet_acceptor.status();
   }
+  kubelet_acceptor_ = std::move(*kubelet_acceptor);
   if (!config_.control_socket.empty()) {
-    if (IsSocket(config_.control_socket)) {
-      std::filesystem::remove(config_.control_socket, error);
-    }
     control_ = std::make_unique<ControlService>(this);
     grpc::ServerBuilder control;
     ConfigureServer(control);
-    int control_bound = 0;
-    control.AddListeningPort("unix:" + config_.control_socket.string(),
-                             grpc::InsecureServerCredentials(), &control_bound);
     control.RegisterService(control_.get());
     control_server_ = control.BuildAndStart();
-    if (!control_server_ || control_bound == 0) {
-      Stop();
-      return FailedPreconditionError("cannot serve the control socket " +
-                                     config_.control_socket.string());
-    }
     // Root only, or root and an opt-in group: admitting and releasing pods
     // is not for every local user.
     const bool group = config_.control_group >= 0;
-    if ((group && lchown(config_.control_socket.c_str(), static_cast<uid_t>(-1),
-                         static_cast<gid_t>(config_.control_group)) != 0) ||
-        chmod(config_.control_socket.c_str(), group ? 0660 : 0600) != 0) {
+    auto control_acceptor =
+        control_server_
+            ? UnixAcceptor::Start(config_.control_socket, control_server_.get(),
+                                  group ? 0660 : 0600, kMaxConnections)
+            : StatusOr<std::unique_ptr<UnixAcceptor>>(
+                  FailedPreconditionError("cannot build"));
+    if (!control_acceptor.ok()) {
+      Stop();
+      return FailedPreconditionError("cannot serve the control socket " +
+                                     config_.control_socket.string() + ": " +
+                                     control_acceptor.status().message());
+    }
+    control_acceptor_ = std::move(*control_acceptor);
+    if (group && lchown(config_.control_socket.c_str(), static_cast<uid_t>(-1),
+                        static_cast<gid_t>(config_.control_group)) != 0) {
       Stop();
       return FailedPreconditionError(
-          "cannot set the owner or mode of the control socket " +
-          config_.control_socket.string());
+          "cannot give the control socket " + config_.control_socket.string() +
+          " to group " + std::to_string(config_.control_group));
     }
   }
   gc_ = std::thread([this] { CollectGarbage(); });
@@ -351,6 +356,9 @@ void HostManager::Stop() {
     endpoints.insert(endpoints.end(), retired_.begin(), retired_.end());
   }
   for (auto& endpoint : endpoints) endpoint->Stop();
+  // No new connections; then the servers.
+  control_acceptor_.reset();
+  kubelet_acceptor_.reset();
   const auto deadline =
       std::chrono::system_clock::now() + std::chrono::seconds(1);
   if (control_server_) control_server_->Shutdown(deadline);

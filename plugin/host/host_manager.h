@@ -38,6 +38,7 @@ class Server;
 namespace topology::host {
 
 class PluginEndpoint;
+class UnixAcceptor;
 
 inline constexpr char kCheckpointFile[] = "topology_manager_checkpoint";
 
@@ -185,6 +186,8 @@ class HostManager {
   std::unique_ptr<ControlService> control_;
   std::unique_ptr<grpc::Server> kubelet_server_;
   std::unique_ptr<grpc::Server> control_server_;
+  std::unique_ptr<UnixAcceptor> kubelet_acceptor_;
+  std::unique_ptr<UnixAcceptor> control_acceptor_;
   std::condition_variable gc_wake_;
   bool stopping_ = false;
   std::thread gc_;

@@ -8,6 +8,7 @@
 #include <set>
 #include <thread>
 
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -25,6 +26,7 @@
 #include "status_matchers.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
+#include "topologymanager/v1alpha1/control.grpc.pb.h"
 
 namespace topology::host {
 namespace {
@@ -1042,6 +1044,69 @@ spec:
   const PodResult result = host_->Admit((*pods)[0], false);
   EXPECT_FALSE(result.admitted);
   EXPECT_THAT(host_->StatusJson()["resources"][0]["in_use"], 0);
+}
+
+// A raw connection to a unix socket that never speaks (fd, or -1).
+int ConnectIdle(const std::filesystem::path& path) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::snprintf(address.sun_path, sizeof(address.sun_path), "%s", path.c_str());
+  if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) !=
+      0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+bool ControlAnswers(const std::filesystem::path& socket) {
+  auto channel = grpc::CreateChannel("unix:" + socket.string(),
+                                     grpc::InsecureChannelCredentials());
+  auto stub = topologymanager::v1alpha1::Control::NewStub(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + 2s);
+  topologymanager::v1alpha1::StatusRequest request;
+  request.set_format("json");
+  topologymanager::v1alpha1::JsonReply reply;
+  return stub->Status(&context, request, &reply).ok();
+}
+
+// Thousands of idle connections to the control socket (any local user who
+// may connect): the manager keeps answering, and once descriptors ran out
+// and the connections close, it answers again.
+TEST_F(HostTest, IdleConnectionsDoNotDeafenTheControlSocket) {
+  auto config = Config();
+  config.control_socket = dir_.path() / "control.sock";
+  StartHost(config);
+  std::vector<int> idle;
+  for (int i = 0; i < 2000; ++i) {
+    const int fd = ConnectIdle(config.control_socket);
+    if (fd < 0) break;
+    idle.push_back(fd);
+  }
+  EXPECT_GE(idle.size(), 1000u);
+  EXPECT_TRUE(ControlAnswers(config.control_socket));
+  for (int fd : idle) close(fd);
+  idle.clear();
+
+  // Now run the process out of descriptors while the connections arrive.
+  rlimit old{};
+  ASSERT_EQ(getrlimit(RLIMIT_NOFILE, &old), 0);
+  rlimit low = old;
+  low.rlim_cur = 256;
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &low), 0);
+  for (int i = 0; i < 400; ++i) {
+    const int fd = ConnectIdle(config.control_socket);
+    if (fd < 0) break;
+    idle.push_back(fd);
+  }
+  std::this_thread::sleep_for(300ms);
+  for (int fd : idle) close(fd);
+  ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
+  EXPECT_TRUE(
+      WaitFor([&] { return ControlAnswers(config.control_socket); }, 10s));
 }
 
 }  // namespace
