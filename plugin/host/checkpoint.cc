@@ -68,13 +68,18 @@ std::string EncodeCheckpoint(const Checkpoint& checkpoint) {
            {"cpus", c.cpus.ToList()},
            {"numa_nodes", c.numa_nodes ? json(*c.numa_nodes) : json(nullptr)}});
     }
-    pods.push_back({{"uid", record.pod.uid},
-                    {"namespace", record.pod.ns},
-                    {"name", record.pod.name},
-                    {"guaranteed", record.pod.guaranteed},
-                    {"init_containers", init},
-                    {"containers", app},
-                    {"result", {{"containers", containers}}}});
+    json pod_json = {{"uid", record.pod.uid},
+                     {"namespace", record.pod.ns},
+                     {"name", record.pod.name},
+                     {"guaranteed", record.pod.guaranteed},
+                     {"init_containers", init},
+                     {"containers", app},
+                     {"result", {{"containers", containers}}}};
+    if (!record.pod.topology_policy.empty()) {
+      pod_json["topology_policy"] = record.pod.topology_policy;
+      pod_json["topology_policy_source"] = record.pod.topology_policy_source;
+    }
+    pods.push_back(std::move(pod_json));
   }
   json registered = json::object();
   for (const auto& [name, ids] : checkpoint.registered) registered[name] = ids;
@@ -106,6 +111,9 @@ StatusOr<Checkpoint> DecodeCheckpoint(std::string_view text) {
       record.pod.ns = p.at("namespace").get<std::string>();
       record.pod.name = p.at("name").get<std::string>();
       record.pod.guaranteed = p.at("guaranteed").get<bool>();
+      record.pod.topology_policy = p.value("topology_policy", std::string());
+      record.pod.topology_policy_source =
+          p.value("topology_policy_source", std::string());
       for (const json& c : p.at("init_containers")) {
         record.pod.init_containers.push_back(ContainerFromJson(c));
       }

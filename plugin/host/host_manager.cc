@@ -78,7 +78,17 @@ json ToJson(const PodResult& result, bool explain) {
          {"cpus", c.cpus.ToList()},
          {"numa_nodes", c.numa_nodes ? json(*c.numa_nodes) : json(nullptr)}});
   }
+  json policy = nullptr;
+  if (!result.policy.policy.empty()) {
+    policy = {{"policy", result.policy.policy},
+              {"scope", result.policy.scope},
+              {"source", result.policy.source},
+              {"requested", result.policy.requested.empty()
+                                ? json(nullptr)
+                                : json(result.policy.requested)}};
+  }
   json out = {
+      {"topology_policy", policy},
       {"pod", result.name},
       {"namespace", result.ns},
       {"uid", result.uid},
@@ -638,6 +648,7 @@ PodResult HostManager::AdmitLocked(const manager::Pod& pod, bool explain,
   result.uid = pod.uid;
   result.ns = pod.ns;
   result.name = pod.name;
+  result.policy = topology_manager_->Effective(pod);
   result.admitted = admitted.admit;
   result.reason = admitted.reason;
   result.message = admitted.message;
@@ -855,6 +866,12 @@ json HostManager::StatusJson() const {
   }
   return {{"node", config_.node_name},
           {"policy", config_.topology.policy},
+          {"pod_policies", topology_manager_->dynamic()
+                               ? json("each pod's own (spec.topology.policy "
+                                      "or annotation " +
+                                      std::string(kTopologyPolicyAnnotation) +
+                                      "), none by default")
+                               : json(nullptr)},
           {"scope", config_.topology.scope},
           {"cpu_policy", config_.cpu_policy},
           {"numa_nodes", nodes},
@@ -982,6 +999,13 @@ Status HostManager::RestoreCheckpoint() {
     record.result.ns = pod.ns;
     record.result.name = pod.name;
     record.result.admitted = true;
+    if (!pod.topology_policy.empty() &&
+        !manager::IsPodTopologyPolicy(pod.topology_policy)) {
+      LOG(WARNING) << "checkpoint: " << who << ": unknown topology policy "
+                   << Quoted(pod.topology_policy) << "; none assumed";
+      record.pod.topology_policy.clear();
+    }
+    record.result.policy = topology_manager_->Effective(record.pod);
     for (ContainerResult& listed : entry.containers) {
       ContainerResult container;
       container.name = listed.name;

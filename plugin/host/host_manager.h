@@ -85,6 +85,9 @@ struct PodResult {
   std::string reason;  // "TopologyAffinityError", "UnexpectedAdmissionError"...
   std::string message;
   std::vector<ContainerResult> containers;
+  // Which topology policy and scope decided the pod, and from where (beyond
+  // the kubelet: under the node policy "dynamic" the pod's own).
+  manager::EffectivePolicy policy;
   nlohmann::json explanation;  // with explain: the merges
 };
 

@@ -235,7 +235,7 @@ std::string Join(const json& list, const char* separator = ",") {
   return out;
 }
 
-void PrintPodTable(const json& pods, bool explain) {
+void PrintPodTable(const json& pods, bool explain, bool show_policy = false) {
   std::cout << std::left << std::setw(18) << "POD" << std::setw(14)
             << "CONTAINER" << std::setw(8) << "NUMA" << std::setw(14) << "CPUS"
             << "DEVICES\n";
@@ -257,6 +257,19 @@ void PrintPodTable(const json& pods, bool explain) {
                 << std::setw(14) << c["name"].get<std::string>() << std::setw(8)
                 << numa << std::setw(14) << (cpus.empty() ? "shared" : cpus)
                 << devices << "\n";
+    }
+    const json& policy = pod.value("topology_policy", json(nullptr));
+    if ((explain || show_policy) && policy.is_object()) {
+      std::cout << "  topology policy of " << pod["pod"].get<std::string>()
+                << ": " << policy["policy"].get<std::string>() << " ("
+                << policy["scope"].get<std::string>() << " scope), from "
+                << policy["source"].get<std::string>();
+      if (policy["requested"].is_string()) {
+        std::cout << (policy["source"] == "node" ? "; the pod asked for "
+                                                 : "; asked as ")
+                  << policy["requested"].get<std::string>();
+      }
+      std::cout << "\n";
     }
     if (explain && pod.contains("explanation")) {
       for (const json& merge : pod["explanation"]) {
@@ -348,6 +361,7 @@ int RunAdmit(const std::vector<std::string>& files, const std::string& format,
       json out = {{"pod", pod["pod"]},
                   {"admitted", pod["admitted"]},
                   {"reason", pod["reason"]},
+                  {"topology_policy", pod["topology_policy"]},
                   {"containers", json::array()}};
       for (const json& c : pod["containers"]) {
         out["containers"].push_back({{"name", c["name"]},
@@ -421,7 +435,7 @@ int RunStatus(const std::string& format, const std::string& socket) {
     }
   }
   std::cout << "pods:\n";
-  PrintPodTable(doc["pods"], false);
+  PrintPodTable(doc["pods"], false, /*show_policy=*/true);
   return 0;
 }
 
@@ -464,7 +478,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   serve
       ->add_option("--topology-manager-policy", serve_flags.policy,
-                   "none, best-effort, restricted or single-numa-node")
+                   "none, best-effort, restricted, single-numa-node, or "
+                   "dynamic: each pod's own policy (beyond the kubelet)")
       ->capture_default_str();
   serve
       ->add_option("--topology-manager-scope", serve_flags.scope,

@@ -8,6 +8,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "topology/manager/topology_manager.h"
+
 #include "text_util.h"
 
 namespace topology::host {
@@ -147,6 +149,55 @@ class Parser {
     return out;
   }
 
+  // spec.topology.policy (the design's field) or the annotation (the real
+  // Pod API has no such field); both given must agree.
+  Status ParseTopologyPolicy(const YAML::Node& doc, const YAML::Node& spec,
+                             manager::Pod* pod) const {
+    std::vector<std::pair<std::string, YAML::Node>> given;
+    if (spec["topology"]) {
+      if (!spec["topology"].IsMap()) {
+        return Error("spec.topology", spec["topology"], "expected a mapping");
+      }
+      if (spec["topology"]["policy"]) {
+        given.emplace_back("spec.topology.policy", spec["topology"]["policy"]);
+      }
+    }
+    const YAML::Node annotations = doc["metadata"]["annotations"];
+    if (annotations && annotations.IsMap() &&
+        annotations[kTopologyPolicyAnnotation]) {
+      given.emplace_back(
+          std::string("metadata.annotations.") + kTopologyPolicyAnnotation,
+          annotations[kTopologyPolicyAnnotation]);
+    }
+    for (const auto& [field, node] : given) {
+      if (!node.IsScalar()) {
+        return Error(field, node, "expected a policy name");
+      }
+      const std::string value = node.Scalar();
+      if (!manager::IsPodTopologyPolicy(value)) {
+        return Error(field, node,
+                     "pod " + Quoted(pod->name) + ": unknown topology policy " +
+                         Quoted(value) +
+                         " (none, best-effort, restricted, single-numa-node, "
+                         "pod-level-single-numa-node)");
+      }
+      if (!pod->topology_policy.empty() && pod->topology_policy != value) {
+        return Error(field, node,
+                     "pod " + Quoted(pod->name) + ": " + Quoted(value) +
+                         " contradicts " + pod->topology_policy_source + " " +
+                         Quoted(pod->topology_policy));
+      }
+      if (pod->topology_policy.empty()) {
+        pod->topology_policy = value;
+        pod->topology_policy_source =
+            field == "spec.topology.policy"
+                ? field
+                : std::string("annotation ") + kTopologyPolicyAnnotation;
+      }
+    }
+    return OkStatus();
+  }
+
   StatusOr<manager::Pod> Parse(const YAML::Node& doc) const {
     if (!doc.IsMap()) return Error("(document)", doc, "expected a mapping");
     if (!doc["kind"] || doc["kind"].Scalar() != "Pod") {
@@ -186,6 +237,9 @@ class Parser {
         spec["containers"].size() == 0) {
       return Error("spec.containers", doc,
                    "a Pod needs at least one container");
+    }
+    if (Status policy = ParseTopologyPolicy(doc, spec, &pod); !policy.ok()) {
+      return policy;
     }
     bool guaranteed = true;
     for (auto [key, target] :

@@ -12,12 +12,21 @@
 
 namespace topology::host {
 
+// The annotation that states a pod's own topology policy (beyond the
+// kubelet: the Node Topology Manager design's spec.topology.policy, which
+// the real Pod API lacks). Honoured by serve under the node policy
+// "dynamic".
+inline constexpr char kTopologyPolicyAnnotation[] =
+    "topology.libtopology.dev/policy";
+
 // Parses every "kind: Pod" document of `text`. uid is metadata.uid when
 // given, else "<namespace>/<name>". Limits: "cpu" in millicores ("2",
 // "1500m", "0.5"), extended resources ("example.com/gpu": 2) as counts;
 // requests default to limits. Guaranteed when every container has cpu and
 // memory limits and its requests equal them. Errors name `source`, the
-// document and the field path.
+// document and the field path. The pod's own topology policy comes from
+// spec.topology.policy or the annotation above (unknown values and
+// contradicting values are errors naming the pod).
 StatusOr<std::vector<manager::Pod>> ParsePodManifests(std::string_view text,
                                                       std::string_view source);
 

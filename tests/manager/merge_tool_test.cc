@@ -108,5 +108,33 @@ TEST(MergeToolTest, BadInputExitsTwoNamingTheField) {
   }
 }
 
+// Beyond the kubelet: "dynamic" merges with the case's pod_policy (none
+// when absent); a fixed policy ignores it and says so.
+TEST(MergeToolTest, DynamicMergesWithThePodsPolicy) {
+  const std::string split = R"("numa_nodes": [0, 1],
+    "providers": [{"gpu": [{"mask": [0, 1], "preferred": true}]}]})";
+  const auto run = [&](const std::string& head) {
+    const CommandResult r = Merge("{" + head + split);
+    EXPECT_EQ(r.exit_code, 0) << r.out;
+    return json::parse(r.out);
+  };
+  json out = run(R"("policy": "dynamic", "pod_policy": "single-numa-node",)");
+  EXPECT_FALSE(out["admit"].get<bool>());
+  EXPECT_EQ(out["applied_policy"]["policy"], "single-numa-node");
+  out = run(R"("policy": "dynamic", "pod_policy": "restricted",)");
+  EXPECT_TRUE(out["admit"].get<bool>());
+  out = run(R"("policy": "dynamic",)");
+  EXPECT_EQ(out["applied_policy"]["policy"], "none");
+  EXPECT_EQ(out["applied_policy"]["source"], "default");
+  out = run(R"("policy": "restricted", "pod_policy": "single-numa-node",)");
+  EXPECT_TRUE(out["admit"].get<bool>());
+  EXPECT_EQ(out["applied_policy"]["policy"], "restricted");
+  EXPECT_EQ(out["applied_policy"]["source"], "node");
+  const CommandResult bad =
+      Merge(R"({"policy": "dynamic", "pod_policy": "sometimes",)" + split);
+  EXPECT_EQ(bad.exit_code, 2);
+  EXPECT_THAT(bad.out, HasSubstr("pod_policy"));
+}
+
 }  // namespace
 }  // namespace topology::manager

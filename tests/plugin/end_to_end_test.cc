@@ -265,6 +265,82 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+// Beyond the kubelet: under the node policy "dynamic" each pod's own policy
+// (spec.topology.policy or the annotation) decides it, with the real plugin
+// on the dual-socket machine.
+TEST_F(EndToEndTest, DynamicPolicyAppliesEachPodsOwn) {
+  Write({.machine = "dual-socket-8gpu",
+         .policy = "dynamic",
+         .scope = "container"});
+  StartManager();
+  StartPlugin();
+  ASSERT_TRUE(WaitAllocatable("example.com/gpu", 8));
+  ASSERT_TRUE(WaitAllocatable("example.com/nic", 4));
+  const auto with_policy = [](const std::string& name, int gpus,
+                              const std::string& how) {
+    std::string yaml = PodYaml(name, gpus, 0, 1);
+    if (how.starts_with("spec:")) {
+      yaml += "  topology: {policy: " + how.substr(5) + "}\n";
+    } else if (how.starts_with("annotation:")) {
+      yaml.replace(yaml.find("metadata: {name: " + name + "}"),
+                   std::string("metadata: {name: " + name + "}").size(),
+                   "metadata: {name: " + name +
+                       ", annotations: {topology.libtopology.dev/policy: " +
+                       how.substr(11) + "}}");
+    }
+    return yaml;
+  };
+  // Six GPUs cannot be on one NUMA node (four per node).
+  const json strict = Admit(with_policy("strict", 6, "spec:single-numa-node"));
+  EXPECT_FALSE(strict["admitted"].get<bool>());
+  EXPECT_EQ(strict["reason"], "TopologyAffinityError");
+  EXPECT_EQ(strict["topology_policy"]["policy"], "single-numa-node");
+  EXPECT_EQ(strict["topology_policy"]["source"], "spec.topology.policy");
+  const json relaxed =
+      Admit(with_policy("relaxed", 6, "annotation:best-effort"));
+  EXPECT_TRUE(relaxed["admitted"].get<bool>()) << relaxed.dump();
+  EXPECT_EQ(relaxed["topology_policy"]["policy"], "best-effort");
+  EXPECT_EQ(relaxed["topology_policy"]["source"],
+            "annotation topology.libtopology.dev/policy");
+  ASSERT_TRUE(Release("relaxed"));
+  // No policy stated: the Topology Manager does not intervene.
+  const json plain = Admit(with_policy("plain", 6, ""));
+  EXPECT_TRUE(plain["admitted"].get<bool>()) << plain.dump();
+  EXPECT_EQ(plain["topology_policy"]["policy"], "none");
+  EXPECT_EQ(plain["topology_policy"]["source"], "default");
+  EXPECT_TRUE(plain["containers"][0]["numa_nodes"].is_null());
+  ASSERT_TRUE(Release("plain"));
+  // Every container of the pod on one node.
+  std::string two = PodYaml("together", 2, 0, 1);
+  two +=
+      "    - name: d\n      resources:\n        limits: {cpu: \"1\", "
+      "memory: 1Gi, example.com/gpu: 2}\n"
+      "  topology: {policy: pod-level-single-numa-node}\n";
+  const json together = Admit(two);
+  ASSERT_TRUE(together["admitted"].get<bool>()) << together.dump();
+  EXPECT_EQ(together["topology_policy"]["scope"], "pod");
+  std::set<int> nodes;
+  for (const json& c : together["containers"]) {
+    for (const auto& id : c["devices"]["example.com/gpu"]) {
+      nodes.insert(NodeOf(id));
+    }
+  }
+  EXPECT_THAT(nodes, SizeIs(1)) << together.dump();
+  // An unknown policy is a clear error naming the pod.
+  grpc::ClientContext context;
+  tm::AdmitRequest request;
+  auto* manifest = request.add_manifests();
+  manifest->set_source("bad.yaml");
+  manifest->set_yaml(with_policy("odd", 1, "spec:sometimes"));
+  tm::JsonReply reply;
+  const grpc::Status bad = stub_->Admit(&context, request, &reply);
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(bad.error_message(),
+              ::testing::HasSubstr("pod \"odd\": unknown topology policy"));
+  EXPECT_EQ(plugin_->Stop(), 0);
+  EXPECT_EQ(manager_->Stop(), 0);
+}
+
 TEST_F(EndToEndTest, SubNumaClusteringMachine) {
   Write({.machine = "snc", .policy = "single-numa-node", .scope = "pod"});
   StartManager();

@@ -174,5 +174,42 @@ TEST(PodManifestTest, HostileNamesAreRefusedWithBoundedMessages) {
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("too large")));
 }
 
+// The pod's own topology policy: spec.topology.policy or the annotation.
+TEST(PodManifestTest, TopologyPolicyFromTheSpecOrTheAnnotation) {
+  const std::string head = "kind: Pod\nmetadata:\n  name: p\n";
+  const std::string containers = "  containers: [{name: c}]\n";
+  auto spec = ParsePodManifests(
+      head + "spec:\n  topology: {policy: restricted}\n" + containers, "a");
+  ASSERT_THAT(spec.status(), IsOk());
+  EXPECT_EQ((*spec)[0].topology_policy, "restricted");
+  EXPECT_EQ((*spec)[0].topology_policy_source, "spec.topology.policy");
+  auto annotated = ParsePodManifests(
+      head + "  annotations: {" + std::string(kTopologyPolicyAnnotation) +
+          ": pod-level-single-numa-node}\nspec:\n" + containers,
+      "b");
+  ASSERT_THAT(annotated.status(), IsOk());
+  EXPECT_EQ((*annotated)[0].topology_policy, "pod-level-single-numa-node");
+  EXPECT_EQ((*annotated)[0].topology_policy_source,
+            "annotation " + std::string(kTopologyPolicyAnnotation));
+  auto none = ParsePodManifests(head + "spec:\n" + containers, "c");
+  ASSERT_THAT(none.status(), IsOk());
+  EXPECT_EQ((*none)[0].topology_policy, "");
+  EXPECT_THAT(
+      ParsePodManifests(
+          head + "spec:\n  topology: {policy: always}\n" + containers, "d")
+          .status(),
+      StatusIs(StatusCode::kInvalidArgument,
+               HasSubstr("pod \"p\": unknown topology policy "
+                         "\"always\"")));
+  EXPECT_THAT(ParsePodManifests(head + "  annotations: {" +
+                                    std::string(kTopologyPolicyAnnotation) +
+                                    ": none}\nspec:\n  topology: {policy: "
+                                    "restricted}\n" +
+                                    containers,
+                                "e")
+                  .status(),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("contradicts")));
+}
+
 }  // namespace
 }  // namespace topology::host

@@ -25,6 +25,12 @@ std::vector<const Container*> AllContainers(const Pod& pod) {
 
 }  // namespace
 
+bool IsPodTopologyPolicy(const std::string& name) {
+  return name == kPolicyNone || name == kPolicyBestEffort ||
+         name == kPolicyRestricted || name == kPolicySingleNumaNode ||
+         name == kPolicyPodLevelSingleNumaNode;
+}
+
 StatusOr<std::unique_ptr<TopologyManager>> TopologyManager::Create(
     const ManagerConfig& config, const NumaInfo& numa) {
   if (config.policy == kPolicyNone) {
@@ -46,6 +52,23 @@ StatusOr<std::unique_ptr<TopologyManager>> TopologyManager::Create(
         "unsupported on machines with more than " +
         std::to_string(options->max_allowable_numa_nodes) + " NUMA Nodes");
   }
+  if (config.policy == kPolicyDynamic) {
+    // Every policy a pod may ask for, built once with the node's options.
+    auto none = NewPolicy(kPolicyNone, numa, PolicyOptions{}, config.engine);
+    if (!none.ok()) return none.status();
+    if (config.scope != kScopeContainer && config.scope != kScopePod) {
+      return InvalidArgumentError("unknown scope: \"" + config.scope + "\"");
+    }
+    std::unique_ptr<TopologyManager> manager(
+        new TopologyManager(*std::move(none), config.scope));
+    for (const char* name :
+         {kPolicyBestEffort, kPolicyRestricted, kPolicySingleNumaNode}) {
+      auto policy = NewPolicy(name, numa, *options, config.engine);
+      if (!policy.ok()) return policy.status();
+      manager->pod_policies_[name] = *std::move(policy);
+    }
+    return manager;
+  }
   auto policy = NewPolicy(config.policy, numa, *options, config.engine);
   if (!policy.ok()) return policy.status();
   if (config.scope != kScopeContainer && config.scope != kScopePod) {
@@ -53,6 +76,40 @@ StatusOr<std::unique_ptr<TopologyManager>> TopologyManager::Create(
   }
   return std::unique_ptr<TopologyManager>(
       new TopologyManager(*std::move(policy), config.scope));
+}
+
+EffectivePolicy TopologyManager::Effective(const Pod& pod) const {
+  EffectivePolicy out;
+  if (!dynamic()) {
+    // A fixed node policy wins over whatever the pod asks for.
+    out.policy = std::string(policy_->Name());
+    out.scope = scope_;
+    out.source = "node";
+    if (!pod.topology_policy.empty() && pod.topology_policy != out.policy) {
+      out.requested = pod.topology_policy;
+    }
+    return out;
+  }
+  if (pod.topology_policy.empty()) {
+    out.policy = kPolicyNone;
+    out.scope = kScopeNone;
+    out.source = "default";
+    return out;
+  }
+  out.source =
+      pod.topology_policy_source.empty() ? "pod" : pod.topology_policy_source;
+  if (pod.topology_policy == kPolicyPodLevelSingleNumaNode) {
+    out.policy = kPolicySingleNumaNode;
+    out.scope = kScopePod;
+    out.requested = pod.topology_policy;
+  } else if (pod.topology_policy == kPolicyNone) {
+    out.policy = kPolicyNone;
+    out.scope = kScopeNone;
+  } else {
+    out.policy = pod.topology_policy;
+    out.scope = scope_;
+  }
+  return out;
 }
 
 TopologyManager::TopologyManager(std::unique_ptr<Policy> policy,
@@ -66,9 +123,20 @@ void TopologyManager::AddHintProvider(HintProvider* provider) {
 AdmitResult TopologyManager::Admit(const Pod& pod,
                                    std::vector<MergeTrace>* traces) {
   std::lock_guard<std::mutex> lock(admit_mutex_);
-  if (scope_ == kScopeNone) return AdmitNoneScope(pod);
-  if (scope_ == kScopePod) return AdmitPodScope(pod, traces);
-  return AdmitContainerScope(pod, traces);
+  const EffectivePolicy effective = Effective(pod);
+  if (effective.scope == kScopeNone) return AdmitNoneScope(pod);
+  const Policy* policy = policy_.get();
+  if (dynamic()) {
+    const auto it = pod_policies_.find(effective.policy);
+    if (it == pod_policies_.end()) {
+      return AdmitResult{false, kUnexpectedAdmissionError,
+                         "unknown topology policy \"" + pod.topology_policy +
+                             "\" of pod " + pod.ns + "/" + pod.name};
+    }
+    policy = it->second.get();
+  }
+  if (effective.scope == kScopePod) return AdmitPodScope(*policy, pod, traces);
+  return AdmitContainerScope(*policy, pod, traces);
 }
 
 std::optional<AdmitResult> TopologyManager::AllocateAll(
@@ -85,7 +153,7 @@ std::optional<AdmitResult> TopologyManager::AllocateAll(
 }
 
 AdmitResult TopologyManager::AdmitContainerScope(
-    const Pod& pod, std::vector<MergeTrace>* traces) {
+    const Policy& policy, const Pod& pod, std::vector<MergeTrace>* traces) {
   for (const Container* container : AllContainers(pod)) {
     MergeTrace trace;
     trace.container = container->name;
@@ -93,7 +161,7 @@ AdmitResult TopologyManager::AdmitContainerScope(
       trace.provider_hints.push_back(
           provider->GetTopologyHints(pod, *container));
     }
-    trace.result = policy_->Merge(trace.provider_hints, &trace.explanation);
+    trace.result = policy.Merge(trace.provider_hints, &trace.explanation);
     const MergeResult result = trace.result;
     if (traces) traces->push_back(std::move(trace));
     if (!result.admit) return TopologyAffinityRejection();
@@ -103,13 +171,13 @@ AdmitResult TopologyManager::AdmitContainerScope(
   return Admitted();
 }
 
-AdmitResult TopologyManager::AdmitPodScope(const Pod& pod,
+AdmitResult TopologyManager::AdmitPodScope(const Policy& policy, const Pod& pod,
                                            std::vector<MergeTrace>* traces) {
   MergeTrace trace;
   for (HintProvider* provider : providers_) {
     trace.provider_hints.push_back(provider->GetPodTopologyHints(pod));
   }
-  trace.result = policy_->Merge(trace.provider_hints, &trace.explanation);
+  trace.result = policy.Merge(trace.provider_hints, &trace.explanation);
   const MergeResult result = trace.result;
   if (traces) traces->push_back(std::move(trace));
   if (!result.admit) return TopologyAffinityRejection();

@@ -3,6 +3,7 @@
 #include <set>
 
 #include "topology/manager/policy_options.h"
+#include "topology/manager/topology_manager.h"
 
 namespace topology::tools {
 namespace {
@@ -79,7 +80,7 @@ StatusOr<MergeCase> ParseMergeCase(const json& doc) {
   if (!doc.is_object()) return InvalidArgumentError("case: want a JSON object");
   for (const auto& [key, unused] : doc.items()) {
     if (key != "policy" && key != "options" && key != "numa_nodes" &&
-        key != "distances" && key != "providers") {
+        key != "distances" && key != "providers" && key != "pod_policy") {
       return FieldError(key, "unknown key");
     }
   }
@@ -88,6 +89,15 @@ StatusOr<MergeCase> ParseMergeCase(const json& doc) {
     return FieldError("policy", "want a policy name");
   }
   c.policy = doc["policy"].get<std::string>();
+  if (doc.contains("pod_policy")) {
+    if (!doc["pod_policy"].is_string() ||
+        !manager::IsPodTopologyPolicy(doc["pod_policy"].get<std::string>())) {
+      return FieldError("pod_policy",
+                        "want none, best-effort, restricted, single-numa-node "
+                        "or pod-level-single-numa-node");
+    }
+    c.pod_policy = doc["pod_policy"].get<std::string>();
+  }
 
   if (doc.contains("options") && !doc["options"].is_null()) {
     if (!doc["options"].is_object())
@@ -196,7 +206,20 @@ StatusOr<json> RunMergeCase(const MergeCase& merge_case,
   auto numa =
       manager::NumaInfo::Create(merge_case.numa_nodes, merge_case.distances);
   if (!numa.ok()) return FieldError("numa_nodes", numa.status().message());
-  auto policy = manager::NewPolicy(merge_case.policy, *numa, *options, engine);
+  // Under "dynamic" the pod's policy merges (one merge: the scope does not
+  // matter here, so pod-level-single-numa-node merges as single-numa-node);
+  // a fixed node policy ignores it.
+  std::string applied = merge_case.policy;
+  std::string source = "node";
+  if (merge_case.policy == manager::kPolicyDynamic) {
+    applied = merge_case.pod_policy.empty() ? manager::kPolicyNone
+                                            : merge_case.pod_policy;
+    if (applied == manager::kPolicyPodLevelSingleNumaNode) {
+      applied = manager::kPolicySingleNumaNode;
+    }
+    source = merge_case.pod_policy.empty() ? "default" : "pod_policy";
+  }
+  auto policy = manager::NewPolicy(applied, *numa, *options, engine);
   if (!policy.ok()) return FieldError("policy", policy.status().message());
   manager::MergeExplanation explanation;
   const manager::MergeResult result =
@@ -206,6 +229,10 @@ StatusOr<json> RunMergeCase(const MergeCase& merge_case,
       result.hint.affinity ? json(result.hint.affinity->Ids()) : json(nullptr);
   out["preferred"] = result.hint.preferred;
   out["admit"] = result.admit;
+  if (merge_case.policy == manager::kPolicyDynamic ||
+      !merge_case.pod_policy.empty()) {
+    out["applied_policy"] = {{"policy", applied}, {"source", source}};
+  }
   if (explain) {
     out["explanation"] = {
         {"policy", std::string((*policy)->Name())},

@@ -16,6 +16,9 @@ namespace topology::tools {
 
 struct MergeCase {
   std::string policy;
+  // Beyond the kubelet: the pod's own policy, applied when `policy` is
+  // "dynamic" (none when empty) and ignored under a fixed policy.
+  std::string pod_policy;
   std::map<std::string, std::string> options;
   std::vector<int> numa_nodes;
   std::optional<std::map<int, std::vector<int>>> distances;

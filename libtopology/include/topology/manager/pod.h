@@ -32,6 +32,12 @@ struct Pod {
   // Guaranteed QoS (every container's requests equal its limits); the CPU
   // provider only pins CPUs for Guaranteed pods with integer CPU limits.
   bool guaranteed = false;
+  // Beyond the kubelet (the Node Topology Manager design): the pod's own
+  // topology policy, honoured only under the node policy "dynamic"; empty
+  // when the pod states none. `topology_policy_source` says where it was
+  // read ("spec.topology.policy" or the annotation's name).
+  std::string topology_policy;
+  std::string topology_policy_source;
 };
 
 }  // namespace topology::manager

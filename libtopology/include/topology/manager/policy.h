@@ -29,6 +29,12 @@ inline constexpr char kPolicyNone[] = "none";
 inline constexpr char kPolicyBestEffort[] = "best-effort";
 inline constexpr char kPolicyRestricted[] = "restricted";
 inline constexpr char kPolicySingleNumaNode[] = "single-numa-node";
+// Beyond the kubelet (the Node Topology Manager design, never merged
+// upstream): the node policy that applies each pod's own policy, and the
+// pod policy that puts every container of the pod on one NUMA node.
+inline constexpr char kPolicyDynamic[] = "dynamic";
+inline constexpr char kPolicyPodLevelSingleNumaNode[] =
+    "pod-level-single-numa-node";
 
 enum class MergeEngine { kReference, kFast };
 

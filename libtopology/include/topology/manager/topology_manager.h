@@ -36,6 +36,23 @@ struct MergeTrace {
   MergeExplanation explanation;
 };
 
+// The policy and scope that decide one pod, and where they came from.
+struct EffectivePolicy {
+  std::string policy;  // none, best-effort, restricted, single-numa-node
+  std::string scope;   // container, pod, or none (policy none)
+  // "node" (the node's fixed policy), the pod's source
+  // ("spec.topology.policy" or the annotation), or "default" (a pod that
+  // states no policy under "dynamic": none).
+  std::string source;
+  // What the pod asked for, when it differs from what applies (a fixed
+  // node policy wins; pod-level-single-numa-node is single-numa-node at
+  // pod scope).
+  std::string requested;
+};
+
+// Whether `name` is a topology policy a pod may state.
+TOPOLOGY_EXPORT bool IsPodTopologyPolicy(const std::string& name);
+
 struct ManagerConfig {
   std::string policy = kPolicyNone;
   std::string scope = kScopeContainer;
@@ -51,6 +68,9 @@ class TOPOLOGY_EXPORT TopologyManager final : public Store {
   // NUMA nodes than max-allowable-numa-nodes fail with "unsupported on
   // machines with more than N NUMA Nodes", then unknown policy or scope
   // names fail. All failures are INVALID_ARGUMENT or FAILED_PRECONDITION.
+  // Beyond the kubelet, policy "dynamic" applies each pod's own policy
+  // (Pod::topology_policy; none when it states none) with `scope`, and
+  // pod-level-single-numa-node as single-numa-node at pod scope.
   static StatusOr<std::unique_ptr<TopologyManager>> Create(
       const ManagerConfig& config, const NumaInfo& numa);
 
@@ -61,6 +81,10 @@ class TOPOLOGY_EXPORT TopologyManager final : public Store {
   // Admits `pod`. `traces`, when not null, receives one entry per merge.
   AdmitResult Admit(const Pod& pod, std::vector<MergeTrace>* traces = nullptr);
 
+  // Which policy and scope decide `pod`. REQUIRES: a pod policy, if any,
+  // is one of IsPodTopologyPolicy's.
+  EffectivePolicy Effective(const Pod& pod) const;
+
   // Forgets the stored affinities of a pod.
   void RemovePod(const std::string& pod_uid);
 
@@ -69,13 +93,15 @@ class TOPOLOGY_EXPORT TopologyManager final : public Store {
 
   const Policy& policy() const { return *policy_; }
   const std::string& scope() const { return scope_; }
+  bool dynamic() const { return !pod_policies_.empty(); }
 
  private:
   TopologyManager(std::unique_ptr<Policy> policy, std::string scope);
 
-  AdmitResult AdmitContainerScope(const Pod& pod,
+  AdmitResult AdmitContainerScope(const Policy& policy, const Pod& pod,
                                   std::vector<MergeTrace>* traces);
-  AdmitResult AdmitPodScope(const Pod& pod, std::vector<MergeTrace>* traces);
+  AdmitResult AdmitPodScope(const Policy& policy, const Pod& pod,
+                            std::vector<MergeTrace>* traces);
   AdmitResult AdmitNoneScope(const Pod& pod);
   // Calls Allocate on every provider; a failure becomes the kubelet's
   // UnexpectedAdmissionError.
@@ -86,6 +112,9 @@ class TOPOLOGY_EXPORT TopologyManager final : public Store {
 
   std::unique_ptr<Policy> policy_;
   std::string scope_;  // "container", "pod" or "none" (policy none)
+  // Under "dynamic": best-effort, restricted and single-numa-node by name
+  // (policy_ is then none and scope_ the scope pods' policies use).
+  std::map<std::string, std::unique_ptr<Policy>> pod_policies_;
   std::vector<HintProvider*> providers_;
   std::mutex admit_mutex_;
   mutable std::mutex store_mutex_;
