@@ -566,19 +566,30 @@ void HostManager::CollectGarbage() {
 // --- admission -------------------------------------------------------------
 
 bool HostManager::LockAdmission(const std::function<bool()>& cancelled) {
-  while (!admit_mu_.try_lock_for(std::chrono::milliseconds(50))) {
-    {
-      std::lock_guard lock(mu_);
-      if (stopping_) return false;
-    }
+  // A slot rather than a timed mutex: the wait polls for cancellation and
+  // for Stop() (and ThreadSanitizer sees every step of it).
+  std::unique_lock slot(admission_mu_);
+  while (admitting_) {
+    admission_free_.wait_for(slot, std::chrono::milliseconds(50));
     if (cancelled && cancelled()) return false;
+    std::lock_guard lock(mu_);
+    if (stopping_) return false;
   }
-  std::lock_guard lock(mu_);
-  if (stopping_ || (cancelled && cancelled())) {
-    admit_mu_.unlock();
-    return false;
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_) return false;
   }
+  if (cancelled && cancelled()) return false;
+  admitting_ = true;
   return true;
+}
+
+void HostManager::UnlockAdmission() {
+  {
+    std::lock_guard slot(admission_mu_);
+    admitting_ = false;
+  }
+  admission_free_.notify_one();
 }
 
 PodResult HostManager::Admit(const manager::Pod& pod, bool explain,
@@ -622,7 +633,10 @@ PodResult HostManager::AdmitOne(const manager::Pod& pod, bool explain,
     return refuse("Cancelled",
                   "the admission was cancelled or the manager is stopping");
   }
-  std::unique_lock admit(admit_mu_, std::adopt_lock);
+  struct Slot {
+    HostManager* host;
+    ~Slot() { host->UnlockAdmission(); }
+  } slot{this};
   {
     std::lock_guard lock(mu_);
     if (auto it = pods_.find(pod.uid); it != pods_.end()) {

@@ -159,11 +159,12 @@ class HostManager {
   PodResult AdmitOne(const manager::Pod& pod, bool explain,
                      const std::function<bool()>& cancelled,
                      bool write_checkpoint);
-  // REQUIRES: admit_mu_ held, the pod marked busy.
+  // REQUIRES: the admission slot held, the pod marked busy.
   PodResult AdmitLocked(const manager::Pod& pod, bool explain,
                         bool write_checkpoint);
   // Waits for the admission slot; false when cancelled or stopping.
   bool LockAdmission(const std::function<bool()>& cancelled);
+  void UnlockAdmission();
   Status WriteCheckpoint() const;      // REQUIRES: mu_
   std::string CheckpointText() const;  // REQUIRES: mu_
   Status RestoreCheckpoint();
@@ -183,7 +184,10 @@ class HostManager {
   std::map<std::string, PodRecord> pods_;  // by uid
   std::set<std::string> busy_;             // uids being admitted or released
   uint64_t registrations_ = 0;             // numbers Register calls
-  std::timed_mutex admit_mu_;              // pods are admitted one at a time
+  // Pods are admitted one at a time: the admission slot.
+  std::mutex admission_mu_;
+  std::condition_variable admission_free_;
+  bool admitting_ = false;
 
   std::unique_ptr<RegistrationService> registration_;
   std::unique_ptr<ControlService> control_;

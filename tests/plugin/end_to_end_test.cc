@@ -494,6 +494,29 @@ TEST_F(EndToEndTest, CommandLine) {
                       " status --control-socket " +
                       (work_.path() / "nope.sock").string());
   EXPECT_EQ(result.exit_code, 3) << result.out;
+
+  // A pod name that is not UTF-8 is bad input (2), named, never "cannot
+  // reach" (3).
+  result = RunCommand(
+      std::string(TOPOLOGY_MANAGER_BINARY) + " admit --control-socket " +
+      control() + " " +
+      file("latin1.yaml",
+           "kind: Pod\nmetadata: {name: \"caf\xe9\"}\nspec: {containers: "
+           "[{name: c}]}\n"));
+  EXPECT_EQ(result.exit_code, 2) << result.out;
+  EXPECT_THAT(result.out,
+              ::testing::HasSubstr("metadata.name: is not valid UTF-8"));
+  // The server refuses a status format it does not know.
+  {
+    grpc::ClientContext context;
+    tm::StatusRequest request;
+    request.set_format("yaml");
+    tm::JsonReply reply;
+    const grpc::Status status = stub_->Status(&context, request, &reply);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(status.error_message(),
+                ::testing::HasSubstr("unknown status format"));
+  }
 }
 
 }  // namespace

@@ -1109,5 +1109,33 @@ TEST_F(HostTest, IdleConnectionsDoNotDeafenTheControlSocket) {
       WaitFor([&] { return ControlAnswers(config.control_socket); }, 10s));
 }
 
+// One request of many pods stops as soon as its client gives up: the pods
+// not yet admitted are not admitted (and hold nothing).
+TEST_F(HostTest, BatchStopsWhenTheClientGivesUp) {
+  StartHost();
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  std::vector<manager::Pod> pods;
+  for (int i = 0; i < 4; ++i) {
+    pods.push_back(MakePod("batch-" + std::to_string(i), {{kGpu, 1}}));
+  }
+  int asked = 0;
+  // The client goes away after the second pod.
+  const auto results =
+      host_->AdmitAll(pods, false, [&] { return ++asked > 2; });
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_TRUE(results[0].admitted);
+  EXPECT_TRUE(results[1].admitted);
+  EXPECT_FALSE(results[2].admitted);
+  EXPECT_EQ(results[2].reason, "Cancelled");
+  EXPECT_FALSE(results[3].admitted);
+  EXPECT_EQ(host_->StatusJson()["resources"][0]["in_use"], 2);
+  // The checkpoint was written once, with the two admitted pods.
+  host_->Stop();
+  host_.reset();
+  StartHost();
+  EXPECT_THAT(host_->StatusJson()["pods"], SizeIs(2));
+}
+
 }  // namespace
 }  // namespace topology::host

@@ -10,6 +10,10 @@
 #include <set>
 #include <thread>
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -452,6 +456,52 @@ TEST_F(ReferencePluginTest, PeriodicRescanFindsChangesWithoutUevents) {
       },
       2s));
   (*plugin)->Stop();
+}
+
+// A local user holding many idle connections to /metrics: the plugin keeps
+// at most 64 of them open (its descriptors are for its rescans), and
+// answers again as soon as they go.
+TEST_F(ReferencePluginTest, IdleHttpConnectionsAreBounded) {
+  StartPlugin();
+  auto http = HttpEndpoint::Start(
+      "127.0.0.1:0", {.health_problem = [] { return std::string(); },
+                      .metrics = [] { return std::string("x 1\n"); }});
+  ASSERT_THAT(http.status(), IsOk());
+  const int port = (*http)->port();
+  const auto count_fds = [] {
+    size_t n = 0;
+    for ([[maybe_unused]] const auto& entry :
+         std::filesystem::directory_iterator("/proc/self/fd")) {
+      ++n;
+    }
+    return n;
+  };
+  const size_t before = count_fds();
+  std::vector<int> idle;
+  for (int i = 0; i < 300; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in address{};
+    address.sin_family = AF_INET;
+    address.sin_port = htons(static_cast<uint16_t>(port));
+    address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    if (connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) ==
+        0) {
+      idle.push_back(fd);
+    } else {
+      close(fd);
+    }
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  // Ours: 300 client ends; the server side holds at most 64 more.
+  EXPECT_LE(count_fds(), before + idle.size() + 64 + 8);
+  for (int fd : idle) close(fd);
+  bool answered = false;
+  for (int i = 0; i < 100 && !answered; ++i) {
+    auto metrics = HttpGet(port, "/metrics");
+    answered = metrics.ok() && metrics->first == 200;
+    if (!answered) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  EXPECT_TRUE(answered);
 }
 
 TEST_F(ReferencePluginTest, MetricsAndHealthz) {
