@@ -457,6 +457,9 @@ Status HostManager::Register(const std::string& version,
     state.endpoint = fresh;
     state.installed_registration = number;
     state.stopped_since.reset();
+    // Calls go to the new connection at once, as in the kubelet, even
+    // before its first list (the old one is stopped).
+    device_manager_->SetEndpoint(resource, fresh);
     // Started under the lock, so that Stop() always sees every reader.
     fresh->Start(
         [this](PluginEndpoint* e, std::vector<manager::Device> d) {

@@ -46,7 +46,7 @@ class FakePlugin::Service final : public v1beta1::DevicePlugin::Service {
         return grpc::Status(grpc::StatusCode::UNAVAILABLE, "stopping");
       if (owner_->end_generation_ != ends) return owner_->end_status_;
       if (context->IsCancelled()) return grpc::Status::CANCELLED;
-      if (first || owner_->generation_ != sent) {
+      if (!owner_->silent_ && (first || owner_->generation_ != sent)) {
         first = false;
         sent = owner_->generation_;
         v1beta1::ListAndWatchResponse response;
@@ -226,6 +226,11 @@ std::vector<v1beta1::PreStartContainerRequest> FakePlugin::pre_start_requests()
     const {
   std::lock_guard lock(mu_);
   return pre_start_requests_;
+}
+
+void FakePlugin::SetSilent(bool silent) {
+  std::lock_guard lock(mu_);
+  silent_ = silent;
 }
 
 }  // namespace topology::testing

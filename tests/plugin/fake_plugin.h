@@ -58,6 +58,8 @@ class FakePlugin {
   void SetPreStart(PreStartFn fn);
   // Ends the open streams with `status` (OK = the plugin returned).
   void EndStreams(grpc::Status status);
+  // A silent plugin opens ListAndWatch but never sends a list.
+  void SetSilent(bool silent);
 
   // Records.
   int options_calls() const { return options_calls_.load(); }
@@ -85,6 +87,7 @@ class FakePlugin {
   uint64_t end_generation_ = 0;
   grpc::Status end_status_;
   bool stopping_ = false;
+  bool silent_ = false;
   std::vector<v1beta1::Device> devices_;
   v1beta1::DevicePluginOptions options_;
   std::optional<v1beta1::DevicePluginOptions> register_options_;

@@ -1137,5 +1137,34 @@ TEST_F(HostTest, BatchStopsWhenTheClientGivesUp) {
   EXPECT_THAT(host_->StatusJson()["pods"], SizeIs(2));
 }
 
+// A plugin re-registers and its new stream never sends a list: the old
+// connection exits and is collected while the device list it sent stays.
+// Calls go to the new connection (as in the kubelet, the endpoint switches
+// at registration); nothing is used after it is freed.
+TEST_F(HostTest, ReRegistrationWithASilentStreamIsSafe) {
+  auto config = Config();
+  config.grace_period = 50ms;
+  StartHost(config);
+  v1beta1::DevicePluginOptions options;
+  options.set_get_preferred_allocation_available(true);
+  auto first = Plugin("a.sock", FourGpus(), options);
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  auto second = std::make_unique<FakePlugin>(dir(), kGpu, "b.sock");
+  second->SetOptions(options);
+  second->SetSilent(true);
+  second->Start();
+  ASSERT_TRUE(second->Register().ok());
+  first->Stop();
+  first.reset();
+  std::this_thread::sleep_for(300ms);  // several collection rounds
+  for (int i = 0; i < 3; ++i) {
+    const PodResult result =
+        host_->Admit(MakePod("p" + std::to_string(i), {{kGpu, 1}}), false);
+    EXPECT_TRUE(result.admitted) << result.message;
+  }
+  EXPECT_THAT(second->allocate_requests(), SizeIs(3));
+  EXPECT_EQ(View().endpoint, (dir() / "b.sock").string());
+}
+
 }  // namespace
 }  // namespace topology::host

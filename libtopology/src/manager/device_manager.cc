@@ -44,6 +44,15 @@ void DeviceManager::UpdateResource(
   r.endpoint = std::move(endpoint);
 }
 
+void DeviceManager::SetEndpoint(
+    const std::string& resource,
+    std::shared_ptr<DevicePluginEndpoint> endpoint) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (auto it = resources_.find(resource); it != resources_.end()) {
+    it->second.endpoint = std::move(endpoint);
+  }
+}
+
 void DeviceManager::ForgetEndpoints() {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& [name, resource] : resources_) resource.endpoint.reset();

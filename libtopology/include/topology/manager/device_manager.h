@@ -67,6 +67,11 @@ class TOPOLOGY_EXPORT DeviceManager final : public HintProvider {
   bool IsDevicePluginResource(const std::string& resource) const;
   // Drops every endpoint reference (device lists and allocations stay).
   void ForgetEndpoints();
+  // A new registration of a known resource: calls go to `endpoint` at once,
+  // before its first list arrives (as the kubelet switches endpoints at
+  // registration). No-op for an unknown resource.
+  void SetEndpoint(const std::string& resource,
+                   std::shared_ptr<DevicePluginEndpoint> endpoint);
 
   ProviderHints GetTopologyHints(const Pod& pod,
                                  const Container& container) override;
