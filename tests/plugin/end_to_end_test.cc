@@ -345,10 +345,15 @@ TEST_F(EndToEndTest, SubNumaClusteringMachine) {
   Write({.machine = "snc", .policy = "single-numa-node", .scope = "pod"});
   StartManager();
   StartPlugin();
+  // Both resources listed (they register separately; a pod asking for one
+  // not yet offered is OutOf<resource>, as in the kubelet).
   const json status = [&] {
-    for (int i = 0; i < 200; ++i) {
+    for (int i = 0; i < 500; ++i) {
       json s = Status();
-      if (!s.is_null() && !s["resources"].empty()) return s;
+      if (!s.is_null() && s["resources"].size() == 2 &&
+          Allocatable("example.com/gpu") > 0) {
+        return s;
+      }
       std::this_thread::sleep_for(20ms);
     }
     return Status();
