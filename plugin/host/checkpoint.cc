@@ -60,13 +60,7 @@ std::string EncodeCheckpoint(const Checkpoint& checkpoint) {
     for (const auto& c : record.pod.containers) app.push_back(ContainerJson(c));
     json containers = json::array();
     for (const ContainerResult& c : record.containers) {
-      json devices = json::object();
-      for (const auto& [resource, ids] : c.devices) devices[resource] = ids;
-      containers.push_back(
-          {{"name", c.name},
-           {"devices", devices},
-           {"cpus", c.cpus.ToList()},
-           {"numa_nodes", c.numa_nodes ? json(*c.numa_nodes) : json(nullptr)}});
+      containers.push_back(ToJson(c));
     }
     json pod_json = {{"uid", record.pod.uid},
                      {"namespace", record.pod.ns},

@@ -67,16 +67,19 @@ json HintListJson(const manager::HintList& list) {
 
 }  // namespace
 
+json ToJson(const ContainerResult& c) {
+  json devices = json::object();
+  for (const auto& [resource, ids] : c.devices) devices[resource] = ids;
+  return {{"name", c.name},
+          {"devices", devices},
+          {"cpus", c.cpus.ToList()},
+          {"numa_nodes", c.numa_nodes ? json(*c.numa_nodes) : json(nullptr)}};
+}
+
 json ToJson(const PodResult& result, bool explain) {
   json containers = json::array();
   for (const ContainerResult& c : result.containers) {
-    json devices = json::object();
-    for (const auto& [resource, ids] : c.devices) devices[resource] = ids;
-    containers.push_back(
-        {{"name", c.name},
-         {"devices", devices},
-         {"cpus", c.cpus.ToList()},
-         {"numa_nodes", c.numa_nodes ? json(*c.numa_nodes) : json(nullptr)}});
+    containers.push_back(ToJson(c));
   }
   json policy = nullptr;
   if (!result.policy.policy.empty()) {

@@ -91,6 +91,9 @@ struct PodResult {
   nlohmann::json explanation;  // with explain: the merges
 };
 
+// {"name","devices":{resource:[ids]},"cpus","numa_nodes"}: a container's
+// result as replies and the checkpoint show it.
+nlohmann::json ToJson(const ContainerResult& container);
 nlohmann::json ToJson(const PodResult& result, bool explain);
 
 class HostManager {

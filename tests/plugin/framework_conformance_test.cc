@@ -72,7 +72,11 @@ class FrameworkTest : public ::testing::Test {
       std::shared_ptr<ScriptedHandler> handler = nullptr) {
     kubelet_.Start();
     StartPlugin(std::move(devices), Options(), std::move(handler));
-    return Connection();
+    auto connection = Connection();
+    // As the kubelet, which only allocates devices it has been sent: the
+    // first list has arrived before the test calls the plugin.
+    if (connection && !connection->WaitForMessages(1, 5s)) return nullptr;
+    return connection;
   }
 
   std::shared_ptr<PluginConnection> Connection(
