@@ -358,17 +358,23 @@ void HostManager::Stop() {
   }
   gc_wake_.notify_all();
   if (gc_.joinable()) gc_.join();
-  // Plugins first: cancelling their streams and calls in flight lets every
-  // handler waiting on a plugin return, so the servers shut down at once.
-  std::vector<std::shared_ptr<PluginEndpoint>> endpoints;
-  {
-    std::lock_guard lock(mu_);
-    for (auto& [name, state] : resources_) {
-      if (state.endpoint) endpoints.push_back(state.endpoint);
+  // Every endpoint, current and retired, stopped (cancels its stream and
+  // calls in flight).
+  const auto stop_endpoints = [this] {
+    std::vector<std::shared_ptr<PluginEndpoint>> endpoints;
+    {
+      std::lock_guard lock(mu_);
+      for (auto& [name, state] : resources_) {
+        if (state.endpoint) endpoints.push_back(state.endpoint);
+      }
+      endpoints.insert(endpoints.end(), retired_.begin(), retired_.end());
     }
-    endpoints.insert(endpoints.end(), retired_.begin(), retired_.end());
-  }
-  for (auto& endpoint : endpoints) endpoint->Stop();
+    for (auto& endpoint : endpoints) endpoint->Stop();
+    return endpoints;
+  };
+  // Plugins first: every handler waiting on a plugin returns, so the
+  // servers shut down at once.
+  stop_endpoints();
   // No new connections; then the servers.
   control_acceptor_.reset();
   kubelet_acceptor_.reset();
@@ -376,15 +382,9 @@ void HostManager::Stop() {
       std::chrono::system_clock::now() + std::chrono::seconds(1);
   if (control_server_) control_server_->Shutdown(deadline);
   if (kubelet_server_) kubelet_server_->Shutdown(deadline);
-  // No Register can add an endpoint now; wait (bounded) for the readers.
-  {
-    std::lock_guard lock(mu_);
-    for (auto& [name, state] : resources_) {
-      if (state.endpoint) endpoints.push_back(state.endpoint);
-    }
-    endpoints.insert(endpoints.end(), retired_.begin(), retired_.end());
-  }
-  for (auto& endpoint : endpoints) endpoint->Stop();
+  // No Register can add an endpoint now (one may have raced the first
+  // pass); wait (bounded) for the readers.
+  std::vector<std::shared_ptr<PluginEndpoint>> endpoints = stop_endpoints();
   const auto give_up = Clock::now() + std::chrono::seconds(2);
   for (auto& endpoint : endpoints) {
     while (!endpoint->finished() && Clock::now() < give_up) {
