@@ -80,6 +80,22 @@ Affinity AffinityResolver::Resolve(
       return affinity;
     }
   }
+  // Nothing said, on a machine with one node, or one node with CPUs beside
+  // CPU-less memory (HBM, CXL): PCIe hangs off the CPUs, so there is
+  // nowhere else to be (the most common shape: one-socket servers and most
+  // VMs). hwloc places such devices there too.
+  const NumaNode* only = nodes_.size() == 1 ? &nodes_.front() : nullptr;
+  int with_cpus = 0;
+  for (const NumaNode& node : nodes_) {
+    if (node.has_cpus()) {
+      ++with_cpus;
+      only = &node;
+    }
+  }
+  if (only != nullptr && (nodes_.size() == 1 || with_cpus == 1)) {
+    affinity.nodes = {only->id};
+    affinity.source = NumaSource::kSingleNode;
+  }
   return affinity;
 }
 

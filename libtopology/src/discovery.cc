@@ -26,19 +26,23 @@ StatusOr<Topology> Discover(const DiscoveryOptions& options) {
   parts.source =
       "host root " + reader->HostRoot().value_or("(in memory)").string();
   internal::NumaFacts numa = internal::ReadNumaFacts(*reader, &parts.warnings);
-  parts.numa_nodes = std::move(numa.nodes);
-  parts.distances = std::move(numa.distances);
 
   const std::optional<std::filesystem::path> root = reader->HostRoot();
+  std::optional<internal::HwlocMachine> machine;
   if (options.use_hwloc && root.has_value() && has_system) {
-    auto cpus = internal::LoadCpusWithHwloc(*reader, *root);
-    if (cpus.ok()) {
-      parts.cpus = std::move(*cpus);
+    auto loaded = internal::LoadMachineWithHwloc(*reader, *root);
+    if (loaded.ok()) {
+      machine = std::move(*loaded);
+      parts.cpus = std::move(machine->cpus);
     } else {
-      parts.warnings.push_back(cpus.status().message() +
+      parts.warnings.push_back(loaded.status().message() +
                                "; CPU topology unknown");
     }
   }
+  internal::ReconcileNumaFacts(*reader, machine ? &*machine : nullptr, &numa,
+                               &parts.warnings);
+  parts.numa_nodes = std::move(numa.nodes);
+  parts.distances = std::move(numa.distances);
   if (parts.cpus.empty()) {
     // Without hwloc, the CPUs are still known from the node lists.
     for (const NumaNode& node : parts.numa_nodes) {
@@ -96,6 +100,7 @@ StatusOr<Topology> Discover(const DiscoveryOptions& options) {
         return devices.status();
       }
       parts.pci_devices = std::move(*devices);
+      internal::ReadOsDevices(*reader, &parts.pci_devices);
       if (use_libpci) {
         auto identities = scan.get();
         if (identities.ok()) {

@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include <hwloc.h>
@@ -80,6 +81,19 @@ CpuSet CpuSetFromHwloc(hwloc_const_bitmap_t bitmap) {
 }
 
 std::vector<CpuInfo> CpusFromHwloc(hwloc_topology_t topology) {
+  // Package ids: the OS index when it tells every package apart.
+  bool os_ids_distinct = true;
+  {
+    std::set<unsigned> seen;
+    hwloc_obj_t package = nullptr;
+    while ((package = hwloc_get_next_obj_by_type(topology, HWLOC_OBJ_PACKAGE,
+                                                 package)) != nullptr) {
+      if (package->os_index == HWLOC_UNKNOWN_INDEX ||
+          !seen.insert(package->os_index).second) {
+        os_ids_distinct = false;
+      }
+    }
+  }
   std::vector<CpuInfo> cpus;
   hwloc_obj_t pu = nullptr;
   while ((pu = hwloc_get_next_obj_by_type(topology, HWLOC_OBJ_PU, pu)) !=
@@ -97,16 +111,16 @@ std::vector<CpuInfo> CpusFromHwloc(hwloc_topology_t topology) {
     }
     if (hwloc_obj_t package =
             hwloc_get_ancestor_obj_by_type(topology, HWLOC_OBJ_PACKAGE, pu)) {
-      if (package->os_index != HWLOC_UNKNOWN_INDEX) {
-        cpu.package_id = static_cast<int>(package->os_index);
-      }
+      cpu.package_id = os_ids_distinct
+                           ? static_cast<int>(package->os_index)
+                           : static_cast<int>(package->logical_index);
     }
     cpus.push_back(std::move(cpu));
   }
   return cpus;
 }
 
-StatusOr<std::vector<CpuInfo>> LoadCpusWithHwloc(
+StatusOr<HwlocMachine> LoadMachineWithHwloc(
     const SysfsReader& reader, const std::filesystem::path& host_root) {
   if (Status s = CheckNoSpecialFiles(reader); !s.ok()) {
     return s.WithContext("hwloc skipped");
@@ -119,6 +133,12 @@ StatusOr<std::vector<CpuInfo>> LoadCpusWithHwloc(
     fsroot.emplace("HWLOC_FSROOT", host_root.string());
     components.emplace("HWLOC_COMPONENTS", "linux,stop");
   }
+  // The kernel (and the kubelet) list GPU-memory nodes; hwloc hides them
+  // unless asked, and then places them at the GPU's local CPUs.
+  ScopedEnv keep_gpu_nodes("HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES", "1");
+  // A library does not print: what hwloc would complain about on stderr
+  // (overlapping or contradictory node sets) becomes our own warnings.
+  ScopedEnv quiet("HWLOC_HIDE_ERRORS", "2");
   HwlocTopology topology;
   // All CPUs of the node, not only those of this process's cgroup: the kubelet
   // reasons about the machine.
@@ -131,11 +151,26 @@ StatusOr<std::vector<CpuInfo>> LoadCpusWithHwloc(
                                         HWLOC_TYPE_FILTER_KEEP_NONE);
   hwloc_topology_set_icache_types_filter(topology.get(),
                                          HWLOC_TYPE_FILTER_KEEP_NONE);
+  // Distances and memory attributes come from our own reading.
   if (hwloc_topology_load(topology.get()) != 0) {
     return UnavailableError("hwloc could not load the CPU topology below " +
                             host_root.string());
   }
-  return CpusFromHwloc(topology.get());
+  HwlocMachine machine;
+  machine.cpus = CpusFromHwloc(topology.get());
+  machine.online = CpuSetFromHwloc(hwloc_topology_get_topology_cpuset(topology.get()));
+  hwloc_obj_t node = nullptr;
+  while ((node = hwloc_get_next_obj_by_type(topology.get(), HWLOC_OBJ_NUMANODE,
+                                            node)) != nullptr) {
+    if (node->os_index == HWLOC_UNKNOWN_INDEX ||
+        node->os_index >= static_cast<unsigned>(CpuSet::kMaxCpus)) {
+      continue;
+    }
+    HwlocMachine::Node& out = machine.nodes[static_cast<int>(node->os_index)];
+    out.cpus = CpuSetFromHwloc(node->cpuset);
+    out.memory_bytes = node->attr->numanode.local_memory;
+  }
+  return machine;
 }
 
 }  // namespace topology::internal

@@ -13,6 +13,8 @@
 #include "topology/status.h"
 #include "topology/sysfs_reader.h"
 
+#include "sysfs_discovery.h"
+
 namespace topology::internal {
 
 // Owns an hwloc topology handle.
@@ -31,16 +33,20 @@ class HwlocTopology {
 // Converts an hwloc bitmap (ids at or above CpuSet::kMaxCpus are dropped).
 CpuSet CpuSetFromHwloc(hwloc_const_bitmap_t bitmap);
 
-// One CpuInfo per PU of a loaded topology (numa_node left unset).
+// One CpuInfo per PU of a loaded topology (numa_node left unset). Packages
+// are hwloc's Package objects, which it groups by the siblings masks: their
+// OS index (physical_package_id) when every package has a distinct one,
+// else (ids repeated or -1, as on s390 and ia64) hwloc's logical index.
 std::vector<CpuInfo> CpusFromHwloc(hwloc_topology_t topology);
 
-// Loads packages, cores and SMT siblings of every CPU below `host_root` with
-// hwloc's Linux back-end. hwloc 2.x takes its file-system root only from the
+// Loads the online CPUs (packages, cores and SMT siblings) and the NUMA
+// nodes (locality and memory) below `host_root` with hwloc's Linux back-end,
+// keeping NVIDIA GPU-memory nodes as the kernel lists them. hwloc 2.x takes its file-system root only from the
 // HWLOC_FSROOT environment variable, so for a root other than "/" the variable
 // is set for the duration of the load under a process-wide lock and restored
 // afterwards. Refuses (FAILED_PRECONDITION) trees whose CPU or node files
 // include FIFOs or device nodes, which would block hwloc.
-StatusOr<std::vector<CpuInfo>> LoadCpusWithHwloc(
+StatusOr<HwlocMachine> LoadMachineWithHwloc(
     const SysfsReader& reader, const std::filesystem::path& host_root);
 
 }  // namespace topology::internal

@@ -1,8 +1,11 @@
 // LoadHwlocXml(): the hwloc XML front-end of discovery.
 #include <algorithm>
 #include <cstdio>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
+#include <system_error>
 
 #include <hwloc.h>
 
@@ -10,6 +13,8 @@
 
 #include "affinity.h"
 #include "hwloc_support.h"
+#include "hwloc_xml_v3.h"
+#include "kernel_text.h"
 #include "pci_path.h"
 
 namespace topology {
@@ -56,6 +61,8 @@ std::vector<NumaNode> NodesFromHwloc(hwloc_topology_t topology) {
       }
     }
     node.memory_bytes = node_obj->attr->numanode.local_memory;
+    // A CPU-less node is attached where hwloc found it nearest.
+    if (node.cpus.empty()) node.near_cpus = cpus;
     nodes.push_back(std::move(node));
   }
   std::sort(nodes.begin(), nodes.end(),
@@ -131,6 +138,24 @@ void FillPath(hwloc_obj_t obj, PciDevice* device) {
   device->upstream_is_switch.assign(upstream.rbegin(), upstream.rend());
 }
 
+const char* OsDeviceKind(hwloc_obj_osdev_type_e type) {
+  switch (type) {
+    case HWLOC_OBJ_OSDEV_BLOCK:
+      return "block";
+    case HWLOC_OBJ_OSDEV_GPU:
+      return "gpu";
+    case HWLOC_OBJ_OSDEV_NETWORK:
+      return "net";
+    case HWLOC_OBJ_OSDEV_OPENFABRICS:
+      return "openfabrics";
+    case HWLOC_OBJ_OSDEV_DMA:
+      return "dma";
+    case HWLOC_OBJ_OSDEV_COPROC:
+      return "coproc";
+  }
+  return "other";
+}
+
 PciDevice DeviceFromHwloc(hwloc_topology_t topology, hwloc_obj_t obj,
                           const hwloc_obj_attr_u::hwloc_pcidev_attr_s& pci,
                           const internal::AffinityResolver& resolver) {
@@ -149,6 +174,16 @@ PciDevice DeviceFromHwloc(hwloc_topology_t topology, hwloc_obj_t obj,
     device.link.current_speed = speed;
   }
   FillPath(obj, &device);
+  for (hwloc_obj_t child = obj->io_first_child; child != nullptr;
+       child = child->next_sibling) {
+    if (child->type != HWLOC_OBJ_OS_DEVICE || child->name == nullptr) continue;
+    device.os_devices.push_back(
+        OsDevice{OsDeviceKind(child->attr->osdev.type), child->name});
+  }
+  std::sort(device.os_devices.begin(), device.os_devices.end(),
+            [](const OsDevice& a, const OsDevice& b) {
+              return a.kind != b.kind ? a.kind < b.kind : a.name < b.name;
+            });
   // hwloc attaches each PCI tree to the CPU-side object whose cpuset equals
   // the tree's local_cpus: that cpuset is the tree's locality.
   hwloc_obj_t anchor = hwloc_get_non_io_ancestor_obj(topology, obj);
@@ -165,8 +200,66 @@ PciDevice DeviceFromHwloc(hwloc_topology_t topology, hwloc_obj_t obj,
 }  // namespace
 
 StatusOr<Topology> LoadHwlocXml(const std::filesystem::path& file) {
+  // Read here rather than by hwloc: the version decides how, and a FIFO or
+  // a huge file must not block or exhaust the caller.
+  constexpr std::uintmax_t kMaxXmlBytes = 512ULL << 20;
+  std::error_code ec;
+  const auto status = std::filesystem::status(file, ec);
+  if (ec || !std::filesystem::is_regular_file(status)) {
+    return InvalidArgumentError(
+        "hwloc XML file " + file.string() +
+        (ec ? ": " + ec.message() : std::string(" is not a regular file")));
+  }
+  const std::uintmax_t size = std::filesystem::file_size(file, ec);
+  if (ec || size > kMaxXmlBytes) {
+    return InvalidArgumentError("hwloc XML file " + file.string() + ": " +
+                                (ec ? ec.message()
+                                    : "larger than " +
+                                          std::to_string(kMaxXmlBytes >> 20) +
+                                          " MiB"));
+  }
+  std::string text;
+  {
+    std::ifstream in(file, std::ios::binary);
+    std::ostringstream buffer;
+    buffer << in.rdbuf();
+    if (!in && !in.eof()) {
+      return InvalidArgumentError("cannot read hwloc XML file " +
+                                  file.string());
+    }
+    text = std::move(buffer).str();
+  }
+  auto version = internal::HwlocXmlVersion(text);
+  if (!version.ok()) {
+    return InvalidArgumentError(file.string() + ": " +
+                                version.status().message());
+  }
+  const std::string shown = internal::QuoteText(*version);
+  std::vector<std::string> warnings;
+  if (version->starts_with("3.")) {
+    auto converted = internal::ConvertHwlocXml3To2(text);
+    if (!converted.ok()) {
+      return InvalidArgumentError(
+          file.string() + " is hwloc XML format " + shown +
+          " (hwloc 3.x) and could not be converted to format 2.0 (" +
+          converted.status().message() +
+          "); export a 2.0 file with hwloc 3's lstopo --of xml "
+          "--export-xml-flags 2");
+    }
+    text = std::move(*converted);
+    warnings.push_back(file.string() + " is hwloc XML format " + shown +
+                       "; read as format 2.0 (what hwloc 3 exports with "
+                       "--export-xml-flags 2)");
+  } else if (!version->starts_with("1.") && !version->starts_with("2.")) {
+    return InvalidArgumentError(
+        file.string() + " is hwloc XML format " + shown +
+        "; libtopology reads formats 1.x, 2.0 and 3.0 (export 2.0 with "
+        "lstopo --of xml, or --export-xml-flags 2 with hwloc 3)");
+  }
   internal::HwlocTopology topology;
-  if (hwloc_topology_set_xml(topology.get(), file.c_str()) != 0) {
+  if (text.size() > static_cast<size_t>(INT32_MAX) ||
+      hwloc_topology_set_xmlbuffer(topology.get(), text.data(),
+                                   static_cast<int>(text.size()) + 1) != 0) {
     return InvalidArgumentError("hwloc cannot use XML file " + file.string());
   }
   hwloc_topology_set_io_types_filter(topology.get(),
@@ -175,10 +268,11 @@ StatusOr<Topology> LoadHwlocXml(const std::filesystem::path& file) {
                            HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
   if (hwloc_topology_load(topology.get()) != 0) {
     return InvalidArgumentError(
-        "hwloc cannot load XML file " + file.string() +
-        " (want an lstopo --of xml export, format 2.0)");
+        "hwloc cannot load XML file " + file.string() + " (format " +
+        shown + "; want an lstopo --of xml export, format 2.0)");
   }
   Topology::Parts parts;
+  parts.warnings = std::move(warnings);
   parts.source = "hwloc XML " + file.string();
   parts.numa_nodes = NodesFromHwloc(topology.get());
   parts.distances =

@@ -1,6 +1,8 @@
 #include <algorithm>
 #include <map>
+#include <set>
 #include <string>
+#include <tuple>
 #include <unordered_map>
 
 #include "affinity.h"
@@ -273,6 +275,107 @@ void ApplyLibpciIdentity(const std::vector<LibpciIdentity>& identities,
     device.subsystem_device_id = id.subsystem_device_id;
     device.revision = id.revision;
     device.physical_slot = id.physical_slot;
+  }
+}
+
+}  // namespace topology::internal
+
+namespace topology::internal {
+namespace {
+
+// The sysfs classes whose entries hwloc shows as OS devices, with hwloc's
+// type for them.
+struct OsDeviceClass {
+  const char* directory;
+  const char* kind;
+};
+constexpr OsDeviceClass kOsDeviceClasses[] = {
+    {"net", "net"},
+    {"block", "block"},
+    {"infiniband", "openfabrics"},
+    {"bxi", "openfabrics"},  // Atos BXI adapters
+    {"drm", "gpu"},
+    {"dma", "dma"},
+    {"ve", "coproc"},  // NEC SX-Aurora Vector Engines
+};
+
+// The PCI function a class entry's link leads to: the last path component
+// that is a full PCI address ("../../devices/pci0000:00/0000:00:1f.2/host4/
+// target4:0:0/4:0:0:0/block/sda" -> 0000:00:1f.2). nullopt for virtual
+// devices (lo, loop0) and anything not below a PCI function.
+std::optional<PciAddress> FunctionOfLink(std::string_view link) {
+  std::optional<PciAddress> last;
+  size_t start = 0;
+  while (start <= link.size()) {
+    size_t end = link.find('/', start);
+    if (end == std::string_view::npos) end = link.size();
+    const std::string_view part = link.substr(start, end - start);
+    // Full addresses only ("DDDD:BB:DD.F"): SCSI ids such as "4:0:0:0" and
+    // port services such as "0000:17:00.0:pcie001" are not functions.
+    if (std::count(part.begin(), part.end(), ':') == 2 &&
+        part.find('.') != std::string_view::npos) {
+      if (auto address = PciAddress::Parse(part); address.ok()) last = *address;
+    }
+    start = end + 1;
+  }
+  return last;
+}
+
+// The component before the last one ("block" in ".../block/sda").
+std::string_view ParentComponent(std::string_view link) {
+  const size_t last = link.rfind('/');
+  if (last == std::string_view::npos) return {};
+  const size_t before = link.rfind('/', last - (last > 0 ? 1 : 0));
+  const size_t from = before == std::string_view::npos ? 0 : before + 1;
+  return link.substr(from, last - from);
+}
+
+bool IsDrmNode(std::string_view name) {
+  // card0, renderD128, controlD64; not connectors (card0-DP-1) or "version".
+  for (std::string_view prefix : {"card", "renderD", "controlD"}) {
+    if (name.starts_with(prefix) && name.size() > prefix.size() &&
+        name.find('-') == std::string_view::npos) {
+      return std::all_of(name.begin() + static_cast<long>(prefix.size()),
+                         name.end(), [](char c) { return c >= '0' && c <= '9'; });
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+void ReadOsDevices(const SysfsReader& reader, std::vector<PciDevice>* devices) {
+  std::map<PciAddress, PciDevice*> by_address;
+  for (PciDevice& device : *devices) by_address[device.address] = &device;
+  for (const OsDeviceClass& cls : kOsDeviceClasses) {
+    const std::string dir = std::string("class/") + cls.directory;
+    auto entries = reader.ListDirectory(dir);
+    if (!entries.ok()) continue;  // the class does not exist on this kernel
+    const std::set<std::string_view> names(entries->begin(), entries->end());
+    for (const std::string& entry : *entries) {
+      if (std::string_view(cls.directory) == "drm" && !IsDrmNode(entry)) {
+        continue;
+      }
+      auto link = reader.ReadLink(dir + "/" + entry);
+      if (!link.ok()) continue;  // not a device (drm/version)
+      // A partition's link ends in its disk: ".../block/sda/sda1", or
+      // ".../nvme0/nvme0n1/nvme0n1p1"; hwloc shows disks only.
+      if (std::string_view(cls.directory) == "block" &&
+          names.contains(ParentComponent(*link))) {
+        continue;
+      }
+      const auto function = FunctionOfLink(*link);
+      if (!function) continue;
+      const auto it = by_address.find(*function);
+      if (it == by_address.end()) continue;
+      it->second->os_devices.push_back(OsDevice{cls.kind, entry});
+    }
+  }
+  for (PciDevice& device : *devices) {
+    std::sort(device.os_devices.begin(), device.os_devices.end(),
+              [](const OsDevice& a, const OsDevice& b) {
+                return std::tie(a.kind, a.name) < std::tie(b.kind, b.name);
+              });
   }
 }
 

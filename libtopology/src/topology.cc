@@ -14,6 +14,8 @@ std::string_view NumaSourceName(NumaSource source) {
       return "local_cpus";
     case NumaSource::kBridge:
       return "bridge";
+    case NumaSource::kSingleNode:
+      return "single_node";
     case NumaSource::kUnknown:
       return "unknown";
   }

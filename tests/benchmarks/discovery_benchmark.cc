@@ -107,7 +107,7 @@ BENCHMARK(BM_LstopoSriov)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-// The recordings, when shared/fixtures/real-machines is present.
+// The recordings in tests/data/real-machines.
 const char* const kRecordings[] = {
     "32intel64-2p8co2t+8ve.tar.bz2", "32em64t-2n8c+dax+nvme+mic+dimms.tar.bz2",
     "2pa-pcidomain32bits.tar.bz2",   "nvidiagpunumanodes.tar.bz2",

@@ -304,7 +304,7 @@ TEST_F(SelectionOnMachineTest, InconsistentInputIsRefused) {
 
 TEST(SelectionOnRecordingsTest, SupermicroVectorEnginesStayOnOneSwitch) {
   const auto root = testing::UnpackRealMachine("32intel64-2p8co2t+8ve.tar.bz2");
-  if (!root) GTEST_SKIP() << "recordings absent";
+  ASSERT_TRUE(root) << "tests/data/real-machines: recording missing";
   DiscoveryOptions options;
   options.host_root = *root;
   const Topology topology = *Discover(options);
@@ -325,7 +325,7 @@ TEST(SelectionOnRecordingsTest, SupermicroVectorEnginesStayOnOneSwitch) {
 
 TEST(SelectionOnRecordingsTest, Dgx2GpusStayOnASwitchThenASocket) {
   const auto dir = testing::RealMachinesDir();
-  if (!dir) GTEST_SKIP() << "recordings absent";
+  ASSERT_TRUE(dir) << "tests/data/real-machines missing";
   const Topology topology = *LoadHwlocXml(*dir / "nvidiaDGX2.xml");
   const CostModel model(topology);
   const DeviceSelector selector(model);

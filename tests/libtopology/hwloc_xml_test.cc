@@ -28,7 +28,7 @@ StatusOr<Topology> LoadRecording(const char* name) {
 }
 
 TEST(HwlocXmlTest, Dgx2WorkedExample) {
-  if (!testing::RealMachinesDir()) GTEST_SKIP() << "recordings absent";
+  ASSERT_TRUE(testing::RealMachinesDir()) << "tests/data/real-machines missing";
   auto t = LoadRecording("nvidiaDGX2.xml");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   const PciDevice* gpu = t->FindDevice(A("0000:34:00.0"));
@@ -56,7 +56,7 @@ TEST(HwlocXmlTest, Dgx2WorkedExample) {
 }
 
 TEST(HwlocXmlTest, ManyNodesAndDistanceLevels) {
-  if (!testing::RealMachinesDir()) GTEST_SKIP() << "recordings absent";
+  ASSERT_TRUE(testing::RealMachinesDir()) << "tests/data/real-machines missing";
   auto t = LoadRecording("192em64t-24n8c2t.xml");
   ASSERT_TRUE(t.ok()) << t.status().ToString();
   EXPECT_EQ(t->numa_nodes().size(), 24u);

@@ -15,9 +15,9 @@ std::optional<std::filesystem::path> RealMachinesDir() {
       return std::filesystem::path(env);
     return std::nullopt;
   }
+  // The recordings live in the repository, so a fresh clone runs every test.
   const std::filesystem::path dir = std::filesystem::path(TOPOLOGY_SOURCE_DIR) /
-                                    ".." / "shared" / "fixtures" /
-                                    "real-machines";
+                                    "tests" / "data" / "real-machines";
   if (std::filesystem::is_directory(dir, ec)) return dir.lexically_normal();
   return std::nullopt;
 }

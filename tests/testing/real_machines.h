@@ -1,6 +1,6 @@
-// Access to the recorded real machines in shared/fixtures/real-machines
-// (found at ../shared/fixtures/real-machines from the source tree, or at
-// $TOPOLOGY_REAL_MACHINES). Tests skip with a clear message when absent.
+// Access to the recorded real machines in tests/data/real-machines (hwloc's
+// recordings, BSD-3-Clause; see the README there), or in the folder named by
+// $TOPOLOGY_REAL_MACHINES, which lets more recordings be run the same way.
 #ifndef TOPOLOGY_TESTS_TESTING_REAL_MACHINES_H_
 #define TOPOLOGY_TESTS_TESTING_REAL_MACHINES_H_
 

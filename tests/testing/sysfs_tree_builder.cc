@@ -25,6 +25,20 @@ std::string JoinIds(const std::vector<int>& ids) {
   return out;
 }
 
+// Sorted ids -> the kernel's range list ("0-3,8").
+std::string RangeList(const std::vector<int>& ids) {
+  std::string out;
+  for (size_t i = 0; i < ids.size();) {
+    size_t j = i;
+    while (j + 1 < ids.size() && ids[j + 1] == ids[j] + 1) ++j;
+    if (!out.empty()) out += ',';
+    out += std::to_string(ids[i]);
+    if (j > i) out += "-" + std::to_string(ids[j]);
+    i = j + 1;
+  }
+  return out;
+}
+
 // cpulist -> hex mask in 32-bit words, as the kernel prints cpumap.
 std::string CpulistToMask(const std::string& cpulist) {
   std::vector<uint32_t> words(1, 0);
@@ -193,7 +207,26 @@ void SysfsTreeBuilder::AddPciFunction(const PciFunctionSpec& spec) {
   }
 }
 
-void SysfsTreeBuilder::Finish() {
+void SysfsTreeBuilder::AddOfflineCpu(int id) {
+  offline_cpus_.push_back(id);
+  WriteFile("devices/system/cpu/cpu" + std::to_string(id) + "/online", "0\n");
+}
+
+void SysfsTreeBuilder::AddClassDevice(const std::string& cls,
+                                      const std::string& name,
+                                      const std::string& function,
+                                      const std::string& subpath) {
+  const fs::path function_dir =
+      fs::canonical(Sys("bus/pci/devices") / function);
+  const fs::path dir = function_dir / subpath / name;
+  fs::create_directories(dir);
+  fs::create_directories(Sys("class") / cls);
+  fs::create_directory_symlink(
+      fs::path("../..") / fs::relative(dir, fs::canonical(Sys(""))),
+      Sys("class") / cls / name);
+}
+
+void SysfsTreeBuilder::Finish(const FinishOptions& options) {
   std::vector<int> ids;
   std::vector<int> with_cpus;
   for (const auto& [id, cpus] : node_cpus_) {
@@ -203,10 +236,12 @@ void SysfsTreeBuilder::Finish() {
   // Node lists use the cpulist format; ids as given (possibly sparse).
   std::string online;
   for (int id : ids) online += (online.empty() ? "" : ",") + std::to_string(id);
-  WriteFile("devices/system/node/online", online + "\n");
-  WriteFile("devices/system/node/possible", online + "\n");
-  WriteFile("devices/system/node/has_cpu", JoinIds(with_cpus) + "\n");
-  WriteFile("devices/system/node/has_memory", online + "\n");
+  if (!ids.empty() && options.node_online_file) {
+    WriteFile("devices/system/node/online", online + "\n");
+    WriteFile("devices/system/node/possible", online + "\n");
+    WriteFile("devices/system/node/has_cpu", JoinIds(with_cpus) + "\n");
+    WriteFile("devices/system/node/has_memory", online + "\n");
+  }
   for (size_t i = 0; i < ids.size(); ++i) {
     std::vector<int> row;
     if (i < distances_.size()) {
@@ -232,11 +267,14 @@ void SysfsTreeBuilder::Finish() {
     }
   }
   std::sort(cpus_.begin(), cpus_.end());
-  std::string cpu_list;
-  if (!cpus_.empty()) cpu_list = "0-" + std::to_string(cpus_.back());
-  WriteFile("devices/system/cpu/online", cpu_list + "\n");
-  WriteFile("devices/system/cpu/possible", cpu_list + "\n");
-  WriteFile("devices/system/cpu/present", cpu_list + "\n");
+  std::vector<int> present = cpus_;
+  present.insert(present.end(), offline_cpus_.begin(), offline_cpus_.end());
+  std::sort(present.begin(), present.end());
+  if (options.cpu_online_file) {
+    WriteFile("devices/system/cpu/online", RangeList(cpus_) + "\n");
+  }
+  WriteFile("devices/system/cpu/possible", RangeList(present) + "\n");
+  WriteFile("devices/system/cpu/present", RangeList(present) + "\n");
 }
 
 }  // namespace topology::testing

@@ -50,8 +50,27 @@ class SysfsTreeBuilder {
   // Adds a PCI function (bridges on the path are written with class 0x0604,
   // vendor 0x10b5 and the function's numa_node/local_cpulist).
   void AddPciFunction(const PciFunctionSpec& spec);
-  // Writes node/online, possible, has_cpu, distances and cpu/online.
-  void Finish();
+  // Adds a CPU that is present but offline: cpuN/online reads 0 and it is
+  // left out of cpu/online (its topology files are gone, as on a kernel
+  // that removes them on offlining).
+  void AddOfflineCpu(int id);
+  // Adds a device the kernel made of a PCI function: a directory
+  // <function>/<subpath>/<name> and the link class/<cls>/<name> to it, e.g.
+  // ("net", "eth0", "0000:17:00.0", "net") or ("block", "nvme0n1",
+  // "0000:3b:00.0", "nvme/nvme0").
+  void AddClassDevice(const std::string& cls, const std::string& name,
+                      const std::string& function, const std::string& subpath);
+
+  struct FinishOptions {
+    // Older kernels have no node/online; nodes are only the nodeN folders.
+    bool node_online_file = true;
+    // Some kernels have no cpu/online; CPUs are the cpuN folders.
+    bool cpu_online_file = true;
+  };
+  // Writes node/online, possible, has_cpu, distances and cpu/online (no
+  // node folder at all when no node was added: a kernel without NUMA).
+  void Finish() { Finish(FinishOptions{}); }
+  void Finish(const FinishOptions& options);
 
   const std::filesystem::path& root() const { return root_; }
   std::filesystem::path Sys(const std::string& relative) const;
@@ -72,6 +91,7 @@ class SysfsTreeBuilder {
   std::map<int, std::string> node_cpus_;
   std::vector<std::vector<int>> distances_;
   std::vector<int> cpus_;
+  std::vector<int> offline_cpus_;
   std::map<int, std::vector<int>> package_cpus_;
 };
 

@@ -22,11 +22,25 @@ enum class NumaSource {
   kSysfs,      // numa_node >= 0
   kLocalCpus,  // the nodes whose CPUs meet local_cpulist (strict subset)
   kBridge,     // the nearest upstream bridge's resolved affinity
-  kUnknown,    // no usable information: the device is "anywhere"
+  kSingleNode,  // nothing said, but the machine has one node (with CPUs)
+  kUnknown,     // no usable information: the device is "anywhere"
 };
 
-// "sysfs", "local_cpus", "bridge" or "unknown" (the JSON contract).
+// "sysfs", "local_cpus", "bridge", "single_node" or "unknown" (the JSON
+// contract).
 TOPOLOGY_EXPORT std::string_view NumaSourceName(NumaSource source);
+
+// Something the kernel made of a PCI function, as hwloc's OS devices:
+// a network interface, a disk, an InfiniBand port, a DRM node.
+struct OsDevice {
+  // "net", "block", "openfabrics", "gpu" (DRM card/render nodes), "dma" or
+  // "coproc" (NEC Vector Engine), after hwloc's OS device types.
+  std::string kind;
+  // The kernel's name: "eth0", "nvme0n1", "mlx5_0", "card0", "renderD128".
+  std::string name;
+
+  friend bool operator==(const OsDevice&, const OsDevice&) = default;
+};
 
 struct PcieLink {
   std::string current_speed;  // as sysfs prints it, e.g. "8.0 GT/s PCIe"
@@ -81,6 +95,10 @@ struct PciDevice {
   // Disagreements found while resolving (e.g. numa_node vs local_cpulist),
   // kept rather than hidden.
   std::vector<std::string> conflicts;
+
+  // The OS devices below this function (from sysfs class/net, block,
+  // infiniband, bxi, drm, dma and ve), sorted by kind then name.
+  std::vector<OsDevice> os_devices;
 
   bool is_bridge() const { return (class_code >> 8) == 0x0604; }
   bool is_virtual_function() const { return physfn.has_value(); }

@@ -148,6 +148,8 @@ json RenderJson(const Topology& topology, const DeviceFilter& filter) {
     n["id"] = node.id;
     n["cpus"] = node.cpus.ToList();
     n["memory_bytes"] = node.memory_bytes;
+    n["near_cpus"] =
+        node.has_cpus() ? json(nullptr) : json(node.near_cpus.ToList());
     if (topology.has_distances()) {
       json distances = json::object();
       for (const NumaNode& other : topology.numa_nodes()) {
@@ -208,6 +210,11 @@ json RenderJson(const Topology& topology, const DeviceFilter& filter) {
                  {"max_speed", d->link.max_speed},
                  {"max_width", d->link.max_width}};
     j["conflicts"] = d->conflicts;
+    json os_devices = json::array();
+    for (const OsDevice& os : d->os_devices) {
+      os_devices.push_back({{"kind", os.kind}, {"name", os.name}});
+    }
+    j["os_devices"] = os_devices;
     devices.push_back(j);
   }
   doc["pci_devices"] = devices;
@@ -222,8 +229,14 @@ std::string RenderText(const Topology& topology, const DeviceFilter& filter) {
   out << "  node  memory      cpus\n";
   for (const NumaNode& node : topology.numa_nodes()) {
     out << "  " << PadRight(std::to_string(node.id), 6)
-        << PadRight(Gib(node.memory_bytes), 12)
-        << (node.has_cpus() ? node.cpus.ToList() : "(no CPUs)") << "\n";
+        << PadRight(Gib(node.memory_bytes), 12);
+    if (node.has_cpus()) {
+      out << node.cpus.ToList() << "\n";
+    } else {
+      out << "(no CPUs; near "
+          << (node.near_cpus.empty() ? "unknown" : node.near_cpus.ToList())
+          << ")\n";
+    }
   }
   if (topology.has_distances()) {
     out << "\nNUMA distances (SLIT)\n      ";
@@ -269,6 +282,13 @@ std::string RenderText(const Topology& topology, const DeviceFilter& filter) {
         << PadRight(std::string(NumaSourceName(d->numa_source)), 12)
         << PadRight(d->host_bridge.empty() ? "-" : d->host_bridge, 13)
         << (bridges.empty() ? "-" : bridges) << "\n";
+    if (!d->os_devices.empty()) {
+      out << "      os devices:";
+      for (const OsDevice& os : d->os_devices) {
+        out << " " << os.kind << ":" << os.name;
+      }
+      out << "\n";
+    }
     for (const std::string& conflict : d->conflicts) {
       out << "      conflict: " << conflict << "\n";
     }
@@ -286,15 +306,27 @@ std::string RenderText(const Topology& topology, const DeviceFilter& filter) {
         << kMaxMatrix << " or fewer.\n";
   } else if (matrix_devices.size() > 1) {
     const CostModel model(topology);
-    out << "\nDevice cost matrix (level/cost 0..100)\n" << PadRight("", 15);
+    // Row labels: the address without the common domain 0000, whole
+    // otherwise (10000:00:04.0 behind a VMD or Hyper-V bridge).
+    std::vector<std::string> labels;
+    size_t label_width = 15;
+    for (size_t i = 0; i < matrix_devices.size(); ++i) {
+      const std::string address =
+          topology.pci_devices()[matrix_devices[i]].address.ToString();
+      labels.push_back("d" + std::to_string(i) + " " +
+                       (address.starts_with("0000:") ? address.substr(5)
+                                                     : address));
+      label_width = std::max(label_width, labels.back().size() + 2);
+    }
+    out << "\nDevice cost matrix (level/cost 0..100)\n"
+        << PadRight("", label_width);
     for (size_t j = 0; j < matrix_devices.size(); ++j) {
       out << PadRight("d" + std::to_string(j), 9);
     }
-    out << "NUMA\n";
+    out << PadRight("NUMA", 8) << "CPU affinity\n";
     for (size_t i = 0; i < matrix_devices.size(); ++i) {
       const PciDevice& d = topology.pci_devices()[matrix_devices[i]];
-      out << PadRight(
-          "d" + std::to_string(i) + " " + d.address.ToString().substr(5), 15);
+      out << PadRight(labels[i], label_width);
       for (size_t j : matrix_devices) {
         const DeviceCost c = model.BetweenIndexes(matrix_devices[i], j);
         std::string cell = std::string(CostLevelLabel(c.level));
@@ -302,7 +334,21 @@ std::string RenderText(const Topology& topology, const DeviceFilter& filter) {
         if (!c.locality_known) cell += "?";
         out << PadRight(cell, 9);
       }
-      out << (d.numa_nodes.empty() ? "-" : JoinInts(d.numa_nodes)) << "\n";
+      // As nvidia-smi topo -m: the CPUs near the device (its local CPUs
+      // when they single out part of the machine, else its nodes' CPUs).
+      CpuSet near;
+      if (d.local_cpus && !d.local_cpus->empty() &&
+          !topology.AllCpus().IsSubsetOf(*d.local_cpus)) {
+        near = *d.local_cpus;
+      } else {
+        for (int id : d.numa_nodes) {
+          if (const NumaNode* node = topology.FindNumaNode(id)) {
+            near = near.Union(node->has_cpus() ? node->cpus : node->near_cpus);
+          }
+        }
+      }
+      out << PadRight(d.numa_nodes.empty() ? "-" : JoinInts(d.numa_nodes), 8)
+          << (near.empty() ? "-" : near.ToList()) << "\n";
     }
     out << "\nLegend:\n"
            "  X    = same device\n"
