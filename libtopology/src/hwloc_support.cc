@@ -158,7 +158,8 @@ StatusOr<HwlocMachine> LoadMachineWithHwloc(
   }
   HwlocMachine machine;
   machine.cpus = CpusFromHwloc(topology.get());
-  machine.online = CpuSetFromHwloc(hwloc_topology_get_topology_cpuset(topology.get()));
+  machine.online =
+      CpuSetFromHwloc(hwloc_topology_get_topology_cpuset(topology.get()));
   hwloc_obj_t node = nullptr;
   while ((node = hwloc_get_next_obj_by_type(topology.get(), HWLOC_OBJ_NUMANODE,
                                             node)) != nullptr) {

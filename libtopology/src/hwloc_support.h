@@ -41,11 +41,12 @@ std::vector<CpuInfo> CpusFromHwloc(hwloc_topology_t topology);
 
 // Loads the online CPUs (packages, cores and SMT siblings) and the NUMA
 // nodes (locality and memory) below `host_root` with hwloc's Linux back-end,
-// keeping NVIDIA GPU-memory nodes as the kernel lists them. hwloc 2.x takes its file-system root only from the
-// HWLOC_FSROOT environment variable, so for a root other than "/" the variable
-// is set for the duration of the load under a process-wide lock and restored
-// afterwards. Refuses (FAILED_PRECONDITION) trees whose CPU or node files
-// include FIFOs or device nodes, which would block hwloc.
+// keeping NVIDIA GPU-memory nodes as the kernel lists them. hwloc 2.x takes its
+// file-system root only from the HWLOC_FSROOT environment variable, so for a
+// root other than "/" the variable is set for the duration of the load under a
+// process-wide lock and restored afterwards. Refuses (FAILED_PRECONDITION)
+// trees whose CPU or node files include FIFOs or device nodes, which would
+// block hwloc.
 StatusOr<HwlocMachine> LoadMachineWithHwloc(
     const SysfsReader& reader, const std::filesystem::path& host_root);
 

@@ -212,11 +212,10 @@ StatusOr<Topology> LoadHwlocXml(const std::filesystem::path& file) {
   }
   const std::uintmax_t size = std::filesystem::file_size(file, ec);
   if (ec || size > kMaxXmlBytes) {
-    return InvalidArgumentError("hwloc XML file " + file.string() + ": " +
-                                (ec ? ec.message()
-                                    : "larger than " +
-                                          std::to_string(kMaxXmlBytes >> 20) +
-                                          " MiB"));
+    return InvalidArgumentError(
+        "hwloc XML file " + file.string() + ": " +
+        (ec ? ec.message()
+            : "larger than " + std::to_string(kMaxXmlBytes >> 20) + " MiB"));
   }
   std::string text;
   {
@@ -268,8 +267,8 @@ StatusOr<Topology> LoadHwlocXml(const std::filesystem::path& file) {
                            HWLOC_TOPOLOGY_FLAG_INCLUDE_DISALLOWED);
   if (hwloc_topology_load(topology.get()) != 0) {
     return InvalidArgumentError(
-        "hwloc cannot load XML file " + file.string() + " (format " +
-        shown + "; want an lstopo --of xml export, format 2.0)");
+        "hwloc cannot load XML file " + file.string() + " (format " + shown +
+        "; want an lstopo --of xml export, format 2.0)");
   }
   Topology::Parts parts;
   parts.warnings = std::move(warnings);

@@ -48,9 +48,10 @@ StatusOr<std::string> ConvertObjectTag(std::string_view tag, size_t offset) {
     if (boundary && tag.substr(i).starts_with("id=\"")) {
       const size_t end = tag.find('"', i + 4);
       if (end == std::string_view::npos) {
-        return InvalidArgumentError("hwloc XML: unterminated id attribute at "
-                                    "offset " +
-                                    std::to_string(offset + i));
+        return InvalidArgumentError(
+            "hwloc XML: unterminated id attribute at "
+            "offset " +
+            std::to_string(offset + i));
       }
       out.pop_back();  // the space before it
       i = end + 1;
@@ -90,8 +91,9 @@ StatusOr<std::string> HwlocXmlVersion(std::string_view text) {
   }
   const size_t end = head.find('>', at);
   if (end == std::string_view::npos) {
-    return InvalidArgumentError("not an hwloc XML export (unterminated "
-                                "<topology> element)");
+    return InvalidArgumentError(
+        "not an hwloc XML export (unterminated "
+        "<topology> element)");
   }
   const auto version = Attribute(head.substr(at, end - at), "version");
   // hwloc 1.x wrote no version attribute.

@@ -87,7 +87,8 @@ std::optional<CpuSet> ReadOnlineCpus(const SysfsReader& reader,
     const auto id = NumberedEntry(entry, "cpu");
     if (!id) continue;
     any = true;
-    auto state = reader.ReadFile(std::string(kCpuDir) + "/" + entry + "/online");
+    auto state =
+        reader.ReadFile(std::string(kCpuDir) + "/" + entry + "/online");
     if (!state.ok() || TrimKernelText(*state) != "0") set.Add(*id);
   }
   if (!any) return std::nullopt;
@@ -217,8 +218,7 @@ void ReconcileNumaFacts(const SysfsReader& reader, const HwlocMachine* hwloc,
                           " names CPUs " + dropped.ToList() +
                           " that are offline or absent (online CPUs: " +
                           (online->empty() ? "none" : online->ToList()) +
-                          "); node " + std::to_string(node.id) +
-                          " keeps " +
+                          "); node " + std::to_string(node.id) + " keeps " +
                           (usable.empty() ? "none" : usable.ToList()));
       node.cpus = usable;
     }
@@ -250,15 +250,15 @@ void ReconcileNumaFacts(const SysfsReader& reader, const HwlocMachine* hwloc,
     if (identical && uniform) {
       std::vector<int> ids;
       for (const NumaNode& node : nodes) ids.push_back(node.id);
-      warnings->push_back(
-          "nodes " + IdList(ids) + " all claim CPUs " +
-          nodes.front().cpus.ToList() +
-          (facts->distances.empty()
-               ? std::string(" and there is no distance matrix")
-               : " and every distance is " +
-                     std::to_string(facts->distances[0][0])) +
-          " (contradictory firmware data); only node " +
-          std::to_string(nodes.front().id) + " is kept, as hwloc does");
+      warnings->push_back(reader.Describe(kNodeDir) + ": nodes " + IdList(ids) +
+                          " all claim CPUs " + nodes.front().cpus.ToList() +
+                          (facts->distances.empty()
+                               ? std::string(" and there is no distance matrix")
+                               : " and every distance is " +
+                                     std::to_string(facts->distances[0][0])) +
+                          " (contradictory firmware data); only node " +
+                          std::to_string(nodes.front().id) +
+                          " is kept, as hwloc does");
       nodes.resize(1);
       facts->initiators.resize(1);
       facts->distances.clear();
@@ -271,8 +271,8 @@ void ReconcileNumaFacts(const SysfsReader& reader, const HwlocMachine* hwloc,
     for (size_t j = i + 1; j < nodes.size(); ++j) {
       if (!nodes[i].cpus.Intersects(nodes[j].cpus)) continue;
       warnings->push_back(
-          "nodes " + std::to_string(nodes[i].id) + " and " +
-          std::to_string(nodes[j].id) + " both list CPUs " +
+          reader.Describe(kNodeDir) + ": nodes " + std::to_string(nodes[i].id) +
+          " and " + std::to_string(nodes[j].id) + " both list CPUs " +
           nodes[i].cpus.Intersection(nodes[j].cpus).ToList() +
           "; both keep them, devices near them are placed on both, and each "
           "such CPU is counted on node " +

@@ -336,7 +336,8 @@ bool IsDrmNode(std::string_view name) {
     if (name.starts_with(prefix) && name.size() > prefix.size() &&
         name.find('-') == std::string_view::npos) {
       return std::all_of(name.begin() + static_cast<long>(prefix.size()),
-                         name.end(), [](char c) { return c >= '0' && c <= '9'; });
+                         name.end(),
+                         [](char c) { return c >= '0' && c <= '9'; });
     }
   }
   return false;

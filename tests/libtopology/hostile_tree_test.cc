@@ -83,9 +83,8 @@ TEST_F(HostileTreeTest, ShortDistanceRowDropsMatrixWithWarning) {
   Write(Sys("devices/system/node/node1/distance"), "21\n");
   const Topology t = Run();
   EXPECT_FALSE(t.has_distances());
-  EXPECT_THAT(t.warnings(),
-              Contains(AllOf(HasSubstr("node1/distance"),
-                             HasSubstr("1 values for 2 nodes"))));
+  EXPECT_THAT(t.warnings(), Contains(AllOf(HasSubstr("node1/distance"),
+                                           HasSubstr("1 values for 2 nodes"))));
 }
 
 TEST_F(HostileTreeTest, GarbageDistanceRow) {
@@ -157,7 +156,8 @@ TEST_F(HostileTreeTest, MissingNodeDirectoryMeansOneNode) {
   ASSERT_EQ(t.numa_nodes().size(), 1u);
   EXPECT_EQ(t.numa_nodes()[0].id, 0);
   EXPECT_EQ(t.numa_nodes()[0].cpus.Count(), 32);
-  EXPECT_THAT(t.warnings(), Contains(HasSubstr("one node 0 holds every online CPU")));
+  EXPECT_THAT(t.warnings(),
+              Contains(HasSubstr("one node 0 holds every online CPU")));
   // numa_node 1 now names no online node: kept as a conflict.
   const PciDevice* remote = t.FindDevice(A("0000:9a:00.0"));
   ASSERT_NE(remote, nullptr);

@@ -11,8 +11,9 @@
 #include <string>
 #include <vector>
 
-#include <gtest/gtest.h>
 #include <hwloc.h>
+
+#include <gtest/gtest.h>
 
 #include "topology/discovery.h"
 
@@ -53,7 +54,7 @@ struct HwlocView {
   std::map<std::pair<int, int>, uint64_t> distances;  // by OS index
   CpuSet pus;
   std::set<std::string> packages;  // CPU lists
-  bool with_io = true;  // false: lstopo could only run with --no-io
+  bool with_io = true;             // false: lstopo could only run with --no-io
   std::map<PciAddress, std::set<int>> pci_nodeset;
   std::map<PciAddress, std::set<std::pair<std::string, std::string>>>
       os_devices;
@@ -83,7 +84,8 @@ std::optional<HwlocView> RunLstopo(const fs::path& root, const fs::path& out) {
         "HWLOC_COMPONENTS=linux,stop HWLOC_FSROOT='" + root.string() +
         "' HWLOC_KEEP_NVIDIA_GPU_NUMA_NODES=1 HWLOC_HIDE_ERRORS=2 "
         "lstopo-no-graphics " +
-        std::string(extra) + " --of xml - > '" + out.string() + "' 2>/dev/null");
+        std::string(extra) + " --of xml - > '" + out.string() +
+        "' 2>/dev/null");
   };
   testing::CommandResult run = lstopo("--whole-io");
   if (run.exit_code != 0) {
@@ -100,8 +102,7 @@ std::optional<HwlocView> RunLstopo(const fs::path& root, const fs::path& out) {
     with_io = false;
   }
   if (run.exit_code != 0) {
-    ADD_FAILURE() << "lstopo-no-graphics failed on " << root << ": "
-                  << run.out;
+    ADD_FAILURE() << "lstopo-no-graphics failed on " << root << ": " << run.out;
     return std::nullopt;
   }
   hwloc_topology_t topology;
@@ -119,8 +120,8 @@ std::optional<HwlocView> RunLstopo(const fs::path& root, const fs::path& out) {
   view.pus = FromBitmap(hwloc_topology_get_topology_cpuset(topology));
   for (hwloc_obj_t o = nullptr;
        (o = hwloc_get_next_obj_by_type(topology, HWLOC_OBJ_NUMANODE, o));) {
-    view.nodes[static_cast<int>(o->os_index)] = {FromBitmap(o->cpuset),
-                                                 o->attr->numanode.local_memory};
+    view.nodes[static_cast<int>(o->os_index)] = {
+        FromBitmap(o->cpuset), o->attr->numanode.local_memory};
   }
   for (hwloc_obj_t o = nullptr;
        (o = hwloc_get_next_obj_by_type(topology, HWLOC_OBJ_PACKAGE, o));) {
@@ -304,11 +305,10 @@ void WriteRandomMachine(SeededRandom& rng, const fs::path& root) {
     // docs/sysfs.md). Only where packages do not span nodes: hwloc cannot
     // place a node that cuts a package's online CPUs and falls back to the
     // whole machine, a failure of its own, not a reading to compare with.
-    const std::string list =
-        nodes_per_package == 1 && rng.Chance(50)
-            ? std::to_string(n * per_node) + "-" +
-                  std::to_string((n + 1) * per_node - 1)
-            : CpuSet::Of(online).ToList();
+    const std::string list = nodes_per_package == 1 && rng.Chance(50)
+                                 ? std::to_string(n * per_node) + "-" +
+                                       std::to_string((n + 1) * per_node - 1)
+                                 : CpuSet::Of(online).ToList();
     node_lists.push_back(list);
     if (numa) {
       b.AddNode(n, list, static_cast<uint64_t>(rng.Uniform(1, 64)) * kGiB);
@@ -344,8 +344,9 @@ void WriteRandomMachine(SeededRandom& rng, const fs::path& root) {
     spec.class_code = rng.Chance(50) ? 0x020000 : 0x030200;
     if (rng.Chance(70)) spec.numa_node = numa && rng.Chance(80) ? node : -1;
     if (rng.Chance(80)) {
-      spec.local_cpulist = rng.Chance(80) ? node_lists[static_cast<size_t>(node)]
-                                          : "0-" + std::to_string(cpu - 1);
+      spec.local_cpulist = rng.Chance(80)
+                               ? node_lists[static_cast<size_t>(node)]
+                               : "0-" + std::to_string(cpu - 1);
     }
     b.AddPciFunction(spec);
     functions.push_back(address);
@@ -354,9 +355,9 @@ void WriteRandomMachine(SeededRandom& rng, const fs::path& root) {
   options.node_online_file = rng.Chance(75);
   options.cpu_online_file = rng.Chance(85);
   b.Finish(options);
-  b.WriteFile("../proc/meminfo",
-              "MemTotal:       " + std::to_string(rng.Uniform(1, 64) << 20) +
-                  " kB\n");
+  b.WriteFile(
+      "../proc/meminfo",
+      "MemTotal:       " + std::to_string(rng.Uniform(1, 64) << 20) + " kB\n");
   for (size_t i = 0; i < functions.size(); ++i) {
     if (rng.Chance(50)) {
       b.AddClassDevice("net", "eth" + std::to_string(i), functions[i], "net");
@@ -375,8 +376,7 @@ TEST(LstopoComparisonTest, SeededRandomTrees) {
                  std::to_string(seed));
     TempDir dir;
     WriteRandomMachine(rng, dir.path() / "root");
-    const auto view =
-        RunLstopo(dir.path() / "root", dir.path() / "lstopo.xml");
+    const auto view = RunLstopo(dir.path() / "root", dir.path() / "lstopo.xml");
     if (view) Compare(dir.path() / "root", *view);
     if (HasFailure()) {
       // The trace names the tree and seed; TOPOLOGY_LSTOPO_KEEP=<dir> keeps

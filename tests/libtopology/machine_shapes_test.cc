@@ -217,8 +217,7 @@ TEST(MachineShapesTest, TwoNodeMachineKeepsUncoreDevicesUnknown) {
   b.Finish();
   const Topology t = DiscoverOrDie(dir.path());
   EXPECT_THAT(t.FindDevice(A("0000:ff:0b.0"))->numa_nodes, IsEmpty());
-  EXPECT_EQ(t.FindDevice(A("0000:ff:0b.0"))->numa_source,
-            NumaSource::kUnknown);
+  EXPECT_EQ(t.FindDevice(A("0000:ff:0b.0"))->numa_source, NumaSource::kUnknown);
 }
 
 // 7. Two ordinary nodes sharing one CPU set (Cluster-on-Die exports).
@@ -249,12 +248,10 @@ TEST(MachineShapesTest, CpulessNodesReportTheirNearCpus) {
   TempDir dir;
   SysfsTreeBuilder b(dir.path());
   TwoSockets(&b);
-  b.AddNode(2, "", 64 * kGiB);   // CXL memory behind socket 1 (initiators)
-  b.AddNode(3, "", 16 * kGiB);   // HBM of socket 0 (SLIT only)
-  b.SetDistances({{10, 21, 24, 14},
-                  {21, 10, 14, 24},
-                  {24, 14, 10, 26},
-                  {14, 24, 26, 10}});
+  b.AddNode(2, "", 64 * kGiB);  // CXL memory behind socket 1 (initiators)
+  b.AddNode(3, "", 16 * kGiB);  // HBM of socket 0 (SLIT only)
+  b.SetDistances(
+      {{10, 21, 24, 14}, {21, 10, 14, 24}, {24, 14, 10, 26}, {14, 24, 26, 10}});
   b.Finish();
   // node2/access0/initiators/node1 (a link in real sysfs; a folder will do
   // for the name).
@@ -276,10 +273,8 @@ TEST(MachineShapesTest, CpulessNodesNearCpusWithoutHwloc) {
   TwoSockets(&b);
   b.AddNode(2, "", 64 * kGiB);
   b.AddNode(3, "", 16 * kGiB);
-  b.SetDistances({{10, 21, 24, 14},
-                  {21, 10, 14, 24},
-                  {24, 14, 10, 26},
-                  {14, 24, 26, 10}});
+  b.SetDistances(
+      {{10, 21, 24, 14}, {21, 10, 14, 24}, {24, 14, 10, 26}, {14, 24, 26, 10}});
   b.Finish();
   fs::create_directories(
       b.Sys("devices/system/node/node2/access0/initiators/node1"));
@@ -322,9 +317,9 @@ TEST(MachineShapesTest, OsDevicesAreListedPerFunction) {
                           OsDevice{"openfabrics", "mlx5_0"}));
   EXPECT_THAT(t.FindDevice(A("0000:80:00.0"))->os_devices,
               ElementsAre(OsDevice{"block", "nvme0n1"}));
-  EXPECT_THAT(t.FindDevice(A("0000:81:00.0"))->os_devices,
-              ElementsAre(OsDevice{"gpu", "card1"},
-                          OsDevice{"gpu", "renderD128"}));
+  EXPECT_THAT(
+      t.FindDevice(A("0000:81:00.0"))->os_devices,
+      ElementsAre(OsDevice{"gpu", "card1"}, OsDevice{"gpu", "renderD128"}));
 }
 
 }  // namespace

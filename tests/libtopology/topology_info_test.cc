@@ -188,9 +188,9 @@ TEST(TopologyInfoRecordingsTest,
       if (hwloc == all && all.size() == 1) {
         // One node: hwloc's answer, and ours (docs/sysfs.md).
         EXPECT_EQ(d["numa_nodes"], json::array({*all.begin()})) << bdf;
-        EXPECT_THAT(d["numa_source"].get<std::string>(),
-                    ::testing::AnyOf("single_node", "sysfs", "local_cpus",
-                                     "bridge"))
+        EXPECT_THAT(
+            d["numa_source"].get<std::string>(),
+            ::testing::AnyOf("single_node", "sysfs", "local_cpus", "bridge"))
             << bdf;
       } else if (hwloc == all) {
         // The whole machine: unknown, by design.
@@ -278,6 +278,71 @@ TEST_F(TopologyInfoTest, SelectBadInputNamesTheArgument) {
   run = Info("select --count 1");
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.out, HasSubstr("--from"));
+}
+
+}  // namespace
+}  // namespace topology
+
+namespace topology {
+namespace {
+
+CommandResult InfoOn(const char* tarball, const std::string& args) {
+  const auto root = testing::UnpackRealMachine(tarball);
+  EXPECT_TRUE(root.has_value()) << tarball;
+  return RunCommand(std::string(TOPOLOGY_INFO_BINARY) + " --host-root '" +
+                    root.value_or("/nonexistent").string() + "' " + args);
+}
+
+// OS devices per function (operators write pfNames selectors from them),
+// whole 5-digit domains in the matrix, and each device's CPU affinity.
+TEST(TopologyInfoRecordingsTest, OsDevicesDomainsAndCpuAffinity) {
+  const CommandResult text = InfoOn("2pa-pcidomain32bits.tar.bz2", "");
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_THAT(text.out, HasSubstr("os devices: net:ens3"));
+  EXPECT_THAT(text.out, HasSubstr("os devices: block:vda"));
+  EXPECT_THAT(text.out, HasSubstr("d8 10000:00:04.0  "));
+  EXPECT_THAT(text.out, Not(HasSubstr(" :00:04.0")));
+  EXPECT_THAT(text.out, HasSubstr("NUMA    CPU affinity"));
+  EXPECT_THAT(text.out, HasSubstr("PHB/40   X        0       0-1\n"));
+
+  const CommandResult run =
+      InfoOn("2pa-pcidomain32bits.tar.bz2", "--format json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const json doc = json::parse(run.out);
+  bool found = false;
+  for (const json& d : doc["pci_devices"]) {
+    if (d["address"] != "0000:00:03.0") continue;
+    found = true;
+    EXPECT_EQ(d["os_devices"],
+              json::parse(R"([{"kind": "net", "name": "ens3"}])"));
+    EXPECT_EQ(d["numa_nodes"], json::array({0}));
+    EXPECT_EQ(d["numa_source"], "single_node");
+  }
+  EXPECT_TRUE(found);
+}
+
+// GPU-memory nodes stay CPU-less and say which CPUs are near them.
+TEST(TopologyInfoRecordingsTest, CpulessNodesShowTheirNearCpus) {
+  const CommandResult text = InfoOn("nvidiagpunumanodes.tar.bz2", "");
+  ASSERT_EQ(text.exit_code, 0) << text.out;
+  EXPECT_THAT(text.out, HasSubstr("250   15.0 GiB    (no CPUs; near 88-103)"));
+  EXPECT_THAT(text.out, HasSubstr("255   15.0 GiB    (no CPUs; near 0-15)"));
+  EXPECT_THAT(text.out,
+              HasSubstr("node0/cpulist names CPUs 16-87 that are offline or "
+                        "absent"));
+  const CommandResult run =
+      InfoOn("nvidiagpunumanodes.tar.bz2", "--format json");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  const json doc = json::parse(run.out);
+  for (const json& node : doc["numa_nodes"]) {
+    if (node["id"] == 0) {
+      EXPECT_EQ(node["cpus"], "0-15");
+      EXPECT_TRUE(node["near_cpus"].is_null());
+    }
+    if (node["id"] == 252) {
+      EXPECT_EQ(node["near_cpus"], "88-103");
+    }
+  }
 }
 
 }  // namespace

@@ -19,9 +19,9 @@ namespace topology {
 
 // Where a device's resolved NUMA affinity came from, best first.
 enum class NumaSource {
-  kSysfs,      // numa_node >= 0
-  kLocalCpus,  // the nodes whose CPUs meet local_cpulist (strict subset)
-  kBridge,     // the nearest upstream bridge's resolved affinity
+  kSysfs,       // numa_node >= 0
+  kLocalCpus,   // the nodes whose CPUs meet local_cpulist (strict subset)
+  kBridge,      // the nearest upstream bridge's resolved affinity
   kSingleNode,  // nothing said, but the machine has one node (with CPUs)
   kUnknown,     // no usable information: the device is "anywhere"
 };

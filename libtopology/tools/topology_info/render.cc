@@ -313,9 +313,9 @@ std::string RenderText(const Topology& topology, const DeviceFilter& filter) {
     for (size_t i = 0; i < matrix_devices.size(); ++i) {
       const std::string address =
           topology.pci_devices()[matrix_devices[i]].address.ToString();
-      labels.push_back("d" + std::to_string(i) + " " +
-                       (address.starts_with("0000:") ? address.substr(5)
-                                                     : address));
+      labels.push_back(
+          "d" + std::to_string(i) + " " +
+          (address.starts_with("0000:") ? address.substr(5) : address));
       label_width = std::max(label_width, labels.back().size() + 2);
     }
     out << "\nDevice cost matrix (level/cost 0..100)\n"
