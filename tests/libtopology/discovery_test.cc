@@ -1,6 +1,9 @@
 // Discovery on the synthetic machines of tests/testing/synthetic_machines.h.
 #include "topology/discovery.h"
 
+#include <set>
+#include <string>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -169,6 +172,27 @@ TEST(DiscoveryTest, SriovRelations) {
   EXPECT_THAT(vf->numa_nodes, ElementsAre(0));
   EXPECT_TRUE(vf->iommu_group.has_value());
   EXPECT_NE(vf->iommu_group, pf->iommu_group);
+}
+
+// The generator behind make-sysfs-fixture sriov-PxV: every function gets its
+// own address and none lands on a root port, at every size it accepts
+// (sriov-64x255 once lost a function to node 1's root port).
+TEST(DiscoveryTest, SriovLayoutNeverCollides) {
+  for (const auto& [pfs, vfs] : {std::pair{64, 255}, std::pair{0xc0, 496},
+                                 std::pair{97, 240}, std::pair{1, 1}}) {
+    const auto layout = testing::SriovLayout(pfs, vfs);
+    ASSERT_EQ(layout.size(), static_cast<size_t>(pfs * (vfs + 1)))
+        << pfs << "x" << vfs;
+    std::set<std::string> seen;
+    for (const auto& f : layout) seen.insert(f.root_port);
+    const size_t root_ports = seen.size();
+    for (const auto& f : layout) {
+      EXPECT_TRUE(PciAddress::Parse(f.address).ok()) << f.address;
+      EXPECT_TRUE(seen.insert(f.address).second)
+          << f.address << " twice in " << pfs << "x" << vfs;
+    }
+    EXPECT_EQ(seen.size(), root_ports + layout.size());
+  }
 }
 
 TEST(DiscoveryTest, LibpciAndSysfsAgreeOnIdentity) {

@@ -184,6 +184,40 @@ void WriteSparseNodeMachine(const std::filesystem::path& root) {
   b.Finish();
 }
 
+std::vector<SriovFunction> SriovLayout(int pfs, int vfs_per_pf) {
+  std::vector<SriovFunction> out;
+  for (int pf = 0; pf < pfs; ++pf) {
+    SriovFunction f;
+    f.node = pf % 2;
+    // Each PF sits on its own bus below its socket's root port, and its VFs
+    // reach into the next bus (routing ids past 255), so a PF takes buses
+    // 0x10 + 2k and 0x11 + 2k: 0x10-0xcf for 96 PFs a domain. The root
+    // ports sit outside that range (0x0f and 0xe0).
+    const int bus = 0x10 + (pf % 0x60) * 2;
+    const int domain = pf / 0x60;
+    const int root_bus = f.node == 0 ? 0x0f : 0xe0;
+    char text[32];
+    std::snprintf(text, sizeof(text), "pci%04x:%02x", domain, root_bus);
+    f.host_bridge = text;
+    std::snprintf(text, sizeof(text), "%04x:%02x:00.0", domain, root_bus);
+    f.root_port = text;
+    std::snprintf(text, sizeof(text), "%04x:%02x:00.0", domain, bus);
+    f.address = text;
+    const std::string pf_address = f.address;
+    out.push_back(f);
+    for (int vf = 0; vf < vfs_per_pf; ++vf) {
+      // VF routing ids start at the PF's + 16 (first VF on device 2).
+      const int rid = 16 + vf;
+      std::snprintf(text, sizeof(text), "%04x:%02x:%02x.%d", domain,
+                    bus + rid / 256, (rid % 256) / 8, rid % 8);
+      f.address = text;
+      f.physfn = pf_address;
+      out.push_back(f);
+    }
+  }
+  return out;
+}
+
 void WriteSriovMachine(const std::filesystem::path& root, int pfs,
                        int vfs_per_pf) {
   SysfsTreeBuilder b(root);
@@ -192,41 +226,26 @@ void WriteSriovMachine(const std::filesystem::path& root, int pfs,
   b.AddNode(1, SocketCpus(1, 8, 2), 256 * kGiB);
   b.SetDistances({{10, 21}, {21, 10}});
   int group = 100;
-  for (int pf = 0; pf < pfs; ++pf) {
-    const int node = pf % 2;
-    // Each PF sits on its own bus below its socket's root port.
-    const int bus = 0x10 + (pf % 0x60) * 2;
-    const int domain = pf / 0x60;
-    char host[32];
-    std::snprintf(host, sizeof(host), "pci%04x:%02x", domain,
-                  node == 0 ? 0x0f : 0x8f);
-    char root_port[32];
-    std::snprintf(root_port, sizeof(root_port), "%04x:%02x:00.0", domain,
-                  node == 0 ? 0x0f : 0x8f);
-    char pf_addr[32];
-    std::snprintf(pf_addr, sizeof(pf_addr), "%04x:%02x:00.0", domain, bus);
-    PciFunctionSpec spec = Nic(group++);
-    spec.host_bridge = host;
-    spec.path = {root_port, pf_addr};
-    spec.numa_node = node;
-    spec.local_cpulist = SocketCpus(node, 8, 2);
-    spec.sriov_totalvfs = vfs_per_pf;
-    b.AddPciFunction(spec);
-    for (int vf = 0; vf < vfs_per_pf; ++vf) {
-      // VF routing ids start at the PF's + 16 (first VF on device 2).
-      const int rid = 16 + vf;
-      char vf_addr[32];
-      std::snprintf(vf_addr, sizeof(vf_addr), "%04x:%02x:%02x.%d", domain,
-                    bus + rid / 256, (rid % 256) / 8, rid % 8);
-      PciFunctionSpec v = spec;
-      v.device = 0x101e;
-      v.driver = "vfio-pci";
-      v.iommu_group = group++;
-      v.sriov_totalvfs.reset();
-      v.physfn = pf_addr;
-      v.path = {root_port, vf_addr};
-      b.AddPciFunction(v);
+  PciFunctionSpec spec;
+  for (const SriovFunction& f : SriovLayout(pfs, vfs_per_pf)) {
+    if (f.physfn.empty()) {
+      spec = Nic(group++);
+      spec.host_bridge = f.host_bridge;
+      spec.path = {f.root_port, f.address};
+      spec.numa_node = f.node;
+      spec.local_cpulist = SocketCpus(f.node, 8, 2);
+      spec.sriov_totalvfs = vfs_per_pf;
+      b.AddPciFunction(spec);
+      continue;
     }
+    PciFunctionSpec v = spec;
+    v.device = 0x101e;
+    v.driver = "vfio-pci";
+    v.iommu_group = group++;
+    v.sriov_totalvfs.reset();
+    v.physfn = f.physfn;
+    v.path = {f.root_port, f.address};
+    b.AddPciFunction(v);
   }
   b.Finish();
 }

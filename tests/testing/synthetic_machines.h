@@ -35,6 +35,18 @@ void WriteCpulessNodeMachine(const std::filesystem::path& root);
 // order, so node 5 is column 2.
 void WriteSparseNodeMachine(const std::filesystem::path& root);
 
+// Where WriteSriovMachine puts each function: PFs in order, each followed
+// by its VFs. Every address is distinct and none is a root port's, for up to
+// 0xc0 PFs of up to 496 VFs.
+struct SriovFunction {
+  int node = 0;
+  std::string host_bridge;  // "pci0000:0f"
+  std::string root_port;    // "0000:0f:00.0"
+  std::string address;
+  std::string physfn;  // empty on a PF
+};
+std::vector<SriovFunction> SriovLayout(int pfs, int vfs_per_pf);
+
 // 2 sockets, `pfs` SR-IOV physical functions (vfio-pci VFs, one IOMMU group
 // each) with `vfs_per_pf` VFs each, PFs alternating between the sockets'
 // root ports. "sriov-4096" is 16 PFs x 255 VFs = 4,096 functions.
