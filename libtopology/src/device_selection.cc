@@ -4,6 +4,7 @@
 #include <climits>
 #include <cstdio>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -60,15 +61,16 @@ class CostTree {
   }
   TreeNode& at(int id) { return nodes_[static_cast<size_t>(id)]; }
 
-  // Fills best[] bottom-up below `id`.
+  // Fills best[] bottom-up below `id`. A node's table has
+  // min(available, size) + 1 entries: a pool of 8 VFs costs 9 entries, not
+  // one per device requested.
   void Solve(int id) {
-    const size_t width = static_cast<size_t>(size_) + 1;
     if (at(id).device >= 0) {
       TreeNode& leaf = at(id);
       leaf.available = 1;
-      leaf.best.assign(width, Score{});
+      leaf.best.assign(2, Score{});
       if (!leaf.forced) leaf.best[0] = Score{0, 0};
-      if (size_ >= 1) leaf.best[1] = Score{0, 0};
+      leaf.best[1] = Score{0, 0};
       return;
     }
     // A group with one member adds no pair: look through it.
@@ -85,7 +87,8 @@ class CostTree {
       int forced = 0;
       for (int c : node.children) forced += at(c).forced ? 1 : 0;
       node.available = static_cast<int>(node.children.size());
-      node.best.assign(width, Score{});
+      node.best.assign(static_cast<size_t>(std::min(node.available, size_)) + 1,
+                       Score{});
       for (int j = forced; j <= std::min(node.available, size_); ++j) {
         node.best[static_cast<size_t>(j)] =
             Score{static_cast<long long>(j) * (j - 1) / 2 * node.weight,
@@ -93,18 +96,19 @@ class CostTree {
       }
       return;
     }
-    std::vector<Score> acc(width, Score{});
-    acc[0] = Score{0, 0};
+    std::vector<Score> acc(1, Score{0, 0});
     node.choice.clear();
     int reach = 0;
-    for (int child_id : node.children) {
+    for (size_t c = 0; c < at(id).children.size(); ++c) {
+      const int child_id = at(id).children[c];
       Solve(child_id);
       const TreeNode& child = at(child_id);
-      node.available += child.available;
-      std::vector<Score> next(width, Score{});
-      std::vector<int> pick(width, 0);
+      at(id).available += child.available;
       const int child_reach = std::min(child.available, size_);
-      for (int j = 0; j <= std::min(reach + child_reach, size_); ++j) {
+      const int next_reach = std::min(reach + child_reach, size_);
+      std::vector<Score> next(static_cast<size_t>(next_reach) + 1, Score{});
+      std::vector<int> pick(static_cast<size_t>(next_reach) + 1, 0);
+      for (int j = 0; j <= next_reach; ++j) {
         for (int b = std::max(0, j - reach); b <= std::min(j, child_reach);
              ++b) {
           const Score& left = acc[static_cast<size_t>(j - b)];
@@ -112,7 +116,7 @@ class CostTree {
           if (!left.feasible() || !right.feasible()) continue;
           const Score candidate{
               left.cost + right.cost +
-                  static_cast<long long>(j - b) * b * node.weight,
+                  static_cast<long long>(j - b) * b * at(id).weight,
               left.penalty + right.penalty};
           // Strictly better only: on ties the earlier children (lower
           // addresses) keep the devices.
@@ -122,16 +126,70 @@ class CostTree {
           }
         }
       }
-      reach = std::min(reach + child_reach, size_);
+      reach = next_reach;
       acc = std::move(next);
-      node.choice.push_back(std::move(pick));
+      at(id).choice.push_back(std::move(pick));
     }
     // Touching a group leaves its other free devices fragmented.
-    for (int j = 1; j <= size_; ++j) {
+    TreeNode& done = at(id);
+    for (int j = 1; j <= reach; ++j) {
       Score& s = acc[static_cast<size_t>(j)];
-      if (s.feasible()) s.penalty += node.available - j;
+      if (s.feasible()) s.penalty += done.available - j;
     }
-    node.best = std::move(acc);
+    done.best = std::move(acc);
+  }
+
+  // best[j] of a solved node; infeasible beyond its table.
+  const Score& Best(int id, int j) const {
+    static const Score kNone{};
+    const TreeNode& node = nodes_[static_cast<size_t>(id)];
+    return j >= 0 && static_cast<size_t>(j) < node.best.size()
+               ? node.best[static_cast<size_t>(j)]
+               : kNone;
+  }
+
+  // Interchangeable devices for the runner-up: a class id per device leaf,
+  // equal for two leaves when removing either leaves isomorphic trees (the
+  // same shape, weights and must-include marks along both paths to
+  // `root`). Call before Solve(), which rewires single-child chains.
+  void ClassifyLeaves(int root, std::map<int, int>* class_of_device) {
+    if (shape_.empty()) {
+      // Shapes bottom-up (children are added after their parents), once
+      // for the whole tree.
+      std::map<std::vector<long long>, int> intern;
+      shape_.assign(nodes_.size(), -1);
+      for (size_t i = nodes_.size(); i-- > 0;) {
+        const TreeNode& node = nodes_[i];
+        std::vector<long long> key{node.weight, node.device >= 0 ? 1 : 0,
+                                   node.forced ? 1 : 0};
+        std::vector<long long> children;
+        for (int c : node.children) {
+          children.push_back(shape_[static_cast<size_t>(c)]);
+        }
+        std::sort(children.begin(), children.end());
+        key.insert(key.end(), children.begin(), children.end());
+        shape_[i] =
+            intern.emplace(std::move(key), static_cast<int>(intern.size()))
+                .first->second;
+      }
+    }
+    const std::vector<int>& shape = shape_;
+    // Paths: the shapes from each leaf up to the root.
+    std::vector<int> path;
+    const std::function<void(int)> walk = [&](int id) {
+      path.push_back(shape[static_cast<size_t>(id)]);
+      const TreeNode& node = nodes_[static_cast<size_t>(id)];
+      if (node.device >= 0) {
+        std::vector<int> key(path.rbegin(), path.rend());
+        key.push_back(root);
+        (*class_of_device)[node.device] =
+            classes_.emplace(std::move(key), static_cast<int>(classes_.size()))
+                .first->second;
+      }
+      for (int c : node.children) walk(c);
+      path.pop_back();
+    };
+    walk(root);
   }
 
   // Collects the devices of the optimum with `count` devices below `id`.
@@ -168,6 +226,8 @@ class CostTree {
  private:
   int size_;
   std::vector<TreeNode> nodes_;
+  std::vector<int> shape_;                   // ClassifyLeaves()
+  std::map<std::vector<int>, int> classes_;  // ClassifyLeaves()
 };
 
 // One NUMA group at the root: its tree and its table.
@@ -313,16 +373,16 @@ StatusOr<Selection> DeviceSelector::Select(
     tree.Link(board->second, tree.AddLeaf(index, must.count(address) != 0));
   }
   std::vector<Group*> order;
+  std::map<int, int> class_of_device;
   for (auto& [numa_key, group] : groups) {
     (void)numa_key;
+    if (request.explain) tree.ClassifyLeaves(group.root, &class_of_device);
     tree.Solve(group.root);
     order.push_back(&group);
   }
   // Must-include devices per group: the smallest feasible count.
   for (Group* g : order) {
-    const TreeNode& root = tree.at(g->root);
-    while (g->must <= k &&
-           !root.best[static_cast<size_t>(g->must)].feasible()) {
+    while (g->must <= k && !tree.Best(g->root, g->must).feasible()) {
       ++g->must;
     }
   }
@@ -370,9 +430,11 @@ StatusOr<Selection> DeviceSelector::Select(
     if (left > suffix_available[g] || left < suffix_must[g]) return;
     const TreeNode& root = tree.at(order[g]->root);
     const int high = std::min({left, root.available, k});
+    // The last group must take what is left; nothing else can end at zero.
+    const int low = g + 1 == groups_count ? left : order[g]->must;
     // Larger shares first: single-group answers come early and prune well.
-    for (int x = high; x >= order[g]->must; --x) {
-      const Score& own = root.best[static_cast<size_t>(x)];
+    for (int x = high; x >= low; --x) {
+      const Score& own = tree.Best(order[g]->root, x);
       if (!own.feasible()) continue;
       long long add = own.cost;
       for (size_t h = 0; h < g; ++h)
@@ -392,8 +454,7 @@ StatusOr<Selection> DeviceSelector::Select(
     const auto score_of = [&](const std::vector<int>& c) {
       Score s{0, 0};
       for (size_t g = 0; g < groups_count; ++g) {
-        const Score& own =
-            tree.at(order[g]->root).best[static_cast<size_t>(c[g])];
+        const Score& own = tree.Best(order[g]->root, c[g]);
         if (!own.feasible()) return Score{};
         s.cost += own.cost;
         s.penalty += own.penalty;
@@ -492,21 +553,30 @@ StatusOr<Selection> DeviceSelector::Select(
   }
   std::sort(selection.devices.begin(), selection.devices.end());
   selection.numa_nodes.assign(nodes.begin(), nodes.end());
+  // The tree prices every pair exactly as CostModel::BetweenIndexes does
+  // (the brute-force tests compare the two), so the optimum's score is the
+  // set's summed pairwise cost: O(k) instead of k^2 / 2 model calls.
+  selection.cost = static_cast<int>(
+      std::min<long long>(best.cost, std::numeric_limits<int>::max()));
   int unknown = 0;
-  for (size_t a = 0; a < chosen.size(); ++a) {
-    if (devices[static_cast<size_t>(chosen[a])].numa_nodes.empty()) ++unknown;
-    for (size_t b = a + 1; b < chosen.size(); ++b) {
-      selection.cost += model_
-                            .BetweenIndexes(static_cast<size_t>(chosen[a]),
-                                            static_cast<size_t>(chosen[b]))
-                            .cost;
-    }
+  for (int index : chosen) {
+    if (devices[static_cast<size_t>(index)].numa_nodes.empty()) ++unknown;
   }
 
   if (request.explain) {
     // The best set that drops one of the chosen (non-forced) devices.
+    // Interchangeable devices give the same answer: one re-solve per class,
+    // with its lowest address (the one a device-by-device scan would keep).
+    std::set<int> classes_tried;
     for (const PciAddress& dropped : selection.devices) {
       if (must.count(dropped)) continue;
+      const PciDevice* d = topology.FindDevice(dropped);
+      const auto cls =
+          class_of_device.find(static_cast<int>(d - devices.data()));
+      if (cls != class_of_device.end() &&
+          !classes_tried.insert(cls->second).second) {
+        continue;
+      }
       SelectionRequest other = request;
       other.explain = false;
       other.available.erase(

@@ -84,6 +84,36 @@ void RunCommand(benchmark::State& state, const std::string& command) {
   }
 }
 
+#ifdef TOPOLOGY_INFO_BINARY
+// `topology-info select` as a user runs it: k of the 4,080 VFs of a
+// 4,098-function SR-IOV tree (discovery, the cost tree, the choice and the
+// runner-up explanation), one process per iteration.
+void BM_SelectCommand4096Vfs(benchmark::State& state) {
+  const auto& root = SriovTree(4096);
+  static const std::string* vfs = [&] {
+    auto* out = new std::string;
+    for (const auto& f : testing::SriovLayout(16, 255)) {
+      if (f.physfn.empty()) continue;
+      if (!out->empty()) *out += ',';
+      *out += f.address;
+    }
+    return out;
+  }();
+  RunCommand(state, std::string(TOPOLOGY_INFO_BINARY) + " --host-root '" +
+                        root.string() + "' select --from " + *vfs +
+                        " --count " + std::to_string(state.range(0)) +
+                        " --format json > /dev/null");
+}
+BENCHMARK(BM_SelectCommand4096Vfs)
+    ->Arg(1)
+    ->Arg(256)
+    ->Arg(1024)
+    ->Arg(2048)
+    ->Arg(4080)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+#endif
+
 void BM_LspciSriov(benchmark::State& state) {
   const auto& root = SriovTree(static_cast<int>(state.range(0)));
   RunCommand(state, "lspci -D -A linux-sysfs -O sysfs.path='" +

@@ -194,6 +194,51 @@ TEST(DeviceSelectionTest, OptimalOnRandomInstancesAgainstBruteForce) {
   }
 }
 
+// The runner-up is re-solved once per class of interchangeable devices;
+// it must equal the device-by-device scan (drop each chosen device, solve
+// again, keep the first strictly cheaper answer).
+TEST(DeviceSelectionTest, RunnerUpEqualsTheDeviceByDeviceScan) {
+  TopologyGenerator gen(4711);
+  for (int instance = 0; instance < 1500; ++instance) {
+    const Topology topology = gen.Make();
+    const CostModel model(topology);
+    const DeviceSelector selector(model);
+    const size_t total = topology.pci_devices().size();
+    if (total < 2) continue;
+    SelectionRequest request;
+    for (const PciDevice& d : topology.pci_devices()) {
+      if (gen.Chance(80)) request.available.push_back(d.address);
+    }
+    if (request.available.size() < 2) continue;
+    request.size =
+        gen.Uniform(1, static_cast<int>(request.available.size()) - 1);
+    if (gen.Chance(20)) request.must_include.push_back(request.available[0]);
+    request.explain = true;
+    auto got = selector.Select(request);
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    std::vector<PciAddress> want_set;
+    int want_cost = -1;
+    for (const PciAddress& dropped : got->devices) {
+      if (std::find(request.must_include.begin(), request.must_include.end(),
+                    dropped) != request.must_include.end()) {
+        continue;
+      }
+      SelectionRequest other = request;
+      other.explain = false;
+      std::erase(other.available, dropped);
+      if (static_cast<int>(other.available.size()) < request.size) continue;
+      auto alternative = selector.Select(other);
+      if (!alternative.ok()) continue;
+      if (want_cost < 0 || alternative->cost < want_cost) {
+        want_cost = alternative->cost;
+        want_set = alternative->devices;
+      }
+    }
+    ASSERT_EQ(got->runner_up_cost, want_cost) << "instance " << instance;
+    ASSERT_EQ(got->runner_up, want_set) << "instance " << instance;
+  }
+}
+
 // The heuristic used past the group-search budget, measured against the
 // exact answer on instances with many NUMA groups.
 TEST(DeviceSelectionTest, HeuristicGapIsMeasuredAndSmall) {
