@@ -445,6 +445,8 @@ int main(int argc, char** argv) {
   CLI::App app{
       "The kubelet's device manager, CPU manager and Topology "
       "Manager, outside the kubelet."};
+  app.set_version_flag("--version",
+                       std::string("topology-manager ") + TOPOLOGY_VERSION);
   app.require_subcommand(1);
   std::string control_socket = kDefaultControlSocket;
 

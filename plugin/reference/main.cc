@@ -29,6 +29,8 @@ int Run(int argc, char** argv) {
       "topology-device-plugin: advertises PCI devices to the kubelet with "
       "their NUMA affinity and answers GetPreferredAllocation from PCIe "
       "costs."};
+  app.set_version_flag(
+      "--version", std::string("topology-device-plugin ") + TOPOLOGY_VERSION);
   std::string config_file;
   std::string plugin_dir = plugin::kDefaultPluginDir;
   std::string host_root = "/";

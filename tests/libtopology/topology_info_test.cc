@@ -321,6 +321,14 @@ TEST(TopologyInfoRecordingsTest, OsDevicesDomainsAndCpuAffinity) {
   EXPECT_TRUE(found);
 }
 
+TEST(TopologyInfoCommandTest, PrintsItsVersion) {
+  const CommandResult result =
+      RunCommand(std::string(TOPOLOGY_INFO_BINARY) + " --version");
+  EXPECT_EQ(result.exit_code, 0) << result.out;
+  EXPECT_EQ(result.out,
+            std::string("topology-info ") + TOPOLOGY_PROJECT_VERSION + "\n");
+}
+
 // GPU-memory nodes stay CPU-less and say which CPUs are near them.
 TEST(TopologyInfoRecordingsTest, CpulessNodesShowTheirNearCpus) {
   const CommandResult text = InfoOn("nvidiagpunumanodes.tar.bz2", "");

@@ -526,3 +526,21 @@ TEST_F(EndToEndTest, CommandLine) {
 
 }  // namespace
 }  // namespace topology::testing
+
+namespace topology::testing {
+namespace {
+
+// Every binary names itself and the project's version, and exits 0.
+TEST(CommandLineTest, EveryBinaryPrintsItsVersion) {
+  for (const std::string& binary :
+       {std::string(TOPOLOGY_MANAGER_BINARY),
+        std::string(TOPOLOGY_DEVICE_PLUGIN_BINARY)}) {
+    const CommandResult result = RunCommand(binary + " --version");
+    EXPECT_EQ(result.exit_code, 0) << binary << ": " << result.out;
+    const std::string name = std::filesystem::path(binary).filename().string();
+    EXPECT_EQ(result.out, name + " " + TOPOLOGY_PROJECT_VERSION + "\n");
+  }
+}
+
+}  // namespace
+}  // namespace topology::testing

@@ -232,6 +232,8 @@ int main(int argc, char** argv) {
   CLI::App app{
       "Show the NUMA and PCIe topology of a machine, a recorded "
       "sysfs tree or an hwloc XML export."};
+  app.set_version_flag("--version",
+                       std::string("topology-info ") + TOPOLOGY_VERSION);
   std::string host_root = "/";
   std::string hwloc_xml;
   std::string format = "text";
