@@ -97,6 +97,11 @@ class HttpEndpoint::Impl {
   Status Listen(const tcp::endpoint& endpoint) {
     beast::error_code error;
     acceptor_.open(endpoint.protocol(), error);
+    if (!error && endpoint.address().is_v6() &&
+        endpoint.address().is_unspecified()) {
+      // "::" serves IPv4 too (mapped addresses), whatever bindv6only says.
+      acceptor_.set_option(asio::ip::v6_only(false), error);
+    }
     if (!error)
       acceptor_.set_option(asio::socket_base::reuse_address(true), error);
     if (!error) acceptor_.bind(endpoint, error);
@@ -165,9 +170,10 @@ StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
     const std::string& address, Handlers handlers) {
   const auto invalid = InvalidArgumentError(
       "--http-addr \"" + address +
-      "\": expected host:port with a numeric host, such as 127.0.0.1:8081");
+      "\": expected host:port with a numeric host, such as 127.0.0.1:8081, "
+      "or :port for every address");
   const size_t colon = address.rfind(':');
-  if (colon == std::string::npos || colon == 0) return invalid;
+  if (colon == std::string::npos) return invalid;
   int port = -1;
   const char* begin = address.data() + colon + 1;
   const char* end = address.data() + address.size();
@@ -180,12 +186,22 @@ StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
   if (host.size() > 2 && host.front() == '[' && host.back() == ']') {
     host = host.substr(1, host.size() - 2);
   }
+  // ":8081" (Go's convention, as in the kubelet's flags): every address,
+  // IPv6 and IPv4 where the node has IPv6, IPv4 alone where it has not.
+  const bool any = host.empty();
   beast::error_code error;
-  const asio::ip::address ip = asio::ip::make_address(host, error);
+  const asio::ip::address ip =
+      any ? asio::ip::address(asio::ip::address_v6::any())
+          : asio::ip::make_address(host, error);
   if (error) return invalid;
-  auto impl = std::make_unique<Impl>(std::move(handlers));
+  auto impl = std::make_unique<Impl>(handlers);
   Status listening =
       impl->Listen(tcp::endpoint(ip, static_cast<unsigned short>(port)));
+  if (!listening.ok() && any) {
+    impl = std::make_unique<Impl>(std::move(handlers));
+    listening = impl->Listen(tcp::endpoint(asio::ip::address_v4::any(),
+                                           static_cast<unsigned short>(port)));
+  }
   if (!listening.ok()) {
     return UnavailableError("cannot listen on " + address + ": " +
                             listening.message());

@@ -293,6 +293,35 @@ std::vector<plugin::Device> TopologyDevicePlugin::DevicesOf(
   return devices;
 }
 
+void TopologyDevicePlugin::LogDeviceList(
+    size_t resource, const std::vector<plugin::Device>& devices) {
+  // Publish() runs on one thread at a time (rescans are serialised).
+  if (logged_count_.size() < publishers_.size()) {
+    logged_count_.resize(publishers_.size(), -1);
+  }
+  const long count = static_cast<long>(devices.size());
+  if (logged_count_[resource] == count) return;
+  const bool first = logged_count_[resource] < 0;
+  logged_count_[resource] = count;
+  constexpr size_t kShown = 16;
+  std::string list;
+  for (size_t i = 0; i < devices.size() && i < kShown; ++i) {
+    const plugin::Device& d = devices[i];
+    list += (i == 0 ? " " : ", ") + d.id + " (numa ";
+    if (d.numa_nodes.empty()) list += "-";
+    for (size_t n = 0; n < d.numa_nodes.size(); ++n) {
+      list += (n == 0 ? "" : ",") + std::to_string(d.numa_nodes[n]);
+    }
+    list += d.health == plugin::Health::kHealthy ? ")" : ", Unhealthy)";
+  }
+  if (devices.size() > kShown) {
+    list += ", and " + std::to_string(devices.size() - kShown) + " more";
+  }
+  LOG(INFO) << options_.config.resources[resource].name << ": "
+            << (first ? "advertising " : "now advertising ") << count
+            << " device(s)" << (devices.empty() ? "" : ":") << list;
+}
+
 Status TopologyDevicePlugin::Publish(
     const std::shared_ptr<Snapshot>& snapshot) {
   std::vector<std::vector<plugin::Device>> lists;
@@ -313,6 +342,7 @@ Status TopologyDevicePlugin::Publish(
   }
   Status result = OkStatus();
   for (size_t r = 0; r < publishers_.size(); ++r) {
+    LogDeviceList(r, lists[r]);
     Status status = publishers_[r]->SetDevices(std::move(lists[r]));
     if (!status.ok()) {
       LOG(ERROR) << status.ToString();

@@ -91,6 +91,10 @@ class TopologyDevicePlugin {
       const std::map<PciAddress, size_t>& previous) const;
   // Publishes every resource's list from `snapshot` and the health state.
   Status Publish(const std::shared_ptr<Snapshot>& snapshot);
+  // Logs a resource's list at -v 0 the first time and when its size
+  // changes (the first 16 devices, with NUMA nodes and health).
+  void LogDeviceList(size_t resource,
+                     const std::vector<plugin::Device>& devices);
   std::vector<plugin::Device> DevicesOf(const Snapshot& snapshot,
                                         size_t resource);
   void RescanLoop();
@@ -105,6 +109,9 @@ class TopologyDevicePlugin {
   HealthTracker health_;
   std::map<PciAddress, std::string> unhealthy_reasons_;
   std::vector<bool> mixed_locality_warned_;
+  // Per resource: the device count last logged (-1: never), so that the
+  // first list and every change in size are logged at -v 0.
+  std::vector<long> logged_count_;
   uint64_t rescans_ = 0;
   uint64_t rescan_errors_ = 0;
   std::string last_rescan_error_;

@@ -109,6 +109,40 @@ def load_objects(path):
         return [doc for doc in yaml.safe_load_all(f) if doc is not None]
 
 
+# Node Feature Discovery's label formats (its pci and usb sources: default
+# fields class and vendor, 4 hex digits each; class may be 2 or 4 digits;
+# ".sriov.capable" and ".sriov.configured" for SR-IOV), so that a placement
+# term names a label NFD actually sets.
+NFD_PREFIX = "feature.node.kubernetes.io/"
+NFD_PCI = re.compile(r"^(pci|usb)-[0-9a-f]{2,4}(_[0-9a-f]{4}){0,3}"
+                     r"\.(present|sriov\.capable|sriov\.configured)$")
+NFD_OTHER = re.compile(r"^(cpu|kernel|memory|network|storage|system|"
+                       r"custom|rule|local)-[A-Za-z0-9_.-]+$")
+
+
+def check_node_labels(daemonset, where):
+    spec = daemonset["spec"]["template"]["spec"]
+    keys = list(spec.get("nodeSelector", {}))
+    affinity = spec.get("affinity", {}).get("nodeAffinity", {})
+    required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution", {})
+    for term in required.get("nodeSelectorTerms", []):
+        keys += [e["key"] for e in term.get("matchExpressions", [])]
+    for pref in affinity.get("preferredDuringSchedulingIgnoredDuringExecution", []):
+        keys += [e["key"] for e in pref.get("preference", {}).get(
+            "matchExpressions", [])]
+    for key in keys:
+        if not key.startswith(NFD_PREFIX):
+            continue
+        name = key[len(NFD_PREFIX):]
+        if name.startswith(("pci-", "usb-")):
+            if not NFD_PCI.match(name):
+                error(where, f"node label {key} is not one Node Feature "
+                             "Discovery sets (pci-<class>_<vendor>.present)")
+        elif not NFD_OTHER.match(name):
+            error(where, f"node label {key} is not in a Node Feature "
+                         "Discovery source")
+
+
 def check_baseline(daemonset, where):
     spec = daemonset["spec"]["template"]["spec"]
     if spec.get("priorityClassName") != "system-node-critical":
@@ -233,7 +267,35 @@ def check_dockerfile(path, binaries):
                             f" for {lib} of {os.path.basename(binary)}")
 
 
+def self_test():
+    """The label check rejects what NFD never sets and accepts its labels."""
+    def daemonset(key):
+        return {"spec": {"template": {"spec": {"affinity": {"nodeAffinity": {
+            "requiredDuringSchedulingIgnoredDuringExecution": {
+                "nodeSelectorTerms": [{"matchExpressions": [
+                    {"key": key, "operator": "In", "values": ["true"]}]}]}}}}}}}
+    bad = ["feature.node.kubernetes.io/pci-present",
+           "feature.node.kubernetes.io/pci-10de.present.yes",
+           "feature.node.kubernetes.io/gpu-present"]
+    good = ["feature.node.kubernetes.io/pci-0300_10de.present",
+            "feature.node.kubernetes.io/pci-02_15b3.sriov.capable",
+            "feature.node.kubernetes.io/cpu-cpuid.AVX512F",
+            "kubernetes.io/arch"]
+    for key in bad + good:
+        before = len(ERRORS)
+        check_node_labels(daemonset(key), key)
+        rejected = len(ERRORS) > before
+        del ERRORS[before:]
+        if rejected != (key in bad):
+            print(f"error: label check {'rejected' if rejected else 'accepted'} {key}")
+            return 1
+    print(f"label check: {len(bad)} rejected, {len(good)} accepted")
+    return 0
+
+
 def main():
+    if sys.argv[1:] == ["--self-test"]:
+        return self_test()
     source, binary, info, libtopology, fixture = sys.argv[1:6]
     daemonset_dir = os.path.join(source, "daemonset")
     objects = []
@@ -259,6 +321,7 @@ def main():
     for where, doc in objects:
         if doc["kind"] == "DaemonSet":
             check_baseline(doc, where)
+            check_node_labels(doc, where)
             labels = doc["spec"]["selector"].get("matchLabels", {})
             template = doc["spec"]["template"]["metadata"].get("labels", {})
             if not labels or any(template.get(k) != v for k, v in labels.items()):
@@ -279,6 +342,16 @@ def main():
             check_type(doc, model, f"rendered {doc['kind']}")
     check_dockerfile(os.path.join(source, "deploy", "Dockerfile"),
                      [binary, info, libtopology])
+    # "COPY . ." must not ship build trees or the repository history.
+    ignore_path = os.path.join(source, ".dockerignore")
+    if not os.path.exists(ignore_path):
+        error(".dockerignore", "missing: COPY . . would send the build trees")
+    else:
+        patterns = {line.strip().rstrip("/") for line in open(ignore_path)
+                    if line.strip() and not line.startswith("#")}
+        for needed in ("build", ".git"):
+            if needed not in patterns:
+                error(".dockerignore", f"does not exclude {needed}/")
     for message in ERRORS:
         print("error:", message)
     print(f"{len(objects)} objects checked, {len(rendered)} rendered, "

@@ -529,8 +529,8 @@ TEST_F(ReferencePluginTest, MetricsAndHealthz) {
       body,
       HasSubstr("topology_device_plugin_preferred_allocation_seconds_count{"
                 "resource=\"example.com/gpu\"} 1"));
-  for (const char* bad : {"nonsense", ":80", "127.0.0.1:", "127.0.0.1:99999",
-                          "localhost:80", "1.2.3:4"}) {
+  for (const char* bad : {"nonsense", ":", "127.0.0.1:", "127.0.0.1:99999",
+                          "localhost:80", "1.2.3:4", ":http"}) {
     EXPECT_THAT(HttpEndpoint::Start(bad, {}).status(),
                 StatusIs(StatusCode::kInvalidArgument, HasSubstr("host:port")))
         << bad;
@@ -538,6 +538,14 @@ TEST_F(ReferencePluginTest, MetricsAndHealthz) {
   EXPECT_THAT(
       HttpEndpoint::Start("127.0.0.1:" + std::to_string(port), {}).status(),
       StatusIs(StatusCode::kUnavailable));
+  // Go's ":port" (as the kubelet's own flags): every address.
+  auto any = HttpEndpoint::Start(
+      ":0", {.health_problem = [] { return std::string(); },
+             .metrics = [] { return std::string("up 1\n"); }});
+  ASSERT_THAT(any.status(), IsOk());
+  auto via_loopback = HttpGet((*any)->port(), "/healthz");
+  ASSERT_THAT(via_loopback.status(), IsOk());
+  EXPECT_EQ(via_loopback->first, 200);
   plugin_->Stop();
   auto stopped = HttpGet(port, "/healthz");
   ASSERT_THAT(stopped.status(), IsOk());
