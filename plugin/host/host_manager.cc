@@ -65,6 +65,38 @@ json HintListJson(const manager::HintList& list) {
   return out;
 }
 
+// A ContainerAllocateResponse as JSON; null when absent or unreadable.
+json AllocateResponseJson(const std::string& bytes) {
+  v1beta1::ContainerAllocateResponse response;
+  if (bytes.empty() || !response.ParseFromString(bytes)) return nullptr;
+  json envs = json::object();
+  for (const auto& [key, value] : response.envs()) envs[key] = value;
+  json annotations = json::object();
+  for (const auto& [key, value] : response.annotations()) {
+    annotations[key] = value;
+  }
+  json mounts = json::array();
+  for (const auto& mount : response.mounts()) {
+    mounts.push_back({{"container_path", mount.container_path()},
+                      {"host_path", mount.host_path()},
+                      {"read_only", mount.read_only()}});
+  }
+  json devices = json::array();
+  for (const auto& device : response.devices()) {
+    devices.push_back({{"container_path", device.container_path()},
+                       {"host_path", device.host_path()},
+                       {"permissions", device.permissions()}});
+  }
+  json cdi = json::array();
+  for (const auto& device : response.cdi_devices())
+    cdi.push_back(device.name());
+  return {{"envs", envs},
+          {"mounts", mounts},
+          {"devices", devices},
+          {"annotations", annotations},
+          {"cdi_devices", cdi}};
+}
+
 }  // namespace
 
 json ToJson(const ContainerResult& c) {
@@ -79,7 +111,11 @@ json ToJson(const ContainerResult& c) {
 json ToJson(const PodResult& result, bool explain) {
   json containers = json::array();
   for (const ContainerResult& c : result.containers) {
-    containers.push_back(ToJson(c));
+    json container = ToJson(c);
+    if (!c.allocate_responses.empty()) {
+      container["allocate_responses"] = c.allocate_responses;
+    }
+    containers.push_back(std::move(container));
   }
   json policy = nullptr;
   if (!result.policy.policy.empty()) {
@@ -722,6 +758,9 @@ PodResult HostManager::AdmitLocked(const manager::Pod& pod, bool explain,
   for (const auto& c : pod.init_containers) all.push_back(&c);
   for (const auto& c : pod.containers) all.push_back(&c);
   if (result.admitted) {
+    // Allocate answers by sorted device ids: an init container's devices
+    // reused by an app container share one answer.
+    std::map<std::vector<std::string>, json> answers;
     for (const manager::Container* container : all) {
       ContainerResult out;
       out.name = container->name;
@@ -729,7 +768,30 @@ PodResult HostManager::AdmitLocked(const manager::Pod& pod, bool explain,
         if (!IsExtendedResource(resource)) continue;
         auto ids = device_manager_->ContainerDevices(pod.uid, container->name,
                                                      resource);
-        if (!ids.empty()) out.devices[resource] = ids;
+        if (ids.empty()) continue;
+        out.devices[resource] = ids;
+        std::vector<std::string> key = ids;
+        std::sort(key.begin(), key.end());
+        auto answer = answers.find(key);
+        if (answer == answers.end()) {
+          std::shared_ptr<PluginEndpoint> endpoint;
+          {
+            std::lock_guard lock(mu_);
+            if (auto it = resources_.find(resource); it != resources_.end()) {
+              endpoint = it->second.endpoint;
+            }
+          }
+          answer =
+              answers
+                  .emplace(key, endpoint
+                                    ? AllocateResponseJson(
+                                          endpoint->TakeAllocateResponse(ids))
+                                    : json(nullptr))
+                  .first;
+        }
+        if (!answer->second.is_null()) {
+          out.allocate_responses[resource] = answer->second;
+        }
       }
       out.cpus = cpu_manager_->ContainerCpus(pod.uid, container->name);
       const manager::TopologyHint hint =

@@ -75,6 +75,10 @@ struct ContainerResult {
   std::map<std::string, std::vector<std::string>> devices;
   CpuSet cpus;  // exclusive CPUs; empty = shared pool
   std::optional<std::vector<int>> numa_nodes;  // nullopt = no affinity
+  // What each plugin's Allocate returned for this container, by resource
+  // (envs, mounts, devices, annotations, cdi_devices). Shown by admit and
+  // status; not checkpointed.
+  std::map<std::string, nlohmann::json> allocate_responses;
 };
 
 struct PodResult {

@@ -235,6 +235,40 @@ std::string Join(const json& list, const char* separator = ",") {
   return out;
 }
 
+// What each plugin's Allocate returned, one indented line per item.
+void PrintAllocateResponses(const json& responses) {
+  for (const auto& [resource, response] : responses.items()) {
+    std::cout << "  " << resource << " Allocate:";
+    bool any = false;
+    for (const auto& [key, value] : response["envs"].items()) {
+      std::cout << "\n    env " << key << "=" << value.get<std::string>();
+      any = true;
+    }
+    for (const json& device : response["devices"]) {
+      std::cout << "\n    device " << device["host_path"].get<std::string>()
+                << " -> " << device["container_path"].get<std::string>() << " ("
+                << device["permissions"].get<std::string>() << ")";
+      any = true;
+    }
+    for (const json& mount : response["mounts"]) {
+      std::cout << "\n    mount " << mount["host_path"].get<std::string>()
+                << " -> " << mount["container_path"].get<std::string>()
+                << (mount["read_only"].get<bool>() ? " (ro)" : "");
+      any = true;
+    }
+    for (const json& name : response["cdi_devices"]) {
+      std::cout << "\n    cdi " << name.get<std::string>();
+      any = true;
+    }
+    for (const auto& [key, value] : response["annotations"].items()) {
+      std::cout << "\n    annotation " << key << "="
+                << value.get<std::string>();
+      any = true;
+    }
+    std::cout << (any ? "\n" : " (empty)\n");
+  }
+}
+
 void PrintPodTable(const json& pods, bool explain, bool show_policy = false) {
   std::cout << std::left << std::setw(18) << "POD" << std::setw(14)
             << "CONTAINER" << std::setw(8) << "NUMA" << std::setw(14) << "CPUS"
@@ -257,6 +291,9 @@ void PrintPodTable(const json& pods, bool explain, bool show_policy = false) {
                 << std::setw(14) << c["name"].get<std::string>() << std::setw(8)
                 << numa << std::setw(14) << (cpus.empty() ? "shared" : cpus)
                 << devices << "\n";
+      if (c.contains("allocate_responses")) {
+        PrintAllocateResponses(c["allocate_responses"]);
+      }
     }
     const json& policy = pod.value("topology_policy", json(nullptr));
     if ((explain || show_policy) && policy.is_object()) {
@@ -364,10 +401,14 @@ int RunAdmit(const std::vector<std::string>& files, const std::string& format,
                   {"topology_policy", pod["topology_policy"]},
                   {"containers", json::array()}};
       for (const json& c : pod["containers"]) {
-        out["containers"].push_back({{"name", c["name"]},
-                                     {"devices", c["devices"]},
-                                     {"cpus", c["cpus"]},
-                                     {"numa_nodes", c["numa_nodes"]}});
+        json container = {{"name", c["name"]},
+                          {"devices", c["devices"]},
+                          {"cpus", c["cpus"]},
+                          {"numa_nodes", c["numa_nodes"]}};
+        if (c.contains("allocate_responses")) {
+          container["allocate_responses"] = c["allocate_responses"];
+        }
+        out["containers"].push_back(std::move(container));
       }
       if (explain) out["explanation"] = pod["explanation"];
       std::cout << out.dump() << "\n";

@@ -196,9 +196,10 @@ class Parser {
 
   StatusOr<ResourceConfig> ParseResource(const std::string& path,
                                          const YAML::Node& node) const {
-    Status keys = CheckKeys(path, node,
-                            {"name", "selectors", "deviceNodes", "cdiKind",
-                             "excludeTopology", "preferredAllocation"});
+    Status keys =
+        CheckKeys(path, node,
+                  {"name", "selectors", "deviceNodes", "cdiKind", "nvidia",
+                   "excludeTopology", "preferredAllocation"});
     if (!keys.ok()) return keys;
     ResourceConfig resource;
     const YAML::Node name = node["name"];
@@ -240,7 +241,8 @@ class Parser {
       resource.cdi_kind = kind.Scalar();
     }
     for (auto [key, target] :
-         {std::pair{"excludeTopology", &resource.exclude_topology},
+         {std::pair{"nvidia", &resource.nvidia},
+          std::pair{"excludeTopology", &resource.exclude_topology},
           std::pair{"preferredAllocation", &resource.preferred_allocation}}) {
       if (const YAML::Node flag = node[key]) {
         bool value = false;

@@ -9,6 +9,7 @@
 //           classes: ["0302"]
 //       deviceNodes: ["/dev/dri/by-path/pci-{address}-render"]
 //       cdiKind: example.com/gpu
+//       nvidia: true            # /dev/nvidia<minor>, NVIDIA_VISIBLE_DEVICES...
 //
 // Resources are tried in order; a device belongs to the first that claims it.
 #ifndef TOPOLOGY_DEVICE_PLUGIN_CONFIG_H_
@@ -53,6 +54,10 @@ struct ResourceConfig {
   // When set, Allocate also names each device as the CDI device
   // "<cdiKind>=<address>".
   std::string cdi_kind;
+  // NVIDIA GPUs: read the driver's /proc/driver/nvidia/gpus/<address>/
+  // information and hand out /dev/nvidia<minor>, the control nodes,
+  // NVIDIA_VISIBLE_DEVICES (UUIDs) and nvidia.com/gpu=<UUID> CDI names.
+  bool nvidia = false;
   // Never report NUMA affinity for this resource (as SR-IOV's option).
   bool exclude_topology = false;
   // Advertise and answer GetPreferredAllocation. Default: true.

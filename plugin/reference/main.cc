@@ -10,10 +10,10 @@
 #include <CLI/CLI.hpp>
 
 #include "topology/plugin/duration.h"
+#include "topology/plugin/http_endpoint.h"
 #include "topology/plugin/logging.h"
 
 #include "config.h"
-#include "http_endpoint.h"
 #include "reference_plugin.h"
 
 namespace {
@@ -87,6 +87,7 @@ int Run(int argc, char** argv) {
   options.host_root = host_root;
   options.runner.plugin_dir = plugin_dir;
   options.watch_uevents = watch_uevents && !print_matches;
+  options.version = TOPOLOGY_VERSION;
   for (auto [flag, text, target] :
        {std::tuple{"--rescan-interval", &rescan_interval,
                    &options.rescan_interval},
@@ -117,11 +118,12 @@ int Run(int argc, char** argv) {
     LOG(ERROR) << "cannot start: " << started.ToString();
     return kExitError;
   }
-  std::unique_ptr<dp::HttpEndpoint> http;
+  std::unique_ptr<plugin::HttpEndpoint> http;
   if (!http_addr.empty()) {
-    auto endpoint = dp::HttpEndpoint::Start(
+    auto endpoint = plugin::HttpEndpoint::Start(
         http_addr,
         {.health_problem = [&] { return device_plugin.HealthProblem(); },
+         .readiness_problem = [&] { return device_plugin.ReadinessProblem(); },
          .metrics = [&] { return device_plugin.MetricsText(); }});
     if (!endpoint.ok()) {
       LOG(ERROR) << endpoint.status().message();
@@ -129,7 +131,7 @@ int Run(int argc, char** argv) {
       return kExitError;
     }
     http = std::move(*endpoint);
-    LOG(INFO) << "serving /healthz and /metrics on " << http_addr;
+    LOG(INFO) << "serving /healthz, /readyz and /metrics on " << http_addr;
   }
   const int signal = plugin::WaitForShutdownSignal();
   LOG(INFO) << "received signal " << signal << "; shutting down";

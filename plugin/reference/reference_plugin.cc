@@ -10,9 +10,11 @@
 
 #include "topology/device_selection.h"
 #include "topology/discovery.h"
+#include "topology/plugin/metrics_text.h"
+#include "topology/plugin/uevent_monitor.h"
 
+#include "nvidia.h"
 #include "selectors.h"
-#include "uevent_monitor.h"
 
 namespace topology::device_plugin {
 
@@ -56,19 +58,6 @@ std::vector<std::string> ExpandUnderRoot(const std::filesystem::path& host_root,
     }
   }
   globfree(&matches);
-  return out;
-}
-
-std::string PrometheusLabel(std::string_view value) {
-  std::string out;
-  for (char c : value) {
-    if (c == '\\' || c == '"') out += '\\';
-    if (c == '\n') {
-      out += "\\n";
-      continue;
-    }
-    out += c;
-  }
   return out;
 }
 
@@ -136,6 +125,7 @@ class TopologyDevicePlugin::Handler final : public plugin::ResourceHandler {
     const std::filesystem::path& root = plugin_->options_.host_root;
     plugin::ContainerAllocation allocation;
     allocation.envs[PciDeviceEnvName(config_.name)] = Join(device_ids, ",");
+    std::vector<NvidiaGpuInformation> gpus;
     std::set<std::string> nodes;
     auto add_node = [&](const std::string& path) {
       if (nodes.insert(path).second) {
@@ -170,6 +160,17 @@ class TopologyDevicePlugin::Handler final : public plugin::ResourceHandler {
       if (!config_.cdi_kind.empty()) {
         allocation.cdi_devices.push_back(config_.cdi_kind + "=" + id);
       }
+      if (config_.nvidia) {
+        auto gpu = ReadNvidiaGpuInformation(root, *address);
+        if (!gpu.ok()) {
+          return Status(gpu.status().code(), config_.name + ": device " + id +
+                                                 ": " + gpu.status().message());
+        }
+        gpus.push_back(std::move(*gpu));
+      }
+    }
+    if (config_.nvidia) {
+      AddNvidiaOutputs(gpus, NvidiaControlNodes(root), allocation);
     }
     VLOG(2) << config_.name << ": Allocate " << Join(device_ids, ",") << " -> "
             << allocation.devices.size() << " device node(s)";
@@ -195,6 +196,10 @@ StatusOr<std::unique_ptr<TopologyDevicePlugin>> TopologyDevicePlugin::Create(
       new TopologyDevicePlugin(std::move(options)));
   auto snapshot = plugin->Discover({});
   if (!snapshot.ok()) return snapshot.status();
+  for (const std::string& warning : PfNamesWithoutInterface(
+           plugin->options_.config, (*snapshot)->topology)) {
+    LOG(WARNING) << warning;
+  }
   plugin->runner_ =
       std::make_unique<plugin::PluginRunner>(plugin->options_.runner);
   {
@@ -246,15 +251,8 @@ std::vector<plugin::Device> TopologyDevicePlugin::DevicesOf(
     if (index != resource) continue;
     const PciDevice* device = snapshot.topology.FindDevice(address);
     if (device == nullptr) continue;
-    HealthReading reading;
-    reading.driver = device->driver;
-    auto aer = reader_->ReadFile("bus/pci/devices/" + address.ToString() +
-                                 "/aer_dev_fatal");
-    if (aer.ok()) {
-      auto total = ParseAerCounters(*aer);
-      if (total.ok()) reading.aer_fatal = *total;
-    }
-    const HealthVerdict verdict = health_.Observe(address, reading, now);
+    const plugin::HealthVerdict verdict =
+        health_.Observe(address, plugin::ReadPciHealth(*reader_, address), now);
     auto& reason = unhealthy_reasons_[address];
     if (verdict.reason != reason) {
       if (verdict.health == plugin::Health::kUnhealthy) {
@@ -433,6 +431,10 @@ void TopologyDevicePlugin::RescanLoop() {
 Status TopologyDevicePlugin::Start() {
   Status status = runner_->Start();
   if (!status.ok()) return status;
+  // The lists given at creation, before any rescan thread exists.
+  for (size_t r = 0; r < publishers_.size(); ++r) {
+    LogDeviceList(r, publishers_[r]->devices());
+  }
   {
     std::lock_guard lock(loop_mu_);
     stopping_ = false;
@@ -440,7 +442,7 @@ Status TopologyDevicePlugin::Start() {
   }
   loop_ = std::thread([this] { RescanLoop(); });
   if (options_.watch_uevents) {
-    auto monitor = UeventMonitor::Start(
+    auto monitor = plugin::UeventMonitor::Start(
         [this](const std::string& action, const std::string& devpath) {
           NotifyUevent(action, devpath);
         });
@@ -491,97 +493,52 @@ std::string TopologyDevicePlugin::DescribeMatches() const {
           << plugin::HealthName(device.health) << "\n";
     }
   }
-  size_t unclaimed = 0;
+  // Functions no resource claims, so that a selector that misses can be
+  // seen for what it misses.
+  std::vector<const PciDevice*> unclaimed;
   for (const PciDevice& device : snapshot->topology.pci_devices()) {
     if (!device.is_bridge() && !snapshot->claims.contains(device.address)) {
-      ++unclaimed;
+      unclaimed.push_back(&device);
     }
   }
-  out << "unclaimed: " << unclaimed << " non-bridge PCI function(s)\n";
+  out << "unclaimed: " << unclaimed.size() << " non-bridge PCI function(s)\n";
+  for (const PciDevice* pci : unclaimed) {
+    char ids[32];
+    std::snprintf(ids, sizeof(ids), "%04x:%04x class %06x", pci->vendor_id,
+                  pci->device_id, pci->class_code);
+    std::string numa;
+    for (int node : pci->numa_nodes) {
+      numa += (numa.empty() ? "" : ",") + std::to_string(node);
+    }
+    std::string interfaces;
+    for (const OsDevice& os : pci->os_devices) {
+      if (os.kind == "net") interfaces += " " + os.name;
+    }
+    out << "  " << pci->address.ToString() << "  " << ids << "  driver "
+        << (pci->driver ? *pci->driver : "(none)") << "  numa "
+        << (numa.empty() ? "(none)" : numa)
+        << (interfaces.empty() ? "" : "  net" + interfaces) << "\n";
+  }
+  for (const std::string& warning :
+       PfNamesWithoutInterface(options_.config, snapshot->topology)) {
+    out << "warning: " << warning << "\n";
+  }
   return out.str();
 }
 
 std::string TopologyDevicePlugin::MetricsText() const {
-  std::ostringstream out;
-  auto family = [&](const char* name, const char* type, const char* help) {
-    out << "# HELP " << name << ' ' << help << "\n# TYPE " << name << ' '
-        << type << '\n';
-  };
-  std::vector<std::pair<std::string, plugin::ResourceStats>> stats;
-  std::vector<std::pair<size_t, size_t>> health;
-  for (const plugin::ResourcePublisher* publisher : publishers_) {
-    stats.emplace_back(PrometheusLabel(publisher->resource_name()),
-                       publisher->stats());
-    size_t healthy = 0;
-    size_t unhealthy = 0;
-    for (const plugin::Device& device : publisher->devices()) {
-      (device.health == plugin::Health::kHealthy ? healthy : unhealthy)++;
-    }
-    health.emplace_back(healthy, unhealthy);
-  }
-  family("topology_device_plugin_devices", "gauge",
-         "Devices advertised to the kubelet by resource and health.");
-  for (size_t i = 0; i < stats.size(); ++i) {
-    out << "topology_device_plugin_devices{resource=\"" << stats[i].first
-        << "\",health=\"Healthy\"} " << health[i].first << '\n';
-    out << "topology_device_plugin_devices{resource=\"" << stats[i].first
-        << "\",health=\"Unhealthy\"} " << health[i].second << '\n';
-  }
-  auto counter = [&](const char* name, const char* help, auto field) {
-    family(name, "counter", help);
-    for (const auto& [resource, s] : stats) {
-      out << name << "{resource=\"" << resource << "\"} " << s.*field << '\n';
-    }
-  };
-  counter("topology_device_plugin_allocations_total",
-          "Container requests answered by Allocate.",
-          &plugin::ResourceStats::allocate_calls);
-  counter("topology_device_plugin_allocation_errors_total",
-          "Allocate container requests refused.",
-          &plugin::ResourceStats::allocate_errors);
-  counter("topology_device_plugin_registrations_total",
-          "Register calls the kubelet accepted.",
-          &plugin::ResourceStats::registrations);
-  counter("topology_device_plugin_registration_failures_total",
-          "Register attempts that failed.",
-          &plugin::ResourceStats::registration_failures);
-  counter("topology_device_plugin_list_updates_total",
-          "Device lists streamed after the first.",
-          &plugin::ResourceStats::list_updates);
-  family("topology_device_plugin_streams", "gauge",
-         "Open ListAndWatch streams.");
-  for (const auto& [resource, s] : stats) {
-    out << "topology_device_plugin_streams{resource=\"" << resource << "\"} "
-        << s.open_streams << '\n';
-  }
-  family("topology_device_plugin_preferred_allocation_seconds", "histogram",
-         "GetPreferredAllocation latency.");
-  for (const auto& [resource, s] : stats) {
-    const auto& h = s.preferred_latency;
-    for (size_t b = 0; b < plugin::LatencyHistogram::kBounds.size(); ++b) {
-      out << "topology_device_plugin_preferred_allocation_seconds_bucket{"
-             "resource=\""
-          << resource << "\",le=\"" << plugin::LatencyHistogram::kBounds[b]
-          << "\"} " << h.cumulative[b] << '\n';
-    }
-    out << "topology_device_plugin_preferred_allocation_seconds_bucket{"
-           "resource=\""
-        << resource << "\",le=\"+Inf\"} " << h.count << '\n';
-    out << "topology_device_plugin_preferred_allocation_seconds_sum{resource=\""
-        << resource << "\"} " << h.sum_seconds << '\n';
-    out << "topology_device_plugin_preferred_allocation_seconds_count{"
-           "resource=\""
-        << resource << "\"} " << h.count << '\n';
-  }
+  constexpr std::string_view kPrefix = "topology_device_plugin";
+  plugin::MetricsText text;
+  WriteBuildInfo(text, kPrefix, options_.version);
+  WriteResourceMetrics(text, kPrefix, publishers_);
   std::lock_guard lock(mu_);
-  family("topology_device_plugin_rescans_total", "counter",
-         "Rescans of the PCI devices.");
-  out << "topology_device_plugin_rescans_total " << rescans_ << '\n';
-  family("topology_device_plugin_rescan_errors_total", "counter",
-         "Rescans that failed.");
-  out << "topology_device_plugin_rescan_errors_total " << rescan_errors_
-      << '\n';
-  return out.str();
+  text.Family("topology_device_plugin_rescans_total", "counter",
+              "Rescans of the PCI devices.");
+  text.Sample("topology_device_plugin_rescans_total", {}, rescans_);
+  text.Family("topology_device_plugin_rescan_errors_total", "counter",
+              "Rescans that failed.");
+  text.Sample("topology_device_plugin_rescan_errors_total", {}, rescan_errors_);
+  return text.str();
 }
 
 std::string TopologyDevicePlugin::HealthProblem() const {
@@ -593,6 +550,18 @@ std::string TopologyDevicePlugin::HealthProblem() const {
   if (!last_rescan_error_.empty())
     return "last rescan failed: " + last_rescan_error_;
   return "";
+}
+
+std::string TopologyDevicePlugin::ReadinessProblem() const {
+  std::string problem = HealthProblem();
+  if (!problem.empty()) return problem;
+  for (const plugin::ResourcePublisher* publisher : publishers_) {
+    if (!publisher->registered()) {
+      problem += (problem.empty() ? "" : "; ") + publisher->resource_name() +
+                 " is not registered with the kubelet";
+    }
+  }
+  return problem;
 }
 
 }  // namespace topology::device_plugin

@@ -17,16 +17,15 @@
 #include <vector>
 
 #include "topology/cost_model.h"
+#include "topology/plugin/health.h"
 #include "topology/plugin/plugin_runner.h"
+#include "topology/plugin/uevent_monitor.h"
 #include "topology/sysfs_reader.h"
 #include "topology/topology.h"
 
 #include "config.h"
-#include "health.h"
 
 namespace topology::device_plugin {
-
-class UeventMonitor;
 
 struct PluginOptions {
   Config config;
@@ -42,6 +41,8 @@ struct PluginOptions {
   // Uevents come in bursts (a VF batch, a driver rebind): wait this long
   // after one before rescanning.
   std::chrono::milliseconds uevent_debounce{50};
+  // Reported by the build_info metric.
+  std::string version = "unknown";
 };
 
 // One discovery with everything derived from it; immutable once built.
@@ -77,8 +78,11 @@ class TopologyDevicePlugin {
   std::string DescribeMatches() const;
   // Prometheus text exposition.
   std::string MetricsText() const;
-  // Empty when healthy, else why not (for /healthz).
+  // Empty when healthy, else why not (for /healthz: liveness).
   std::string HealthProblem() const;
+  // Empty when serving and every resource is registered with the kubelet,
+  // else why not (for /readyz).
+  std::string ReadinessProblem() const;
 
   plugin::PluginRunner& runner() { return *runner_; }
   std::shared_ptr<const Snapshot> snapshot() const;
@@ -106,7 +110,7 @@ class TopologyDevicePlugin {
 
   mutable std::mutex mu_;  // guards snapshot_, health_, counters, warnings
   std::shared_ptr<const Snapshot> snapshot_;
-  HealthTracker health_;
+  plugin::HealthTracker health_;
   std::map<PciAddress, std::string> unhealthy_reasons_;
   std::vector<bool> mixed_locality_warned_;
   // Per resource: the device count last logged (-1: never), so that the
@@ -123,7 +127,7 @@ class TopologyDevicePlugin {
   std::optional<std::chrono::steady_clock::time_point> uevent_rescan_at_;
   std::mutex rescan_mu_;  // one rescan at a time
   std::thread loop_;
-  std::unique_ptr<UeventMonitor> uevents_;
+  std::unique_ptr<plugin::UeventMonitor> uevents_;
 };
 
 }  // namespace topology::device_plugin

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <set>
 
 namespace topology::device_plugin {
 namespace {
@@ -92,6 +93,41 @@ std::map<PciAddress, size_t> AssignDevices(
     }
   }
   return claims;
+}
+
+std::vector<std::string> PfNamesWithoutInterface(const Config& config,
+                                                 const Topology& topology) {
+  std::set<std::string> interfaces;
+  for (const PciDevice& device : topology.pci_devices()) {
+    for (const OsDevice& os : device.os_devices) {
+      if (os.kind == "net") interfaces.insert(os.name);
+    }
+  }
+  std::string known;
+  for (const std::string& name : interfaces) {
+    if (known.size() > 200) {
+      known += ", ...";
+      break;
+    }
+    known += (known.empty() ? "" : ", ") + name;
+  }
+  std::vector<std::string> out;
+  for (size_t r = 0; r < config.resources.size(); ++r) {
+    const auto& selectors = config.resources[r].selectors;
+    for (size_t s = 0; s < selectors.size(); ++s) {
+      const auto& pf_names = selectors[s].pf_names;
+      for (size_t p = 0; p < pf_names.size(); ++p) {
+        if (interfaces.contains(pf_names[p].name)) continue;
+        out.push_back("resources[" + std::to_string(r) + "].selectors[" +
+                      std::to_string(s) + "].pfNames[" + std::to_string(p) +
+                      "]: " + pf_names[p].name +
+                      " is not a network interface of any PCI function, so "
+                      "it matches nothing (there is: " +
+                      (known.empty() ? std::string("none") : known) + ")");
+      }
+    }
+  }
+  return out;
 }
 
 }  // namespace topology::device_plugin

@@ -34,6 +34,13 @@ std::map<PciAddress, size_t> AssignDevices(
     const Config& config, const Topology& topology, const SysfsReader& reader,
     const std::map<PciAddress, size_t>& previous);
 
+// One message per pfNames entry that names no network interface of any PCI
+// function on the host ("resources[1].selectors[0].pfNames[0]: ens9f0 is
+// not a network interface of any PCI function (there is: ens1f0, ...)"):
+// such an entry matches nothing, which is otherwise silent.
+std::vector<std::string> PfNamesWithoutInterface(const Config& config,
+                                                 const Topology& topology);
+
 }  // namespace topology::device_plugin
 
 #endif  // TOPOLOGY_DEVICE_PLUGIN_SELECTORS_H_

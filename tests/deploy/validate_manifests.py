@@ -7,10 +7,12 @@
 2. The DaemonSet follows the project's deployment baseline
    (docs/operator-guide.md): system-node-critical, only the device plugin
    directory writable, /sys read-only, no capabilities, read-only root
-   filesystem, RuntimeDefault seccomp, NODE_NAME, probes on /healthz,
-   requests and limits.
+   filesystem, RuntimeDefault seccomp, NODE_NAME, liveness on /healthz and
+   readiness on /readyz (registered with the kubelet), requests and limits.
 3. The ConfigMap's plugin configuration is accepted by the plugin itself.
-4. `kubectl kustomize` renders the kustomization (when kubectl exists).
+4. `kubectl kustomize` renders the kustomization (when kubectl exists), and
+   an overlay with the monitoring component: its Service and PodMonitor
+   select the plugin pods and name their metrics port.
 5. The Dockerfile's runtime stage installs the package of every shared
    library the shipped binaries need.
 
@@ -183,9 +185,10 @@ def check_baseline(daemonset, where):
         field = env.get("NODE_NAME", {}).get("valueFrom", {}).get("fieldRef", {})
         if field.get("fieldPath") != "spec.nodeName":
             error(c, "NODE_NAME must come from spec.nodeName")
-        for probe in ("livenessProbe", "readinessProbe"):
-            if container.get(probe, {}).get("httpGet", {}).get("path") != "/healthz":
-                error(c, f"{probe} must GET /healthz")
+        for probe, path in (("livenessProbe", "/healthz"),
+                            ("readinessProbe", "/readyz")):
+            if container.get(probe, {}).get("httpGet", {}).get("path") != path:
+                error(c, f"{probe} must GET {path}")
         resources = container.get("resources", {})
         for part in ("requests", "limits"):
             if not {"cpu", "memory"} <= set(resources.get(part, {})):
@@ -223,6 +226,72 @@ def check_kustomize(directory):
         if doc.get("metadata", {}).get("namespace") != "kube-system":
             error("kustomize", f"{doc.get('kind')} is not in kube-system")
     return rendered
+
+
+def check_monitoring_component(daemonset_dir):
+    """Renders base + components/monitoring and checks that the Service and
+    the PodMonitor reach the plugin pods' metrics port."""
+    kubectl = shutil.which("kubectl")
+    component = os.path.join(daemonset_dir, "components", "monitoring")
+    if not os.path.isdir(component):
+        error("components/monitoring", "missing")
+        return
+    if kubectl is None:
+        print("kubectl not found: monitoring component rendering skipped")
+        return
+    with tempfile.TemporaryDirectory() as overlay:
+        with open(os.path.join(overlay, "kustomization.yaml"), "w") as f:
+            yaml.safe_dump({
+                "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                "kind": "Kustomization",
+                "resources": [os.path.relpath(daemonset_dir, overlay)],
+                "components": [os.path.relpath(component, overlay)],
+            }, f)
+        result = subprocess.run([kubectl, "kustomize", overlay],
+                                capture_output=True, text=True)
+    if result.returncode != 0:
+        error("components/monitoring",
+              "kubectl kustomize failed: " + result.stderr.strip())
+        return
+    docs = [d for d in yaml.safe_load_all(result.stdout) if d]
+    by_kind = {d["kind"]: d for d in docs}
+    for kind in ("DaemonSet", "Service", "PodMonitor"):
+        if kind not in by_kind:
+            error("components/monitoring", f"renders no {kind}")
+            return
+    daemonset = by_kind["DaemonSet"]
+    template = daemonset["spec"]["template"]
+    pod_labels = template["metadata"].get("labels", {})
+    ports = {p.get("name"): p["containerPort"]
+             for c in template["spec"]["containers"]
+             for p in c.get("ports", [])}
+    annotations = template["metadata"].get("annotations", {})
+    if annotations.get("prometheus.io/port") != str(ports.get("http")):
+        error("components/monitoring",
+              "prometheus.io/port does not name the http containerPort")
+    service = by_kind["Service"]
+    check_type(service, "V1Service", "components/monitoring Service")
+    selector = service["spec"].get("selector", {})
+    if not selector or any(pod_labels.get(k) != v for k, v in selector.items()):
+        error("components/monitoring", "the Service does not select the pods")
+    for port in service["spec"].get("ports", []):
+        if port.get("targetPort") not in ports and \
+                port.get("targetPort") not in ports.values():
+            error("components/monitoring",
+                  f"Service targetPort {port.get('targetPort')} is no pod port")
+    monitor = by_kind["PodMonitor"]
+    if monitor.get("apiVersion") != "monitoring.coreos.com/v1":
+        error("components/monitoring", "PodMonitor is not monitoring.coreos.com/v1")
+    match = monitor["spec"].get("selector", {}).get("matchLabels", {})
+    if not match or any(pod_labels.get(k) != v for k, v in match.items()):
+        error("components/monitoring", "the PodMonitor does not select the pods")
+    for endpoint in monitor["spec"].get("podMetricsEndpoints", []):
+        if endpoint.get("port") not in ports or endpoint.get("path") != "/metrics":
+            error("components/monitoring",
+                  "PodMetricsEndpoint must scrape /metrics on a named pod port")
+    for doc in docs:
+        if doc.get("metadata", {}).get("namespace") != "kube-system":
+            error("components/monitoring", f"{doc['kind']} is not in kube-system")
 
 
 def check_dockerfile(path, binaries):
@@ -336,6 +405,7 @@ def main():
         if doc["kind"] == "ConfigMap":
             check_plugin_config(doc, binary, fixture, where)
     rendered = check_kustomize(daemonset_dir)
+    check_monitoring_component(daemonset_dir)
     for doc in rendered:
         model = KINDS.get((doc.get("apiVersion"), doc.get("kind")))
         if model:

@@ -78,6 +78,44 @@ TEST_F(TopologyInfoTest, FiltersSelectDevices) {
   EXPECT_EQ(json::parse(nics.out)["pci_devices"].size(), 4u);
 }
 
+// --format dra: the standard DRA attributes per function, as a
+// ResourceSlice's devices.
+TEST_F(TopologyInfoTest, DraFormatPrintsTheStandardAttributes) {
+  const CommandResult run = Info("--format dra --class 0302");
+  ASSERT_EQ(run.exit_code, 0) << run.out;
+  EXPECT_THAT(run.out, HasSubstr("- name: \"0000:1a:00.0\"\n"
+                                 "  attributes:\n"
+                                 "    resource.kubernetes.io/pciBusID:\n"
+                                 "      string: \"0000:1a:00.0\"\n"
+                                 "    resource.kubernetes.io/pcieRoot:\n"
+                                 "      string: \"pci0000:17\"\n"
+                                 "    resource.kubernetes.io/numaNode:\n"
+                                 "      int: 0\n"));
+  EXPECT_THAT(run.out, Not(HasSubstr("15b3")));  // the filter holds
+  EXPECT_THAT(run.out, Not(HasSubstr("omitted")));
+  const CommandResult list = Info("--format dra --dra-numa-list --class 0302");
+  ASSERT_EQ(list.exit_code, 0) << list.out;
+  // Two sockets: no other node of the same package, so the list is [node].
+  EXPECT_THAT(list.out, HasSubstr("numaNode:\n      ints: [1]\n"));
+
+  // A VM's devices say numa_node -1: numaNode is omitted, with the reason.
+  testing::TempDir vm;
+  testing::WriteVmMachine(vm.path());
+  const CommandResult omitted =
+      RunCommand(std::string(TOPOLOGY_INFO_BINARY) +
+                 " --format dra --host-root '" + vm.path().string() + "'");
+  ASSERT_EQ(omitted.exit_code, 0) << omitted.out;
+  EXPECT_THAT(omitted.out,
+              HasSubstr("resource.kubernetes.io/numaNode: \"PCI device"));
+  EXPECT_THAT(omitted.out, HasSubstr("has no NUMA affinity (numa_node=-1)"));
+
+  const CommandResult xml =
+      RunCommand(std::string(TOPOLOGY_INFO_BINARY) +
+                 " --format dra --hwloc-xml /nonexistent.xml");
+  EXPECT_EQ(xml.exit_code, 2) << xml.out;
+  EXPECT_THAT(xml.out, HasSubstr("--format dra"));
+}
+
 TEST_F(TopologyInfoTest, TextShowsNodesDistancesAndCostMatrix) {
   const CommandResult run = Info("--class 0302");
   ASSERT_EQ(run.exit_code, 0) << run.out;

@@ -7,6 +7,7 @@
 #include <fstream>
 #include <future>
 #include <set>
+#include <stdexcept>
 #include <thread>
 
 #include <grpcpp/generic/generic_stub.h>
@@ -871,6 +872,87 @@ TEST_F(FrameworkRpcTest, P46_P47_PreStart) {
                 .PreStartContainer(&context, request, &response)
                 .error_code(),
             grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// A vendor's handler that throws: the kubelet gets INTERNAL naming the
+// resource, the call and the exception (gRPC alone would answer "Unexpected
+// error in RPC handling" and log nothing), and the plugin keeps serving.
+class ThrowingHandler : public plugin::ResourceHandler {
+ public:
+  plugin::DevicePluginOptions Options() const override {
+    if (throw_in_options_) throw std::runtime_error("no options today");
+    return {.pre_start_required = true,
+            .get_preferred_allocation_available = true};
+  }
+  StatusOr<std::vector<std::string>> GetPreferredAllocation(
+      const plugin::PreferredAllocationRequest&) override {
+    throw 42;  // not even a std::exception
+  }
+  StatusOr<plugin::ContainerAllocation> Allocate(
+      const std::vector<std::string>&) override {
+    throw std::runtime_error("the device vanished");
+  }
+  Status PreStartContainer(const std::vector<std::string>&) override {
+    throw std::logic_error("not ready");
+  }
+  bool throw_in_options_ = false;
+};
+
+TEST_F(FrameworkTest, HandlerExceptionsAreInternalErrorsNamingTheCall) {
+  kubelet_.Start();
+  runner_ = std::make_unique<plugin::PluginRunner>(Options());
+  auto broken = std::make_shared<ThrowingHandler>();
+  broken->throw_in_options_ = true;
+  EXPECT_THAT(runner_->AddResource("example.com/other", broken, MakeDevices(1))
+                  .status(),
+              StatusIs(StatusCode::kInternal,
+                       "example.com/other: the Options handler threw: no "
+                       "options today"));
+  auto publisher = runner_->AddResource(
+      kResource, std::make_shared<ThrowingHandler>(), MakeDevices(4));
+  ASSERT_THAT(publisher.status(), IsOk());
+  ASSERT_THAT(runner_->Start(), IsOk());
+  auto connection = Connection();
+  ASSERT_NE(connection, nullptr);
+  ASSERT_TRUE(connection->WaitForMessages(1, 5s));
+
+  v1beta1::AllocateRequest allocate;
+  allocate.add_container_requests()->add_devices_ids("dev-0");
+  v1beta1::AllocateResponse allocated;
+  grpc::ClientContext allocate_context;
+  grpc::Status status =
+      connection->stub().Allocate(&allocate_context, allocate, &allocated);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_EQ(status.error_message(),
+            "example.com/dev: the Allocate handler threw: the device vanished");
+
+  v1beta1::PreferredAllocationRequest preferred;
+  auto* container = preferred.add_container_requests();
+  container->add_available_deviceids("dev-0");
+  container->add_available_deviceids("dev-1");
+  container->set_allocation_size(1);
+  v1beta1::PreferredAllocationResponse chosen;
+  grpc::ClientContext preferred_context;
+  status = connection->stub().GetPreferredAllocation(&preferred_context,
+                                                     preferred, &chosen);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("GetPreferredAllocation handler threw a non-standard "
+                        "exception"));
+
+  v1beta1::PreStartContainerRequest prestart;
+  prestart.add_devices_ids("dev-1");
+  v1beta1::PreStartContainerResponse started;
+  grpc::ClientContext prestart_context;
+  status = connection->stub().PreStartContainer(&prestart_context, prestart,
+                                                &started);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INTERNAL);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("PreStartContainer handler threw: not ready"));
+  // Still serving, and the errors are counted.
+  EXPECT_TRUE(OptionsAnswer(*connection));
+  EXPECT_EQ((*publisher)->stats().allocate_errors, 1u);
+  EXPECT_EQ((*publisher)->stats().preferred_errors, 1u);
 }
 
 TEST_F(FrameworkTest, P48_PreStartWithoutTheOption) {

@@ -3,8 +3,10 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <thread>
 
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
@@ -30,13 +32,23 @@ constexpr char kBinary[] = TOPOLOGY_DEVICE_PLUGIN_BINARY;
 
 class PluginProcess {
  public:
-  explicit PluginProcess(std::vector<std::string> args) {
+  // With `log`, the process's stderr (its klog lines) goes to that file.
+  explicit PluginProcess(std::vector<std::string> args,
+                         const std::string& log = "") {
     std::vector<char*> argv;
     args.insert(args.begin(), kBinary);
     for (auto& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    if (!log.empty()) {
+      posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(),
+                                       O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    }
     EXPECT_EQ(
-        posix_spawn(&pid_, kBinary, nullptr, nullptr, argv.data(), environ), 0);
+        posix_spawn(&pid_, kBinary, &actions, nullptr, argv.data(), environ),
+        0);
+    posix_spawn_file_actions_destroy(&actions);
   }
   ~PluginProcess() {
     if (pid_ > 0) {
@@ -110,7 +122,8 @@ TEST_F(PluginBinaryTest, P53_CrashMidStreamThenRestart) {
 
 TEST_F(PluginBinaryTest, P54_SigtermEndsStreamsRemovesSocketExitsZero) {
   kubelet_.Start();
-  PluginProcess process(Args());
+  const std::string log = (root_.path() / "plugin.log").string();
+  PluginProcess process(Args(), log);
   auto connection = kubelet_.WaitForConnection("example.com/gpu", 10s);
   ASSERT_NE(connection, nullptr);
   ASSERT_TRUE(connection->WaitForMessages(1, 2s));
@@ -121,6 +134,13 @@ TEST_F(PluginBinaryTest, P54_SigtermEndsStreamsRemovesSocketExitsZero) {
   ASSERT_TRUE(end.has_value());
   EXPECT_FALSE(end->ok());
   EXPECT_FALSE(std::filesystem::exists(socket));
+  // At the default verbosity the log says what was advertised, once.
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, HasSubstr("example.com/gpu: advertising 8 device(s): "
+                              "0000:1a:00.0 (numa 0), 0000:1b:00.0 (numa 0)"));
+  EXPECT_THAT(text, HasSubstr("received signal 15; shutting down"));
 }
 
 TEST_F(PluginBinaryTest, PrintMatches) {

@@ -17,8 +17,9 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "topology/plugin/http_endpoint.h"
+
 #include "fake_kubelet.h"
-#include "http_endpoint.h"
 #include "seeded_random.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
@@ -29,6 +30,8 @@ namespace topology::device_plugin {
 namespace {
 
 using namespace std::chrono_literals;
+using plugin::HttpEndpoint;
+using plugin::HttpGet;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
@@ -313,6 +316,46 @@ TEST_F(ReferencePluginTest, P37_AllocateContent) {
   EXPECT_LT(response.ByteSizeLong(), 4u << 20);
 }
 
+// nvidia: true: what an NVIDIA container needs, from the driver's
+// /proc/driver/nvidia/gpus/<bdf>/information (the fixture writes minors 0-7
+// in address order).
+TEST_F(ReferencePluginTest, NvidiaGpusGetMinorNodesUuidsAndCdiNames) {
+  StartPlugin("    nvidia: true\n");
+  v1beta1::AllocateRequest request;
+  auto* container = request.add_container_requests();
+  container->add_devices_ids("0000:1a:00.0");
+  container->add_devices_ids("0000:1b:00.0");
+  grpc::ClientContext context;
+  v1beta1::AllocateResponse response;
+  ASSERT_TRUE(gpu_->stub().Allocate(&context, request, &response).ok());
+  const auto& answer = response.container_responses(0);
+  const std::string uuid0 = "GPU-5a0c1d2e-7b3f-4c19-9e8a-00001d2e0000";
+  const std::string uuid1 = "GPU-5a0c1d2e-7b3f-4c19-9e8a-00001d2e0001";
+  EXPECT_EQ(answer.envs().at("NVIDIA_VISIBLE_DEVICES"), uuid0 + "," + uuid1);
+  std::vector<std::string> nodes;
+  for (const auto& node : answer.devices()) {
+    EXPECT_EQ(node.host_path(), node.container_path());
+    EXPECT_EQ(node.permissions(), "rw");
+    nodes.push_back(node.host_path());
+  }
+  EXPECT_THAT(nodes, UnorderedElementsAre("/dev/nvidia0", "/dev/nvidia1",
+                                          "/dev/nvidiactl", "/dev/nvidia-uvm",
+                                          "/dev/nvidia-uvm-tools"));
+  std::vector<std::string> cdi;
+  for (const auto& device : answer.cdi_devices()) cdi.push_back(device.name());
+  EXPECT_THAT(
+      cdi, ElementsAre("nvidia.com/gpu=" + uuid0, "nvidia.com/gpu=" + uuid1));
+
+  // A GPU whose driver entry is gone: refused, naming the file.
+  std::filesystem::remove_all(root_.path() /
+                              "proc/driver/nvidia/gpus/0000:1b:00.0");
+  grpc::ClientContext again;
+  const grpc::Status status = gpu_->stub().Allocate(&again, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("proc/driver/nvidia/gpus/0000:1b:00.0/information"));
+}
+
 TEST_F(ReferencePluginTest, VfioDevicesGetTheirGroupNodes) {
   // Rebind one GPU to vfio-pci with IOMMU group 42.
   const auto dir = DeviceDir("0000:9a:00.0");
@@ -510,15 +553,24 @@ TEST_F(ReferencePluginTest, MetricsAndHealthz) {
   auto http = HttpEndpoint::Start(
       "127.0.0.1:0",
       {.health_problem = [&] { return plugin_->HealthProblem(); },
+       .readiness_problem = [&] { return plugin_->ReadinessProblem(); },
        .metrics = [&] { return plugin_->MetricsText(); }});
   ASSERT_THAT(http.status(), IsOk());
   const int port = (*http)->port();
   auto health = HttpGet(port, "/healthz");
   ASSERT_THAT(health.status(), IsOk());
   EXPECT_EQ(health->first, 200);
+  auto ready = HttpGet(port, "/readyz");
+  ASSERT_THAT(ready.status(), IsOk());
+  EXPECT_EQ(ready->first, 200) << ready->second;
   auto metrics = HttpGet(port, "/metrics");
   ASSERT_THAT(metrics.status(), IsOk());
   const std::string& body = metrics->second;
+  EXPECT_THAT(body, HasSubstr("topology_device_plugin_build_info{version=\"" +
+                              plugin_->options().version +
+                              "\",api_version=\"v1beta1\"} 1"));
+  EXPECT_THAT(body, HasSubstr("topology_device_plugin_registered{resource=\""
+                              "example.com/gpu\"} 1"));
   EXPECT_THAT(body,
               HasSubstr("topology_device_plugin_devices{resource=\"example.com/"
                         "gpu\",health=\"Healthy\"} 8"));
@@ -550,6 +602,9 @@ TEST_F(ReferencePluginTest, MetricsAndHealthz) {
   auto stopped = HttpGet(port, "/healthz");
   ASSERT_THAT(stopped.status(), IsOk());
   EXPECT_EQ(stopped->first, 503);
+  auto not_ready = HttpGet(port, "/readyz");
+  ASSERT_THAT(not_ready.status(), IsOk());
+  EXPECT_EQ(not_ready->first, 503);
   EXPECT_EQ(HttpGet(port, "/nope")->first, 404);
 }
 
@@ -560,6 +615,68 @@ TEST_F(ReferencePluginTest, DescribeMatches) {
   EXPECT_THAT(text, HasSubstr("0000:1a:00.0  10de:20b0 class 030200  driver "
                               "nvidia  numa 0  Healthy"));
   EXPECT_THAT(text, HasSubstr("example.com/nic: 4 device(s)"));
+  EXPECT_THAT(text, HasSubstr("unclaimed: 0 non-bridge PCI function(s)"));
+}
+
+// Readiness waits for the kubelet: serving but refused is alive, not ready.
+TEST_F(ReferencePluginTest, ReadyOnlyOnceRegisteredWithTheKubelet) {
+  kubelet_.SetDenial(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                  "Unsupported device plugin version"));
+  auto config = ParseConfig(
+      "resources:\n"
+      "  - name: example.com/gpu\n"
+      "    selectors: [{vendors: [\"10de\"]}]\n",
+      "test");
+  ASSERT_THAT(config.status(), IsOk());
+  PluginOptions options;
+  options.config = *config;
+  options.host_root = root_.path();
+  options.runner.plugin_dir = plugins_.path();
+  options.runner.initial_backoff = 50ms;
+  options.watch_uevents = false;
+  options.rescan_interval = 0s;
+  auto plugin = TopologyDevicePlugin::Create(std::move(options));
+  ASSERT_THAT(plugin.status(), IsOk());
+  EXPECT_EQ((*plugin)->ReadinessProblem(), "not serving");
+  ASSERT_THAT((*plugin)->Start(), IsOk());
+  EXPECT_EQ((*plugin)->HealthProblem(), "");
+  EXPECT_EQ((*plugin)->ReadinessProblem(),
+            "example.com/gpu is not registered with the kubelet");
+  kubelet_.SetDenial(std::nullopt);
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while ((*plugin)->ReadinessProblem() != "" &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(20ms);
+  }
+  EXPECT_EQ((*plugin)->ReadinessProblem(), "");
+  (*plugin)->Stop();
+}
+
+// --print-matches lists what no resource claims, and says when a pfNames
+// entry names no interface (it would silently match nothing).
+TEST_F(ReferencePluginTest, DescribeMatchesListsUnclaimedAndUnknownPfNames) {
+  auto config = ParseConfig(
+      "resources:\n"
+      "  - name: example.com/gpu\n"
+      "    selectors:\n"
+      "      - {vendors: [\"10de\"], classes: [\"0302\"]}\n"
+      "      - {pfNames: [\"ens9f0\"]}\n",
+      "test");
+  ASSERT_THAT(config.status(), IsOk());
+  PluginOptions options;
+  options.config = *config;
+  options.host_root = root_.path();
+  options.runner.plugin_dir = plugins_.path();
+  options.watch_uevents = false;
+  auto plugin = TopologyDevicePlugin::Create(std::move(options));
+  ASSERT_THAT(plugin.status(), IsOk());
+  const std::string text = (*plugin)->DescribeMatches();
+  EXPECT_THAT(text, HasSubstr("unclaimed: 4 non-bridge PCI function(s)"));
+  EXPECT_THAT(text, HasSubstr("0000:1c:00.0  15b3:101d class 020000  driver "
+                              "mlx5_core  numa 0"));
+  EXPECT_THAT(text, HasSubstr("warning: resources[0].selectors[1].pfNames[0]: "
+                              "ens9f0 is not a network interface of any PCI "
+                              "function"));
 }
 
 }  // namespace

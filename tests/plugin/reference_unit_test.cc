@@ -5,9 +5,10 @@
 
 #include "topology/discovery.h"
 #include "topology/plugin/duration.h"
+#include "topology/plugin/health.h"
 
 #include "config.h"
-#include "health.h"
+#include "nvidia.h"
 #include "selectors.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
@@ -18,6 +19,9 @@ namespace topology::device_plugin {
 namespace {
 
 using namespace std::chrono_literals;
+using plugin::HealthReading;
+using plugin::HealthTracker;
+using plugin::ParseAerCounters;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::topology::testing::IsOk;
@@ -162,6 +166,51 @@ TEST(AerTest, ParsesTheKernelFormat) {
     EXPECT_THAT(ParseAerCounters(bad).status(), StatusIs(StatusCode::kDataLoss))
         << bad;
   }
+}
+
+TEST(NvidiaInformationTest, ParsesTheDriversFile) {
+  const std::string text =
+      "Model: \t\t Tesla V100-SXM2-32GB\n"
+      "IRQ:   \t\t 86\n"
+      "GPU UUID: \t GPU-6a1b2c3d-0000-1111-2222-333344445555\n"
+      "Video BIOS: \t 88.00.80.00.01\n"
+      "Bus Type: \t PCIe\n"
+      "DMA Size: \t 47 bits\n"
+      "DMA Mask: \t 0x7fffffffffff\n"
+      "Bus Location: \t 0000:3b:00.0\n"
+      "Device Minor: \t 5\n"
+      "GPU Excluded:\t No\n";
+  auto info = ParseNvidiaGpuInformation(text);
+  ASSERT_THAT(info.status(), IsOk());
+  EXPECT_EQ(info->model, "Tesla V100-SXM2-32GB");
+  EXPECT_EQ(info->uuid, "GPU-6a1b2c3d-0000-1111-2222-333344445555");
+  EXPECT_EQ(info->minor, 5u);
+  EXPECT_EQ(info->bus_location, "0000:3b:00.0");
+
+  for (const char* bad :
+       {"", "Model: x\n", "GPU UUID: GPU-12\nDevice Minor: 256\n",
+        "GPU UUID: GPU-12\nDevice Minor: -1\n",
+        "GPU UUID: 12345\nDevice Minor: 1\n",
+        "GPU UUID: GPU-12/../x\nDevice Minor: 1\n", "Device Minor: 1\n"}) {
+    EXPECT_THAT(ParseNvidiaGpuInformation(bad).status(),
+                StatusIs(StatusCode::kDataLoss))
+        << bad;
+  }
+}
+
+TEST(NvidiaInformationTest, OutputsAsTheNvidiaToolsNameThem) {
+  plugin::ContainerAllocation allocation;
+  allocation.devices.push_back({"/dev/nvidiactl", "/dev/nvidiactl", "rw"});
+  AddNvidiaOutputs(
+      {{.uuid = "GPU-a", .minor = 3}, {.uuid = "GPU-b", .minor = 0}},
+      {"/dev/nvidiactl", "/dev/nvidia-uvm"}, allocation);
+  EXPECT_EQ(allocation.envs.at("NVIDIA_VISIBLE_DEVICES"), "GPU-a,GPU-b");
+  EXPECT_THAT(allocation.cdi_devices,
+              ElementsAre("nvidia.com/gpu=GPU-a", "nvidia.com/gpu=GPU-b"));
+  std::vector<std::string> nodes;
+  for (const auto& node : allocation.devices) nodes.push_back(node.host_path);
+  EXPECT_THAT(nodes, ElementsAre("/dev/nvidiactl", "/dev/nvidia3",
+                                 "/dev/nvidia0", "/dev/nvidia-uvm"));
 }
 
 TEST(HealthTrackerTest, FaultsAreImmediateRecoveryNeedsQuiet) {

@@ -1,7 +1,11 @@
 #include "synthetic_machines.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
 #include <string>
+#include <vector>
 
 #include "topology/discovery.h"
 
@@ -88,6 +92,46 @@ PciFunctionSpec Nic(int iommu_group) {
   return nic;
 }
 
+// What the NVIDIA driver adds outside sys/: /proc/driver/nvidia/gpus/<bdf>/
+// information per GPU bound to "nvidia" (minors in address order) and the
+// /dev/nvidia* nodes (regular files here).
+void WriteNvidiaDriverEntries(const std::filesystem::path& root) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> gpus;
+  for (const auto& entry :
+       fs::directory_iterator(root / "sys/bus/pci/devices")) {
+    std::error_code error;
+    const fs::path driver = fs::read_symlink(entry.path() / "driver", error);
+    if (!error && driver.filename() == "nvidia") {
+      gpus.push_back(entry.path().filename().string());
+    }
+  }
+  std::sort(gpus.begin(), gpus.end());
+  fs::create_directories(root / "dev");
+  for (size_t minor = 0; minor < gpus.size(); ++minor) {
+    const fs::path dir = root / "proc/driver/nvidia/gpus" / gpus[minor];
+    fs::create_directories(dir);
+    char uuid[64];
+    std::snprintf(uuid, sizeof(uuid), "GPU-5a0c1d2e-7b3f-4c19-9e8a-%012zx",
+                  0x1d2e0000 + minor);
+    std::ofstream(dir / "information")
+        << "Model: \t\t NVIDIA A100-SXM4-40GB\n"
+        << "IRQ:   \t\t " << 120 + minor << "\n"
+        << "GPU UUID: \t " << uuid << "\n"
+        << "Video BIOS: \t 92.00.36.00.10\n"
+        << "Bus Type: \t PCIe\n"
+        << "DMA Size: \t 47 bits\n"
+        << "DMA Mask: \t 0x7fffffffffff\n"
+        << "Bus Location: \t " << gpus[minor] << "\n"
+        << "Device Minor: \t " << minor << "\n"
+        << "GPU Excluded:\t No\n";
+    std::ofstream(root / "dev" / ("nvidia" + std::to_string(minor)));
+  }
+  for (const char* node : {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"}) {
+    std::ofstream(root / "dev" / node);
+  }
+}
+
 }  // namespace
 
 void WriteDualSocketGpuMachine(const std::filesystem::path& root) {
@@ -106,6 +150,7 @@ void WriteDualSocketGpuMachine(const std::filesystem::path& root) {
     group += 3;
   }
   b.Finish();
+  WriteNvidiaDriverEntries(root);
 }
 
 void WriteSubNumaClusterMachine(const std::filesystem::path& root) {

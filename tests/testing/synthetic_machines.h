@@ -15,7 +15,9 @@ namespace topology::testing {
 // 2 sockets x 8 cores x 2 threads, nodes 0/1 (SLIT 10/21). Per socket two
 // host bridges, each with a root port and one PCIe switch carrying 2 GPUs
 // (10de:20b0, nvidia) and 1 NIC (15b3:101d, mlx5_core): 8 GPUs behind 4
-// switches and 4 NICs.
+// switches and 4 NICs. Also the NVIDIA driver's view of the GPUs:
+// proc/driver/nvidia/gpus/<bdf>/information (minors 0-7 in address order,
+// UUIDs GPU-5a0c1d2e-7b3f-4c19-9e8a-00001d2e000<minor>) and dev/nvidia*.
 void WriteDualSocketGpuMachine(const std::filesystem::path& root);
 
 // Sub-NUMA clustering: 2 sockets x 2 nodes (SLIT 10/11/21), CPUs 0-15 on

@@ -247,8 +247,12 @@ int main(int argc, char** argv) {
                  "Read an hwloc XML export (lstopo --of xml) instead")
       ->excludes(root_opt);
   app.add_option("--format", format, "Output format")
-      ->check(CLI::IsMember({"text", "json", "dot"}))
+      ->check(CLI::IsMember({"text", "json", "dot", "dra"}))
       ->capture_default_str();
+  bool dra_numa_list = false;
+  app.add_flag("--dra-numa-list", dra_numa_list,
+               "--format dra: numaNode as a list (DRAListTypeAttributes): "
+               "the device's node, then its package's nearest nodes");
   app.add_option("--class", classes,
                  "Only devices whose class starts with these hex digits "
                  "(comma-separated, e.g. 0302,0200)");
@@ -294,6 +298,11 @@ int main(int argc, char** argv) {
     std::cerr << "topology-info: " << filter.status().message() << "\n";
     return 2;
   }
+  if (format == "dra" && !hwloc_xml.empty()) {
+    std::cerr << "topology-info: --format dra reads sysfs links and files; it "
+                 "cannot work from --hwloc-xml\n";
+    return 2;
+  }
   topology::DiscoveryOptions options;
   options.host_root = host_root;
   topology::StatusOr<topology::Topology> topo =
@@ -304,7 +313,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   if (select->parsed()) {
-    const std::string select_format = format == "dot" ? "text" : format;
+    const std::string select_format =
+        format == "dot" || format == "dra" ? "text" : format;
     if (!requests.empty()) {
       return RunGraphSelect(*topo, requests, pools, cost_table, select_format);
     }
@@ -319,6 +329,12 @@ int main(int argc, char** argv) {
     std::cout << topology::tools::RenderJson(*topo, *filter).dump(2) << "\n";
   } else if (format == "dot") {
     std::cout << topology::tools::RenderDot(*topo, *filter);
+  } else if (format == "dra") {
+    const auto sysfs = topology::NewHostRootReader(host_root);
+    std::cout << topology::tools::RenderDra(
+        *sysfs, *topo, *filter,
+        dra_numa_list ? topology::dra::NumaAttributeForm::kList
+                      : topology::dra::NumaAttributeForm::kScalar);
   } else {
     std::cout << topology::tools::RenderText(*topo, *filter);
   }

@@ -6,6 +6,7 @@
 #include <map>
 #include <set>
 #include <sstream>
+#include <variant>
 
 #include "topology/cost_model.h"
 
@@ -421,6 +422,70 @@ std::string RenderDot(const Topology& topology, const DeviceFilter& filter) {
     out << "  \"" << from << "\" -> \"" << to << "\";\n";
   }
   out << "}\n";
+  return out.str();
+}
+
+namespace {
+
+// A YAML double-quoted scalar.
+std::string YamlQuoted(std::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += c;
+    } else if (byte < 0x20 || byte == 0x7f) {
+      char escaped[8];
+      std::snprintf(escaped, sizeof(escaped), "\\x%02x", byte);
+      out += escaped;
+    } else {
+      out += c;
+    }
+  }
+  return out + "\"";
+}
+
+}  // namespace
+
+std::string RenderDra(const SysfsReader& sysfs, const Topology& topology,
+                      const DeviceFilter& filter, dra::NumaAttributeForm form) {
+  std::ostringstream out;
+  out << "# Standard DRA device attributes, as "
+         "k8s.io/dynamic-resource-allocation/deviceattribute computes them\n";
+  out << "devices:";
+  bool any = false;
+  for (const PciDevice& device : topology.pci_devices()) {
+    if (device.is_bridge() || !filter.Matches(device)) continue;
+    any = true;
+    const std::string id = device.address.ToString();
+    const dra::PciAttributes attributes =
+        dra::StandardPciAttributes(sysfs, id, form);
+    out << "\n- name: " << YamlQuoted(id) << "\n  attributes:";
+    if (attributes.attributes.empty()) out << " {}";
+    for (const dra::DeviceAttribute& attribute : attributes.attributes) {
+      out << "\n    " << attribute.name << ":\n      ";
+      if (const auto* text = std::get_if<std::string>(&attribute.value)) {
+        out << "string: " << YamlQuoted(*text);
+      } else if (const auto* number = std::get_if<int64_t>(&attribute.value)) {
+        out << "int: " << *number;
+      } else {
+        out << "ints: [";
+        const auto& list = std::get<std::vector<int64_t>>(attribute.value);
+        for (size_t i = 0; i < list.size(); ++i) {
+          out << (i == 0 ? "" : ", ") << list[i];
+        }
+        out << "]";
+      }
+    }
+    if (!attributes.omitted.empty()) {
+      out << "\n  omitted:";
+      for (const auto& [name, status] : attributes.omitted) {
+        out << "\n    " << name << ": " << YamlQuoted(status.message());
+      }
+    }
+  }
+  out << (any ? "\n" : " []\n");
   return out.str();
 }
 

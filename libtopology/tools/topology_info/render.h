@@ -8,8 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "topology/dra_attributes.h"
 #include "topology/pci_device.h"
 #include "topology/status.h"
+#include "topology/sysfs_reader.h"
 #include "topology/topology.h"
 
 namespace topology::tools {
@@ -37,6 +39,13 @@ nlohmann::json RenderJson(const Topology& topology, const DeviceFilter& filter);
 
 // Human-readable report: nodes, distances, CPUs, devices, cost matrix.
 std::string RenderText(const Topology& topology, const DeviceFilter& filter);
+
+// The standard DRA attributes (pciBusID, pcieRoot, numaNode) of every
+// non-bridge function, as YAML shaped like a ResourceSlice's devices; an
+// attribute that cannot be computed is listed under "omitted" with the
+// reason, as a DRA driver would leave it out.
+std::string RenderDra(const SysfsReader& sysfs, const Topology& topology,
+                      const DeviceFilter& filter, dra::NumaAttributeForm form);
 
 // The PCI tree as a Graphviz digraph, devices coloured by NUMA node.
 std::string RenderDot(const Topology& topology, const DeviceFilter& filter);

@@ -5,6 +5,7 @@
 #include <cerrno>
 #include <condition_variable>
 #include <cstring>
+#include <exception>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -120,6 +121,36 @@ bool SocketIsLive(const std::filesystem::path& path) {
   return live;
 }
 
+// Runs a vendor's handler: an exception it throws becomes an INTERNAL
+// status naming the resource and the call (gRPC would otherwise answer the
+// kubelet with a bare "Unexpected error in RPC handling" and log nothing).
+template <typename Call>
+auto CallHandler(const std::string& resource, const char* rpc, Call&& call)
+    -> decltype(call()) {
+  try {
+    return call();
+  } catch (const std::exception& e) {
+    return InternalError(resource + ": the " + rpc +
+                         " handler threw: " + e.what());
+  } catch (...) {
+    return InternalError(resource + ": the " + rpc +
+                         " handler threw a non-standard exception");
+  }
+}
+
+// "a, b, c" for logs, at most a handful of ids.
+std::string JoinIds(const std::vector<std::string>& ids) {
+  constexpr size_t kShown = 8;
+  std::string out;
+  for (size_t i = 0; i < ids.size() && i < kShown; ++i) {
+    out += (i == 0 ? "" : ",") + ids[i];
+  }
+  if (ids.size() > kShown) {
+    out += ",... (" + std::to_string(ids.size()) + " in all)";
+  }
+  return out;
+}
+
 // De-duplicates keeping the first occurrence.
 std::vector<std::string> Unique(
     const google::protobuf::RepeatedPtrField<std::string>& ids) {
@@ -185,12 +216,13 @@ struct ServingInstance {
 class ResourceServer final : public ResourcePublisher {
  public:
   ResourceServer(const RunnerOptions& options, std::string name,
-                 std::shared_ptr<ResourceHandler> handler)
+                 std::shared_ptr<ResourceHandler> handler,
+                 DevicePluginOptions plugin_options)
       : options_(options),
         name_(std::move(name)),
         slug_(Slug(name_)),
         handler_(std::move(handler)),
-        plugin_options_(handler_->Options()),
+        plugin_options_(plugin_options),
         streams_([this] { Wake(); }) {}
 
   ~ResourceServer() override { Stop(); }
@@ -421,7 +453,8 @@ grpc::Status ResourceServer::Allocate(const v1beta1::AllocateRequest& request,
                   "Allocate of " + name_ +
                   " before any ListAndWatch: no device has been offered yet");
     StatusOr<ContainerAllocation> allocation =
-        status.ok() ? handler_->Allocate(ids)
+        status.ok() ? CallHandler(name_, "Allocate",
+                                  [&] { return handler_->Allocate(ids); })
                     : StatusOr<ContainerAllocation>(status);
     if (allocation.ok())
       status = CheckAllocation(*allocation);
@@ -429,7 +462,8 @@ grpc::Status ResourceServer::Allocate(const v1beta1::AllocateRequest& request,
       status = allocation.status();
     if (!status.ok()) {
       allocate_errors_.fetch_add(1);
-      LOG(WARNING) << name_ << ": Allocate refused: " << status.ToString();
+      LOG(WARNING) << name_ << ": Allocate of " << JoinIds(ids)
+                   << " refused: " << status.ToString();
       response->Clear();
       return ToGrpcStatus(status);
     }
@@ -518,8 +552,11 @@ grpc::Status ResourceServer::GetPreferredAllocation(
     Status status = CheckIds(plain.available, /*healthy=*/false);
     if (status.ok()) status = CheckPreferredRequest(plain);
     StatusOr<std::vector<std::string>> answer =
-        status.ok() ? handler_->GetPreferredAllocation(plain)
-                    : StatusOr<std::vector<std::string>>(status);
+        status.ok()
+            ? CallHandler(
+                  name_, "GetPreferredAllocation",
+                  [&] { return handler_->GetPreferredAllocation(plain); })
+            : StatusOr<std::vector<std::string>>(status);
     if (answer.ok())
       status = CheckPreferredAnswer(plain, *answer);
     else
@@ -542,10 +579,13 @@ grpc::Status ResourceServer::PreStartContainer(
     const v1beta1::PreStartContainerRequest& request) {
   std::vector<std::string> ids = Unique(request.devices_ids());
   Status status = CheckIds(ids, /*healthy=*/false);
-  if (status.ok()) status = handler_->PreStartContainer(ids);
+  if (status.ok()) {
+    status = CallHandler(name_, "PreStartContainer",
+                         [&] { return handler_->PreStartContainer(ids); });
+  }
   if (!status.ok()) {
-    LOG(WARNING) << name_
-                 << ": PreStartContainer failed: " << status.ToString();
+    LOG(WARNING) << name_ << ": PreStartContainer of " << JoinIds(ids)
+                 << " failed: " << status.ToString();
   }
   return ToGrpcStatus(status);
 }
@@ -885,6 +925,18 @@ PluginRunner::~PluginRunner() { Stop(); }
 StatusOr<ResourcePublisher*> PluginRunner::AddResource(
     const std::string& resource_name, std::shared_ptr<ResourceHandler> handler,
     std::vector<Device> initial_devices) {
+  StatusOr<ResourcePublisher*> added = AddResourceChecked(
+      resource_name, std::move(handler), std::move(initial_devices));
+  if (!added.ok()) {
+    LOG(ERROR) << "cannot add resource " << resource_name << ": "
+               << added.status().ToString();
+  }
+  return added;
+}
+
+StatusOr<ResourcePublisher*> PluginRunner::AddResourceChecked(
+    const std::string& resource_name, std::shared_ptr<ResourceHandler> handler,
+    std::vector<Device> initial_devices) {
   if (impl_->started) {
     return FailedPreconditionError("resources must be added before Start");
   }
@@ -897,8 +949,12 @@ StatusOr<ResourcePublisher*> PluginRunner::AddResource(
     }
   }
   if (!handler) return InvalidArgumentError("no handler for " + resource_name);
-  auto server = std::make_unique<ResourceServer>(options_, resource_name,
-                                                 std::move(handler));
+  StatusOr<DevicePluginOptions> plugin_options = CallHandler(
+      resource_name, "Options",
+      [&]() -> StatusOr<DevicePluginOptions> { return handler->Options(); });
+  if (!plugin_options.ok()) return plugin_options.status();
+  auto server = std::make_unique<ResourceServer>(
+      options_, resource_name, std::move(handler), *plugin_options);
   Status set = server->SetDevices(std::move(initial_devices));
   if (!set.ok()) return set;
   impl_->resources.push_back(std::move(server));
@@ -906,6 +962,15 @@ StatusOr<ResourcePublisher*> PluginRunner::AddResource(
 }
 
 Status PluginRunner::Start() {
+  const Status status = StartChecked();
+  if (!status.ok()) {
+    LOG(ERROR) << "cannot start the device plugin in "
+               << options_.plugin_dir.string() << ": " << status.ToString();
+  }
+  return status;
+}
+
+Status PluginRunner::StartChecked() {
   if (impl_->started) return FailedPreconditionError("already started");
   std::error_code error;
   if (!std::filesystem::is_directory(options_.plugin_dir, error)) {

@@ -3,6 +3,8 @@
 #ifndef TOPOLOGY_PLUGIN_LOGGING_H_
 #define TOPOLOGY_PLUGIN_LOGGING_H_
 
+#include "topology/export.h"  // C++20 check
+
 namespace topology::plugin {
 
 // Sends glog output to stderr with klog-style prefixes at verbosity `v`

@@ -8,6 +8,8 @@
 #include <chrono>
 #include <cstdint>
 
+#include "topology/export.h"  // C++20 check
+
 namespace topology::plugin {
 
 // Fixed buckets in seconds: 0.25 ms .. 1 s, then +Inf. Lock-free.

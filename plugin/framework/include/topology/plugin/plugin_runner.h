@@ -34,7 +34,10 @@
 namespace topology::plugin {
 
 // What a plugin implements for one resource. Calls arrive concurrently from
-// gRPC threads; implementations must be thread-safe.
+// gRPC threads; implementations must be thread-safe. An error status or an
+// exception thrown by a handler is logged with the resource, the call and the
+// device ids, and reaches the kubelet as that status (INTERNAL with the
+// exception's what() for a throw).
 class ResourceHandler {
  public:
   virtual ~ResourceHandler();
@@ -111,8 +114,9 @@ class PluginRunner {
   PluginRunner(const PluginRunner&) = delete;
   PluginRunner& operator=(const PluginRunner&) = delete;
 
-  // Before Start only. Fails on an invalid or duplicate resource name or an
-  // invalid initial list.
+  // Before Start only. Fails on an invalid or duplicate resource name, an
+  // invalid initial list or a handler whose Options() throws; failures are
+  // also logged.
   StatusOr<ResourcePublisher*> AddResource(
       const std::string& resource_name,
       std::shared_ptr<ResourceHandler> handler,
@@ -120,7 +124,8 @@ class PluginRunner {
 
   // Checks the directory and socket path lengths, removes stale sockets of
   // earlier runs of the same resources, starts serving and registering.
-  // Fails (and serves nothing) when a socket cannot be bound.
+  // Fails (and serves nothing) when a socket cannot be bound; failures are
+  // also logged.
   Status Start();
 
   // Ends every stream, removes the sockets, joins all threads. Idempotent.
@@ -131,6 +136,12 @@ class PluginRunner {
 
  private:
   class Impl;
+  StatusOr<ResourcePublisher*> AddResourceChecked(
+      const std::string& resource_name,
+      std::shared_ptr<ResourceHandler> handler,
+      std::vector<Device> initial_devices);
+  Status StartChecked();
+
   RunnerOptions options_;
   std::unique_ptr<Impl> impl_;
 };

@@ -9,6 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "topology/export.h"  // C++20 check
+
 namespace topology::plugin {
 
 inline constexpr char kApiVersion[] = "v1beta1";

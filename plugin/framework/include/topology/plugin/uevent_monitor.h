@@ -1,7 +1,7 @@
 // Kernel uevents for PCI devices from the netlink socket through libudev
 // ("kernel" source: no udevd needed), delivered on a thread of its own.
-#ifndef TOPOLOGY_DEVICE_PLUGIN_UEVENT_MONITOR_H_
-#define TOPOLOGY_DEVICE_PLUGIN_UEVENT_MONITOR_H_
+#ifndef TOPOLOGY_PLUGIN_UEVENT_MONITOR_H_
+#define TOPOLOGY_PLUGIN_UEVENT_MONITOR_H_
 
 #include <functional>
 #include <memory>
@@ -13,7 +13,7 @@
 struct udev;
 struct udev_monitor;
 
-namespace topology::device_plugin {
+namespace topology::plugin {
 
 class UeventMonitor {
  public:
@@ -41,6 +41,6 @@ class UeventMonitor {
   std::thread thread_;
 };
 
-}  // namespace topology::device_plugin
+}  // namespace topology::plugin
 
-#endif  // TOPOLOGY_DEVICE_PLUGIN_UEVENT_MONITOR_H_
+#endif  // TOPOLOGY_PLUGIN_UEVENT_MONITOR_H_

@@ -1,8 +1,9 @@
-#include "health.h"
+#include "topology/plugin/health.h"
 
 #include <charconv>
+#include <filesystem>
 
-namespace topology::device_plugin {
+namespace topology::plugin {
 
 StatusOr<uint64_t> ParseAerCounters(std::string_view text) {
   uint64_t sum = 0;
@@ -40,6 +41,23 @@ StatusOr<uint64_t> ParseAerCounters(std::string_view text) {
   return total.value_or(sum);
 }
 
+HealthReading ReadPciHealth(const SysfsReader& sysfs,
+                            const PciAddress& address) {
+  const std::string dir = "bus/pci/devices/" + address.ToString();
+  HealthReading reading;
+  auto driver = sysfs.ReadLink(dir + "/driver");
+  if (driver.ok()) {
+    const std::string name = std::filesystem::path(*driver).filename().string();
+    if (!name.empty()) reading.driver = name;
+  }
+  auto aer = sysfs.ReadFile(dir + "/aer_dev_fatal");
+  if (aer.ok()) {
+    auto total = ParseAerCounters(*aer);
+    if (total.ok()) reading.aer_fatal = *total;
+  }
+  return reading;
+}
+
 HealthVerdict HealthTracker::Observe(const PciAddress& address,
                                      const HealthReading& reading,
                                      Clock::time_point now) {
@@ -62,21 +80,21 @@ HealthVerdict HealthTracker::Observe(const PciAddress& address,
   }
   if (state.override_health) {
     return {*state.override_health,
-            *state.override_health == plugin::Health::kHealthy
+            *state.override_health == Health::kHealthy
                 ? ""
                 : "marked unhealthy by fault injection"};
   }
-  if (!fault.empty()) return {plugin::Health::kUnhealthy, fault};
+  if (!fault.empty()) return {Health::kUnhealthy, fault};
   if (state.last_fault && now - *state.last_fault < quiet_period_) {
-    return {plugin::Health::kUnhealthy,
+    return {Health::kUnhealthy,
             state.last_reason + " (recovering: waiting for a quiet period)"};
   }
   return {};
 }
 
 void HealthTracker::SetOverride(const PciAddress& address,
-                                std::optional<plugin::Health> health) {
+                                std::optional<Health> health) {
   states_[address].override_health = health;
 }
 
-}  // namespace topology::device_plugin
+}  // namespace topology::plugin

@@ -1,7 +1,8 @@
-// /healthz and /metrics on a local address, served by Boost.Beast on one
-// thread of its own.
-#ifndef TOPOLOGY_DEVICE_PLUGIN_HTTP_ENDPOINT_H_
-#define TOPOLOGY_DEVICE_PLUGIN_HTTP_ENDPOINT_H_
+// /healthz, /readyz and /metrics of a plugin on a local address, served by
+// Boost.Beast on one thread of its own (at most a few dozen connections at
+// once, five seconds each).
+#ifndef TOPOLOGY_PLUGIN_HTTP_ENDPOINT_H_
+#define TOPOLOGY_PLUGIN_HTTP_ENDPOINT_H_
 
 #include <functional>
 #include <memory>
@@ -9,13 +10,19 @@
 
 #include "topology/status.h"
 
-namespace topology::device_plugin {
+namespace topology::plugin {
 
 class HttpEndpoint {
  public:
   struct Handlers {
-    std::function<std::string()> health_problem;  // "" = healthy
-    std::function<std::string()> metrics;
+    // /healthz (liveness): "" = 200 ok, else 503 with the text.
+    std::function<std::string()> health_problem = {};
+    // /readyz (readiness, e.g. registered with the kubelet); unset = as
+    // /healthz.
+    std::function<std::string()> readiness_problem = {};
+    // /metrics: Prometheus text (see metrics_text.h).
+    std::function<std::string()> metrics = {};
+    std::string server_name = "topology-device-plugin";
   };
 
   // `address` is "host:port" with a numeric host ("127.0.0.1", "[::1]");
@@ -38,6 +45,6 @@ class HttpEndpoint {
 StatusOr<std::pair<int, std::string>> HttpGet(int port,
                                               const std::string& target);
 
-}  // namespace topology::device_plugin
+}  // namespace topology::plugin
 
-#endif  // TOPOLOGY_DEVICE_PLUGIN_HTTP_ENDPOINT_H_
+#endif  // TOPOLOGY_PLUGIN_HTTP_ENDPOINT_H_

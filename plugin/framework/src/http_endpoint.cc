@@ -1,4 +1,4 @@
-#include "http_endpoint.h"
+#include "topology/plugin/http_endpoint.h"
 
 #include <charconv>
 #include <chrono>
@@ -8,7 +8,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
-namespace topology::device_plugin {
+namespace topology::plugin {
 
 namespace asio = boost::asio;
 namespace beast = boost::beast;
@@ -20,12 +20,9 @@ namespace {
 // One request and its answer; the connection closes afterwards.
 class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
  public:
-  HttpExchange(tcp::socket socket, const std::function<std::string()>& health,
-               const std::function<std::string()>& metrics, int* live)
-      : stream_(std::move(socket)),
-        health_(health),
-        metrics_(metrics),
-        live_(live) {
+  HttpExchange(tcp::socket socket, const HttpEndpoint::Handlers& handlers,
+               int* live)
+      : stream_(std::move(socket)), handlers_(handlers), live_(live) {
     ++*live_;
   }
   ~HttpExchange() { --*live_; }
@@ -45,24 +42,30 @@ class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
   void Answer() {
     response_.version(request_.version());
     response_.keep_alive(false);
-    response_.set(http::field::server, "topology-device-plugin");
+    response_.set(http::field::server, handlers_.server_name);
     if (request_.method() != http::verb::get &&
         request_.method() != http::verb::head) {
       response_.result(http::status::method_not_allowed);
       response_.body() = "only GET\n";
-    } else if (request_.target() == "/healthz") {
-      const std::string problem = health_ ? health_() : std::string();
+    } else if (request_.target() == "/healthz" ||
+               request_.target() == "/readyz") {
+      const auto& check =
+          request_.target() == "/readyz" && handlers_.readiness_problem
+              ? handlers_.readiness_problem
+              : handlers_.health_problem;
+      const std::string problem = check ? check() : std::string();
       response_.result(problem.empty() ? http::status::ok
                                        : http::status::service_unavailable);
       response_.body() = problem.empty() ? "ok\n" : problem + "\n";
       response_.set(http::field::content_type, "text/plain");
     } else if (request_.target() == "/metrics") {
       response_.result(http::status::ok);
-      response_.body() = metrics_ ? metrics_() : std::string();
+      response_.body() =
+          handlers_.metrics ? handlers_.metrics() : std::string();
       response_.set(http::field::content_type, "text/plain; version=0.0.4");
     } else {
       response_.result(http::status::not_found);
-      response_.body() = "not found: /healthz, /metrics\n";
+      response_.body() = "not found: /healthz, /readyz, /metrics\n";
     }
     response_.prepare_payload();
     stream_.expires_after(std::chrono::seconds(5));
@@ -78,8 +81,7 @@ class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
   beast::flat_buffer buffer_;
   http::request<http::string_body> request_;
   http::response<http::string_body> response_;
-  const std::function<std::string()>& health_;
-  const std::function<std::string()>& metrics_;
+  const HttpEndpoint::Handlers& handlers_;  // the endpoint's, outlives this
   int* live_;  // connections open now (one io thread: no lock)
 };
 
@@ -122,32 +124,30 @@ class HttpEndpoint::Impl {
 
  private:
   void Accept() {
-    acceptor_.async_accept(
-        context_, [this](beast::error_code error, tcp::socket socket) {
-          if (!error) {
-            if (live_ >= kMaxConnections) {
-              // Over the limit: closed at once, nothing read.
-              beast::error_code ignored;
-              socket.close(ignored);
-            } else {
-              std::make_shared<HttpExchange>(std::move(socket),
-                                             handlers_.health_problem,
-                                             handlers_.metrics, &live_)
-                  ->Run();
-            }
-          }
-          if (!acceptor_.is_open()) return;
-          if (error && error != asio::error::operation_aborted) {
-            // No descriptor to be had (EMFILE): try again shortly instead
-            // of spinning; connections closing free some.
-            retry_.expires_after(std::chrono::milliseconds(100));
-            retry_.async_wait([this](beast::error_code) {
-              if (acceptor_.is_open()) Accept();
-            });
-            return;
-          }
-          Accept();
+    acceptor_.async_accept(context_, [this](beast::error_code error,
+                                            tcp::socket socket) {
+      if (!error) {
+        if (live_ >= kMaxConnections) {
+          // Over the limit: closed at once, nothing read.
+          beast::error_code ignored;
+          socket.close(ignored);
+        } else {
+          std::make_shared<HttpExchange>(std::move(socket), handlers_, &live_)
+              ->Run();
+        }
+      }
+      if (!acceptor_.is_open()) return;
+      if (error && error != asio::error::operation_aborted) {
+        // No descriptor to be had (EMFILE): try again shortly instead
+        // of spinning; connections closing free some.
+        retry_.expires_after(std::chrono::milliseconds(100));
+        retry_.async_wait([this](beast::error_code) {
+          if (acceptor_.is_open()) Accept();
         });
+        return;
+      }
+      Accept();
+    });
   }
 
   Handlers handlers_;
@@ -230,4 +230,4 @@ StatusOr<std::pair<int, std::string>> HttpGet(int port,
   }
 }
 
-}  // namespace topology::device_plugin
+}  // namespace topology::plugin

@@ -1,4 +1,4 @@
-#include "uevent_monitor.h"
+#include "topology/plugin/uevent_monitor.h"
 
 #include <array>
 #include <cerrno>
@@ -10,7 +10,7 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-namespace topology::device_plugin {
+namespace topology::plugin {
 
 StatusOr<std::unique_ptr<UeventMonitor>> UeventMonitor::Start(
     Callback callback) {
@@ -80,4 +80,4 @@ void UeventMonitor::Loop() {
   }
 }
 
-}  // namespace topology::device_plugin
+}  // namespace topology::plugin

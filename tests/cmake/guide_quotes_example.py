@@ -1,0 +1,61 @@
+#!/usr/bin/env python3
+"""Checks that docs/plugin-author-guide.md quotes examples/accel-plugin/main.cc.
+
+Every block between "// guide:<name>" and "// guide:end" in the program must
+appear, verbatim and in full, inside a ```cpp block of the guide, and the
+guide must quote no C++ block that is not from the program (apart from blocks
+marked "<!-- not from the example -->" on the line before), so the guide
+cannot drift from code that is built and run by the package test.
+"""
+import re
+import sys
+
+
+def blocks_of_program(text):
+    blocks = {}
+    for match in re.finditer(r"^// guide:(\w+)\n(.*?)^// guide:end\n", text,
+                             re.S | re.M):
+        name, body = match.group(1), match.group(2)
+        if name == "end":
+            continue
+        blocks[name] = body
+    return blocks
+
+
+def cpp_blocks_of_guide(text):
+    out = []
+    for match in re.finditer(r"(^[^\n]*\n)?```cpp\n(.*?)^```", text,
+                             re.S | re.M):
+        before = match.group(1) or ""
+        out.append((before.strip() == "<!-- not from the example -->",
+                    match.group(2)))
+    return out
+
+
+def main():
+    program_path, guide_path = sys.argv[1], sys.argv[2]
+    program = open(program_path, encoding="utf-8").read()
+    guide = open(guide_path, encoding="utf-8").read()
+    blocks = blocks_of_program(program)
+    if len(blocks) < 3:
+        print(f"{program_path}: expected guide: blocks, found {len(blocks)}")
+        return 1
+    quoted = cpp_blocks_of_guide(guide)
+    errors = []
+    for name, body in blocks.items():
+        if not any(body == code for _, code in quoted):
+            errors.append(f"{guide_path}: does not quote block '{name}' of "
+                          f"{program_path} verbatim")
+    bodies = set(blocks.values())
+    for exempt, code in quoted:
+        if not exempt and code not in bodies:
+            first = code.splitlines()[0] if code else ""
+            errors.append(f"{guide_path}: C++ block starting {first!r} is "
+                          f"not a guide: block of {program_path}")
+    for error in errors:
+        print(error)
+    return 1 if errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

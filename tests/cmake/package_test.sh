@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# The installed package as a vendor and an operator meet it, after
+# `cmake --install` into PREFIX:
+#   1. the installed programs run from the prefix (no LD_LIBRARY_PATH);
+#   2. examples/accel-plugin builds out of the tree through
+#      find_package(libtopology COMPONENTS deviceplugin) and through
+#      pkg-config libtopology-deviceplugin;
+#   3. both builds register with the installed `topology-manager serve` on a
+#      generated dual-socket machine (GPUs and NICs), a pod asking for two
+#      GPUs and one NIC is admitted on one NUMA node, and the admission shows
+#      what each plugin's Allocate returned;
+#   4. SIGTERM stops both plugins and serve with exit 0.
+# Usage: package_test.sh PREFIX LIBDIR EXAMPLES_DIR WORK_DIR FIXTURE_TOOL
+#                        GENERATOR CXX CXXFLAGS LDFLAGS
+set -euo pipefail
+prefix=$1 libdir=$2 examples=$3 work=$4 fixture_tool=$5 generator=$6
+cxx=$7 cxxflags=$8 ldflags=$9
+
+fail() {
+  echo "package_test: $*" >&2
+  for log in "$work"/*.log; do
+    [ -f "$log" ] && { echo "--- $log" >&2; tail -n 30 "$log" >&2; }
+  done
+  exit 1
+}
+
+rm -rf "$work"
+mkdir -p "$work"
+unset LD_LIBRARY_PATH
+# Unix socket paths are limited to 107 bytes: the kubelet's side lives in a
+# short temporary folder, not in the build tree.
+run=$(mktemp -d /tmp/topology-package.XXXXXX)
+
+echo "== installed programs run from the prefix"
+for program in topology-info topology-manager topology-device-plugin; do
+  "$prefix/bin/$program" --version || fail "$program --version failed"
+done
+
+echo "== accel-plugin through find_package(libtopology COMPONENTS deviceplugin)"
+cmake -S "$examples/accel-plugin" -B "$work/cmake-build" -G "$generator" \
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_FLAGS="$cxxflags" \
+  -DCMAKE_EXE_LINKER_FLAGS="$ldflags" >"$work/cmake-configure.log" 2>&1 ||
+  fail "configure with find_package failed"
+cmake --build "$work/cmake-build" >"$work/cmake-build.log" 2>&1 ||
+  fail "build with find_package failed"
+
+echo "== accel-plugin through pkg-config libtopology-deviceplugin"
+PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" make -s -C "$examples/accel-plugin" \
+  OUT="$work/pc-accel-plugin" CXX="$cxx" CXXFLAGS="$cxxflags" \
+  LDFLAGS="$ldflags -Wl,-rpath,$prefix/$libdir" >"$work/pkg-config-build.log" 2>&1 ||
+  fail "build with pkg-config failed"
+
+echo "== both register with topology-manager serve; a pod is admitted"
+"$fixture_tool" dual-socket-8gpu "$work/machine" >/dev/null
+mkdir -p "$run/device-plugins"
+control="$run/control.sock"
+pids=()
+cleanup() {
+  for pid in "${pids[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
+  rm -rf "$run"
+}
+trap cleanup EXIT
+"$prefix/bin/topology-manager" serve --plugin-dir "$run/device-plugins" \
+  --host-root "$work/machine" --control-socket "$control" --node-name pkg-node \
+  --topology-manager-policy single-numa-node --topology-manager-scope pod \
+  2>"$work/serve.log" &
+serve_pid=$!
+pids+=("$serve_pid")
+for _ in $(seq 200); do [ -S "$control" ] && break; sleep 0.05; done
+[ -S "$control" ] || fail "serve did not create its control socket"
+
+"$work/cmake-build/accel-plugin" --resource example.com/gpu --class 0302 \
+  --host-root "$work/machine" --plugin-dir "$run/device-plugins" \
+  2>"$work/gpu-plugin.log" &
+gpu_pid=$!
+pids+=("$gpu_pid")
+"$work/pc-accel-plugin" --resource example.com/nic --class 0200 \
+  --host-root "$work/machine" --plugin-dir "$run/device-plugins" \
+  2>"$work/nic-plugin.log" &
+nic_pid=$!
+pids+=("$nic_pid")
+
+ready=""
+for _ in $(seq 200); do
+  if "$prefix/bin/topology-manager" status --format json --control-socket "$control" \
+      2>/dev/null | python3 -c '
+import json, sys
+resources = {r["name"]: r["allocatable"] for r in json.load(sys.stdin)["resources"]}
+sys.exit(0 if resources.get("example.com/gpu") == 8 and resources.get("example.com/nic") == 4 else 1)'; then
+    ready=yes
+    break
+  fi
+  sleep 0.05
+done
+[ -n "$ready" ] || fail "the two plugins did not register 8 GPUs and 4 NICs"
+
+cat >"$work/pod.yaml" <<'YAML'
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer, namespace: default, uid: 6f1c2a9e-0000-4000-8000-000000000001}
+spec:
+  containers:
+    - name: main
+      resources:
+        limits: {example.com/gpu: 2, example.com/nic: 1}
+YAML
+"$prefix/bin/topology-manager" admit --format json --control-socket "$control" \
+  "$work/pod.yaml" >"$work/admit.json" 2>"$work/admit.log" ||
+  fail "the pod was not admitted: $(cat "$work/admit.json")"
+python3 - "$work/admit.json" <<'PY' || fail "unexpected admission: $(cat "$work/admit.json")"
+import json, sys
+pod = json.loads(open(sys.argv[1]).readline())  # one line per pod
+assert pod["admitted"], pod
+container = pod["containers"][0]
+gpus = container["devices"]["example.com/gpu"]
+nics = container["devices"]["example.com/nic"]
+assert len(gpus) == 2 and len(nics) == 1, container
+assert container["numa_nodes"] is not None and len(container["numa_nodes"]) == 1, container
+responses = container["allocate_responses"]
+assert responses["example.com/gpu"]["envs"]["ACCEL_VISIBLE_DEVICES"] == ",".join(gpus), responses
+assert responses["example.com/nic"]["cdi_devices"] == ["example.com/accel=" + nics[0]], responses
+print("admitted on NUMA node", container["numa_nodes"][0], "with", gpus, nics)
+PY
+
+echo "== SIGTERM stops everything"
+kill -TERM "$gpu_pid" "$nic_pid" "$serve_pid"
+for pid in "$gpu_pid" "$nic_pid" "$serve_pid"; do
+  wait "$pid" || fail "process $pid exited with $? after SIGTERM"
+done
+pids=()
+echo "package test passed"
