@@ -22,7 +22,8 @@
 #include <thread>
 #include <vector>
 
-#include <glog/logging.h>
+// guide:includes
+#include <glog/logging.h>  // LOG(); glog comes with libtopology::deviceplugin
 
 #include "topology/cost_model.h"
 #include "topology/device_selection.h"
@@ -31,6 +32,7 @@
 #include "topology/plugin/logging.h"
 #include "topology/plugin/plugin_runner.h"
 #include "topology/sysfs_reader.h"
+// guide:end
 
 namespace plugin = topology::plugin;
 

@@ -21,15 +21,15 @@ struct Compound {
 // of two units of the same compound).
 struct Graph {
   std::vector<Compound> compounds;
-  std::vector<std::vector<long long>> w;
+  std::vector<std::vector<int64_t>> w;
   std::vector<int> need;  // per resource
 
-  long long Cost(const std::vector<int>& x) const {
-    long long total = 0;
+  int64_t Cost(const std::vector<int>& x) const {
+    int64_t total = 0;
     for (size_t c = 0; c < x.size(); ++c) {
-      total += static_cast<long long>(x[c]) * (x[c] - 1) / 2 * w[c][c];
+      total += static_cast<int64_t>(x[c]) * (x[c] - 1) / 2 * w[c][c];
       for (size_t d = c + 1; d < x.size(); ++d) {
-        total += static_cast<long long>(x[c]) * x[d] * w[c][d];
+        total += static_cast<int64_t>(x[c]) * x[d] * w[c][d];
       }
     }
     return total;
@@ -38,8 +38,8 @@ struct Graph {
 };
 
 // Marginal cost of one more unit of each compound given counts x.
-std::vector<long long> Marginals(const Graph& g, const std::vector<int>& x) {
-  std::vector<long long> m(x.size(), 0);
+std::vector<int64_t> Marginals(const Graph& g, const std::vector<int>& x) {
+  std::vector<int64_t> m(x.size(), 0);
   for (size_t c = 0; c < x.size(); ++c) {
     for (size_t d = 0; d < x.size(); ++d) m[c] += x[d] * g.w[c][d];
   }
@@ -51,12 +51,12 @@ std::vector<long long> Marginals(const Graph& g, const std::vector<int>& x) {
 std::vector<int> Greedy(const Graph& g) {
   const size_t n = g.compounds.size();
   std::vector<int> best;
-  long long best_cost = 0;
+  int64_t best_cost = 0;
   const size_t seeds = std::min<size_t>(n, 64);
   for (size_t seed = 0; seed < seeds; ++seed) {
     std::vector<int> x(n, 0);
     std::vector<int> need = g.need;
-    std::vector<long long> marginal(n, 0);
+    std::vector<int64_t> marginal(n, 0);
     const auto add = [&](size_t c) {
       ++x[c];
       --need[static_cast<size_t>(g.compounds[c].resource)];
@@ -75,7 +75,7 @@ std::vector<int> Greedy(const Graph& g) {
     }
     if (std::any_of(need.begin(), need.end(), [](int k) { return k != 0; }))
       continue;
-    const long long cost = g.Cost(x);
+    const int64_t cost = g.Cost(x);
     if (best.empty() || cost < best_cost) {
       best = x;
       best_cost = cost;
@@ -106,10 +106,10 @@ std::vector<int> Anneal(const Graph& g, std::vector<int> x, uint64_t seed,
   const double start = std::max(1.0, mean);
   const double end = 0.05;
   std::mt19937_64 rng(seed);
-  std::vector<long long> marginal = Marginals(g, x);
-  long long cost = g.Cost(x);
+  std::vector<int64_t> marginal = Marginals(g, x);
+  int64_t cost = g.Cost(x);
   std::vector<int> best = x;
-  long long best_cost = cost;
+  int64_t best_cost = cost;
   for (int step = 0; step < steps; ++step) {
     const double temperature =
         start * std::pow(end / start, static_cast<double>(step) / steps);
@@ -117,8 +117,7 @@ std::vector<int> Anneal(const Graph& g, std::vector<int> x, uint64_t seed,
     const size_t a = members[rng() % members.size()];
     const size_t b = members[rng() % members.size()];
     if (a == b || x[a] == 0 || x[b] >= g.capacity(b)) continue;
-    const long long delta =
-        (marginal[b] - g.w[b][a]) - (marginal[a] - g.w[a][a]);
+    const int64_t delta = (marginal[b] - g.w[b][a]) - (marginal[a] - g.w[a][a]);
     if (delta > 0) {
       const double p = std::exp(-static_cast<double>(delta) / temperature);
       if (std::uniform_real_distribution<double>(0, 1)(rng) >= p) continue;
@@ -152,13 +151,13 @@ bool Exact(const Graph& g, std::vector<int>* incumbent) {
     left_after[i][static_cast<size_t>(g.compounds[order[i]].resource)] +=
         g.capacity(order[i]);
   }
-  long long best_cost = g.Cost(*incumbent);
+  int64_t best_cost = g.Cost(*incumbent);
   std::vector<int> x(n, 0);
   std::vector<int> need = g.need;
-  long budget = 2'000'000;
+  int64_t budget = 2'000'000;
   bool exhausted = false;
-  const std::function<void(size_t, long long)> search = [&](size_t i,
-                                                            long long cost) {
+  const std::function<void(size_t, int64_t)> search = [&](size_t i,
+                                                          int64_t cost) {
     if (--budget < 0) {
       exhausted = true;
       return;
@@ -170,15 +169,15 @@ bool Exact(const Graph& g, std::vector<int>* incumbent) {
       return;
     }
     const size_t c = order[i];
-    const size_t r = static_cast<size_t>(g.compounds[c].resource);
+    const auto r = static_cast<size_t>(g.compounds[c].resource);
     // What the later compounds of this resource can still give.
     const int later = left_after[i + 1][r];
     const int high = std::min(need[r], g.capacity(c));
     const int low = std::max(0, need[r] - later);
     for (int k = high; k >= low; --k) {
-      long long add = static_cast<long long>(k) * (k - 1) / 2 * g.w[c][c];
+      int64_t add = static_cast<int64_t>(k) * (k - 1) / 2 * g.w[c][c];
       for (size_t j = 0; j < i; ++j)
-        add += static_cast<long long>(k) * x[order[j]] * g.w[c][order[j]];
+        add += static_cast<int64_t>(k) * x[order[j]] * g.w[c][order[j]];
       x[c] = k;
       need[r] -= k;
       search(i + 1, cost + add);
@@ -263,12 +262,12 @@ StatusOr<GraphSelection> CostGraphSelector::Select(
   }
   // Pair costs of the flat instances.
   const size_t n = flat.size();
-  std::vector<std::vector<long long>> pair(n, std::vector<long long>(n, 0));
+  std::vector<std::vector<int64_t>> pair(n, std::vector<int64_t>(n, 0));
   for (size_t i = 0; i < n; ++i) {
     for (size_t j = i + 1; j < n; ++j) {
       const Flat& a = flat[i];
       const Flat& b = flat[j];
-      long long cost = 0;
+      int64_t cost = 0;
       if (a.device >= 0 && b.device >= 0) {
         cost = model_
                    .BetweenIndexes(static_cast<size_t>(a.device),
@@ -277,7 +276,7 @@ StatusOr<GraphSelection> CostGraphSelector::Select(
         if (auto it =
                 extra.find(std::minmax(*a.instance.device, *b.instance.device));
             it != extra.end()) {
-          cost = std::max<long long>(0, cost + it->second);
+          cost = std::max<int64_t>(0, cost + it->second);
         }
       } else if (a.device >= 0) {
         cost = model_.DeviceToNode(*a.instance.device, b.instance.numa_node)
@@ -317,7 +316,7 @@ StatusOr<GraphSelection> CostGraphSelector::Select(
     if (flat[i].device >= 0) {
       for (size_t c : candidates) {
         Compound& compound = g.compounds[c];
-        const size_t rep = static_cast<size_t>(compound.members[0]);
+        const auto rep = static_cast<size_t>(compound.members[0]);
         bool same = true;
         for (size_t k = 0; k < n && same; ++k) {
           if (k == i || k == rep) continue;
@@ -343,7 +342,7 @@ StatusOr<GraphSelection> CostGraphSelector::Select(
     }
   }
   const size_t c_count = g.compounds.size();
-  g.w.assign(c_count, std::vector<long long>(c_count, 0));
+  g.w.assign(c_count, std::vector<int64_t>(c_count, 0));
   for (size_t c = 0; c < c_count; ++c) {
     const auto& mc = g.compounds[c].members;
     // Two units of one compound: its members' pair cost (CPU units of one
@@ -362,7 +361,7 @@ StatusOr<GraphSelection> CostGraphSelector::Select(
 
   std::vector<int> x = Greedy(g);
   if (x.empty()) return InternalError("the greedy walk found no selection");
-  const long long greedy_cost = g.Cost(x);
+  const int64_t greedy_cost = g.Cost(x);
   std::string method = "greedy";
   if (request.solver == GraphSolver::kAnnealing) {
     x = Anneal(g, x, request.seed, request.annealing_steps);
@@ -381,8 +380,8 @@ StatusOr<GraphSelection> CostGraphSelector::Select(
   out.cost = g.Cost(x);
   // The best rejected neighbour: one unit moved between compounds of a type.
   {
-    const std::vector<long long> marginal = Marginals(g, x);
-    long long best_delta = 0;
+    const std::vector<int64_t> marginal = Marginals(g, x);
+    int64_t best_delta = 0;
     size_t from = c_count;
     size_t to = c_count;
     for (size_t a = 0; a < c_count; ++a) {
@@ -392,7 +391,7 @@ StatusOr<GraphSelection> CostGraphSelector::Select(
             x[b] >= g.capacity(b)) {
           continue;
         }
-        const long long delta =
+        const int64_t delta =
             (marginal[b] - g.w[b][a]) - (marginal[a] - g.w[a][a]);
         if (from == c_count || delta < best_delta) {
           best_delta = delta;

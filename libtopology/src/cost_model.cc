@@ -71,8 +71,8 @@ int CostModel::UnknownCrossCost() const {
   if (!topology_.has_distances() || ids.size() < 2) {
     return (kCrossNumaMinCost + kMaxCost) / 2;
   }
-  long sum = 0;
-  long count = 0;
+  int64_t sum = 0;
+  int64_t count = 0;
   for (int a : ids) {
     for (int b : ids) {
       if (a == b) continue;
@@ -184,7 +184,7 @@ StatusOr<int> CostModel::DeviceToNode(const PciAddress& device,
   const bool known = !candidates.empty();
   if (!known) candidates = topology_.NumaNodeIds();
   int best = std::numeric_limits<int>::max();
-  long sum = 0;
+  int64_t sum = 0;
   for (int from : candidates) {
     const int cost = NodeToNode(from, node).value_or(kMaxCost);
     best = std::min(best, cost);

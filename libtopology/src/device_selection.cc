@@ -13,13 +13,13 @@
 namespace topology {
 namespace {
 
-constexpr long long kInfinity = LLONG_MAX / 4;
+constexpr int64_t kInfinity = LLONG_MAX / 4;
 
 // Lexicographic objective: summed pair cost, then the fragmentation penalty
 // (free devices left behind in every group that was touched).
 struct Score {
-  long long cost = kInfinity;
-  long long penalty = 0;
+  int64_t cost = kInfinity;
+  int64_t penalty = 0;
   bool feasible() const { return cost < kInfinity; }
   friend bool operator<(const Score& a, const Score& b) {
     return a.cost != b.cost ? a.cost < b.cost : a.penalty < b.penalty;
@@ -91,7 +91,7 @@ class CostTree {
                        Score{});
       for (int j = forced; j <= std::min(node.available, size_); ++j) {
         node.best[static_cast<size_t>(j)] =
-            Score{static_cast<long long>(j) * (j - 1) / 2 * node.weight,
+            Score{static_cast<int64_t>(j) * (j - 1) / 2 * node.weight,
                   j > 0 ? node.available - j : 0};
       }
       return;
@@ -116,7 +116,7 @@ class CostTree {
           if (!left.feasible() || !right.feasible()) continue;
           const Score candidate{
               left.cost + right.cost +
-                  static_cast<long long>(j - b) * b * at(id).weight,
+                  static_cast<int64_t>(j - b) * b * at(id).weight,
               left.penalty + right.penalty};
           // Strictly better only: on ties the earlier children (lower
           // addresses) keep the devices.
@@ -156,13 +156,13 @@ class CostTree {
     if (shape_.empty()) {
       // Shapes bottom-up (children are added after their parents), once
       // for the whole tree.
-      std::map<std::vector<long long>, int> intern;
+      std::map<std::vector<int64_t>, int> intern;
       shape_.assign(nodes_.size(), -1);
       for (size_t i = nodes_.size(); i-- > 0;) {
         const TreeNode& node = nodes_[i];
-        std::vector<long long> key{node.weight, node.device >= 0 ? 1 : 0,
-                                   node.forced ? 1 : 0};
-        std::vector<long long> children;
+        std::vector<int64_t> key{node.weight, node.device >= 0 ? 1 : 0,
+                                 node.forced ? 1 : 0};
+        std::vector<int64_t> children;
         for (int c : node.children) {
           children.push_back(shape_[static_cast<size_t>(c)]);
         }
@@ -390,8 +390,8 @@ StatusOr<Selection> DeviceSelector::Select(
   // Root: how many devices each group gives. Exhaustive search with
   // pruning; a step budget guards against dozens of groups.
   const size_t groups_count = order.size();
-  std::vector<std::vector<long long>> cross(
-      groups_count, std::vector<long long>(groups_count, 0));
+  std::vector<std::vector<int64_t>> cross(
+      groups_count, std::vector<int64_t>(groups_count, 0));
   for (size_t a = 0; a < groups_count; ++a) {
     for (size_t b = 0; b < groups_count; ++b) {
       cross[a][b] = a == b ? 0
@@ -411,7 +411,7 @@ StatusOr<Selection> DeviceSelector::Select(
   Score best;
   std::vector<int> best_counts;
   std::vector<int> counts(groups_count, 0);
-  long budget = request.group_search_budget;
+  int64_t budget = request.group_search_budget;
   bool exhausted = false;
   const std::function<void(size_t, int, Score)> search = [&](size_t g, int left,
                                                              Score so_far) {
@@ -436,9 +436,9 @@ StatusOr<Selection> DeviceSelector::Select(
     for (int x = high; x >= low; --x) {
       const Score& own = tree.Best(order[g]->root, x);
       if (!own.feasible()) continue;
-      long long add = own.cost;
+      int64_t add = own.cost;
       for (size_t h = 0; h < g; ++h)
-        add += static_cast<long long>(counts[h]) * x * cross[g][h];
+        add += static_cast<int64_t>(counts[h]) * x * cross[g][h];
       counts[g] = x;
       search(g + 1, left - x,
              Score{so_far.cost + add, so_far.penalty + own.penalty});
@@ -459,7 +459,7 @@ StatusOr<Selection> DeviceSelector::Select(
         s.cost += own.cost;
         s.penalty += own.penalty;
         for (size_t h = 0; h < g; ++h)
-          s.cost += static_cast<long long>(c[g]) * c[h] * cross[g][h];
+          s.cost += static_cast<int64_t>(c[g]) * c[h] * cross[g][h];
       }
       return s;
     };
@@ -557,7 +557,7 @@ StatusOr<Selection> DeviceSelector::Select(
   // (the brute-force tests compare the two), so the optimum's score is the
   // set's summed pairwise cost: O(k) instead of k^2 / 2 model calls.
   selection.cost = static_cast<int>(
-      std::min<long long>(best.cost, std::numeric_limits<int>::max()));
+      std::min<int64_t>(best.cost, std::numeric_limits<int>::max()));
   int unknown = 0;
   for (int index : chosen) {
     if (devices[static_cast<size_t>(index)].numa_nodes.empty()) ++unknown;

@@ -150,7 +150,7 @@ Status VerifyPciBusId(std::string_view bus_id) {
   const bool ok = bus_id.size() == 12 && bus_id[4] == ':' && bus_id[7] == ':' &&
                   bus_id[10] == '.' &&
                   std::all_of(bus_id.begin(), bus_id.end(), [&](const char& c) {
-                    const size_t i = static_cast<size_t>(&c - bus_id.data());
+                    const auto i = static_cast<size_t>(&c - bus_id.data());
                     return i == 4 || i == 7 || i == 10 || IsLowerHex(c);
                   });
   if (!ok) {

@@ -25,7 +25,9 @@ namespace {
 thread_local std::jmp_buf* tls_jump_target = nullptr;
 thread_local char tls_error_message[512];
 
-extern "C" void LibpciError(char* format, ...) {
+// Never returns: it jumps back to RunLibpci (libpci declares the hook
+// noreturn).
+extern "C" __attribute__((noreturn)) void LibpciError(char* format, ...) {
   va_list args;
   va_start(args, format);
   std::vsnprintf(tls_error_message, sizeof(tls_error_message), format, args);

@@ -249,6 +249,7 @@ void ReconcileNumaFacts(const SysfsReader& reader, const HwlocMachine* hwloc,
     }
     if (identical && uniform) {
       std::vector<int> ids;
+      ids.reserve(nodes.size());
       for (const NumaNode& node : nodes) ids.push_back(node.id);
       warnings->push_back(reader.Describe(kNodeDir) + ": nodes " + IdList(ids) +
                           " all claim CPUs " + nodes.front().cpus.ToList() +

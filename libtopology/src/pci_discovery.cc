@@ -335,7 +335,7 @@ bool IsDrmNode(std::string_view name) {
   for (std::string_view prefix : {"card", "renderD", "controlD"}) {
     if (name.starts_with(prefix) && name.size() > prefix.size() &&
         name.find('-') == std::string_view::npos) {
-      return std::all_of(name.begin() + static_cast<long>(prefix.size()),
+      return std::all_of(name.begin() + static_cast<int64_t>(prefix.size()),
                          name.end(),
                          [](char c) { return c >= '0' && c <= '9'; });
     }

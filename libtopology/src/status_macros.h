@@ -20,9 +20,13 @@
   TOPOLOGY_ASSIGN_OR_RETURN_IMPL(            \
       TOPOLOGY_STATUS_CONCAT(topology_statusor_, __LINE__), lhs, expr)
 
+// `statusor` is a name and `lhs` a declaration: neither can be
+// parenthesised.
+// NOLINTBEGIN(bugprone-macro-parentheses)
 #define TOPOLOGY_ASSIGN_OR_RETURN_IMPL(statusor, lhs, expr) \
   auto statusor = (expr);                                   \
   if (!statusor.ok()) return statusor.status();             \
   lhs = std::move(statusor).value()
+// NOLINTEND(bugprone-macro-parentheses)
 
 #endif  // TOPOLOGY_SRC_STATUS_MACROS_H_

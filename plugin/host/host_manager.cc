@@ -914,7 +914,7 @@ json HostManager::StatusJson() const {
       allocatable += healthy ? 1 : 0;
       std::vector<std::string> keys;
       for (int node : device.numa_nodes) keys.push_back(std::to_string(node));
-      if (keys.empty()) keys.push_back("none");
+      if (keys.empty()) keys.emplace_back("none");
       for (const std::string& key : keys) {
         json& entry = per_node[key];
         if (entry.is_null())

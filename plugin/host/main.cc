@@ -6,6 +6,7 @@
 //   topology-manager release POD
 //   topology-manager status [--format text|json|nrt]
 #include <charconv>
+#include <exception>
 #include <fstream>
 #include <iomanip>
 #include <iostream>
@@ -482,7 +483,7 @@ int RunStatus(const std::string& format, const std::string& socket) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int RunMain(int argc, char** argv) {
   CLI::App app{
       "The kubelet's device manager, CPU manager and Topology "
       "Manager, outside the kubelet."};
@@ -600,4 +601,17 @@ int main(int argc, char** argv) {
   if (release->parsed()) return RunRelease(pod_name, control_socket);
   if (status->parsed()) return RunStatus(status_format, control_socket);
   return kExitUsage;
+}
+
+// Anything thrown past the command (out of memory, a library's exception)
+// ends it with one line and exit 1 rather than an abort.
+int main(int argc, char** argv) {
+  try {
+    return RunMain(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "topology-manager: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "topology-manager: unknown exception\n";
+  }
+  return 1;
 }

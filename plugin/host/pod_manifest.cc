@@ -94,7 +94,7 @@ class Parser {
               path + ".resources." + name + "." + entry.first.as<std::string>(),
               entry.second, "expected a quantity");
         }
-        const std::string key = entry.first.as<std::string>();
+        const auto key = entry.first.as<std::string>();
         if (!IsValidUtf8(key) || key.size() > kMaxNameLength) {
           return Error(
               path + ".resources." + name, map,

@@ -31,7 +31,7 @@ class Parser {
                    const std::set<std::string>& known) const {
     if (!map.IsMap()) return Error(path, map, "expected a mapping");
     for (const auto& entry : map) {
-      const std::string key = entry.first.as<std::string>();
+      const auto key = entry.first.as<std::string>();
       if (!known.contains(key)) {
         std::string list;
         for (const std::string& k : known)
@@ -83,7 +83,7 @@ class Parser {
       if (!hex || hex->size() > 4) {
         return Error(
             path + "[" + std::to_string(i) + "]", item,
-            "\"" + text + "\" is not a 16-bit hex id such as \"10de\"");
+            "\"" + text + R"(" is not a 16-bit hex id such as "10de")");
       }
       out->push_back(static_cast<uint16_t>(std::stoul(*hex, nullptr, 16)));
     }
@@ -132,7 +132,7 @@ class Parser {
             first < 0 || last < first) {
           return Error(
               item_path, item,
-              "\"" + text + "\": VF range must read \"name#first-last\"");
+              "\"" + text + R"(": VF range must read "name#first-last")");
         }
         selector.vf_range = std::make_pair(first, last);
       }

@@ -1,6 +1,7 @@
 // topology-device-plugin: serves PCI devices chosen by a YAML config to the
 // kubelet, with NUMA affinity and cost-based preferred allocations.
 #include <cstdlib>
+#include <exception>
 #include <iostream>
 #include <string>
 
@@ -144,4 +145,15 @@ int Run(int argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) { return Run(argc, argv); }
+// Anything thrown past Run (out of memory, a library's exception) is logged
+// and ends the process with exit 1 rather than an abort.
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "topology-device-plugin: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "topology-device-plugin: unknown exception\n";
+  }
+  return 1;
+}

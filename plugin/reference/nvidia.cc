@@ -94,7 +94,7 @@ StatusOr<NvidiaGpuInformation> ReadNvidiaGpuInformation(
   }
   std::string text;
   char buffer[4096];
-  constexpr size_t kMax = 64 * 1024;
+  constexpr size_t kMax = size_t{64} * 1024;
   while (text.size() <= kMax) {
     const ssize_t n = read(fd, buffer, sizeof(buffer));
     if (n < 0 && errno == EINTR) continue;
@@ -132,7 +132,7 @@ std::vector<std::string> NvidiaControlNodes(
   std::vector<std::string> out;
   for (const char* node : kNodes) {
     if (std::filesystem::exists(host_root / (node + 1), error)) {
-      out.push_back(node);
+      out.emplace_back(node);
     }
   }
   return out;

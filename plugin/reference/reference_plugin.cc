@@ -83,17 +83,19 @@ class TopologyDevicePlugin::Handler final : public plugin::ResourceHandler {
     Status parsed = OkStatus();
     for (const std::string& id : request.available) {
       auto address = PciAddress::Parse(id);
-      if (!address.ok())
+      if (!address.ok()) {
         parsed = address.status();
-      else
+      } else {
         selection.available.push_back(*address);
+      }
     }
     for (const std::string& id : request.must_include) {
       auto address = PciAddress::Parse(id);
-      if (!address.ok())
+      if (!address.ok()) {
         parsed = address.status();
-      else
+      } else {
         selection.must_include.push_back(*address);
+      }
     }
     StatusOr<Selection> chosen =
         parsed.ok() ? DeviceSelector(snapshot->model).Select(selection)
@@ -297,7 +299,7 @@ void TopologyDevicePlugin::LogDeviceList(
   if (logged_count_.size() < publishers_.size()) {
     logged_count_.resize(publishers_.size(), -1);
   }
-  const long count = static_cast<long>(devices.size());
+  const auto count = static_cast<int64_t>(devices.size());
   if (logged_count_[resource] == count) return;
   const bool first = logged_count_[resource] < 0;
   logged_count_[resource] = count;
@@ -421,10 +423,11 @@ void TopologyDevicePlugin::RescanLoop() {
     if (uevent_rescan_at_ && (!wake || *uevent_rescan_at_ < *wake)) {
       wake = uevent_rescan_at_;
     }
-    if (wake)
+    if (wake) {
       loop_wake_.wait_until(lock, *wake);
-    else
+    } else {
       loop_wake_.wait(lock);
+    }
   }
 }
 

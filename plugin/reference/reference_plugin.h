@@ -115,7 +115,7 @@ class TopologyDevicePlugin {
   std::vector<bool> mixed_locality_warned_;
   // Per resource: the device count last logged (-1: never), so that the
   // first list and every change in size are logged at -v 0.
-  std::vector<long> logged_count_;
+  std::vector<int64_t> logged_count_;
   uint64_t rescans_ = 0;
   uint64_t rescan_errors_ = 0;
   std::string last_rescan_error_;

@@ -21,7 +21,7 @@ namespace topology {
 namespace {
 
 testing::TempDir& Scratch() {
-  static testing::TempDir* dir = new testing::TempDir();
+  static auto* dir = new testing::TempDir();
   return *dir;
 }
 

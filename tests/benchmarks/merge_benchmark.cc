@@ -20,6 +20,7 @@ namespace {
 
 std::vector<int> Ids(int n) {
   std::vector<int> ids;
+  ids.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) ids.push_back(i);
   return ids;
 }
@@ -30,6 +31,7 @@ std::vector<ProviderHints> AnchorProviders(int n, int p) {
     hints.push_back(TopologyHint{m, m.Count() == 1});
   });
   std::vector<ProviderHints> providers;
+  providers.reserve(static_cast<size_t>(p));
   for (int i = 0; i < p; ++i) {
     providers.push_back(ProviderHints{{"resource" + std::to_string(i), hints}});
   }
@@ -205,7 +207,7 @@ class SixtyFourNodes {
 };
 
 void BM_Realistic64Nodes(benchmark::State& state) {
-  static SixtyFourNodes* machine = new SixtyFourNodes();
+  static auto* machine = new SixtyFourNodes();
   const char* policies[] = {kPolicyBestEffort, kPolicyRestricted,
                             kPolicySingleNumaNode};
   const char* policy_name = policies[state.range(0)];

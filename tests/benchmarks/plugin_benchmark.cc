@@ -5,13 +5,13 @@
 //   - idle resident memory of the plugin process with 1,024 devices < 20 MB.
 #include <algorithm>
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <memory>
 #include <thread>
 
 #include <glog/logging.h>
-#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -198,6 +198,7 @@ void BM_IdleResidentMemory1024(benchmark::State& state) {
                                      "--http-addr",
                                      "127.0.0.1:0"};
     std::vector<char*> argv;
+    argv.reserve(args.size());
     for (auto& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);
     pid_t pid = 0;

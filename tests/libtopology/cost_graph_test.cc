@@ -22,6 +22,7 @@ GraphInstance Cpu(int node) { return GraphInstance{std::nullopt, node}; }
 
 std::vector<std::string> Names(const std::vector<GraphInstance>& instances) {
   std::vector<std::string> out;
+  out.reserve(instances.size());
   for (const GraphInstance& i : instances) out.push_back(i.ToString());
   return out;
 }
@@ -43,7 +44,7 @@ class CostGraphTest : public testing::DualSocketMachineTest {
     }
     return pool;
   }
-  static StatusOr<GraphSelection> Run(GraphRequest request) {
+  static StatusOr<GraphSelection> Run(const GraphRequest& request) {
     return CostGraphSelector(*model_).Select(request);
   }
 };
@@ -162,12 +163,12 @@ Topology RandomMachine(testing::SeededRandom& rng, int* type_count) {
 TEST(CostGraphQualityTest, AnnealingIsNearTheOptimumAndNeverWorseThanGreedy) {
   testing::SeededRandom rng(
       static_cast<uint64_t>(testing::EnvOr("TOPOLOGY_GRAPH_SEED", 3)));
-  const long wanted = testing::EnvOr("TOPOLOGY_GRAPH_CASES", 100);
+  const int64_t wanted = testing::EnvOr("TOPOLOGY_GRAPH_CASES", 100);
   double gap_sum = 0;
   double greedy_gap_sum = 0;
-  long improved = 0;
-  long solved = 0;
-  long attempts = 0;
+  int64_t improved = 0;
+  int64_t solved = 0;
+  int64_t attempts = 0;
   while (solved < wanted && attempts < wanted * 3) {
     ++attempts;
     int types = 0;
@@ -218,7 +219,7 @@ TEST(CostGraphQualityTest, AnnealingIsNearTheOptimumAndNeverWorseThanGreedy) {
     for (const auto& r : request.resources) {
       ASSERT_EQ(static_cast<int>(annealed->selection[r.name].size()), r.count);
     }
-    const auto gap = [&](long long cost) {
+    const auto gap = [&](int64_t cost) {
       return exact->cost == 0 ? (cost == 0 ? 0.0 : 1.0)
                               : static_cast<double>(cost - exact->cost) /
                                     static_cast<double>(exact->cost);

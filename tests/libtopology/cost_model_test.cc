@@ -14,7 +14,7 @@ PciAddress A(const char* text) { return *PciAddress::Parse(text); }
 
 // A device below `chain` (nearest first) on `host`, local to `nodes`.
 PciDevice Device(const char* address, const char* host,
-                 std::vector<const char*> chain_nearest_first,
+                 const std::vector<const char*>& chain_nearest_first,
                  std::vector<bool> is_switch, std::vector<int> nodes) {
   PciDevice d;
   d.address = A(address);

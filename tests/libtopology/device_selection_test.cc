@@ -73,7 +73,7 @@ class TopologyGenerator : public testing::SeededRandom {
         const int slots = Uniform(1, 3);
         for (int s = 0; s < slots; ++s) {
           const int functions = Chance(25) ? 2 : 1;
-          const uint8_t slot_bus = static_cast<uint8_t>(bus++);
+          const auto slot_bus = static_cast<uint8_t>(bus++);
           // Functions of one device share its place (a recording may lack
           // the path of a whole device, never of one function).
           const bool path_unknown = Chance(5);

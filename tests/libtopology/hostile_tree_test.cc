@@ -21,7 +21,6 @@ namespace topology {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::AnyOf;
 using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;

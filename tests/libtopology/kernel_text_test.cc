@@ -13,7 +13,7 @@ using ::testing::HasSubstr;
 using testing::StatusIs;
 
 TEST(KernelTextTest, TrimsWhitespaceAndNul) {
-  EXPECT_EQ(TrimKernelText(std::string(" 0-3\n\0\0", 8)), "0-3");
+  EXPECT_EQ(TrimKernelText(std::string(" 0-3\n\0\0\0", 8)), "0-3");
   EXPECT_EQ(TrimKernelText("\n"), "");
 }
 

@@ -349,7 +349,7 @@ void WriteRandomMachine(SeededRandom& rng, const fs::path& root) {
                                : "0-" + std::to_string(cpu - 1);
     }
     b.AddPciFunction(spec);
-    functions.push_back(address);
+    functions.emplace_back(address);
   }
   SysfsTreeBuilder::FinishOptions options;
   options.node_online_file = rng.Chance(75);
@@ -368,7 +368,7 @@ void WriteRandomMachine(SeededRandom& rng, const fs::path& root) {
 TEST(LstopoComparisonTest, SeededRandomTrees) {
   const int trees =
       static_cast<int>(testing::EnvOr("TOPOLOGY_LSTOPO_TREES", 200));
-  const uint64_t seed =
+  const auto seed =
       static_cast<uint64_t>(testing::EnvOr("TOPOLOGY_TEST_SEED", 20261124));
   SeededRandom rng(seed);
   for (int i = 0; i < trees; ++i) {

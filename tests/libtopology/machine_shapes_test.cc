@@ -17,8 +17,6 @@ namespace topology {
 namespace {
 
 namespace fs = std::filesystem;
-using ::testing::AnyOf;
-using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;

@@ -12,6 +12,7 @@ using ::testing::ElementsAre;
 
 std::vector<std::string> Strings(const std::vector<PciAddress>& addresses) {
   std::vector<std::string> out;
+  out.reserve(addresses.size());
   for (const PciAddress& a : addresses) out.push_back(a.ToString());
   return out;
 }

@@ -24,7 +24,9 @@ class RequestGenerator : public testing::SeededRandom {
   std::vector<int> Nodes() {
     const int n = Uniform(1, 7);
     std::vector<int> pool;
-    for (int i = 0; i < (Chance(50) ? n : 10); ++i) pool.push_back(i);
+    const int size = Chance(50) ? n : 10;
+    pool.reserve(static_cast<size_t>(size));
+    for (int i = 0; i < size; ++i) pool.push_back(i);
     std::shuffle(pool.begin(), pool.end(), engine());
     std::vector<int> nodes(pool.begin(), pool.begin() + n);
     std::sort(nodes.begin(), nodes.end());
@@ -87,13 +89,13 @@ TEST(CompactHintsTest, AutoFormIsCompactOnlyAboveTwentyNodes) {
 }
 
 TEST(CompactHintsTest, FastMergeOfFamiliesEqualsTheKubelet) {
-  const long cases = EnvOr("TOPOLOGY_COMPACT_CASES", 6000);
+  const int64_t cases = EnvOr("TOPOLOGY_COMPACT_CASES", 6000);
   RequestGenerator gen(
       static_cast<uint64_t>(EnvOr("TOPOLOGY_COMPACT_SEED", 5)));
   const char* policies[] = {kPolicyBestEffort, kPolicyRestricted,
                             kPolicySingleNumaNode};
-  long preferred = 0;
-  for (long i = 0; i < cases; ++i) {
+  int64_t preferred = 0;
+  for (int64_t i = 0; i < cases; ++i) {
     const std::vector<int> nodes = gen.Nodes();
     std::vector<ProviderHints> compact;
     std::vector<ProviderHints> enumerated;

@@ -56,7 +56,9 @@ class CaseGenerator : public testing::SeededRandom {
     const int n = Uniform(1, 8);
     // Sparse ids below 12 half of the time.
     std::vector<int> pool;
-    for (int i = 0; i < (Chance(50) ? n : 12); ++i) pool.push_back(i);
+    const int size = Chance(50) ? n : 12;
+    pool.reserve(static_cast<size_t>(size));
+    for (int i = 0; i < size; ++i) pool.push_back(i);
     std::shuffle(pool.begin(), pool.end(), engine());
     c.nodes.assign(pool.begin(), pool.begin() + n);
     std::sort(c.nodes.begin(), c.nodes.end());
@@ -86,6 +88,7 @@ class CaseGenerator : public testing::SeededRandom {
           } else {
             std::vector<TopologyHint> hints;
             const int count = Uniform(1, 7);
+            hints.reserve(static_cast<size_t>(count));
             for (int h = 0; h < count; ++h)
               hints.push_back(RandomHint(c.nodes));
             provider[name] = hints;
@@ -137,12 +140,12 @@ std::string Describe(const RandomCase& c) {
 }
 
 TEST(MergeDifferentialTest, FastEqualsReference) {
-  const long cases = EnvOr("TOPOLOGY_DIFF_CASES", 20000);
+  const int64_t cases = EnvOr("TOPOLOGY_DIFF_CASES", 20000);
   const auto seed = static_cast<uint64_t>(EnvOr("TOPOLOGY_DIFF_SEED", 1));
   CaseGenerator generator(seed);
-  long preferred = 0;
-  long admitted = 0;
-  for (long i = 0; i < cases; ++i) {
+  int64_t preferred = 0;
+  int64_t admitted = 0;
+  for (int64_t i = 0; i < cases; ++i) {
     const RandomCase c = generator.Next();
     const NumaInfo numa = *NumaInfo::Create(c.nodes, c.distances);
     PolicyOptions options;

@@ -10,7 +10,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
-NumaMask M(std::vector<int> ids) { return *NumaMask::FromIds(ids); }
+NumaMask M(const std::vector<int>& ids) { return *NumaMask::FromIds(ids); }
 TopologyHint H(std::vector<int> ids, bool preferred) {
   return TopologyHint{M(std::move(ids)), preferred};
 }

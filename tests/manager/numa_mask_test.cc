@@ -13,7 +13,7 @@ namespace {
 using ::testing::ElementsAre;
 using testing::StatusIs;
 
-NumaMask M(std::vector<int> ids) { return *NumaMask::FromIds(ids); }
+NumaMask M(const std::vector<int>& ids) { return *NumaMask::FromIds(ids); }
 
 TEST(NumaMaskTest, IdsOutOfRangeFailWithTheKubeletMessage) {
   EXPECT_THAT(NumaMask::FromIds({0, 64}),

@@ -14,11 +14,12 @@ namespace {
 
 NumaInfo Nodes(int n) {
   std::vector<int> ids;
+  ids.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) ids.push_back(i);
   return *NumaInfo::Create(ids, std::nullopt);
 }
 
-TopologyHint H(std::vector<int> ids, bool preferred) {
+TopologyHint H(const std::vector<int>& ids, bool preferred) {
   return TopologyHint{*NumaMask::FromIds(ids), preferred};
 }
 
@@ -178,6 +179,7 @@ TEST(DynamicPolicyTest, PodLevelSingleNumaNodeEqualsSingleNumaNodePodScope) {
     for (const char* key : {"", "a", "b"}) {
       std::vector<TopologyHint> hints;
       const int count = random.Uniform(0, 3);
+      hints.reserve(static_cast<size_t>(count));
       for (int i = 0; i < count; ++i) {
         hints.push_back(H(masks[static_cast<size_t>(random.Uniform(0, 2))],
                           random.Chance(50)));

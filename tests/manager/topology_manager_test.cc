@@ -14,13 +14,14 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::StatusIs;
 
-NumaMask M(std::vector<int> ids) { return *NumaMask::FromIds(ids); }
+NumaMask M(const std::vector<int>& ids) { return *NumaMask::FromIds(ids); }
 TopologyHint H(std::vector<int> ids, bool preferred) {
   return TopologyHint{M(std::move(ids)), preferred};
 }
 
 NumaInfo Nodes(int n) {
   std::vector<int> ids;
+  ids.reserve(static_cast<size_t>(n));
   for (int i = 0; i < n; ++i) ids.push_back(i);
   return *NumaInfo::Create(ids, std::nullopt);
 }

@@ -2,6 +2,7 @@
 // on fixture machines: alignment under every policy and scope, plugin
 // crash and return, manager restart, and a long admit/release loop.
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -10,7 +11,6 @@
 
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
-#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 
@@ -37,6 +37,7 @@ class Process {
  public:
   explicit Process(std::vector<std::string> args) {
     std::vector<char*> argv;
+    argv.reserve(args.size());
     for (auto& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);
     posix_spawn_file_actions_t actions;
@@ -282,11 +283,12 @@ TEST_F(EndToEndTest, DynamicPolicyAppliesEachPodsOwn) {
     if (how.starts_with("spec:")) {
       yaml += "  topology: {policy: " + how.substr(5) + "}\n";
     } else if (how.starts_with("annotation:")) {
-      yaml.replace(yaml.find("metadata: {name: " + name + "}"),
-                   std::string("metadata: {name: " + name + "}").size(),
-                   "metadata: {name: " + name +
-                       ", annotations: {topology.libtopology.dev/policy: " +
-                       how.substr(11) + "}}");
+      yaml.replace(
+          yaml.find("metadata: {name: " + name + "}"),
+          static_cast<std::string>("metadata: {name: " + name + "}").size(),
+          "metadata: {name: " + name +
+              ", annotations: {topology.libtopology.dev/policy: " +
+              how.substr(11) + "}}");
     }
     return yaml;
   };
@@ -419,10 +421,10 @@ TEST_F(EndToEndTest, ThousandPodsAdmittedAndReleasedWithoutLeaks) {
   size_t threads = 0;
   size_t fds = 0;
   const int rounds = static_cast<int>(
-      std::max<long>(100, std::strtol(std::getenv("TOPOLOGY_E2E_PODS")
-                                          ? std::getenv("TOPOLOGY_E2E_PODS")
-                                          : "1000",
-                                      nullptr, 10)));
+      std::max<int64_t>(100, std::strtol(std::getenv("TOPOLOGY_E2E_PODS")
+                                             ? std::getenv("TOPOLOGY_E2E_PODS")
+                                             : "1000",
+                                         nullptr, 10)));
   for (int i = 0; i < rounds; ++i) {
     const std::string name = "pod-" + std::to_string(i);
     const json pod = Admit(PodYaml(name, 1 + i % 4, i % 2, 1 + i % 3));

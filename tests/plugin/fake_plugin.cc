@@ -2,12 +2,14 @@
 
 #include <chrono>
 #include <thread>
+#include <utility>
 
 #include "socket_util.h"
 
 namespace topology::testing {
 
-v1beta1::Device MakeDevice(const std::string& id, std::vector<int64_t> nodes,
+v1beta1::Device MakeDevice(const std::string& id,
+                           const std::vector<int64_t>& nodes,
                            const std::string& health) {
   v1beta1::Device device;
   device.set_id(id);
@@ -142,9 +144,9 @@ void FakePlugin::Stop() {
   }
 }
 
-grpc::Status FakePlugin::Register(std::optional<std::string> version,
-                                  std::optional<std::string> resource,
-                                  std::optional<std::string> endpoint) {
+grpc::Status FakePlugin::Register(const std::optional<std::string>& version,
+                                  const std::optional<std::string>& resource,
+                                  const std::optional<std::string>& endpoint) {
   auto channel = grpc::CreateChannel("unix:" + (dir_ / "kubelet.sock").string(),
                                      grpc::InsecureChannelCredentials());
   auto stub = v1beta1::Registration::NewStub(channel);
@@ -174,10 +176,11 @@ void FakePlugin::SetDevices(std::vector<v1beta1::Device> devices) {
 
 void FakePlugin::SetOptions(v1beta1::DevicePluginOptions options) {
   std::lock_guard lock(mu_);
-  options_ = options;
+  options_ = std::move(options);
 }
 
-void FakePlugin::SetRegisterOptions(v1beta1::DevicePluginOptions options) {
+void FakePlugin::SetRegisterOptions(
+    const v1beta1::DevicePluginOptions& options) {
   std::lock_guard lock(mu_);
   register_options_ = options;
 }

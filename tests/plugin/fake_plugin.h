@@ -42,16 +42,17 @@ class FakePlugin {
   // Ends every stream and stops serving (a plugin exit).
   void Stop();
   // Registers with <dir>/kubelet.sock; fields can be overridden.
-  grpc::Status Register(std::optional<std::string> version = std::nullopt,
-                        std::optional<std::string> resource = std::nullopt,
-                        std::optional<std::string> endpoint = std::nullopt);
+  grpc::Status Register(
+      const std::optional<std::string>& version = std::nullopt,
+      const std::optional<std::string>& resource = std::nullopt,
+      const std::optional<std::string>& endpoint = std::nullopt);
 
   // Replaces the list and streams it to every open stream.
   void SetDevices(std::vector<v1beta1::Device> devices);
   // Options returned by GetDevicePluginOptions (default: none set) and, when
   // SetRegisterOptions was not called, sent in Register.
   void SetOptions(v1beta1::DevicePluginOptions options);
-  void SetRegisterOptions(v1beta1::DevicePluginOptions options);
+  void SetRegisterOptions(const v1beta1::DevicePluginOptions& options);
   void SetOptionsError(std::optional<grpc::Status> error);
   void SetAllocate(AllocateFn fn);
   void SetPreferred(PreferredFn fn);
@@ -103,7 +104,8 @@ class FakePlugin {
 };
 
 // A device for FakePlugin lists.
-v1beta1::Device MakeDevice(const std::string& id, std::vector<int64_t> nodes,
+v1beta1::Device MakeDevice(const std::string& id,
+                           const std::vector<int64_t>& nodes,
                            const std::string& health = "Healthy");
 
 }  // namespace topology::testing

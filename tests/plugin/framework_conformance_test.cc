@@ -52,8 +52,8 @@ class FrameworkTest : public ::testing::Test {
 
   // Starts the plugin with `devices` (and a fake kubelet first when asked).
   void StartPlugin(std::vector<plugin::Device> devices,
-                   plugin::RunnerOptions options,
-                   std::shared_ptr<ScriptedHandler> handler = nullptr) {
+                   const plugin::RunnerOptions& options,
+                   const std::shared_ptr<ScriptedHandler>& handler = nullptr) {
     handler_ = handler ? handler : std::make_shared<ScriptedHandler>();
     runner_ = std::make_unique<plugin::PluginRunner>(options);
     auto publisher =
@@ -155,8 +155,9 @@ TEST_F(FrameworkTest, P04_MethodPathsAndUnknownMethod) {
     grpc::Slice slice(bytes);
     in = grpc::ByteBuffer(&slice, 1);
     std::promise<grpc::Status> done;
-    generic.UnaryCall(&context, path, grpc::StubOptions(), &in, &out,
-                      [&](grpc::Status status) { done.set_value(status); });
+    generic.UnaryCall(
+        &context, path, grpc::StubOptions(), &in, &out,
+        [&](const grpc::Status& status) { done.set_value(status); });
     return done.get_future().get();
   };
   v1beta1::Empty empty;
@@ -731,6 +732,7 @@ TEST_F(FrameworkRpcTest, P42_ConcurrentAllocate) {
   ASSERT_THAT(publisher_->SetDevices(devices), IsOk());
   const auto start = std::chrono::steady_clock::now();
   std::vector<std::future<bool>> results;
+  results.reserve(64);
   for (int i = 0; i < 64; ++i) {
     results.push_back(std::async(std::launch::async, [&, i] {
       const std::vector<std::string> ids = {"dev-" + std::to_string(2 * i),
@@ -746,15 +748,15 @@ TEST_F(FrameworkRpcTest, P42_ConcurrentAllocate) {
 }
 
 TEST_F(FrameworkRpcTest, P43_P44_StressMixedCallsAndHealthFlips) {
+  const char* stress_ms = std::getenv("TOPOLOGY_STRESS_MS");
   const auto duration = std::chrono::milliseconds(
-      std::stoi(std::getenv("TOPOLOGY_STRESS_MS") != nullptr
-                    ? std::getenv("TOPOLOGY_STRESS_MS")
-                    : "3000"));
+      std::stoi(stress_ms != nullptr ? stress_ms : "3000"));
   std::atomic<bool> stop{false};
   std::atomic<int> unanswered{0};
   std::mutex latencies_mu;
   std::vector<double> latencies;
   std::vector<std::thread> workers;
+  workers.reserve(6);
   for (int w = 0; w < 6; ++w) {
     workers.emplace_back([&, w] {
       int i = 0;
@@ -833,6 +835,7 @@ TEST_F(FrameworkRpcTest, P45_OversizedResponseIsAClearError) {
   std::vector<plugin::Device> devices = LongIdDevices(10000);
   ASSERT_THAT(publisher_->SetDevices(devices), IsOk());
   std::vector<std::string> all;
+  all.reserve(devices.size());
   for (const auto& device : devices) all.push_back(device.id);
   v1beta1::AllocateResponse response;
   grpc::Status status = Allocate({all}, &response);

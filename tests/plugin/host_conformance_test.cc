@@ -7,6 +7,7 @@
 #include <future>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -35,7 +36,6 @@ using namespace std::chrono_literals;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
-using ::testing::UnorderedElementsAre;
 using ::topology::testing::FakePlugin;
 using ::topology::testing::IsOk;
 using ::topology::testing::MakeDeadSocket;
@@ -44,9 +44,10 @@ using ::topology::testing::StatusIs;
 
 constexpr char kGpu[] = "example.com/gpu";
 
-manager::Pod MakePod(const std::string& name,
-                     std::vector<std::pair<std::string, int64_t>> limits,
-                     std::vector<std::pair<std::string, int64_t>> init = {}) {
+manager::Pod MakePod(
+    const std::string& name,
+    const std::vector<std::pair<std::string, int64_t>>& limits,
+    const std::vector<std::pair<std::string, int64_t>>& init = {}) {
   manager::Pod pod;
   pod.name = name;
   pod.uid = "uid-" + name;
@@ -91,7 +92,7 @@ class HostTest : public ::testing::Test {
   }
 
   void StartHost(HostConfig config) {
-    auto host = HostManager::Create(config, topology_);
+    auto host = HostManager::Create(std::move(config), topology_);
     ASSERT_THAT(host.status(), IsOk());
     host_ = std::move(*host);
     ASSERT_THAT(host_->Start(), IsOk());
@@ -104,7 +105,7 @@ class HostTest : public ::testing::Test {
                                      v1beta1::DevicePluginOptions options = {},
                                      const std::string& resource = kGpu) {
     auto plugin = std::make_unique<FakePlugin>(dir(), resource, endpoint);
-    plugin->SetOptions(options);
+    plugin->SetOptions(std::move(options));
     plugin->SetDevices(std::move(devices));
     plugin->Start();
     EXPECT_TRUE(plugin->Register().ok());
@@ -305,6 +306,7 @@ TEST_F(HostTest, K12_TwentyResourcesConcurrently) {
     plugins.back()->Start();
   }
   std::vector<std::future<bool>> results;
+  results.reserve(plugins.size());
   for (auto& plugin : plugins) {
     results.push_back(std::async(
         std::launch::async, [&plugin] { return plugin->Register().ok(); }));
@@ -361,6 +363,7 @@ TEST_F(HostTest, K15_DroppedDeviceStaysWithItsPod) {
 TEST_F(HostTest, K18_LargeListsAndOversizedMessages) {
   StartHost();
   std::vector<v1beta1::Device> many;
+  many.reserve(10000);
   for (int i = 0; i < 10000; ++i) {
     many.push_back(MakeDevice("device-" + std::to_string(i), {i % 2}));
   }
@@ -530,6 +533,7 @@ TEST_F(HostTest, K30_K31_PreferredAllocationParametersAndAnswers) {
   v1beta1::DevicePluginOptions options;
   options.set_get_preferred_allocation_available(true);
   std::vector<v1beta1::Device> eight;
+  eight.reserve(8);
   for (int i = 0; i < 8; ++i)
     eight.push_back(MakeDevice("d" + std::to_string(i), {i / 4}));
   auto plugin = Plugin("a.sock", eight, options);
@@ -586,11 +590,13 @@ TEST_F(HostTest, K32_PreferredAllocationErrorFailsAdmission) {
 TEST_F(HostTest, K35_ConcurrentAdmissionsNeverShareADevice) {
   StartHost();
   std::vector<v1beta1::Device> devices;
+  devices.reserve(32);
   for (int i = 0; i < 32; ++i)
     devices.push_back(MakeDevice("d" + std::to_string(i), {i % 2}));
   auto plugin = Plugin("a.sock", devices);
   ASSERT_TRUE(WaitFor([&] { return View().allocatable == 32; }));
   std::vector<std::future<PodResult>> results;
+  results.reserve(32);
   for (int i = 0; i < 32; ++i) {
     results.push_back(std::async(std::launch::async, [&, i] {
       return host_->Admit(MakePod("p" + std::to_string(i), {{kGpu, 1}}), false);
@@ -694,7 +700,7 @@ TEST_F(HostTest, K40_K41_K44_RestartRestoresAllocations) {
 TEST_F(HostTest, K43_CorruptCheckpointStartsEmpty) {
   std::filesystem::create_directories(dir());
   std::ofstream(dir() / kCheckpointFile)
-      << "{\"version\":1,\"checksum\":\"0\",\"data\":{}}";
+      << R"({"version":1,"checksum":"0","data":{}})";
   StartHost();
   EXPECT_THAT(host_->StatusJson()["pods"], SizeIs(0));
   EXPECT_TRUE(std::filesystem::exists(
@@ -1119,6 +1125,7 @@ TEST_F(HostTest, BatchStopsWhenTheClientGivesUp) {
   auto plugin = Plugin("a.sock", FourGpus());
   ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
   std::vector<manager::Pod> pods;
+  pods.reserve(4);
   for (int i = 0; i < 4; ++i) {
     pods.push_back(MakePod("batch-" + std::to_string(i), {{kGpu, 1}}));
   }

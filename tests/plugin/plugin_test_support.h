@@ -62,6 +62,7 @@ class ScriptedHandler : public plugin::ResourceHandler {
 // `count` devices "dev-0".. alternating NUMA nodes 0 and 1.
 inline std::vector<plugin::Device> MakeDevices(int count) {
   std::vector<plugin::Device> devices;
+  devices.reserve(static_cast<size_t>(count));
   for (int i = 0; i < count; ++i) {
     devices.push_back({.id = "dev-" + std::to_string(i),
                        .health = plugin::Health::kHealthy,

@@ -1,13 +1,13 @@
 // The topology-device-plugin executable as operators run it: a separate
 // process against the in-process fake kubelet (crash, SIGTERM, flags).
 #include <chrono>
+#include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <thread>
 
 #include <fcntl.h>
-#include <signal.h>
 #include <spawn.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -37,6 +37,7 @@ class PluginProcess {
                          const std::string& log = "") {
     std::vector<char*> argv;
     args.insert(args.begin(), kBinary);
+    argv.reserve(args.size());
     for (auto& arg : args) argv.push_back(arg.data());
     argv.push_back(nullptr);
     posix_spawn_file_actions_t actions;

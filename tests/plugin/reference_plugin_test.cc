@@ -285,8 +285,9 @@ TEST_F(ReferencePluginTest, P33_KubeletShapedRequests) {
 TEST_F(ReferencePluginTest, P37_AllocateContent) {
   // Device nodes by glob under the host root, and CDI names.
   std::filesystem::create_directories(root_.path() / "dev/dri/by-path");
-  std::ofstream(root_.path() / "dev/dri/by-path/pci-0000:1a:00.0-render");
-  std::ofstream(root_.path() / "dev/nvidiactl");
+  std::ofstream render(root_.path() /
+                       "dev/dri/by-path/pci-0000:1a:00.0-render");
+  std::ofstream control(root_.path() / "dev/nvidiactl");
   StartPlugin(
       "    deviceNodes: [\"/dev/dri/by-path/pci-{address}-render\", "
       "\"/dev/nvidiactl\"]\n"

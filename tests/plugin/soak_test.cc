@@ -73,6 +73,7 @@ TEST(SoakTest, PluginRestartsAdmissionsAndManagerRestarts) {
   };
   std::unique_ptr<HostManager> host = start_host();
   std::vector<v1beta1::Device> devices;
+  devices.reserve(8);
   for (int i = 0; i < 8; ++i) {
     devices.push_back(MakeDevice("gpu-" + std::to_string(i), {i / 4}));
   }
@@ -151,7 +152,7 @@ TEST(SoakTest, PluginRestartsAdmissionsAndManagerRestarts) {
   std::this_thread::sleep_for(500ms);
   EXPECT_LE(Entries("/proc/self/fd"), fds_at_start + 16);
   EXPECT_LE(Entries("/proc/self/task"), threads_at_start + 8);
-  EXPECT_LE(ResidentKiB(), rss_at_start + 32 * 1024);
+  EXPECT_LE(ResidentKiB(), rss_at_start + uint64_t{32} * 1024);
 }
 
 }  // namespace

@@ -10,7 +10,7 @@
 namespace topology::testing {
 
 // The integer value of environment variable `name`, or `fallback`.
-inline long EnvOr(const char* name, long fallback) {
+inline int64_t EnvOr(const char* name, int64_t fallback) {
   const char* value = std::getenv(name);
   return value ? std::strtol(value, nullptr, 10) : fallback;
 }

@@ -125,10 +125,10 @@ void WriteNvidiaDriverEntries(const std::filesystem::path& root) {
         << "Bus Location: \t " << gpus[minor] << "\n"
         << "Device Minor: \t " << minor << "\n"
         << "GPU Excluded:\t No\n";
-    std::ofstream(root / "dev" / ("nvidia" + std::to_string(minor)));
+    std::ofstream node(root / "dev" / ("nvidia" + std::to_string(minor)));
   }
   for (const char* node : {"nvidiactl", "nvidia-uvm", "nvidia-uvm-tools"}) {
-    std::ofstream(root / "dev" / node);
+    std::ofstream file(root / "dev" / node);
   }
 }
 

@@ -160,7 +160,7 @@ void SysfsTreeBuilder::WriteFunctionFiles(const fs::path& dir,
   WriteFile(rel + "/config", std::string(64, '\0'));
   // Relative links from the function directory back to the sysfs root.
   fs::path to_sys;
-  for (long i = 0; i <= std::count(rel.begin(), rel.end(), '/'); ++i) {
+  for (int64_t i = 0; i <= std::count(rel.begin(), rel.end(), '/'); ++i) {
     to_sys /= "..";
   }
   const std::string driver =

@@ -13,7 +13,7 @@ template <typename Rep, typename Period>
 std::chrono::duration<Rep, Period> Scaled(
     std::chrono::duration<Rep, Period> limit) {
   const char* text = std::getenv("TOPOLOGY_TEST_TIME_SCALE");
-  const long scale = text != nullptr ? std::strtol(text, nullptr, 10) : 1;
+  const int64_t scale = text != nullptr ? std::strtol(text, nullptr, 10) : 1;
   return limit * (scale > 1 ? scale : 1);
 }
 

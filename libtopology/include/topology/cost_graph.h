@@ -69,12 +69,12 @@ struct GraphRequest {
 struct GraphSelection {
   // Per resource name, the chosen instances (sorted).
   std::map<std::string, std::vector<GraphInstance>> selection;
-  long long cost = 0;
+  int64_t cost = 0;
   std::vector<int> numa_nodes;  // union over the chosen instances
-  long long greedy_cost = 0;    // the greedy walk's cost (annealing start)
+  int64_t greedy_cost = 0;      // the greedy walk's cost (annealing start)
   // The best rejected alternative: the cheapest selection one unit away
   // (one instance swapped for another of its type); -1 when there is none.
-  long long runner_up_cost = -1;
+  int64_t runner_up_cost = -1;
   std::string runner_up;  // "gpu: 0000:1b:00.0 instead of 0000:3d:00.0"
   std::string explanation;
 };

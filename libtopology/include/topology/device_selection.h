@@ -37,7 +37,7 @@ struct SelectionRequest {
   bool explain = false;
   // Steps the search over NUMA groups may take before the heuristic takes
   // over (0 forces the heuristic, to measure it). Default: 400,000.
-  long group_search_budget = 400000;
+  int64_t group_search_budget = 400000;
 };
 
 struct Selection {

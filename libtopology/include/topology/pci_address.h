@@ -35,6 +35,7 @@ struct TOPOLOGY_EXPORT PciAddress {
     return domain == other.domain && bus == other.bus && device == other.device;
   }
 
+  // NOLINTNEXTLINE(modernize-use-nullptr): clang-tidy 14 misreads defaulted <=>
   friend auto operator<=>(const PciAddress&, const PciAddress&) = default;
 };
 

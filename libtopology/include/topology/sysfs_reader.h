@@ -42,7 +42,7 @@ class TOPOLOGY_EXPORT SysfsReader {
  public:
   // Sysfs attributes are at most a page; anything larger than this is
   // rejected rather than read, so a hostile tree cannot exhaust memory.
-  static constexpr std::size_t kMaxFileSize = 64 * 1024;
+  static constexpr std::size_t kMaxFileSize = std::size_t{64} * 1024;
 
   virtual ~SysfsReader();
 

@@ -333,7 +333,7 @@ StatusOr<DeviceManager::DeviceSet> DeviceManager::DevicesToAllocate(
     }
     DeviceSet offer(pool.begin(), pool.end());
     offer.insert(allocated.begin(), allocated.end());
-    const std::shared_ptr<DevicePluginEndpoint> callee = endpoint;
+    const std::shared_ptr<DevicePluginEndpoint>& callee = endpoint;
     lock.unlock();
     auto answer = callee->GetPreferredAllocation(
         Sorted(offer), Sorted(allocated), Saturate(required));
@@ -411,7 +411,7 @@ Status DeviceManager::Allocate(const Pod& pod, const Container& container) {
     }
     if (endpoint) {
       lock.unlock();
-      const Status status = endpoint->Allocate(Sorted(*chosen));
+      Status status = endpoint->Allocate(Sorted(*chosen));
       lock.lock();
       if (!status.ok()) {
         if (auto a = allocations_.find(key); a != allocations_.end()) {

@@ -21,9 +21,9 @@ namespace topology::manager::internal {
 // A budget of search steps shared by one merge; exhausted searches report
 // it so the merger can say so.
 struct SearchBudget {
-  long steps_left = 2'000'000;
+  int64_t steps_left = 2'000'000;
   bool exhausted = false;
-  bool Spend(long steps = 1) {
+  bool Spend(int64_t steps = 1) {
     steps_left -= steps;
     if (steps_left < 0) exhausted = true;
     return !exhausted;

@@ -159,7 +159,7 @@ TopologyHint HintMerger::ReferenceMerge(const HintLists& flat, int best_count,
   std::optional<TopologyHint> best;
   TopologyHint merged;
   std::vector<size_t> index(lists.size(), 0);
-  long examined = 0;
+  int64_t examined = 0;
   while (true) {
     // mergePermutation
     bool preferred = true;
@@ -215,7 +215,7 @@ TopologyHint HintMerger::ReferenceMerge(const HintLists& flat, int best_count,
 TopologyHint HintMerger::FastMerge(const HintLists& lists, int best_count,
                                    MergeExplanation* explanation) const {
   const NumaMask all = numa_.DefaultAffinity();
-  long examined = 0;
+  int64_t examined = 0;
   SearchBudget budget;
   const auto finish = [&](TopologyHint hint, std::string reason) {
     if (explanation) {
@@ -420,7 +420,7 @@ TopologyHint HintMerger::FastMerge(const HintLists& lists, int best_count,
 std::optional<NumaMask> HintMerger::BestFamilyResult(
     NumaMask within, int best_count,
     const std::vector<const HintFamily*>& families, SearchBudget* budget,
-    long* examined) const {
+    int64_t* examined) const {
   if (within.IsEmpty()) return std::nullopt;
   // Fewer nodes than B: the whole set is the best (most nodes below B), and
   // it is reachable: every family keeps its whole universe.

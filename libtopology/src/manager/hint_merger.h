@@ -71,7 +71,7 @@ class HintMerger {
   std::optional<NumaMask> BestFamilyResult(
       NumaMask within, int best_count,
       const std::vector<const HintFamily*>& families, SearchBudget* budget,
-      long* examined) const;
+      int64_t* examined) const;
 
   const NumaInfo& numa_;
   bool use_closest_;

@@ -26,7 +26,8 @@ StatusOr<NumaInfo> NumaInfo::Create(
   info.node_ids_ = std::move(node_ids);
   info.all_ = NumaMask::FromBits(all);
   if (distances.has_value()) {
-    info.distance_.assign(NumaMask::kMaxNodes * NumaMask::kMaxNodes, 0);
+    info.distance_.assign(
+        static_cast<size_t>(NumaMask::kMaxNodes) * NumaMask::kMaxNodes, 0);
     for (int from : info.node_ids_) {
       const auto row = distances->find(from);
       if (row == distances->end()) {
@@ -39,7 +40,8 @@ StatusOr<NumaInfo> NumaInfo::Create(
               "distance row of NUMA node " + std::to_string(from) +
               " has no entry for node " + std::to_string(to));
         }
-        info.distance_[static_cast<size_t>(from * NumaMask::kMaxNodes + to)] =
+        info.distance_[static_cast<size_t>(from) * NumaMask::kMaxNodes +
+                       static_cast<size_t>(to)] =
             row->second[static_cast<size_t>(to)];
       }
     }
@@ -66,7 +68,8 @@ StatusOr<NumaInfo> NumaInfo::FromTopology(const Topology& topology) {
 }
 
 int NumaInfo::Distance(int from, int to) const {
-  return distance_[static_cast<size_t>(from * NumaMask::kMaxNodes + to)];
+  return distance_[static_cast<size_t>(from) * NumaMask::kMaxNodes +
+                   static_cast<size_t>(to)];
 }
 
 double NumaInfo::AverageDistance(NumaMask mask) const {

@@ -2,6 +2,7 @@
 // XML export as text, JSON or Graphviz DOT.
 #include <algorithm>
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -164,7 +165,8 @@ int RunGraphSelect(const topology::Topology& topo,
     }
     request.resources.push_back({kv->first, count, pool->second});
   }
-  for (const auto& [name, pool] : pool_of) {
+  for (const auto& entry : pool_of) {
+    const std::string& name = entry.first;
     if (std::none_of(request.resources.begin(), request.resources.end(),
                      [&](const auto& r) { return r.name == name; })) {
       return fail("--pool " + name + ": no --request " + name + "=COUNT");
@@ -185,7 +187,7 @@ int RunGraphSelect(const topology::Topology& topo,
       if (!e.is_object() || !e.contains("a") || !e["a"].is_string() ||
           !e.contains("b") || !e["b"].is_string() || !e.contains("cost") ||
           !e["cost"].is_number_integer()) {
-        return fail(at + ": want {\"a\":ADDR,\"b\":ADDR,\"cost\":N}");
+        return fail(at + R"(: want {"a":ADDR,"b":ADDR,"cost":N})");
       }
       auto a = topology::PciAddress::Parse(e["a"].get<std::string>());
       auto b = topology::PciAddress::Parse(e["b"].get<std::string>());
@@ -228,7 +230,7 @@ int RunGraphSelect(const topology::Topology& topo,
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int RunMain(int argc, char** argv) {
   CLI::App app{
       "Show the NUMA and PCIe topology of a machine, a recorded "
       "sysfs tree or an hwloc XML export."};
@@ -339,4 +341,17 @@ int main(int argc, char** argv) {
     std::cout << topology::tools::RenderText(*topo, *filter);
   }
   return 0;
+}
+
+// Anything thrown past the command (out of memory, a library's exception)
+// ends it with one line and exit 1 rather than an abort.
+int main(int argc, char** argv) {
+  try {
+    return RunMain(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "topology-info: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "topology-info: unknown exception\n";
+  }
+  return 1;
 }

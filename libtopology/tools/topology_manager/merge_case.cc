@@ -39,7 +39,7 @@ StatusOr<HintList> ParseHintList(const json& value, const std::string& field,
     const std::string at = field + "[" + std::to_string(i) + "]";
     const json& h = value[i];
     if (!h.is_object())
-      return FieldError(at, "want {\"mask\":...,\"preferred\":...}");
+      return FieldError(at, R"(want {"mask":...,"preferred":...})");
     for (const auto& [key, unused] : h.items()) {
       if (key != "mask" && key != "preferred") {
         return FieldError(at + "." + key, "unknown key");

@@ -57,7 +57,7 @@ DirWatcher::~DirWatcher() {
 }
 
 void DirWatcher::Loop() {
-  alignas(inotify_event) std::array<char, 16 * 1024> buffer{};
+  alignas(inotify_event) std::array<char, size_t{16} * 1024> buffer{};
   while (true) {
     std::array<pollfd, 2> fds = {pollfd{inotify_fd_, POLLIN, 0},
                                  pollfd{stop_fd_, POLLIN, 0}};

@@ -21,10 +21,11 @@ StatusOr<std::chrono::nanoseconds> ParseDuration(std::string_view text) {
     bool dot = false;
     while (i < text.size() &&
            ((text[i] >= '0' && text[i] <= '9') || (text[i] == '.' && !dot))) {
-      if (text[i] == '.')
+      if (text[i] == '.') {
         dot = true;
-      else
+      } else {
         digits = true;
+      }
       ++i;
     }
     if (!digits) {

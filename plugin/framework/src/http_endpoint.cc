@@ -94,7 +94,7 @@ constexpr int kMaxConnections = 64;
 
 class HttpEndpoint::Impl {
  public:
-  Impl(Handlers handlers) : handlers_(std::move(handlers)) {}
+  explicit Impl(Handlers handlers) : handlers_(std::move(handlers)) {}
 
   Status Listen(const tcp::endpoint& endpoint) {
     beast::error_code error;
@@ -196,11 +196,11 @@ StatusOr<std::unique_ptr<HttpEndpoint>> HttpEndpoint::Start(
   if (error) return invalid;
   auto impl = std::make_unique<Impl>(handlers);
   Status listening =
-      impl->Listen(tcp::endpoint(ip, static_cast<unsigned short>(port)));
+      impl->Listen(tcp::endpoint(ip, static_cast<uint16_t>(port)));
   if (!listening.ok() && any) {
     impl = std::make_unique<Impl>(std::move(handlers));
     listening = impl->Listen(tcp::endpoint(asio::ip::address_v4::any(),
-                                           static_cast<unsigned short>(port)));
+                                           static_cast<uint16_t>(port)));
   }
   if (!listening.ok()) {
     return UnavailableError("cannot listen on " + address + ": " +
@@ -216,7 +216,7 @@ StatusOr<std::pair<int, std::string>> HttpGet(int port,
     beast::tcp_stream stream(context);
     stream.expires_after(std::chrono::seconds(5));
     stream.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"),
-                                 static_cast<unsigned short>(port)));
+                                 static_cast<uint16_t>(port)));
     http::request<http::empty_body> request(http::verb::get, target, 11);
     request.set(http::field::host, "127.0.0.1");
     http::write(stream, request);

@@ -66,7 +66,7 @@ void ListAndWatchReactor::OnDone() {
   delete this;
 }
 
-void StreamSet::Publish(ListMessage message) {
+void StreamSet::Publish(const ListMessage& message) {
   std::lock_guard lock(mu_);
   latest_ = message;
   for (ListAndWatchReactor* reactor : reactors_) reactor->Offer(message);

@@ -58,7 +58,7 @@ class StreamSet {
       : on_change_(std::move(on_change)) {}
 
   // Stores the latest message and offers it to every stream.
-  void Publish(ListMessage message);
+  void Publish(const ListMessage& message);
   ListMessage latest() const;
 
   // A new stream; it is offered the latest message at once.

@@ -100,7 +100,7 @@ void WriteResourceMetrics(MetricsText& text, std::string_view prefix,
     text.Sample(p + "_registered", {{"resource", row.resource}},
                 uint64_t{row.registered ? 1u : 0u});
   }
-  const struct {
+  static constexpr struct {
     const char* suffix;
     const char* type;
     const char* help;

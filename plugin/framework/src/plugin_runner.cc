@@ -4,6 +4,7 @@
 #include <atomic>
 #include <cerrno>
 #include <condition_variable>
+#include <csignal>
 #include <cstring>
 #include <exception>
 #include <map>
@@ -16,7 +17,6 @@
 
 #include <glog/logging.h>
 #include <grpcpp/grpcpp.h>
-#include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -456,10 +456,11 @@ grpc::Status ResourceServer::Allocate(const v1beta1::AllocateRequest& request,
         status.ok() ? CallHandler(name_, "Allocate",
                                   [&] { return handler_->Allocate(ids); })
                     : StatusOr<ContainerAllocation>(status);
-    if (allocation.ok())
+    if (allocation.ok()) {
       status = CheckAllocation(*allocation);
-    else
+    } else {
       status = allocation.status();
+    }
     if (!status.ok()) {
       allocate_errors_.fetch_add(1);
       LOG(WARNING) << name_ << ": Allocate of " << JoinIds(ids)
@@ -557,10 +558,11 @@ grpc::Status ResourceServer::GetPreferredAllocation(
                   name_, "GetPreferredAllocation",
                   [&] { return handler_->GetPreferredAllocation(plain); })
             : StatusOr<std::vector<std::string>>(status);
-    if (answer.ok())
+    if (answer.ok()) {
       status = CheckPreferredAnswer(plain, *answer);
-    else
+    } else {
       status = answer.status();
+    }
     if (!status.ok()) {
       preferred_errors_.fetch_add(1);
       LOG(WARNING) << name_
@@ -962,7 +964,7 @@ StatusOr<ResourcePublisher*> PluginRunner::AddResourceChecked(
 }
 
 Status PluginRunner::Start() {
-  const Status status = StartChecked();
+  Status status = StartChecked();
   if (!status.ok()) {
     LOG(ERROR) << "cannot start the device plugin in "
                << options_.plugin_dir.string() << ": " << status.ToString();

@@ -42,10 +42,10 @@ enum class MergeEngine { kReference, kFast };
 struct MergeExplanation {
   int hint_lists = 0;  // after flattening (and filtering)
   int best_non_preferred_count =
-      0;                         // the kubelet's bestNonPreferredAffinityCount
-  double permutations = 0;       // size of the cross product
-  long candidates_examined = 0;  // merged results the engine looked at
-  std::string reason;            // one sentence
+      0;                    // the kubelet's bestNonPreferredAffinityCount
+  double permutations = 0;  // size of the cross product
+  int64_t candidates_examined = 0;  // merged results the engine looked at
+  std::string reason;               // one sentence
 };
 
 struct MergeResult {
