@@ -373,7 +373,7 @@ int RunAdmit(const std::vector<std::string>& files, const std::string& format,
       size_t line = 1;
       for (size_t i = 0; i < text.size(); ++i) {
         if (!topology::host::IsValidUtf8(
-                std::string_view(text).substr(0, i + 1)) &&
+                std::string_view{text}.substr(0, i + 1)) &&
             (static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
           break;
         }

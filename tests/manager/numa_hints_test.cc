@@ -11,8 +11,8 @@ using ::testing::ElementsAre;
 using ::testing::IsEmpty;
 
 NumaMask M(const std::vector<int>& ids) { return *NumaMask::FromIds(ids); }
-TopologyHint H(std::vector<int> ids, bool preferred) {
-  return TopologyHint{M(std::move(ids)), preferred};
+TopologyHint H(const std::vector<int>& ids, bool preferred) {
+  return TopologyHint{M(ids), preferred};
 }
 
 HintRequest TwoNodesFourDevices(int request) {

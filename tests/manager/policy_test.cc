@@ -15,8 +15,8 @@ namespace {
 using testing::StatusIs;
 
 NumaMask M(const std::vector<int>& ids) { return *NumaMask::FromIds(ids); }
-TopologyHint H(std::vector<int> ids, bool preferred) {
-  return TopologyHint{M(std::move(ids)), preferred};
+TopologyHint H(const std::vector<int>& ids, bool preferred) {
+  return TopologyHint{M(ids), preferred};
 }
 TopologyHint Nil(bool preferred) {
   return TopologyHint{std::nullopt, preferred};

@@ -15,8 +15,8 @@ using ::testing::HasSubstr;
 using testing::StatusIs;
 
 NumaMask M(const std::vector<int>& ids) { return *NumaMask::FromIds(ids); }
-TopologyHint H(std::vector<int> ids, bool preferred) {
-  return TopologyHint{M(std::move(ids)), preferred};
+TopologyHint H(const std::vector<int>& ids, bool preferred) {
+  return TopologyHint{M(ids), preferred};
 }
 
 NumaInfo Nodes(int n) {

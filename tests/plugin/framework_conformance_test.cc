@@ -70,9 +70,9 @@ class FrameworkTest : public ::testing::Test {
   // kubelet's connection to it (null on failure).
   std::shared_ptr<PluginConnection> Connected(
       std::vector<plugin::Device> devices,
-      std::shared_ptr<ScriptedHandler> handler = nullptr) {
+      const std::shared_ptr<ScriptedHandler>& handler = nullptr) {
     kubelet_.Start();
-    StartPlugin(std::move(devices), Options(), std::move(handler));
+    StartPlugin(std::move(devices), Options(), handler);
     auto connection = Connection();
     // As the kubelet, which only allocates devices it has been sent: the
     // first list has arrived before the test calls the plugin.

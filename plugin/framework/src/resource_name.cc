@@ -70,12 +70,12 @@ Status ValidateResourceName(std::string_view name) {
   if (qualified.find('/', slash + 1) != std::string::npos) {
     return Invalid(name, "it must contain exactly one '/'");
   }
-  if (!IsDnsSubdomain(std::string_view(qualified).substr(0, slash))) {
+  if (!IsDnsSubdomain(std::string_view{qualified}.substr(0, slash))) {
     return Invalid(name,
                    "the prefix must be a lower-case DNS subdomain of at most "
                    "244 characters");
   }
-  if (!IsQualifiedNamePart(std::string_view(qualified).substr(slash + 1))) {
+  if (!IsQualifiedNamePart(std::string_view{qualified}.substr(slash + 1))) {
     return Invalid(name,
                    "the name must be 1-63 characters of [A-Za-z0-9-_.], "
                    "starting and ending alphanumeric");
