@@ -10,7 +10,8 @@
 // counter rises, Healthy again after a quiet minute.
 //
 //   accel-plugin --resource example.com/accel --class 1200 [--vendor 1ded]
-//                [--host-root /host] [--plugin-dir DIR] [-v N]
+//                [--host-root /host] [--plugin-dir DIR]
+//                [--http-addr 127.0.0.1:8082] [-v N]
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -29,7 +30,9 @@
 #include "topology/device_selection.h"
 #include "topology/discovery.h"
 #include "topology/plugin/health.h"
+#include "topology/plugin/http_endpoint.h"
 #include "topology/plugin/logging.h"
+#include "topology/plugin/metrics_text.h"
 #include "topology/plugin/plugin_runner.h"
 #include "topology/sysfs_reader.h"
 // guide:end
@@ -44,6 +47,7 @@ struct Flags {
   std::string vendor;                 // any
   std::string host_root = "/";
   std::string plugin_dir = plugin::kDefaultPluginDir;
+  std::string http_addr;  // /healthz, /readyz, /metrics; empty: none
   int verbosity = 0;
 };
 
@@ -69,6 +73,8 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
       flags.vendor = value;
     } else if (arg == "--host-root") {
       flags.host_root = value;
+    } else if (arg == "--http-addr") {
+      flags.http_addr = value;
     } else if (arg == "--plugin-dir") {
       flags.plugin_dir = value;
     } else if (arg == "-v" || arg == "--v") {
@@ -221,6 +227,37 @@ class HealthLoop {
 };
 // guide:end
 
+// guide:http
+// /healthz (alive), /readyz (registered with the kubelet) and /metrics:
+// what the framework counts per resource, plus the build.
+topology::StatusOr<std::unique_ptr<plugin::HttpEndpoint>> ServeHttp(
+    const Flags& flags, plugin::PluginRunner& runner) {
+  return plugin::HttpEndpoint::Start(
+      flags.http_addr,
+      {.health_problem = [] { return std::string(); },
+       .readiness_problem =
+           [&runner] {
+             std::string problem;
+             for (const plugin::ResourcePublisher* resource :
+                  runner.resources()) {
+               if (!resource->registered()) {
+                 problem += resource->resource_name() + " is not registered; ";
+               }
+             }
+             return problem;
+           },
+       .metrics =
+           [&runner] {
+             plugin::MetricsText text;
+             plugin::WriteBuildInfo(text, "accel_plugin", "1.0.0");
+             plugin::WriteResourceMetrics(text, "accel_plugin",
+                                          runner.resources());
+             return text.str();
+           },
+       .server_name = "accel-plugin"});
+}
+// guide:end
+
 // guide:main
 int Run(const Flags& flags) {
   plugin::BlockShutdownSignals();  // before any thread starts
@@ -257,6 +294,18 @@ int Run(const Flags& flags) {
     return 1;
   }
 
+  std::unique_ptr<plugin::HttpEndpoint> http;
+  if (!flags.http_addr.empty()) {
+    auto endpoint = ServeHttp(flags, runner);
+    if (!endpoint.ok()) {
+      LOG(ERROR) << "cannot serve " << flags.http_addr << ": "
+                 << endpoint.status().ToString();
+      runner.Stop();
+      return 1;
+    }
+    http = std::move(*endpoint);
+  }
+
   auto sysfs = topology::NewHostRootReader(flags.host_root);
   HealthLoop health(*sysfs, **publisher);
   std::thread health_thread([&] { health.Run(); });
@@ -266,6 +315,7 @@ int Run(const Flags& flags) {
   plugin::ExitIfStillRunningAfter(std::chrono::milliseconds(4500), 0);
   health.Stop();
   health_thread.join();
+  http.reset();
   runner.Stop();  // ends the streams, removes the socket
   return 0;
 }

@@ -9,7 +9,9 @@
 #      generated dual-socket machine (GPUs and NICs), a pod asking for two
 #      GPUs and one NIC is admitted on one NUMA node, and the admission shows
 #      what each plugin's Allocate returned;
-#   4. SIGTERM stops both plugins and serve with exit 0.
+#   4. the GPU plugin's /readyz answers 200 and its /metrics count the
+#      allocation;
+#   5. SIGTERM stops both plugins and serve with exit 0.
 # Usage: package_test.sh PREFIX LIBDIR EXAMPLES_DIR WORK_DIR FIXTURE_TOOL
 #                        GENERATOR CXX CXXFLAGS LDFLAGS
 set -euo pipefail
@@ -70,9 +72,10 @@ pids+=("$serve_pid")
 for _ in $(seq 200); do [ -S "$control" ] && break; sleep 0.05; done
 [ -S "$control" ] || fail "serve did not create its control socket"
 
+http_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$work/cmake-build/accel-plugin" --resource example.com/gpu --class 0302 \
   --host-root "$work/machine" --plugin-dir "$run/device-plugins" \
-  2>"$work/gpu-plugin.log" &
+  --http-addr "127.0.0.1:$http_port" 2>"$work/gpu-plugin.log" &
 gpu_pid=$!
 pids+=("$gpu_pid")
 "$work/pc-accel-plugin" --resource example.com/nic --class 0200 \
@@ -121,6 +124,20 @@ responses = container["allocate_responses"]
 assert responses["example.com/gpu"]["envs"]["ACCEL_VISIBLE_DEVICES"] == ",".join(gpus), responses
 assert responses["example.com/nic"]["cdi_devices"] == ["example.com/accel=" + nics[0]], responses
 print("admitted on NUMA node", container["numa_nodes"][0], "with", gpus, nics)
+PY
+
+echo "== the example's /readyz and /metrics"
+python3 - "$http_port" <<'PY' || fail "unexpected /readyz or /metrics"
+import sys, urllib.request
+base = "http://127.0.0.1:" + sys.argv[1]
+assert urllib.request.urlopen(base + "/readyz", timeout=5).status == 200
+metrics = urllib.request.urlopen(base + "/metrics", timeout=5).read().decode()
+for line in ('accel_plugin_build_info{version="1.0.0",api_version="v1beta1"} 1',
+             'accel_plugin_registered{resource="example.com/gpu"} 1',
+             'accel_plugin_allocations_total{resource="example.com/gpu"} 1',
+             'accel_plugin_devices{resource="example.com/gpu",health="Healthy"} 8'):
+    assert line in metrics, (line, metrics)
+print("ready; metrics count the allocation")
 PY
 
 echo "== SIGTERM stops everything"
