@@ -128,9 +128,17 @@ PY
 
 echo "== the example's /readyz and /metrics"
 python3 - "$http_port" <<'PY' || fail "unexpected /readyz or /metrics"
-import sys, urllib.request
+import sys, time, urllib.error, urllib.request
 base = "http://127.0.0.1:" + sys.argv[1]
-assert urllib.request.urlopen(base + "/readyz", timeout=5).status == 200
+deadline = time.monotonic() + 10
+while True:  # ready once the plugin has seen its Register reply
+    try:
+        if urllib.request.urlopen(base + "/readyz", timeout=5).status == 200:
+            break
+    except urllib.error.HTTPError:
+        pass
+    assert time.monotonic() < deadline, "never ready"
+    time.sleep(0.05)
 metrics = urllib.request.urlopen(base + "/metrics", timeout=5).read().decode()
 for line in ('accel_plugin_build_info{version="1.0.0",api_version="v1beta1"} 1',
              'accel_plugin_registered{resource="example.com/gpu"} 1',

@@ -561,6 +561,13 @@ TEST_F(ReferencePluginTest, MetricsAndHealthz) {
   auto health = HttpGet(port, "/healthz");
   ASSERT_THAT(health.status(), IsOk());
   EXPECT_EQ(health->first, 200);
+  // Ready once both resources' Register calls have returned (the kubelet
+  // sees the GPU stream before the plugin sees the reply).
+  const auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (!plugin_->ReadinessProblem().empty() &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
   auto ready = HttpGet(port, "/readyz");
   ASSERT_THAT(ready.status(), IsOk());
   EXPECT_EQ(ready->first, 200) << ready->second;
