@@ -1,7 +1,7 @@
 // Start-up of the commands a user types, against an empty C program, in the
 // same run: posix_spawn, output to /dev/null, wait. The gap to the empty
 // program is what the dynamic loader and static initialisers cost each
-// command (issue targets: within 2x for `topology-info --help` and
+// command (the goal: within 2x for `topology-info --help` and
 // `topology-manager merge`).
 #include <cstdio>
 #include <cstdlib>
