@@ -61,6 +61,24 @@ std::vector<std::string> ExpandUnderRoot(const std::filesystem::path& host_root,
   return out;
 }
 
+// "10de:20b0 class 030200  driver nvidia  numa 0,1" for --print-matches;
+// the ids are left out when the function is not in the snapshot.
+template <typename Nodes>
+std::string DescribeFunction(const PciDevice* pci, const Nodes& numa_nodes) {
+  char ids[32] = "";
+  if (pci != nullptr) {
+    std::snprintf(ids, sizeof(ids), "%04x:%04x class %06x", pci->vendor_id,
+                  pci->device_id, pci->class_code);
+  }
+  std::string numa;
+  for (const auto node : numa_nodes) {
+    numa += (numa.empty() ? "" : ",") + std::to_string(node);
+  }
+  return std::string(ids) + "  driver " +
+         (pci != nullptr && pci->driver ? *pci->driver : "(none)") + "  numa " +
+         (numa.empty() ? "(none)" : numa);
+}
+
 }  // namespace
 
 // The framework's view of one configured resource.
@@ -481,18 +499,8 @@ std::string TopologyDevicePlugin::DescribeMatches() const {
       auto address = PciAddress::Parse(device.id);
       const PciDevice* pci =
           address.ok() ? snapshot->topology.FindDevice(*address) : nullptr;
-      char ids[32] = "";
-      if (pci != nullptr) {
-        std::snprintf(ids, sizeof(ids), "%04x:%04x class %06x", pci->vendor_id,
-                      pci->device_id, pci->class_code);
-      }
-      std::string numa;
-      for (int64_t node : device.numa_nodes) {
-        numa += (numa.empty() ? "" : ",") + std::to_string(node);
-      }
-      out << "  " << device.id << "  " << ids << "  driver "
-          << (pci != nullptr && pci->driver ? *pci->driver : "(none)")
-          << "  numa " << (numa.empty() ? "(none)" : numa) << "  "
+      out << "  " << device.id << "  "
+          << DescribeFunction(pci, device.numa_nodes) << "  "
           << plugin::HealthName(device.health) << "\n";
     }
   }
@@ -506,20 +514,12 @@ std::string TopologyDevicePlugin::DescribeMatches() const {
   }
   out << "unclaimed: " << unclaimed.size() << " non-bridge PCI function(s)\n";
   for (const PciDevice* pci : unclaimed) {
-    char ids[32];
-    std::snprintf(ids, sizeof(ids), "%04x:%04x class %06x", pci->vendor_id,
-                  pci->device_id, pci->class_code);
-    std::string numa;
-    for (int node : pci->numa_nodes) {
-      numa += (numa.empty() ? "" : ",") + std::to_string(node);
-    }
     std::string interfaces;
     for (const OsDevice& os : pci->os_devices) {
       if (os.kind == "net") interfaces += " " + os.name;
     }
-    out << "  " << pci->address.ToString() << "  " << ids << "  driver "
-        << (pci->driver ? *pci->driver : "(none)") << "  numa "
-        << (numa.empty() ? "(none)" : numa)
+    out << "  " << pci->address.ToString() << "  "
+        << DescribeFunction(pci, pci->numa_nodes)
         << (interfaces.empty() ? "" : "  net" + interfaces) << "\n";
   }
   for (const std::string& warning :

@@ -61,6 +61,20 @@ class ReferencePluginTest : public ::testing::Test {
     kubelet_.Start();
   }
 
+  // The fixture tree and plugin directory, tests driving rescans.
+  PluginOptions Options(Config config) const {
+    PluginOptions options;
+    options.config = std::move(config);
+    options.host_root = root_.path();
+    options.runner.plugin_dir = plugins_.path();
+    options.runner.initial_backoff = 100ms;
+    options.runner.stream_gap = 0ms;
+    options.rescan_interval = 0s;  // tests drive rescans
+    options.recovery_period = 300ms;
+    options.watch_uevents = false;
+    return options;
+  }
+
   void StartPlugin(const std::string& extra_gpu_config = "") {
     auto config = ParseConfig(
         "resources:\n"
@@ -71,16 +85,7 @@ class ReferencePluginTest : public ::testing::Test {
             "    selectors: [{classes: [\"0200\"]}]\n",
         "test");
     ASSERT_THAT(config.status(), IsOk());
-    PluginOptions options;
-    options.config = *config;
-    options.host_root = root_.path();
-    options.runner.plugin_dir = plugins_.path();
-    options.runner.initial_backoff = 100ms;
-    options.runner.stream_gap = 0ms;
-    options.rescan_interval = 0s;  // tests drive rescans
-    options.recovery_period = 300ms;
-    options.watch_uevents = false;
-    auto plugin = TopologyDevicePlugin::Create(std::move(options));
+    auto plugin = TopologyDevicePlugin::Create(Options(*config));
     ASSERT_THAT(plugin.status(), IsOk());
     plugin_ = std::move(*plugin);
     ASSERT_THAT(plugin_->Start(), IsOk());
@@ -636,14 +641,7 @@ TEST_F(ReferencePluginTest, ReadyOnlyOnceRegisteredWithTheKubelet) {
       "    selectors: [{vendors: [\"10de\"]}]\n",
       "test");
   ASSERT_THAT(config.status(), IsOk());
-  PluginOptions options;
-  options.config = *config;
-  options.host_root = root_.path();
-  options.runner.plugin_dir = plugins_.path();
-  options.runner.initial_backoff = 50ms;
-  options.watch_uevents = false;
-  options.rescan_interval = 0s;
-  auto plugin = TopologyDevicePlugin::Create(std::move(options));
+  auto plugin = TopologyDevicePlugin::Create(Options(*config));
   ASSERT_THAT(plugin.status(), IsOk());
   EXPECT_EQ((*plugin)->ReadinessProblem(), "not serving");
   ASSERT_THAT((*plugin)->Start(), IsOk());
@@ -671,12 +669,7 @@ TEST_F(ReferencePluginTest, DescribeMatchesListsUnclaimedAndUnknownPfNames) {
       "      - {pfNames: [\"ens9f0\"]}\n",
       "test");
   ASSERT_THAT(config.status(), IsOk());
-  PluginOptions options;
-  options.config = *config;
-  options.host_root = root_.path();
-  options.runner.plugin_dir = plugins_.path();
-  options.watch_uevents = false;
-  auto plugin = TopologyDevicePlugin::Create(std::move(options));
+  auto plugin = TopologyDevicePlugin::Create(Options(*config));
   ASSERT_THAT(plugin.status(), IsOk());
   const std::string text = (*plugin)->DescribeMatches();
   EXPECT_THAT(text, HasSubstr("unclaimed: 4 non-bridge PCI function(s)"));
