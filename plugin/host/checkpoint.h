@@ -1,9 +1,23 @@
-// The host module's checkpoint format: the admitted pods with their
-// devices and CPUs, and the resources registered before a restart. JSON
-// {"version":1,"checksum":"<FNV-1a 64 of data>","data":{"pods":[...],
-// "registered":{resource:[healthy ids]}}}. Decoding checks structure, types
-// and checksum only; whether the contents fit the machine (devices held
-// twice, unknown CPUs) is the restoring manager's to check.
+// The host module's checkpoint: a snapshot and a journal of what changed
+// since, in one format.
+//
+// Both are lines of records: 16 hex digits of FNV-1a 64 over the record's
+// JSON text, a space, the JSON text, a newline. A record sets one pod
+// ({"op":"admit","pod":{...}}: the pod's containers with their limits and
+// what each holds: devices, exclusive CPUs, NUMA affinity), removes one
+// ({"op":"release","uid":...}) or sets one resource's healthy devices
+// ({"op":"resource","name":...,"healthy":[...]}). Each sets or removes one
+// key, so replaying records whose effect is already in the snapshot changes
+// nothing: a crash between writing a new snapshot and emptying the journal
+// loses nothing and adds nothing.
+//
+// The snapshot (version 2) starts with {"op":"snapshot","version":2,
+// "pods":N,"resources":M} followed by N admit and M resource records; the
+// first version (one JSON document {"version":1,"checksum":...,"data":
+// {"pods":[...],"registered":{...}}}) is still read. Decoding checks
+// structure, types and checksums only; whether the contents fit the
+// machine (devices held twice, unknown CPUs) is the restoring manager's to
+// check.
 #ifndef TOPOLOGY_HOST_CHECKPOINT_H_
 #define TOPOLOGY_HOST_CHECKPOINT_H_
 
@@ -35,6 +49,26 @@ std::string EncodeCheckpoint(const Checkpoint& checkpoint);
 // DATA_LOSS naming what is wrong (not JSON, a missing or mistyped field,
 // a checksum mismatch, a bad CPU list); never throws.
 StatusOr<Checkpoint> DecodeCheckpoint(std::string_view text);
+
+// One journal line each, ending in a newline.
+std::string EncodeAdmitRecord(const CheckpointPod& pod);
+std::string EncodeReleaseRecord(std::string_view uid);
+std::string EncodeResourceRecord(std::string_view name,
+                                 const std::vector<std::string>& healthy);
+
+struct JournalReplay {
+  size_t applied = 0;      // records applied
+  size_t valid_bytes = 0;  // length of the prefix that was applied
+  // Empty when every record applied; else which record is damaged and why
+  // ("record 7 (byte 2310): checksum mismatch"). Nothing after it is used.
+  std::string damage;
+  bool torn_tail = false;  // the damage is a last line without its newline
+};
+
+// Applies `text`'s records to `checkpoint` in order, up to the first damaged
+// one (a cut-short line, a checksum mismatch, a record that is not one of
+// the three). Never throws.
+JournalReplay ReplayJournal(std::string_view text, Checkpoint& checkpoint);
 
 }  // namespace topology::host
 

@@ -9,6 +9,7 @@
 
 #include <glog/logging.h>
 #include <grpcpp/grpcpp.h>
+#include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include "topology/plugin/resource_name.h"
 
 #include "checkpoint.h"
+#include "checkpoint_store.h"
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "plugin_endpoint.h"
 #include "pod_manifest.h"
@@ -294,7 +296,10 @@ HostManager::HostManager(HostConfig config, Topology topology,
                          manager::NumaInfo numa)
     : config_(std::move(config)),
       topology_(std::move(topology)),
-      numa_(std::move(numa)) {}
+      numa_(std::move(numa)),
+      store_(std::make_unique<CheckpointStore>(
+          config_.plugin_dir / kCheckpointFile, config_.max_checkpoint_bytes)) {
+}
 
 HostManager::~HostManager() { Stop(); }
 
@@ -434,6 +439,13 @@ void HostManager::Stop() {
   }
   device_manager_->ForgetEndpoints();
   endpoints.clear();
+  // A clean stop leaves the whole state in the snapshot.
+  bool restored = false;
+  {
+    std::lock_guard lock(mu_);
+    restored = restored_;
+  }
+  if (restored) (void)Compact();
   std::error_code ignored;
   if (!config_.control_socket.empty() && IsSocket(config_.control_socket)) {
     std::filesystem::remove(config_.control_socket, ignored);
@@ -517,48 +529,52 @@ Status HostManager::Register(const std::string& version,
 
 void HostManager::OnList(PluginEndpoint* endpoint,
                          std::vector<manager::Device> devices) {
-  std::lock_guard lock(mu_);
-  auto it = resources_.find(endpoint->resource());
-  if (it == resources_.end() || it->second.endpoint.get() != endpoint) return;
-  // Duplicate ids: the last entry wins, as in a Go map, but say so.
-  std::map<std::string, manager::Device> unique;
-  for (manager::Device& device : devices) {
-    if (unique.contains(device.id)) {
-      LOG(WARNING) << endpoint->resource() << ": device " << device.id
-                   << " listed twice; the last entry counts";
+  std::string record;
+  {
+    std::lock_guard lock(mu_);
+    auto it = resources_.find(endpoint->resource());
+    if (it == resources_.end() || it->second.endpoint.get() != endpoint) return;
+    // Duplicate ids: the last entry wins, as in a Go map, but say so.
+    std::map<std::string, manager::Device> unique;
+    for (manager::Device& device : devices) {
+      if (unique.contains(device.id)) {
+        LOG(WARNING) << endpoint->resource() << ": device " << device.id
+                     << " listed twice; the last entry counts";
+      }
+      unique[device.id] = std::move(device);
     }
-    unique[device.id] = std::move(device);
+    std::vector<manager::Device> list;
+    list.reserve(unique.size());
+    for (auto& [id, device] : unique) list.push_back(std::move(device));
+    it->second.devices = list;
+    device_manager_->UpdateResource(endpoint->resource(), std::move(list),
+                                    it->second.endpoint);
+    VLOG(1) << endpoint->resource() << ": " << it->second.devices.size()
+            << " devices";
+    record = ResourceRecord(it->first);
   }
-  std::vector<manager::Device> list;
-  list.reserve(unique.size());
-  for (auto& [id, device] : unique) list.push_back(std::move(device));
-  it->second.devices = list;
-  device_manager_->UpdateResource(endpoint->resource(), std::move(list),
-                                  it->second.endpoint);
-  VLOG(1) << endpoint->resource() << ": " << it->second.devices.size()
-          << " devices";
-  if (Status written = WriteCheckpoint(); !written.ok()) {
-    LOG(ERROR) << written.message();
-  }
+  (void)Persist(record);
 }
 
 void HostManager::OnEnd(PluginEndpoint* endpoint) {
-  std::lock_guard lock(mu_);
-  auto it = resources_.find(endpoint->resource());
-  if (it == resources_.end() || it->second.endpoint.get() != endpoint) return;
-  if (stopping_) return;
-  LOG(WARNING) << endpoint->resource() << ": plugin at "
-               << endpoint->socket().string()
-               << " disconnected; allocatable is 0 until it registers again";
-  it->second.stopped_since = Clock::now();
-  // As the kubelet: every device moves to the unhealthy set (capacity stays,
-  // allocatable is 0) until a new registration sends a list.
-  for (manager::Device& device : it->second.devices) device.healthy = false;
-  device_manager_->UpdateResource(endpoint->resource(), it->second.devices,
-                                  it->second.endpoint);
-  if (Status written = WriteCheckpoint(); !written.ok()) {
-    LOG(ERROR) << written.message();
+  std::string record;
+  {
+    std::lock_guard lock(mu_);
+    auto it = resources_.find(endpoint->resource());
+    if (it == resources_.end() || it->second.endpoint.get() != endpoint) return;
+    if (stopping_) return;
+    LOG(WARNING) << endpoint->resource() << ": plugin at "
+                 << endpoint->socket().string()
+                 << " disconnected; allocatable is 0 until it registers again";
+    it->second.stopped_since = Clock::now();
+    // As the kubelet: every device moves to the unhealthy set (capacity stays,
+    // allocatable is 0) until a new registration sends a list.
+    for (manager::Device& device : it->second.devices) device.healthy = false;
+    device_manager_->UpdateResource(endpoint->resource(), it->second.devices,
+                                    it->second.endpoint);
+    record = ResourceRecord(it->first);
   }
+  (void)Persist(record);
 }
 
 void HostManager::CollectGarbage() {
@@ -584,11 +600,6 @@ void HostManager::CollectGarbage() {
         ++it;
       }
     }
-    if (changed) {
-      if (Status written = WriteCheckpoint(); !written.ok()) {
-        LOG(ERROR) << written.message();
-      }
-    }
     // Connections whose reader has returned can go (outside the lock).
     std::vector<std::shared_ptr<PluginEndpoint>> done;
     for (auto it = retired_.begin(); it != retired_.end();) {
@@ -601,6 +612,8 @@ void HostManager::CollectGarbage() {
     }
     lock.unlock();
     done.clear();
+    // A removed resource leaves the checkpoint's registered list.
+    if (changed) (void)Compact();
     lock.lock();
   }
 }
@@ -636,7 +649,10 @@ void HostManager::UnlockAdmission() {
 
 PodResult HostManager::Admit(const manager::Pod& pod, bool explain,
                              const std::function<bool()>& cancelled) {
-  return AdmitOne(pod, explain, cancelled, /*write_checkpoint=*/true);
+  std::string record;
+  PodResult result = AdmitOne(pod, explain, cancelled, &record);
+  if (!record.empty()) (void)Persist(record);
+  return result;
 }
 
 std::vector<PodResult> HostManager::AdmitAll(
@@ -644,24 +660,18 @@ std::vector<PodResult> HostManager::AdmitAll(
     const std::function<bool()>& cancelled) {
   std::vector<PodResult> results;
   results.reserve(pods.size());
-  bool admitted_any = false;
+  // One append and one sync for the whole request.
+  std::string records;
   for (const manager::Pod& pod : pods) {
-    results.push_back(
-        AdmitOne(pod, explain, cancelled, /*write_checkpoint=*/false));
-    admitted_any = admitted_any || results.back().admitted;
+    results.push_back(AdmitOne(pod, explain, cancelled, &records));
   }
-  if (admitted_any) {
-    std::lock_guard lock(mu_);
-    if (Status written = WriteCheckpoint(); !written.ok()) {
-      LOG(ERROR) << written.message();
-    }
-  }
+  if (!records.empty()) (void)Persist(records);
   return results;
 }
 
 PodResult HostManager::AdmitOne(const manager::Pod& pod, bool explain,
                                 const std::function<bool()>& cancelled,
-                                bool write_checkpoint) {
+                                std::string* record) {
   const auto refuse = [&](std::string reason, std::string message) {
     PodResult result;
     result.uid = pod.uid;
@@ -689,14 +699,14 @@ PodResult HostManager::AdmitOne(const manager::Pod& pod, bool explain,
                     "pod " + pod.uid + " is being released; try again");
     }
   }
-  PodResult result = AdmitLocked(pod, explain, write_checkpoint);
+  PodResult result = AdmitLocked(pod, explain, record);
   std::lock_guard lock(mu_);
   busy_.erase(pod.uid);
   return result;
 }
 
 PodResult HostManager::AdmitLocked(const manager::Pod& pod, bool explain,
-                                   bool write_checkpoint) {
+                                   std::string* record) {
   std::vector<manager::MergeTrace> traces;
   const manager::AdmitResult admitted =
       topology_manager_->Admit(pod, explain ? &traces : nullptr);
@@ -828,13 +838,10 @@ PodResult HostManager::AdmitLocked(const manager::Pod& pod, bool explain,
     return result;
   }
   LOG(INFO) << "pod " << pod.ns << "/" << pod.name << " admitted";
+  record->append(EncodeAdmitRecord({pod, result.containers}));
   std::lock_guard lock(mu_);
   pods_[pod.uid] = {pod, result};
-  if (write_checkpoint) {
-    if (Status written = WriteCheckpoint(); !written.ok()) {
-      LOG(ERROR) << written.message();
-    }
-  }
+  pods_high_water_ = std::max(pods_high_water_, pods_.size());
   return result;
 }
 
@@ -873,10 +880,22 @@ Status HostManager::Release(const std::string& key) {
   device_manager_->RemovePod(uid);
   cpu_manager_->RemovePod(uid);
   topology_manager_->RemovePod(uid);
-  std::lock_guard lock(mu_);
-  busy_.erase(uid);
+  bool trim = false;
+  {
+    std::lock_guard lock(mu_);
+    busy_.erase(uid);
+    // Once the pods held have halved since the most held, the heap they
+    // used goes back to the system (amortised: at most one trim per halving).
+    pods_high_water_ = std::max(pods_high_water_, pods_.size() + 1);
+    if (pods_high_water_ >= kTrimAfterPods &&
+        pods_.size() <= pods_high_water_ / 2) {
+      pods_high_water_ = pods_.size();
+      trim = true;
+    }
+  }
+  if (trim) malloc_trim(0);
   LOG(INFO) << "pod " << Quoted(key, 256) << " released";
-  return WriteCheckpoint();
+  return Persist(EncodeReleaseRecord(uid));
 }
 
 // --- views -----------------------------------------------------------------
@@ -1016,7 +1035,7 @@ json HostManager::NodeResourceTopology() const {
 
 // --- checkpoint ------------------------------------------------------------
 
-Status HostManager::WriteCheckpoint() const {
+std::string HostManager::EncodeSnapshot() const {
   Checkpoint checkpoint;
   checkpoint.pods.reserve(pods_.size());
   for (const auto& [uid, record] : pods_) {
@@ -1028,120 +1047,158 @@ Status HostManager::WriteCheckpoint() const {
       if (device.healthy) healthy.push_back(device.id);
     }
   }
-  // A fresh temporary file (never a planted link), mode 0600, fsynced,
-  // renamed over the checkpoint.
-  return WriteFileAtomically(config_.plugin_dir / kCheckpointFile,
-                             EncodeCheckpoint(checkpoint), 0600);
+  return EncodeCheckpoint(checkpoint);
+}
+
+std::string HostManager::ResourceRecord(const std::string& name) const {
+  std::vector<std::string> healthy;
+  if (auto it = resources_.find(name); it != resources_.end()) {
+    for (const auto& device : it->second.devices) {
+      if (device.healthy) healthy.push_back(device.id);
+    }
+  }
+  return EncodeResourceRecord(name, healthy);
+}
+
+Status HostManager::Persist(std::string_view records) {
+  Status appended = store_->Append(records);
+  if (!appended.ok()) LOG(ERROR) << appended.message();
+  if (store_->NeedsCompaction()) {
+    // Either the journal outgrew the snapshot or an append failed: a new
+    // snapshot holds everything (the failed record too, as the state does).
+    Status compacted = Compact();
+    if (compacted.ok()) return compacted;
+  }
+  return appended;
+}
+
+Status HostManager::Compact() {
+  // The store's lock first, then mu_ (inside encode): records are encoded
+  // under mu_ and appended after it is released, so none is lost between
+  // the snapshot's encoding and the new journal.
+  Status compacted = store_->Compact([this] {
+    std::lock_guard lock(mu_);
+    return EncodeSnapshot();
+  });
+  if (!compacted.ok()) LOG(ERROR) << compacted.message();
+  return compacted;
 }
 
 Status HostManager::RestoreCheckpoint() {
-  const auto path = config_.plugin_dir / kCheckpointFile;
-  std::error_code error;
-  const auto corrupt = [&](const std::string& why) {
-    const auto kept = path.string() + ".corrupt";
-    std::filesystem::rename(path, kept, error);
-    return DataLossError(
-        "checkpoint " + path.string() + " is corrupt (" + why +
-        "); starting with no allocations, the file is kept as " + kept);
-  };
+  const auto path = store_->snapshot_path();
+  std::string warning;
   // Never follows a link, never blocks on a FIFO, never reads unbounded.
-  auto text = ReadRegularFile(path, config_.max_checkpoint_bytes);
-  if (!text.ok()) {
-    if (text.status().code() == StatusCode::kNotFound) {
+  auto checkpoint = store_->Load(&warning);
+  if (!warning.empty()) LOG(WARNING) << warning;
+  // Appends go to a fresh journal from here on. Entries dropped as
+  // conflicting are dropped on disk too, by a new snapshot; otherwise the
+  // files read are the state in force and are not encoded again.
+  const auto restored = [this](bool rewrite) {
+    {
+      std::lock_guard lock(mu_);
+      restored_ = true;
+    }
+    if (rewrite) return Compact();
+    Status resumed = store_->Resume([this] {
+      std::lock_guard lock(mu_);
+      return EncodeSnapshot();
+    });
+    if (!resumed.ok()) LOG(ERROR) << resumed.message();
+    return resumed;
+  };
+  if (!checkpoint.ok()) {
+    if (checkpoint.status().code() == StatusCode::kNotFound) {
       LOG(INFO) << "no checkpoint at " << path.string() << ": starting empty";
-      return OkStatus();
+    } else if (checkpoint.status().code() == StatusCode::kDataLoss) {
+      LOG(WARNING) << checkpoint.status().message();
+    } else {
+      // Unreadable (not corrupt): left alone, nothing written over it.
+      return checkpoint.status();
     }
-    if (text.status().code() == StatusCode::kFailedPrecondition) {
-      return corrupt(text.status().message());
-    }
-    return text.status();
+    return restored(false);
   }
-  auto checkpoint = DecodeCheckpoint(*text);
-  if (!checkpoint.ok()) return corrupt(checkpoint.status().message());
 
   // Checked against itself and the machine: a device claimed by a second
   // pod is dropped from that pod, CPUs that cannot be restored are dropped;
   // nothing is ever double-booked.
   size_t dropped = 0;
-  std::lock_guard lock(mu_);
-  std::map<std::pair<std::string, std::string>, std::string> owner;
-  for (CheckpointPod& entry : checkpoint->pods) {
-    const manager::Pod& pod = entry.pod;
-    const std::string who =
-        "pod " + pod.ns + "/" + pod.name + " (" + pod.uid + ")";
-    if (pods_.contains(pod.uid)) {
-      LOG(WARNING) << "checkpoint: " << who
-                   << " listed twice; the second entry is dropped";
-      ++dropped;
-      continue;
-    }
-    PodRecord record;
-    record.pod = pod;
-    record.result.uid = pod.uid;
-    record.result.ns = pod.ns;
-    record.result.name = pod.name;
-    record.result.admitted = true;
-    if (!pod.topology_policy.empty() &&
-        !manager::IsPodTopologyPolicy(pod.topology_policy)) {
-      LOG(WARNING) << "checkpoint: " << who << ": unknown topology policy "
-                   << Quoted(pod.topology_policy) << "; none assumed";
-      record.pod.topology_policy.clear();
-    }
-    record.result.policy = topology_manager_->Effective(record.pod);
-    for (ContainerResult& listed : entry.containers) {
-      ContainerResult container;
-      container.name = listed.name;
-      container.numa_nodes = listed.numa_nodes;
-      for (const auto& [resource, ids] : listed.devices) {
-        std::vector<std::string> kept;
-        for (const std::string& id : ids) {
-          auto [it, fresh] = owner.emplace(std::pair{resource, id}, pod.uid);
-          if (!fresh && it->second != pod.uid) {
-            LOG(WARNING) << "checkpoint: " << resource << " device "
-                         << Quoted(id) << " of " << who << " container "
-                         << Quoted(container.name) << " is already held by pod "
-                         << it->second << "; dropped from this pod";
-            ++dropped;
-            continue;
-          }
-          kept.push_back(id);
-        }
-        if (kept.empty()) continue;
-        device_manager_->Restore(pod.uid, container.name, resource, kept);
-        container.devices[resource] = std::move(kept);
-      }
-      if (Status restored =
-              cpu_manager_->Restore(pod.uid, container.name, listed.cpus);
-          !restored.ok()) {
-        LOG(WARNING) << "checkpoint: " << who << ": " << restored.message()
-                     << "; its exclusive CPUs are dropped";
+  {
+    std::lock_guard lock(mu_);
+    std::map<std::pair<std::string, std::string>, std::string> owner;
+    for (CheckpointPod& entry : checkpoint->pods) {
+      const manager::Pod& pod = entry.pod;
+      const std::string who =
+          "pod " + pod.ns + "/" + pod.name + " (" + pod.uid + ")";
+      if (pods_.contains(pod.uid)) {
+        LOG(WARNING) << "checkpoint: " << who
+                     << " listed twice; the second entry is dropped";
         ++dropped;
-      } else {
-        container.cpus = listed.cpus;
+        continue;
       }
-      record.result.containers.push_back(std::move(container));
+      PodRecord record;
+      record.pod = pod;
+      record.result.uid = pod.uid;
+      record.result.ns = pod.ns;
+      record.result.name = pod.name;
+      record.result.admitted = true;
+      if (!pod.topology_policy.empty() &&
+          !manager::IsPodTopologyPolicy(pod.topology_policy)) {
+        LOG(WARNING) << "checkpoint: " << who << ": unknown topology policy "
+                     << Quoted(pod.topology_policy) << "; none assumed";
+        record.pod.topology_policy.clear();
+      }
+      record.result.policy = topology_manager_->Effective(record.pod);
+      for (ContainerResult& listed : entry.containers) {
+        ContainerResult container;
+        container.name = listed.name;
+        container.numa_nodes = listed.numa_nodes;
+        for (const auto& [resource, ids] : listed.devices) {
+          std::vector<std::string> kept;
+          for (const std::string& id : ids) {
+            auto [it, fresh] = owner.emplace(std::pair{resource, id}, pod.uid);
+            if (!fresh && it->second != pod.uid) {
+              LOG(WARNING) << "checkpoint: " << resource << " device "
+                           << Quoted(id) << " of " << who << " container "
+                           << Quoted(container.name)
+                           << " is already held by pod " << it->second
+                           << "; dropped from this pod";
+              ++dropped;
+              continue;
+            }
+            kept.push_back(id);
+          }
+          if (kept.empty()) continue;
+          device_manager_->Restore(pod.uid, container.name, resource, kept);
+          container.devices[resource] = std::move(kept);
+        }
+        if (Status cpus_restored =
+                cpu_manager_->Restore(pod.uid, container.name, listed.cpus);
+            !cpus_restored.ok()) {
+          LOG(WARNING) << "checkpoint: " << who << ": "
+                       << cpus_restored.message()
+                       << "; its exclusive CPUs are dropped";
+          ++dropped;
+        } else {
+          container.cpus = listed.cpus;
+        }
+        record.result.containers.push_back(std::move(container));
+      }
+      pods_[pod.uid] = std::move(record);
     }
-    pods_[pod.uid] = std::move(record);
-  }
-  for (const auto& [name, ids] : checkpoint->registered) {
-    // Known from before the restart, but without a plugin: capacity 0
-    // until it registers again, removed after the grace period.
-    ResourceState& state = resources_[name];
-    state.stopped_since = Clock::now();
-    device_manager_->UpdateResource(name, {}, nullptr);
-  }
-  LOG(INFO) << "restored " << pods_.size() << " pod(s) and "
-            << resources_.size() << " resource(s) from " << path.string()
-            << (dropped > 0 ? "; " + std::to_string(dropped) +
-                                  " conflicting entries dropped"
-                            : "");
-  if (dropped > 0) {
-    // The file on disk should say what is in force now.
-    if (Status written = WriteCheckpoint(); !written.ok()) {
-      LOG(ERROR) << written.message();
+    for (const auto& [name, ids] : checkpoint->registered) {
+      // Known from before the restart, but without a plugin: capacity 0
+      // until it registers again, removed after the grace period.
+      ResourceState& state = resources_[name];
+      state.stopped_since = Clock::now();
+      device_manager_->UpdateResource(name, {}, nullptr);
     }
+    LOG(INFO) << "restored " << pods_.size() << " pod(s) and "
+              << resources_.size() << " resource(s) from " << path.string()
+              << (dropped > 0 ? "; " + std::to_string(dropped) +
+                                    " conflicting entries dropped"
+                              : "");
   }
-  return OkStatus();
+  return restored(dropped > 0);
 }
 
 }  // namespace topology::host

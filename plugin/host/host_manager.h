@@ -103,6 +103,8 @@ struct PodResult {
 nlohmann::json ToJson(const ContainerResult& container);
 nlohmann::json ToJson(const PodResult& result, bool explain);
 
+class CheckpointStore;
+
 class HostManager {
  public:
   // Checks the configuration the way the kubelet does at start.
@@ -166,17 +168,27 @@ class HostManager {
   void OnList(PluginEndpoint* endpoint, std::vector<manager::Device> devices);
   void OnEnd(PluginEndpoint* endpoint);
   void CollectGarbage();
+  // An admitted pod's checkpoint record is appended to `*record`; the
+  // caller persists it.
   PodResult AdmitOne(const manager::Pod& pod, bool explain,
                      const std::function<bool()>& cancelled,
-                     bool write_checkpoint);
+                     std::string* record);
   // REQUIRES: the admission slot held, the pod marked busy.
   PodResult AdmitLocked(const manager::Pod& pod, bool explain,
-                        bool write_checkpoint);
+                        std::string* record);
   // Waits for the admission slot; false when cancelled or stopping.
   bool LockAdmission(const std::function<bool()>& cancelled);
   void UnlockAdmission();
-  Status WriteCheckpoint() const;      // REQUIRES: mu_
-  std::string CheckpointText() const;  // REQUIRES: mu_
+  // The whole state as a checkpoint snapshot. REQUIRES: mu_
+  std::string EncodeSnapshot() const;
+  // A journal record of one resource's healthy devices. REQUIRES: mu_
+  std::string ResourceRecord(const std::string& name) const;
+  // Appends journal records (synced) and compacts when the journal has
+  // outgrown the snapshot; errors are logged and returned. Must not be
+  // called with mu_ held (a compaction takes it).
+  Status Persist(std::string_view records);
+  // A new snapshot and an empty journal. Must not be called with mu_ held.
+  Status Compact();
   Status RestoreCheckpoint();
   const PodRecord* FindPod(const std::string& key) const;  // REQUIRES: mu_
 
@@ -186,14 +198,17 @@ class HostManager {
   std::unique_ptr<manager::TopologyManager> topology_manager_;
   std::unique_ptr<manager::DeviceManager> device_manager_;
   std::unique_ptr<manager::CpuManager> cpu_manager_;
-  std::unique_ptr<CostModel> cost_model_;  // with cost_based_selection
+  std::unique_ptr<CostModel> cost_model_;   // with cost_based_selection
+  std::unique_ptr<CheckpointStore> store_;  // its own lock, taken before mu_
 
-  mutable std::mutex mu_;  // resources_, pods_, retired_, busy_, checkpoint
+  mutable std::mutex mu_;  // resources_, pods_, retired_, busy_
   std::map<std::string, ResourceState> resources_;
   std::vector<std::shared_ptr<PluginEndpoint>> retired_;
   std::map<std::string, PodRecord> pods_;  // by uid
   std::set<std::string> busy_;             // uids being admitted or released
   uint64_t registrations_ = 0;             // numbers Register calls
+  size_t pods_high_water_ = 0;  // most pods held since the last heap trim
+  static constexpr size_t kTrimAfterPods = 64;
   // Pods are admitted one at a time: the admission slot.
   std::mutex admission_mu_;
   std::condition_variable admission_free_;
@@ -207,6 +222,7 @@ class HostManager {
   std::unique_ptr<UnixAcceptor> control_acceptor_;
   std::condition_variable gc_wake_;
   bool stopping_ = false;
+  bool restored_ = false;  // the checkpoint was read: Stop compacts it
   std::thread gc_;
 };
 

@@ -88,8 +88,31 @@ StatusOr<std::string> ReadRegularFile(const std::filesystem::path& path,
   return out;
 }
 
+bool WriteAll(int fd, std::string_view contents) {
+  size_t done = 0;
+  while (done < contents.size()) {
+    const ssize_t n = write(fd, contents.data() + done, contents.size() - done);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    done += static_cast<size_t>(n);
+  }
+  return true;
+}
+
 Status WriteFileAtomically(const std::filesystem::path& path,
                            std::string_view contents, mode_t mode) {
+  auto fd = CreateFileAtomically(path, contents, mode);
+  if (!fd.ok()) return fd.status();
+  if (close(*fd) != 0) {
+    return InternalError("cannot close " + path.string() + ": " + Errno());
+  }
+  return OkStatus();
+}
+
+StatusOr<int> CreateFileAtomically(const std::filesystem::path& path,
+                                   std::string_view contents, mode_t mode) {
   const std::filesystem::path dir = path.parent_path().empty()
                                         ? std::filesystem::path(".")
                                         : path.parent_path();
@@ -115,18 +138,8 @@ Status WriteFileAtomically(const std::filesystem::path& path,
     return InternalError(what + " " + temporary.string() + ": " + reason);
   };
   if (fchmod(fd.get(), mode) != 0) return fail("cannot set the mode of");
-  size_t done = 0;
-  while (done < contents.size()) {
-    const ssize_t n =
-        write(fd.get(), contents.data() + done, contents.size() - done);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return fail("cannot write");
-    }
-    done += static_cast<size_t>(n);
-  }
+  if (!WriteAll(fd.get(), contents)) return fail("cannot write");
   if (fsync(fd.get()) != 0) return fail("cannot sync");
-  if (close(fd.Release()) != 0) return fail("cannot close");
   if (rename(temporary.c_str(), path.c_str()) != 0) {
     const std::string reason = Errno();
     unlink(temporary.c_str());
@@ -134,7 +147,7 @@ Status WriteFileAtomically(const std::filesystem::path& path,
   }
   Fd dir_fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (dir_fd.get() >= 0) fsync(dir_fd.get());
-  return OkStatus();
+  return fd.Release();
 }
 
 }  // namespace topology::host

@@ -30,6 +30,15 @@ StatusOr<std::string> ReadRegularFile(const std::filesystem::path& path,
 Status WriteFileAtomically(const std::filesystem::path& path,
                            std::string_view contents, mode_t mode);
 
+// As WriteFileAtomically, but the new file stays open for writing (its
+// offset at the end) and its descriptor is returned, the caller's to close.
+StatusOr<int> CreateFileAtomically(const std::filesystem::path& path,
+                                   std::string_view contents, mode_t mode);
+
+// Writes all of `contents` at the descriptor's offset, retrying short
+// writes and EINTR; false with errno set on failure.
+bool WriteAll(int fd, std::string_view contents);
+
 }  // namespace topology::host
 
 #endif  // TOPOLOGY_HOST_SAFE_FILE_H_

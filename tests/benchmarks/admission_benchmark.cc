@@ -1,28 +1,45 @@
-// Admission latency of the host module on the dual-socket fixture: one
-// container with 2 GPUs, 1 NIC and 8 exclusive CPUs under single-numa-node
-// (hints from both providers, the merge, GetPreferredAllocation and Allocate
-// over the plugin's unix socket), then released, with 0 and 1,000 other
-// pods held; and batches of 250 and 1,000 pods in one request. Reports
-// p50/p99 and admissions per second (numbers in docs/performance.md).
+// Admission latency of the host module.
+// - BM_Admission: the dual-socket fixture, one container with 2 GPUs, 1 NIC
+//   and 8 exclusive CPUs under single-numa-node (hints from both providers,
+//   the merge, GetPreferredAllocation and Allocate over the plugin's unix
+//   socket), then released, with 0 and 1,000 other pods held.
+// - BM_ControlAdmission10000Devices: the same path as `topology-manager
+//   admit` (a manifest over the control socket) on a 10,000-VF node, with
+//   0 to 10,000 pods held; admission and release timed separately.
+// - BM_HeapPerPod: heap held per admitted pod, and what is left after all
+//   are released.
+// - BM_Restore10000Pods: start-up of the host module on a checkpoint of
+//   10,000 pods (snapshot only, and half of them in the journal).
+// - BM_AdmitBatch: batches of 250 and 1,000 pods in one request.
+// Reports p50/p99 and admissions per second (numbers in
+// docs/performance.md).
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <fstream>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include <glog/logging.h>
+#include <grpcpp/grpcpp.h>
+#include <malloc.h>
+#include <unistd.h>
 
 #include <benchmark/benchmark.h>
 
 #include "topology/discovery.h"
 #include "topology/plugin/logging.h"
 
+#include "checkpoint.h"
+#include "checkpoint_store.h"
 #include "host_manager.h"
 #include "reference_plugin.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
+#include "topologymanager/v1alpha1/control.grpc.pb.h"
 
 namespace topology {
 namespace {
@@ -33,14 +50,26 @@ using namespace std::chrono_literals;
 // (8 GPUs, 4 NICs), single-numa-node, static CPU manager.
 class Node {
  public:
-  Node() {
-    if (!testing::WriteMachine("dual-socket-8gpu", root_.path())) std::abort();
+  struct Shape {
+    std::string machine = "dual-socket-8gpu";
+    std::string plugin_config =
+        "resources:\n"
+        "  - {name: example.com/gpu, selectors: [{classes: [\"0302\"]}]}\n"
+        "  - {name: example.com/nic, selectors: [{classes: [\"0200\"]}]}\n";
+    std::map<std::string, size_t> allocatable = {{"example.com/gpu", 8},
+                                                 {"example.com/nic", 4}};
+    bool control_socket = false;
+  };
+  Node() : Node(Shape()) {}
+  explicit Node(const Shape& shape) {
+    if (!testing::WriteMachine(shape.machine, root_.path())) std::abort();
     DiscoveryOptions discovery;
     discovery.host_root = root_.path();
     auto topology = Discover(discovery);
     host::HostConfig config;
     config.plugin_dir = work_.path() / "plugins";
     config.control_socket.clear();
+    if (shape.control_socket) config.control_socket = work_.path() / "c.sock";
     config.topology.policy = manager::kPolicySingleNumaNode;
     config.topology.scope = manager::kScopeContainer;
     config.cpu_policy = manager::kCpuPolicyStatic;
@@ -50,11 +79,7 @@ class Node {
     host_ = std::move(*host);
 
     device_plugin::PluginOptions options;
-    options.config = *device_plugin::ParseConfig(
-        "resources:\n"
-        "  - {name: example.com/gpu, selectors: [{classes: [\"0302\"]}]}\n"
-        "  - {name: example.com/nic, selectors: [{classes: [\"0200\"]}]}\n",
-        "bench");
+    options.config = *device_plugin::ParseConfig(shape.plugin_config, "bench");
     options.host_root = root_.path();
     options.runner.plugin_dir = config.plugin_dir;
     options.rescan_interval = 0s;
@@ -63,13 +88,19 @@ class Node {
         device_plugin::TopologyDevicePlugin::Create(std::move(options));
     if (!plugin.ok() || !(*plugin)->Start().ok()) std::abort();
     plugin_ = std::move(*plugin);
-    for (int i = 0; i < 500; ++i) {
+    for (int i = 0; i < 3000; ++i) {
       auto resources = host_->Resources();
-      if (resources["example.com/gpu"].allocatable == 8 &&
-          resources["example.com/nic"].allocatable == 4) {
-        break;
+      bool ready = true;
+      for (const auto& [name, count] : shape.allocatable) {
+        ready = ready && resources[name].allocatable == count;
       }
+      if (ready) break;
       std::this_thread::sleep_for(10ms);
+    }
+    if (shape.control_socket) {
+      control_ = topologymanager::v1alpha1::Control::NewStub(
+          grpc::CreateChannel("unix:" + config.control_socket.string(),
+                              grpc::InsecureChannelCredentials()));
     }
   }
   ~Node() {
@@ -77,13 +108,18 @@ class Node {
     host_->Stop();
   }
   host::HostManager& host() { return *host_; }
+  topologymanager::v1alpha1::Control::Stub& control() { return *control_; }
 
  private:
   testing::TempDir root_;
   testing::TempDir work_;
   std::unique_ptr<host::HostManager> host_;
   std::unique_ptr<device_plugin::TopologyDevicePlugin> plugin_;
+  std::unique_ptr<topologymanager::v1alpha1::Control::Stub> control_;
 };
+
+// Holds `count` plain pods, admitted in batches of 1,000 (one sync each).
+bool Fill(host::HostManager& host, int64_t count, const std::string& prefix);
 
 // One container with 2 GPUs, 1 NIC and 8 exclusive CPUs.
 manager::Pod GpuPod(const std::string& uid) {
@@ -155,6 +191,260 @@ BENCHMARK(BM_Admission)
     ->Arg(1000)
     ->Iterations(1000)
     ->Unit(benchmark::kMicrosecond);
+
+bool Fill(host::HostManager& host, int64_t count, const std::string& prefix) {
+  for (int64_t done = 0; done < count;) {
+    std::vector<manager::Pod> pods;
+    for (; done < count && pods.size() < 1000; ++done) {
+      pods.push_back(PlainPod(prefix + std::to_string(done)));
+    }
+    const auto results = host.AdmitAll(pods, false, nullptr);
+    if (results.empty() || !results.back().admitted) return false;
+  }
+  return true;
+}
+
+// The 10,000-VF node: sriov-40x250, every VF in one resource.
+Node::Shape TenThousandVfs() {
+  Node::Shape shape;
+  shape.machine = "sriov-40x250";
+  shape.plugin_config =
+      "resources: [{name: example.com/vf, selectors: [{devices: "
+      "[\"101e\"]}]}]\n";
+  shape.allocatable = {{"example.com/vf", 10000}};
+  shape.control_socket = true;
+  return shape;
+}
+
+// What `topology-manager admit pod.yaml` sends: a Guaranteed pod asking for
+// 2 VFs and 1 CPU (exclusive under the static policy).
+std::string VfPodYaml(const std::string& name) {
+  return "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name +
+         ", namespace: default, uid: " + name +
+         "}\nspec:\n  containers:\n  - name: main\n    resources:\n"
+         "      limits: {cpu: \"1\", memory: 1Gi, example.com/vf: 2}\n";
+}
+
+double Since(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration<double, std::micro>(
+             std::chrono::steady_clock::now() - start)
+      .count();
+}
+
+// Admission and release over the control socket on 10,000 VFs with
+// state.range(0) plain pods held.
+void BM_ControlAdmission10000Devices(benchmark::State& state) {
+  Node node(TenThousandVfs());
+  if (!Fill(node.host(), state.range(0), "held-")) {
+    state.SkipWithError("could not fill the node");
+    return;
+  }
+  std::vector<double> admit;
+  std::vector<double> release;
+  int n = 0;
+  for (auto _ : state) {
+    const std::string name = "vf-pod-" + std::to_string(n++);
+    topologymanager::v1alpha1::AdmitRequest request;
+    auto* manifest = request.add_manifests();
+    manifest->set_source("pod.yaml");
+    manifest->set_yaml(VfPodYaml(name));
+    topologymanager::v1alpha1::JsonReply reply;
+    auto start = std::chrono::steady_clock::now();
+    {
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + 10s);
+      const grpc::Status status =
+          node.control().Admit(&context, request, &reply);
+      admit.push_back(Since(start));
+      if (!status.ok() ||
+          reply.json().find("\"admitted\":true") == std::string::npos) {
+        state.SkipWithError(("not admitted: " + status.error_message() +
+                             reply.json().substr(0, 300))
+                                .c_str());
+        break;
+      }
+    }
+    topologymanager::v1alpha1::ReleaseRequest release_request;
+    release_request.set_pod(name);
+    start = std::chrono::steady_clock::now();
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + 10s);
+    if (!node.control().Release(&context, release_request, &reply).ok()) {
+      state.SkipWithError("release failed");
+      break;
+    }
+    release.push_back(Since(start));
+  }
+  state.counters["pods_held"] = static_cast<double>(state.range(0));
+  Report(state, admit);
+  std::sort(release.begin(), release.end());
+  if (!release.empty()) {
+    state.counters["release_p50_us"] = release[release.size() / 2];
+    state.counters["release_p99_us"] = release[release.size() * 99 / 100];
+  }
+}
+BENCHMARK(BM_ControlAdmission10000Devices)
+    ->Arg(0)
+    ->Arg(1000)
+    ->Arg(4000)
+    ->Arg(10000)
+    ->Iterations(300)
+    ->Unit(benchmark::kMicrosecond);
+
+size_t HeapInUse() {
+  const struct mallinfo2 info = mallinfo2();
+  return info.uordblks + info.hblkhd;
+}
+
+size_t ResidentBytes() {
+  std::ifstream statm("/proc/self/statm");
+  size_t pages = 0;
+  size_t resident = 0;
+  statm >> pages >> resident;
+  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// Heap held per pod: 10,000 GPU-less pods (one container each, as the
+// manifests of BM_ControlAdmission10000Devices without devices) admitted,
+// then all released.
+void BM_HeapPerPod(benchmark::State& state) {
+  for (auto _ : state) {
+    state.PauseTiming();
+    Node node;
+    const size_t before = HeapInUse();
+    const size_t resident_before = ResidentBytes();
+    state.ResumeTiming();
+    if (!Fill(node.host(), state.range(0), "p-")) {
+      state.SkipWithError("could not fill the node");
+      return;
+    }
+    state.PauseTiming();
+    const size_t held = HeapInUse();
+    const size_t resident_held = ResidentBytes();
+    for (int64_t i = 0; i < state.range(0); ++i) {
+      (void)node.host().Release("p-" + std::to_string(i));
+    }
+    const size_t after = HeapInUse();
+    const size_t resident_after = ResidentBytes();
+    const auto per_pod = [&](size_t a, size_t b) {
+      return (static_cast<double>(a) - static_cast<double>(b)) /
+             static_cast<double>(state.range(0));
+    };
+    state.counters["heap_per_pod_B"] = per_pod(held, before);
+    state.counters["heap_left_per_pod_B"] = per_pod(after, before);
+    state.counters["rss_per_pod_B"] = per_pod(resident_held, resident_before);
+    state.counters["rss_left_per_pod_B"] =
+        per_pod(resident_after, resident_before);
+    state.ResumeTiming();
+  }
+}
+BENCHMARK(BM_HeapPerPod)
+    ->Arg(10000)
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+host::Checkpoint TenThousandPods() {
+  host::Checkpoint checkpoint;
+  for (int i = 0; i < 10000; ++i) {
+    host::CheckpointPod pod;
+    pod.pod.uid = "uid-" + std::to_string(i);
+    pod.pod.ns = "default";
+    pod.pod.name = "pod-" + std::to_string(i);
+    pod.pod.containers.push_back(
+        {"main", {{"example.com/vf", 1}, {"cpu", 500}}, false});
+    host::ContainerResult container;
+    container.name = "main";
+    container.devices["example.com/vf"] = {"vf-" + std::to_string(i)};
+    container.numa_nodes = std::vector<int>{i % 2};
+    pod.containers.push_back(container);
+    checkpoint.pods.push_back(std::move(pod));
+  }
+  checkpoint.registered["example.com/vf"] = {};
+  return checkpoint;
+}
+
+// The checkpoint's codec alone on 10,000 pods: encode (range 0) or decode
+// (range 1) of the whole snapshot.
+void BM_CheckpointCodec10000Pods(benchmark::State& state) {
+  const host::Checkpoint checkpoint = TenThousandPods();
+  const std::string text = host::EncodeCheckpoint(checkpoint);
+  for (auto _ : state) {
+    if (state.range(0) == 0) {
+      benchmark::DoNotOptimize(host::EncodeCheckpoint(checkpoint));
+    } else {
+      auto decoded = host::DecodeCheckpoint(text);
+      if (!decoded.ok() || decoded->pods.size() != 10000) std::abort();
+    }
+  }
+  state.counters["bytes"] = static_cast<double>(text.size());
+}
+BENCHMARK(BM_CheckpointCodec10000Pods)
+    ->Arg(0)
+    ->Arg(1)
+    ->Unit(benchmark::kMillisecond);
+
+// Start-up of the host module on a checkpoint of 10,000 pods, each holding
+// one device and one CPU-less container; state.range(0) of them are in the
+// journal rather than the snapshot. Timed: Create + Start (restore, the
+// compaction that folds the journal in, both gRPC servers).
+void BM_Restore10000Pods(benchmark::State& state) {
+  testing::TempDir root;
+  if (!testing::WriteMachine("dual-socket-8gpu", root.path())) std::abort();
+  DiscoveryOptions discovery;
+  discovery.host_root = root.path();
+  const auto topology = Discover(discovery);
+  const int64_t in_journal = state.range(0);
+  for (auto _ : state) {
+    state.PauseTiming();
+    testing::TempDir work;
+    host::HostConfig config;
+    config.plugin_dir = work.path() / "plugins";
+    config.control_socket.clear();
+    std::filesystem::create_directories(config.plugin_dir);
+    host::Checkpoint snapshot;
+    std::string journal;
+    for (int i = 0; i < 10000; ++i) {
+      host::CheckpointPod pod;
+      pod.pod.uid = "uid-" + std::to_string(i);
+      pod.pod.ns = "default";
+      pod.pod.name = "pod-" + std::to_string(i);
+      pod.pod.containers.push_back(
+          {"main", {{"example.com/vf", 1}, {"cpu", 500}}, false});
+      host::ContainerResult container;
+      container.name = "main";
+      container.devices["example.com/vf"] = {"vf-" + std::to_string(i)};
+      container.numa_nodes = std::vector<int>{i % 2};
+      pod.containers.push_back(container);
+      if (i < 10000 - in_journal) {
+        snapshot.pods.push_back(std::move(pod));
+      } else {
+        journal += host::EncodeAdmitRecord(pod);
+      }
+    }
+    snapshot.registered["example.com/vf"] = {};
+    std::ofstream(config.plugin_dir / host::kCheckpointFile)
+        << host::EncodeCheckpoint(snapshot);
+    std::ofstream(config.plugin_dir /
+                  (std::string(host::kCheckpointFile) + ".journal"))
+        << journal;
+    state.ResumeTiming();
+    auto host = host::HostManager::Create(config, *topology);
+    if (!host.ok() || !(*host)->Start().ok()) std::abort();
+    state.PauseTiming();
+    if ((*host)->StatusJson()["pods"].size() != 10000) {
+      state.SkipWithError("not every pod restored");
+    }
+    (*host)->Stop();
+    host->reset();
+    state.ResumeTiming();
+  }
+  state.counters["in_journal"] = static_cast<double>(in_journal);
+}
+BENCHMARK(BM_Restore10000Pods)
+    ->Arg(0)
+    ->Arg(5000)
+    ->Iterations(5)
+    ->Unit(benchmark::kMillisecond);
 
 // One request of state.range(0) plain pods (the control socket's Admit of
 // a long manifest): the time per pod should not grow with the batch.

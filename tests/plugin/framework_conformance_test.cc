@@ -671,6 +671,59 @@ TEST_F(FrameworkTest, P35_PreferredWithoutTheOptionDoesNotCrash) {
   EXPECT_TRUE(OptionsAnswer(*connection));
 }
 
+// A handler's answer is checked before it is sent: the size asked, only
+// available devices, none twice, every must-include one.
+class AnswerHandler : public ScriptedHandler {
+ public:
+  StatusOr<std::vector<std::string>> GetPreferredAllocation(
+      const plugin::PreferredAllocationRequest&) override {
+    std::lock_guard lock(mu_);
+    return answer;
+  }
+  std::vector<std::string> answer;
+};
+
+TEST_F(FrameworkTest, WrongPreferredAnswersAreInternalErrors) {
+  auto handler = std::make_shared<AnswerHandler>();
+  auto connection = Connected(MakeDevices(8), handler);
+  ASSERT_NE(connection, nullptr);
+  const auto ask = [&](std::vector<std::string> answer) {
+    {
+      std::lock_guard lock(handler->mu_);
+      handler->answer = std::move(answer);
+    }
+    v1beta1::PreferredAllocationRequest request;
+    auto* container = request.add_container_requests();
+    // Not sorted: the framework sorts its own view.
+    for (const char* id : {"dev-5", "dev-1", "dev-3", "dev-0"}) {
+      container->add_available_deviceids(id);
+    }
+    container->add_must_include_deviceids("dev-3");
+    container->set_allocation_size(2);
+    grpc::ClientContext context;
+    v1beta1::PreferredAllocationResponse response;
+    return connection->stub().GetPreferredAllocation(&context, request,
+                                                     &response);
+  };
+  EXPECT_TRUE(ask({"dev-3", "dev-0"}).ok());
+  const struct {
+    std::vector<std::string> answer;
+    std::string message;
+  } cases[] = {
+      {{"dev-3"}, "chose 1 devices instead of 2"},
+      {{"dev-3", "dev-2"}, "chose \"dev-2\", which is not available"},
+      {{"dev-3", "dev-3"},
+       "chose \"dev-3\", which is not available or chosen "
+       "twice"},
+      {{"dev-1", "dev-5"}, "left out must-include \"dev-3\""},
+  };
+  for (const auto& c : cases) {
+    const grpc::Status status = ask(c.answer);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INTERNAL) << c.message;
+    EXPECT_THAT(status.error_message(), HasSubstr(c.message));
+  }
+}
+
 // --- P.d Allocate -----------------------------------------------------------
 
 TEST_F(FrameworkRpcTest, P36_P37_OneResponsePerContainerInOrder) {

@@ -20,6 +20,7 @@
 
 #include "topology/discovery.h"
 
+#include "checkpoint_store.h"
 #include "fake_plugin.h"
 #include "host_manager.h"
 #include "pod_manifest.h"
@@ -423,20 +424,21 @@ TEST_F(HostTest, K19_K42_ResourceRemovedAfterTheGracePeriod) {
 TEST_F(HostTest, K21_CheckpointFollowsEveryListUpdate) {
   StartHost();
   auto plugin = Plugin("a.sock", FourGpus());
-  const auto checkpoint = dir() / kCheckpointFile;
   ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
-  auto read = [&] {
-    std::ifstream in(checkpoint);
-    return std::string(std::istreambuf_iterator<char>(in), {});
+  // What a restart would restore: the snapshot with the journal replayed.
+  auto registered = [&] {
+    std::string warning;
+    auto checkpoint =
+        CheckpointStore(dir() / kCheckpointFile, 1 << 20).Load(&warning);
+    if (!checkpoint.ok() || !warning.empty()) return std::string();
+    std::string ids;
+    for (const auto& id : checkpoint->registered[kGpu]) ids += id + ",";
+    return ids;
   };
   ASSERT_TRUE(
-      WaitFor([&] { return read().find("gpu-3") != std::string::npos; }));
+      WaitFor([&] { return registered().find("gpu-3") != std::string::npos; }));
   plugin->SetDevices({MakeDevice("gpu-7", {1})});
-  EXPECT_TRUE(WaitFor([&] {
-    const std::string text = read();
-    return text.find("gpu-7") != std::string::npos &&
-           text.find("gpu-3") == std::string::npos;
-  }));
+  EXPECT_TRUE(WaitFor([&] { return registered() == "gpu-7,"; }));
 }
 
 // --- K.c Allocation and topology -------------------------------------------
@@ -822,15 +824,6 @@ TEST_F(HostTest, NodeResourceTopologyZones) {
 
 // --- Hardening: hostile plugins, files and restarts ---------------------
 
-uint64_t CheckpointHash(std::string_view text) {
-  uint64_t hash = 14695981039346656037ull;
-  for (char c : text) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ull;
-  }
-  return hash;
-}
-
 // A plugin that re-registers (new socket) while an Allocate is in flight:
 // the endpoint the call uses stays alive (the old code freed it), the
 // admission ends, and the node keeps working with the new plugin.
@@ -945,9 +938,12 @@ TEST_F(HostTest, CheckpointFilesAreNeverFollowedAndHaveExplicitModes) {
   std::string text((std::istreambuf_iterator<char>(in)), {});
   EXPECT_EQ(text, "precious");
   struct stat info {};
-  ASSERT_EQ(lstat((dir() / kCheckpointFile).c_str(), &info), 0);
-  EXPECT_TRUE(S_ISREG(info.st_mode));
-  EXPECT_EQ(info.st_mode & 0777, 0600u);
+  for (const std::string& name : {std::string(kCheckpointFile),
+                                  std::string(kCheckpointFile) + ".journal"}) {
+    ASSERT_EQ(lstat((dir() / name).c_str(), &info), 0) << name;
+    EXPECT_TRUE(S_ISREG(info.st_mode)) << name;
+    EXPECT_EQ(info.st_mode & 0777, 0600u) << name;
+  }
   ASSERT_EQ(lstat((dir() / "kubelet.sock").c_str(), &info), 0);
   EXPECT_EQ(info.st_mode & 0777, 0600u);
   ASSERT_EQ(lstat(config.control_socket.c_str(), &info), 0);
@@ -985,18 +981,16 @@ TEST_F(HostTest, ConflictingCheckpointIsNeverDoubleBooked) {
   host_->Stop();
   host_.reset();
   std::ifstream in(dir() / kCheckpointFile);
-  nlohmann::json doc = nlohmann::json::parse(in);
-  auto& pods = doc["data"]["pods"];
+  auto checkpoint =
+      DecodeCheckpoint(std::string(std::istreambuf_iterator<char>(in), {}));
+  ASSERT_THAT(checkpoint.status(), IsOk());
+  auto& pods = checkpoint->pods;
   ASSERT_EQ(pods.size(), 2u);
-  const auto first = pods[0]["result"]["containers"][0]["devices"][kGpu][0];
-  pods[1]["result"]["containers"][0]["devices"][kGpu][0] = first;
-  pods[1]["result"]["containers"][0]["cpus"] = "4000-4001";
-  char hash[32];
-  std::snprintf(
-      hash, sizeof(hash), "%016llx",
-      static_cast<unsigned long long>(CheckpointHash(doc["data"].dump())));
-  doc["checksum"] = hash;
-  std::ofstream(dir() / kCheckpointFile) << doc.dump();
+  pods[1].containers[0].devices[kGpu][0] =
+      pods[0].containers[0].devices[kGpu][0];
+  pods[1].containers[0].cpus = *CpuSet::ParseList("4000-4001");
+  std::ofstream(dir() / kCheckpointFile, std::ios::trunc)
+      << EncodeCheckpoint(*checkpoint);
   StartHost();
   auto back = Plugin("b.sock", FourGpus());
   ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
@@ -1005,6 +999,53 @@ TEST_F(HostTest, ConflictingCheckpointIsNeverDoubleBooked) {
   // Three more GPUs are free, exactly.
   EXPECT_TRUE(host_->Admit(MakePod("c", {{kGpu, 3}}), false).admitted);
   EXPECT_FALSE(host_->Admit(MakePod("d", {{kGpu, 1}}), false).admitted);
+}
+
+// A crash (no Stop, so no compaction): what was admitted and released since
+// the last snapshot is in the journal, and a restart restores exactly it.
+TEST_F(HostTest, CrashRestoresAdmissionsAndReleasesFromTheJournal) {
+  StartHost();
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  const PodResult a = host_->Admit(MakePod("a", {{kGpu, 1}}), false);
+  const PodResult b = host_->Admit(MakePod("b", {{kGpu, 2}}), false);
+  ASSERT_TRUE(a.admitted && b.admitted);
+  ASSERT_THAT(host_->Release("a"), IsOk());
+  const std::filesystem::path snapshot = dir() / kCheckpointFile;
+  const std::filesystem::path journal =
+      dir() / (std::string(kCheckpointFile) + ".journal");
+  // The files as the crash leaves them.
+  const auto saved = dir_.path() / "saved";
+  std::filesystem::create_directories(saved);
+  std::filesystem::copy_file(snapshot, saved / "snapshot");
+  std::filesystem::copy_file(journal, saved / "journal");
+  EXPECT_GT(std::filesystem::file_size(journal), 0u);
+  host_->Stop();
+  host_.reset();
+  plugin->Stop();
+  std::filesystem::copy_file(saved / "snapshot", snapshot,
+                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(saved / "journal", journal,
+                             std::filesystem::copy_options::overwrite_existing);
+  StartHost();
+  const auto pods = host_->StatusJson()["pods"];
+  ASSERT_THAT(pods, SizeIs(1));
+  EXPECT_EQ(pods[0]["uid"], "uid-b");
+  auto back = Plugin("b.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  // b's two GPUs stay held: two are free, exactly.
+  EXPECT_TRUE(host_->Admit(MakePod("c", {{kGpu, 2}}), false).admitted);
+  EXPECT_FALSE(host_->Admit(MakePod("d", {{kGpu, 1}}), false).admitted);
+  // A clean stop folds the journal into the snapshot.
+  host_->Stop();
+  EXPECT_EQ(std::filesystem::file_size(journal), 0u);
+  std::ifstream in(snapshot);
+  auto decoded =
+      DecodeCheckpoint(std::string(std::istreambuf_iterator<char>(in), {}));
+  ASSERT_THAT(decoded.status(), IsOk());
+  ASSERT_THAT(decoded->pods, SizeIs(2));
+  EXPECT_EQ(decoded->pods[0].pod.uid, "uid-b");
+  EXPECT_EQ(decoded->pods[1].pod.uid, "uid-c");
 }
 
 // The kubelet's isDevicePluginResource and resource fit: a resource whose

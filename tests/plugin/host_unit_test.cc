@@ -138,6 +138,42 @@ TEST(CheckpointTest, DecodesWhatItEncodesAndChecksEverything) {
               StatusIs(StatusCode::kDataLoss, HasSubstr("checksum")));
   EXPECT_THAT(DecodeCheckpoint("garbage").status(),
               StatusIs(StatusCode::kDataLoss));
+  // The second version: records, with a header that counts them.
+  auto v2 = DecodeCheckpoint(Corpus("v2_one_pod.snapshot"));
+  ASSERT_THAT(v2.status(), IsOk());
+  EXPECT_EQ(EncodeCheckpoint(*v2), EncodeCheckpoint(*one));
+  EXPECT_THAT(DecodeCheckpoint(Corpus("v2_count_mismatch.snapshot")).status(),
+              StatusIs(StatusCode::kDataLoss, HasSubstr("its header says 2")));
+  EXPECT_THAT(
+      DecodeCheckpoint(Corpus("v2_release_in_snapshot.snapshot")).status(),
+      StatusIs(StatusCode::kDataLoss,
+               HasSubstr("record 3: unexpected record release")));
+  EXPECT_THAT(DecodeCheckpoint(Corpus("v2_unknown_version.snapshot")).status(),
+              StatusIs(StatusCode::kDataLoss,
+                       HasSubstr("unknown checkpoint version 3")));
+  // A large snapshot is decoded in two halves: the same pods, in order, and
+  // damage in the second half is named by its record number.
+  Checkpoint many;
+  for (int i = 0; i < 4000; ++i) {
+    CheckpointPod pod = one->pods[0];
+    pod.pod.uid = "uid-" + std::to_string(i);
+    many.pods.push_back(pod);
+  }
+  std::string text = EncodeCheckpoint(many);
+  ASSERT_GT(text.size(), size_t{1} << 20);
+  auto decoded = DecodeCheckpoint(text);
+  ASSERT_THAT(decoded.status(), IsOk());
+  ASSERT_EQ(decoded->pods.size(), 4000u);
+  EXPECT_EQ(decoded->pods[3999].pod.uid, "uid-3999");
+  EXPECT_EQ(EncodeCheckpoint(*decoded), text);
+  const size_t record_3500 = [&] {
+    size_t at = 0;
+    for (int line = 1; line < 3500; ++line) at = text.find('\n', at) + 1;
+    return at;
+  }();
+  text[record_3500 + 20] ^= 0x01;
+  EXPECT_THAT(DecodeCheckpoint(text).status(),
+              StatusIs(StatusCode::kDataLoss, HasSubstr("record 3500:")));
 }
 
 TEST(TextTest, Utf8AndQuoting) {

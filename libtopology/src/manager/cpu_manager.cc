@@ -247,9 +247,10 @@ Status CpuManager::Allocate(const Pod& pod, const Container& container) {
 
 void CpuManager::RemovePod(const std::string& pod_uid) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (auto it = assignments_.begin(); it != assignments_.end();) {
-    it = it->first.first == pod_uid ? assignments_.erase(it) : std::next(it);
-  }
+  // Keyed by (pod, container): the pod's entries are one range.
+  auto it = assignments_.lower_bound({pod_uid, std::string()});
+  while (it != assignments_.end() && it->first.first == pod_uid)
+    it = assignments_.erase(it);
   if (reuse_pod_ == pod_uid) {
     reuse_pod_.clear();
     reusable_ = CpuSet();

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <climits>
+#include <iterator>
 
 #include "topology/manager/numa_hints.h"
 
@@ -87,31 +88,33 @@ bool DeviceManager::HasTopology(const Resource& r) const {
   });
 }
 
-HintList DeviceManager::Generate(const Resource& r, const DeviceSet& available,
+HintList DeviceManager::Generate(const Resource& r, const DeviceList& available,
                                  const DeviceSet& reusable,
                                  int64_t request) const {
   HintRequest hint_request;
   hint_request.node_ids = numa_node_ids_;
   hint_request.request = Saturate(request);
+  hint_request.all_items.reserve(r.devices.size());
   for (const auto& [id, device] : r.devices) {
     hint_request.all_items.push_back(MaskOf(device));
   }
-  for (const std::string& id : available) {
-    if (auto it = r.devices.find(id); it != r.devices.end()) {
-      hint_request.available_items.push_back(MaskOf(it->second));
+  // Both lists are sorted like the device map: one walk each.
+  const auto masks = [&](const auto& ids, std::vector<NumaMask>& out) {
+    auto d = r.devices.begin();
+    for (const std::string& id : ids) {
+      while (d != r.devices.end() && d->first < id) ++d;
+      if (d == r.devices.end()) break;
+      if (d->first == id) out.push_back(MaskOf(d->second));
     }
-  }
-  for (const std::string& id : reusable) {
-    if (auto it = r.devices.find(id); it != r.devices.end()) {
-      hint_request.reusable_items.push_back(MaskOf(it->second));
-    }
-  }
+  };
+  masks(available, hint_request.available_items);
+  masks(reusable, hint_request.reusable_items);
   return GenerateHintList(hint_request, HintForm::kAuto);
 }
 
-DeviceManager::DeviceSet DeviceManager::Available(
+DeviceManager::DeviceList DeviceManager::Available(
     const std::string& resource) const {
-  DeviceSet available;
+  DeviceList available;
   const auto r = resources_.find(resource);
   if (r == resources_.end()) return available;
   DeviceSet in_use;
@@ -120,8 +123,11 @@ DeviceManager::DeviceSet DeviceManager::Available(
       in_use.insert(it->second.begin(), it->second.end());
     }
   }
+  available.reserve(r->second.devices.size());
   for (const auto& [id, device] : r->second.devices) {
-    if (device.healthy && !in_use.count(id)) available.insert(id);
+    if (device.healthy && (in_use.empty() || !in_use.contains(id))) {
+      available.push_back(id);
+    }
   }
   return available;
 }
@@ -156,22 +162,26 @@ ProviderHints DeviceManager::GetTopologyHints(const Pod& pod,
     if (auto a = allocations_.find(key); a != allocations_.end()) {
       if (auto it = a->second.find(resource);
           it != a->second.end() && !it->second.empty()) {
-        hints[resource] = static_cast<int64_t>(it->second.size()) != requested
-                              ? std::vector<TopologyHint>{}
-                              : Generate(r->second, it->second, {}, requested);
+        hints[resource] =
+            static_cast<int64_t>(it->second.size()) != requested
+                ? std::vector<TopologyHint>{}
+                : Generate(r->second, Sorted(it->second), {}, requested);
         continue;
       }
     }
-    const DeviceSet available = Available(resource);
+    const DeviceList available = Available(resource);
     DeviceSet reusable;
     if (reuse_pod_ == pod.uid) {
       if (auto it = reusable_.find(resource); it != reusable_.end()) {
         reusable = it->second;
       }
     }
-    DeviceSet both = available;
-    both.insert(reusable.begin(), reusable.end());
-    if (static_cast<int64_t>(both.size()) < requested) {
+    // |available ∪ reusable|
+    size_t both = available.size();
+    for (const std::string& id : reusable) {
+      if (!std::binary_search(available.begin(), available.end(), id)) ++both;
+    }
+    if (static_cast<int64_t>(both) < requested) {
       hints[resource] = std::vector<TopologyHint>{};
       continue;
     }
@@ -225,12 +235,13 @@ ProviderHints DeviceManager::GetPodTopologyHints(const Pod& pod) {
     }
     const DeviceSet allocated = PodDevices(pod.uid, resource);
     if (!allocated.empty()) {
-      hints[resource] = static_cast<int64_t>(allocated.size()) != requested
-                            ? HintList(std::vector<TopologyHint>{})
-                            : Generate(r->second, allocated, {}, requested);
+      hints[resource] =
+          static_cast<int64_t>(allocated.size()) != requested
+              ? HintList(std::vector<TopologyHint>{})
+              : Generate(r->second, Sorted(allocated), {}, requested);
       continue;
     }
-    const DeviceSet available = Available(resource);
+    const DeviceList available = Available(resource);
     if (static_cast<int64_t>(available.size()) < requested) {
       hints[resource] = std::vector<TopologyHint>{};
       continue;
@@ -288,7 +299,7 @@ StatusOr<DeviceManager::DeviceSet> DeviceManager::DevicesToAllocate(
   std::vector<std::string> aligned;
   std::vector<std::string> unaligned;
   std::vector<std::string> no_affinity;
-  DeviceSet available;
+  DeviceList available;
   std::shared_ptr<DevicePluginEndpoint> endpoint;
   const TopologyHint hint = store_->GetAffinity(pod.uid, container.name);
   const auto split = [&]() -> Status {
@@ -301,12 +312,19 @@ StatusOr<DeviceManager::DeviceSet> DeviceManager::DevicesToAllocate(
     unaligned.clear();
     no_affinity.clear();
     available = Available(resource);
-    for (const std::string& id : allocated) available.erase(id);
+    if (!allocated.empty()) {
+      std::erase_if(available, [&](const std::string& id) {
+        return allocated.contains(id);
+      });
+    }
     endpoint = r->second.endpoint;
     const bool use_affinity =
         HasTopology(r->second) && hint.affinity.has_value();
+    // `available` is a sorted subset of the sorted device map: one walk.
+    auto d = r->second.devices.begin();
     for (const std::string& id : available) {
-      const Device& device = r->second.devices.at(id);
+      while (d->first < id) ++d;
+      const Device& device = d->second;
       if (!use_affinity || device.numa_nodes.empty()) {
         no_affinity.push_back(id);
       } else if (hint.affinity->AnySet(device.numa_nodes)) {
@@ -331,22 +349,27 @@ StatusOr<DeviceManager::DeviceSet> DeviceManager::DevicesToAllocate(
     if (endpoint == nullptr || !endpoint->PreferredAllocationAvailable()) {
       return std::vector<std::string>{};
     }
-    DeviceSet offer(pool.begin(), pool.end());
-    offer.insert(allocated.begin(), allocated.end());
+    // The pool and the devices already chosen, sorted and unique (the pool
+    // is sorted: it is drawn from `available` in order).
+    std::vector<std::string> offer;
+    offer.reserve(pool.size() + allocated.size());
+    std::set_union(pool.begin(), pool.end(), allocated.begin(), allocated.end(),
+                   std::back_inserter(offer));
     const std::shared_ptr<DevicePluginEndpoint>& callee = endpoint;
     lock.unlock();
-    auto answer = callee->GetPreferredAllocation(
-        Sorted(offer), Sorted(allocated), Saturate(required));
+    auto answer = callee->GetPreferredAllocation(offer, Sorted(allocated),
+                                                 Saturate(required));
     lock.lock();
     if (Status status = split(); !status.ok()) return status;
     return answer;
   };
+  // The plugin's answer, in its order, without what is not in `pool`
+  // (sorted).
   const auto within = [](const std::vector<std::string>& ids,
                          const std::vector<std::string>& pool) {
     std::vector<std::string> out;
     for (const std::string& id : ids) {
-      if (std::find(pool.begin(), pool.end(), id) != pool.end())
-        out.push_back(id);
+      if (std::binary_search(pool.begin(), pool.end(), id)) out.push_back(id);
     }
     return out;
   };
@@ -361,11 +384,11 @@ StatusOr<DeviceManager::DeviceSet> DeviceManager::DevicesToAllocate(
     if (take_from(unaligned) || take_from(no_affinity)) return allocated;
   } else {
     if (take_from(aligned)) return allocated;
-    const std::vector<std::string> pool(available.begin(), available.end());
-    auto answer = preferred(pool);
+    // `preferred` builds its offer before the call and recomputes
+    // `available` only after it, so the pool can be `available` itself.
+    auto answer = preferred(available);
     if (!answer.ok()) return answer.status();
-    const std::vector<std::string> now(available.begin(), available.end());
-    if (take_from(within(*answer, now)) || take_from(aligned) ||
+    if (take_from(within(*answer, available)) || take_from(aligned) ||
         take_from(unaligned) || take_from(no_affinity)) {
       return allocated;
     }
@@ -450,7 +473,7 @@ std::map<std::string, DeviceManager::DeviceSet> DeviceManager::JointChoice(
     if (allocations_.count(key) && allocations_[key].count(resource)) return {};
     if (quantity > static_cast<int64_t>(r->second.devices.size())) return {};
     if (!reusable_[resource].empty()) return {};
-    const DeviceSet available = Available(resource);
+    const DeviceList available = Available(resource);
     JointPool pool;
     pool.count = Saturate(quantity);
     for (const std::string& id : available) {
@@ -505,9 +528,10 @@ std::vector<DeviceManager::Allocation> DeviceManager::Allocations() const {
 
 void DeviceManager::RemovePod(const std::string& pod_uid) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (auto it = allocations_.begin(); it != allocations_.end();) {
-    it = it->first.first == pod_uid ? allocations_.erase(it) : std::next(it);
-  }
+  // Keyed by (pod, container): the pod's entries are one range.
+  auto it = allocations_.lower_bound({pod_uid, std::string()});
+  while (it != allocations_.end() && it->first.first == pod_uid)
+    it = allocations_.erase(it);
   if (reuse_pod_ == pod_uid) {
     reuse_pod_.clear();
     reusable_.clear();

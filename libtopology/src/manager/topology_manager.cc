@@ -206,9 +206,10 @@ void TopologyManager::SetAffinity(const std::string& pod_uid,
 
 void TopologyManager::RemovePod(const std::string& pod_uid) {
   std::lock_guard<std::mutex> lock(store_mutex_);
-  for (auto it = affinity_.begin(); it != affinity_.end();) {
-    it = it->first.first == pod_uid ? affinity_.erase(it) : std::next(it);
-  }
+  // Keyed by (pod, container): the pod's entries are one range.
+  auto it = affinity_.lower_bound({pod_uid, std::string()});
+  while (it != affinity_.end() && it->first.first == pod_uid)
+    it = affinity_.erase(it);
 }
 
 TopologyHint TopologyManager::GetAffinity(const std::string& pod_uid,

@@ -7,12 +7,15 @@
 #include <csignal>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 
 #include <glog/logging.h>
@@ -151,16 +154,37 @@ std::string JoinIds(const std::vector<std::string>& ids) {
   return out;
 }
 
-// De-duplicates keeping the first occurrence.
+// De-duplicates keeping the first occurrence. Linear when the ids come
+// sorted and unique (as the kubelet's and our host's lists usually do).
 std::vector<std::string> Unique(
     const google::protobuf::RepeatedPtrField<std::string>& ids) {
   std::vector<std::string> out;
-  std::set<std::string_view> seen;
   out.reserve(static_cast<size_t>(ids.size()));
+  if (std::adjacent_find(ids.begin(), ids.end(), std::greater_equal<>()) ==
+      ids.end()) {
+    out.assign(ids.begin(), ids.end());
+    return out;
+  }
+  std::unordered_set<std::string_view> seen;
+  seen.reserve(static_cast<size_t>(ids.size()));
   for (const std::string& id : ids) {
     if (seen.insert(id).second) out.push_back(id);
   }
   return out;
+}
+
+// The ids as sorted views, for binary searches.
+std::vector<std::string_view> SortedViews(const std::vector<std::string>& ids) {
+  std::vector<std::string_view> views(ids.begin(), ids.end());
+  if (!std::is_sorted(views.begin(), views.end())) {
+    std::sort(views.begin(), views.end());
+  }
+  return views;
+}
+
+bool Contains(const std::vector<std::string_view>& sorted,
+              std::string_view id) {
+  return std::binary_search(sorted.begin(), sorted.end(), id);
 }
 
 std::string Quoted(std::string_view id) {
@@ -485,7 +509,9 @@ grpc::Status ResourceServer::Allocate(const v1beta1::AllocateRequest& request,
   return grpc::Status::OK;
 }
 
-Status CheckPreferredRequest(PreferredAllocationRequest& request) {
+// `available` is request.available as SortedViews.
+Status CheckPreferredRequest(PreferredAllocationRequest& request,
+                             const std::vector<std::string_view>& available) {
   if (request.size <= 0) {
     return InvalidArgumentError(
         "allocation_size " + std::to_string(request.size) + " is not positive");
@@ -501,10 +527,8 @@ Status CheckPreferredRequest(PreferredAllocationRequest& request) {
         "allocation_size " + std::to_string(size) + " is smaller than the " +
         std::to_string(request.must_include.size()) + " must-include devices");
   }
-  const std::set<std::string_view> available(request.available.begin(),
-                                             request.available.end());
   for (const std::string& id : request.must_include) {
-    if (!available.contains(id)) {
+    if (!Contains(available, id)) {
       return InvalidArgumentError("must-include device " + Quoted(id) +
                                   " is not available");
     }
@@ -513,22 +537,26 @@ Status CheckPreferredRequest(PreferredAllocationRequest& request) {
 }
 
 Status CheckPreferredAnswer(const PreferredAllocationRequest& request,
+                            const std::vector<std::string_view>& available,
                             const std::vector<std::string>& answer) {
   if (answer.size() != static_cast<size_t>(request.size)) {
     return InternalError("the plugin chose " + std::to_string(answer.size()) +
                          " devices instead of " + std::to_string(request.size));
   }
-  const std::set<std::string_view> available(request.available.begin(),
-                                             request.available.end());
-  std::set<std::string_view> chosen;
+  const std::vector<std::string_view> chosen = SortedViews(answer);
   for (const std::string& id : answer) {
-    if (!available.contains(id) || !chosen.insert(id).second) {
+    if (!Contains(available, id)) {
       return InternalError("the plugin chose " + Quoted(id) +
                            ", which is not available or chosen twice");
     }
   }
+  if (auto twice = std::adjacent_find(chosen.begin(), chosen.end());
+      twice != chosen.end()) {
+    return InternalError("the plugin chose " + Quoted(*twice) +
+                         ", which is not available or chosen twice");
+  }
   for (const std::string& id : request.must_include) {
-    if (!chosen.contains(id)) {
+    if (!Contains(chosen, id)) {
       return InternalError("the plugin left out must-include " + Quoted(id));
     }
   }
@@ -550,8 +578,10 @@ grpc::Status ResourceServer::GetPreferredAllocation(
         .available = Unique(container.available_deviceids()),
         .must_include = Unique(container.must_include_deviceids()),
         .size = container.allocation_size()};
+    const std::vector<std::string_view> available =
+        SortedViews(plain.available);
     Status status = CheckIds(plain.available, /*healthy=*/false);
-    if (status.ok()) status = CheckPreferredRequest(plain);
+    if (status.ok()) status = CheckPreferredRequest(plain, available);
     StatusOr<std::vector<std::string>> answer =
         status.ok()
             ? CallHandler(
@@ -559,7 +589,7 @@ grpc::Status ResourceServer::GetPreferredAllocation(
                   [&] { return handler_->GetPreferredAllocation(plain); })
             : StatusOr<std::vector<std::string>>(status);
     if (answer.ok()) {
-      status = CheckPreferredAnswer(plain, *answer);
+      status = CheckPreferredAnswer(plain, available, *answer);
     } else {
       status = answer.status();
     }

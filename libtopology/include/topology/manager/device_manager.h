@@ -129,12 +129,16 @@ class TOPOLOGY_EXPORT DeviceManager final : public HintProvider {
     std::shared_ptr<DevicePluginEndpoint> endpoint;
   };
   using DeviceSet = std::set<std::string>;
+  // Sorted and unique, like a DeviceSet, but built in one pass over a
+  // resource's (sorted) device map: what is free is computed on every hint
+  // and allocation, over every device, so it must be linear.
+  using DeviceList = std::vector<std::string>;
 
   bool HasTopology(const Resource& r) const;
-  HintList Generate(const Resource& r, const DeviceSet& available,
+  HintList Generate(const Resource& r, const DeviceList& available,
                     const DeviceSet& reusable, int64_t request) const;
   bool IsDevicePluginResourceLocked(const std::string& resource) const;
-  DeviceSet Available(const std::string& resource) const;
+  DeviceList Available(const std::string& resource) const;
   DeviceSet PodDevices(const std::string& pod_uid,
                        const std::string& resource) const;
   // REQUIRES: `lock` holds mutex_; released around the plugin's

@@ -1,0 +1,203 @@
+#include "checkpoint_store.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <system_error>
+#include <utility>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "safe_file.h"
+
+namespace topology::host {
+namespace {
+
+constexpr size_t kMinCompactionBytes = size_t{1} << 20;
+
+std::string Errno() { return std::strerror(errno); }
+
+}  // namespace
+
+CheckpointStore::CheckpointStore(std::filesystem::path snapshot,
+                                 size_t max_bytes)
+    : snapshot_(std::move(snapshot)),
+      journal_(snapshot_.string() + ".journal"),
+      max_bytes_(max_bytes) {}
+
+CheckpointStore::~CheckpointStore() {
+  std::lock_guard lock(mu_);
+  CloseJournal();
+}
+
+void CheckpointStore::CloseJournal() {
+  if (journal_fd_ >= 0) close(journal_fd_);
+  journal_fd_ = -1;
+}
+
+StatusOr<Checkpoint> CheckpointStore::Load(std::string* warning) {
+  std::lock_guard lock(mu_);
+  std::error_code error;
+  const auto move_aside = [&](const std::filesystem::path& path) {
+    auto kept = path.string() + ".corrupt";
+    std::filesystem::rename(path, kept, error);
+    return kept;
+  };
+  auto snapshot_text = ReadRegularFile(snapshot_, max_bytes_);
+  auto journal_text = ReadRegularFile(journal_, max_bytes_);
+  const bool no_snapshot =
+      !snapshot_text.ok() &&
+      snapshot_text.status().code() == StatusCode::kNotFound;
+  const bool no_journal = !journal_text.ok() &&
+                          journal_text.status().code() == StatusCode::kNotFound;
+  if (no_snapshot && no_journal) {
+    return NotFoundError("no checkpoint at " + snapshot_.string());
+  }
+  Checkpoint checkpoint;
+  if (!no_snapshot) {
+    std::string why;
+    if (!snapshot_text.ok()) {
+      if (snapshot_text.status().code() != StatusCode::kFailedPrecondition) {
+        return snapshot_text.status();
+      }
+      why = snapshot_text.status().message();
+    } else if (auto decoded = DecodeCheckpoint(*snapshot_text); !decoded.ok()) {
+      why = decoded.status().message();
+    } else {
+      checkpoint = std::move(*decoded);
+      snapshot_bytes_ = snapshot_text->size();
+      loaded_snapshot_ = true;
+    }
+    if (!why.empty()) {
+      // Without its snapshot the journal says only what changed: it is
+      // kept beside the snapshot, not applied to nothing.
+      const auto kept = move_aside(snapshot_);
+      std::string journal_note;
+      if (!no_journal) {
+        journal_note = "; the journal is kept as " + move_aside(journal_);
+      }
+      return DataLossError(
+          "checkpoint " + snapshot_.string() + " is corrupt (" + why +
+          "); starting with no allocations, the file is kept as " + kept +
+          journal_note);
+    }
+  }
+  if (no_journal) return checkpoint;
+  if (!journal_text.ok()) {
+    // A link, a FIFO, a device or too large: never used.
+    *warning = "checkpoint journal " + journal_.string() + " not used (" +
+               journal_text.status().message() + "); it is kept as " +
+               move_aside(journal_);
+    return checkpoint;
+  }
+  const JournalReplay replay = ReplayJournal(*journal_text, checkpoint);
+  journal_bytes_ = journal_text->size();
+  loaded_journal_ = journal_text->substr(0, replay.valid_bytes);
+  if (!replay.damage.empty()) {
+    if (replay.torn_tail) {
+      *warning = "checkpoint journal " + journal_.string() + ": " +
+                 replay.damage + "; a write cut short by a crash, ignored (" +
+                 std::to_string(replay.applied) + " records applied)";
+    } else {
+      const auto kept = journal_.string() + ".corrupt";
+      // A copy: the original stays until the next Compact replaces it.
+      std::filesystem::copy_file(
+          journal_, kept, std::filesystem::copy_options::overwrite_existing,
+          error);
+      *warning = "checkpoint journal " + journal_.string() + " is damaged at " +
+                 replay.damage + "; the " + std::to_string(replay.applied) +
+                 " records before it are applied, the rest is ignored; a " +
+                 "copy is kept as " + kept;
+    }
+  }
+  return checkpoint;
+}
+
+Status CheckpointStore::Resume(const std::function<std::string()>& encode) {
+  std::lock_guard lock(mu_);
+  if (!loaded_snapshot_) return CompactLocked(encode);
+  auto fd = CreateFileAtomically(journal_, loaded_journal_, 0600);
+  if (!fd.ok()) {
+    CloseJournal();
+    broken_ = true;
+    return fd.status();
+  }
+  CloseJournal();
+  journal_fd_ = *fd;
+  journal_bytes_ = loaded_journal_.size();
+  broken_ = false;
+  std::string().swap(loaded_journal_);
+  return OkStatus();
+}
+
+Status CheckpointStore::Compact(const std::function<std::string()>& encode) {
+  std::lock_guard lock(mu_);
+  return CompactLocked(encode);
+}
+
+Status CheckpointStore::CompactLocked(
+    const std::function<std::string()>& encode) {
+  const std::string text = encode();
+  if (Status written = WriteFileAtomically(snapshot_, text, 0600);
+      !written.ok()) {
+    return written;
+  }
+  snapshot_bytes_ = text.size();
+  // A fresh, empty journal renamed over the old one: a record appended to
+  // the old one after the snapshot was encoded cannot exist (the lock), and
+  // the old records are all in the snapshot.
+  auto fd = CreateFileAtomically(journal_, "", 0600);
+  if (!fd.ok()) {
+    CloseJournal();
+    broken_ = true;
+    return fd.status();
+  }
+  CloseJournal();
+  journal_fd_ = *fd;
+  journal_bytes_ = 0;
+  broken_ = false;
+  loaded_snapshot_ = true;
+  std::string().swap(loaded_journal_);
+  return OkStatus();
+}
+
+Status CheckpointStore::Append(std::string_view records) {
+  std::lock_guard lock(mu_);
+  if (journal_fd_ < 0 || broken_) {
+    return FailedPreconditionError(
+        "checkpoint journal " + journal_.string() +
+        " is not open for appending (a write failed earlier); the next "
+        "compaction starts a new one");
+  }
+  if (!WriteAll(journal_fd_, records) || fdatasync(journal_fd_) != 0) {
+    const std::string reason = Errno();
+    // Cut the partial record off so that later ones do not follow it.
+    if (ftruncate(journal_fd_, static_cast<off_t>(journal_bytes_)) != 0 ||
+        lseek(journal_fd_, static_cast<off_t>(journal_bytes_), SEEK_SET) < 0) {
+      broken_ = true;
+    }
+    return InternalError("cannot append to the checkpoint journal " +
+                         journal_.string() + ": " + reason);
+  }
+  journal_bytes_ += records.size();
+  return OkStatus();
+}
+
+bool CheckpointStore::NeedsCompaction() const {
+  std::lock_guard lock(mu_);
+  return broken_ || journal_fd_ < 0 ||
+         journal_bytes_ > std::max(kMinCompactionBytes, snapshot_bytes_);
+}
+
+size_t CheckpointStore::journal_bytes() const {
+  std::lock_guard lock(mu_);
+  return journal_bytes_;
+}
+
+size_t CheckpointStore::snapshot_bytes() const {
+  std::lock_guard lock(mu_);
+  return snapshot_bytes_;
+}
+
+}  // namespace topology::host

@@ -1,0 +1,90 @@
+// The host module's checkpoint on disk: a snapshot file and an append-only
+// journal beside it (`<snapshot>.journal`), in a directory that plugins can
+// write. An admission or a release appends one record and syncs it
+// (fdatasync), so its cost does not grow with the pods held; when the
+// journal outgrows the snapshot (and 1 MiB) the owner compacts: a new
+// snapshot is written atomically (fresh temporary file, fsync, rename,
+// fsync of the directory), then a fresh, empty journal replaces the old
+// one the same way. A crash at any point leaves a snapshot and a journal
+// whose replay gives the last synced state (see checkpoint.h).
+#ifndef TOPOLOGY_HOST_CHECKPOINT_STORE_H_
+#define TOPOLOGY_HOST_CHECKPOINT_STORE_H_
+
+#include <cstddef>
+#include <filesystem>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+#include "topology/status.h"
+
+#include "checkpoint.h"
+
+namespace topology::host {
+
+class CheckpointStore {
+ public:
+  // Neither file is touched until Load or Compact. Files larger than
+  // `max_bytes` are refused.
+  CheckpointStore(std::filesystem::path snapshot, size_t max_bytes);
+  ~CheckpointStore();
+  CheckpointStore(const CheckpointStore&) = delete;
+  CheckpointStore& operator=(const CheckpointStore&) = delete;
+
+  const std::filesystem::path& snapshot_path() const { return snapshot_; }
+  const std::filesystem::path& journal_path() const { return journal_; }
+
+  // The snapshot with the journal replayed. NOT_FOUND when neither file
+  // exists. DATA_LOSS when the snapshot is unusable (a link, not a regular
+  // file, too large, not a checkpoint): both files are moved aside to
+  // `<name>.corrupt` and the message says so. A damaged journal record
+  // ends the replay there; `*warning` says which record and why, and a
+  // damaged journal (not merely a last record cut short by a crash) is
+  // copied to `<journal>.corrupt` first. Never follows a link, never blocks
+  // on a FIFO.
+  StatusOr<Checkpoint> Load(std::string* warning);
+
+  // Writes the snapshot `encode()` returns (called with the store's lock
+  // held, so no record can be appended between the state it encodes and
+  // the new journal) and starts an empty journal. Mode 0600 whatever the
+  // umask; never writes through a planted link.
+  Status Compact(const std::function<std::string()>& encode);
+
+  // Continues from what Load read without re-encoding it: a fresh journal
+  // (created and renamed over the old one, like Compact's) holding the
+  // records Load applied, a damaged tail left out. When Load found no
+  // usable snapshot, or was not called, this is a Compact.
+  Status Resume(const std::function<std::string()>& encode);
+
+  // Appends `records` (whole lines) and syncs them. A failed append is cut
+  // off again, so later records never follow a partial one; if even that
+  // fails, the next Append reports FAILED_PRECONDITION until a Compact.
+  Status Append(std::string_view records);
+
+  // The journal has outgrown the snapshot: time to Compact.
+  bool NeedsCompaction() const;
+
+  // Bytes in the journal and in the last snapshot written or loaded.
+  size_t journal_bytes() const;
+  size_t snapshot_bytes() const;
+
+ private:
+  void CloseJournal();  // REQUIRES: mu_
+  Status CompactLocked(const std::function<std::string()>& encode);
+
+  const std::filesystem::path snapshot_;
+  const std::filesystem::path journal_;
+  const size_t max_bytes_;
+  mutable std::mutex mu_;  // serialises the file operations
+  int journal_fd_ = -1;    // open for appending after a Compact
+  bool broken_ = false;    // a failed append could not be cut off
+  size_t journal_bytes_ = 0;
+  size_t snapshot_bytes_ = 0;
+  bool loaded_snapshot_ = false;  // Load read a usable snapshot
+  std::string loaded_journal_;    // the records Load applied
+};
+
+}  // namespace topology::host
+
+#endif  // TOPOLOGY_HOST_CHECKPOINT_STORE_H_

@@ -1,0 +1,259 @@
+// The checkpoint journal and its store: records replay idempotently, a
+// record cut short by a crash or damaged is where the replay stops, failed
+// appends never leave a partial record before later ones, files are 0600
+// and never written through links.
+#include "checkpoint_store.h"
+
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include <sys/resource.h>
+#include <sys/stat.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "checkpoint.h"
+#include "status_matchers.h"
+#include "temp_dir.h"
+
+namespace topology::host {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::topology::testing::IsOk;
+using ::topology::testing::StatusIs;
+
+CheckpointPod Pod(const std::string& uid, const std::string& gpu) {
+  CheckpointPod pod;
+  pod.pod.uid = uid;
+  pod.pod.ns = "default";
+  pod.pod.name = uid;
+  pod.pod.guaranteed = true;
+  manager::Container container;
+  container.name = "main";
+  container.limits = {{"example.com/gpu", 1}};
+  pod.pod.containers.push_back(container);
+  ContainerResult result;
+  result.name = "main";
+  result.devices["example.com/gpu"] = {gpu};
+  result.numa_nodes = std::vector<int>{0};
+  pod.containers.push_back(result);
+  return pod;
+}
+
+std::vector<std::string> Uids(const Checkpoint& checkpoint) {
+  std::vector<std::string> uids;
+  for (const auto& pod : checkpoint.pods) uids.push_back(pod.pod.uid);
+  return uids;
+}
+
+std::string Read(const std::filesystem::path& path) {
+  std::ifstream in(path);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+TEST(JournalTest, RecordsSetOrRemoveOneKeyAndReplayIdempotently) {
+  const std::string journal =
+      EncodeAdmitRecord(Pod("a", "gpu-0")) +
+      EncodeAdmitRecord(Pod("b", "gpu-1")) + EncodeReleaseRecord("a") +
+      EncodeResourceRecord("example.com/gpu", {"gpu-0", "gpu-1"}) +
+      EncodeAdmitRecord(Pod("c", "gpu-0"));
+  Checkpoint checkpoint;
+  const JournalReplay replay = ReplayJournal(journal, checkpoint);
+  EXPECT_EQ(replay.applied, 5u);
+  EXPECT_EQ(replay.valid_bytes, journal.size());
+  EXPECT_THAT(replay.damage, IsEmpty());
+  EXPECT_THAT(Uids(checkpoint), ElementsAre("b", "c"));
+  EXPECT_THAT(checkpoint.registered.at("example.com/gpu"),
+              ElementsAre("gpu-0", "gpu-1"));
+  // Replayed again over a snapshot that already holds its effect (a crash
+  // after the snapshot, before the journal was emptied): no change.
+  const std::string once = EncodeCheckpoint(checkpoint);
+  ReplayJournal(journal, checkpoint);
+  EXPECT_EQ(EncodeCheckpoint(checkpoint), once);
+}
+
+TEST(JournalTest, ReplayStopsAtACutShortOrDamagedRecord) {
+  const std::string first = EncodeAdmitRecord(Pod("a", "gpu-0"));
+  const std::string second = EncodeAdmitRecord(Pod("b", "gpu-1"));
+  const std::string third = EncodeAdmitRecord(Pod("c", "gpu-2"));
+  {
+    // A crash in the middle of the last write.
+    Checkpoint checkpoint;
+    const std::string torn = first + second + third.substr(0, third.size() / 2);
+    const JournalReplay replay = ReplayJournal(torn, checkpoint);
+    EXPECT_TRUE(replay.torn_tail);
+    EXPECT_THAT(replay.damage, HasSubstr("record 3"));
+    EXPECT_EQ(replay.valid_bytes, first.size() + second.size());
+    EXPECT_THAT(Uids(checkpoint), ElementsAre("a", "b"));
+  }
+  {
+    // One byte of the second record changed: it and what follows are
+    // ignored.
+    std::string damaged = first + second + third;
+    damaged[first.size() + 40] ^= 0x01;
+    Checkpoint checkpoint;
+    const JournalReplay replay = ReplayJournal(damaged, checkpoint);
+    EXPECT_FALSE(replay.torn_tail);
+    EXPECT_THAT(replay.damage, HasSubstr("record 2"));
+    EXPECT_THAT(replay.damage, HasSubstr("checksum mismatch"));
+    EXPECT_THAT(Uids(checkpoint), ElementsAre("a"));
+  }
+  for (const std::string& bad :
+       {std::string("garbage\n"), std::string("0123456789abcdef {}\n"),
+        first.substr(0, 17) + "x\n"}) {
+    Checkpoint checkpoint;
+    const JournalReplay replay =
+        ReplayJournal(first + bad + second, checkpoint);
+    EXPECT_THAT(replay.damage, HasSubstr("record 2")) << bad;
+    EXPECT_THAT(Uids(checkpoint), ElementsAre("a"));
+  }
+}
+
+class StoreTest : public ::testing::Test {
+ protected:
+  std::filesystem::path snapshot() const { return dir_.path() / "cp"; }
+  std::filesystem::path journal() const { return dir_.path() / "cp.journal"; }
+  testing::TempDir dir_;
+};
+
+TEST_F(StoreTest, AppendsReplayOverTheSnapshotAndCompactionFoldsThemIn) {
+  Checkpoint state;
+  state.pods.push_back(Pod("a", "gpu-0"));
+  {
+    CheckpointStore store(snapshot(), 1 << 20);
+    std::string warning;
+    EXPECT_THAT(store.Load(&warning).status(), StatusIs(StatusCode::kNotFound));
+    const mode_t old = umask(0);
+    ASSERT_THAT(store.Compact([&] { return EncodeCheckpoint(state); }), IsOk());
+    umask(old);
+    ASSERT_THAT(store.Append(EncodeAdmitRecord(Pod("b", "gpu-1"))), IsOk());
+    ASSERT_THAT(store.Append(EncodeReleaseRecord("a")), IsOk());
+    EXPECT_EQ(store.journal_bytes(), Read(journal()).size());
+    EXPECT_FALSE(store.NeedsCompaction());
+  }
+  struct stat info {};
+  for (const auto& path : {snapshot(), journal()}) {
+    ASSERT_EQ(lstat(path.c_str(), &info), 0);
+    EXPECT_EQ(info.st_mode & 0777, 0600u) << path;
+  }
+  CheckpointStore store(snapshot(), 1 << 20);
+  std::string warning;
+  auto loaded = store.Load(&warning);
+  ASSERT_THAT(loaded.status(), IsOk());
+  EXPECT_THAT(warning, IsEmpty());
+  EXPECT_THAT(Uids(*loaded), ElementsAre("b"));
+  // Compaction: everything in the snapshot, the journal empty.
+  const std::string old_journal = Read(journal());
+  ASSERT_THAT(store.Compact([&] { return EncodeCheckpoint(*loaded); }), IsOk());
+  EXPECT_EQ(Read(journal()), "");
+  EXPECT_THAT(Uids(*DecodeCheckpoint(Read(snapshot()))), ElementsAre("b"));
+  // A crash after the new snapshot but before the new journal: the old
+  // journal replays over it to the same state.
+  std::ofstream(journal()) << old_journal;
+  auto again = CheckpointStore(snapshot(), 1 << 20).Load(&warning);
+  ASSERT_THAT(again.status(), IsOk());
+  EXPECT_EQ(EncodeCheckpoint(*again), EncodeCheckpoint(*loaded));
+}
+
+TEST_F(StoreTest, ATornLastRecordIsIgnoredADamagedJournalIsKept) {
+  {
+    CheckpointStore store(snapshot(), 1 << 20);
+    ASSERT_THAT(store.Compact([] { return EncodeCheckpoint({}); }), IsOk());
+    ASSERT_THAT(store.Append(EncodeAdmitRecord(Pod("a", "gpu-0"))), IsOk());
+  }
+  const std::string good = Read(journal());
+  std::ofstream(journal(), std::ios::app) << good.substr(0, 30);
+  std::string warning;
+  auto loaded = CheckpointStore(snapshot(), 1 << 20).Load(&warning);
+  ASSERT_THAT(loaded.status(), IsOk());
+  EXPECT_THAT(Uids(*loaded), ElementsAre("a"));
+  EXPECT_THAT(warning, HasSubstr("cut short by a crash"));
+  EXPECT_FALSE(std::filesystem::exists(journal().string() + ".corrupt"));
+
+  std::string damaged = good + good;
+  damaged[10] = 'x';
+  std::ofstream(journal(), std::ios::trunc) << damaged;
+  warning.clear();
+  loaded = CheckpointStore(snapshot(), 1 << 20).Load(&warning);
+  ASSERT_THAT(loaded.status(), IsOk());
+  EXPECT_THAT(loaded->pods, IsEmpty());
+  EXPECT_THAT(warning, HasSubstr("damaged at record 1"));
+  EXPECT_EQ(Read(journal().string() + ".corrupt"), damaged);
+}
+
+TEST_F(StoreTest, LinksAndCorruptSnapshotsAreMovedAsideNeverFollowed) {
+  const auto victim = dir_.path() / "victim";
+  std::ofstream(victim) << "precious";
+  std::filesystem::create_symlink(victim, journal());
+  {
+    CheckpointStore store(snapshot(), 1 << 20);
+    ASSERT_THAT(store.Compact([] { return EncodeCheckpoint({}); }), IsOk());
+    ASSERT_THAT(store.Append(EncodeAdmitRecord(Pod("a", "gpu-0"))), IsOk());
+  }
+  EXPECT_EQ(Read(victim), "precious");  // the link was replaced, not used
+  std::filesystem::remove(journal());
+  std::filesystem::create_symlink(victim, journal());
+  std::string warning;
+  auto loaded = CheckpointStore(snapshot(), 1 << 20).Load(&warning);
+  ASSERT_THAT(loaded.status(), IsOk());
+  EXPECT_THAT(warning, HasSubstr("symbolic link"));
+  EXPECT_EQ(Read(victim), "precious");
+
+  std::ofstream(snapshot(), std::ios::trunc) << "garbage";
+  std::ofstream(journal()) << EncodeAdmitRecord(Pod("a", "gpu-0"));
+  EXPECT_THAT(
+      CheckpointStore(snapshot(), 1 << 20).Load(&warning).status(),
+      StatusIs(StatusCode::kDataLoss, HasSubstr("the journal is kept as")));
+  EXPECT_TRUE(std::filesystem::exists(snapshot().string() + ".corrupt"));
+  EXPECT_TRUE(std::filesystem::exists(journal().string() + ".corrupt"));
+}
+
+// A write that fails half-way (here: the file size limit) is cut off, so
+// the records appended after it are still read back.
+TEST_F(StoreTest, AFailedAppendLeavesNoPartialRecord) {
+  CheckpointStore store(snapshot(), 1 << 20);
+  ASSERT_THAT(store.Compact([] { return EncodeCheckpoint({}); }), IsOk());
+  ASSERT_THAT(store.Append(EncodeAdmitRecord(Pod("a", "gpu-0"))), IsOk());
+  const auto old_handler = std::signal(SIGXFSZ, SIG_IGN);
+  rlimit old_limit{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  rlimit limit = old_limit;
+  limit.rlim_cur = store.journal_bytes() + 100;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limit), 0);
+  const Status failed = store.Append(EncodeAdmitRecord(Pod("big", "gpu-1")) +
+                                     std::string(200, ' '));
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old_limit), 0);
+  std::signal(SIGXFSZ, old_handler);
+  EXPECT_THAT(failed, StatusIs(StatusCode::kInternal,
+                               HasSubstr("cannot append to the checkpoint")));
+  ASSERT_THAT(store.Append(EncodeAdmitRecord(Pod("c", "gpu-2"))), IsOk());
+  std::string warning;
+  auto loaded = CheckpointStore(snapshot(), 1 << 20).Load(&warning);
+  ASSERT_THAT(loaded.status(), IsOk());
+  EXPECT_THAT(warning, IsEmpty());
+  EXPECT_THAT(Uids(*loaded), ElementsAre("a", "c"));
+}
+
+TEST_F(StoreTest, CompactionIsDueWhenTheJournalOutgrowsTheSnapshot) {
+  CheckpointStore store(snapshot(), 64 << 20);
+  EXPECT_TRUE(store.NeedsCompaction());  // no journal open yet
+  ASSERT_THAT(store.Compact([] { return EncodeCheckpoint({}); }), IsOk());
+  EXPECT_FALSE(store.NeedsCompaction());
+  std::string records;
+  for (int i = 0; i < 200; ++i) records += EncodeAdmitRecord(Pod("a", "gpu-0"));
+  while (store.journal_bytes() <= (size_t{1} << 20)) {
+    EXPECT_FALSE(store.NeedsCompaction());
+    ASSERT_THAT(store.Append(records), IsOk());
+  }
+  EXPECT_TRUE(store.NeedsCompaction());
+}
+
+}  // namespace
+}  // namespace topology::host
