@@ -5,6 +5,12 @@
 //   topology-manager admit POD.yaml... [--format text|json] [--explain]
 //   topology-manager release POD
 //   topology-manager status [--format text|json|nrt]
+//
+// Built twice from this file. `topology-manager` (TOPOLOGY_MANAGER_LIGHT)
+// links no gRPC, Protocol Buffers or glog: it parses every command line,
+// answers --help, --version and merge itself, and hands serve, admit,
+// release and status to `topology-manager-grpc` (the full build, beside it
+// or in ../libexec/libtopology/) by exec: same process, same arguments.
 #include <charconv>
 #include <exception>
 #include <fstream>
@@ -13,34 +19,42 @@
 #include <iterator>
 #include <sstream>
 
-#include <glog/logging.h>
-#include <grp.h>
-#include <grpcpp/grpcpp.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+
+#include "topology/plugin/types.h"
+
+#include "merge_case.h"
+
+#ifndef TOPOLOGY_MANAGER_LIGHT
+#include <glog/logging.h>
+#include <grp.h>
+#include <grpcpp/grpcpp.h>
 
 #include "topology/discovery.h"
 #include "topology/plugin/duration.h"
 #include "topology/plugin/logging.h"
 #include "topology/plugin/plugin_runner.h"
-#include "topology/plugin/types.h"
 
 #include "host_manager.h"
-#include "merge_case.h"
 #include "pod_manifest.h"
 #include "text_util.h"
 #include "topologymanager/v1alpha1/control.grpc.pb.h"
+#else
+#include <cerrno>
+#include <climits>
+#include <cstring>
+#include <filesystem>
+#endif
 
 namespace {
 
 using nlohmann::json;
-namespace tm = topologymanager::v1alpha1;
 
-constexpr int kExitRejected = 1;
 constexpr int kExitUsage = 2;
-constexpr int kExitUnreachable = 3;
 constexpr char kDefaultControlSocket[] = "/run/topology-manager.sock";
 
 int RunMerge(const std::string& file, const std::string& engine, bool explain) {
@@ -97,6 +111,12 @@ struct ServeFlags {
   bool cost_based_selection = false;
   int verbosity = 0;
 };
+
+#ifndef TOPOLOGY_MANAGER_LIGHT
+namespace tm = topologymanager::v1alpha1;
+
+constexpr int kExitRejected = 1;
+constexpr int kExitUnreachable = 3;
 
 int RunServe(const ServeFlags& flags, const char* argv0) {
   // Files and sockets get explicit modes; the umask only covers the short
@@ -481,6 +501,35 @@ int RunStatus(const std::string& format, const std::string& socket) {
   return 0;
 }
 
+#else
+// The full program: beside this one (the build tree, a flat install) or in
+// <prefix>/libexec/libtopology/ (cmake --install). Found from
+// /proc/self/exe, never from PATH or the environment.
+int RunFull(char** argv) {
+  constexpr char kFull[] = "topology-manager-grpc";
+  char self[PATH_MAX];
+  const ssize_t length = readlink("/proc/self/exe", self, sizeof(self) - 1);
+  if (length <= 0) {
+    std::cerr << "topology-manager: cannot find its own executable: "
+              << std::strerror(errno) << "\n";
+    return 1;
+  }
+  const std::filesystem::path dir =
+      std::filesystem::path(std::string(self, static_cast<size_t>(length)))
+          .parent_path();
+  std::string tried;
+  for (const std::filesystem::path& full :
+       {dir / kFull, dir / ".." / "libexec" / "libtopology" / kFull}) {
+    execv(full.c_str(), argv);
+    tried += (tried.empty() ? "" : ", ") + full.lexically_normal().string() +
+             " (" + std::strerror(errno) + ")";
+  }
+  std::cerr << "topology-manager: cannot run " << kFull << ": tried " << tried
+            << "\n";
+  return 1;
+}
+#endif
+
 }  // namespace
 
 int RunMain(int argc, char** argv) {
@@ -594,6 +643,10 @@ int RunMain(int argc, char** argv) {
     return code == 0 ? 0 : kExitUsage;
   }
   if (merge->parsed()) return RunMerge(file, engine, explain);
+#ifdef TOPOLOGY_MANAGER_LIGHT
+  (void)control_socket;
+  return RunFull(argv);
+#else
   if (serve->parsed()) return RunServe(serve_flags, argv[0]);
   if (admit->parsed()) {
     return RunAdmit(pod_files, admit_format, admit_explain, control_socket);
@@ -601,6 +654,7 @@ int RunMain(int argc, char** argv) {
   if (release->parsed()) return RunRelease(pod_name, control_socket);
   if (status->parsed()) return RunStatus(status_format, control_socket);
   return kExitUsage;
+#endif
 }
 
 // Anything thrown past the command (out of memory, a library's exception)

@@ -37,6 +37,9 @@ echo "== installed programs run from the prefix"
 for program in topology-info topology-manager topology-device-plugin; do
   "$prefix/bin/$program" --version || fail "$program --version failed"
 done
+# The gRPC half of topology-manager, found by it in libexec/libtopology/.
+"$prefix/libexec/libtopology/topology-manager-grpc" --version ||
+  fail "libexec/libtopology/topology-manager-grpc --version failed"
 
 echo "== accel-plugin through find_package(libtopology COMPONENTS deviceplugin)"
 cmake -S "$examples/accel-plugin" -B "$work/cmake-build" -G "$generator" \
