@@ -117,17 +117,23 @@ StatusOr<Checkpoint> CheckpointStore::Load(std::string* warning) {
 Status CheckpointStore::Resume(const std::function<std::string()>& encode) {
   std::lock_guard lock(mu_);
   if (!loaded_snapshot_) return CompactLocked(encode);
-  auto fd = CreateFileAtomically(journal_, loaded_journal_, 0600);
+  if (Status started = ReplaceJournal(loaded_journal_); !started.ok()) {
+    return started;
+  }
+  std::string().swap(loaded_journal_);
+  return OkStatus();
+}
+
+Status CheckpointStore::ReplaceJournal(std::string_view records) {
+  auto fd = CreateFileAtomically(journal_, records, 0600);
+  CloseJournal();
   if (!fd.ok()) {
-    CloseJournal();
     broken_ = true;
     return fd.status();
   }
-  CloseJournal();
   journal_fd_ = *fd;
-  journal_bytes_ = loaded_journal_.size();
+  journal_bytes_ = records.size();
   broken_ = false;
-  std::string().swap(loaded_journal_);
   return OkStatus();
 }
 
@@ -147,16 +153,7 @@ Status CheckpointStore::CompactLocked(
   // A fresh, empty journal renamed over the old one: a record appended to
   // the old one after the snapshot was encoded cannot exist (the lock), and
   // the old records are all in the snapshot.
-  auto fd = CreateFileAtomically(journal_, "", 0600);
-  if (!fd.ok()) {
-    CloseJournal();
-    broken_ = true;
-    return fd.status();
-  }
-  CloseJournal();
-  journal_fd_ = *fd;
-  journal_bytes_ = 0;
-  broken_ = false;
+  if (Status started = ReplaceJournal(""); !started.ok()) return started;
   loaded_snapshot_ = true;
   std::string().swap(loaded_journal_);
   return OkStatus();

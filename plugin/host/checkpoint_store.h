@@ -72,6 +72,9 @@ class CheckpointStore {
  private:
   void CloseJournal();  // REQUIRES: mu_
   Status CompactLocked(const std::function<std::string()>& encode);
+  // A new journal holding `records`, renamed over the old one and kept
+  // open for appending. REQUIRES: mu_
+  Status ReplaceJournal(std::string_view records);
 
   const std::filesystem::path snapshot_;
   const std::filesystem::path journal_;

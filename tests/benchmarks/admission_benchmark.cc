@@ -401,27 +401,14 @@ void BM_Restore10000Pods(benchmark::State& state) {
     config.plugin_dir = work.path() / "plugins";
     config.control_socket.clear();
     std::filesystem::create_directories(config.plugin_dir);
-    host::Checkpoint snapshot;
+    host::Checkpoint snapshot = TenThousandPods();
     std::string journal;
-    for (int i = 0; i < 10000; ++i) {
-      host::CheckpointPod pod;
-      pod.pod.uid = "uid-" + std::to_string(i);
-      pod.pod.ns = "default";
-      pod.pod.name = "pod-" + std::to_string(i);
-      pod.pod.containers.push_back(
-          {"main", {{"example.com/vf", 1}, {"cpu", 500}}, false});
-      host::ContainerResult container;
-      container.name = "main";
-      container.devices["example.com/vf"] = {"vf-" + std::to_string(i)};
-      container.numa_nodes = std::vector<int>{i % 2};
-      pod.containers.push_back(container);
-      if (i < 10000 - in_journal) {
-        snapshot.pods.push_back(std::move(pod));
-      } else {
-        journal += host::EncodeAdmitRecord(pod);
-      }
+    // The last `in_journal` pods move from the snapshot to the journal.
+    const auto kept = static_cast<size_t>(10000 - in_journal);
+    for (size_t i = kept; i < snapshot.pods.size(); ++i) {
+      journal += host::EncodeAdmitRecord(snapshot.pods[i]);
     }
-    snapshot.registered["example.com/vf"] = {};
+    snapshot.pods.resize(kept);
     std::ofstream(config.plugin_dir / host::kCheckpointFile)
         << host::EncodeCheckpoint(snapshot);
     std::ofstream(config.plugin_dir /
