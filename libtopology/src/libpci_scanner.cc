@@ -12,12 +12,66 @@ extern "C" {
 #include <iterator>
 #include <mutex>
 #include <string>
+#include <type_traits>
 
 #include <dirent.h>
+#include <dlfcn.h>
 #include <sys/stat.h>
 
 namespace topology::internal {
 namespace {
+
+// libpci is loaded on the first scan, not at program start: commands that
+// never discover (topology-info --help, topology-manager merge) do not map
+// it and the libraries it needs (libz, libudev), about a fifth of an empty
+// program's start-up. Its soname has been libpci.so.3 since pciutils 3.0;
+// the structures come from the headers it was built against, as when
+// linked.
+struct LibpciCalls {
+  decltype(&::pci_alloc) alloc = nullptr;
+  decltype(&::pci_cleanup) cleanup = nullptr;
+  decltype(&::pci_set_param) set_param = nullptr;
+  decltype(&::pci_init) init = nullptr;
+  decltype(&::pci_scan_bus) scan_bus = nullptr;
+  decltype(&::pci_fill_info) fill_info = nullptr;
+};
+
+constexpr char kLibpciSoname[] = "libpci.so.3";
+
+// Loaded once per process and never unloaded; the error names the library
+// or the missing function.
+const LibpciCalls* LoadLibpci(std::string* error) {
+  static std::string load_error;
+  static const LibpciCalls* const kCalls = []() -> const LibpciCalls* {
+    void* handle = ::dlopen(kLibpciSoname, RTLD_NOW | RTLD_LOCAL);
+    if (handle == nullptr) {
+      const char* why = ::dlerror();
+      load_error = std::string("cannot load ") + kLibpciSoname + ": " +
+                   (why != nullptr ? why : "unknown error");
+      return nullptr;
+    }
+    static LibpciCalls loaded;
+    bool complete = true;
+    const auto bind = [&](auto& slot, const char* name) {
+      void* symbol = ::dlsym(handle, name);
+      if (symbol == nullptr) {
+        complete = false;
+        load_error = std::string(kLibpciSoname) + " has no " + name;
+      }
+      // A function pointer from dlsym, as POSIX requires to work.
+      slot = reinterpret_cast<std::remove_reference_t<decltype(slot)>>(symbol);
+    };
+    bind(loaded.alloc, "pci_alloc");
+    bind(loaded.cleanup, "pci_cleanup");
+    bind(loaded.set_param, "pci_set_param");
+    bind(loaded.init, "pci_init");
+    bind(loaded.scan_bus, "pci_scan_bus");
+    bind(loaded.fill_info, "pci_fill_info");
+    return complete ? &loaded : nullptr;
+  }();
+  if (kCalls == nullptr) *error = load_error;
+  return kCalls;
+}
 
 // libpci has no user pointer in its hooks, so the jump target and the
 // message live in thread-local storage. Only trivially destructible objects
@@ -76,10 +130,10 @@ struct RawIdentity {
 
 // Returns the number of devices written to `out` (at most `capacity`), or -1
 // when libpci's error hook fired.
-int RunLibpci(const char* sysfs_bus_pci, RawIdentity* out, size_t capacity,
-              size_t* total) {
+int RunLibpci(const LibpciCalls& pci, const char* sysfs_bus_pci,
+              RawIdentity* out, size_t capacity, size_t* total) {
   std::jmp_buf target;
-  pci_access* volatile access = pci_alloc();
+  pci_access* volatile access = pci.alloc();
   if (access == nullptr) return -1;
   access->error = LibpciError;
   access->warning = LibpciQuiet;
@@ -88,19 +142,19 @@ int RunLibpci(const char* sysfs_bus_pci, RawIdentity* out, size_t capacity,
   tls_jump_target = &target;
   if (setjmp(target) != 0) {
     tls_jump_target = nullptr;
-    pci_cleanup(access);
+    pci.cleanup(access);
     return -1;
   }
-  pci_set_param(access, const_cast<char*>("sysfs.path"),
+  pci.set_param(access, const_cast<char*>("sysfs.path"),
                 const_cast<char*>(sysfs_bus_pci));
-  pci_init(access);
-  pci_scan_bus(access);
+  pci.init(access);
+  pci.scan_bus(access);
   size_t n = 0;
   size_t seen = 0;
   for (pci_dev* dev = access->devices; dev != nullptr; dev = dev->next) {
     ++seen;
     if (n >= capacity) continue;
-    pci_fill_info(dev, PCI_FILL_IDENT | PCI_FILL_CLASS | PCI_FILL_CLASS_EXT |
+    pci.fill_info(dev, PCI_FILL_IDENT | PCI_FILL_CLASS | PCI_FILL_CLASS_EXT |
                            PCI_FILL_SUBSYS | PCI_FILL_PHYS_SLOT);
     RawIdentity& r = out[n++];
     r.domain = dev->domain;
@@ -121,7 +175,7 @@ int RunLibpci(const char* sysfs_bus_pci, RawIdentity* out, size_t capacity,
   }
   *total = seen;
   tls_jump_target = nullptr;
-  pci_cleanup(access);
+  pci.cleanup(access);
   return static_cast<int>(n);
 }
 
@@ -179,13 +233,16 @@ Status CheckLibpciCanScan(const std::filesystem::path& host_root,
 
 StatusOr<std::vector<LibpciIdentity>> ScanWithLibpci(
     const std::filesystem::path& host_root, size_t expected_devices) {
+  std::string load_error;
+  const LibpciCalls* pci = LoadLibpci(&load_error);
+  if (pci == nullptr) return UnavailableError(load_error);
   const std::string sysfs = (host_root / "sys" / "bus" / "pci").string();
   std::vector<RawIdentity> raw(expected_devices + 16);
   size_t total = 0;
   int n = 0;
   // Grow the buffer once should devices appear between listing and scan.
   for (int attempt = 0; attempt < 2; ++attempt) {
-    n = RunLibpci(sysfs.c_str(), raw.data(), raw.size(), &total);
+    n = RunLibpci(*pci, sysfs.c_str(), raw.data(), raw.size(), &total);
     if (n < 0) {
       return UnavailableError(std::string("libpci failed: ") +
                               tls_error_message);

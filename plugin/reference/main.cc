@@ -50,7 +50,8 @@ int Run(int argc, char** argv) {
                  "Directory whose sys/ (and dev/) are the host's")
       ->capture_default_str();
   app.add_option("--rescan-interval", rescan_interval,
-                 "Period of full rescans (Go duration; 0 disables)")
+                 "Period of the reconcile: AER counters while uevents are "
+                 "watched, full rescans without (Go duration; 0 disables)")
       ->capture_default_str();
   app.add_option("--recovery-period", recovery_period,
                  "Quiet time before a faulted device is Healthy again")

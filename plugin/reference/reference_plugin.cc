@@ -214,6 +214,8 @@ StatusOr<std::unique_ptr<TopologyDevicePlugin>> TopologyDevicePlugin::Create(
     PluginOptions options) {
   std::unique_ptr<TopologyDevicePlugin> plugin(
       new TopologyDevicePlugin(std::move(options)));
+  // Events from here on start a rescan once the loop runs.
+  if (plugin->options_.watch_uevents) plugin->WatchUevents();
   auto snapshot = plugin->Discover({});
   if (!snapshot.ok()) return snapshot.status();
   for (const std::string& warning : PfNamesWithoutInterface(
@@ -230,7 +232,7 @@ StatusOr<std::unique_ptr<TopologyDevicePlugin>> TopologyDevicePlugin::Create(
     std::vector<plugin::Device> devices;
     {
       std::lock_guard lock(plugin->mu_);
-      devices = plugin->DevicesOf(**snapshot, r);
+      devices = plugin->DevicesOf(**snapshot, r, /*read_health=*/true);
     }
     auto publisher = plugin->runner_->AddResource(
         plugin->options_.config.resources[r].name,
@@ -262,7 +264,7 @@ std::shared_ptr<const Snapshot> TopologyDevicePlugin::snapshot() const {
 
 // REQUIRES: mu_ held.
 std::vector<plugin::Device> TopologyDevicePlugin::DevicesOf(
-    const Snapshot& snapshot, size_t resource) {
+    const Snapshot& snapshot, size_t resource, bool read_health) {
   const ResourceConfig& config = options_.config.resources[resource];
   const auto now = Clock::now();
   std::vector<plugin::Device> devices;
@@ -271,8 +273,12 @@ std::vector<plugin::Device> TopologyDevicePlugin::DevicesOf(
     if (index != resource) continue;
     const PciDevice* device = snapshot.topology.FindDevice(address);
     if (device == nullptr) continue;
+    std::optional<plugin::HealthVerdict> last;
+    if (!read_health) last = health_.Last(address);
     const plugin::HealthVerdict verdict =
-        health_.Observe(address, plugin::ReadPciHealth(*reader_, address), now);
+        last ? *last
+             : health_.Observe(address,
+                               plugin::ReadPciHealth(*reader_, address), now);
     auto& reason = unhealthy_reasons_[address];
     if (verdict.reason != reason) {
       if (verdict.health == plugin::Health::kUnhealthy) {
@@ -340,8 +346,8 @@ void TopologyDevicePlugin::LogDeviceList(
             << " device(s)" << (devices.empty() ? "" : ":") << list;
 }
 
-Status TopologyDevicePlugin::Publish(
-    const std::shared_ptr<Snapshot>& snapshot) {
+Status TopologyDevicePlugin::Publish(const std::shared_ptr<Snapshot>& snapshot,
+                                     bool read_health) {
   std::vector<std::vector<plugin::Device>> lists;
   {
     std::lock_guard lock(mu_);
@@ -355,7 +361,7 @@ Status TopologyDevicePlugin::Publish(
     }
     snapshot_ = snapshot;
     for (size_t r = 0; r < publishers_.size(); ++r) {
-      lists.push_back(DevicesOf(*snapshot, r));
+      lists.push_back(DevicesOf(*snapshot, r, read_health));
     }
   }
   Status result = OkStatus();
@@ -384,7 +390,7 @@ Status TopologyDevicePlugin::Rescan() {
     }
     last_rescan_error_.clear();
   }
-  Status status = Publish(*snapshot);
+  Status status = Publish(*snapshot, /*read_health=*/true);
   // Discovery allocates and frees a lot; hand the freed pages back so an
   // idle plugin stays small.
   malloc_trim(0);
@@ -405,14 +411,62 @@ Status TopologyDevicePlugin::SetHealthOverride(
     same = std::const_pointer_cast<Snapshot>(snapshot_);
   }
   std::lock_guard rescan(rescan_mu_);
-  return Publish(same);
+  return Publish(same, /*read_health=*/false);
+}
+
+Status TopologyDevicePlugin::Reconcile() {
+  std::lock_guard rescan(rescan_mu_);
+  std::shared_ptr<const Snapshot> snapshot;
+  std::vector<PciAddress> candidates;
+  {
+    std::lock_guard lock(mu_);
+    ++reconciles_;
+    snapshot = snapshot_;
+    candidates = health_.NeedRecheck();
+  }
+  // The reads happen outside mu_: sysfs can be slow on a sick device.
+  std::vector<std::pair<PciAddress, std::optional<uint64_t>>> readings;
+  readings.reserve(candidates.size());
+  for (const PciAddress& address : candidates) {
+    if (snapshot->claims.contains(address)) {
+      readings.emplace_back(address,
+                            plugin::ReadPciAerFatal(*reader_, address));
+    }
+  }
+  bool changed = false;
+  {
+    std::lock_guard lock(mu_);
+    const auto now = Clock::now();
+    for (const auto& [address, aer] : readings) {
+      const plugin::HealthVerdict verdict = health_.Recheck(address, aer, now);
+      const auto known = unhealthy_reasons_.find(address);
+      const std::string& reason =
+          known == unhealthy_reasons_.end() ? std::string() : known->second;
+      changed = changed || verdict.reason != reason;
+    }
+  }
+  if (!changed) return OkStatus();
+  return Publish(std::const_pointer_cast<Snapshot>(snapshot),
+                 /*read_health=*/false);
+}
+
+bool TopologyDevicePlugin::watching_uevents() const {
+  std::lock_guard lock(loop_mu_);
+  return uevents_live_;
 }
 
 void TopologyDevicePlugin::NotifyUevent(const std::string& action,
                                         const std::string& devpath) {
+  // Pods starting create and move veth pairs all the time; only physical
+  // devices can change what is advertised.
+  if (devpath.starts_with("/devices/virtual/")) {
+    VLOG(3) << "uevent " << action << " " << devpath << " ignored";
+    return;
+  }
   VLOG(2) << "uevent " << action << " " << devpath;
   {
     std::lock_guard lock(loop_mu_);
+    if (action == "closed") uevents_live_ = false;
     if (!uevent_rescan_at_) {
       uevent_rescan_at_ = Clock::now() + options_.uevent_debounce;
     }
@@ -429,9 +483,12 @@ void TopologyDevicePlugin::RescanLoop() {
         options_.rescan_interval.count() > 0 && now >= next_periodic;
     const bool uevent_due = uevent_rescan_at_ && now >= *uevent_rescan_at_;
     if (periodic_due || uevent_due) {
+      // Without uevents nothing else tells of a device added, removed or
+      // rebound: then every period is a full rescan.
+      const bool full = uevent_due || !uevents_live_;
       uevent_rescan_at_.reset();
       lock.unlock();
-      (void)Rescan();
+      (void)(full ? Rescan() : Reconcile());
       lock.lock();
       next_periodic = Clock::now() + options_.rescan_interval;
       continue;
@@ -461,25 +518,41 @@ Status TopologyDevicePlugin::Start() {
     stopping_ = false;
     started_ = true;
   }
-  loop_ = std::thread([this] { RescanLoop(); });
-  if (options_.watch_uevents) {
-    auto monitor = plugin::UeventMonitor::Start(
-        [this](const std::string& action, const std::string& devpath) {
-          NotifyUevent(action, devpath);
-        });
-    if (monitor.ok()) {
-      uevents_ = std::move(*monitor);
-    } else {
-      LOG(WARNING) << monitor.status().message();
-    }
+  // Started by Create before its discovery, so that nothing changes
+  // unseen in between; again here after a Stop.
+  if (options_.watch_uevents && !uevents_) {
+    WatchUevents();
+    std::lock_guard lock(loop_mu_);
+    uevent_rescan_at_ = Clock::now();
   }
+  loop_ = std::thread([this] { RescanLoop(); });
   return OkStatus();
+}
+
+void TopologyDevicePlugin::WatchUevents() {
+  {
+    std::lock_guard lock(loop_mu_);
+    uevents_live_ = true;
+  }
+  auto monitor = plugin::UeventMonitor::Start(
+      [this](const std::string& action, const std::string& devpath) {
+        NotifyUevent(action, devpath);
+      },
+      {"pci", "net"});
+  if (monitor.ok()) {
+    uevents_ = std::move(*monitor);
+  } else {
+    LOG(WARNING) << monitor.status().message();
+    std::lock_guard lock(loop_mu_);
+    uevents_live_ = false;
+  }
 }
 
 void TopologyDevicePlugin::Stop() {
   uevents_.reset();
   {
     std::lock_guard lock(loop_mu_);
+    uevents_live_ = false;
     stopping_ = true;
     started_ = false;
   }
@@ -538,6 +611,9 @@ std::string TopologyDevicePlugin::MetricsText() const {
   text.Family("topology_device_plugin_rescans_total", "counter",
               "Rescans of the PCI devices.");
   text.Sample("topology_device_plugin_rescans_total", {}, rescans_);
+  text.Family("topology_device_plugin_reconciles_total", "counter",
+              "Cheap checks of what changes without a uevent.");
+  text.Sample("topology_device_plugin_reconciles_total", {}, reconciles_);
   text.Family("topology_device_plugin_rescan_errors_total", "counter",
               "Rescans that failed.");
   text.Sample("topology_device_plugin_rescan_errors_total", {}, rescan_errors_);

@@ -31,12 +31,16 @@ struct PluginOptions {
   Config config;
   std::filesystem::path host_root = "/";
   plugin::RunnerOptions runner;
-  // Full rescans for devices that come, go or change health. Zero: only on
-  // uevents.
+  // Period of the reconcile. While kernel uevents are watched it reads only
+  // what changes without one (AER counters, devices waiting out their
+  // recovery); without uevents it is a full rescan. Zero: never.
   std::chrono::nanoseconds rescan_interval = std::chrono::seconds(10);
   // How long a faulted device must stay quiet before it is Healthy again.
   std::chrono::nanoseconds recovery_period = std::chrono::seconds(60);
-  // Listen for kernel uevents (falls back to rescans when unavailable).
+  // Listen for kernel uevents: a device added, removed, bound or unbound
+  // (PCI), or a PCI network interface renamed (net), starts a full rescan.
+  // Falls back to periodic full rescans when unavailable or when the
+  // socket fails.
   bool watch_uevents = true;
   // Uevents come in bursts (a VF batch, a driver rebind): wait this long
   // after one before rescanning.
@@ -67,9 +71,18 @@ class TopologyDevicePlugin {
 
   // Rescans now (also what the loop does). Errors keep the last snapshot.
   Status Rescan();
+  // The cheap periodic check while uevents are watched (also what the loop
+  // does then): rereads the AER counters of the devices that have one and
+  // re-evaluates devices that are not healthy; publishes only when a
+  // verdict changed. Reads nothing else.
+  Status Reconcile();
   // A kernel uevent arrived (the monitor calls this; tests call it directly
-  // after changing a fixture tree): rescan after the debounce delay.
+  // after changing a fixture tree): rescan after the debounce delay. Events
+  // of virtual devices (veth pairs of pods starting) are ignored; "closed"
+  // turns the loop back to full rescans.
   void NotifyUevent(const std::string& action, const std::string& devpath);
+  // Whether the uevent monitor runs and its socket works.
+  bool watching_uevents() const;
   // Fault injection: force a device's health (nullopt clears), then publish.
   Status SetHealthOverride(const std::string& device_id,
                            std::optional<plugin::Health> health);
@@ -93,15 +106,18 @@ class TopologyDevicePlugin {
   explicit TopologyDevicePlugin(PluginOptions options);
   StatusOr<std::shared_ptr<Snapshot>> Discover(
       const std::map<PciAddress, size_t>& previous) const;
-  // Publishes every resource's list from `snapshot` and the health state.
-  Status Publish(const std::shared_ptr<Snapshot>& snapshot);
+  // Publishes every resource's list from `snapshot` and the health state:
+  // read afresh for each device with `read_health`, else as last judged.
+  Status Publish(const std::shared_ptr<Snapshot>& snapshot, bool read_health);
   // Logs a resource's list at -v 0 the first time and when its size
   // changes (the first 16 devices, with NUMA nodes and health).
   void LogDeviceList(size_t resource,
                      const std::vector<plugin::Device>& devices);
   std::vector<plugin::Device> DevicesOf(const Snapshot& snapshot,
-                                        size_t resource);
+                                        size_t resource, bool read_health);
   void RescanLoop();
+  // Starts the uevent monitor (a warning when it cannot).
+  void WatchUevents();
 
   PluginOptions options_;
   std::unique_ptr<SysfsReader> reader_;
@@ -117,6 +133,7 @@ class TopologyDevicePlugin {
   // first list and every change in size are logged at -v 0.
   std::vector<int64_t> logged_count_;
   uint64_t rescans_ = 0;
+  uint64_t reconciles_ = 0;
   uint64_t rescan_errors_ = 0;
   std::string last_rescan_error_;
 
@@ -124,6 +141,7 @@ class TopologyDevicePlugin {
   std::condition_variable loop_wake_;
   bool stopping_ = false;
   bool started_ = false;
+  bool uevents_live_ = false;
   std::optional<std::chrono::steady_clock::time_point> uevent_rescan_at_;
   std::mutex rescan_mu_;  // one rescan at a time
   std::thread loop_;

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The installed package as a vendor and an operator meet it, after
 # `cmake --install` into PREFIX:
-#   1. the installed programs run from the prefix (no LD_LIBRARY_PATH);
+#   1. the installed programs run from the prefix (no LD_LIBRARY_PATH) and
+#      no installed program or library searches a relative directory for
+#      shared libraries;
 #   2. examples/accel-plugin builds out of the tree through
 #      find_package(libtopology COMPONENTS deviceplugin) and through
 #      pkg-config libtopology-deviceplugin;
@@ -40,6 +42,11 @@ done
 # The gRPC half of topology-manager, found by it in libexec/libtopology/.
 "$prefix/libexec/libtopology/topology-manager-grpc" --version ||
   fail "libexec/libtopology/topology-manager-grpc --version failed"
+sh "$(dirname "$0")/runpath_test.sh" "$prefix/bin/topology-info" \
+  "$prefix/bin/topology-manager" "$prefix/bin/topology-device-plugin" \
+  "$prefix/libexec/libtopology/topology-manager-grpc" \
+  "$prefix/$libdir"/libtopology*.so.[0-9]* ||
+  fail "an installed file searches a relative directory for libraries"
 
 echo "== accel-plugin through find_package(libtopology COMPONENTS deviceplugin)"
 cmake -S "$examples/accel-plugin" -B "$work/cmake-build" -G "$generator" \

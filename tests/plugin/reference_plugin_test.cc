@@ -507,6 +507,59 @@ TEST_F(ReferencePluginTest, PeriodicRescanFindsChangesWithoutUevents) {
   (*plugin)->Stop();
 }
 
+// The reconcile reads the AER counters and nothing else: a rising counter
+// is seen, a device removed without a uevent is not (that is the uevent's
+// job), and the reconcile publishes nothing when no verdict changed.
+TEST_F(ReferencePluginTest, ReconcileRereadsOnlyAerCounters) {
+  const auto dir = DeviceDir("0000:bb:00.0");
+  std::ofstream(dir / "aer_dev_fatal") << "DLP 0\nTOTAL_ERR_FATAL 0\n";
+  StartPlugin();
+  const size_t lists = gpu_->messages().size();
+  ASSERT_THAT(plugin_->Reconcile(), IsOk());
+  std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(gpu_->messages().size(), lists);  // nothing changed, nothing sent
+  // Gone without a uevent, and another device's driver unbound: neither is
+  // read by a reconcile.
+  const auto parked = root_.path() / "parked";
+  std::filesystem::rename(DeviceDir("0000:9b:00.0"), parked);
+  std::filesystem::remove(DeviceDir("0000:1a:00.0") / "driver");
+  std::ofstream(dir / "aer_dev_fatal") << "DLP 3\nTOTAL_ERR_FATAL 3\n";
+  ASSERT_THAT(plugin_->Reconcile(), IsOk());
+  ASSERT_TRUE(WaitForList(
+      [](const auto& list) {
+        for (const auto& device : list.devices()) {
+          if (device.id() == "0000:bb:00.0")
+            return device.health() == "Unhealthy";
+        }
+        return false;
+      },
+      1s));
+  const v1beta1::ListAndWatchResponse sent = *gpu_->latest();
+  EXPECT_THAT(NodesById(sent), SizeIs(8));
+  for (const auto& device : sent.devices()) {
+    EXPECT_EQ(device.health(),
+              device.id() == "0000:bb:00.0" ? "Unhealthy" : "Healthy")
+        << device.id();
+  }
+  // Quiet again: healthy after the recovery period, found by a reconcile.
+  std::this_thread::sleep_for(350ms);
+  ASSERT_THAT(plugin_->Reconcile(), IsOk());
+  EXPECT_TRUE(WaitForList(
+      [](const auto& list) {
+        for (const auto& device : list.devices()) {
+          if (device.id() == "0000:bb:00.0")
+            return device.health() == "Healthy";
+        }
+        return false;
+      },
+      1s));
+  // A uevent makes the next pass a full rescan.
+  plugin_->NotifyUevent("remove",
+                        "/devices/pci0000:97/0000:97:01.0/0000:9b:00.0");
+  EXPECT_TRUE(WaitForList(
+      [](const auto& list) { return list.devices_size() == 7; }, 1s));
+}
+
 // A local user holding many idle connections to /metrics: the plugin keeps
 // at most 64 of them open (its descriptors are for its rescans), and
 // answers again as soon as they go.

@@ -248,6 +248,46 @@ TEST(HealthTrackerTest, FaultsAreImmediateRecoveryNeedsQuiet) {
   EXPECT_EQ(tracker.Observe(b, unbound, t0).health, plugin::Health::kHealthy);
 }
 
+TEST(HealthTrackerTest, RecheckFollowsOnlyWhatChangesWithoutAnEvent) {
+  HealthTracker tracker(10s);
+  const auto t0 = HealthTracker::Clock::time_point{};
+  const PciAddress plain = *PciAddress::Parse("0000:01:00.0");
+  const PciAddress with_aer = *PciAddress::Parse("0000:02:00.0");
+  const PciAddress unbound = *PciAddress::Parse("0000:03:00.0");
+  tracker.Observe(plain, {.driver = "ixgbevf", .aer_fatal = std::nullopt}, t0);
+  tracker.Observe(with_aer, {.driver = "ice", .aer_fatal = 4}, t0);
+  tracker.Observe(unbound, {.driver = "ice", .aer_fatal = std::nullopt}, t0);
+  EXPECT_THAT(tracker.NeedRecheck(), ElementsAre(with_aer));
+  tracker.Observe(unbound, {.driver = std::nullopt, .aer_fatal = std::nullopt},
+                  t0 + 1s);
+  EXPECT_THAT(tracker.NeedRecheck(), ElementsAre(with_aer, unbound));
+  // A recheck keeps the driver as last read: still unbound, still a fault.
+  auto verdict = tracker.Recheck(unbound, std::nullopt, t0 + 20s);
+  EXPECT_EQ(verdict.health, plugin::Health::kUnhealthy);
+  EXPECT_THAT(verdict.reason, HasSubstr("driver unbound"));
+  // A rising counter is seen by a recheck; the verdict is kept for Last.
+  verdict = tracker.Recheck(with_aer, 5, t0 + 2s);
+  EXPECT_THAT(verdict.reason, HasSubstr("AER fatal errors rose from 4 to 5"));
+  EXPECT_EQ(tracker.Last(with_aer)->reason, verdict.reason);
+  EXPECT_EQ(tracker.Recheck(with_aer, 5, t0 + 13s).health,
+            plugin::Health::kHealthy);
+  EXPECT_TRUE(tracker.Last(with_aer)->reason.empty());
+  // Rebound (an event, so a full Observe): recovering, then healthy and
+  // no longer rechecked.
+  tracker.Observe(unbound, {.driver = "ice", .aer_fatal = std::nullopt},
+                  t0 + 21s);
+  EXPECT_THAT(tracker.Last(unbound)->reason, HasSubstr("recovering"));
+  EXPECT_EQ(tracker.Recheck(unbound, std::nullopt, t0 + 32s).health,
+            plugin::Health::kHealthy);
+  EXPECT_THAT(tracker.NeedRecheck(), ElementsAre(with_aer));
+  // An override shows in Last at once; unknown devices have no verdict.
+  tracker.SetOverride(plain, plugin::Health::kUnhealthy);
+  EXPECT_EQ(tracker.Last(plain)->health, plugin::Health::kUnhealthy);
+  EXPECT_FALSE(tracker.Last(*PciAddress::Parse("0000:04:00.0")).has_value());
+  tracker.Forget(with_aer);
+  EXPECT_THAT(tracker.NeedRecheck(), ::testing::IsEmpty());
+}
+
 class SelectorTest : public ::testing::Test {
  protected:
   void SetUp() override {

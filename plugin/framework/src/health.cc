@@ -50,12 +50,18 @@ HealthReading ReadPciHealth(const SysfsReader& sysfs,
     const std::string name = std::filesystem::path(*driver).filename().string();
     if (!name.empty()) reading.driver = name;
   }
-  auto aer = sysfs.ReadFile(dir + "/aer_dev_fatal");
-  if (aer.ok()) {
-    auto total = ParseAerCounters(*aer);
-    if (total.ok()) reading.aer_fatal = *total;
-  }
+  reading.aer_fatal = ReadPciAerFatal(sysfs, address);
   return reading;
+}
+
+std::optional<uint64_t> ReadPciAerFatal(const SysfsReader& sysfs,
+                                        const PciAddress& address) {
+  auto aer = sysfs.ReadFile("bus/pci/devices/" + address.ToString() +
+                            "/aer_dev_fatal");
+  if (!aer.ok()) return std::nullopt;
+  auto total = ParseAerCounters(*aer);
+  if (!total.ok()) return std::nullopt;
+  return *total;
 }
 
 HealthVerdict HealthTracker::Observe(const PciAddress& address,
@@ -64,6 +70,7 @@ HealthVerdict HealthTracker::Observe(const PciAddress& address,
   auto [it, inserted] = states_.try_emplace(address);
   State& state = it->second;
   if (inserted) state.had_driver = reading.driver.has_value();
+  state.driver_bound = reading.driver.has_value();
   std::string fault;
   if (state.had_driver && !reading.driver) fault = "driver unbound";
   if (reading.driver) state.had_driver = true;
@@ -78,18 +85,49 @@ HealthVerdict HealthTracker::Observe(const PciAddress& address,
     state.last_fault = now;
     state.last_reason = fault;
   }
+  if (!fault.empty()) {
+    state.verdict = {Health::kUnhealthy, fault};
+  } else if (state.last_fault && now - *state.last_fault < quiet_period_) {
+    state.verdict = {
+        Health::kUnhealthy,
+        state.last_reason + " (recovering: waiting for a quiet period)"};
+  } else {
+    state.verdict = {};
+  }
+  if (state.aer_fatal || state.verdict.health != Health::kHealthy) {
+    recheck_.insert(address);
+  } else {
+    recheck_.erase(address);
+  }
+  return *Last(address);
+}
+
+HealthVerdict HealthTracker::Recheck(const PciAddress& address,
+                                     std::optional<uint64_t> aer_fatal,
+                                     Clock::time_point now) {
+  HealthReading reading;
+  reading.aer_fatal = aer_fatal;
+  auto it = states_.find(address);
+  if (it != states_.end() && it->second.driver_bound) reading.driver = "";
+  return Observe(address, reading, now);
+}
+
+std::optional<HealthVerdict> HealthTracker::Last(
+    const PciAddress& address) const {
+  auto it = states_.find(address);
+  if (it == states_.end()) return std::nullopt;
+  const State& state = it->second;
   if (state.override_health) {
-    return {*state.override_health,
-            *state.override_health == Health::kHealthy
-                ? ""
-                : "marked unhealthy by fault injection"};
+    return HealthVerdict{*state.override_health,
+                         *state.override_health == Health::kHealthy
+                             ? ""
+                             : "marked unhealthy by fault injection"};
   }
-  if (!fault.empty()) return {Health::kUnhealthy, fault};
-  if (state.last_fault && now - *state.last_fault < quiet_period_) {
-    return {Health::kUnhealthy,
-            state.last_reason + " (recovering: waiting for a quiet period)"};
-  }
-  return {};
+  return state.verdict;
+}
+
+std::vector<PciAddress> HealthTracker::NeedRecheck() const {
+  return {recheck_.begin(), recheck_.end()};
 }
 
 void HealthTracker::SetOverride(const PciAddress& address,

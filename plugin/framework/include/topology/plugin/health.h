@@ -15,8 +15,10 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "topology/pci_address.h"
 #include "topology/plugin/types.h"
@@ -39,6 +41,10 @@ struct HealthReading {
 // aer_dev_fatal. Whatever cannot be read is nullopt, never an error.
 HealthReading ReadPciHealth(const SysfsReader& sysfs,
                             const PciAddress& address);
+// Only bus/pci/devices/<address>/aer_dev_fatal: the one health input that
+// changes without a uevent (binding and unbinding a driver send one).
+std::optional<uint64_t> ReadPciAerFatal(const SysfsReader& sysfs,
+                                        const PciAddress& address);
 
 struct HealthVerdict {
   Health health = Health::kHealthy;
@@ -55,22 +61,40 @@ class HealthTracker {
   // Folds a fresh reading of `address` taken at `now` into its state.
   HealthVerdict Observe(const PciAddress& address, const HealthReading& reading,
                         Clock::time_point now);
+  // Observe with the driver as last read and a fresh AER counter (nullopt:
+  // not readable).
+  HealthVerdict Recheck(const PciAddress& address,
+                        std::optional<uint64_t> aer_fatal,
+                        Clock::time_point now);
+  // The verdict of the last Observe or Recheck (an override applies at
+  // once); nullopt for a device never observed.
+  std::optional<HealthVerdict> Last(const PciAddress& address) const;
+  // The devices whose verdict can change without an event: those with an
+  // AER counter, and those not healthy now (a quiet period may end).
+  // Devices without either keep their verdict until the next Observe.
+  std::vector<PciAddress> NeedRecheck() const;
   // The device is gone: drop its state.
-  void Forget(const PciAddress& address) { states_.erase(address); }
+  void Forget(const PciAddress& address) {
+    states_.erase(address);
+    recheck_.erase(address);
+  }
   // Fault injection: force a health until cleared with nullopt.
   void SetOverride(const PciAddress& address, std::optional<Health> health);
 
  private:
   struct State {
     bool had_driver = false;
+    bool driver_bound = false;  // in the last reading
     std::optional<uint64_t> aer_fatal;
     std::optional<Clock::time_point> last_fault;
     std::string last_reason;
     std::optional<Health> override_health;
+    HealthVerdict verdict;  // of the last Observe
   };
 
   std::chrono::nanoseconds quiet_period_;
   std::map<PciAddress, State> states_;
+  std::set<PciAddress> recheck_;  // what NeedRecheck returns
 };
 
 }  // namespace topology::plugin

@@ -1,0 +1,200 @@
+// The uevent monitor against the real kernel: writing "change" to a PCI
+// function's uevent file makes the kernel send that uevent, which the
+// monitor must deliver, also when its socket lives in a network namespace
+// of its own (a pod on the pod network). Skipped where no PCI function's
+// uevent file is writable (not root, read-only /sys). Then the reference
+// plugin's loop while it watches uevents. These tests run one at a time:
+// the kernel's uevents are the machine's.
+#include "topology/plugin/uevent_monitor.h"
+
+#include <cerrno>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <string>
+#include <string_view>
+#include <thread>
+#include <utility>
+#include <vector>
+
+#include <sched.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include "fake_kubelet.h"
+#include "reference_plugin.h"
+#include "synthetic_machines.h"
+#include "temp_dir.h"
+
+namespace topology::plugin {
+namespace {
+
+using namespace std::chrono_literals;
+
+class Events {
+ public:
+  void Add(const std::string& action, const std::string& devpath) {
+    std::lock_guard lock(mu_);
+    events_.emplace_back(action, devpath);
+    changed_.notify_all();
+  }
+  // Waits for an event with `action` whose devpath ends in "/<name>".
+  bool WaitFor(const std::string& action, const std::string& name,
+               std::chrono::milliseconds timeout) {
+    std::unique_lock lock(mu_);
+    return changed_.wait_for(lock, timeout, [&] {
+      for (const auto& [a, devpath] : events_) {
+        if (a == action && devpath.ends_with("/" + name)) return true;
+      }
+      return false;
+    });
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable changed_;
+  std::vector<std::pair<std::string, std::string>> events_;
+};
+
+// The first PCI function whose uevent file takes a write, or empty.
+std::string WritablePciFunction() {
+  std::error_code error;
+  for (const auto& entry :
+       std::filesystem::directory_iterator("/sys/bus/pci/devices", error)) {
+    std::ofstream uevent(entry.path() / "uevent");
+    if (uevent.is_open()) return entry.path().filename().string();
+  }
+  return "";
+}
+
+bool Trigger(const std::string& function) {
+  std::ofstream uevent("/sys/bus/pci/devices/" + function + "/uevent");
+  uevent << "change";
+  uevent.flush();
+  return static_cast<bool>(uevent);
+}
+
+TEST(UeventMonitorTest, DeliversTheKernelsPciUevents) {
+  const std::string function = WritablePciFunction();
+  if (function.empty()) GTEST_SKIP() << "no writable PCI uevent file";
+  Events events;
+  auto monitor = UeventMonitor::Start(
+      [&](const std::string& action, const std::string& devpath) {
+        events.Add(action, devpath);
+      });
+  ASSERT_TRUE(monitor.ok()) << monitor.status().ToString();
+  ASSERT_TRUE(Trigger(function));
+  EXPECT_TRUE(events.WaitFor("change", function, 2s)) << function;
+}
+
+TEST(UeventMonitorTest, DeliversInANetworkNamespaceOfItsOwn) {
+  const std::string function = WritablePciFunction();
+  if (function.empty()) GTEST_SKIP() << "no writable PCI uevent file";
+  Events events;
+  StatusOr<std::unique_ptr<UeventMonitor>> monitor =
+      UnavailableError("not started");
+  int unshare_error = 0;
+  // The socket belongs to the namespace of the thread that opens it.
+  std::thread([&] {
+    if (unshare(CLONE_NEWNET) != 0) {
+      unshare_error = errno;
+      return;
+    }
+    monitor = UeventMonitor::Start(
+        [&](const std::string& action, const std::string& devpath) {
+          events.Add(action, devpath);
+        });
+  }).join();
+  if (unshare_error != 0) GTEST_SKIP() << "cannot create a network namespace";
+  ASSERT_TRUE(monitor.ok()) << monitor.status().ToString();
+  ASSERT_TRUE(Trigger(function));
+  EXPECT_TRUE(events.WaitFor("change", function, 2s)) << function;
+}
+
+TEST(UeventMonitorTest, OnlyTheInitialUserNamespaceGetsUevents) {
+  testing::TempDir dir;
+  const auto map = dir.path() / "uid_map";
+  std::ofstream(map) << "         0          0 4294967295\n";
+  EXPECT_TRUE(InInitialUserNamespace(map));
+  std::ofstream(map) << "         0     100000      65536\n";
+  EXPECT_FALSE(InInitialUserNamespace(map));
+  std::ofstream(map) << "0 0 4294967295\n1 1 1\n";
+  EXPECT_FALSE(InInitialUserNamespace(map));
+  std::ofstream(map) << "";  // a new namespace before its map is written
+  EXPECT_FALSE(InInitialUserNamespace(map));
+  EXPECT_TRUE(InInitialUserNamespace(dir.path() / "missing"));
+}
+
+// In a user namespace of its own the socket would open and stay silent:
+// the monitor refuses, so that the plugin falls back to rescans.
+TEST(UeventMonitorTest, RefusesInAUserNamespaceOfItsOwn) {
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (unshare(CLONE_NEWUSER) != 0) _exit(77);
+    auto monitor =
+        UeventMonitor::Start([](const std::string&, const std::string&) {});
+    _exit(!monitor.ok() && monitor.status().code() == StatusCode::kUnavailable
+              ? 0
+              : 1);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status));
+  if (WEXITSTATUS(status) == 77) GTEST_SKIP() << "no user namespaces here";
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// While uevents are watched, the periodic pass is the reconcile, and
+// events of virtual devices (pods' veth pairs) start no rescan; once the
+// socket is reported closed, periodic passes are full rescans again.
+TEST(UeventPluginTest, PeriodicPassIsAReconcileWhileUeventsAreWatched) {
+  testing::TempDir root;
+  testing::TempDir plugins;
+  ASSERT_TRUE(testing::WriteMachine("dual-socket-8gpu", root.path()));
+  testing::FakeKubelet kubelet(plugins.path());
+  kubelet.Start();
+  auto config = device_plugin::ParseConfig(
+      "resources: [{name: example.com/gpu, selectors: [{vendors: "
+      "[\"10de\"]}]}]",
+      "t");
+  ASSERT_TRUE(config.ok());
+  device_plugin::PluginOptions options;
+  options.config = *config;
+  options.host_root = root.path();
+  options.runner.plugin_dir = plugins.path();
+  options.rescan_interval = 50ms;
+  options.watch_uevents = true;
+  auto plugin = device_plugin::TopologyDevicePlugin::Create(std::move(options));
+  ASSERT_TRUE(plugin.ok()) << plugin.status().ToString();
+  ASSERT_TRUE((*plugin)->Start().ok());
+  if (!(*plugin)->watching_uevents()) {
+    GTEST_SKIP() << "no kernel uevent socket here";
+  }
+  const auto counter = [&](std::string_view name) {
+    const std::string text = (*plugin)->MetricsText();
+    const size_t at = text.find(std::string("\n") + std::string(name) + " ");
+    return at == std::string::npos
+               ? -1
+               : int64_t{std::stoll(text.substr(at + name.size() + 2))};
+  };
+  std::this_thread::sleep_for(200ms);  // the start-up rescan is done
+  const int64_t rescans = counter("topology_device_plugin_rescans_total");
+  (*plugin)->NotifyUevent("add", "/devices/virtual/net/veth1234");
+  std::this_thread::sleep_for(400ms);
+  EXPECT_EQ(counter("topology_device_plugin_rescans_total"), rescans);
+  EXPECT_GE(counter("topology_device_plugin_reconciles_total"), 4);
+  (*plugin)->NotifyUevent("closed", "");
+  EXPECT_FALSE((*plugin)->watching_uevents());
+  std::this_thread::sleep_for(400ms);
+  EXPECT_GE(counter("topology_device_plugin_rescans_total"), rescans + 4);
+  (*plugin)->Stop();
+}
+
+}  // namespace
+}  // namespace topology::plugin
