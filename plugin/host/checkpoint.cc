@@ -350,7 +350,85 @@ std::string EncodeResourceRecord(std::string_view name,
   return Framed({{"op", "resource"}, {"name", name}, {"healthy", healthy}});
 }
 
+namespace {
+
+// One journal record, parsed but not applied: parsing is nearly all of a
+// replay's time and needs no state, so a large journal is parsed in two
+// halves at once and applied in order afterwards.
+struct ParsedRecord {
+  enum class Op { kAdmit, kRelease, kResource };
+  Op op = Op::kAdmit;
+  CheckpointPod pod;                 // kAdmit
+  std::string key;                   // the uid (kRelease) or resource name
+  std::vector<std::string> healthy;  // kResource
+  size_t start = 0;                  // byte offsets in the whole journal
+  size_t end = 0;
+  std::string error;  // why this record cannot be applied; it is the last
+  bool cut_short = false;
+};
+
+// The records of `text` (which starts at byte `base` of the journal), up to
+// and including the first one that cannot be applied.
+std::vector<ParsedRecord> ParseJournal(std::string_view text, size_t base) {
+  std::vector<ParsedRecord> out;
+  size_t offset = 0;
+  while (offset < text.size()) {
+    ParsedRecord& parsed = out.emplace_back();
+    parsed.start = base + offset;
+    std::string why;
+    json record = ReadFramed(text, &offset, &why, &parsed.cut_short);
+    parsed.end = base + offset;
+    if (!why.empty()) {
+      parsed.error = std::move(why);
+      break;
+    }
+    try {
+      const std::string op = record.at("op").get<std::string>();
+      if (op == "admit") {
+        parsed.op = ParsedRecord::Op::kAdmit;
+        parsed.pod = PodFromJson(record.at("pod"));
+      } else if (op == "release") {
+        parsed.op = ParsedRecord::Op::kRelease;
+        parsed.key = record.at("uid").get<std::string>();
+      } else if (op == "resource") {
+        parsed.op = ParsedRecord::Op::kResource;
+        parsed.healthy = record.at("healthy").get<std::vector<std::string>>();
+        parsed.key = record.at("name").get<std::string>();
+      } else {
+        throw std::invalid_argument("unknown operation " + op.substr(0, 32));
+      }
+    } catch (const std::exception& e) {
+      parsed.error = e.what();
+      break;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
 JournalReplay ReplayJournal(std::string_view text, Checkpoint& checkpoint) {
+  // Halves cut at a line end: a record never spans the cut, and a damaged
+  // record in the first half ends the replay before the second is used.
+  std::vector<std::vector<ParsedRecord>> parts;
+  const size_t cut = text.size() >= kParallelDecodeBytes
+                         ? text.find('\n', text.size() / 2)
+                         : std::string_view::npos;
+  if (cut == std::string_view::npos || cut + 1 == text.size()) {
+    parts.push_back(ParseJournal(text, 0));
+  } else {
+    const std::string_view first = text.substr(0, cut + 1);
+    const std::string_view second = text.substr(cut + 1);
+    parts.resize(2);
+    try {
+      std::thread other([&] { parts[1] = ParseJournal(second, cut + 1); });
+      parts[0] = ParseJournal(first, 0);
+      other.join();
+    } catch (const std::system_error&) {  // no thread to be had
+      parts[0] = ParseJournal(first, 0);
+      parts[1] = ParseJournal(second, cut + 1);
+    }
+  }
   JournalReplay replay;
   // Pods by uid, in the snapshot's order; released ones are tombstones
   // until the end.
@@ -360,52 +438,41 @@ JournalReplay ReplayJournal(std::string_view text, Checkpoint& checkpoint) {
     index[checkpoint.pods[i].pod.uid] = i;
   }
   size_t line_number = 0;
-  size_t offset = 0;
-  while (offset < text.size()) {
-    ++line_number;
-    const size_t start = offset;
-    std::string why;
-    bool cut_short = false;
-    const json record = ReadFramed(text, &offset, &why, &cut_short);
-    const auto damaged = [&](const std::string& what) {
-      replay.damage = "record " + std::to_string(line_number) + " (byte " +
-                      std::to_string(start) + "): " + what;
-      replay.torn_tail = cut_short;
-    };
-    if (!why.empty()) {
-      damaged(why);
-      break;
-    }
-    try {
-      const std::string op = record.at("op").get<std::string>();
-      if (op == "admit") {
-        CheckpointPod pod = PodFromJson(record.at("pod"));
-        if (auto it = index.find(pod.pod.uid); it != index.end()) {
-          checkpoint.pods[it->second] = std::move(pod);
-          released[it->second] = false;
-        } else {
-          index.emplace(pod.pod.uid, checkpoint.pods.size());
-          checkpoint.pods.push_back(std::move(pod));
-          released.push_back(false);
-        }
-      } else if (op == "release") {
-        const auto uid = record.at("uid").get<std::string>();
-        if (auto it = index.find(uid); it != index.end()) {
-          released[it->second] = true;
-        }
-      } else if (op == "resource") {
-        auto healthy = record.at("healthy").get<std::vector<std::string>>();
-        checkpoint.registered[record.at("name").get<std::string>()] =
-            std::move(healthy);
-      } else {
-        throw std::invalid_argument("unknown operation " + op.substr(0, 32));
+  bool stopped = false;
+  for (std::vector<ParsedRecord>& part : parts) {
+    for (ParsedRecord& record : part) {
+      ++line_number;
+      if (!record.error.empty()) {
+        replay.damage = "record " + std::to_string(line_number) + " (byte " +
+                        std::to_string(record.start) + "): " + record.error;
+        replay.torn_tail = record.cut_short;
+        stopped = true;
+        break;
       }
-    } catch (const std::exception& e) {
-      damaged(e.what());
-      break;
+      switch (record.op) {
+        case ParsedRecord::Op::kAdmit:
+          if (auto it = index.find(record.pod.pod.uid); it != index.end()) {
+            checkpoint.pods[it->second] = std::move(record.pod);
+            released[it->second] = false;
+          } else {
+            index.emplace(record.pod.pod.uid, checkpoint.pods.size());
+            checkpoint.pods.push_back(std::move(record.pod));
+            released.push_back(false);
+          }
+          break;
+        case ParsedRecord::Op::kRelease:
+          if (auto it = index.find(record.key); it != index.end()) {
+            released[it->second] = true;
+          }
+          break;
+        case ParsedRecord::Op::kResource:
+          checkpoint.registered[record.key] = std::move(record.healthy);
+          break;
+      }
+      ++replay.applied;
+      replay.valid_bytes = record.end;
     }
-    ++replay.applied;
-    replay.valid_bytes = offset;
+    if (stopped) break;
   }
   if (std::find(released.begin(), released.end(), true) != released.end()) {
     std::vector<CheckpointPod> kept;

@@ -1,13 +1,25 @@
 // Discovery speed: the 4,096- and 8,192-function SR-IOV trees, the recorded
-// real machines, and, in the same run, lspci and lstopo on the same trees.
+// real machines, and, in the same run, lspci and lstopo on the same trees;
+// then `topology-info --format json` and `lstopo --of xml` as commands on
+// trees of 1k to 16k functions and the recordings, with the second core
+// idle and busy, with their CPU time and peak memory per function.
 //
 //   build/default/tests/benchmarks/discovery_benchmark
 //
 // Trees are written once per run below $TMPDIR. Reported in
 // docs/performance.md.
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <string>
+#include <thread>
+
+#include <spawn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
 
 #include <benchmark/benchmark.h>
 
@@ -16,6 +28,8 @@
 #include "real_machines.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
+
+extern char** environ;
 
 namespace topology {
 namespace {
@@ -137,6 +151,113 @@ BENCHMARK(BM_LstopoSriov)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
+// One process per iteration, as a user runs it, optionally with the other
+// core kept busy by a spinning thread: wall time (the benchmark's real
+// time), CPU time and peak resident memory of the program from wait4, per
+// PCI function of the tree.
+class BusyCore {
+ public:
+  explicit BusyCore(bool busy) {
+    if (busy) {
+      thread_ = std::thread([this] {
+        uint64_t spins = 0;
+        while (!stop_.load(std::memory_order_relaxed)) {
+          benchmark::DoNotOptimize(++spins);
+        }
+      });
+    }
+  }
+  ~BusyCore() {
+    stop_ = true;
+    if (thread_.joinable()) thread_.join();
+  }
+  BusyCore(const BusyCore&) = delete;
+  BusyCore& operator=(const BusyCore&) = delete;
+
+ private:
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
+void RunProgram(benchmark::State& state, const std::string& command,
+                double functions) {
+  BusyCore busy(state.range(1) != 0);
+  double cpu_seconds = 0;
+  long max_rss_kb = 0;  // NOLINT(google-runtime-int): rusage's type
+  for (auto _ : state) {
+    const std::string script = "exec " + command;
+    const char* argv[] = {"/bin/sh", "-c", script.c_str(), nullptr};
+    pid_t pid = 0;
+    if (posix_spawn(&pid, "/bin/sh", nullptr, nullptr,
+                    const_cast<char* const*>(argv), environ) != 0) {
+      state.SkipWithError("cannot start /bin/sh");
+      return;
+    }
+    int status = 0;
+    rusage usage{};
+    if (wait4(pid, &status, 0, &usage) != pid || !WIFEXITED(status) ||
+        WEXITSTATUS(status) != 0) {
+      state.SkipWithError(("failed: " + command).c_str());
+      return;
+    }
+    cpu_seconds +=
+        static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+        static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) /
+            1e6;
+    max_rss_kb = std::max(max_rss_kb, usage.ru_maxrss);
+  }
+  const auto iterations = static_cast<double>(state.iterations());
+  state.counters["cpu_ms"] = 1e3 * cpu_seconds / iterations;
+  state.counters["max_rss_mb"] = static_cast<double>(max_rss_kb) / 1024.0;
+  state.counters["functions"] = functions;
+  state.counters["rss_per_function_b"] =
+      1024.0 * static_cast<double>(max_rss_kb) / functions;
+}
+
+// Functions in a tree: the entries of its sys/bus/pci/devices.
+double FunctionsIn(const std::filesystem::path& root) {
+  double n = 0;
+  for ([[maybe_unused]] const auto& entry :
+       std::filesystem::directory_iterator(root / "sys/bus/pci/devices")) {
+    ++n;
+  }
+  return n;
+}
+
+std::string LstopoXml(const std::filesystem::path& root) {
+  return "env HWLOC_COMPONENTS=linux,stop HWLOC_FSROOT='" + root.string() +
+         "' lstopo-no-graphics --whole-io --of xml > /dev/null 2>&1";
+}
+
+#ifdef TOPOLOGY_INFO_BINARY
+std::string InfoJson(const std::filesystem::path& root) {
+  return std::string(TOPOLOGY_INFO_BINARY) + " --host-root '" + root.string() +
+         "' --format json > /dev/null";
+}
+
+// `topology-info --format json` against `lstopo --whole-io --of xml` on
+// the SR-IOV trees; second argument 1: the other core busy.
+void BM_InfoJsonSriov(benchmark::State& state) {
+  const auto& root = SriovTree(static_cast<int>(state.range(0)));
+  RunProgram(state, InfoJson(root), FunctionsIn(root));
+}
+BENCHMARK(BM_InfoJsonSriov)
+    ->ArgsProduct({{1024, 4096, 8192, 16384}, {0, 1}})
+    ->Iterations(5)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+#endif
+
+void BM_LstopoXmlSriov(benchmark::State& state) {
+  const auto& root = SriovTree(static_cast<int>(state.range(0)));
+  RunProgram(state, LstopoXml(root), FunctionsIn(root));
+}
+BENCHMARK(BM_LstopoXmlSriov)
+    ->ArgsProduct({{1024, 4096, 8192, 16384}, {0, 1}})
+    ->Iterations(5)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
 // The recordings in tests/data/real-machines.
 const char* const kRecordings[] = {
     "32intel64-2p8co2t+8ve.tar.bz2", "32em64t-2n8c+dax+nvme+mic+dimms.tar.bz2",
@@ -170,6 +291,36 @@ void BM_LstopoRecording(benchmark::State& state) {
 }
 BENCHMARK(BM_LstopoRecording)
     ->DenseRange(0, 5)
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+#ifdef TOPOLOGY_INFO_BINARY
+void BM_InfoJsonRecording(benchmark::State& state) {
+  const auto root = testing::UnpackRealMachine(kRecordings[state.range(0)]);
+  if (!root) {
+    state.SkipWithError("recordings absent");
+    return;
+  }
+  state.SetLabel(kRecordings[state.range(0)]);
+  RunProgram(state, InfoJson(*root), FunctionsIn(*root));
+}
+BENCHMARK(BM_InfoJsonRecording)
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5}, {0, 1}})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+#endif
+
+void BM_LstopoXmlRecording(benchmark::State& state) {
+  const auto root = testing::UnpackRealMachine(kRecordings[state.range(0)]);
+  if (!root) {
+    state.SkipWithError("recordings absent");
+    return;
+  }
+  state.SetLabel(kRecordings[state.range(0)]);
+  RunProgram(state, LstopoXml(*root), FunctionsIn(*root));
+}
+BENCHMARK(BM_LstopoXmlRecording)
+    ->ArgsProduct({{0, 1, 2, 3, 4, 5}, {0, 1}})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 

@@ -3,13 +3,17 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
 #include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "topology/discovery.h"
+
 #include "real_machines.h"
+#include "render.h"
 #include "run_command.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
@@ -67,6 +71,60 @@ TEST_F(TopologyInfoTest, JsonKeepsTheContractKeys) {
   EXPECT_EQ((*gpu)["local_cpus"], "0-7,16-23");
   EXPECT_EQ((*gpu)["upstream_bridges"],
             json::array({"0000:19:04.0", "0000:18:00.0", "0000:17:00.0"}));
+}
+
+// The command writes the JSON one element at a time; it must be exactly
+// the document RenderJson builds, dumped: on generated and recorded
+// machines (warnings, CPU-less nodes, no distances, no devices selected).
+TEST(TopologyInfoJsonTest, StreamedJsonIsTheDocumentDumped) {
+  std::vector<Topology> topologies;
+  testing::TempDir dir;
+  testing::WriteDualSocketGpuMachine(dir.path() / "dual");
+  DiscoveryOptions options;
+  options.host_root = dir.path() / "dual";
+  auto dual = Discover(options);
+  ASSERT_TRUE(dual.ok()) << dual.status().ToString();
+  topologies.push_back(std::move(*dual));
+  // The same machine with one unreadable numa_node: a warning.
+  testing::WriteDualSocketGpuMachine(dir.path() / "warned");
+  std::ofstream(dir.path() /
+                "warned/sys/bus/pci/devices/0000:1a:00.0/numa_node")
+      << "not a number\n";
+  options.host_root = dir.path() / "warned";
+  auto warned = Discover(options);
+  ASSERT_TRUE(warned.ok()) << warned.status().ToString();
+  EXPECT_FALSE(warned->warnings().empty());
+  topologies.push_back(std::move(*warned));
+  const auto recordings = testing::RealMachinesDir();
+  ASSERT_TRUE(recordings) << "tests/data/real-machines missing";
+  for (const char* xml : {"nvidiaDGX2.xml", "192em64t-24n8c2t.xml"}) {
+    auto loaded = LoadHwlocXml(*recordings / xml);
+    ASSERT_TRUE(loaded.ok()) << xml << ": " << loaded.status().ToString();
+    topologies.push_back(std::move(*loaded));
+  }
+  for (const char* tarball : {"32em64t-2n8c+dax+nvme+mic+dimms.tar.bz2",
+                              "2pa-pcidomain32bits.tar.bz2"}) {
+    const auto root = testing::UnpackRealMachine(tarball);
+    ASSERT_TRUE(root) << tarball;
+    options.host_root = *root;
+    auto discovered = Discover(options);
+    ASSERT_TRUE(discovered.ok()) << discovered.status().ToString();
+    topologies.push_back(std::move(*discovered));
+  }
+  bool saw_warnings = false;
+  for (const Topology& topology : topologies) {
+    saw_warnings = saw_warnings || !topology.warnings().empty();
+    for (const std::string& classes : {std::string(), std::string("0b")}) {
+      auto filter = tools::DeviceFilter::Parse(classes, "", "");
+      ASSERT_TRUE(filter.ok());
+      std::ostringstream streamed;
+      tools::WriteJson(streamed, topology, *filter);
+      EXPECT_EQ(streamed.str(),
+                tools::RenderJson(topology, *filter).dump(2) + "\n")
+          << topology.source() << " classes=" << classes;
+    }
+  }
+  EXPECT_TRUE(saw_warnings);  // the case of a non-empty warnings array
 }
 
 TEST_F(TopologyInfoTest, FiltersSelectDevices) {

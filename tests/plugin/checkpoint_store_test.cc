@@ -9,6 +9,8 @@
 #include <fstream>
 #include <iterator>
 #include <string>
+#include <string_view>
+#include <vector>
 
 #include <sys/resource.h>
 #include <sys/stat.h>
@@ -113,6 +115,62 @@ TEST(JournalTest, ReplayStopsAtACutShortOrDamagedRecord) {
         ReplayJournal(first + bad + second, checkpoint);
     EXPECT_THAT(replay.damage, HasSubstr("record 2")) << bad;
     EXPECT_THAT(Uids(checkpoint), ElementsAre("a"));
+  }
+}
+
+// Journals of a MiB and more are parsed in two halves at once: the result
+// is the sequential one, damage in either half is named by its record
+// number and byte in the whole journal, and damage in the first half keeps
+// the second half from being applied.
+TEST(JournalTest, LargeJournalsReplayAsIfSequentially) {
+  std::string journal;
+  std::vector<size_t> starts;
+  size_t records = 0;
+  while (journal.size() < (size_t{3} << 20)) {
+    const std::string uid = "pod-" + std::to_string(records);
+    starts.push_back(journal.size());
+    journal += EncodeAdmitRecord(Pod(uid, "gpu-" + std::to_string(records)));
+    ++records;
+    if (records % 3 == 0) {
+      starts.push_back(journal.size());
+      journal += EncodeReleaseRecord("pod-" + std::to_string(records - 2));
+      ++records;
+    }
+  }
+  const size_t total = starts.size();
+  const std::string_view all = journal;
+  Checkpoint whole;
+  const JournalReplay replay = ReplayJournal(journal, whole);
+  EXPECT_EQ(replay.applied, total);
+  EXPECT_EQ(replay.valid_bytes, journal.size());
+  EXPECT_THAT(replay.damage, IsEmpty());
+  // The same records in pieces below the parallel size, one after another.
+  Checkpoint sequential;
+  size_t piece_start = 0;
+  for (size_t i = 1; i <= total; ++i) {
+    const size_t end = i < total ? starts[i] : journal.size();
+    if (end - piece_start > (size_t{1} << 19) || i == total) {
+      ReplayJournal(all.substr(piece_start, end - piece_start), sequential);
+      piece_start = end;
+    }
+  }
+  EXPECT_EQ(EncodeCheckpoint(whole), EncodeCheckpoint(sequential));
+  EXPECT_LT(whole.pods.size(), total);  // releases were applied
+  // One byte damaged three quarters in, then one quarter in.
+  for (const size_t damaged_record : {total * 3 / 4, total / 4}) {
+    std::string damaged = journal;
+    damaged[starts[damaged_record] + 30] ^= 0x01;
+    Checkpoint checkpoint;
+    const JournalReplay cut = ReplayJournal(damaged, checkpoint);
+    EXPECT_EQ(cut.applied, damaged_record);
+    EXPECT_EQ(cut.valid_bytes, starts[damaged_record]);
+    EXPECT_THAT(
+        cut.damage,
+        HasSubstr("record " + std::to_string(damaged_record + 1) + " (byte " +
+                  std::to_string(starts[damaged_record]) + ")"));
+    Checkpoint prefix;
+    ReplayJournal(all.substr(0, starts[damaged_record]), prefix);
+    EXPECT_EQ(EncodeCheckpoint(checkpoint), EncodeCheckpoint(prefix));
   }
 }
 

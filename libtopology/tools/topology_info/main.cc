@@ -328,7 +328,7 @@ int RunMain(int argc, char** argv) {
     return RunSelect(*topo, from, must_include, count, select_format);
   }
   if (format == "json") {
-    std::cout << topology::tools::RenderJson(*topo, *filter).dump(2) << "\n";
+    topology::tools::WriteJson(std::cout, *topo, *filter);
   } else if (format == "dot") {
     std::cout << topology::tools::RenderDot(*topo, *filter);
   } else if (format == "dra") {

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdio>
 #include <map>
+#include <ostream>
 #include <set>
 #include <sstream>
 #include <variant>
@@ -140,87 +141,148 @@ bool DeviceFilter::Matches(const PciDevice& device) const {
   return true;
 }
 
+namespace {
+
+json NodeJson(const Topology& topology, const NumaNode& node) {
+  json n;
+  n["id"] = node.id;
+  n["cpus"] = node.cpus.ToList();
+  n["memory_bytes"] = node.memory_bytes;
+  n["near_cpus"] =
+      node.has_cpus() ? json(nullptr) : json(node.near_cpus.ToList());
+  if (topology.has_distances()) {
+    json distances = json::object();
+    for (const NumaNode& other : topology.numa_nodes()) {
+      distances[std::to_string(other.id)] =
+          topology.Distance(node.id, other.id).value_or(0);
+    }
+    n["distances"] = distances;
+  } else {
+    n["distances"] = nullptr;
+  }
+  return n;
+}
+
+json CpuJson(const CpuInfo& cpu) {
+  json c;
+  c["id"] = cpu.id;
+  c["package"] = cpu.package_id;
+  c["core"] = cpu.core_id;
+  c["numa_node"] = cpu.numa_node ? json(*cpu.numa_node) : json(nullptr);
+  c["thread_siblings"] = cpu.thread_siblings.ToList();
+  return c;
+}
+
+json DeviceJson(const PciDevice& device) {
+  const PciDevice* d = &device;
+  json j;
+  j["address"] = d->address.ToString();
+  j["class"] = Hex(d->class_code, 6);
+  j["vendor"] = Hex(d->vendor_id, 4);
+  j["device"] = Hex(d->device_id, 4);
+  j["subsystem_vendor"] = Hex(d->subsystem_vendor_id, 4);
+  j["subsystem_device"] = Hex(d->subsystem_device_id, 4);
+  j["driver"] = d->driver ? json(*d->driver) : json(nullptr);
+  j["sysfs_numa_node"] =
+      d->sysfs_numa_node ? json(*d->sysfs_numa_node) : json(nullptr);
+  j["numa_nodes"] = d->numa_nodes;
+  j["numa_source"] = std::string(NumaSourceName(d->numa_source));
+  j["local_cpus"] =
+      d->local_cpus ? json(d->local_cpus->ToList()) : json(nullptr);
+  json bridges = json::array();
+  for (const PciAddress& b : d->upstream_bridges) {
+    bridges.push_back(b.ToString());
+  }
+  j["upstream_bridges"] = bridges;
+  j["host_bridge"] =
+      d->host_bridge.empty() ? json(nullptr) : json(d->host_bridge);
+  j["iommu_group"] = d->iommu_group ? json(*d->iommu_group) : json(nullptr);
+  j["physfn"] = d->physfn ? json(d->physfn->ToString()) : json(nullptr);
+  j["sriov_totalvfs"] =
+      d->sriov_totalvfs ? json(*d->sriov_totalvfs) : json(nullptr);
+  j["sriov_numvfs"] = d->sriov_numvfs ? json(*d->sriov_numvfs) : json(nullptr);
+  j["virtfns"] = d->virtfns.size();
+  j["link"] = {{"current_speed", d->link.current_speed},
+               {"current_width", d->link.current_width},
+               {"max_speed", d->link.max_speed},
+               {"max_width", d->link.max_width}};
+  j["conflicts"] = d->conflicts;
+  json os_devices = json::array();
+  for (const OsDevice& os : d->os_devices) {
+    os_devices.push_back({{"kind", os.kind}, {"name", os.name}});
+  }
+  j["os_devices"] = os_devices;
+  return j;
+}
+
+// `value` as dump(2) writes it `depth` levels down: every line but the
+// first indented by 2 * depth more spaces.
+void WriteIndented(std::ostream& out, const json& value, size_t depth) {
+  const std::string text = value.dump(2);
+  const std::string indent(2 * depth, ' ');
+  size_t from = 0;
+  for (size_t at = text.find('\n'); at != std::string::npos;
+       at = text.find('\n', from)) {
+    out.write(text.data() + from, static_cast<std::streamsize>(at + 1 - from));
+    out << indent;
+    from = at + 1;
+  }
+  out.write(text.data() + from,
+            static_cast<std::streamsize>(text.size() - from));
+}
+
+// `"key": [` one element at a time `]`, at depth 1, as dump(2) writes it.
+template <typename Items, typename ToJson>
+void WriteArray(std::ostream& out, std::string_view key, const Items& items,
+                const ToJson& to_json) {
+  out << "  \"" << key << "\": ";
+  bool first = true;
+  for (const auto& item : items) {
+    out << (first ? "[\n    " : ",\n    ");
+    first = false;
+    WriteIndented(out, to_json(item), 2);
+  }
+  out << (first ? "[]" : "\n  ]");
+}
+
+}  // namespace
+
 json RenderJson(const Topology& topology, const DeviceFilter& filter) {
   json doc;
   doc["source"] = topology.source();
   json nodes = json::array();
   for (const NumaNode& node : topology.numa_nodes()) {
-    json n;
-    n["id"] = node.id;
-    n["cpus"] = node.cpus.ToList();
-    n["memory_bytes"] = node.memory_bytes;
-    n["near_cpus"] =
-        node.has_cpus() ? json(nullptr) : json(node.near_cpus.ToList());
-    if (topology.has_distances()) {
-      json distances = json::object();
-      for (const NumaNode& other : topology.numa_nodes()) {
-        distances[std::to_string(other.id)] =
-            topology.Distance(node.id, other.id).value_or(0);
-      }
-      n["distances"] = distances;
-    } else {
-      n["distances"] = nullptr;
-    }
-    nodes.push_back(n);
+    nodes.push_back(NodeJson(topology, node));
   }
   doc["numa_nodes"] = nodes;
-
   json cpus = json::array();
-  for (const CpuInfo& cpu : topology.cpus()) {
-    json c;
-    c["id"] = cpu.id;
-    c["package"] = cpu.package_id;
-    c["core"] = cpu.core_id;
-    c["numa_node"] = cpu.numa_node ? json(*cpu.numa_node) : json(nullptr);
-    c["thread_siblings"] = cpu.thread_siblings.ToList();
-    cpus.push_back(c);
-  }
+  for (const CpuInfo& cpu : topology.cpus()) cpus.push_back(CpuJson(cpu));
   doc["cpus"] = cpus;
-
   json devices = json::array();
   for (const PciDevice* d : Selected(topology, filter)) {
-    json j;
-    j["address"] = d->address.ToString();
-    j["class"] = Hex(d->class_code, 6);
-    j["vendor"] = Hex(d->vendor_id, 4);
-    j["device"] = Hex(d->device_id, 4);
-    j["subsystem_vendor"] = Hex(d->subsystem_vendor_id, 4);
-    j["subsystem_device"] = Hex(d->subsystem_device_id, 4);
-    j["driver"] = d->driver ? json(*d->driver) : json(nullptr);
-    j["sysfs_numa_node"] =
-        d->sysfs_numa_node ? json(*d->sysfs_numa_node) : json(nullptr);
-    j["numa_nodes"] = d->numa_nodes;
-    j["numa_source"] = std::string(NumaSourceName(d->numa_source));
-    j["local_cpus"] =
-        d->local_cpus ? json(d->local_cpus->ToList()) : json(nullptr);
-    json bridges = json::array();
-    for (const PciAddress& b : d->upstream_bridges)
-      bridges.push_back(b.ToString());
-    j["upstream_bridges"] = bridges;
-    j["host_bridge"] =
-        d->host_bridge.empty() ? json(nullptr) : json(d->host_bridge);
-    j["iommu_group"] = d->iommu_group ? json(*d->iommu_group) : json(nullptr);
-    j["physfn"] = d->physfn ? json(d->physfn->ToString()) : json(nullptr);
-    j["sriov_totalvfs"] =
-        d->sriov_totalvfs ? json(*d->sriov_totalvfs) : json(nullptr);
-    j["sriov_numvfs"] =
-        d->sriov_numvfs ? json(*d->sriov_numvfs) : json(nullptr);
-    j["virtfns"] = d->virtfns.size();
-    j["link"] = {{"current_speed", d->link.current_speed},
-                 {"current_width", d->link.current_width},
-                 {"max_speed", d->link.max_speed},
-                 {"max_width", d->link.max_width}};
-    j["conflicts"] = d->conflicts;
-    json os_devices = json::array();
-    for (const OsDevice& os : d->os_devices) {
-      os_devices.push_back({{"kind", os.kind}, {"name", os.name}});
-    }
-    j["os_devices"] = os_devices;
-    devices.push_back(j);
+    devices.push_back(DeviceJson(*d));
   }
   doc["pci_devices"] = devices;
   doc["warnings"] = topology.warnings();
   return doc;
+}
+
+void WriteJson(std::ostream& out, const Topology& topology,
+               const DeviceFilter& filter) {
+  // The keys in the order dump() writes an object's: sorted.
+  out << "{\n";
+  WriteArray(out, "cpus", topology.cpus(), CpuJson);
+  out << ",\n";
+  WriteArray(out, "numa_nodes", topology.numa_nodes(),
+             [&](const NumaNode& node) { return NodeJson(topology, node); });
+  out << ",\n";
+  WriteArray(out, "pci_devices", Selected(topology, filter),
+             [](const PciDevice* device) { return DeviceJson(*device); });
+  out << ",\n  \"source\": ";
+  WriteIndented(out, json(topology.source()), 1);
+  out << ",\n  \"warnings\": ";
+  WriteIndented(out, json(topology.warnings()), 1);
+  out << "\n}\n";
 }
 
 std::string RenderText(const Topology& topology, const DeviceFilter& filter) {

@@ -3,6 +3,7 @@
 #define TOPOLOGY_TOOLS_TOPOLOGY_INFO_RENDER_H_
 
 #include <cstdint>
+#include <ostream>
 #include <string>
 #include <vector>
 
@@ -36,6 +37,11 @@ struct DeviceFilter {
 
 // The JSON document of `topology-info --format json`.
 nlohmann::json RenderJson(const Topology& topology, const DeviceFilter& filter);
+// The same document as RenderJson(...).dump(2) and a newline, written one
+// CPU, node and device at a time: what is held at once is one element,
+// not the document (which is several times the topology's size).
+void WriteJson(std::ostream& out, const Topology& topology,
+               const DeviceFilter& filter);
 
 // Human-readable report: nodes, distances, CPUs, devices, cost matrix.
 std::string RenderText(const Topology& topology, const DeviceFilter& filter);
