@@ -210,15 +210,21 @@ void RunProgram(benchmark::State& state, const std::string& command,
   state.counters["cpu_ms"] = 1e3 * cpu_seconds / iterations;
   state.counters["max_rss_mb"] = static_cast<double>(max_rss_kb) / 1024.0;
   state.counters["functions"] = functions;
-  state.counters["rss_per_function_b"] =
-      1024.0 * static_cast<double>(max_rss_kb) / functions;
+  if (functions > 0) {
+    state.counters["rss_per_function_b"] =
+        1024.0 * static_cast<double>(max_rss_kb) / functions;
+  }
 }
 
-// Functions in a tree: the entries of its sys/bus/pci/devices.
+// Functions in a tree: the entries of its sys/bus/pci/devices (none when
+// the recording has no PCI bus).
 double FunctionsIn(const std::filesystem::path& root) {
   double n = 0;
-  for ([[maybe_unused]] const auto& entry :
-       std::filesystem::directory_iterator(root / "sys/bus/pci/devices")) {
+  std::error_code error;
+  for (std::filesystem::directory_iterator
+           it(root / "sys/bus/pci/devices", error),
+       end;
+       !error && it != end; it.increment(error)) {
     ++n;
   }
   return n;

@@ -1,5 +1,6 @@
 // topology-info as a user runs it: exit codes, the JSON contract, text and
 // DOT (rendered by Graphviz when installed).
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <set>
@@ -217,6 +218,20 @@ TEST_F(TopologyInfoTest, BadInputExitsTwoWithTheArgumentNamed) {
                    " --hwloc-xml /x.xml --host-root /");
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.out, Not(HasSubstr("Segmentation")));
+}
+
+// Output that cannot be written (a full disk) is an error, not a document
+// cut short that exits 0.
+TEST_F(TopologyInfoTest, OutputThatCannotBeWrittenExitsOne) {
+  if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
+  for (const char* format : {"json", "text", "dot"}) {
+    const CommandResult run =
+        RunCommand(std::string("{ ") + TOPOLOGY_INFO_BINARY + " --host-root '" +
+                   (dir_->path() / "dual").string() + "' --format " + format +
+                   " > /dev/full; }");
+    EXPECT_EQ(run.exit_code, 1) << format;
+    EXPECT_THAT(run.out, HasSubstr("cannot write the output")) << format;
+  }
 }
 
 // The JSON contract on every recorded machine, against hwloc's expected

@@ -1,7 +1,9 @@
 // topology-info: prints the NUMA and PCIe topology of a host root or an hwloc
 // XML export as text, JSON or Graphviz DOT.
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <fstream>
 #include <iostream>
@@ -339,6 +341,13 @@ int RunMain(int argc, char** argv) {
                       : topology::dra::NumaAttributeForm::kScalar);
   } else {
     std::cout << topology::tools::RenderText(*topo, *filter);
+  }
+  // A full disk or a closed output must not pass for a complete document.
+  std::cout.flush();
+  if (!std::cout) {
+    std::cerr << "topology-info: cannot write the output: "
+              << std::strerror(errno) << "\n";
+    return 1;
   }
   return 0;
 }
