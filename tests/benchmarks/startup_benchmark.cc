@@ -2,18 +2,26 @@
 // same run: posix_spawn, output to /dev/null, wait. The gap to the empty
 // program is what the dynamic loader and static initialisers cost each
 // command (the goal: within 2x for `topology-info --help` and
-// `topology-manager merge`).
+// `topology-manager merge`). Then `topology-manager admit` and `release`
+// against a running serve (the goal: admit < 5 ms per call).
+#include <algorithm>
+#include <chrono>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string>
 #include <vector>
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <benchmark/benchmark.h>
+
+#include "synthetic_machines.h"
 
 namespace {
 
@@ -94,6 +102,125 @@ BENCHMARK_CAPTURE(BM_Startup, topology_manager_help,
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Startup, topology_manager_merge,
                   {TOPOLOGY_MANAGER_BINARY, "merge", MergeCaseFile()})
+    ->Unit(benchmark::kMillisecond)
+    ->UseRealTime();
+
+// `topology-manager admit` and `release` as a user types them, against a
+// running `topology-manager serve` (single-numa-node, static CPU manager
+// with CPU 0 reserved) on the dual-socket fixture: a Guaranteed pod of one
+// container with 2 CPUs and no devices. Each iteration is one admit command
+// and one release command, each a process start, a connection to the
+// control socket, the request and the answer; their p50s are reported.
+class Server {
+ public:
+  Server() {
+    if (mkdtemp(dir_.data()) == nullptr) return;
+    const std::string root = dir_ + "/root";
+    if (!topology::testing::WriteMachine("dual-socket-8gpu", root)) return;
+    mkdir((dir_ + "/plugins").c_str(), 0700);
+    socket_ = dir_ + "/control.sock";
+    pod_ = dir_ + "/pod.yaml";
+    FILE* pod = std::fopen(pod_.c_str(), "w");
+    if (pod == nullptr) return;
+    std::fputs(
+        "apiVersion: v1\nkind: Pod\n"
+        "metadata: {name: bench, namespace: default, uid: bench-uid}\n"
+        "spec:\n  containers:\n    - name: main\n      resources:\n"
+        "        limits: {cpu: 2, memory: 1Gi}\n",
+        pod);
+    std::fclose(pod);
+    std::vector<std::string> args = {TOPOLOGY_MANAGER_BINARY,
+                                     "serve",
+                                     "--plugin-dir",
+                                     dir_ + "/plugins",
+                                     "--host-root",
+                                     root,
+                                     "--control-socket",
+                                     socket_,
+                                     "--topology-manager-policy",
+                                     "single-numa-node",
+                                     "--cpu-manager-policy",
+                                     "static",
+                                     "--reserved-cpus",
+                                     "0"};
+    std::vector<char*> argv;
+    argv.reserve(args.size() + 1);
+    for (std::string& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, "/dev/null",
+                                     O_WRONLY, 0);
+    const int spawned =
+        posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
+    posix_spawn_file_actions_destroy(&actions);
+    if (spawned != 0) pid_ = 0;
+    for (int i = 0; i < 500 && pid_ != 0; ++i) {
+      if (access(socket_.c_str(), F_OK) == 0) {
+        ready_ = true;
+        break;
+      }
+      usleep(10000);
+    }
+  }
+  ~Server() {
+    if (pid_ != 0) {
+      kill(pid_, SIGTERM);
+      waitpid(pid_, nullptr, 0);
+    }
+    std::filesystem::remove_all(dir_);
+  }
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+  bool ready() const { return ready_; }
+  const std::string& socket() const { return socket_; }
+  const std::string& pod() const { return pod_; }
+
+ private:
+  std::string dir_ = "/tmp/topology-admit-XXXXXX";
+  std::string socket_;
+  std::string pod_;
+  pid_t pid_ = 0;
+  bool ready_ = false;
+};
+
+double Median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  return values.empty() ? 0 : values[values.size() / 2];
+}
+
+void BM_AdmitCommand(benchmark::State& state) {
+  static Server server;
+  if (!server.ready()) {
+    state.SkipWithError("topology-manager serve did not start");
+    return;
+  }
+  std::vector<double> admit_ms;
+  std::vector<double> release_ms;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    const bool admitted =
+        RunOnce({TOPOLOGY_MANAGER_BINARY, "admit", "--control-socket",
+                 server.socket(), server.pod()});
+    const auto middle = std::chrono::steady_clock::now();
+    const bool released =
+        RunOnce({TOPOLOGY_MANAGER_BINARY, "release", "--control-socket",
+                 server.socket(), "bench-uid"});
+    const auto end = std::chrono::steady_clock::now();
+    if (!admitted || !released) {
+      state.SkipWithError("admit or release failed");
+      return;
+    }
+    admit_ms.push_back(
+        std::chrono::duration<double, std::milli>(middle - start).count());
+    release_ms.push_back(
+        std::chrono::duration<double, std::milli>(end - middle).count());
+  }
+  state.counters["admit_p50_ms"] = Median(admit_ms);
+  state.counters["release_p50_ms"] = Median(release_ms);
+}
+BENCHMARK(BM_AdmitCommand)
+    ->Iterations(200)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
