@@ -78,18 +78,29 @@ def main():
                 archives.append(archive)
         else:
             kept.append(arg)
-    if archives:
-        directories = sorted({os.path.dirname(a) for a in archives})
-        extra_archives, flags = pkg_config_libraries(directories)
-        for archive in extra_archives:
-            if archive not in archives:
-                archives.append(archive)
-        kept += (["-Wl,--start-group"] + archives + ["-Wl,--end-group"] +
-                 flags + ["-ldl", "-pthread"])
-        if not any(arg.endswith(".so") or ".so." in arg
-                   for arg in kept if CXX_SHARED.search(os.path.basename(arg))):
-            kept += ["-static-libstdc++", "-static-libgcc"]
-    os.execvp(kept[0], kept)
+    if not archives:
+        os.execvp(command[0], command)
+    directories = sorted({os.path.dirname(a) for a in archives})
+    extra_archives, flags = pkg_config_libraries(directories)
+    for archive in extra_archives:
+        if archive not in archives:
+            archives.append(archive)
+    kept += (["-Wl,--start-group"] + archives + ["-Wl,--end-group"] + flags +
+             ["-ldl", "-pthread"])
+    if not any(".so" in arg for arg in kept
+               if CXX_SHARED.search(os.path.basename(arg))):
+        kept += ["-static-libstdc++", "-static-libgcc"]
+    # Archives that do not fit together (another distribution's build
+    # flags) must not fail the build: the shared libraries still link.
+    linked = subprocess.run(kept, capture_output=True, text=True)
+    if linked.returncode == 0:
+        sys.stdout.write(linked.stdout)
+        sys.stderr.write(linked.stderr)
+        return
+    sys.stderr.write("static_grpc_link.py: linking gRPC in failed; linking "
+                     "the shared libraries instead. The linker said:\n" +
+                     linked.stderr[-2000:])
+    os.execvp(command[0], command)
 
 
 if __name__ == "__main__":
