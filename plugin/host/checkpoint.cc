@@ -206,6 +206,34 @@ StatusOr<Checkpoint> DecodeVersion1(std::string_view text) {
 
 constexpr size_t kParallelDecodeBytes = size_t{1} << 20;
 
+// `parse(piece, offset)` over `text` (offset: where piece starts in it): at
+// once in two halves cut at a line end when `text` is 1 MiB or more, so
+// that no record spans the cut (parsing is nearly all of a restart's
+// time); else, or without a second thread to be had, in order.
+template <typename Parse>
+auto ParseInHalves(std::string_view text, const Parse& parse) {
+  std::vector<decltype(parse(text, size_t{0}))> parts;
+  const size_t cut = text.size() >= kParallelDecodeBytes
+                         ? text.find('\n', text.size() / 2)
+                         : std::string_view::npos;
+  if (cut == std::string_view::npos || cut + 1 == text.size()) {
+    parts.push_back(parse(text, 0));
+    return parts;
+  }
+  const std::string_view first = text.substr(0, cut + 1);
+  const std::string_view second = text.substr(cut + 1);
+  parts.resize(2);
+  try {
+    std::thread other([&] { parts[1] = parse(second, cut + 1); });
+    parts[0] = parse(first, 0);
+    other.join();
+  } catch (const std::system_error&) {
+    parts[0] = parse(first, 0);
+    parts[1] = parse(second, cut + 1);
+  }
+  return parts;
+}
+
 // Records of a snapshot, from record number `first_number` on: record 1
 // must be the header, the others admit or resource records. (clang-tidy 14
 // cannot see that the json member never throws on destruction or move.)
@@ -273,29 +301,13 @@ std::string EncodeCheckpoint(const Checkpoint& checkpoint) {
 
 StatusOr<Checkpoint> DecodeCheckpoint(std::string_view text) {
   if (text.starts_with('{')) return DecodeVersion1(text);
-  // A large snapshot is decoded in two halves at once (parsing is nearly
-  // all of a restart's time); records never span the cut, a line end.
-  std::vector<SnapshotPart> parts;
-  const size_t cut = text.size() >= kParallelDecodeBytes
-                         ? text.find('\n', text.size() / 2)
-                         : std::string_view::npos;
-  if (cut == std::string_view::npos || cut + 1 == text.size()) {
-    parts.push_back(DecodePart(text, 1));
-  } else {
-    const std::string_view first = text.substr(0, cut + 1);
-    const std::string_view second = text.substr(cut + 1);
-    const size_t first_number =
-        1 + static_cast<size_t>(std::count(first.begin(), first.end(), '\n'));
-    parts.resize(2);
-    try {
-      std::thread other([&] { parts[1] = DecodePart(second, first_number); });
-      parts[0] = DecodePart(first, 1);
-      other.join();
-    } catch (const std::system_error&) {  // no thread to be had
-      parts[0] = DecodePart(first, 1);
-      parts[1] = DecodePart(second, first_number);
-    }
-  }
+  // Record numbers of the second half follow the first half's lines.
+  std::vector<SnapshotPart> parts =
+      ParseInHalves(text, [&](std::string_view piece, size_t offset) {
+        const std::string_view before = text.substr(0, offset);
+        return DecodePart(piece, 1 + static_cast<size_t>(std::count(
+                                         before.begin(), before.end(), '\n')));
+      });
   for (const SnapshotPart& part : parts) {
     if (!part.error.empty()) return DataLossError(part.error);
   }
@@ -408,27 +420,10 @@ std::vector<ParsedRecord> ParseJournal(std::string_view text, size_t base) {
 }  // namespace
 
 JournalReplay ReplayJournal(std::string_view text, Checkpoint& checkpoint) {
-  // Halves cut at a line end: a record never spans the cut, and a damaged
-  // record in the first half ends the replay before the second is used.
-  std::vector<std::vector<ParsedRecord>> parts;
-  const size_t cut = text.size() >= kParallelDecodeBytes
-                         ? text.find('\n', text.size() / 2)
-                         : std::string_view::npos;
-  if (cut == std::string_view::npos || cut + 1 == text.size()) {
-    parts.push_back(ParseJournal(text, 0));
-  } else {
-    const std::string_view first = text.substr(0, cut + 1);
-    const std::string_view second = text.substr(cut + 1);
-    parts.resize(2);
-    try {
-      std::thread other([&] { parts[1] = ParseJournal(second, cut + 1); });
-      parts[0] = ParseJournal(first, 0);
-      other.join();
-    } catch (const std::system_error&) {  // no thread to be had
-      parts[0] = ParseJournal(first, 0);
-      parts[1] = ParseJournal(second, cut + 1);
-    }
-  }
+  // A damaged record in the first half ends the replay before the second
+  // half is used.
+  std::vector<std::vector<ParsedRecord>> parts =
+      ParseInHalves(text, ParseJournal);
   JournalReplay replay;
   // Pods by uid, in the snapshot's order; released ones are tombstones
   // until the end.

@@ -135,6 +135,15 @@ class ReferencePluginTest : public ::testing::Test {
   std::shared_ptr<PluginConnection> gpu_;
 };
 
+// The health `list` gives device `id`, or "" when it lists no such device.
+std::string HealthOf(const v1beta1::ListAndWatchResponse& list,
+                     const std::string& id) {
+  for (const auto& device : list.devices()) {
+    if (device.id() == id) return device.health();
+  }
+  return "";
+}
+
 std::map<std::string, std::vector<int64_t>> NodesById(
     const v1beta1::ListAndWatchResponse& list) {
   std::map<std::string, std::vector<int64_t>> out;
@@ -430,11 +439,7 @@ TEST_F(ReferencePluginTest, RisingAerCounterIsUnhealthy) {
   ASSERT_THAT(plugin_->Rescan(), IsOk());
   EXPECT_TRUE(WaitForList(
       [](const auto& list) {
-        for (const auto& device : list.devices()) {
-          if (device.id() == "0000:bb:00.0")
-            return device.health() == "Unhealthy";
-        }
-        return false;
+        return HealthOf(list, "0000:bb:00.0") == "Unhealthy";
       },
       1s));
 }
@@ -527,11 +532,7 @@ TEST_F(ReferencePluginTest, ReconcileRereadsOnlyAerCounters) {
   ASSERT_THAT(plugin_->Reconcile(), IsOk());
   ASSERT_TRUE(WaitForList(
       [](const auto& list) {
-        for (const auto& device : list.devices()) {
-          if (device.id() == "0000:bb:00.0")
-            return device.health() == "Unhealthy";
-        }
-        return false;
+        return HealthOf(list, "0000:bb:00.0") == "Unhealthy";
       },
       1s));
   const v1beta1::ListAndWatchResponse sent = *gpu_->latest();
@@ -546,11 +547,7 @@ TEST_F(ReferencePluginTest, ReconcileRereadsOnlyAerCounters) {
   ASSERT_THAT(plugin_->Reconcile(), IsOk());
   EXPECT_TRUE(WaitForList(
       [](const auto& list) {
-        for (const auto& device : list.devices()) {
-          if (device.id() == "0000:bb:00.0")
-            return device.health() == "Healthy";
-        }
-        return false;
+        return HealthOf(list, "0000:bb:00.0") == "Healthy";
       },
       1s));
   // A uevent makes the next pass a full rescan.
