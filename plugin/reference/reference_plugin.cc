@@ -245,7 +245,7 @@ StatusOr<std::unique_ptr<TopologyDevicePlugin>> TopologyDevicePlugin::Create(
 }
 
 StatusOr<std::shared_ptr<Snapshot>> TopologyDevicePlugin::Discover(
-    const std::map<PciAddress, size_t>& previous) const {
+    const Claims& previous) const {
   DiscoveryOptions discovery;
   discovery.host_root = options_.host_root;
   discovery.use_hwloc = false;  // CPU topology is not needed here
@@ -268,6 +268,9 @@ std::vector<plugin::Device> TopologyDevicePlugin::DevicesOf(
   const ResourceConfig& config = options_.config.resources[resource];
   const auto now = Clock::now();
   std::vector<plugin::Device> devices;
+  devices.reserve(static_cast<size_t>(std::count_if(
+      snapshot.claims.begin(), snapshot.claims.end(),
+      [&](const auto& claim) { return claim.second == resource; })));
   size_t with_locality = 0;
   for (const auto& [address, index] : snapshot.claims) {
     if (index != resource) continue;
@@ -279,7 +282,11 @@ std::vector<plugin::Device> TopologyDevicePlugin::DevicesOf(
         last ? *last
              : health_.Observe(address,
                                plugin::ReadPciHealth(*reader_, address), now);
-    auto& reason = unhealthy_reasons_[address];
+    // Only devices that are not healthy have an entry (10,000 healthy
+    // devices cost nothing here).
+    auto known = unhealthy_reasons_.find(address);
+    const std::string_view reason =
+        known == unhealthy_reasons_.end() ? std::string_view() : known->second;
     if (verdict.reason != reason) {
       if (verdict.health == plugin::Health::kUnhealthy) {
         LOG(WARNING) << config.name << ": " << address.ToString()
@@ -288,7 +295,11 @@ std::vector<plugin::Device> TopologyDevicePlugin::DevicesOf(
         LOG(INFO) << config.name << ": " << address.ToString()
                   << " is Healthy again";
       }
-      reason = verdict.reason;
+      if (verdict.reason.empty()) {
+        unhealthy_reasons_.erase(known);
+      } else {
+        unhealthy_reasons_.insert_or_assign(address, verdict.reason);
+      }
     }
     plugin::Device out;
     out.id = address.ToString();
@@ -351,13 +362,23 @@ Status TopologyDevicePlugin::Publish(const std::shared_ptr<Snapshot>& snapshot,
   std::vector<std::vector<plugin::Device>> lists;
   {
     std::lock_guard lock(mu_);
+    size_t gone = 0;
     for (const auto& [address, index] : snapshot_->claims) {
       if (!snapshot->claims.contains(address)) {
-        health_.Forget(address);
         unhealthy_reasons_.erase(address);
-        LOG(INFO) << options_.config.resources[index].name << ": "
-                  << address.ToString() << " is gone";
+        // One line per device up to a point: a PF's VFs going at once would
+        // otherwise be hundreds of lines.
+        if (++gone <= 16) {
+          LOG(INFO) << options_.config.resources[index].name << ": "
+                    << address.ToString() << " is gone";
+        }
       }
+    }
+    if (gone > 16) LOG(INFO) << "and " << gone - 16 << " more devices are gone";
+    if (gone > 0) {
+      health_.ForgetIf([&](const PciAddress& address) {
+        return !snapshot->claims.contains(address);
+      });
     }
     snapshot_ = snapshot;
     for (size_t r = 0; r < publishers_.size(); ++r) {
@@ -513,6 +534,9 @@ Status TopologyDevicePlugin::Start() {
   for (size_t r = 0; r < publishers_.size(); ++r) {
     LogDeviceList(r, publishers_[r]->devices());
   }
+  // Serving started (its buffers are in place) and the copies above are
+  // gone: hand the free pages back, as after each rescan.
+  malloc_trim(0);
   {
     std::lock_guard lock(loop_mu_);
     stopping_ = false;

@@ -24,6 +24,7 @@
 #include "topology/topology.h"
 
 #include "config.h"
+#include "selectors.h"
 
 namespace topology::device_plugin {
 
@@ -54,7 +55,7 @@ struct Snapshot {
   explicit Snapshot(Topology t) : topology(std::move(t)), model(topology) {}
   Topology topology;
   CostModel model;
-  std::map<PciAddress, size_t> claims;  // device -> resource index
+  Claims claims;  // device -> resource index
 };
 
 class TopologyDevicePlugin {
@@ -104,8 +105,7 @@ class TopologyDevicePlugin {
  private:
   class Handler;
   explicit TopologyDevicePlugin(PluginOptions options);
-  StatusOr<std::shared_ptr<Snapshot>> Discover(
-      const std::map<PciAddress, size_t>& previous) const;
+  StatusOr<std::shared_ptr<Snapshot>> Discover(const Claims& previous) const;
   // Publishes every resource's list from `snapshot` and the health state:
   // read afresh for each device with `read_health`, else as last judged.
   Status Publish(const std::shared_ptr<Snapshot>& snapshot, bool read_health);

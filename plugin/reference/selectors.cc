@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <set>
+#include <stdexcept>
 
 namespace topology::device_plugin {
 namespace {
@@ -71,14 +72,40 @@ bool Matches(const Selector& selector, const PciDevice& device,
   return true;
 }
 
-std::map<PciAddress, size_t> AssignDevices(
-    const Config& config, const Topology& topology, const SysfsReader& reader,
-    const std::map<PciAddress, size_t>& previous) {
-  std::map<PciAddress, size_t> claims;
+Claims::Claims(std::vector<Entry> entries) : entries_(std::move(entries)) {
+  std::stable_sort(
+      entries_.begin(), entries_.end(),
+      [](const Entry& a, const Entry& b) { return a.first < b.first; });
+  entries_.erase(std::unique(entries_.begin(), entries_.end(),
+                             [](const Entry& a, const Entry& b) {
+                               return a.first == b.first;
+                             }),
+                 entries_.end());
+  entries_.shrink_to_fit();
+}
+
+Claims::const_iterator Claims::find(const PciAddress& address) const {
+  auto it = std::lower_bound(
+      entries_.begin(), entries_.end(), address,
+      [](const Entry& entry, const PciAddress& a) { return entry.first < a; });
+  return it != entries_.end() && it->first == address ? it : entries_.end();
+}
+
+size_t Claims::at(const PciAddress& address) const {
+  auto it = find(address);
+  if (it == end()) {
+    throw std::out_of_range("no resource claims " + address.ToString());
+  }
+  return it->second;
+}
+
+Claims AssignDevices(const Config& config, const Topology& topology,
+                     const SysfsReader& reader, const Claims& previous) {
+  std::vector<Claims::Entry> claims;
   for (const PciDevice& device : topology.pci_devices()) {
     if (device.is_bridge()) continue;
     if (auto it = previous.find(device.address); it != previous.end()) {
-      claims.emplace(device.address, it->second);
+      claims.emplace_back(device.address, it->second);
       continue;
     }
     const DeviceFacts facts = GatherFacts(topology, device, reader);
@@ -87,12 +114,12 @@ std::map<PciAddress, size_t> AssignDevices(
       if (std::any_of(
               selectors.begin(), selectors.end(),
               [&](const Selector& s) { return Matches(s, device, facts); })) {
-        claims.emplace(device.address, r);
+        claims.emplace_back(device.address, r);
         break;
       }
     }
   }
-  return claims;
+  return Claims(std::move(claims));
 }
 
 std::vector<std::string> PfNamesWithoutInterface(const Config& config,

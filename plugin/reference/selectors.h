@@ -2,8 +2,8 @@
 #ifndef TOPOLOGY_DEVICE_PLUGIN_SELECTORS_H_
 #define TOPOLOGY_DEVICE_PLUGIN_SELECTORS_H_
 
-#include <map>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "topology/pci_device.h"
@@ -26,13 +26,39 @@ DeviceFacts GatherFacts(const Topology& topology, const PciDevice& device,
 bool Matches(const Selector& selector, const PciDevice& device,
              const DeviceFacts& facts);
 
+// Which resource (an index into Config::resources) claims each device:
+// entries sorted by address, 16 bytes each (a plugin keeps one per device it
+// serves, 10,000 and more).
+class Claims {
+ public:
+  using Entry = std::pair<PciAddress, size_t>;
+  using const_iterator = std::vector<Entry>::const_iterator;
+
+  Claims() = default;
+  // Sorts; the first entry of an address repeated wins.
+  explicit Claims(std::vector<Entry> entries);
+
+  const_iterator begin() const { return entries_.begin(); }
+  const_iterator end() const { return entries_.end(); }
+  size_t size() const { return entries_.size(); }
+  bool empty() const { return entries_.empty(); }
+  const_iterator find(const PciAddress& address) const;
+  bool contains(const PciAddress& address) const {
+    return find(address) != end();
+  }
+  // The resource of `address`; std::out_of_range when none claims it.
+  size_t at(const PciAddress& address) const;
+
+ private:
+  std::vector<Entry> entries_;
+};
+
 // Resource index per claimed device. Bridges are never claimed. Devices in
 // `previous` that still exist keep their resource (a driver unbind must
 // mark a device unhealthy, not move it out of its resource); new devices go
 // to the first resource with a matching selector.
-std::map<PciAddress, size_t> AssignDevices(
-    const Config& config, const Topology& topology, const SysfsReader& reader,
-    const std::map<PciAddress, size_t>& previous);
+Claims AssignDevices(const Config& config, const Topology& topology,
+                     const SysfsReader& reader, const Claims& previous);
 
 // One message per pfNames entry that names no network interface of any PCI
 // function on the host ("resources[1].selectors[0].pfNames[0]: ens9f0 is

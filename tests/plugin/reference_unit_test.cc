@@ -288,6 +288,69 @@ TEST(HealthTrackerTest, RecheckFollowsOnlyWhatChangesWithoutAnEvent) {
   EXPECT_THAT(tracker.NeedRecheck(), ::testing::IsEmpty());
 }
 
+// Devices observed in any order keep their own state; many go at once.
+TEST(HealthTrackerTest, StatesStayPerDeviceInAnyOrderAndGoInOnePass) {
+  HealthTracker tracker(10s);
+  const auto t0 = HealthTracker::Clock::time_point{};
+  std::vector<PciAddress> addresses;
+  for (int function : {5, 1, 7, 3, 0, 6, 2, 4}) {
+    addresses.push_back(
+        *PciAddress::Parse("0000:0" + std::to_string(function) + ":00.0"));
+  }
+  // Odd buses carry an AER counter; bus 3 then loses its driver.
+  for (const PciAddress& a : addresses) {
+    const bool odd = a.bus % 2 == 1;
+    tracker.Observe(
+        a,
+        {.driver = "vfio-pci",
+         .aer_fatal = odd ? std::optional<uint64_t>(a.bus) : std::nullopt},
+        t0);
+  }
+  const PciAddress three = *PciAddress::Parse("0000:03:00.0");
+  tracker.Observe(three, {.driver = std::nullopt, .aer_fatal = 3}, t0 + 1s);
+  for (const PciAddress& a : addresses) {
+    ASSERT_TRUE(tracker.Last(a).has_value()) << a.ToString();
+    EXPECT_EQ(tracker.Last(a)->health, a == three ? plugin::Health::kUnhealthy
+                                                  : plugin::Health::kHealthy)
+        << a.ToString();
+  }
+  // Each kept its own counter: only bus 5's rising counter is a fault.
+  EXPECT_THAT(
+      tracker.Recheck(*PciAddress::Parse("0000:05:00.0"), 6, t0 + 2s).reason,
+      HasSubstr("rose from 5 to 6"));
+  EXPECT_EQ(
+      tracker.Recheck(*PciAddress::Parse("0000:07:00.0"), 7, t0 + 2s).health,
+      plugin::Health::kHealthy);
+  tracker.ForgetIf([](const PciAddress& a) { return a.bus >= 4; });
+  EXPECT_THAT(tracker.NeedRecheck(),
+              ElementsAre(*PciAddress::Parse("0000:01:00.0"), three));
+  EXPECT_FALSE(tracker.Last(*PciAddress::Parse("0000:05:00.0")).has_value());
+  EXPECT_TRUE(tracker.Last(*PciAddress::Parse("0000:02:00.0")).has_value());
+  // A device seen again after being forgotten starts afresh.
+  EXPECT_EQ(tracker
+                .Observe(*PciAddress::Parse("0000:05:00.0"),
+                         {.driver = "vfio-pci", .aer_fatal = 9}, t0 + 3s)
+                .health,
+            plugin::Health::kHealthy);
+}
+
+TEST(ClaimsTest, SortedByAddressFirstClaimWins) {
+  const PciAddress a = *PciAddress::Parse("0000:01:00.0");
+  const PciAddress b = *PciAddress::Parse("0000:02:00.0");
+  const PciAddress c = *PciAddress::Parse("0000:03:00.0");
+  const Claims claims({{c, 2}, {a, 0}, {c, 1}, {b, 1}});
+  ASSERT_EQ(claims.size(), 3u);
+  std::vector<PciAddress> order;
+  for (const auto& [address, resource] : claims) order.push_back(address);
+  EXPECT_THAT(order, ElementsAre(a, b, c));
+  EXPECT_EQ(claims.at(c), 2u);
+  EXPECT_TRUE(claims.contains(b));
+  EXPECT_FALSE(claims.contains(*PciAddress::Parse("0000:04:00.0")));
+  EXPECT_THROW(claims.at(*PciAddress::Parse("0000:00:1f.0")),
+               std::out_of_range);
+  EXPECT_TRUE(Claims().empty());
+}
+
 class SelectorTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -353,8 +416,7 @@ TEST_F(SelectorTest, FirstResourceWinsAndClaimsAreSticky) {
   EXPECT_THAT(Claimed(yaml, 0), ElementsAre("0000:1a:00.0"));
   EXPECT_EQ(Claimed(yaml, 1).size(), 7u);
   auto config = ParseConfig(yaml, "t");
-  std::map<PciAddress, size_t> previous = {
-      {*PciAddress::Parse("0000:1b:00.0"), 0}};
+  const Claims previous({{*PciAddress::Parse("0000:1b:00.0"), 0}});
   auto claims = AssignDevices(*config, topology_, *reader_, previous);
   EXPECT_EQ(claims.at(*PciAddress::Parse("0000:1b:00.0")), 0u);
 }

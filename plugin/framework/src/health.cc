@@ -1,5 +1,6 @@
 #include "topology/plugin/health.h"
 
+#include <algorithm>
 #include <charconv>
 #include <filesystem>
 
@@ -67,39 +68,39 @@ std::optional<uint64_t> ReadPciAerFatal(const SysfsReader& sysfs,
 HealthVerdict HealthTracker::Observe(const PciAddress& address,
                                      const HealthReading& reading,
                                      Clock::time_point now) {
-  auto [it, inserted] = states_.try_emplace(address);
-  State& state = it->second;
+  bool inserted = false;
+  State& state = FindOrInsert(address, &inserted);
   if (inserted) state.had_driver = reading.driver.has_value();
   state.driver_bound = reading.driver.has_value();
   std::string fault;
   if (state.had_driver && !reading.driver) fault = "driver unbound";
   if (reading.driver) state.had_driver = true;
   if (reading.aer_fatal) {
-    if (state.aer_fatal && *reading.aer_fatal > *state.aer_fatal) {
-      fault = "AER fatal errors rose from " + std::to_string(*state.aer_fatal) +
+    if (state.has_aer && *reading.aer_fatal > state.aer_fatal) {
+      fault = "AER fatal errors rose from " + std::to_string(state.aer_fatal) +
               " to " + std::to_string(*reading.aer_fatal);
     }
-    state.aer_fatal = reading.aer_fatal;
+    state.has_aer = true;
+    state.aer_fatal = *reading.aer_fatal;
   }
   if (!fault.empty()) {
-    state.last_fault = now;
-    state.last_reason = fault;
-  }
-  if (!fault.empty()) {
-    state.verdict = {Health::kUnhealthy, fault};
-  } else if (state.last_fault && now - *state.last_fault < quiet_period_) {
-    state.verdict = {
-        Health::kUnhealthy,
-        state.last_reason + " (recovering: waiting for a quiet period)"};
+    state.has_fault = true;
+    state.last_fault = now.time_since_epoch().count();
+    reasons_[address] = std::move(fault);
+    state.verdict = Verdict::kFaulted;
+  } else if (state.has_fault &&
+             now - Clock::time_point(Clock::duration(state.last_fault)) <
+                 quiet_period_) {
+    state.verdict = Verdict::kRecovering;
   } else {
-    state.verdict = {};
+    state.verdict = Verdict::kHealthy;
   }
-  if (state.aer_fatal || state.verdict.health != Health::kHealthy) {
+  if (state.has_aer || state.verdict != Verdict::kHealthy) {
     recheck_.insert(address);
   } else {
     recheck_.erase(address);
   }
-  return *Last(address);
+  return VerdictOf(address, state);
 }
 
 HealthVerdict HealthTracker::Recheck(const PciAddress& address,
@@ -107,23 +108,66 @@ HealthVerdict HealthTracker::Recheck(const PciAddress& address,
                                      Clock::time_point now) {
   HealthReading reading;
   reading.aer_fatal = aer_fatal;
-  auto it = states_.find(address);
-  if (it != states_.end() && it->second.driver_bound) reading.driver = "";
+  const State* state = Find(address);
+  if (state != nullptr && state->driver_bound) reading.driver = "";
   return Observe(address, reading, now);
+}
+
+HealthVerdict HealthTracker::VerdictOf(const PciAddress& address,
+                                       const State& state) const {
+  if (state.has_override) {
+    if (state.override_healthy) return {};
+    return {Health::kUnhealthy, "marked unhealthy by fault injection"};
+  }
+  if (state.verdict == Verdict::kHealthy) return {};
+  auto reason = reasons_.find(address);
+  std::string text = reason == reasons_.end() ? "fault" : reason->second;
+  if (state.verdict == Verdict::kRecovering) {
+    text += " (recovering: waiting for a quiet period)";
+  }
+  return {Health::kUnhealthy, std::move(text)};
 }
 
 std::optional<HealthVerdict> HealthTracker::Last(
     const PciAddress& address) const {
-  auto it = states_.find(address);
-  if (it == states_.end()) return std::nullopt;
-  const State& state = it->second;
-  if (state.override_health) {
-    return HealthVerdict{*state.override_health,
-                         *state.override_health == Health::kHealthy
-                             ? ""
-                             : "marked unhealthy by fault injection"};
+  const State* state = Find(address);
+  if (state == nullptr) return std::nullopt;
+  return VerdictOf(address, *state);
+}
+
+const HealthTracker::State* HealthTracker::Find(
+    const PciAddress& address) const {
+  auto it = std::lower_bound(
+      states_.begin(), states_.end(), address,
+      [](const auto& entry, const PciAddress& a) { return entry.first < a; });
+  if (it == states_.end() || it->first != address) return nullptr;
+  return &it->second;
+}
+
+HealthTracker::State& HealthTracker::FindOrInsert(const PciAddress& address,
+                                                  bool* inserted) {
+  *inserted = false;
+  if (states_.empty() || states_.back().first < address) {
+    *inserted = true;
+    return states_.emplace_back(address, State{}).second;
   }
-  return state.verdict;
+  auto it = std::lower_bound(
+      states_.begin(), states_.end(), address,
+      [](const auto& entry, const PciAddress& a) { return entry.first < a; });
+  if (it != states_.end() && it->first == address) return it->second;
+  *inserted = true;
+  return states_.emplace(it, address, State{})->second;
+}
+
+void HealthTracker::Forget(const PciAddress& address) {
+  ForgetIf([&](const PciAddress& a) { return a == address; });
+}
+
+void HealthTracker::ForgetIf(
+    const std::function<bool(const PciAddress&)>& gone) {
+  std::erase_if(states_, [&](const auto& entry) { return gone(entry.first); });
+  std::erase_if(reasons_, [&](const auto& entry) { return gone(entry.first); });
+  std::erase_if(recheck_, gone);
 }
 
 std::vector<PciAddress> HealthTracker::NeedRecheck() const {
@@ -132,7 +176,10 @@ std::vector<PciAddress> HealthTracker::NeedRecheck() const {
 
 void HealthTracker::SetOverride(const PciAddress& address,
                                 std::optional<Health> health) {
-  states_[address].override_health = health;
+  bool inserted = false;
+  State& state = FindOrInsert(address, &inserted);
+  state.has_override = health.has_value();
+  state.override_healthy = health == Health::kHealthy;
 }
 
 }  // namespace topology::plugin

@@ -4,6 +4,18 @@
 
 namespace topology::plugin {
 
+ListMessage EncodeList(const v1beta1::ListAndWatchResponse& response) {
+  auto buffer = std::make_shared<grpc::ByteBuffer>();
+  bool own_buffer = false;
+  const grpc::Status status =
+      grpc::SerializationTraits<v1beta1::ListAndWatchResponse>::Serialize(
+          response, buffer.get(), &own_buffer);
+  // Serializing an initialised message into memory fails only when the
+  // message is over 2 GiB, which SetDevices refuses first.
+  if (!status.ok()) return nullptr;
+  return buffer;
+}
+
 void ListAndWatchReactor::Offer(ListMessage message) {
   std::lock_guard lock(mu_);
   if (finished_ || finish_after_write_) return;

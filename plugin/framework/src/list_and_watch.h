@@ -1,6 +1,9 @@
 // ListAndWatch streams of one resource: every open stream gets the latest
 // full device list at once and each later one; a slow stream skips
 // intermediate lists (each message is complete, so only the newest matters).
+// A list is kept encoded (a ListAndWatchResponse's bytes, shared by every
+// stream): 10,000 devices are about 0.5 MB that way against 2.7 MB as a
+// message of 40,000 small objects.
 #ifndef TOPOLOGY_PLUGIN_SRC_LIST_AND_WATCH_H_
 #define TOPOLOGY_PLUGIN_SRC_LIST_AND_WATCH_H_
 
@@ -14,17 +17,21 @@
 #include <set>
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/impl/codegen/proto_utils.h>
 
 #include "deviceplugin/v1beta1/api.pb.h"
 
 namespace topology::plugin {
 
-using ListMessage = std::shared_ptr<const v1beta1::ListAndWatchResponse>;
+using ListMessage = std::shared_ptr<const grpc::ByteBuffer>;
+
+// The encoded form of `response`, as streams send it.
+ListMessage EncodeList(const v1beta1::ListAndWatchResponse& response);
 
 class StreamSet;
 
 class ListAndWatchReactor final
-    : public grpc::ServerWriteReactor<v1beta1::ListAndWatchResponse> {
+    : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   ListAndWatchReactor(StreamSet* set, uint64_t instance)
       : set_(set), instance_(instance) {}

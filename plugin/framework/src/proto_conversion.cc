@@ -47,11 +47,10 @@ Device FromProto(const v1beta1::Device& device) {
   return out;
 }
 
-v1beta1::ListAndWatchResponse ToProto(const std::vector<Device>& devices) {
-  v1beta1::ListAndWatchResponse response;
-  response.mutable_devices()->Reserve(static_cast<int>(devices.size()));
-  for (const Device& device : devices) ToProto(device, response.add_devices());
-  return response;
+void ToProto(const std::vector<Device>& devices,
+             v1beta1::ListAndWatchResponse* out) {
+  out->mutable_devices()->Reserve(static_cast<int>(devices.size()));
+  for (const Device& device : devices) ToProto(device, out->add_devices());
 }
 
 void ToProto(const ContainerAllocation& allocation,

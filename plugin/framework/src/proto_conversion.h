@@ -16,7 +16,8 @@ DevicePluginOptions FromProto(const v1beta1::DevicePluginOptions& options);
 void ToProto(const Device& device, v1beta1::Device* out);
 Device FromProto(const v1beta1::Device& device);
 
-v1beta1::ListAndWatchResponse ToProto(const std::vector<Device>& devices);
+void ToProto(const std::vector<Device>& devices,
+             v1beta1::ListAndWatchResponse* out);
 
 void ToProto(const ContainerAllocation& allocation,
              v1beta1::ContainerAllocateResponse* out);
