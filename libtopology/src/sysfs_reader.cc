@@ -47,6 +47,17 @@ class PathDirectory final : public SysfsDirectory {
 
 }  // namespace
 
+StatusOr<std::vector<std::string>> SysfsReader::ListSpecialFiles(
+    std::string_view path) const {
+  auto names = ListDirectory(path);
+  if (!names.ok()) return names.status();
+  std::vector<std::string> special;
+  for (const std::string& name : *names) {
+    if (IsSpecialFile(std::string(path) + "/" + name)) special.push_back(name);
+  }
+  return special;
+}
+
 StatusOr<std::unique_ptr<SysfsDirectory>> SysfsReader::OpenDirectory(
     std::string_view path) const {
   auto canonical = CanonicalPath(path);
@@ -205,6 +216,36 @@ class HostRootReader final : public SysfsReader {
     ::closedir(dir);
     std::sort(names.begin(), names.end());
     return names;
+  }
+
+  StatusOr<std::vector<std::string>> ListSpecialFiles(
+      std::string_view path) const override {
+    const std::string full = Full(path);
+    DIR* dir = ::opendir(full.c_str());
+    if (dir == nullptr) return ErrnoStatus(errno, "cannot list " + full);
+    std::vector<std::string> special;
+    while (const dirent* entry = ::readdir(dir)) {
+      const std::string_view name = entry->d_name;
+      if (name == "." || name == "..") continue;
+      unsigned char type = entry->d_type;
+      if (type == DT_UNKNOWN) {
+        struct stat st {};
+        if (::fstatat(::dirfd(dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) !=
+            0) {
+          continue;  // gone since the listing
+        }
+        type = S_ISREG(st.st_mode)   ? DT_REG
+               : S_ISDIR(st.st_mode) ? DT_DIR
+               : S_ISLNK(st.st_mode) ? DT_LNK
+                                     : DT_FIFO;
+      }
+      if (type != DT_REG && type != DT_DIR && type != DT_LNK) {
+        special.emplace_back(name);
+      }
+    }
+    ::closedir(dir);
+    std::sort(special.begin(), special.end());
+    return special;
   }
 
   StatusOr<std::string> ReadLink(std::string_view path) const override {

@@ -216,6 +216,33 @@ class FaultyReader : public SysfsReader {
   std::string failing_;
 };
 
+// The host reader's listing of special files (from the types the directory
+// listing gives) agrees with asking IsSpecialFile about every entry (the
+// default, here through FaultyReader, which forwards everything else).
+TEST_F(HostileTreeTest, SpecialFilesListedFromTypesAsByStat) {
+  const fs::path node = Sys("devices/system/node/node0");
+  ASSERT_EQ(::mkfifo((node / "fifo").c_str(), 0600), 0);
+  ASSERT_EQ(::mkfifo((node / "another").c_str(), 0600), 0);
+  fs::create_symlink("cpu0", node / "link");
+  const auto host = NewHostRootReader(dir_.path());
+  const FaultyReader by_stat(NewHostRootReader(dir_.path()), "none");
+  for (const char* dir : {"devices/system/node/node0", "devices/system/cpu",
+                          "devices/system/cpu/cpu3/topology"}) {
+    auto fast = host->ListSpecialFiles(dir);
+    auto slow = by_stat.ListSpecialFiles(dir);
+    ASSERT_TRUE(fast.ok()) << fast.status().ToString();
+    ASSERT_TRUE(slow.ok()) << slow.status().ToString();
+    EXPECT_EQ(*fast, *slow) << dir;
+  }
+  EXPECT_THAT(*host->ListSpecialFiles("devices/system/node/node0"),
+              ElementsAre("another", "fifo"));
+  EXPECT_FALSE(host->ListSpecialFiles("devices/system/node/absent").ok());
+  // Discovery names the first one and skips hwloc.
+  const Topology t = Run();
+  EXPECT_THAT(t.warnings(),
+              Contains(HasSubstr("node/node0/another is not a regular file")));
+}
+
 TEST_F(HostileTreeTest, UnreadableFilesAreNamed) {
   DiscoveryOptions options;
   options.reader = std::make_shared<FaultyReader>(

@@ -79,6 +79,14 @@ class TOPOLOGY_EXPORT SysfsReader {
   // link (FIFOs, sockets, device nodes): things libraries must not open.
   virtual bool IsSpecialFile(std::string_view path) const = 0;
 
+  // The entries of the directory at `path` that are special files (as
+  // IsSpecialFile says), sorted. Fails like ListDirectory. The default
+  // implementation asks IsSpecialFile about each entry; the host-root
+  // reader takes the types the listing gives and stats only entries of
+  // unknown type.
+  virtual StatusOr<std::vector<std::string>> ListSpecialFiles(
+      std::string_view path) const;
+
   // The host root directory when the tree is a real directory that libpci
   // and hwloc can read too; nullopt otherwise.
   virtual std::optional<std::filesystem::path> HostRoot() const = 0;
