@@ -204,48 +204,28 @@ class HostRootReader final : public SysfsReader {
 
   StatusOr<std::vector<std::string>> ListDirectory(
       std::string_view path) const override {
-    const std::string full = Full(path);
-    DIR* dir = ::opendir(full.c_str());
-    if (dir == nullptr) return ErrnoStatus(errno, "cannot list " + full);
-    std::vector<std::string> names;
-    while (const dirent* entry = ::readdir(dir)) {
-      const std::string_view name = entry->d_name;
-      if (name == "." || name == "..") continue;
-      names.emplace_back(name);
-    }
-    ::closedir(dir);
-    std::sort(names.begin(), names.end());
-    return names;
+    return ListEntries(path, [](DIR*, const dirent&) { return true; });
   }
 
   StatusOr<std::vector<std::string>> ListSpecialFiles(
       std::string_view path) const override {
-    const std::string full = Full(path);
-    DIR* dir = ::opendir(full.c_str());
-    if (dir == nullptr) return ErrnoStatus(errno, "cannot list " + full);
-    std::vector<std::string> special;
-    while (const dirent* entry = ::readdir(dir)) {
-      const std::string_view name = entry->d_name;
-      if (name == "." || name == "..") continue;
-      unsigned char type = entry->d_type;
-      if (type == DT_UNKNOWN) {
-        struct stat st {};
-        if (::fstatat(::dirfd(dir), entry->d_name, &st, AT_SYMLINK_NOFOLLOW) !=
-            0) {
-          continue;  // gone since the listing
+    return ListEntries(path, [](DIR* dir, const dirent& entry) {
+      switch (entry.d_type) {
+        case DT_REG:
+        case DT_DIR:
+        case DT_LNK:
+          return false;
+        case DT_UNKNOWN: {
+          struct stat st {};
+          // An entry gone since the listing is not special.
+          return ::fstatat(::dirfd(dir), entry.d_name, &st,
+                           AT_SYMLINK_NOFOLLOW) == 0 &&
+                 IsSpecialMode(st.st_mode);
         }
-        type = S_ISREG(st.st_mode)   ? DT_REG
-               : S_ISDIR(st.st_mode) ? DT_DIR
-               : S_ISLNK(st.st_mode) ? DT_LNK
-                                     : DT_FIFO;
+        default:
+          return true;
       }
-      if (type != DT_REG && type != DT_DIR && type != DT_LNK) {
-        special.emplace_back(name);
-      }
-    }
-    ::closedir(dir);
-    std::sort(special.begin(), special.end());
-    return special;
+    });
   }
 
   StatusOr<std::string> ReadLink(std::string_view path) const override {
@@ -298,8 +278,7 @@ class HostRootReader final : public SysfsReader {
 
   bool IsSpecialFile(std::string_view path) const override {
     struct stat st {};
-    if (::lstat(Full(path).c_str(), &st) != 0) return false;
-    return !S_ISREG(st.st_mode) && !S_ISDIR(st.st_mode) && !S_ISLNK(st.st_mode);
+    return ::lstat(Full(path).c_str(), &st) == 0 && IsSpecialMode(st.st_mode);
   }
 
   std::optional<std::filesystem::path> HostRoot() const override {
@@ -311,6 +290,30 @@ class HostRootReader final : public SysfsReader {
   }
 
  private:
+  // Neither a regular file, a directory nor a link.
+  static bool IsSpecialMode(mode_t mode) {
+    return !S_ISREG(mode) && !S_ISDIR(mode) && !S_ISLNK(mode);
+  }
+
+  // The names of the entries of the directory at `path` (no "." or "..")
+  // that `keep` accepts, sorted.
+  template <typename Keep>
+  StatusOr<std::vector<std::string>> ListEntries(std::string_view path,
+                                                 Keep keep) const {
+    const std::string full = Full(path);
+    DIR* dir = ::opendir(full.c_str());
+    if (dir == nullptr) return ErrnoStatus(errno, "cannot list " + full);
+    std::vector<std::string> names;
+    while (const dirent* entry = ::readdir(dir)) {
+      const std::string_view name = entry->d_name;
+      if (name == "." || name == ".." || !keep(dir, *entry)) continue;
+      names.emplace_back(name);
+    }
+    ::closedir(dir);
+    std::sort(names.begin(), names.end());
+    return names;
+  }
+
   std::string Full(std::string_view path) const {
     std::string full = sysfs_;
     if (!path.empty()) {
