@@ -177,6 +177,13 @@ class HostManager::ControlService final
         return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                             parsed.status().message());
       }
+      // Names were checked field by field; anything else (a comment) is
+      // still text the replies may quote.
+      if (const size_t line = InvalidUtf8Line(manifest.yaml()); line != 0) {
+        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                            manifest.source() + " line " +
+                                std::to_string(line) + ": not valid UTF-8");
+      }
       pods.insert(pods.end(), parsed->begin(), parsed->end());
     }
     // A client that gave up (deadline, Ctrl-C) stops the batch: pods not

@@ -8,10 +8,13 @@
 //
 // Built twice from this file. `topology-manager` (TOPOLOGY_MANAGER_LIGHT)
 // links no gRPC, Protocol Buffers or glog: it parses every command line,
-// answers --help, --version and merge itself, and hands serve, admit,
-// release and status to `topology-manager-grpc` (the full build, beside it
-// or in ../libexec/libtopology/) by exec: same process, same arguments.
+// runs --help, --version, merge, admit, release and status itself (the
+// control socket's client, control_client.h, is gRPC's wire protocol over
+// nghttp2), and hands serve to `topology-manager-grpc` (the full build,
+// beside it or in ../libexec/libtopology/) by exec: same process, same
+// arguments.
 #include <charconv>
+#include <chrono>
 #include <exception>
 #include <fstream>
 #include <iomanip>
@@ -27,7 +30,9 @@
 
 #include "topology/plugin/types.h"
 
+#include "control_client.h"
 #include "merge_case.h"
+#include "text_util.h"
 
 #ifndef TOPOLOGY_MANAGER_LIGHT
 #include <glog/logging.h>
@@ -40,9 +45,6 @@
 #include "topology/plugin/plugin_runner.h"
 
 #include "host_manager.h"
-#include "pod_manifest.h"
-#include "text_util.h"
-#include "topologymanager/v1alpha1/control.grpc.pb.h"
 #else
 #include <cerrno>
 #include <climits>
@@ -54,7 +56,9 @@ namespace {
 
 using nlohmann::json;
 
+constexpr int kExitRejected = 1;
 constexpr int kExitUsage = 2;
+constexpr int kExitUnreachable = 3;
 constexpr char kDefaultControlSocket[] = "/run/topology-manager.sock";
 
 int RunMerge(const std::string& file, const std::string& engine, bool explain) {
@@ -113,11 +117,6 @@ struct ServeFlags {
 };
 
 #ifndef TOPOLOGY_MANAGER_LIGHT
-namespace tm = topologymanager::v1alpha1;
-
-constexpr int kExitRejected = 1;
-constexpr int kExitUnreachable = 3;
-
 int RunServe(const ServeFlags& flags, const char* argv0) {
   // Files and sockets get explicit modes; the umask only covers the short
   // window between creating a socket and setting its mode.
@@ -224,26 +223,39 @@ int RunServe(const ServeFlags& flags, const char* argv0) {
   (*host)->Stop();
   return 0;
 }
+#endif
 
-std::unique_ptr<tm::Control::Stub> Connect(const std::string& socket) {
-  auto channel =
-      grpc::CreateChannel("unix:" + socket, grpc::InsecureChannelCredentials());
-  return tm::Control::NewStub(channel);
+// One call on the control socket: the reply's JSON, or the call's status.
+topology::StatusOr<json> Call(const std::string& socket,
+                              std::string_view method,
+                              const std::string& request,
+                              std::chrono::milliseconds timeout) {
+  auto reply = topology::host::CallControl(socket, method, request, timeout);
+  if (!reply.ok()) return reply.status();
+  json doc = json::parse(*reply, nullptr, false);
+  if (doc.is_discarded()) {
+    return topology::InternalError("the " + std::string(method) +
+                                   " reply is not JSON");
+  }
+  return doc;
 }
 
-int Unreachable(const std::string& what, const grpc::Status& status,
+// A refused request is the caller's error (2); anything else means the
+// server is not there or not working (3).
+int Unreachable(const std::string& what, const topology::Status& status,
                 const std::string& socket) {
-  if (status.error_code() == grpc::StatusCode::INVALID_ARGUMENT ||
-      status.error_code() == grpc::StatusCode::NOT_FOUND ||
-      (status.error_code() == grpc::StatusCode::UNAVAILABLE &&
-       status.error_message().find("try again") != std::string::npos)) {
-    std::cerr << "topology-manager " << what << ": " << status.error_message()
+  if (status.code() == topology::StatusCode::kInvalidArgument ||
+      status.code() == topology::StatusCode::kNotFound ||
+      (status.code() == topology::StatusCode::kUnavailable &&
+       status.message().find("try again") != std::string::npos)) {
+    std::cerr << "topology-manager " << what << ": " << status.message()
               << "\n";
     return kExitUsage;
   }
   std::cerr << "topology-manager " << what << ": cannot reach " << socket
             << " (is `topology-manager serve` running?): "
-            << status.error_message() << "\n";
+            << topology::StatusCodeName(status.code()) << ": "
+            << status.message() << "\n";
   return kExitUnreachable;
 }
 
@@ -373,49 +385,24 @@ void PrintPodTable(const json& pods, bool explain, bool show_policy = false) {
 
 int RunAdmit(const std::vector<std::string>& files, const std::string& format,
              bool explain, const std::string& socket) {
-  tm::AdmitRequest request;
-  request.set_explain(explain);
+  std::vector<topology::host::ManifestText> manifests;
   for (const std::string& file : files) {
     std::ifstream in(file);
     if (!in) {
       std::cerr << "topology-manager admit: cannot read " << file << "\n";
       return kExitUsage;
     }
-    std::string text(std::istreambuf_iterator<char>(in), {});
-    // Checked here first, so that a bad manifest is a usage error naming
-    // the field, never a transport failure.
-    if (auto pods = topology::host::ParsePodManifests(text, file); !pods.ok()) {
-      std::cerr << "topology-manager admit: " << pods.status().message()
-                << "\n";
-      return kExitUsage;
-    }
-    if (!topology::host::IsValidUtf8(text)) {
-      size_t line = 1;
-      for (size_t i = 0; i < text.size(); ++i) {
-        if (!topology::host::IsValidUtf8(
-                std::string_view{text}.substr(0, i + 1)) &&
-            (static_cast<unsigned char>(text[i]) & 0xC0) != 0x80) {
-          break;
-        }
-        if (text[i] == '\n') ++line;
-      }
-      std::cerr << "topology-manager admit: " << file << " line " << line
-                << ": not valid UTF-8\n";
-      return kExitUsage;
-    }
-    auto* manifest = request.add_manifests();
-    manifest->set_source(topology::host::IsValidUtf8(file) ? file : "(file)");
-    manifest->set_yaml(std::move(text));
+    // The server checks each manifest and names the field or line of a
+    // bad one (a usage error, never a transport failure).
+    manifests.push_back({topology::host::IsValidUtf8(file) ? file : "(file)",
+                         std::string(std::istreambuf_iterator<char>(in), {})});
   }
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::minutes(5));
-  tm::JsonReply reply;
-  const grpc::Status status = Connect(socket)->Admit(&context, request, &reply);
-  if (!status.ok()) return Unreachable("admit", status, socket);
-  const json pods = json::parse(reply.json());
+  const auto pods = Call(socket, "Admit",
+                         topology::host::EncodeAdmitRequest(manifests, explain),
+                         std::chrono::minutes(5));
+  if (!pods.ok()) return Unreachable("admit", pods.status(), socket);
   if (format == "json") {
-    for (const json& pod : pods) {
+    for (const json& pod : *pods) {
       json out = {{"pod", pod["pod"]},
                   {"admitted", pod["admitted"]},
                   {"reason", pod["reason"]},
@@ -435,9 +422,9 @@ int RunAdmit(const std::vector<std::string>& files, const std::string& format,
       std::cout << out.dump() << "\n";
     }
   } else {
-    PrintPodTable(pods, explain);
+    PrintPodTable(*pods, explain);
   }
-  for (const json& pod : pods) {
+  for (const json& pod : *pods) {
     if (!pod["admitted"].get<bool>()) return kExitRejected;
   }
   return 0;
@@ -448,30 +435,21 @@ int RunRelease(const std::string& pod, const std::string& socket) {
     std::cerr << "topology-manager release: the pod name is not valid UTF-8\n";
     return kExitUsage;
   }
-  tm::ReleaseRequest request;
-  request.set_pod(pod);
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::seconds(30));
-  tm::JsonReply reply;
-  const grpc::Status status =
-      Connect(socket)->Release(&context, request, &reply);
-  if (!status.ok()) return Unreachable("release", status, socket);
+  const auto reply =
+      Call(socket, "Release", topology::host::EncodeReleaseRequest(pod),
+           std::chrono::seconds(30));
+  if (!reply.ok()) return Unreachable("release", reply.status(), socket);
   std::cout << "released " << pod << "\n";
   return 0;
 }
 
 int RunStatus(const std::string& format, const std::string& socket) {
-  tm::StatusRequest request;
-  request.set_format(format == "nrt" ? "nrt" : "json");
-  grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() +
-                       std::chrono::seconds(30));
-  tm::JsonReply reply;
-  const grpc::Status status =
-      Connect(socket)->Status(&context, request, &reply);
-  if (!status.ok()) return Unreachable("status", status, socket);
-  const json doc = json::parse(reply.json());
+  const auto reply = Call(
+      socket, "Status",
+      topology::host::EncodeStatusRequest(format == "nrt" ? "nrt" : "json"),
+      std::chrono::seconds(30));
+  if (!reply.ok()) return Unreachable("status", reply.status(), socket);
+  const json& doc = *reply;
   if (format != "text") {
     std::cout << doc.dump(2) << "\n";
     return 0;
@@ -501,7 +479,7 @@ int RunStatus(const std::string& format, const std::string& socket) {
   return 0;
 }
 
-#else
+#ifdef TOPOLOGY_MANAGER_LIGHT
 // The full program: beside this one (the build tree, a flat install) or in
 // <prefix>/libexec/libtopology/ (cmake --install). Found from
 // /proc/self/exe, never from PATH or the environment.
@@ -643,18 +621,19 @@ int RunMain(int argc, char** argv) {
     return code == 0 ? 0 : kExitUsage;
   }
   if (merge->parsed()) return RunMerge(file, engine, explain);
-#ifdef TOPOLOGY_MANAGER_LIGHT
-  (void)control_socket;
-  return RunFull(argv);
-#else
-  if (serve->parsed()) return RunServe(serve_flags, argv[0]);
   if (admit->parsed()) {
     return RunAdmit(pod_files, admit_format, admit_explain, control_socket);
   }
   if (release->parsed()) return RunRelease(pod_name, control_socket);
   if (status->parsed()) return RunStatus(status_format, control_socket);
-  return kExitUsage;
+  if (serve->parsed()) {
+#ifdef TOPOLOGY_MANAGER_LIGHT
+    return RunFull(argv);
+#else
+    return RunServe(serve_flags, argv[0]);
 #endif
+  }
+  return kExitUsage;
 }
 
 // Anything thrown past the command (out of memory, a library's exception)

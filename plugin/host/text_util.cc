@@ -46,6 +46,17 @@ bool IsValidUtf8(std::string_view text) {
   return true;
 }
 
+size_t InvalidUtf8Line(std::string_view text) {
+  size_t line = 1;
+  for (size_t i = 0; i < text.size();) {
+    const size_t length = SequenceLength(text, i);
+    if (length == 0) return line;
+    if (text[i] == '\n') ++line;
+    i += length;
+  }
+  return 0;
+}
+
 std::string Quoted(std::string_view text, size_t limit) {
   std::string out = "\"";
   size_t i = 0;

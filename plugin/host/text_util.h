@@ -13,6 +13,10 @@ namespace topology::host {
 // Whether `text` is well-formed UTF-8 (no overlong forms, no surrogates).
 bool IsValidUtf8(std::string_view text);
 
+// The line (from 1) holding the first byte that is not valid UTF-8; 0 when
+// all of `text` is.
+size_t InvalidUtf8Line(std::string_view text);
+
 // `text` in double quotes, cut to at most `limit` bytes on a character
 // boundary with the full size appended when longer; bytes that are not
 // valid UTF-8 or are control characters are shown as \xNN.

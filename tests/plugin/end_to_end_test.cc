@@ -513,6 +513,16 @@ TEST_F(EndToEndTest, CommandLine) {
   EXPECT_EQ(result.exit_code, 2) << result.out;
   EXPECT_THAT(result.out,
               ::testing::HasSubstr("metadata.name: is not valid UTF-8"));
+  // Elsewhere (a comment), the server names the file and line.
+  result = RunCommand(
+      std::string(TOPOLOGY_MANAGER_BINARY) + " admit --control-socket " +
+      control() + " " +
+      file("comment.yaml",
+           "kind: Pod\nmetadata: {name: c}\n# caf\xe9\nspec: {containers: "
+           "[{name: c}]}\n"));
+  EXPECT_EQ(result.exit_code, 2) << result.out;
+  EXPECT_THAT(result.out,
+              ::testing::HasSubstr("comment.yaml line 3: not valid UTF-8"));
   // The server refuses a status format it does not know.
   {
     grpc::ClientContext context;

@@ -181,6 +181,12 @@ TEST(TextTest, Utf8AndQuoting) {
   EXPECT_FALSE(IsValidUtf8("\xff"));
   EXPECT_FALSE(IsValidUtf8("\xc0\xaf"));      // overlong
   EXPECT_FALSE(IsValidUtf8("\xed\xa0\x80"));  // surrogate
+  EXPECT_EQ(InvalidUtf8Line("a\nb\xc3\xa9\n"), 0u);
+  EXPECT_EQ(InvalidUtf8Line("\xff"), 1u);
+  // Lines counted up to the bad byte; a newline inside a broken sequence
+  // is still a newline.
+  EXPECT_EQ(InvalidUtf8Line("a\n\nb\xc3\n\xa9"), 3u);
+  EXPECT_EQ(InvalidUtf8Line("a\n\nb\n\xc3"), 4u);
   EXPECT_EQ(Quoted("a\x01"
                    "b"),
             "\"a\\x01b\"");
