@@ -246,17 +246,36 @@ StatusOr<Selection> DeviceSelector::Select(
   const Topology& topology = model_.topology();
   const auto& devices = topology.pci_devices();
   // (address, index into the topology's devices), sorted by address.
+  // Sorted first, then found in one walk along the topology's devices
+  // (sorted by address too) instead of a binary search each.
   std::vector<std::pair<PciAddress, int>> available_index;
   available_index.reserve(request.available.size());
   for (const PciAddress& a : request.available) {
-    const PciDevice* d = topology.FindDevice(a);
-    if (d == nullptr) {
-      return NotFoundError("available device " + a.ToString() + " is not in " +
-                           topology.source());
-    }
-    available_index.emplace_back(a, static_cast<int>(d - devices.data()));
+    available_index.emplace_back(a, -1);
   }
   std::sort(available_index.begin(), available_index.end());
+  {
+    const auto before = [](const PciDevice& device, const PciAddress& a) {
+      return device.address < a;
+    };
+    auto d = devices.begin();
+    for (auto& [address, index] : available_index) {
+      // Galloping: steps of 1, 2, 4... then a binary search in the last
+      // one, so a few devices among many cost no walk over all of them.
+      auto bound = d;
+      for (ptrdiff_t step = 1;
+           bound != devices.end() && before(*bound, address); step *= 2) {
+        d = bound + 1;
+        bound = devices.end() - bound > step ? bound + step : devices.end();
+      }
+      d = std::lower_bound(d, bound, address, before);
+      if (d == devices.end() || d->address != address) {
+        return NotFoundError("available device " + address.ToString() +
+                             " is not in " + topology.source());
+      }
+      index = static_cast<int>(d - devices.begin());
+    }
+  }
   for (size_t i = 1; i < available_index.size(); ++i) {
     if (available_index[i].first == available_index[i - 1].first) {
       return InvalidArgumentError("available device " +

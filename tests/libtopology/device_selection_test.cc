@@ -342,6 +342,17 @@ TEST_F(SelectionOnMachineTest, InconsistentInputIsRefused) {
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("less than")));
   EXPECT_THAT(Pick({A("0000:ee:00.0")}, 1),
               StatusIs(StatusCode::kNotFound, HasSubstr("0000:ee:00.0")));
+  // Unknown among known ones, before, between and after them, in any
+  // order: named.
+  for (const char* unknown : {"0000:00:00.7", "0000:3b:00.7", "0000:ff:1f.7"}) {
+    EXPECT_THAT(Pick({gpus[7], A(unknown), gpus[0], gpus[3]}, 1),
+                StatusIs(StatusCode::kNotFound, HasSubstr(unknown)));
+  }
+  // The same devices in any order choose the same.
+  const auto forward = Pick({gpus[0], gpus[1], gpus[6], gpus[7]}, 2);
+  const auto backward = Pick({gpus[7], gpus[6], gpus[1], gpus[0]}, 2);
+  ASSERT_TRUE(forward.ok() && backward.ok());
+  EXPECT_EQ(forward->devices, backward->devices);
 }
 
 // ---------------------------------------------------------------------------

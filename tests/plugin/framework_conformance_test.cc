@@ -634,6 +634,28 @@ TEST_F(FrameworkRpcTest, P32_UnknownIdsRejectedDuplicatesCollapsed) {
   grpc::Status status = Preferred({"dev-0", "nope"}, {}, 1, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(status.error_message(), HasSubstr("unknown device \"nope\""));
+  // In ascending order (one walk along the index) and in any other order
+  // (a search each), an unknown id anywhere is named: first, between known
+  // ones, past the last.
+  for (const std::vector<std::string>& ids :
+       {std::vector<std::string>{"dev-0", "dev-1", "dev-15", "dev-2", "dev-7"},
+        {"dev-15", "dev-7", "dev-0"},
+        {"dev-", "dev-0", "dev-7"},
+        {"dev-0", "dev-3", "dev-6", "dev-7", "dev-8"},
+        {"dev-7", "dev-6", "dev-8"}}) {
+    const std::string unknown =
+        *std::find_if(ids.begin(), ids.end(), [](const std::string& id) {
+          return id == "dev-15" || id == "dev-" || id == "dev-8";
+        });
+    status = Preferred(ids, {}, 1, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(status.error_message(),
+                HasSubstr("unknown device \"" + unknown + "\""));
+  }
+  ASSERT_TRUE(
+      Preferred({"dev-0", "dev-2", "dev-3", "dev-5", "dev-7"}, {}, 2, &response)
+          .ok());
+  ASSERT_TRUE(Preferred({"dev-7", "dev-2", "dev-5"}, {}, 2, &response).ok());
   response.Clear();
   ASSERT_TRUE(Preferred({"dev-0", "dev-0", "dev-1", "dev-1"},
                         {"dev-1", "dev-1"}, 2, &response)
