@@ -10,6 +10,8 @@
 #include <string>
 #include <unordered_map>
 
+#include "topology/sorted_search.h"
+
 namespace topology {
 namespace {
 
@@ -245,9 +247,8 @@ StatusOr<Selection> DeviceSelector::Select(
     const SelectionRequest& request) const {
   const Topology& topology = model_.topology();
   const auto& devices = topology.pci_devices();
-  // (address, index into the topology's devices), sorted by address.
-  // Sorted first, then found in one walk along the topology's devices
-  // (sorted by address too) instead of a binary search each.
+  // (address, index into the topology's devices), sorted by address, then
+  // found in one walk along the topology's devices (sorted too).
   std::vector<std::pair<PciAddress, int>> available_index;
   available_index.reserve(request.available.size());
   for (const PciAddress& a : request.available) {
@@ -260,15 +261,7 @@ StatusOr<Selection> DeviceSelector::Select(
     };
     auto d = devices.begin();
     for (auto& [address, index] : available_index) {
-      // Galloping: steps of 1, 2, 4... then a binary search in the last
-      // one, so a few devices among many cost no walk over all of them.
-      auto bound = d;
-      for (ptrdiff_t step = 1;
-           bound != devices.end() && before(*bound, address); step *= 2) {
-        d = bound + 1;
-        bound = devices.end() - bound > step ? bound + step : devices.end();
-      }
-      d = std::lower_bound(d, bound, address, before);
+      d = GallopLowerBound(d, devices.end(), address, before);
       if (d == devices.end() || d->address != address) {
         return NotFoundError("available device " + address.ToString() +
                              " is not in " + topology.source());

@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "topology/plugin/resource_name.h"
+#include "topology/sorted_search.h"
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "dir_watcher.h"
@@ -449,28 +450,15 @@ Status ResourceServer::CheckIds(const std::vector<std::string>& ids,
   // one walk along the index; others by binary search each (the kubelet
   // sends a Go set's order).
   const bool ascending = std::is_sorted(ids.begin(), ids.end());
+  const auto before = [this](uint32_t index, const std::string& wanted) {
+    return devices_[index].id < wanted;
+  };
   auto from = by_id_.begin();
   for (const std::string& id : ids) {
-    const auto before = [this](uint32_t index, const std::string& wanted) {
-      return devices_[index].id < wanted;
-    };
-    auto it = ascending ? from : by_id_.begin();
-    if (ascending) {
-      // A short gallop first: consecutive ids are usually close.
-      size_t step = 1;
-      auto bound = it;
-      while (bound != by_id_.end() && before(*bound, id)) {
-        it = bound + 1;
-        bound = static_cast<size_t>(by_id_.end() - bound) > step
-                    ? bound + static_cast<std::ptrdiff_t>(step)
-                    : by_id_.end();
-        step *= 2;
-      }
-      it = std::lower_bound(it, bound, id, before);
-      from = it;
-    } else {
-      it = std::lower_bound(by_id_.begin(), by_id_.end(), id, before);
-    }
+    const auto it =
+        ascending ? GallopLowerBound(from, by_id_.end(), id, before)
+                  : std::lower_bound(by_id_.begin(), by_id_.end(), id, before);
+    from = it;
     if (it == by_id_.end() || devices_[*it].id != id) {
       return InvalidArgumentError("unknown device " + Quoted(id) + " for " +
                                   name_);
