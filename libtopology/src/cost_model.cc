@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <string_view>
 
 namespace topology {
 namespace {
@@ -43,9 +44,16 @@ std::string_view CostLevelLabel(CostLevel level) {
 CostModel::CostModel(const Topology& topology) : topology_(topology) {
   const auto& devices = topology_.pci_devices();
   paths_.resize(devices.size());
+  std::unordered_map<std::string_view, int> bridge_ids;
   for (size_t i = 0; i < devices.size(); ++i) {
     const PciDevice& d = devices[i];
     index_by_address_[AddressKey(d.address)] = i;
+    if (!d.host_bridge.empty()) {
+      paths_[i].host_bridge =
+          bridge_ids
+              .try_emplace(d.host_bridge, static_cast<int>(bridge_ids.size()))
+              .first->second;
+    }
     // Walk root first; a switch (upstream port + downstream port) is one hop
     // named by its upstream port.
     const size_t n = d.upstream_bridges.size();
@@ -56,6 +64,7 @@ CostModel::CostModel(const Topology& topology) : topology_(topology) {
       if (is_upstream && k > 0) --k;  // skip its downstream port
     }
   }
+  host_bridge_count_ = bridge_ids.size();
 }
 
 int CostModel::RemoteCost(int slit) const {

@@ -239,6 +239,33 @@ struct Group {
   int must = 0;
 };
 
+// Tree nodes below a host bridge, keyed by (parent node, address of the hop
+// or board) so that no path strings are built per device. Devices come in
+// address order, so neighbours mostly share their nodes: the table remembers
+// its last answer before hashing.
+class NodeTable {
+ public:
+  // The node for `key`: made the first time as a child of `parent` with
+  // `weight`.
+  int Get(uint64_t key, CostTree& tree, int parent, int weight) {
+    if (last_node_ >= 0 && last_key_ == key) return last_node_;
+    auto it = nodes_.find(key);
+    if (it == nodes_.end()) {
+      const int node = tree.Add(weight);
+      tree.Link(parent, node);
+      it = nodes_.emplace(key, node).first;
+    }
+    last_key_ = key;
+    last_node_ = it->second;
+    return last_node_;
+  }
+
+ private:
+  std::unordered_map<uint64_t, int> nodes_;
+  uint64_t last_key_ = 0;
+  int last_node_ = -1;
+};
+
 }  // namespace
 
 DeviceSelector::DeviceSelector(const CostModel& model) : model_(model) {}
@@ -254,7 +281,10 @@ StatusOr<Selection> DeviceSelector::Select(
   for (const PciAddress& a : request.available) {
     available_index.emplace_back(a, -1);
   }
-  std::sort(available_index.begin(), available_index.end());
+  // Callers usually offer devices in address order (the kubelet sorts).
+  if (!std::is_sorted(available_index.begin(), available_index.end())) {
+    std::sort(available_index.begin(), available_index.end());
+  }
   {
     const auto before = [](const PciDevice& device, const PciAddress& a) {
       return device.address < a;
@@ -313,12 +343,10 @@ StatusOr<Selection> DeviceSelector::Select(
   CostTree tree(k);
   tree.Reserve(available_index.size() * 2 + 64);
   std::map<std::vector<int>, Group> groups;
-  // Host bridges by name (views into the topology, which outlives this
-  // call); devices with no known host bridge stand alone, by board.
-  std::unordered_map<std::string_view, int> bridge_nodes;
+  // Host bridges by the model's dense id; devices with no known host bridge
+  // stand alone, by board.
+  std::vector<int> bridge_nodes(model_.HostBridgeCount(), -1);
   std::unordered_map<uint64_t, int> unknown_bridge_nodes;
-  // Tree nodes below a bridge, keyed by (parent node, address of the hop or
-  // board) so that no path strings are built per device.
   const auto key = [](int parent, uint64_t what) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(parent)) << 40) ^ what;
   };
@@ -326,22 +354,20 @@ StatusOr<Selection> DeviceSelector::Select(
     return (uint64_t{a.domain} << 16) | (uint64_t{a.bus} << 8) |
            (uint64_t{a.device} << 3) | a.function;
   };
-  std::unordered_map<uint64_t, int> hop_nodes;
-  std::unordered_map<uint64_t, int> pool_nodes;
-  std::unordered_map<uint64_t, int> slot_nodes;
-  hop_nodes.reserve(available_index.size());
-  pool_nodes.reserve(available_index.size());
-  slot_nodes.reserve(available_index.size());
+  NodeTable hop_nodes;
+  NodeTable pool_nodes;
+  NodeTable slot_nodes;
   for (const auto& [address, index] : available_index) {
     const PciDevice& d = devices[static_cast<size_t>(index)];
     // A host bridge sits in one group: the affinity of its first device.
     PciAddress board_address = address;
     board_address.function = 0;
+    const int bridge_id = model_.HostBridgeId(static_cast<size_t>(index));
     int* bridge_node =
-        d.host_bridge.empty()
+        bridge_id < 0
             ? &unknown_bridge_nodes.try_emplace(address_key(board_address), -1)
                    .first->second
-            : &bridge_nodes.try_emplace(d.host_bridge, -1).first->second;
+            : &bridge_nodes[static_cast<size_t>(bridge_id)];
     if (*bridge_node < 0) {
       // A host bridge sits in one group: the affinity of its first device.
       Group& group = groups[d.numa_nodes];
@@ -357,32 +383,18 @@ StatusOr<Selection> DeviceSelector::Select(
     const int bridge = *bridge_node;
     int parent = bridge;
     for (const PciAddress& hop : model_.PathHops(static_cast<size_t>(index))) {
-      auto it = hop_nodes.find(key(parent, address_key(hop)));
-      if (it == hop_nodes.end()) {
-        const int node = tree.Add(CostModel::kMultipleSwitchesCost);
-        tree.Link(parent, node);
-        it = hop_nodes.emplace(key(parent, address_key(hop)), node).first;
-      }
-      parent = it->second;
+      parent = hop_nodes.Get(key(parent, address_key(hop)), tree, parent,
+                             CostModel::kMultipleSwitchesCost);
     }
     if (parent != bridge) {
       // Devices directly below the same hop are one switch apart.
-      auto pool = pool_nodes.find(key(parent, 0));
-      if (pool == pool_nodes.end()) {
-        const int node = tree.Add(CostModel::kSameSwitchCost);
-        tree.Link(parent, node);
-        pool = pool_nodes.emplace(key(parent, 0), node).first;
-      }
-      parent = pool->second;
+      parent = pool_nodes.Get(key(parent, 0), tree, parent,
+                              CostModel::kSameSwitchCost);
     }
-    auto board = slot_nodes.find(key(parent, address_key(board_address)));
-    if (board == slot_nodes.end()) {
-      const int node = tree.Add(CostModel::kSameBoardCost);
-      tree.Link(parent, node);
-      board = slot_nodes.emplace(key(parent, address_key(board_address)), node)
-                  .first;
-    }
-    tree.Link(board->second, tree.AddLeaf(index, must.count(address) != 0));
+    const int board = slot_nodes.Get(key(parent, address_key(board_address)),
+                                     tree, parent, CostModel::kSameBoardCost);
+    tree.Link(board,
+              tree.AddLeaf(index, !must.empty() && must.count(address) != 0));
   }
   std::vector<Group*> order;
   std::map<int, int> class_of_device;

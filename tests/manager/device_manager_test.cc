@@ -213,6 +213,38 @@ TEST_F(DeviceManagerTest, RestoredDevicesAreInUse) {
               ::testing::ElementsAre("g2", "g3"));
 }
 
+// What is free is kept per device beside the list: it must follow every
+// change of the list, of the allocations and of a failed Allocate.
+TEST_F(DeviceManagerTest, FreeDevicesFollowListsReleasesAndFailures) {
+  // Restored before its device is listed: g9 counts as held once it is.
+  devices_->Restore("old", "c", kGpu, {"g0", "g9"});
+  devices_->UpdateResource(kGpu,
+                           {{"g9", {0}, true},
+                            {"g0", {0}, true},
+                            {"g2", {1}, true},
+                            {"g3", {1}, true},
+                            {"g9", {0}, true}},  // a duplicate
+                           shared_endpoint_);
+  // Node 0 holds g0 and g9, both taken: a 2-GPU pod lands on node 1.
+  ASSERT_TRUE(manager_->Admit(GpuPod("new", 2)).admit);
+  EXPECT_THAT(devices_->ContainerDevices("new", "c", kGpu),
+              ElementsAre("g2", "g3"));
+  EXPECT_FALSE(manager_->Admit(GpuPod("full", 1)).admit);
+  // Released, and listed again: node 0's two GPUs are free.
+  devices_->RemovePod("old");
+  devices_->UpdateResource(kGpu, FourGpus(), shared_endpoint_);
+  endpoint_.allocate_status = UnavailableError("plugin gone");
+  EXPECT_FALSE(manager_->Admit(GpuPod("failed", 2)).admit);
+  endpoint_.allocate_status = OkStatus();
+  ASSERT_TRUE(manager_->Admit(GpuPod("again", 2)).admit);
+  EXPECT_THAT(devices_->ContainerDevices("again", "c", kGpu),
+              ElementsAre("g0", "g1"));
+  devices_->RemovePod("new");
+  ASSERT_TRUE(manager_->Admit(GpuPod("last", 2)).admit);
+  EXPECT_THAT(devices_->ContainerDevices("last", "c", kGpu),
+              ElementsAre("g2", "g3"));
+}
+
 TEST_F(DeviceManagerTest, JointSelectorAnswersAreCheckedAndUsed) {
   devices_->UpdateResource("example.com/nic",
                            {{"n0", {0}, true}, {"n1", {0}, true}},

@@ -274,7 +274,10 @@ TEST_F(ControlClientTest, DeadlineEndsTheCallAndTheServerSeesItCancelled) {
       socket_, "Admit", EncodeAdmitRequest({{"sleep", ""}}, false), 300ms);
   const auto took = std::chrono::steady_clock::now() - start;
   EXPECT_EQ(reply.status().code(), StatusCode::kDeadlineExceeded);
-  EXPECT_GE(took, 300ms);
+  // The server may end the call itself when the grpc-timeout it was sent
+  // runs out; gRPC dates that from a cached clock reading, up to a few
+  // milliseconds old, so the answer can come just before 300 ms.
+  EXPECT_GE(took, 290ms);
   EXPECT_LT(took, 3s);
   for (int i = 0; i < 300 && !service_.cancelled(); ++i) {
     std::this_thread::sleep_for(10ms);

@@ -84,6 +84,13 @@ class TOPOLOGY_EXPORT CostModel {
     return paths_[index].hops;
   }
 
+  // A dense id (0 .. HostBridgeCount() - 1) of the device's host bridge, or
+  // -1 when it has none: devices on one host bridge share it, so callers
+  // group them by an index instead of by name.
+  // REQUIRES: index is in range.
+  int HostBridgeId(size_t index) const { return paths_[index].host_bridge; }
+  size_t HostBridgeCount() const { return host_bridge_count_; }
+
   // The cost between two devices on different (or unknown) host bridges
   // whose NUMA affinities are `a` and `b` (empty = unknown).
   DeviceCost AcrossHostBridges(const std::vector<int>& a,
@@ -94,6 +101,7 @@ class TOPOLOGY_EXPORT CostModel {
   // its upstream port) or a lone bridge.
   struct PathInfo {
     std::vector<PciAddress> hops;  // root first
+    int host_bridge = -1;
   };
 
   int RemoteCost(int slit) const;
@@ -102,6 +110,7 @@ class TOPOLOGY_EXPORT CostModel {
 
   const Topology& topology_;
   std::vector<PathInfo> paths_;
+  size_t host_bridge_count_ = 0;
   std::unordered_map<uint64_t, size_t> index_by_address_;
 };
 

@@ -35,14 +35,89 @@ DeviceManager::DeviceManager(std::vector<int> numa_node_ids, const Store* store)
 void DeviceManager::UpdateResource(
     const std::string& resource, std::vector<Device> devices,
     std::shared_ptr<DevicePluginEndpoint> endpoint) {
+  // Sorted by id; of duplicates, the last one wins.
+  std::stable_sort(
+      devices.begin(), devices.end(),
+      [](const Device& a, const Device& b) { return a.id < b.id; });
+  std::vector<Device> table;
+  table.reserve(devices.size());
+  for (Device& d : devices) {
+    if (!table.empty() && table.back().id == d.id) {
+      table.back() = std::move(d);
+    } else {
+      table.push_back(std::move(d));
+    }
+  }
   std::lock_guard<std::mutex> lock(mutex_);
   Resource& r = resources_[resource];
-  r.devices.clear();
-  for (Device& d : devices) {
-    const std::string id = d.id;
-    r.devices[id] = std::move(d);  // duplicates: the last one wins
-  }
+  r.devices = std::move(table);
+  r.masks.clear();
+  r.masks.reserve(r.devices.size());
+  for (const Device& d : r.devices) r.masks.push_back(MaskOf(d));
+  r.has_topology =
+      std::any_of(r.devices.begin(), r.devices.end(),
+                  [](const Device& d) { return !d.numa_nodes.empty(); });
+  r.any_healthy = std::any_of(r.devices.begin(), r.devices.end(),
+                              [](const Device& d) { return d.healthy; });
+  // What the allocations hold, counted again for the new list.
+  r.holders.assign(r.devices.size(), 0);
   r.endpoint = std::move(endpoint);
+  for (const auto& [key, by_resource] : allocations_) {
+    if (auto it = by_resource.find(resource); it != by_resource.end()) {
+      for (uint32_t i : IndicesOf(r, it->second)) ++r.holders[i];
+    }
+  }
+}
+
+int64_t DeviceManager::Resource::Find(const std::string& id) const {
+  const auto it = std::lower_bound(
+      devices.begin(), devices.end(), id,
+      [](const Device& d, const std::string& key) { return d.id < key; });
+  return it != devices.end() && it->id == id ? it - devices.begin() : -1;
+}
+
+DeviceManager::IndexList DeviceManager::IndicesOf(const Resource& r,
+                                                  const DeviceSet& ids) {
+  IndexList out;
+  out.reserve(ids.size());
+  for (const std::string& id : ids) {
+    if (const int64_t i = r.Find(id); i >= 0) {
+      out.push_back(static_cast<uint32_t>(i));
+    }
+  }
+  return out;
+}
+
+void DeviceManager::Hold(const std::string& resource, const DeviceSet& ids,
+                         int delta) {
+  const auto r = resources_.find(resource);
+  if (r == resources_.end()) return;
+  for (uint32_t i : IndicesOf(r->second, ids)) {
+    uint32_t& holders = r->second.holders[i];
+    if (delta > 0) {
+      ++holders;
+    } else if (holders > 0) {
+      --holders;
+    }
+  }
+}
+
+void DeviceManager::SetAllocation(
+    const std::pair<std::string, std::string>& key, const std::string& resource,
+    DeviceSet devices) {
+  auto a = allocations_.find(key);
+  if (a != allocations_.end()) {
+    if (auto it = a->second.find(resource); it != a->second.end()) {
+      Hold(resource, it->second, -1);
+      a->second.erase(it);
+    }
+  }
+  if (devices.empty()) {
+    if (a != allocations_.end() && a->second.empty()) allocations_.erase(a);
+    return;
+  }
+  Hold(resource, devices, +1);
+  allocations_[key][resource] = std::move(devices);
 }
 
 void DeviceManager::SetEndpoint(
@@ -82,52 +157,28 @@ bool DeviceManager::IsDevicePluginResourceLocked(
       [&](const auto& entry) { return entry.second.count(resource) != 0; });
 }
 
-bool DeviceManager::HasTopology(const Resource& r) const {
-  return std::any_of(r.devices.begin(), r.devices.end(), [](const auto& d) {
-    return !d.second.numa_nodes.empty();
-  });
-}
-
-HintList DeviceManager::Generate(const Resource& r, const DeviceList& available,
+HintList DeviceManager::Generate(const Resource& r, const IndexList& available,
                                  const DeviceSet& reusable,
                                  int64_t request) const {
   HintRequest hint_request;
   hint_request.node_ids = numa_node_ids_;
   hint_request.request = Saturate(request);
-  hint_request.all_items.reserve(r.devices.size());
-  for (const auto& [id, device] : r.devices) {
-    hint_request.all_items.push_back(MaskOf(device));
+  hint_request.all_items = r.masks;
+  hint_request.available_items.reserve(available.size());
+  for (uint32_t i : available) {
+    hint_request.available_items.push_back(r.masks[i]);
   }
-  // Both lists are sorted like the device map: one walk each.
-  const auto masks = [&](const auto& ids, std::vector<NumaMask>& out) {
-    auto d = r.devices.begin();
-    for (const std::string& id : ids) {
-      while (d != r.devices.end() && d->first < id) ++d;
-      if (d == r.devices.end()) break;
-      if (d->first == id) out.push_back(MaskOf(d->second));
-    }
-  };
-  masks(available, hint_request.available_items);
-  masks(reusable, hint_request.reusable_items);
+  for (uint32_t i : IndicesOf(r, reusable)) {
+    hint_request.reusable_items.push_back(r.masks[i]);
+  }
   return GenerateHintList(hint_request, HintForm::kAuto);
 }
 
-DeviceManager::DeviceList DeviceManager::Available(
-    const std::string& resource) const {
-  DeviceList available;
-  const auto r = resources_.find(resource);
-  if (r == resources_.end()) return available;
-  DeviceSet in_use;
-  for (const auto& [key, by_resource] : allocations_) {
-    if (auto it = by_resource.find(resource); it != by_resource.end()) {
-      in_use.insert(it->second.begin(), it->second.end());
-    }
-  }
-  available.reserve(r->second.devices.size());
-  for (const auto& [id, device] : r->second.devices) {
-    if (device.healthy && (in_use.empty() || !in_use.contains(id))) {
-      available.push_back(id);
-    }
+DeviceManager::IndexList DeviceManager::Available(const Resource& r) {
+  IndexList available;
+  available.reserve(r.devices.size());
+  for (size_t i = 0; i < r.devices.size(); ++i) {
+    if (r.Free(i)) available.push_back(static_cast<uint32_t>(i));
   }
   return available;
 }
@@ -135,10 +186,11 @@ DeviceManager::DeviceList DeviceManager::Available(
 DeviceManager::DeviceSet DeviceManager::PodDevices(
     const std::string& pod_uid, const std::string& resource) const {
   DeviceSet devices;
-  for (const auto& [key, by_resource] : allocations_) {
-    if (key.first != pod_uid) continue;
-    if (auto it = by_resource.find(resource); it != by_resource.end()) {
-      devices.insert(it->second.begin(), it->second.end());
+  // Keyed by (pod, container): the pod's entries are one range.
+  for (auto it = allocations_.lower_bound({pod_uid, std::string()});
+       it != allocations_.end() && it->first.first == pod_uid; ++it) {
+    if (auto d = it->second.find(resource); d != it->second.end()) {
+      devices.insert(d->second.begin(), d->second.end());
     }
   }
   return devices;
@@ -152,7 +204,7 @@ ProviderHints DeviceManager::GetTopologyHints(const Pod& pod,
     if (!IsDevicePluginResourceLocked(resource)) continue;
     const auto r = resources_.find(resource);
     const int64_t requested = quantity;
-    if (r == resources_.end() || !HasTopology(r->second)) {
+    if (r == resources_.end() || !r->second.has_topology) {
       // Held by allocations only (plugin gone): no topology alignment.
       hints[resource] = std::nullopt;
       continue;
@@ -165,11 +217,12 @@ ProviderHints DeviceManager::GetTopologyHints(const Pod& pod,
         hints[resource] =
             static_cast<int64_t>(it->second.size()) != requested
                 ? std::vector<TopologyHint>{}
-                : Generate(r->second, Sorted(it->second), {}, requested);
+                : Generate(r->second, IndicesOf(r->second, it->second), {},
+                           requested);
         continue;
       }
     }
-    const DeviceList available = Available(resource);
+    const IndexList available = Available(r->second);
     DeviceSet reusable;
     if (reuse_pod_ == pod.uid) {
       if (auto it = reusable_.find(resource); it != reusable_.end()) {
@@ -179,7 +232,8 @@ ProviderHints DeviceManager::GetTopologyHints(const Pod& pod,
     // |available ∪ reusable|
     size_t both = available.size();
     for (const std::string& id : reusable) {
-      if (!std::binary_search(available.begin(), available.end(), id)) ++both;
+      const int64_t i = r->second.Find(id);
+      if (i < 0 || !r->second.Free(static_cast<size_t>(i))) ++both;
     }
     if (static_cast<int64_t>(both) < requested) {
       hints[resource] = std::vector<TopologyHint>{};
@@ -229,7 +283,7 @@ ProviderHints DeviceManager::GetPodTopologyHints(const Pod& pod) {
     if (!IsDevicePluginResourceLocked(resource)) continue;
     const auto r = resources_.find(resource);
     const int64_t requested = PodRequest(pod, resource);
-    if (r == resources_.end() || !HasTopology(r->second)) {
+    if (r == resources_.end() || !r->second.has_topology) {
       hints[resource] = std::nullopt;
       continue;
     }
@@ -238,10 +292,11 @@ ProviderHints DeviceManager::GetPodTopologyHints(const Pod& pod) {
       hints[resource] =
           static_cast<int64_t>(allocated.size()) != requested
               ? HintList(std::vector<TopologyHint>{})
-              : Generate(r->second, Sorted(allocated), {}, requested);
+              : Generate(r->second, IndicesOf(r->second, allocated), {},
+                         requested);
       continue;
     }
-    const DeviceList available = Available(resource);
+    const IndexList available = Available(r->second);
     if (static_cast<int64_t>(available.size()) < requested) {
       hints[resource] = std::vector<TopologyHint>{};
       continue;
@@ -274,32 +329,29 @@ StatusOr<DeviceManager::DeviceSet> DeviceManager::DevicesToAllocate(
   }
   int64_t needed = required;
   DeviceSet allocated;
-  {
-    const Resource& r = resources_.at(resource);
-    if (needed > 0 && reusable->empty() &&
-        std::none_of(r.devices.begin(), r.devices.end(),
-                     [](const auto& d) { return d.second.healthy; })) {
-      return FailedPreconditionError(
-          "no healthy devices present; cannot allocate unhealthy devices " +
-          resource);
-    }
+  if (needed > 0 && reusable->empty() && !resources_.at(resource).any_healthy) {
+    return FailedPreconditionError(
+        "no healthy devices present; cannot allocate unhealthy devices " +
+        resource);
   }
-  const auto take_from = [&](const std::vector<std::string>& devices) {
-    for (const std::string& id : devices) {
+  const auto take_ids = [&](const std::vector<std::string>& ids) {
+    for (const std::string& id : ids) {
       if (needed == 0) break;
       if (allocated.insert(id).second) --needed;
     }
     return needed == 0;
   };
-  if (take_from(Sorted(*reusable))) return allocated;
+  if (take_ids(Sorted(*reusable))) return allocated;
 
   // The pools, split by the stored affinity: aligned, unaligned, no
-  // topology. Recomputed after every plugin call, for which the lock is
-  // released: the list may change (or the resource go) meanwhile.
-  std::vector<std::string> aligned;
-  std::vector<std::string> unaligned;
-  std::vector<std::string> no_affinity;
-  DeviceList available;
+  // topology; indices into `table`'s devices. Recomputed after every plugin
+  // call, for which the lock is released: the list may change (or the
+  // resource go) meanwhile, and with it the table.
+  const Resource* table = nullptr;
+  IndexList aligned;
+  IndexList unaligned;
+  IndexList no_affinity;
+  IndexList available;
   std::shared_ptr<DevicePluginEndpoint> endpoint;
   const TopologyHint hint = store_->GetAffinity(pod.uid, container.name);
   const auto split = [&]() -> Status {
@@ -308,32 +360,37 @@ StatusOr<DeviceManager::DeviceSet> DeviceManager::DevicesToAllocate(
       return FailedPreconditionError("cannot allocate unregistered device " +
                                      resource);
     }
+    table = &r->second;
     aligned.clear();
     unaligned.clear();
     no_affinity.clear();
-    available = Available(resource);
+    available = Available(*table);
     if (!allocated.empty()) {
-      std::erase_if(available, [&](const std::string& id) {
-        return allocated.contains(id);
+      const IndexList chosen = IndicesOf(*table, allocated);
+      std::erase_if(available, [&](uint32_t i) {
+        return std::binary_search(chosen.begin(), chosen.end(), i);
       });
     }
-    endpoint = r->second.endpoint;
-    const bool use_affinity =
-        HasTopology(r->second) && hint.affinity.has_value();
-    // `available` is a sorted subset of the sorted device map: one walk.
-    auto d = r->second.devices.begin();
-    for (const std::string& id : available) {
-      while (d->first < id) ++d;
-      const Device& device = d->second;
-      if (!use_affinity || device.numa_nodes.empty()) {
-        no_affinity.push_back(id);
-      } else if (hint.affinity->AnySet(device.numa_nodes)) {
-        aligned.push_back(id);
+    endpoint = table->endpoint;
+    const bool use_affinity = table->has_topology && hint.affinity.has_value();
+    for (uint32_t i : available) {
+      if (!use_affinity || table->devices[i].numa_nodes.empty()) {
+        no_affinity.push_back(i);
+      } else if (!hint.affinity->And(table->masks[i]).IsEmpty()) {
+        aligned.push_back(i);
       } else {
-        unaligned.push_back(id);
+        unaligned.push_back(i);
       }
     }
     return OkStatus();
+  };
+  // Takes devices of the current table, in the given order.
+  const auto take_from = [&](const IndexList& pool) {
+    for (uint32_t i : pool) {
+      if (needed == 0) break;
+      if (allocated.insert(table->devices[i].id).second) --needed;
+    }
+    return needed == 0;
   };
   if (Status status = split(); !status.ok()) return status;
   if (static_cast<int64_t>(available.size()) < needed) {
@@ -342,40 +399,53 @@ StatusOr<DeviceManager::DeviceSet> DeviceManager::DevicesToAllocate(
         ". Requested: " + std::to_string(needed) +
         ", Available: " + std::to_string(available.size()));
   }
-  // Asks the plugin without holding the lock, then takes back only what is
-  // still free.
-  const auto preferred = [&](const std::vector<std::string>& pool)
-      -> StatusOr<std::vector<std::string>> {
+  // Asks the plugin without holding the lock; the table is read again
+  // after the call, so only what is still free is taken.
+  const auto ask =
+      [&](const IndexList& pool) -> StatusOr<std::vector<std::string>> {
     if (endpoint == nullptr || !endpoint->PreferredAllocationAvailable()) {
       return std::vector<std::string>{};
     }
     // The pool and the devices already chosen, sorted and unique (the pool
-    // is sorted: it is drawn from `available` in order).
+    // is in table order, which is id order).
     std::vector<std::string> offer;
     offer.reserve(pool.size() + allocated.size());
-    std::set_union(pool.begin(), pool.end(), allocated.begin(), allocated.end(),
-                   std::back_inserter(offer));
-    const std::shared_ptr<DevicePluginEndpoint>& callee = endpoint;
+    auto chosen = allocated.begin();
+    for (uint32_t i : pool) {
+      const std::string& id = table->devices[i].id;
+      for (; chosen != allocated.end() && *chosen < id; ++chosen) {
+        offer.push_back(*chosen);
+      }
+      if (chosen != allocated.end() && *chosen == id) ++chosen;
+      offer.push_back(id);
+    }
+    offer.insert(offer.end(), chosen, allocated.end());
+    // `endpoint` is this thread's own reference: it keeps the plugin's
+    // endpoint alive through the call even if the resource goes meanwhile.
     lock.unlock();
-    auto answer = callee->GetPreferredAllocation(offer, Sorted(allocated),
-                                                 Saturate(required));
+    auto answer = endpoint->GetPreferredAllocation(offer, Sorted(allocated),
+                                                   Saturate(required));
     lock.lock();
     if (Status status = split(); !status.ok()) return status;
     return answer;
   };
   // The plugin's answer, in its order, without what is not in `pool`
-  // (sorted).
-  const auto within = [](const std::vector<std::string>& ids,
-                         const std::vector<std::string>& pool) {
-    std::vector<std::string> out;
+  // (ascending indices of the current table).
+  const auto within = [&](const std::vector<std::string>& ids,
+                          const IndexList& pool) {
+    IndexList out;
     for (const std::string& id : ids) {
-      if (std::binary_search(pool.begin(), pool.end(), id)) out.push_back(id);
+      const int64_t i = table->Find(id);
+      if (i >= 0 && std::binary_search(pool.begin(), pool.end(),
+                                       static_cast<uint32_t>(i))) {
+        out.push_back(static_cast<uint32_t>(i));
+      }
     }
     return out;
   };
   if (needed < static_cast<int64_t>(aligned.size())) {
     // More aligned devices than needed: let the plugin choose among them.
-    auto answer = preferred(aligned);
+    auto answer = ask(aligned);
     if (!answer.ok()) return answer.status();
     if (take_from(within(*answer, aligned)) || take_from(aligned)) {
       return allocated;
@@ -384,9 +454,9 @@ StatusOr<DeviceManager::DeviceSet> DeviceManager::DevicesToAllocate(
     if (take_from(unaligned) || take_from(no_affinity)) return allocated;
   } else {
     if (take_from(aligned)) return allocated;
-    // `preferred` builds its offer before the call and recomputes
-    // `available` only after it, so the pool can be `available` itself.
-    auto answer = preferred(available);
+    // `ask` builds its offer before the call and recomputes `available`
+    // only after it, so the pool can be `available` itself.
+    auto answer = ask(available);
     if (!answer.ok()) return answer.status();
     if (take_from(within(*answer, available)) || take_from(aligned) ||
         take_from(unaligned) || take_from(no_affinity)) {
@@ -427,7 +497,7 @@ Status DeviceManager::Allocate(const Pod& pod, const Container& container) {
     // Reserve before the call, so that a concurrent admission never picks
     // the same devices, and call the plugin without holding the lock (the
     // shared endpoint stays alive even if the plugin re-registers).
-    allocations_[key][resource] = *chosen;
+    SetAllocation(key, resource, *chosen);
     std::shared_ptr<DevicePluginEndpoint> endpoint;
     if (auto r = resources_.find(resource); r != resources_.end()) {
       endpoint = r->second.endpoint;
@@ -437,10 +507,7 @@ Status DeviceManager::Allocate(const Pod& pod, const Container& container) {
       Status status = endpoint->Allocate(Sorted(*chosen));
       lock.lock();
       if (!status.ok()) {
-        if (auto a = allocations_.find(key); a != allocations_.end()) {
-          a->second.erase(resource);
-          if (a->second.empty()) allocations_.erase(a);
-        }
+        SetAllocation(key, resource, {});
         return status;
       }
     }
@@ -473,14 +540,13 @@ std::map<std::string, DeviceManager::DeviceSet> DeviceManager::JointChoice(
     if (allocations_.count(key) && allocations_[key].count(resource)) return {};
     if (quantity > static_cast<int64_t>(r->second.devices.size())) return {};
     if (!reusable_[resource].empty()) return {};
-    const DeviceList available = Available(resource);
     JointPool pool;
     pool.count = Saturate(quantity);
-    for (const std::string& id : available) {
-      const Device& device = r->second.devices.at(id);
-      const bool aligned = !HasTopology(r->second) || !hint.affinity ||
+    for (uint32_t i : Available(r->second)) {
+      const Device& device = r->second.devices[i];
+      const bool aligned = !r->second.has_topology || !hint.affinity ||
                            hint.affinity->AnySet(device.numa_nodes);
-      if (aligned) pool.candidates.push_back(id);
+      if (aligned) pool.candidates.push_back(device.id);
     }
     if (static_cast<int>(pool.candidates.size()) < pool.count) return {};
     pools[resource] = std::move(pool);
@@ -510,8 +576,10 @@ void DeviceManager::Restore(const std::string& pod_uid,
                             const std::string& resource,
                             std::vector<std::string> device_ids) {
   std::lock_guard<std::mutex> lock(mutex_);
-  allocations_[{pod_uid, container}][resource] =
-      DeviceSet(device_ids.begin(), device_ids.end());
+  const std::pair<std::string, std::string> key{pod_uid, container};
+  SetAllocation(key, resource, DeviceSet(device_ids.begin(), device_ids.end()));
+  // An empty record still marks the resource as a device plugin's.
+  if (device_ids.empty()) allocations_[key][resource];
 }
 
 std::vector<DeviceManager::Allocation> DeviceManager::Allocations() const {
@@ -530,8 +598,10 @@ void DeviceManager::RemovePod(const std::string& pod_uid) {
   std::lock_guard<std::mutex> lock(mutex_);
   // Keyed by (pod, container): the pod's entries are one range.
   auto it = allocations_.lower_bound({pod_uid, std::string()});
-  while (it != allocations_.end() && it->first.first == pod_uid)
+  while (it != allocations_.end() && it->first.first == pod_uid) {
+    for (const auto& [resource, ids] : it->second) Hold(resource, ids, -1);
     it = allocations_.erase(it);
+  }
   if (reuse_pod_ == pod_uid) {
     reuse_pod_.clear();
     reusable_.clear();

@@ -25,6 +25,7 @@
 
 #include "topology/export.h"
 #include "topology/manager/hint_provider.h"
+#include "topology/manager/numa_mask.h"
 #include "topology/manager/store.h"
 #include "topology/status.h"
 
@@ -124,23 +125,40 @@ class TOPOLOGY_EXPORT DeviceManager final : public HintProvider {
   static int64_t PodRequest(const Pod& pod, const std::string& resource);
 
  private:
+  // A resource's devices in one flat table, sorted by id, with what every
+  // admission asks of each device kept beside it: its NUMA mask and how many
+  // allocations hold it. What is free is then one pass over plain arrays,
+  // with no id compared or copied, whatever the number of pods held.
   struct Resource {
-    std::map<std::string, Device> devices;
+    std::vector<Device> devices;    // sorted by id, unique
+    std::vector<NumaMask> masks;    // per device
+    std::vector<uint32_t> holders;  // allocations holding each device
+    bool has_topology = false;      // any device with NUMA nodes
+    bool any_healthy = false;
     std::shared_ptr<DevicePluginEndpoint> endpoint;
+    // The index of `id`, or -1.
+    int64_t Find(const std::string& id) const;
+    bool Free(size_t i) const { return devices[i].healthy && holders[i] == 0; }
   };
   using DeviceSet = std::set<std::string>;
-  // Sorted and unique, like a DeviceSet, but built in one pass over a
-  // resource's (sorted) device map: what is free is computed on every hint
-  // and allocation, over every device, so it must be linear.
-  using DeviceList = std::vector<std::string>;
+  // Indices into a Resource's table, ascending (so the ids are sorted too).
+  using IndexList = std::vector<uint32_t>;
 
-  bool HasTopology(const Resource& r) const;
-  HintList Generate(const Resource& r, const DeviceList& available,
+  HintList Generate(const Resource& r, const IndexList& available,
                     const DeviceSet& reusable, int64_t request) const;
   bool IsDevicePluginResourceLocked(const std::string& resource) const;
-  DeviceList Available(const std::string& resource) const;
+  // Free, healthy devices of a registered resource.
+  static IndexList Available(const Resource& r);
+  // The table indices of `ids` that are in it, ascending.
+  static IndexList IndicesOf(const Resource& r, const DeviceSet& ids);
   DeviceSet PodDevices(const std::string& pod_uid,
                        const std::string& resource) const;
+  // Sets the devices of one container's allocation of `resource` (empty:
+  // removes it), keeping the holder counts in step.
+  void SetAllocation(const std::pair<std::string, std::string>& key,
+                     const std::string& resource, DeviceSet devices);
+  // Counts `ids` as held (`delta` +1) or no longer held (-1).
+  void Hold(const std::string& resource, const DeviceSet& ids, int delta);
   // REQUIRES: `lock` holds mutex_; released around the plugin's
   // GetPreferredAllocation and held again on return.
   StatusOr<DeviceSet> DevicesToAllocate(std::unique_lock<std::mutex>& lock,
