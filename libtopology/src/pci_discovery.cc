@@ -196,7 +196,10 @@ StatusOr<std::vector<PciDevice>> ReadPciDevices(
         device.physfn = *pf_address;
       }
     }
-    if (auto total = files.Decimal(dir, "sriov_totalvfs")) {
+    // A VF has no SR-IOV capability of its own: only other functions are
+    // asked for one (one failed open less per VF).
+    if (auto total = device.physfn ? std::nullopt
+                                   : files.Decimal(dir, "sriov_totalvfs")) {
       device.sriov_totalvfs =
           static_cast<int>(std::clamp<int64_t>(*total, 0, 1 << 16));
       if (auto num = files.Decimal(dir, "sriov_numvfs")) {
