@@ -359,7 +359,6 @@ StatusOr<Selection> DeviceSelector::Select(
   NodeTable slot_nodes;
   for (const auto& [address, index] : available_index) {
     const PciDevice& d = devices[static_cast<size_t>(index)];
-    // A host bridge sits in one group: the affinity of its first device.
     PciAddress board_address = address;
     board_address.function = 0;
     const int bridge_id = model_.HostBridgeId(static_cast<size_t>(index));

@@ -147,15 +147,22 @@ manager::Pod PlainPod(const std::string& uid) {
   return pod;
 }
 
-void Report(benchmark::State& state, std::vector<double> micros) {
+// Counters `<prefix>p50_us` and `<prefix>p99_us` of `micros`.
+void Percentiles(benchmark::State& state, const std::string& prefix,
+                 std::vector<double> micros) {
   std::sort(micros.begin(), micros.end());
   if (micros.empty()) return;
-  state.counters["p50_us"] = micros[micros.size() / 2];
-  state.counters["p99_us"] = micros[micros.size() * 99 / 100];
+  state.counters[prefix + "p50_us"] = micros[micros.size() / 2];
+  state.counters[prefix + "p99_us"] = micros[micros.size() * 99 / 100];
+}
+
+void Report(benchmark::State& state, std::vector<double> micros) {
+  if (micros.empty()) return;
   double total = 0;
   for (double m : micros) total += m;
   state.counters["admissions_per_s"] =
       1e6 * static_cast<double>(micros.size()) / total;
+  Percentiles(state, "", std::move(micros));
 }
 
 // Admission and release of the GPU pod with state.range(0) plain pods held.
@@ -280,11 +287,7 @@ void BM_ControlAdmission10000Devices(benchmark::State& state) {
   }
   state.counters["pods_held"] = static_cast<double>(state.range(0));
   Report(state, admit);
-  std::sort(release.begin(), release.end());
-  if (!release.empty()) {
-    state.counters["release_p50_us"] = release[release.size() / 2];
-    state.counters["release_p99_us"] = release[release.size() * 99 / 100];
-  }
+  Percentiles(state, "release_", std::move(release));
 }
 BENCHMARK(BM_ControlAdmission10000Devices)
     ->Arg(0)
@@ -320,11 +323,7 @@ void BM_JournalSync(benchmark::State& state) {
     micros.push_back(Since(start));
   }
   ::close(fd);
-  std::sort(micros.begin(), micros.end());
-  if (!micros.empty()) {
-    state.counters["p50_us"] = micros[micros.size() / 2];
-    state.counters["p99_us"] = micros[micros.size() * 99 / 100];
-  }
+  Percentiles(state, "", std::move(micros));
 }
 BENCHMARK(BM_JournalSync)
     ->Arg(300)
