@@ -1,6 +1,8 @@
 // Discovery on the synthetic machines of tests/testing/synthetic_machines.h.
 #include "topology/discovery.h"
 
+#include <filesystem>
+#include <fstream>
 #include <set>
 #include <string>
 
@@ -172,6 +174,24 @@ TEST(DiscoveryTest, SriovRelations) {
   EXPECT_THAT(vf->numa_nodes, ElementsAre(0));
   EXPECT_TRUE(vf->iommu_group.has_value());
   EXPECT_NE(vf->iommu_group, pf->iommu_group);
+}
+
+// A VF cannot carry an SR-IOV capability of its own: a stray sriov_totalvfs
+// in a VF's directory is not read, so the VF never looks like a PF.
+TEST(DiscoveryTest, VirtualFunctionIsNeverAPhysicalFunction) {
+  TempDir dir;
+  testing::WriteSriovMachine(dir.path(), 1, 4);
+  const auto vf_dir = dir.path() / "sys/bus/pci/devices/0000:10:02.0";
+  ASSERT_TRUE(std::filesystem::exists(vf_dir / "physfn"));
+  std::ofstream(vf_dir / "sriov_totalvfs") << "4\n";
+  std::ofstream(vf_dir / "sriov_numvfs") << "4\n";
+  const Topology t = DiscoverOrDie(dir.path());
+  const PciDevice* vf = t.FindDevice(A("0000:10:02.0"));
+  ASSERT_NE(vf, nullptr);
+  EXPECT_TRUE(vf->is_virtual_function());
+  EXPECT_EQ(vf->sriov_totalvfs, std::nullopt);
+  EXPECT_EQ(vf->sriov_numvfs, std::nullopt);
+  EXPECT_EQ(t.FindDevice(A("0000:10:00.0"))->sriov_totalvfs, 4);
 }
 
 // The generator behind make-sysfs-fixture sriov-PxV: every function gets its
