@@ -1,6 +1,7 @@
 #include "topology/discovery.h"
 
 #include <future>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -10,6 +11,52 @@
 #include "sysfs_discovery.h"
 
 namespace topology {
+namespace {
+
+// libpci on a second thread: it loads, scans and then reads each function
+// as soon as the sysfs pass on the first thread has found it safe to
+// (internal::LibpciPlan). However discovery ends, the thread is released
+// and joined before the entries it reads go away.
+class LibpciThread {
+ public:
+  LibpciThread() = default;
+  LibpciThread(const LibpciThread&) = delete;
+  LibpciThread& operator=(const LibpciThread&) = delete;
+  ~LibpciThread() {
+    if (plan_) plan_->DecideRest();
+    if (scan_.valid()) scan_.wait();
+  }
+
+  // Starts the thread; on failure (no thread to be had, a process at its
+  // limits) returns a warning and discovery reads identity itself.
+  std::optional<std::string> Start(const std::filesystem::path& root,
+                                   const std::vector<std::string>& entries) {
+    plan_.emplace(entries);
+    try {
+      scan_ = std::async(std::launch::async, [this, root]() {
+        return internal::ScanWithLibpci(root, *plan_);
+      });
+    } catch (const std::system_error& e) {
+      plan_.reset();
+      return std::string("libpci scan not started (") + e.what() +
+             "); identity read from sysfs";
+    }
+    return std::nullopt;
+  }
+
+  internal::LibpciPlan* plan() { return plan_ ? &*plan_ : nullptr; }
+
+  StatusOr<std::vector<internal::LibpciIdentity>> Result() {
+    plan_->DecideRest();
+    return scan_.get();
+  }
+
+ private:
+  std::optional<internal::LibpciPlan> plan_;
+  std::future<StatusOr<std::vector<internal::LibpciIdentity>>> scan_;
+};
+
+}  // namespace
 
 StatusOr<Topology> Discover(const DiscoveryOptions& options) {
   std::shared_ptr<const SysfsReader> reader = options.reader;
@@ -25,12 +72,13 @@ StatusOr<Topology> Discover(const DiscoveryOptions& options) {
   Topology::Parts parts;
   parts.source =
       "host root " + reader->HostRoot().value_or("(in memory)").string();
+  const std::optional<std::filesystem::path> root = reader->HostRoot();
+
   internal::NumaFacts numa = internal::ReadNumaFacts(*reader, &parts.warnings);
 
-  const std::optional<std::filesystem::path> root = reader->HostRoot();
   std::optional<internal::HwlocMachine> machine;
   if (options.use_hwloc && root.has_value() && has_system) {
-    auto loaded = internal::LoadMachineWithHwloc(*reader, *root);
+    auto loaded = internal::LoadMachineWithHwloc(*root);
     if (loaded.ok()) {
       machine = std::move(*loaded);
       parts.cpus = std::move(machine->cpus);
@@ -71,62 +119,45 @@ StatusOr<Topology> Discover(const DiscoveryOptions& options) {
     if (!entries.ok()) {
       parts.warnings.push_back(entries.status().message() + "; no PCI devices");
     } else {
-      // libpci scans on a second thread while sysfs is read on this one;
-      // identity from libpci is merged afterwards.
+      LibpciThread libpci;
       bool use_libpci = options.use_libpci && root.has_value();
-      std::future<StatusOr<std::vector<internal::LibpciIdentity>>> scan;
       if (use_libpci) {
-        try {
-          scan = std::async(
-              std::launch::async,
-              [&entries,
-               &root]() -> StatusOr<std::vector<internal::LibpciIdentity>> {
-                Status check = internal::CheckLibpciCanScan(*root, *entries);
-                if (!check.ok()) return check;
-                return internal::ScanWithLibpci(*root, entries->size());
-              });
-        } catch (const std::system_error& e) {
-          // No thread to be had (a process at its limits): one thread it is.
-          use_libpci = false;
-          parts.warnings.push_back(std::string("libpci scan not started (") +
-                                   e.what() + "); identity read from sysfs");
-        }
+        const auto not_started = libpci.Start(*root, *entries);
+        use_libpci = !not_started.has_value();
+        if (not_started) parts.warnings.push_back(*not_started);
       }
-      auto devices = internal::ReadPciDevices(
+      auto functions = internal::ReadPciDevices(
           *reader, *entries, /*read_identity=*/!use_libpci, parts.numa_nodes,
-          &parts.warnings);
-      if (!devices.ok()) {
-        if (use_libpci) (void)scan.get();
-        return devices.status();
-      }
-      parts.pci_devices = std::move(*devices);
-      internal::ReadOsDevices(*reader, &parts.pci_devices);
+          libpci.plan(), &parts.warnings);
+      if (!functions.ok()) return functions.status();
+      std::vector<PciDevice>& devices = functions->devices;
+      internal::ReadOsDevices(*reader, &devices);
       if (use_libpci) {
-        auto identities = scan.get();
+        auto identities = libpci.Result();
+        std::vector<size_t> reread;
         if (identities.ok()) {
-          internal::ApplyLibpciIdentity(*identities, &parts.pci_devices);
-          // libpci reads a malformed id ("0xZZZZ") as 0 without a word;
-          // no real function has vendor 0, so those are read again by our
-          // own parser, which names the file and the text.
-          std::vector<PciDevice> suspicious;
-          for (const PciDevice& device : parts.pci_devices) {
-            if (device.vendor_id == 0) suspicious.push_back(device);
-          }
-          if (!suspicious.empty()) {
-            internal::ReadPciIdentity(*reader, &suspicious, &parts.warnings);
-            for (PciDevice& device : parts.pci_devices) {
-              for (const PciDevice& again : suspicious) {
-                if (again.address == device.address) device = again;
-              }
+          internal::ApplyLibpciIdentity(*identities, &devices);
+          // What libpci did not read (refused by the check, or gone from
+          // its scan) and what it read as 0 without a word (a malformed id,
+          // "0xZZZZ"; no real function has vendor 0) is read by our own
+          // parser, which names the file and the text.
+          for (size_t i = 0; i < devices.size(); ++i) {
+            if (functions->identity_of[i] == i && devices[i].vendor_id == 0) {
+              reread.push_back(i);
             }
           }
         } else {
           parts.warnings.push_back(identities.status().message() +
                                    "; PCI identity read from sysfs instead");
-          internal::ReadPciIdentity(*reader, &parts.pci_devices,
-                                    &parts.warnings);
+          for (size_t i = 0; i < devices.size(); ++i) {
+            if (functions->identity_of[i] == i) reread.push_back(i);
+          }
         }
+        internal::ReadPciIdentity(*reader, reread, &devices, &parts.warnings);
       }
+      internal::ShareIdentity(&*functions);
+      internal::ReadPhysicalSlots(*reader, &devices);
+      parts.pci_devices = std::move(devices);
     }
   }
   return Topology(std::move(parts));

@@ -1,12 +1,20 @@
 #include "hwloc_support.h"
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
+#include <system_error>
+#include <thread>
+#include <vector>
 
+#include <fcntl.h>
 #include <hwloc.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace topology::internal {
 namespace {
@@ -39,32 +47,101 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-// Looks for entries hwloc would open and block on. The scan is shallow: the
-// files hwloc reads live directly in cpuN/, cpuN/topology/ and nodeN/.
-Status CheckNoSpecialFiles(const SysfsReader& reader) {
-  // One listing per directory, with the types it gives (no stat per entry:
-  // on a machine with hundreds of CPUs and memory blocks they were most of
-  // the check's system calls).
-  auto check = [&](const std::string& dir) -> Status {
-    auto special = reader.ListSpecialFiles(dir);
-    if (!special.ok() || special->empty()) return OkStatus();
-    return FailedPreconditionError(
-        reader.Describe(dir + "/" + special->front()) +
-        " is not a regular file");
-  };
-  for (const char* base : {"devices/system/cpu", "devices/system/node"}) {
-    if (Status status = check(base); !status.ok()) return status;
-    auto entries = reader.ListDirectory(base);
-    if (!entries.ok()) continue;
-    for (const std::string& entry : *entries) {
-      const std::string path = std::string(base) + "/" + entry;
-      for (const char* sub : {"", "/topology"}) {
-        if (Status status = check(path + sub); !status.ok()) return status;
+// hwloc opens files without O_NONBLOCK, so a FIFO in a recorded tree, in
+// any file it reads (cpuN/cache/*, nodeN/*, proc/cpuinfo) or behind a link,
+// would block it for good. While hwloc loads from a host root, this watches:
+// once the load has run for a grace period, it looks for FIFOs below the
+// root's sys/ and proc/ and opens each for writing without blocking, which
+// succeeds only when a reader waits on it and ends that reader's open (its
+// read then sees end of file). Found FIFOs are released again every
+// millisecond (hwloc may open one many times) until the load ends. A tree
+// without FIFOs costs one thread start; the search only runs for a load
+// that is stuck or slow.
+class FifoWatchdog {
+ public:
+  explicit FifoWatchdog(std::filesystem::path root) : root_(std::move(root)) {
+    try {
+      thread_ = std::thread([this] { Watch(); });
+    } catch (const std::system_error&) {
+      // No thread to be had: the load runs unwatched, as lstopo's would.
+    }
+  }
+  FifoWatchdog(const FifoWatchdog&) = delete;
+  FifoWatchdog& operator=(const FifoWatchdog&) = delete;
+  ~FifoWatchdog() { Finish(); }
+
+  // Stops watching; returns the FIFOs that blocked hwloc.
+  std::vector<std::string> Finish() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      done_ = true;
+    }
+    wake_.notify_all();
+    if (thread_.joinable()) thread_.join();
+    return released_;
+  }
+
+ private:
+  static constexpr auto kGrace = std::chrono::milliseconds(250);
+  static constexpr auto kSearchEvery = std::chrono::milliseconds(250);
+  static constexpr auto kReleaseEvery = std::chrono::milliseconds(1);
+  static constexpr int kMaxDepth = 16;
+
+  void Watch() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (wake_.wait_for(lock, kGrace, [this] { return done_; })) return;
+    std::vector<std::string> fifos;
+    auto next_search = std::chrono::steady_clock::now();
+    while (!done_) {
+      if (std::chrono::steady_clock::now() >= next_search) {
+        lock.unlock();
+        fifos.clear();
+        for (const char* top : {"sys", "proc"}) {
+          Search(root_ / top, 0, &fifos);
+        }
+        lock.lock();
+        next_search = std::chrono::steady_clock::now() + kSearchEvery;
+      }
+      for (const std::string& fifo : fifos) {
+        const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+        if (fd < 0) continue;  // nobody reading it now
+        ::close(fd);
+        bool known = false;
+        for (const std::string& seen : released_) known = known || seen == fifo;
+        if (!known) released_.push_back(fifo);
+      }
+      wake_.wait_for(lock, fifos.empty() ? kSearchEvery : kReleaseEvery,
+                     [this] { return done_; });
+    }
+  }
+
+  // Collects the FIFOs below `dir`, and the links to FIFOs (hwloc follows
+  // links), without following links to directories.
+  void Search(const std::filesystem::path& dir, int depth,
+              std::vector<std::string>* fifos) {
+    if (depth > kMaxDepth) return;
+    std::error_code error;
+    for (std::filesystem::directory_iterator it(dir, error), end;
+         !error && it != end; it.increment(error)) {
+      const std::filesystem::path& path = it->path();
+      struct stat st {};
+      if (::lstat(path.c_str(), &st) != 0) continue;
+      if (S_ISLNK(st.st_mode) && ::stat(path.c_str(), &st) != 0) continue;
+      if (S_ISFIFO(st.st_mode)) {
+        fifos->push_back(path.string());
+      } else if (S_ISDIR(st.st_mode) && !it->is_symlink(error)) {
+        Search(path, depth + 1, fifos);
       }
     }
   }
-  return OkStatus();
-}
+
+  const std::filesystem::path root_;
+  std::mutex mutex_;
+  std::condition_variable wake_;
+  bool done_ = false;
+  std::vector<std::string> released_;
+  std::thread thread_;
+};
 
 }  // namespace
 
@@ -120,10 +197,7 @@ std::vector<CpuInfo> CpusFromHwloc(hwloc_topology_t topology) {
 }
 
 StatusOr<HwlocMachine> LoadMachineWithHwloc(
-    const SysfsReader& reader, const std::filesystem::path& host_root) {
-  if (Status s = CheckNoSpecialFiles(reader); !s.ok()) {
-    return s.WithContext("hwloc skipped");
-  }
+    const std::filesystem::path& host_root) {
   const bool live = host_root.lexically_normal() == "/";
   std::lock_guard<std::mutex> lock(HwlocEnvironmentMutex());
   std::optional<ScopedEnv> fsroot;
@@ -151,7 +225,23 @@ StatusOr<HwlocMachine> LoadMachineWithHwloc(
   hwloc_topology_set_icache_types_filter(topology.get(),
                                          HWLOC_TYPE_FILTER_KEEP_NONE);
   // Distances and memory attributes come from our own reading.
-  if (hwloc_topology_load(topology.get()) != 0) {
+  int loaded = 0;
+  std::vector<std::string> fifos;
+  if (live) {
+    loaded = hwloc_topology_load(topology.get());
+  } else {
+    FifoWatchdog watchdog(host_root);
+    loaded = hwloc_topology_load(topology.get());
+    fifos = watchdog.Finish();
+  }
+  if (!fifos.empty()) {
+    // What hwloc made of an empty file is not the machine: not used.
+    return FailedPreconditionError(
+        "hwloc skipped: " + fifos.front() +
+        " is not a regular file (a FIFO; hwloc was blocked on it until "
+        "released)");
+  }
+  if (loaded != 0) {
     return UnavailableError("hwloc could not load the CPU topology below " +
                             host_root.string());
   }

@@ -44,11 +44,11 @@ std::vector<CpuInfo> CpusFromHwloc(hwloc_topology_t topology);
 // keeping NVIDIA GPU-memory nodes as the kernel lists them. hwloc 2.x takes its
 // file-system root only from the HWLOC_FSROOT environment variable, so for a
 // root other than "/" the variable is set for the duration of the load under a
-// process-wide lock and restored afterwards. Refuses (FAILED_PRECONDITION)
-// trees whose CPU or node files include FIFOs or device nodes, which would
-// block hwloc.
+// process-wide lock and restored afterwards. hwloc blocked on a FIFO in such a
+// tree is released from it and its result refused (FAILED_PRECONDITION,
+// naming the FIFO).
 StatusOr<HwlocMachine> LoadMachineWithHwloc(
-    const SysfsReader& reader, const std::filesystem::path& host_root);
+    const std::filesystem::path& host_root);
 
 }  // namespace topology::internal
 

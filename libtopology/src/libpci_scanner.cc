@@ -4,19 +4,16 @@ extern "C" {
 #include <pci/pci.h>
 }
 
+#include <algorithm>
 #include <csetjmp>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <iterator>
-#include <mutex>
 #include <string>
 #include <type_traits>
 
-#include <dirent.h>
 #include <dlfcn.h>
-#include <sys/stat.h>
 
 namespace topology::internal {
 namespace {
@@ -93,21 +90,10 @@ extern "C" __attribute__((noreturn)) void LibpciError(char* format, ...) {
 
 extern "C" void LibpciQuiet(char* /*format*/, ...) {}
 
-// The files libpci's sysfs back-end opens for the fields we request, and
-// whether a missing one makes it call the error hook.
-struct LibpciFile {
-  const char* name;
-  bool mandatory;
-};
-constexpr LibpciFile kLibpciFiles[] = {
-    {"vendor", true},
-    {"device", true},
-    {"class", true},
-    {"revision", false},
-    {"subsystem_vendor", false},
-    {"subsystem_device", false},
-    {"config", false},
-};
+// Whether a missing file makes libpci's sysfs back-end call the error hook,
+// in LibpciFile order.
+constexpr bool kLibpciFileMandatory[kLibpciFileCount] = {
+    true, true, true, false, false, false, false};
 
 // libpci's sysfs back-end formats names as "%04x:%02x:%02x.%d"; an entry
 // whose name does not round-trip would be opened under another name.
@@ -119,19 +105,43 @@ bool RoundTrips(const std::string& name) {
 
 // Copies plain fields out of libpci's list. No C++ object with a destructor
 // may be created in the frames that libpci can jump out of, so results go to
-// a caller-owned, pre-sized array of PODs.
+// caller-owned, pre-sized arrays of PODs.
 struct RawIdentity {
   int domain;
   unsigned bus, dev, func;
   unsigned vendor, device, device_class, prog_if, rev;
   unsigned subsys_vendor, subsys_device;
-  char slot[64];
 };
 
-// Returns the number of devices written to `out` (at most `capacity`), or -1
-// when libpci's error hook fired.
+// A function of libpci's list and its index among the plan's entries.
+struct Listed {
+  size_t index;
+  pci_dev* dev;
+};
+
+// The index of `name` among the sorted `entries`, or -1.
+int64_t IndexOf(const std::vector<std::string>& entries, const char* name) {
+  size_t lo = 0;
+  size_t hi = entries.size();
+  while (lo < hi) {
+    const size_t mid = lo + (hi - lo) / 2;
+    const int cmp = std::strcmp(entries[mid].c_str(), name);
+    if (cmp == 0) return static_cast<int64_t>(mid);
+    if (cmp < 0) {
+      lo = mid + 1;
+    } else {
+      hi = mid;
+    }
+  }
+  return -1;
+}
+
+// Returns the number of functions written to `out` (at most the plan's
+// entries), or -1 when libpci's error hook fired. `listed` has room for as
+// many.
 int RunLibpci(const LibpciCalls& pci, const char* sysfs_bus_pci,
-              RawIdentity* out, size_t capacity, size_t* total) {
+              const LibpciPlan& plan, Listed* listed, RawIdentity* out) {
+  const size_t capacity = plan.entries().size();
   std::jmp_buf target;
   pci_access* volatile access = pci.alloc();
   if (access == nullptr) return -1;
@@ -149,14 +159,29 @@ int RunLibpci(const LibpciCalls& pci, const char* sysfs_bus_pci,
                 const_cast<char*>(sysfs_bus_pci));
   pci.init(access);
   pci.scan_bus(access);
+  // Functions libpci found that are among the entries (a name that does
+  // not round-trip, or a function that came or went between the two
+  // listings, is not), in entry order: the order verdicts arrive in.
   size_t n = 0;
-  size_t seen = 0;
-  for (pci_dev* dev = access->devices; dev != nullptr; dev = dev->next) {
-    ++seen;
-    if (n >= capacity) continue;
+  for (pci_dev* dev = access->devices; dev != nullptr && n < capacity;
+       dev = dev->next) {
+    char name[32];
+    std::snprintf(name, sizeof(name), "%04x:%02x:%02x.%d", dev->domain,
+                  dev->bus, dev->dev, dev->func);
+    const int64_t index = IndexOf(plan.entries(), name);
+    if (index >= 0) listed[n++] = Listed{static_cast<size_t>(index), dev};
+  }
+  std::sort(listed, listed + n,
+            [](const Listed& a, const Listed& b) { return a.index < b.index; });
+  size_t read = 0;
+  for (size_t i = 0; i < n; ++i) {
+    if (plan.Await(listed[i].index) != LibpciPlan::Verdict::kIdentity) {
+      continue;
+    }
+    pci_dev* dev = listed[i].dev;
     pci.fill_info(dev, PCI_FILL_IDENT | PCI_FILL_CLASS | PCI_FILL_CLASS_EXT |
-                           PCI_FILL_SUBSYS | PCI_FILL_PHYS_SLOT);
-    RawIdentity& r = out[n++];
+                           PCI_FILL_SUBSYS);
+    RawIdentity& r = out[read++];
     r.domain = dev->domain;
     r.bus = dev->bus;
     r.dev = dev->dev;
@@ -168,87 +193,82 @@ int RunLibpci(const LibpciCalls& pci, const char* sysfs_bus_pci,
     r.rev = dev->rev_id;
     r.subsys_vendor = dev->subsys_vendor_id;
     r.subsys_device = dev->subsys_id;
-    r.slot[0] = '\0';
-    if (dev->phy_slot != nullptr) {
-      std::snprintf(r.slot, sizeof(r.slot), "%s", dev->phy_slot);
-    }
   }
-  *total = seen;
   tls_jump_target = nullptr;
   pci.cleanup(access);
-  return static_cast<int>(n);
+  return static_cast<int>(read);
 }
 
 }  // namespace
 
-Status CheckLibpciCanScan(const std::filesystem::path& host_root,
-                          const std::vector<std::string>& entries) {
-  const std::string devices = (host_root / "sys/bus/pci/devices").string();
-  for (const std::string& name : entries) {
-    if (name.empty() || name[0] == '.') continue;  // libpci skips these too
-    const std::string dir_path = devices + "/" + name;
-    if (!RoundTrips(name)) {
-      return FailedPreconditionError("libpci cannot handle entry " + dir_path);
+const char* const kLibpciFileNames[kLibpciFileCount] = {
+    "vendor",           "device",           "class", "revision",
+    "subsystem_vendor", "subsystem_device", "config"};
+
+bool LibpciFilesSafe(std::string_view entry,
+                     const ListedAs (&files)[kLibpciFileCount],
+                     std::string* why) {
+  if (!RoundTrips(std::string(entry))) {
+    *why = "libpci would read another name than " + std::string(entry);
+    return false;
+  }
+  for (size_t i = 0; i < kLibpciFileCount; ++i) {
+    if (files[i] == ListedAs::kOther) {
+      *why = std::string(kLibpciFileNames[i]) + " is not a regular file";
+      return false;
     }
-    // One directory read per device gives every entry's type.
-    DIR* dir = ::opendir(dir_path.c_str());
-    if (dir == nullptr) {
-      return FailedPreconditionError("libpci would abort on " + dir_path +
-                                     " (cannot list it)");
-    }
-    bool found[std::size(kLibpciFiles)] = {};
-    std::string offender;
-    while (const dirent* entry = ::readdir(dir)) {
-      for (size_t i = 0; i < std::size(kLibpciFiles); ++i) {
-        if (std::strcmp(entry->d_name, kLibpciFiles[i].name) != 0) continue;
-        unsigned char type = entry->d_type;
-        if (type == DT_UNKNOWN || type == DT_LNK) {
-          struct stat st {};
-          type = ::fstatat(::dirfd(dir), entry->d_name, &st, 0) == 0 &&
-                         S_ISREG(st.st_mode)
-                     ? DT_REG
-                     : DT_UNKNOWN;
-        }
-        if (type == DT_REG) {
-          found[i] = true;
-        } else {
-          offender = dir_path + "/" + entry->d_name;
-        }
-      }
-    }
-    ::closedir(dir);
-    if (!offender.empty()) {
-      return FailedPreconditionError(offender + " is not a regular file");
-    }
-    for (size_t i = 0; i < std::size(kLibpciFiles); ++i) {
-      if (kLibpciFiles[i].mandatory && !found[i]) {
-        return FailedPreconditionError("libpci would abort on " + dir_path +
-                                       "/" + kLibpciFiles[i].name +
-                                       " (missing)");
-      }
+    if (files[i] == ListedAs::kAbsent && kLibpciFileMandatory[i]) {
+      *why =
+          std::string("libpci would abort on a missing ") + kLibpciFileNames[i];
+      return false;
     }
   }
-  return OkStatus();
+  return true;
+}
+
+LibpciPlan::LibpciPlan(const std::vector<std::string>& entries)
+    : entries_(entries),
+      verdicts_(std::make_unique<Verdict[]>(entries.size())) {}
+
+void LibpciPlan::Decide(size_t index, Verdict verdict) {
+  verdicts_[index] = verdict;
+  decided_.store(static_cast<uint32_t>(index + 1), std::memory_order_release);
+  // The scanning thread is woken in batches, not once per function.
+  if ((index + 1) % 64 == 0 || index + 1 == entries_.size()) {
+    decided_.notify_all();
+  }
+}
+
+void LibpciPlan::DecideRest() {
+  const size_t from = decided_.load(std::memory_order_relaxed);
+  for (size_t i = from; i < entries_.size(); ++i) {
+    verdicts_[i] = Verdict::kSkip;
+  }
+  decided_.store(static_cast<uint32_t>(entries_.size()),
+                 std::memory_order_release);
+  decided_.notify_all();
+}
+
+LibpciPlan::Verdict LibpciPlan::Await(size_t index) const {
+  uint32_t seen = decided_.load(std::memory_order_acquire);
+  while (seen <= index) {
+    decided_.wait(seen, std::memory_order_acquire);
+    seen = decided_.load(std::memory_order_acquire);
+  }
+  return verdicts_[index];
 }
 
 StatusOr<std::vector<LibpciIdentity>> ScanWithLibpci(
-    const std::filesystem::path& host_root, size_t expected_devices) {
+    const std::filesystem::path& host_root, const LibpciPlan& plan) {
   std::string load_error;
   const LibpciCalls* pci = LoadLibpci(&load_error);
   if (pci == nullptr) return UnavailableError(load_error);
   const std::string sysfs = (host_root / "sys" / "bus" / "pci").string();
-  std::vector<RawIdentity> raw(expected_devices + 16);
-  size_t total = 0;
-  int n = 0;
-  // Grow the buffer once should devices appear between listing and scan.
-  for (int attempt = 0; attempt < 2; ++attempt) {
-    n = RunLibpci(*pci, sysfs.c_str(), raw.data(), raw.size(), &total);
-    if (n < 0) {
-      return UnavailableError(std::string("libpci failed: ") +
-                              tls_error_message);
-    }
-    if (total <= raw.size()) break;
-    raw.resize(total + 64);
+  std::vector<Listed> listed(plan.entries().size());
+  std::vector<RawIdentity> raw(plan.entries().size());
+  const int n = RunLibpci(*pci, sysfs.c_str(), plan, listed.data(), raw.data());
+  if (n < 0) {
+    return UnavailableError(std::string("libpci failed: ") + tls_error_message);
   }
   std::vector<LibpciIdentity> out;
   out.reserve(static_cast<size_t>(n));
@@ -265,8 +285,7 @@ StatusOr<std::vector<LibpciIdentity>> ScanWithLibpci(
     id.subsystem_vendor_id = static_cast<uint16_t>(r.subsys_vendor);
     id.subsystem_device_id = static_cast<uint16_t>(r.subsys_device);
     id.revision = static_cast<uint8_t>(r.rev);
-    if (r.slot[0] != '\0') id.physical_slot = std::string(r.slot);
-    out.push_back(std::move(id));
+    out.push_back(id);
   }
   return out;
 }

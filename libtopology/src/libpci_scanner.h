@@ -2,17 +2,21 @@
 // <host root>/sys/bus/pci and kept from ending the process.
 //
 // libpci's error hook is declared no-return and its default calls exit(1),
-// e.g. on a device directory without a vendor file. Two guards keep a linked
-// plugin alive: every file libpci would treat as mandatory is checked first
-// (a tree that fails the check is not given to libpci at all), and the error
-// hook jumps back out of libpci should anything else go wrong.
+// e.g. on a device directory without a vendor file, and it opens files
+// without O_NONBLOCK, so a FIFO would block it. Two guards keep a linked
+// plugin alive: libpci reads a function only after the sysfs pass has
+// listed that function's directory and found every file libpci would open
+// safe (LibpciFilesSafe), and the error hook jumps back out of libpci should
+// anything else go wrong.
 #ifndef TOPOLOGY_SRC_LIBPCI_SCANNER_H_
 #define TOPOLOGY_SRC_LIBPCI_SCANNER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <filesystem>
-#include <optional>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "topology/pci_address.h"
@@ -28,22 +32,70 @@ struct LibpciIdentity {
   uint16_t subsystem_vendor_id = 0;
   uint16_t subsystem_device_id = 0;
   uint8_t revision = 0;
-  std::optional<std::string> physical_slot;
 };
 
-// Checks that libpci can scan <host_root>/sys/bus/pci/devices without calling
-// its error hook or blocking: every entry name round-trips as libpci prints it,
-// the files it must open exist, and none of the files it may open is a FIFO
-// or device node. Fails with FAILED_PRECONDITION naming the first offender.
-// (Oversized values are left to the error-hook guard.)
-Status CheckLibpciCanScan(const std::filesystem::path& host_root,
-                          const std::vector<std::string>& entries);
+// The files libpci's sysfs back-end may open for the fields we ask for.
+enum class LibpciFile {
+  kVendor,
+  kDevice,
+  kClass,
+  kRevision,
+  kSubsystemVendor,
+  kSubsystemDevice,
+  kConfig,
+};
+inline constexpr size_t kLibpciFileCount = 7;
+// Their names, in LibpciFile order.
+extern const char* const kLibpciFileNames[kLibpciFileCount];
 
-// Scans <host_root>/sys/bus/pci with libpci; `expected_devices` sizes the
-// result buffer (a larger tree costs a second scan). Fails with UNAVAILABLE
-// carrying libpci's own message if its error hook fires anyway.
+// What a listing of a function's directory says about one of those files.
+enum class ListedAs { kAbsent, kRegular, kOther };
+
+// Whether libpci may read a function whose directory lists `files` (in
+// LibpciFile order) and whose entry is named `entry`: the name round-trips as
+// libpci prints it, the files it must open exist, and none it may open is
+// anything but a regular file (a link could lead to a FIFO). On refusal,
+// `why` names the file.
+bool LibpciFilesSafe(std::string_view entry,
+                     const ListedAs (&files)[kLibpciFileCount],
+                     std::string* why);
+
+// What libpci is to do with each entry of bus/pci/devices, decided in entry
+// order by the sysfs pass while libpci scans on its own thread. A verdict is
+// stored before the count of decided entries passes it (release), and read
+// after the count is seen past it (acquire).
+class LibpciPlan {
+ public:
+  enum class Verdict : uint8_t {
+    kIdentity,  // class, ids and revision
+    kSkip,      // nothing: identity comes from elsewhere
+  };
+
+  // `entries`: bus/pci/devices, sorted, as listed; must outlive the plan.
+  explicit LibpciPlan(const std::vector<std::string>& entries);
+
+  const std::vector<std::string>& entries() const { return entries_; }
+
+  // Sysfs pass: the verdict for entries()[index]; indices in order.
+  void Decide(size_t index, Verdict verdict);
+  // Sysfs pass, on every way out: entries not decided get kSkip.
+  void DecideRest();
+
+  // Scanning thread: waits until entries()[index] is decided.
+  Verdict Await(size_t index) const;
+
+ private:
+  const std::vector<std::string>& entries_;
+  std::unique_ptr<Verdict[]> verdicts_;
+  std::atomic<uint32_t> decided_{0};
+};
+
+// Scans <host_root>/sys/bus/pci with libpci and reads the functions `plan`
+// lets it read (in plan order; the others are left out of the result).
+// Fails with UNAVAILABLE carrying libpci's own message if its error hook
+// fires anyway.
 StatusOr<std::vector<LibpciIdentity>> ScanWithLibpci(
-    const std::filesystem::path& host_root, size_t expected_devices);
+    const std::filesystem::path& host_root, const LibpciPlan& plan);
 
 }  // namespace topology::internal
 

@@ -24,12 +24,112 @@ struct DirFacts {
   std::optional<PciePortType> port_type;
 };
 
+// The attributes of a function's directory that discovery may read.
+enum Attr : uint8_t {
+  kNumaNode,
+  kLocalCpulist,
+  kLocalCpus,
+  kDriver,
+  kIommuGroup,
+  kSriovTotalvfs,
+  kSriovNumvfs,
+  kCurrentLinkSpeed,
+  kCurrentLinkWidth,
+  kMaxLinkSpeed,
+  kMaxLinkWidth,
+  kVendor,
+  kDevice,
+  kClass,
+  kRevision,
+  kSubsystemVendor,
+  kSubsystemDevice,
+  kConfig,
+  kAttrCount,
+};
+constexpr const char* kAttrNames[kAttrCount] = {"numa_node",
+                                                "local_cpulist",
+                                                "local_cpus",
+                                                "driver",
+                                                "iommu_group",
+                                                "sriov_totalvfs",
+                                                "sriov_numvfs",
+                                                "current_link_speed",
+                                                "current_link_width",
+                                                "max_link_speed",
+                                                "max_link_width",
+                                                "vendor",
+                                                "device",
+                                                "class",
+                                                "revision",
+                                                "subsystem_vendor",
+                                                "subsystem_device",
+                                                "config"};
+// libpci's files (LibpciFile order) among them.
+constexpr Attr kLibpciAttrs[kLibpciFileCount] = {
+    kVendor,          kDevice,          kClass, kRevision,
+    kSubsystemVendor, kSubsystemDevice, kConfig};
+
+// What one listing of a directory says about the attributes: a file it
+// does not list is not opened (a failed open saved per absent attribute).
+// Without a listing, every attribute may be there.
+class Listing {
+ public:
+  static Listing Of(const SysfsDirectory& dir) {
+    Listing listing;
+    const Status listed = dir.VisitEntries(
+        [&](std::string_view name, SysfsDirectory::EntryType type) {
+          for (uint8_t a = 0; a < kAttrCount; ++a) {
+            if (name != kAttrNames[a]) continue;
+            listing.listed_[a] = true;
+            listing.regular_[a] = type == SysfsDirectory::EntryType::kRegular;
+            break;
+          }
+        });
+    listing.known_ = listed.ok();
+    return listing;
+  }
+
+  bool known() const { return known_; }
+  bool MayHave(Attr a) const { return !known_ || listed_[a]; }
+  ListedAs As(Attr a) const {
+    if (!listed_[a]) return ListedAs::kAbsent;
+    return regular_[a] ? ListedAs::kRegular : ListedAs::kOther;
+  }
+
+ private:
+  bool known_ = false;
+  bool listed_[kAttrCount] = {};
+  bool regular_[kAttrCount] = {};
+};
+
 // Reads the attributes of PCI function directories. Every failure other
 // than "absent" becomes a warning naming the file.
 class FunctionReader {
  public:
   FunctionReader(const SysfsReader& reader, std::vector<std::string>* warnings)
       : reader_(reader), warnings_(warnings) {}
+
+  // The attribute when the listing lets it exist.
+  std::optional<std::string> Text(const SysfsDirectory& dir,
+                                  const Listing& listing, Attr a) {
+    if (!listing.MayHave(a)) return std::nullopt;
+    return Text(dir, kAttrNames[a]);
+  }
+  std::optional<int64_t> Decimal(const SysfsDirectory& dir,
+                                 const Listing& listing, Attr a) {
+    if (!listing.MayHave(a)) return std::nullopt;
+    return Decimal(dir, kAttrNames[a]);
+  }
+  std::optional<uint64_t> Hex(const SysfsDirectory& dir, const Listing& listing,
+                              Attr a, int bits) {
+    if (!listing.MayHave(a)) return std::nullopt;
+    return Hex(dir, kAttrNames[a], bits);
+  }
+  std::optional<std::string> LinkName(const SysfsDirectory& dir,
+                                      const Listing& listing, Attr a) {
+    if (!listing.MayHave(a)) return std::nullopt;
+    return LinkName(dir, kAttrNames[a]);
+  }
 
   // The trimmed text of dir/name, or nullopt when absent or unreadable.
   std::optional<std::string> Text(const SysfsDirectory& dir, const char* name) {
@@ -73,9 +173,10 @@ class FunctionReader {
     return std::string(Basename(*target));
   }
 
-  LocalityFacts Locality(const SysfsDirectory& dir) {
+  LocalityFacts Locality(const SysfsDirectory& dir,
+                         const Listing& listing = Listing()) {
     LocalityFacts facts;
-    if (auto node = Decimal(dir, "numa_node")) {
+    if (auto node = Decimal(dir, listing, kNumaNode)) {
       if (*node < -1 || *node >= CpuSet::kMaxCpus) {
         Warn(dir, "numa_node",
              InvalidArgumentError("node id " + std::to_string(*node) +
@@ -84,7 +185,7 @@ class FunctionReader {
         facts.numa_node = static_cast<int>(*node);
       }
     }
-    if (auto list = Text(dir, "local_cpulist")) {
+    if (auto list = Text(dir, listing, kLocalCpulist)) {
       auto cpus = CpuSet::ParseList(*list);
       if (cpus.ok()) {
         facts.local_cpus = std::move(*cpus);
@@ -93,7 +194,7 @@ class FunctionReader {
       }
     }
     if (!facts.local_cpus) {
-      if (auto mask = Text(dir, "local_cpus")) {
+      if (auto mask = Text(dir, listing, kLocalCpus)) {
         auto cpus = CpuSet::ParseMask(*mask);
         if (cpus.ok()) {
           facts.local_cpus = std::move(*cpus);
@@ -111,19 +212,20 @@ class FunctionReader {
     return ParsePciePortType(*config);
   }
 
-  void Identity(const SysfsDirectory& dir, PciDevice* device) {
+  void Identity(const SysfsDirectory& dir, const Listing& listing,
+                PciDevice* device) {
     device->class_code =
-        static_cast<uint32_t>(Hex(dir, "class", 24).value_or(0));
+        static_cast<uint32_t>(Hex(dir, listing, kClass, 24).value_or(0));
     device->vendor_id =
-        static_cast<uint16_t>(Hex(dir, "vendor", 16).value_or(0));
+        static_cast<uint16_t>(Hex(dir, listing, kVendor, 16).value_or(0));
     device->device_id =
-        static_cast<uint16_t>(Hex(dir, "device", 16).value_or(0));
-    device->subsystem_vendor_id =
-        static_cast<uint16_t>(Hex(dir, "subsystem_vendor", 16).value_or(0));
-    device->subsystem_device_id =
-        static_cast<uint16_t>(Hex(dir, "subsystem_device", 16).value_or(0));
+        static_cast<uint16_t>(Hex(dir, listing, kDevice, 16).value_or(0));
+    device->subsystem_vendor_id = static_cast<uint16_t>(
+        Hex(dir, listing, kSubsystemVendor, 16).value_or(0));
+    device->subsystem_device_id = static_cast<uint16_t>(
+        Hex(dir, listing, kSubsystemDevice, 16).value_or(0));
     device->revision =
-        static_cast<uint8_t>(Hex(dir, "revision", 8).value_or(0));
+        static_cast<uint8_t>(Hex(dir, listing, kRevision, 8).value_or(0));
   }
 
   void Warn(const SysfsDirectory& dir, const char* name, const Status& status) {
@@ -138,10 +240,20 @@ class FunctionReader {
 
 }  // namespace
 
-StatusOr<std::vector<PciDevice>> ReadPciDevices(
-    const SysfsReader& reader, const std::vector<std::string>& entries,
-    bool read_identity, const std::vector<NumaNode>& nodes,
-    std::vector<std::string>* warnings) {
+StatusOr<PciFunctions> ReadPciDevices(const SysfsReader& reader,
+                                      const std::vector<std::string>& entries,
+                                      bool read_identity,
+                                      const std::vector<NumaNode>& nodes,
+                                      LibpciPlan* plan,
+                                      std::vector<std::string>* warnings) {
+  // Whatever way this returns, libpci's thread is not left waiting.
+  struct DecideRestOnExit {
+    LibpciPlan* plan;
+    ~DecideRestOnExit() {
+      if (plan != nullptr) plan->DecideRest();
+    }
+  } decide_rest{plan};
+
   FunctionReader files(reader, warnings);
   // Bridges are shared by many devices (every VF of a PF): read each once.
   std::unordered_map<std::string, DirFacts> bridge_cache;
@@ -157,16 +269,24 @@ StatusOr<std::vector<PciDevice>> ReadPciDevices(
     }
     return it->second;
   };
+  // Per PF, the device index of its first VF: the one whose identity is read.
+  std::map<PciAddress, size_t> first_vf_of;
 
   const AffinityResolver resolver(nodes);
-  std::vector<PciDevice> devices;
+  PciFunctions out;
+  std::vector<PciDevice>& devices = out.devices;
   devices.reserve(entries.size());
-  for (const std::string& name : entries) {
+  out.identity_of.reserve(entries.size());
+  // Reads one entry; returns libpci's verdict for it, or an error that ends
+  // the pass.
+  const auto read_entry =
+      [&](const std::string& name) -> StatusOr<LibpciPlan::Verdict> {
+    constexpr auto kSkip = LibpciPlan::Verdict::kSkip;
     auto address = PciAddress::Parse(name);
     if (!address.ok()) {
       warnings->push_back(reader.Describe("bus/pci/devices/" + name) +
                           ": not a PCI address; skipped");
-      continue;
+      return kSkip;
     }
     auto opened = reader.OpenDirectory("bus/pci/devices/" + name);
     if (!opened.ok()) {
@@ -174,46 +294,75 @@ StatusOr<std::vector<PciDevice>> ReadPciDevices(
         return opened.status();
       }
       warnings->push_back(opened.status().message() + "; device skipped");
-      continue;
+      return kSkip;
     }
     const SysfsDirectory& dir = **opened;
     PciDevice device;
     device.address = *address;
-    if (read_identity) files.Identity(dir, &device);
-
-    const LocalityFacts locality = files.Locality(dir);
-    device.sysfs_numa_node = locality.numa_node;
-    device.local_cpus = locality.local_cpus;
-    device.driver = files.LinkName(dir, "driver");
-    if (auto group = files.LinkName(dir, "iommu_group")) {
-      if (auto id = ParseDecimal(*group);
-          id.ok() && *id >= 0 && *id <= 0x7fffffff) {
-        device.iommu_group = static_cast<int>(*id);
-      }
-    }
+    // A VF first: a VF whose PF already has one read needs no listing and
+    // no identity of its own.
     if (auto pf = files.LinkName(dir, "physfn")) {
       if (auto pf_address = PciAddress::Parse(*pf); pf_address.ok()) {
         device.physfn = *pf_address;
       }
     }
+    size_t identity_of = devices.size();
+    if (device.physfn) {
+      identity_of =
+          first_vf_of.emplace(*device.physfn, devices.size()).first->second;
+    }
+    const bool own_identity = identity_of == devices.size();
+    const Listing listing = own_identity ? Listing::Of(dir) : Listing();
+
+    LibpciPlan::Verdict verdict = kSkip;
+    if (read_identity) {
+      if (own_identity) files.Identity(dir, listing, &device);
+    } else if (own_identity) {
+      // libpci opens files without O_NONBLOCK and ends the process on a
+      // missing one: it reads only what the listing shows is safe.
+      std::string why = "the directory cannot be listed";
+      ListedAs libpci_files[kLibpciFileCount];
+      for (size_t i = 0; i < kLibpciFileCount; ++i) {
+        libpci_files[i] = listing.As(kLibpciAttrs[i]);
+      }
+      if (listing.known() && LibpciFilesSafe(name, libpci_files, &why)) {
+        verdict = LibpciPlan::Verdict::kIdentity;
+      } else {
+        warnings->push_back(reader.Describe(dir.path()) + ": " + why +
+                            "; identity read without libpci");
+      }
+    }
+
+    const LocalityFacts locality = files.Locality(dir, listing);
+    device.sysfs_numa_node = locality.numa_node;
+    device.local_cpus = locality.local_cpus;
+    device.driver = files.LinkName(dir, listing, kDriver);
+    if (auto group = files.LinkName(dir, listing, kIommuGroup)) {
+      if (auto id = ParseDecimal(*group);
+          id.ok() && *id >= 0 && *id <= 0x7fffffff) {
+        device.iommu_group = static_cast<int>(*id);
+      }
+    }
     // A VF has no SR-IOV capability of its own: only other functions are
     // asked for one (one failed open less per VF).
-    if (auto total = device.physfn ? std::nullopt
-                                   : files.Decimal(dir, "sriov_totalvfs")) {
+    if (auto total = device.physfn
+                         ? std::nullopt
+                         : files.Decimal(dir, listing, kSriovTotalvfs)) {
       device.sriov_totalvfs =
           static_cast<int>(std::clamp<int64_t>(*total, 0, 1 << 16));
-      if (auto num = files.Decimal(dir, "sriov_numvfs")) {
+      if (auto num = files.Decimal(dir, listing, kSriovNumvfs)) {
         device.sriov_numvfs =
             static_cast<int>(std::clamp<int64_t>(*num, 0, 1 << 16));
       }
     }
     device.link.current_speed =
-        files.Text(dir, "current_link_speed").value_or("");
-    device.link.max_speed = files.Text(dir, "max_link_speed").value_or("");
+        files.Text(dir, listing, kCurrentLinkSpeed).value_or("");
+    device.link.max_speed =
+        files.Text(dir, listing, kMaxLinkSpeed).value_or("");
     device.link.current_width = static_cast<int>(std::clamp<int64_t>(
-        files.Decimal(dir, "current_link_width").value_or(0), 0, 64));
+        files.Decimal(dir, listing, kCurrentLinkWidth).value_or(0), 0, 64));
     device.link.max_width = static_cast<int>(std::clamp<int64_t>(
-        files.Decimal(dir, "max_link_width").value_or(0), 0, 64));
+        files.Decimal(dir, listing, kMaxLinkWidth).value_or(0), 0, 64));
 
     const PciPath path = ParsePciPath(dir.path());
     device.host_bridge = path.host_bridge;
@@ -234,6 +383,13 @@ StatusOr<std::vector<PciDevice>> ReadPciDevices(
     device.numa_source = affinity.source;
     device.conflicts = std::move(affinity.conflicts);
     devices.push_back(std::move(device));
+    out.identity_of.push_back(identity_of);
+    return verdict;
+  };
+  for (size_t i = 0; i < entries.size(); ++i) {
+    auto verdict = read_entry(entries[i]);
+    if (!verdict.ok()) return verdict.status();
+    if (plan != nullptr) plan->Decide(i, *verdict);
   }
 
   // A PF's VFs, from the VFs' physfn links (in address order, which is the
@@ -246,20 +402,23 @@ StatusOr<std::vector<PciDevice>> ReadPciDevices(
       devices[pf->second].virtfns.push_back(address);
     }
   }
-  return devices;
+  return out;
 }
 
 }  // namespace topology::internal
 
 namespace topology::internal {
 
-void ReadPciIdentity(const SysfsReader& reader, std::vector<PciDevice>* devices,
+void ReadPciIdentity(const SysfsReader& reader,
+                     const std::vector<size_t>& indices,
+                     std::vector<PciDevice>* devices,
                      std::vector<std::string>* warnings) {
   FunctionReader files(reader, warnings);
-  for (PciDevice& device : *devices) {
+  for (size_t i : indices) {
+    PciDevice& device = (*devices)[i];
     auto dir =
         reader.OpenDirectory("bus/pci/devices/" + device.address.ToString());
-    if (dir.ok()) files.Identity(**dir, &device);
+    if (dir.ok()) files.Identity(**dir, Listing::Of(**dir), &device);
   }
 }
 
@@ -277,7 +436,49 @@ void ApplyLibpciIdentity(const std::vector<LibpciIdentity>& identities,
     device.subsystem_vendor_id = id.subsystem_vendor_id;
     device.subsystem_device_id = id.subsystem_device_id;
     device.revision = id.revision;
-    device.physical_slot = id.physical_slot;
+  }
+}
+
+void ReadPhysicalSlots(const SysfsReader& reader,
+                       std::vector<PciDevice>* devices) {
+  auto slots = reader.ListDirectory("bus/pci/slots");
+  if (!slots.ok()) return;  // no hot-plug or slot driver
+  // Each slot's "address" names a device ("0000:3b:00", every function of
+  // it); a slot without one (empty until a card is inserted) is skipped.
+  // Read with the reader (a FIFO there cannot block), as libpci would.
+  std::map<std::tuple<uint32_t, uint32_t, uint32_t>, std::string> slot_of;
+  for (const std::string& slot : *slots) {
+    auto text = reader.ReadFile("bus/pci/slots/" + slot + "/address");
+    if (!text.ok()) continue;
+    const std::string_view address = TrimKernelText(*text);
+    if (std::count(address.begin(), address.end(), ':') != 2) continue;
+    auto parsed = PciAddress::Parse(std::string(address) + ".0");
+    if (!parsed.ok()) continue;
+    slot_of.emplace(std::make_tuple(parsed->domain, uint32_t{parsed->bus},
+                                    uint32_t{parsed->device}),
+                    slot);
+  }
+  for (PciDevice& device : *devices) {
+    const auto it = slot_of.find(
+        std::make_tuple(device.address.domain, uint32_t{device.address.bus},
+                        uint32_t{device.address.device}));
+    if (it != slot_of.end()) device.physical_slot = it->second;
+  }
+}
+
+void ShareIdentity(PciFunctions* functions) {
+  std::vector<PciDevice>& devices = functions->devices;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    const size_t from = functions->identity_of[i];
+    if (from == i) continue;
+    const PciDevice& source = devices[from];
+    PciDevice& device = devices[i];
+    device.class_code = source.class_code;
+    device.vendor_id = source.vendor_id;
+    device.device_id = source.device_id;
+    device.subsystem_vendor_id = source.subsystem_vendor_id;
+    device.subsystem_device_id = source.subsystem_device_id;
+    device.revision = source.revision;
   }
 }
 

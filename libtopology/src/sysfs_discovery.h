@@ -57,30 +57,58 @@ NumaFacts ReadNumaFacts(const SysfsReader& reader,
 void ReconcileNumaFacts(const SysfsReader& reader, const HwlocMachine* hwloc,
                         NumaFacts* facts, std::vector<std::string>* warnings);
 
+// The functions of bus/pci/devices as the sysfs pass read them.
+struct PciFunctions {
+  std::vector<PciDevice> devices;
+  // Per device, the index of the device whose class, ids and revision it
+  // has: its own, or for a VF the first VF of its PF. The kernel gives every
+  // VF of a PF the vendor of the PF, the VF device id of the PF's SR-IOV
+  // capability and the class, revision and subsystem ids it read from the
+  // first VF (drivers/pci/iov.c, since Linux 4.18), so reading them once per
+  // PF reads what the kernel shows for each.
+  std::vector<size_t> identity_of;
+};
+
 // Reads every entry of bus/pci/devices: locality, driver, IOMMU group,
 // SR-IOV, link and PCIe path, and class and ids when `read_identity` (else
-// they are left for libpci). Affinity is resolved against `nodes`. A
-// device directory that cannot be opened for want of resources (no file
-// descriptors, no memory: UNAVAILABLE) fails the whole read, since
-// skipping it would report a present device as removed; one that is gone
-// or unreadable is skipped with a warning.
-StatusOr<std::vector<PciDevice>> ReadPciDevices(
-    const SysfsReader& reader, const std::vector<std::string>& entries,
-    bool read_identity, const std::vector<NumaNode>& nodes,
-    std::vector<std::string>* warnings);
+// they are left for libpci). Each function's directory is listed once when
+// the reader can, and files it does not list are not asked for. With a
+// `plan`, each entry's verdict for libpci is decided as soon as the entry is
+// read (every entry is decided, whatever the outcome). Affinity is resolved
+// against `nodes`. A device directory that cannot be opened for want of
+// resources (no file descriptors, no memory: UNAVAILABLE) fails the whole
+// read, since skipping it would report a present device as removed; one that
+// is gone or unreadable is skipped with a warning.
+StatusOr<PciFunctions> ReadPciDevices(const SysfsReader& reader,
+                                      const std::vector<std::string>& entries,
+                                      bool read_identity,
+                                      const std::vector<NumaNode>& nodes,
+                                      LibpciPlan* plan,
+                                      std::vector<std::string>* warnings);
 
 // Fills each device's os_devices from sysfs class/{net,block,infiniband,drm,
 // dma,ve,bxi}: one link read per entry; partitions, DRM connectors and entries
 // not below a PCI function are skipped.
 void ReadOsDevices(const SysfsReader& reader, std::vector<PciDevice>* devices);
 
-// Reads class and ids of `devices` from sysfs (when libpci could not).
-void ReadPciIdentity(const SysfsReader& reader, std::vector<PciDevice>* devices,
+// Reads class and ids of the devices at `indices` from sysfs (where libpci
+// did not).
+void ReadPciIdentity(const SysfsReader& reader,
+                     const std::vector<size_t>& indices,
+                     std::vector<PciDevice>* devices,
                      std::vector<std::string>* warnings);
 
-// Copies libpci's class, ids and slot into the matching devices.
+// Copies libpci's class, ids and revision into the matching devices.
 void ApplyLibpciIdentity(const std::vector<LibpciIdentity>& identities,
                          std::vector<PciDevice>* devices);
+
+// Sets each device's physical_slot from bus/pci/slots/*/address (the
+// first slot, in name order, naming its bus and device number).
+void ReadPhysicalSlots(const SysfsReader& reader,
+                       std::vector<PciDevice>* devices);
+
+// Gives each device the class, ids and revision of its identity_of.
+void ShareIdentity(PciFunctions* functions);
 
 }  // namespace topology::internal
 

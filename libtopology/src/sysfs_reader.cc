@@ -19,6 +19,12 @@ namespace topology {
 SysfsReader::~SysfsReader() = default;
 SysfsDirectory::~SysfsDirectory() = default;
 
+Status SysfsDirectory::VisitEntries(
+    const std::function<void(std::string_view, EntryType)>& /*visit*/) const {
+  return Status(StatusCode::kUnimplemented,
+                "cannot list " + path() + " through its handle");
+}
+
 namespace {
 
 // A directory read through the path methods of its reader.
@@ -140,11 +146,15 @@ StatusOr<std::string> ReadOpenFile(int fd, const std::string& what) {
 // device node outside the tree) is refused, not followed.
 constexpr int kAttributeFlags = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC;
 
-// A directory held open with O_PATH; attributes are opened relative to it.
+// A directory held open, read-only or (without read permission) with
+// O_PATH; attributes are opened relative to it.
 class FdDirectory final : public SysfsDirectory {
  public:
-  FdDirectory(int fd, std::string path, std::string full)
-      : fd_(fd), path_(std::move(path)), full_(std::move(full)) {}
+  FdDirectory(int fd, bool listable, std::string path, std::string full)
+      : fd_(fd),
+        listable_(listable),
+        path_(std::move(path)),
+        full_(std::move(full)) {}
   FdDirectory(const FdDirectory&) = delete;
   FdDirectory& operator=(const FdDirectory&) = delete;
   ~FdDirectory() override { ::close(fd_); }
@@ -167,11 +177,62 @@ class FdDirectory final : public SysfsDirectory {
     return std::string(buf, static_cast<size_t>(len));
   }
 
+  // getdents64 on the descriptor itself: no second open, no DIR buffer.
+  Status VisitEntries(const std::function<void(std::string_view, EntryType)>&
+                          visit) const override {
+    if (!listable_) return SysfsDirectory::VisitEntries(visit);
+    if (listed_ && ::lseek(fd_, 0, SEEK_SET) != 0) {
+      return ErrnoStatus(errno, "cannot list " + full_);
+    }
+    listed_ = true;
+    alignas(dirent64) char buf[16384];
+    while (true) {
+      const ssize_t n = ::getdents64(fd_, buf, sizeof(buf));
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        return ErrnoStatus(errno, "cannot list " + full_);
+      }
+      if (n == 0) return OkStatus();
+      for (ssize_t at = 0; at < n;) {
+        const auto* entry = reinterpret_cast<const dirent64*>(buf + at);
+        at += entry->d_reclen;
+        const std::string_view name = entry->d_name;
+        if (name == "." || name == "..") continue;
+        visit(name, TypeOf(*entry));
+      }
+    }
+  }
+
  private:
+  EntryType TypeOf(const dirent64& entry) const {
+    switch (entry.d_type) {
+      case DT_REG:
+        return EntryType::kRegular;
+      case DT_DIR:
+        return EntryType::kDirectory;
+      case DT_LNK:
+        return EntryType::kLink;
+      case DT_UNKNOWN: {
+        struct stat st {};
+        if (::fstatat(fd_, entry.d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+          return EntryType::kSpecial;  // gone or unreadable: not to be opened
+        }
+        if (S_ISREG(st.st_mode)) return EntryType::kRegular;
+        if (S_ISDIR(st.st_mode)) return EntryType::kDirectory;
+        if (S_ISLNK(st.st_mode)) return EntryType::kLink;
+        return EntryType::kSpecial;
+      }
+      default:
+        return EntryType::kSpecial;
+    }
+  }
+
   std::string Describe(const std::string& name) const {
     return full_ + "/" + name;
   }
   int fd_;
+  bool listable_;
+  mutable bool listed_ = false;
   std::string path_;
   std::string full_;
 };
@@ -248,7 +309,14 @@ class HostRootReader final : public SysfsReader {
   StatusOr<std::unique_ptr<SysfsDirectory>> OpenDirectory(
       std::string_view path) const override {
     const std::string full = Full(path);
-    const int fd = ::open(full.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    // Read-only, so that the same descriptor can list the entries; a
+    // directory we may search but not read is still opened for attributes.
+    bool listable = true;
+    int fd = ::open(full.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0 && errno == EACCES) {
+      listable = false;
+      fd = ::open(full.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    }
     if (fd < 0) return ErrnoStatus(errno, "cannot open directory " + full);
     // The kernel knows where the descriptor landed: one readlink instead of
     // realpath()'s walk over every component.
@@ -268,7 +336,7 @@ class HostRootReader final : public SysfsReader {
       return relative.status();
     }
     return std::unique_ptr<SysfsDirectory>(
-        new FdDirectory(fd, *relative, Full(*relative)));
+        new FdDirectory(fd, listable, *relative, Full(*relative)));
   }
 
   bool Exists(std::string_view path) const override {

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -21,6 +22,7 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using testing::StatusIs;
 using testing::TempDir;
 
@@ -192,6 +194,45 @@ TEST(DiscoveryTest, VirtualFunctionIsNeverAPhysicalFunction) {
   EXPECT_EQ(vf->sriov_totalvfs, std::nullopt);
   EXPECT_EQ(vf->sriov_numvfs, std::nullopt);
   EXPECT_EQ(t.FindDevice(A("0000:10:00.0"))->sriov_totalvfs, 4);
+}
+
+// The kernel gives every VF of a PF the ids it read for the first (Linux
+// 4.18 and later): a PF's VFs take them from its first VF, with libpci and
+// without; another VF's own files are not read (here one that would be
+// named as malformed, and one that disagrees).
+TEST(DiscoveryTest, VirtualFunctionsShareTheirFirstSiblingsIdentity) {
+  TempDir dir;
+  testing::WriteSriovMachine(dir.path(), 2, 3);
+  std::vector<testing::SriovFunction> vfs;
+  for (const auto& f : testing::SriovLayout(2, 3)) {
+    if (!f.physfn.empty()) vfs.push_back(f);
+  }
+  ASSERT_EQ(vfs.size(), 6u);
+  const auto devices = dir.path() / "sys/bus/pci/devices";
+  std::ofstream(devices / vfs[0].address / "device") << "0x1515\n";
+  std::ofstream(devices / vfs[0].address / "revision") << "0x07\n";
+  std::ofstream(devices / vfs[1].address / "vendor") << "0xZZZZ\n";
+  std::ofstream(devices / vfs[2].address / "device") << "0x9999\n";
+  for (bool use_libpci : {true, false}) {
+    SCOPED_TRACE(use_libpci);
+    DiscoveryOptions options;
+    options.host_root = dir.path();
+    options.use_libpci = use_libpci;
+    auto t = Discover(options);
+    ASSERT_TRUE(t.ok()) << t.status().ToString();
+    for (size_t i = 0; i < vfs.size(); ++i) {
+      const PciDevice* vf = t->FindDevice(A(vfs[i].address.c_str()));
+      ASSERT_NE(vf, nullptr) << vfs[i].address;
+      EXPECT_EQ(*vf->physfn, A(vfs[i].physfn.c_str()));
+      const bool first_pf = vfs[i].physfn == vfs[0].physfn;
+      EXPECT_EQ(vf->device_id, first_pf ? 0x1515 : 0x101e) << vfs[i].address;
+      EXPECT_EQ(vf->revision, first_pf ? 7 : 1) << vfs[i].address;
+      EXPECT_NE(vf->vendor_id, 0) << vfs[i].address;
+    }
+    for (const std::string& warning : t->warnings()) {
+      EXPECT_THAT(warning, Not(HasSubstr(vfs[1].address))) << warning;
+    }
+  }
 }
 
 // The generator behind make-sysfs-fixture sriov-PxV: every function gets its

@@ -25,6 +25,7 @@ using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::IsEmpty;
+using ::testing::Not;
 
 PciAddress A(const char* text) { return *PciAddress::Parse(text); }
 
@@ -237,10 +238,42 @@ TEST_F(HostileTreeTest, SpecialFilesListedFromTypesAsByStat) {
   EXPECT_THAT(*host->ListSpecialFiles("devices/system/node/node0"),
               ElementsAre("another", "fifo"));
   EXPECT_FALSE(host->ListSpecialFiles("devices/system/node/absent").ok());
-  // Discovery names the first one and skips hwloc.
+  // FIFOs nobody opens stop nothing: hwloc still gives the packages.
+  const Topology t = Run();
+  EXPECT_THAT(t.warnings(), Not(Contains(HasSubstr("hwloc skipped"))));
+  EXPECT_EQ(t.cpus()[0].package_id, 0);
+}
+
+// hwloc reads more than cpuN/topology: caches, and whatever a link leads
+// to. A FIFO there blocked it for good; it is now released and named.
+TEST_F(HostileTreeTest, FifoAnywhereHwlocReadsIsReleased) {
+  const fs::path cache = Sys("devices/system/cpu/cpu0/cache/index0");
+  fs::create_directories(cache);
+  Write(cache / "level", "1\n");
+  Write(cache / "type", "Data\n");
+  Write(cache / "size", "32K\n");
+  ASSERT_EQ(::mkfifo((cache / "shared_cpu_map").c_str(), 0600), 0);
+  ASSERT_EQ(::mkfifo(Sys("elsewhere").c_str(), 0600), 0);
+  const fs::path core_id = Sys("devices/system/cpu/cpu5/topology/core_id");
+  fs::remove(core_id);
+  fs::create_symlink("../../../../../elsewhere", core_id);
   const Topology t = Run();
   EXPECT_THAT(t.warnings(),
-              Contains(HasSubstr("node/node0/another is not a regular file")));
+              Contains(AllOf(HasSubstr("hwloc skipped"),
+                             HasSubstr("is not a regular file (a FIFO"))));
+  EXPECT_EQ(t.cpus().size(), 32u);  // from the node lists
+  EXPECT_EQ(t.pci_devices().size(), 32u);
+}
+
+// libpci is not asked for slots: they are read without blocking.
+TEST_F(HostileTreeTest, FifoSlotAddressDoesNotBlock) {
+  fs::create_directories(Sys("bus/pci/slots/7"));
+  fs::create_directories(Sys("bus/pci/slots/8"));
+  ASSERT_EQ(::mkfifo(Sys("bus/pci/slots/7/address").c_str(), 0600), 0);
+  Write(Sys("bus/pci/slots/8/address"), "0000:1a:00\n");
+  const Topology t = Run();
+  EXPECT_EQ(t.FindDevice(A("0000:1a:00.0"))->physical_slot, "8");
+  EXPECT_EQ(t.FindDevice(A("0000:1b:00.0"))->physical_slot, std::nullopt);
 }
 
 TEST_F(HostileTreeTest, UnreadableFilesAreNamed) {

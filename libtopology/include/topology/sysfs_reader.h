@@ -13,6 +13,7 @@
 
 #include <cstddef>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -27,15 +28,27 @@ namespace topology {
 // A directory of the tree opened once, so that many attributes below it are
 // read without resolving the full path each time (a PCI function has a dozen).
 // Names are single path components ("numa_node"). Obtained from
-// SysfsReader::OpenDirectory(); must not outlive its reader.
+// SysfsReader::OpenDirectory(); must not outlive its reader. One thread at a
+// time uses a directory.
 class TOPOLOGY_EXPORT SysfsDirectory {
  public:
+  // What an entry is, by the listing's word (links are not followed).
+  enum class EntryType { kRegular, kDirectory, kLink, kSpecial };
+
   virtual ~SysfsDirectory();
   // The directory's canonical path relative to the sysfs root.
   virtual const std::string& path() const = 0;
   // As SysfsReader::ReadFile / ReadLink for path() + "/" + name.
   virtual StatusOr<std::string> ReadFile(std::string_view name) const = 0;
   virtual StatusOr<std::string> ReadLink(std::string_view name) const = 0;
+  // Calls `visit` once per entry (no "." or ".."), unsorted, with its type;
+  // an entry the listing gives no type for is looked at without following
+  // it. Fails with UNIMPLEMENTED when this directory cannot be listed
+  // through its handle (the default; the host-root reader's directories
+  // opened without read permission), else like SysfsReader::ListDirectory.
+  virtual Status VisitEntries(
+      const std::function<void(std::string_view name, EntryType type)>& visit)
+      const;
 };
 
 class TOPOLOGY_EXPORT SysfsReader {

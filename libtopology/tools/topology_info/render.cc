@@ -4,9 +4,11 @@
 #include <charconv>
 #include <cstdio>
 #include <map>
+#include <optional>
 #include <ostream>
 #include <set>
 #include <sstream>
+#include <string_view>
 #include <variant>
 
 #include "topology/cost_model.h"
@@ -245,6 +247,154 @@ void WriteArray(std::ostream& out, std::string_view key, const Items& items,
   out << (first ? "[]" : "\n  ]");
 }
 
+// Appends what dump() writes for the string `text`: printable ASCII as it
+// is, anything else through nlohmann's own escaping (which also refuses
+// invalid UTF-8 as dump() does).
+void AppendString(std::string& out, std::string_view text) {
+  const bool plain = std::all_of(text.begin(), text.end(), [](char c) {
+    return c >= 0x20 && c < 0x7f && c != '"' && c != '\\';
+  });
+  if (!plain) {
+    out += json(std::string(text)).dump();
+    return;
+  }
+  out += '"';
+  out += text;
+  out += '"';
+}
+
+template <typename Int>
+void AppendInt(std::string& out, Int value) {
+  char buf[24];
+  const auto end = std::to_chars(buf, buf + sizeof(buf), value).ptr;
+  out.append(buf, end);
+}
+
+template <typename T, typename Append>
+void AppendOptional(std::string& out, const std::optional<T>& value,
+                    const Append& append) {
+  if (value) {
+    append(out, *value);
+  } else {
+    out += "null";
+  }
+}
+
+// Appends `items` as dump(2) writes an array whose opening bracket is at
+// `indent`: "[]", or one element per line two spaces further in.
+template <typename Items, typename Append>
+void AppendArray(std::string& out, const Items& items, std::string_view indent,
+                 const Append& append) {
+  if (items.empty()) {
+    out += "[]";
+    return;
+  }
+  out += '[';
+  bool first = true;
+  for (const auto& item : items) {
+    out += first ? "\n" : ",\n";
+    first = false;
+    out += indent;
+    out += "  ";
+    append(out, item);
+  }
+  out += '\n';
+  out += indent;
+  out += ']';
+}
+
+// Appends DeviceJson(device).dump(2) as it reads at depth 2 of the
+// document, without building the object: the keys in dump()'s (sorted)
+// order.
+void AppendDevice(std::string& out, const PciDevice& d) {
+  constexpr std::string_view kIndent = "      ";  // the keys' depth
+  bool first = true;
+  const auto key = [&](std::string_view name) {
+    out += first ? "{\n" : ",\n";
+    first = false;
+    out += kIndent;
+    out += '"';
+    out += name;
+    out += "\": ";
+  };
+  const auto hex = [&](uint32_t value, int digits) {
+    AppendString(out, Hex(value, digits));
+  };
+  const auto string = [](std::string& o, const std::string& text) {
+    AppendString(o, text);
+  };
+  const auto integer = [](std::string& o, int value) { AppendInt(o, value); };
+  const auto address = [](std::string& o, const PciAddress& a) {
+    AppendString(o, a.ToString());
+  };
+  key("address");
+  address(out, d.address);
+  key("class");
+  hex(d.class_code, 6);
+  key("conflicts");
+  AppendArray(out, d.conflicts, kIndent, string);
+  key("device");
+  hex(d.device_id, 4);
+  key("driver");
+  AppendOptional(out, d.driver, string);
+  key("host_bridge");
+  if (d.host_bridge.empty()) {
+    out += "null";
+  } else {
+    AppendString(out, d.host_bridge);
+  }
+  key("iommu_group");
+  AppendOptional(out, d.iommu_group, integer);
+  key("link");
+  out += "{\n        \"current_speed\": ";
+  AppendString(out, d.link.current_speed);
+  out += ",\n        \"current_width\": ";
+  AppendInt(out, d.link.current_width);
+  out += ",\n        \"max_speed\": ";
+  AppendString(out, d.link.max_speed);
+  out += ",\n        \"max_width\": ";
+  AppendInt(out, d.link.max_width);
+  out += "\n      }";
+  key("local_cpus");
+  if (d.local_cpus) {
+    AppendString(out, d.local_cpus->ToList());
+  } else {
+    out += "null";
+  }
+  key("numa_nodes");
+  AppendArray(out, d.numa_nodes, kIndent, integer);
+  key("numa_source");
+  AppendString(out, NumaSourceName(d.numa_source));
+  key("os_devices");
+  AppendArray(out, d.os_devices, kIndent,
+              [](std::string& o, const OsDevice& os) {
+                o += "{\n          \"kind\": ";
+                AppendString(o, os.kind);
+                o += ",\n          \"name\": ";
+                AppendString(o, os.name);
+                o += "\n        }";
+              });
+  key("physfn");
+  AppendOptional(out, d.physfn, address);
+  key("sriov_numvfs");
+  AppendOptional(out, d.sriov_numvfs, integer);
+  key("sriov_totalvfs");
+  AppendOptional(out, d.sriov_totalvfs, integer);
+  key("subsystem_device");
+  hex(d.subsystem_device_id, 4);
+  key("subsystem_vendor");
+  hex(d.subsystem_vendor_id, 4);
+  key("sysfs_numa_node");
+  AppendOptional(out, d.sysfs_numa_node, integer);
+  key("upstream_bridges");
+  AppendArray(out, d.upstream_bridges, kIndent, address);
+  key("vendor");
+  hex(d.vendor_id, 4);
+  key("virtfns");
+  AppendInt(out, d.virtfns.size());
+  out += "\n    }";
+}
+
 }  // namespace
 
 json RenderJson(const Topology& topology, const DeviceFilter& filter) {
@@ -276,8 +426,21 @@ void WriteJson(std::ostream& out, const Topology& topology,
   WriteArray(out, "numa_nodes", topology.numa_nodes(),
              [&](const NumaNode& node) { return NodeJson(topology, node); });
   out << ",\n";
-  WriteArray(out, "pci_devices", Selected(topology, filter),
-             [](const PciDevice* device) { return DeviceJson(*device); });
+  // Devices, the bulk of a large machine, are written straight to text
+  // (the same bytes as WriteArray with DeviceJson), a buffer at a time.
+  out << "  \"pci_devices\": ";
+  const std::vector<const PciDevice*> devices = Selected(topology, filter);
+  std::string text;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    text += i == 0 ? "[\n    " : ",\n    ";
+    AppendDevice(text, *devices[i]);
+    if (text.size() >= size_t{64} * 1024) {
+      out.write(text.data(), static_cast<std::streamsize>(text.size()));
+      text.clear();
+    }
+  }
+  text += devices.empty() ? "[]" : "\n  ]";
+  out.write(text.data(), static_cast<std::streamsize>(text.size()));
   out << ",\n  \"source\": ";
   WriteIndented(out, json(topology.source()), 1);
   out << ",\n  \"warnings\": ";
