@@ -91,7 +91,7 @@ extern "C" __attribute__((noreturn)) void LibpciError(char* format, ...) {
 extern "C" void LibpciQuiet(char* /*format*/, ...) {}
 
 // Whether a missing file makes libpci's sysfs back-end call the error hook,
-// in LibpciFile order.
+// in kLibpciFileNames order.
 constexpr bool kLibpciFileMandatory[kLibpciFileCount] = {
     true, true, true, false, false, false, false};
 

@@ -34,28 +34,20 @@ struct LibpciIdentity {
   uint8_t revision = 0;
 };
 
-// The files libpci's sysfs back-end may open for the fields we ask for.
-enum class LibpciFile {
-  kVendor,
-  kDevice,
-  kClass,
-  kRevision,
-  kSubsystemVendor,
-  kSubsystemDevice,
-  kConfig,
-};
+// The files libpci's sysfs back-end may open for the fields we ask for:
+// vendor, device, class, revision, subsystem_vendor, subsystem_device,
+// config.
 inline constexpr size_t kLibpciFileCount = 7;
-// Their names, in LibpciFile order.
 extern const char* const kLibpciFileNames[kLibpciFileCount];
 
 // What a listing of a function's directory says about one of those files.
 enum class ListedAs { kAbsent, kRegular, kOther };
 
 // Whether libpci may read a function whose directory lists `files` (in
-// LibpciFile order) and whose entry is named `entry`: the name round-trips as
-// libpci prints it, the files it must open exist, and none it may open is
-// anything but a regular file (a link could lead to a FIFO). On refusal,
-// `why` names the file.
+// kLibpciFileNames order) and whose entry is named `entry`: the name
+// round-trips as libpci prints it, the files it must open exist, and none it
+// may open is anything but a regular file (a link could lead to a FIFO). On
+// refusal, `why` names the file.
 bool LibpciFilesSafe(std::string_view entry,
                      const ListedAs (&files)[kLibpciFileCount],
                      std::string* why);

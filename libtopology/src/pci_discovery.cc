@@ -13,6 +13,17 @@
 namespace topology::internal {
 namespace {
 
+// Class, ids and revision, from libpci's result or another device.
+template <typename Source>
+void CopyIdentity(const Source& from, PciDevice* to) {
+  to->class_code = from.class_code;
+  to->vendor_id = from.vendor_id;
+  to->device_id = from.device_id;
+  to->subsystem_vendor_id = from.subsystem_vendor_id;
+  to->subsystem_device_id = from.subsystem_device_id;
+  to->revision = from.revision;
+}
+
 std::string_view Basename(std::string_view path) {
   const size_t slash = path.rfind('/');
   return slash == std::string_view::npos ? path : path.substr(slash + 1);
@@ -64,7 +75,7 @@ constexpr const char* kAttrNames[kAttrCount] = {"numa_node",
                                                 "subsystem_vendor",
                                                 "subsystem_device",
                                                 "config"};
-// libpci's files (LibpciFile order) among them.
+// libpci's files (kLibpciFileNames order) among them.
 constexpr Attr kLibpciAttrs[kLibpciFileCount] = {
     kVendor,          kDevice,          kClass, kRevision,
     kSubsystemVendor, kSubsystemDevice, kConfig};
@@ -429,13 +440,7 @@ void ApplyLibpciIdentity(const std::vector<LibpciIdentity>& identities,
   for (PciDevice& device : *devices) {
     const auto it = identity_of.find(device.address);
     if (it == identity_of.end()) continue;
-    const LibpciIdentity& id = *it->second;
-    device.class_code = id.class_code;
-    device.vendor_id = id.vendor_id;
-    device.device_id = id.device_id;
-    device.subsystem_vendor_id = id.subsystem_vendor_id;
-    device.subsystem_device_id = id.subsystem_device_id;
-    device.revision = id.revision;
+    CopyIdentity(*it->second, &device);
   }
 }
 
@@ -471,14 +476,7 @@ void ShareIdentity(PciFunctions* functions) {
   for (size_t i = 0; i < devices.size(); ++i) {
     const size_t from = functions->identity_of[i];
     if (from == i) continue;
-    const PciDevice& source = devices[from];
-    PciDevice& device = devices[i];
-    device.class_code = source.class_code;
-    device.vendor_id = source.vendor_id;
-    device.device_id = source.device_id;
-    device.subsystem_vendor_id = source.subsystem_vendor_id;
-    device.subsystem_device_id = source.subsystem_device_id;
-    device.revision = source.revision;
+    CopyIdentity(devices[from], &devices[i]);
   }
 }
 
