@@ -121,6 +121,15 @@ StatusOr<Topology> Discover(const DiscoveryOptions& options) {
     } else {
       LibpciThread libpci;
       bool use_libpci = options.use_libpci && root.has_value();
+      // libpci's scan calls its error hook on a name it cannot parse (and a
+      // jump out of it leaks what it holds): such a tree is not given to it.
+      if (std::string bad;
+          use_libpci && !internal::LibpciCanScan(*entries, &bad)) {
+        use_libpci = false;
+        parts.warnings.push_back(reader->Describe("bus/pci/devices/" + bad) +
+                                 ": libpci cannot handle this name; PCI "
+                                 "identity read from sysfs");
+      }
       if (use_libpci) {
         const auto not_started = libpci.Start(*root, *entries);
         use_libpci = !not_started.has_value();

@@ -205,13 +205,19 @@ const char* const kLibpciFileNames[kLibpciFileCount] = {
     "vendor",           "device",           "class", "revision",
     "subsystem_vendor", "subsystem_device", "config"};
 
-bool LibpciFilesSafe(std::string_view entry,
-                     const ListedAs (&files)[kLibpciFileCount],
-                     std::string* why) {
-  if (!RoundTrips(std::string(entry))) {
-    *why = "libpci would read another name than " + std::string(entry);
-    return false;
+bool LibpciCanScan(const std::vector<std::string>& entries, std::string* bad) {
+  for (const std::string& name : entries) {
+    if (name.empty() || name[0] == '.') continue;  // libpci skips these too
+    if (!RoundTrips(name)) {
+      *bad = name;
+      return false;
+    }
   }
+  return true;
+}
+
+bool LibpciFilesSafe(const ListedAs (&files)[kLibpciFileCount],
+                     std::string* why) {
   for (size_t i = 0; i < kLibpciFileCount; ++i) {
     if (files[i] == ListedAs::kOther) {
       *why = std::string(kLibpciFileNames[i]) + " is not a regular file";

@@ -16,7 +16,6 @@
 #include <filesystem>
 #include <memory>
 #include <string>
-#include <string_view>
 #include <vector>
 
 #include "topology/pci_address.h"
@@ -43,13 +42,17 @@ extern const char* const kLibpciFileNames[kLibpciFileCount];
 // What a listing of a function's directory says about one of those files.
 enum class ListedAs { kAbsent, kRegular, kOther };
 
+// Whether libpci's scan can take every entry of bus/pci/devices: it calls
+// its error hook on a name it cannot parse, and one that does not print back
+// the same would be opened under another name. On refusal, `bad` is the
+// entry.
+bool LibpciCanScan(const std::vector<std::string>& entries, std::string* bad);
+
 // Whether libpci may read a function whose directory lists `files` (in
-// kLibpciFileNames order) and whose entry is named `entry`: the name
-// round-trips as libpci prints it, the files it must open exist, and none it
-// may open is anything but a regular file (a link could lead to a FIFO). On
+// kLibpciFileNames order): the files it must open exist, and none it may
+// open is anything but a regular file (a link could lead to a FIFO). On
 // refusal, `why` names the file.
-bool LibpciFilesSafe(std::string_view entry,
-                     const ListedAs (&files)[kLibpciFileCount],
+bool LibpciFilesSafe(const ListedAs (&files)[kLibpciFileCount],
                      std::string* why);
 
 // What libpci is to do with each entry of bus/pci/devices, decided in entry

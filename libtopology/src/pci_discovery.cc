@@ -336,7 +336,7 @@ StatusOr<PciFunctions> ReadPciDevices(const SysfsReader& reader,
       for (size_t i = 0; i < kLibpciFileCount; ++i) {
         libpci_files[i] = listing.As(kLibpciAttrs[i]);
       }
-      if (listing.known() && LibpciFilesSafe(name, libpci_files, &why)) {
+      if (listing.known() && LibpciFilesSafe(libpci_files, &why)) {
         verdict = LibpciPlan::Verdict::kIdentity;
       } else {
         warnings->push_back(reader.Describe(dir.path()) + ": " + why +

@@ -83,7 +83,7 @@ TEST(SoakTest, PluginRestartsAdmissionsAndManagerRestarts) {
   std::unique_ptr<FakePlugin> plugin;
   size_t fds_at_start = 0;
   size_t threads_at_start = 0;
-  size_t rss_at_start = 0;
+  [[maybe_unused]] size_t rss_at_start = 0;  // unread under ASan
   int pod_number = 0;
   for (int restart = 0; restart < 1000; ++restart) {
     // The plugin restarts on a new socket (the old one exits first).
@@ -130,7 +130,9 @@ TEST(SoakTest, PluginRestartsAdmissionsAndManagerRestarts) {
     }
     // Nothing double-booked, ever.
     std::map<std::string, std::string> owner;
-    for (const auto& p : host->StatusJson()["pods"]) {
+    // Held by name: a range over a member of a temporary would outlive it.
+    const auto status = host->StatusJson();
+    for (const auto& p : status["pods"]) {
       for (const auto& c : p["containers"]) {
         if (!c["devices"].contains(kGpu)) continue;
         for (const auto& id : c["devices"][kGpu]) {
@@ -152,7 +154,12 @@ TEST(SoakTest, PluginRestartsAdmissionsAndManagerRestarts) {
   std::this_thread::sleep_for(500ms);
   EXPECT_LE(Entries("/proc/self/fd"), fds_at_start + 16);
   EXPECT_LE(Entries("/proc/self/task"), threads_at_start + 8);
+#ifndef __SANITIZE_ADDRESS__
+  // (AddressSanitizer keeps freed memory in quarantine, 256 MiB by default:
+  // there the resident size says nothing about leaks, which it reports
+  // itself.)
   EXPECT_LE(ResidentKiB(), rss_at_start + uint64_t{32} * 1024);
+#endif
 }
 
 }  // namespace
