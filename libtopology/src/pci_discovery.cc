@@ -217,8 +217,10 @@ class FunctionReader {
     return facts;
   }
 
+  // From the first 256 bytes of config space, where the capability list is:
+  // as root the file has 4,096, each dword a hardware access.
   std::optional<PciePortType> PortType(const SysfsDirectory& dir) {
-    auto config = dir.ReadFile("config");
+    auto config = dir.ReadFilePrefix("config", 256);
     if (!config.ok()) return std::nullopt;
     return ParsePciePortType(*config);
   }

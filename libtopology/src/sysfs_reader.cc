@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <string>
@@ -18,6 +19,13 @@ namespace topology {
 
 SysfsReader::~SysfsReader() = default;
 SysfsDirectory::~SysfsDirectory() = default;
+
+StatusOr<std::string> SysfsDirectory::ReadFilePrefix(
+    std::string_view name, std::size_t max_bytes) const {
+  auto text = ReadFile(name);
+  if (text.ok() && text->size() > max_bytes) text->resize(max_bytes);
+  return text;
+}
 
 Status SysfsDirectory::VisitEntries(
     const std::function<void(std::string_view, EntryType)>& /*visit*/) const {
@@ -110,15 +118,18 @@ Status ErrnoStatus(int err, const std::string& what) {
   }
 }
 
-// Reads a whole small file from a descriptor opened with O_NONBLOCK, so a
-// FIFO or device cannot block. sysfs returns an attribute in one read and
-// local files return short reads only at the end, so a short read ends the
-// loop; fstat() is only needed to tell an empty file from a FIFO.
-StatusOr<std::string> ReadOpenFile(int fd, const std::string& what) {
+// Reads a whole small file, or its first `limit` bytes, from a descriptor
+// opened with O_NONBLOCK, so a FIFO or device cannot block. sysfs returns an
+// attribute in one read and local files return short reads only at the end,
+// so a short read ends the loop; fstat() is only needed to tell an empty
+// file from a FIFO.
+StatusOr<std::string> ReadOpenFile(int fd, const std::string& what,
+                                   size_t limit = SIZE_MAX) {
   std::string out;
   char buf[4096];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof(buf));
+  while (out.size() < limit) {
+    const size_t want = std::min(sizeof(buf), limit - out.size());
+    const ssize_t n = ::read(fd, buf, want);
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EISDIR) break;  // decided below
@@ -130,7 +141,7 @@ StatusOr<std::string> ReadOpenFile(int fd, const std::string& what) {
                              std::to_string(SysfsReader::kMaxFileSize) +
                              " bytes");
     }
-    if (static_cast<size_t>(n) < sizeof(buf)) break;
+    if (static_cast<size_t>(n) < want) break;
   }
   if (out.empty()) {
     struct stat st {};
@@ -162,11 +173,16 @@ class FdDirectory final : public SysfsDirectory {
   const std::string& path() const override { return path_; }
 
   StatusOr<std::string> ReadFile(std::string_view name) const override {
+    return ReadFilePrefix(name, SIZE_MAX);
+  }
+
+  StatusOr<std::string> ReadFilePrefix(std::string_view name,
+                                       size_t max_bytes) const override {
     const std::string n(name);
     const int fd = ::openat(fd_, n.c_str(), kAttributeFlags);
     if (fd < 0) return ErrnoStatus(errno, "cannot open " + Describe(n));
     FdCloser closer(fd);
-    return ReadOpenFile(fd, Describe(n));
+    return ReadOpenFile(fd, Describe(n), max_bytes);
   }
 
   StatusOr<std::string> ReadLink(std::string_view name) const override {

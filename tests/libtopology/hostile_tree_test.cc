@@ -265,6 +265,39 @@ TEST_F(HostileTreeTest, FifoAnywhereHwlocReadsIsReleased) {
   EXPECT_EQ(t.pci_devices().size(), 32u);
 }
 
+// Config space is read only as far as asked (each dword is a hardware
+// access on a real function), and without blocking.
+TEST_F(HostileTreeTest, ConfigSpaceIsReadOnlyAsFarAsAsked) {
+  Write(Gpu() / "config", std::string(4096, '\x11'));
+  const auto reader = NewHostRootReader(dir_.path());
+  auto dir = reader->OpenDirectory("bus/pci/devices/0000:1a:00.0");
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  // The bytes this process has read so far (/proc/self/io "rchar").
+  const auto bytes_read = [] {
+    std::ifstream io("/proc/self/io");
+    std::string key;
+    uint64_t value = 0;
+    while (io >> key >> value) {
+      if (key == "rchar:") return value;
+    }
+    return uint64_t{0};
+  };
+  const uint64_t before = bytes_read();
+  auto head = (*dir)->ReadFilePrefix("config", 256);
+  const uint64_t after = bytes_read();
+  ASSERT_TRUE(head.ok()) << head.status().ToString();
+  EXPECT_EQ(head->size(), 256u);
+  // 256 bytes of config and one reading of /proc/self/io, not 4,096.
+  EXPECT_LT(after - before, 1024u);
+  EXPECT_EQ((*dir)->ReadFile("config")->size(), 4096u);
+  Write(Gpu() / "config", std::string(64, '\0'));
+  EXPECT_EQ((*dir)->ReadFilePrefix("config", 256)->size(), 64u);
+  fs::remove(Gpu() / "config");
+  ASSERT_EQ(::mkfifo((Gpu() / "config").c_str(), 0600), 0);
+  EXPECT_EQ((*dir)->ReadFilePrefix("config", 256).status().code(),
+            StatusCode::kFailedPrecondition);
+}
+
 // libpci is not asked for slots: they are read without blocking.
 TEST_F(HostileTreeTest, FifoSlotAddressDoesNotBlock) {
   fs::create_directories(Sys("bus/pci/slots/7"));

@@ -41,6 +41,12 @@ class TOPOLOGY_EXPORT SysfsDirectory {
   // As SysfsReader::ReadFile / ReadLink for path() + "/" + name.
   virtual StatusOr<std::string> ReadFile(std::string_view name) const = 0;
   virtual StatusOr<std::string> ReadLink(std::string_view name) const = 0;
+  // At most the first `max_bytes` of a file, as ReadFile otherwise. For PCI
+  // config space, where every dword read is a hardware access (trapped by
+  // the hypervisor in a VM) and the kernel reads only what is asked for.
+  // The default reads the whole file and cuts it.
+  virtual StatusOr<std::string> ReadFilePrefix(std::string_view name,
+                                               std::size_t max_bytes) const;
   // Calls `visit` once per entry (no "." or ".."), unsorted, with its type;
   // an entry the listing gives no type for is looked at without following
   // it. Fails with UNIMPLEMENTED when this directory cannot be listed
