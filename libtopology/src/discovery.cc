@@ -143,23 +143,20 @@ StatusOr<Topology> Discover(const DiscoveryOptions& options) {
       internal::ReadOsDevices(*reader, &devices);
       if (use_libpci) {
         auto identities = libpci.Result();
-        std::vector<size_t> reread;
         if (identities.ok()) {
           internal::ApplyLibpciIdentity(*identities, &devices);
-          // What libpci did not read (refused by the check, or gone from
-          // its scan) and what it read as 0 without a word (a malformed id,
-          // "0xZZZZ"; no real function has vendor 0) is read by our own
-          // parser, which names the file and the text.
-          for (size_t i = 0; i < devices.size(); ++i) {
-            if (functions->identity_of[i] == i && devices[i].vendor_id == 0) {
-              reread.push_back(i);
-            }
-          }
         } else {
           parts.warnings.push_back(identities.status().message() +
                                    "; PCI identity read from sysfs instead");
-          for (size_t i = 0; i < devices.size(); ++i) {
-            if (functions->identity_of[i] == i) reread.push_back(i);
+        }
+        // What libpci did not read (refused by the check, gone from its
+        // scan, or all of it when it failed) and what it read as 0 without a
+        // word (a malformed id, "0xZZZZ"; no real function has vendor 0) is
+        // read by our own parser, which names the file and the text.
+        std::vector<size_t> reread;
+        for (size_t i = 0; i < devices.size(); ++i) {
+          if (functions->identity_of[i] == i && devices[i].vendor_id == 0) {
+            reread.push_back(i);
           }
         }
         internal::ReadPciIdentity(*reader, reread, &devices, &parts.warnings);
