@@ -13,28 +13,39 @@
 namespace topology {
 namespace {
 
-// libpci on a second thread: it loads, scans and then reads each function
-// as soon as the sysfs pass on the first thread has found it safe to
-// (internal::LibpciPlan). However discovery ends, the thread is released
-// and joined before the entries it reads go away.
-class LibpciThread {
+// libpci beside the sysfs pass. On a tree of kOwnThreadFrom functions or
+// more it runs on a second thread: it loads, scans and then reads each
+// function as soon as the pass on the first thread has found it safe to
+// (internal::LibpciPlan). Below that it runs on the caller's thread once
+// the pass is done: its whole work (load, scan, a few reads per function)
+// is then shorter than what a second thread costs here, which is not its
+// start alone: the scheduler often queues a new thread behind its creator
+// until the creator blocks, and with the other core busy the thread shares
+// that core for scheduler slices of milliseconds. However discovery ends,
+// the thread is released and joined before the entries it reads go away.
+class LibpciRun {
  public:
-  LibpciThread() = default;
-  LibpciThread(const LibpciThread&) = delete;
-  LibpciThread& operator=(const LibpciThread&) = delete;
-  ~LibpciThread() {
+  static constexpr size_t kOwnThreadFrom = 64;
+
+  LibpciRun() = default;
+  LibpciRun(const LibpciRun&) = delete;
+  LibpciRun& operator=(const LibpciRun&) = delete;
+  ~LibpciRun() {
     if (plan_) plan_->DecideRest();
     if (scan_.valid()) scan_.wait();
   }
 
-  // Starts the thread; on failure (no thread to be had, a process at its
-  // limits) returns a warning and discovery reads identity itself.
+  // Plans the run, and starts its thread on a large tree; on failure (no
+  // thread to be had, a process at its limits) returns a warning and
+  // discovery reads identity itself.
   std::optional<std::string> Start(const std::filesystem::path& root,
                                    const std::vector<std::string>& entries) {
     plan_.emplace(entries);
+    root_ = root;
+    if (entries.size() < kOwnThreadFrom) return std::nullopt;
     try {
-      scan_ = std::async(std::launch::async, [this, root]() {
-        return internal::ScanWithLibpci(root, *plan_);
+      scan_ = std::async(std::launch::async, [this]() {
+        return internal::ScanWithLibpci(root_, *plan_);
       });
     } catch (const std::system_error& e) {
       plan_.reset();
@@ -48,10 +59,12 @@ class LibpciThread {
 
   StatusOr<std::vector<internal::LibpciIdentity>> Result() {
     plan_->DecideRest();
+    if (!scan_.valid()) return internal::ScanWithLibpci(root_, *plan_);
     return scan_.get();
   }
 
  private:
+  std::filesystem::path root_;
   std::optional<internal::LibpciPlan> plan_;
   std::future<StatusOr<std::vector<internal::LibpciIdentity>>> scan_;
 };
@@ -119,7 +132,7 @@ StatusOr<Topology> Discover(const DiscoveryOptions& options) {
     if (!entries.ok()) {
       parts.warnings.push_back(entries.status().message() + "; no PCI devices");
     } else {
-      LibpciThread libpci;
+      LibpciRun libpci;
       bool use_libpci = options.use_libpci && root.has_value();
       // libpci's scan calls its error hook on a name it cannot parse (and a
       // jump out of it leaks what it holds): such a tree is not given to it.
@@ -141,6 +154,8 @@ StatusOr<Topology> Discover(const DiscoveryOptions& options) {
       if (!functions.ok()) return functions.status();
       std::vector<PciDevice>& devices = functions->devices;
       internal::ReadOsDevices(*reader, &devices);
+      // Before libpci is waited for: neither needs identity.
+      internal::ReadPhysicalSlots(*reader, &devices);
       if (use_libpci) {
         auto identities = libpci.Result();
         if (identities.ok()) {
@@ -162,7 +177,6 @@ StatusOr<Topology> Discover(const DiscoveryOptions& options) {
         internal::ReadPciIdentity(*reader, reread, &devices, &parts.warnings);
       }
       internal::ShareIdentity(&*functions);
-      internal::ReadPhysicalSlots(*reader, &devices);
       parts.pci_devices = std::move(devices);
     }
   }

@@ -81,6 +81,9 @@ class LibpciPlan {
 
  private:
   const std::vector<std::string>& entries_;
+  // The scanning thread is woken once per `wake_every_` verdicts (and at
+  // the end): see the constructor.
+  const size_t wake_every_;
   std::unique_ptr<Verdict[]> verdicts_;
   std::atomic<uint32_t> decided_{0};
 };

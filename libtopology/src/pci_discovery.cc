@@ -448,14 +448,35 @@ void ApplyLibpciIdentity(const std::vector<LibpciIdentity>& identities,
 
 void ReadPhysicalSlots(const SysfsReader& reader,
                        std::vector<PciDevice>* devices) {
-  auto slots = reader.ListDirectory("bus/pci/slots");
-  if (!slots.ok()) return;  // no hot-plug or slot driver
+  // The slots directory is opened once and each slot's "address" read
+  // relative to it (a tree has dozens of slots, most of them empty).
+  auto opened = reader.OpenDirectory("bus/pci/slots");
+  if (!opened.ok()) return;  // no hot-plug or slot driver
+  const SysfsDirectory& dir = **opened;
+  std::vector<std::string> slots;
+  const Status listed = dir.VisitEntries(
+      [&](std::string_view name, SysfsDirectory::EntryType type) {
+        if (type == SysfsDirectory::EntryType::kDirectory ||
+            type == SysfsDirectory::EntryType::kLink) {
+          slots.emplace_back(name);
+        }
+      });
+  if (listed.code() == StatusCode::kUnimplemented) {
+    auto names = reader.ListDirectory("bus/pci/slots");
+    if (!names.ok()) return;
+    slots = std::move(*names);
+  } else if (!listed.ok()) {
+    return;
+  }
+  // Sorted, so that of two slots naming one device the same one wins on
+  // every file system.
+  std::sort(slots.begin(), slots.end());
   // Each slot's "address" names a device ("0000:3b:00", every function of
   // it); a slot without one (empty until a card is inserted) is skipped.
   // Read with the reader (a FIFO there cannot block), as libpci would.
   std::map<std::tuple<uint32_t, uint32_t, uint32_t>, std::string> slot_of;
-  for (const std::string& slot : *slots) {
-    auto text = reader.ReadFile("bus/pci/slots/" + slot + "/address");
+  for (const std::string& slot : slots) {
+    auto text = dir.ReadFile(slot + "/address");
     if (!text.ok()) continue;
     const std::string_view address = TrimKernelText(*text);
     if (std::count(address.begin(), address.end(), ':') != 2) continue;

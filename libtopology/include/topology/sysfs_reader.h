@@ -27,7 +27,9 @@ namespace topology {
 
 // A directory of the tree opened once, so that many attributes below it are
 // read without resolving the full path each time (a PCI function has a dozen).
-// Names are single path components ("numa_node"). Obtained from
+// Names are relative paths below it, usually one component ("numa_node";
+// "3/address" below bus/pci/slots), of which only the last is refused when
+// it is a link. Obtained from
 // SysfsReader::OpenDirectory(); must not outlive its reader. One thread at a
 // time uses a directory.
 class TOPOLOGY_EXPORT SysfsDirectory {
