@@ -1,9 +1,12 @@
 #include "topology/discovery.h"
 
-#include <future>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <utility>
 
 #include "hwloc_support.h"
@@ -13,60 +16,98 @@
 namespace topology {
 namespace {
 
-// libpci beside the sysfs pass. On a tree of kOwnThreadFrom functions or
-// more it runs on a second thread: it loads, scans and then reads each
-// function as soon as the pass on the first thread has found it safe to
-// (internal::LibpciPlan). Below that it runs on the caller's thread once
-// the pass is done: its whole work (load, scan, a few reads per function)
-// is then shorter than what a second thread costs here, which is not its
-// start alone: the scheduler often queues a new thread behind its creator
-// until the creator blocks, and with the other core busy the thread shares
-// that core for scheduler slices of milliseconds. However discovery ends,
-// the thread is released and joined before the entries it reads go away.
+// libpci beside the sysfs pass: it loads, scans and then reads each
+// function as soon as the pass has found it safe to (internal::LibpciPlan).
+// The run is offered to a second thread, which claims it when it starts;
+// if it has not started by the time the pass is done, the caller claims
+// it and runs it itself. A new thread does not always start at once: the
+// scheduler often queues it behind its creator until the creator blocks
+// (a millisecond or more, as long as discovering a small machine takes),
+// and with every other core busy it waits for a time slice there. Whoever
+// claims the run finishes it before discovery returns; a thread that starts
+// later finds it taken and touches nothing but the shared claim.
 class LibpciRun {
  public:
-  static constexpr size_t kOwnThreadFrom = 64;
-
   LibpciRun() = default;
   LibpciRun(const LibpciRun&) = delete;
   LibpciRun& operator=(const LibpciRun&) = delete;
   ~LibpciRun() {
-    if (plan_) plan_->DecideRest();
-    if (scan_.valid()) scan_.wait();
+    if (!plan_) return;
+    plan_->DecideRest();
+    if (!claim_->TryClaim()) claim_->WaitFinished();
   }
 
-  // Plans the run, and starts its thread on a large tree; on failure (no
-  // thread to be had, a process at its limits) returns a warning and
-  // discovery reads identity itself.
-  std::optional<std::string> Start(const std::filesystem::path& root,
-                                   const std::vector<std::string>& entries) {
+  // Plans the run and offers it to a second thread (without one to be had,
+  // the caller runs it).
+  void Start(const std::filesystem::path& root,
+             const std::vector<std::string>& entries) {
     plan_.emplace(entries);
     root_ = root;
-    if (entries.size() < kOwnThreadFrom) return std::nullopt;
+    claim_ = std::make_shared<Claim>();
     try {
-      scan_ = std::async(std::launch::async, [this]() {
-        return internal::ScanWithLibpci(root_, *plan_);
-      });
-    } catch (const std::system_error& e) {
-      plan_.reset();
-      return std::string("libpci scan not started (") + e.what() +
-             "); identity read from sysfs";
+      std::thread([claim = claim_, this] {
+        if (!claim->TryClaim()) return;  // `this` may be gone by now
+        Run();
+        claim->Finish();
+      }).detach();
+    } catch (const std::system_error&) {
     }
-    return std::nullopt;
   }
 
   internal::LibpciPlan* plan() { return plan_ ? &*plan_ : nullptr; }
 
   StatusOr<std::vector<internal::LibpciIdentity>> Result() {
     plan_->DecideRest();
-    if (!scan_.valid()) return internal::ScanWithLibpci(root_, *plan_);
-    return scan_.get();
+    if (claim_->TryClaim()) {
+      Run();
+      claim_->Finish();
+    } else {
+      claim_->WaitFinished();
+    }
+    return std::move(result_);
   }
 
  private:
+  // Who runs libpci, shared with the thread so that it outlives the run.
+  class Claim {
+   public:
+    bool TryClaim() {
+      std::lock_guard<std::mutex> lock(mutex_);
+      return !std::exchange(claimed_, true);
+    }
+    void Finish() {
+      {
+        std::lock_guard<std::mutex> lock(mutex_);
+        finished_ = true;
+      }
+      done_.notify_all();
+    }
+    void WaitFinished() {
+      std::unique_lock<std::mutex> lock(mutex_);
+      done_.wait(lock, [this] { return finished_; });
+    }
+
+   private:
+    std::mutex mutex_;
+    std::condition_variable done_;
+    bool claimed_ = false;
+    bool finished_ = false;
+  };
+
+  void Run() {
+    try {
+      result_ = internal::ScanWithLibpci(root_, *plan_);
+    } catch (const std::exception& e) {  // out of memory
+      result_ =
+          UnavailableError(std::string("libpci scan failed: ") + e.what());
+    }
+  }
+
   std::filesystem::path root_;
   std::optional<internal::LibpciPlan> plan_;
-  std::future<StatusOr<std::vector<internal::LibpciIdentity>>> scan_;
+  std::shared_ptr<Claim> claim_;
+  StatusOr<std::vector<internal::LibpciIdentity>> result_ =
+      UnavailableError("libpci scan did not run");
 };
 
 }  // namespace
@@ -143,11 +184,7 @@ StatusOr<Topology> Discover(const DiscoveryOptions& options) {
                                  ": libpci cannot handle this name; PCI "
                                  "identity read from sysfs");
       }
-      if (use_libpci) {
-        const auto not_started = libpci.Start(*root, *entries);
-        use_libpci = !not_started.has_value();
-        if (not_started) parts.warnings.push_back(*not_started);
-      }
+      if (use_libpci) libpci.Start(*root, *entries);
       auto functions = internal::ReadPciDevices(
           *reader, *entries, /*read_identity=*/!use_libpci, parts.numa_nodes,
           libpci.plan(), &parts.warnings);

@@ -93,8 +93,8 @@ extern "C" void LibpciQuiet(char* /*format*/, ...) {}
 
 // Whether a missing file makes libpci's sysfs back-end call the error hook,
 // in kLibpciFileNames order.
-constexpr bool kLibpciFileMandatory[kLibpciFileCount] = {
-    true, true, true, false, false, false, false};
+constexpr bool kLibpciFileMandatory[kLibpciFileCount] = {true, true, true,
+                                                         false, false};
 
 // libpci's sysfs back-end formats names as "%04x:%02x:%02x.%d"; an entry
 // whose name does not round-trip would be opened under another name.
@@ -111,7 +111,6 @@ struct RawIdentity {
   int domain;
   unsigned bus, dev, func;
   unsigned vendor, device, device_class, prog_if, rev;
-  unsigned subsys_vendor, subsys_device;
 };
 
 // A function of libpci's list and its index among the plan's entries.
@@ -180,8 +179,7 @@ int RunLibpci(const LibpciCalls& pci, const char* sysfs_bus_pci,
       continue;
     }
     pci_dev* dev = listed[i].dev;
-    pci.fill_info(dev, PCI_FILL_IDENT | PCI_FILL_CLASS | PCI_FILL_CLASS_EXT |
-                           PCI_FILL_SUBSYS);
+    pci.fill_info(dev, PCI_FILL_IDENT | PCI_FILL_CLASS | PCI_FILL_CLASS_EXT);
     RawIdentity& r = out[read++];
     r.domain = dev->domain;
     r.bus = dev->bus;
@@ -192,8 +190,6 @@ int RunLibpci(const LibpciCalls& pci, const char* sysfs_bus_pci,
     r.device_class = dev->device_class;
     r.prog_if = dev->prog_if;
     r.rev = dev->rev_id;
-    r.subsys_vendor = dev->subsys_vendor_id;
-    r.subsys_device = dev->subsys_id;
   }
   tls_jump_target = nullptr;
   pci.cleanup(access);
@@ -203,8 +199,7 @@ int RunLibpci(const LibpciCalls& pci, const char* sysfs_bus_pci,
 }  // namespace
 
 const char* const kLibpciFileNames[kLibpciFileCount] = {
-    "vendor",           "device",           "class", "revision",
-    "subsystem_vendor", "subsystem_device", "config"};
+    "vendor", "device", "class", "revision", "config"};
 
 bool LibpciCanScan(const std::vector<std::string>& entries, std::string* bad) {
   for (const std::string& name : entries) {
@@ -306,8 +301,6 @@ StatusOr<std::vector<LibpciIdentity>> ScanWithLibpci(
     id.class_code = (r.device_class << 8) | (r.prog_if & 0xffU);
     id.vendor_id = static_cast<uint16_t>(r.vendor);
     id.device_id = static_cast<uint16_t>(r.device);
-    id.subsystem_vendor_id = static_cast<uint16_t>(r.subsys_vendor);
-    id.subsystem_device_id = static_cast<uint16_t>(r.subsys_device);
     id.revision = static_cast<uint8_t>(r.rev);
     out.push_back(id);
   }

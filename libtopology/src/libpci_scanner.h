@@ -28,15 +28,14 @@ struct LibpciIdentity {
   uint32_t class_code = 0;  // 24-bit
   uint16_t vendor_id = 0;
   uint16_t device_id = 0;
-  uint16_t subsystem_vendor_id = 0;
-  uint16_t subsystem_device_id = 0;
   uint8_t revision = 0;
 };
 
-// The files libpci's sysfs back-end may open for the fields we ask for:
-// vendor, device, class, revision, subsystem_vendor, subsystem_device,
-// config.
-inline constexpr size_t kLibpciFileCount = 7;
+// The files libpci's sysfs back-end may open for the fields we ask for
+// (class, ids and revision; subsystem ids are read by the sysfs pass, which
+// has the directory open): vendor, device, class, revision, and config
+// for the revision where the kernel has no revision file (before 4.10).
+inline constexpr size_t kLibpciFileCount = 5;
 extern const char* const kLibpciFileNames[kLibpciFileCount];
 
 // What a listing of a function's directory says about one of those files.

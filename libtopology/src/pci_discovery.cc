@@ -13,9 +13,8 @@
 namespace topology::internal {
 namespace {
 
-// Class, ids and revision, from libpci's result or another device.
-template <typename Source>
-void CopyIdentity(const Source& from, PciDevice* to) {
+// Class, ids, subsystem ids and revision, from another device.
+void CopyIdentity(const PciDevice& from, PciDevice* to) {
   to->class_code = from.class_code;
   to->vendor_id = from.vendor_id;
   to->device_id = from.device_id;
@@ -76,9 +75,8 @@ constexpr const char* kAttrNames[kAttrCount] = {"numa_node",
                                                 "subsystem_device",
                                                 "config"};
 // libpci's files (kLibpciFileNames order) among them.
-constexpr Attr kLibpciAttrs[kLibpciFileCount] = {
-    kVendor,          kDevice,          kClass, kRevision,
-    kSubsystemVendor, kSubsystemDevice, kConfig};
+constexpr Attr kLibpciAttrs[kLibpciFileCount] = {kVendor, kDevice, kClass,
+                                                 kRevision, kConfig};
 
 // What one listing of a directory says about the attributes: a file it
 // does not list is not opened (a failed open saved per absent attribute).
@@ -233,12 +231,20 @@ class FunctionReader {
         static_cast<uint16_t>(Hex(dir, listing, kVendor, 16).value_or(0));
     device->device_id =
         static_cast<uint16_t>(Hex(dir, listing, kDevice, 16).value_or(0));
+    SubsystemIds(dir, listing, device);
+    device->revision =
+        static_cast<uint8_t>(Hex(dir, listing, kRevision, 8).value_or(0));
+  }
+
+  // What libpci is not asked for: the pass has the directory open, and a
+  // relative open costs half of libpci's from the root through the
+  // bus/pci/devices link.
+  void SubsystemIds(const SysfsDirectory& dir, const Listing& listing,
+                    PciDevice* device) {
     device->subsystem_vendor_id = static_cast<uint16_t>(
         Hex(dir, listing, kSubsystemVendor, 16).value_or(0));
     device->subsystem_device_id = static_cast<uint16_t>(
         Hex(dir, listing, kSubsystemDevice, 16).value_or(0));
-    device->revision =
-        static_cast<uint8_t>(Hex(dir, listing, kRevision, 8).value_or(0));
   }
 
   void Warn(const SysfsDirectory& dir, const char* name, const Status& status) {
@@ -331,6 +337,7 @@ StatusOr<PciFunctions> ReadPciDevices(const SysfsReader& reader,
     if (read_identity) {
       if (own_identity) files.Identity(dir, listing, &device);
     } else if (own_identity) {
+      files.SubsystemIds(dir, listing, &device);
       // libpci opens files without O_NONBLOCK and ends the process on a
       // missing one: it reads only what the listing shows is safe.
       std::string why = "the directory cannot be listed";
@@ -442,7 +449,11 @@ void ApplyLibpciIdentity(const std::vector<LibpciIdentity>& identities,
   for (PciDevice& device : *devices) {
     const auto it = identity_of.find(device.address);
     if (it == identity_of.end()) continue;
-    CopyIdentity(*it->second, &device);
+    const LibpciIdentity& id = *it->second;
+    device.class_code = id.class_code;
+    device.vendor_id = id.vendor_id;
+    device.device_id = id.device_id;
+    device.revision = id.revision;
   }
 }
 

@@ -70,8 +70,8 @@ struct PciFunctions {
 };
 
 // Reads every entry of bus/pci/devices: locality, driver, IOMMU group,
-// SR-IOV, link and PCIe path, and class and ids when `read_identity` (else
-// they are left for libpci). Each function's directory is listed once when
+// SR-IOV, link and PCIe path, subsystem ids, and class, ids and revision
+// when `read_identity` (else they are left for libpci). Each function's directory is listed once when
 // the reader can, and files it does not list are not asked for. With a
 // `plan`, each entry's verdict for libpci is decided as soon as the entry is
 // read (every entry is decided, whatever the outcome). Affinity is resolved
