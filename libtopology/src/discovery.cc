@@ -1,14 +1,11 @@
 #include "topology/discovery.h"
 
-#include <condition_variable>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
-#include <system_error>
-#include <thread>
 #include <utility>
 
+#include "helper_thread.h"
 #include "hwloc_support.h"
 #include "libpci_scanner.h"
 #include "sysfs_discovery.h"
@@ -18,82 +15,37 @@ namespace {
 
 // libpci beside the sysfs pass: it loads, scans and then reads each
 // function as soon as the pass has found it safe to (internal::LibpciPlan).
-// The run is offered to a second thread, which claims it when it starts;
-// if it has not started by the time the pass is done, the caller claims
-// it and runs it itself. A new thread does not always start at once: the
-// scheduler often queues it behind its creator until the creator blocks
-// (a millisecond or more, as long as discovering a small machine takes),
-// and with every other core busy it waits for a time slice there. Whoever
-// claims the run finishes it before discovery returns; a thread that starts
-// later finds it taken and touches nothing but the shared claim.
+// The run is posted to discovery's helper thread; if that thread has not
+// started it by the time the pass is done, the caller takes it back and
+// runs it itself (internal::HelperThread). Either way it is finished before
+// discovery returns.
 class LibpciRun {
  public:
   LibpciRun() = default;
   LibpciRun(const LibpciRun&) = delete;
   LibpciRun& operator=(const LibpciRun&) = delete;
   ~LibpciRun() {
-    if (!plan_) return;
-    plan_->DecideRest();
-    if (!claim_->TryClaim()) claim_->WaitFinished();
+    if (plan_) plan_->DecideRest();
+    if (job_) job_->TakeBack();
   }
 
-  // Plans the run and offers it to a second thread (without one to be had,
-  // the caller runs it).
-  void Start(const std::filesystem::path& root,
+  void Start(internal::HelperThread* helper, const std::filesystem::path& root,
              const std::vector<std::string>& entries) {
     plan_.emplace(entries);
     root_ = root;
-    claim_ = std::make_shared<Claim>();
-    try {
-      std::thread([claim = claim_, this] {
-        if (!claim->TryClaim()) return;  // `this` may be gone by now
-        Run();
-        claim->Finish();
-      }).detach();
-    } catch (const std::system_error&) {
-    }
+    job_ = helper->Post([this] { Run(); });
   }
 
   internal::LibpciPlan* plan() { return plan_ ? &*plan_ : nullptr; }
 
   StatusOr<std::vector<internal::LibpciIdentity>> Result() {
     plan_->DecideRest();
-    if (claim_->TryClaim()) {
-      Run();
-      claim_->Finish();
-    } else {
-      claim_->WaitFinished();
-    }
+    if (job_->TakeBack()) Run();
+    job_.reset();
     return std::move(result_);
   }
 
  private:
-  // Who runs libpci, shared with the thread so that it outlives the run.
-  class Claim {
-   public:
-    bool TryClaim() {
-      std::lock_guard<std::mutex> lock(mutex_);
-      return !std::exchange(claimed_, true);
-    }
-    void Finish() {
-      {
-        std::lock_guard<std::mutex> lock(mutex_);
-        finished_ = true;
-      }
-      done_.notify_all();
-    }
-    void WaitFinished() {
-      std::unique_lock<std::mutex> lock(mutex_);
-      done_.wait(lock, [this] { return finished_; });
-    }
-
-   private:
-    std::mutex mutex_;
-    std::condition_variable done_;
-    bool claimed_ = false;
-    bool finished_ = false;
-  };
-
   void Run() {
     try {
       result_ = internal::ScanWithLibpci(root_, *plan_);
@@ -105,7 +57,7 @@ class LibpciRun {
 
   std::filesystem::path root_;
   std::optional<internal::LibpciPlan> plan_;
-  std::shared_ptr<Claim> claim_;
+  std::shared_ptr<internal::HelperThread::Job> job_;
   StatusOr<std::vector<internal::LibpciIdentity>> result_ =
       UnavailableError("libpci scan did not run");
 };
@@ -128,11 +80,21 @@ StatusOr<Topology> Discover(const DiscoveryOptions& options) {
       "host root " + reader->HostRoot().value_or("(in memory)").string();
   const std::optional<std::filesystem::path> root = reader->HostRoot();
 
+  // One helper thread for what runs beside discovery: hwloc's FIFO watchdog
+  // (a host root other than "/"), then libpci's run. Started before either
+  // is needed, it sleeps until then (internal::HelperThread).
+  const bool watch_hwloc = options.use_hwloc && root.has_value() &&
+                           has_system && root->lexically_normal() != "/";
+  const bool use_libpci = has_pci && options.use_libpci && root.has_value();
+  std::optional<internal::HelperThread> helper;
+  if (watch_hwloc || use_libpci) helper.emplace();
+
   internal::NumaFacts numa = internal::ReadNumaFacts(*reader, &parts.warnings);
 
   std::optional<internal::HwlocMachine> machine;
   if (options.use_hwloc && root.has_value() && has_system) {
-    auto loaded = internal::LoadMachineWithHwloc(*root);
+    auto loaded =
+        internal::LoadMachineWithHwloc(*root, helper ? &*helper : nullptr);
     if (loaded.ok()) {
       machine = std::move(*loaded);
       parts.cpus = std::move(machine->cpus);
@@ -173,27 +135,27 @@ StatusOr<Topology> Discover(const DiscoveryOptions& options) {
     if (!entries.ok()) {
       parts.warnings.push_back(entries.status().message() + "; no PCI devices");
     } else {
-      LibpciRun libpci;
-      bool use_libpci = options.use_libpci && root.has_value();
+      LibpciRun libpci;  // after `helper`, which runs it
+      bool libpci_used = use_libpci;
       // libpci's scan calls its error hook on a name it cannot parse (and a
       // jump out of it leaks what it holds): such a tree is not given to it.
       if (std::string bad;
-          use_libpci && !internal::LibpciCanScan(*entries, &bad)) {
-        use_libpci = false;
+          libpci_used && !internal::LibpciCanScan(*entries, &bad)) {
+        libpci_used = false;
         parts.warnings.push_back(reader->Describe("bus/pci/devices/" + bad) +
                                  ": libpci cannot handle this name; PCI "
                                  "identity read from sysfs");
       }
-      if (use_libpci) libpci.Start(*root, *entries);
+      if (libpci_used) libpci.Start(&*helper, *root, *entries);
       auto functions = internal::ReadPciDevices(
-          *reader, *entries, /*read_identity=*/!use_libpci, parts.numa_nodes,
+          *reader, *entries, /*read_identity=*/!libpci_used, parts.numa_nodes,
           libpci.plan(), &parts.warnings);
       if (!functions.ok()) return functions.status();
       std::vector<PciDevice>& devices = functions->devices;
       internal::ReadOsDevices(*reader, &devices);
       // Before libpci is waited for: neither needs identity.
       internal::ReadPhysicalSlots(*reader, &devices);
-      if (use_libpci) {
+      if (libpci_used) {
         auto identities = libpci.Result();
         if (identities.ok()) {
           internal::ApplyLibpciIdentity(*identities, &devices);

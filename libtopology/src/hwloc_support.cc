@@ -3,12 +3,11 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
-#include <system_error>
-#include <thread>
 #include <vector>
 
 #include <fcntl.h>
@@ -54,17 +53,20 @@ class ScopedEnv {
 // root's sys/ and proc/ and opens each for writing without blocking, which
 // succeeds only when a reader waits on it and ends that reader's open (its
 // read then sees end of file). Found FIFOs are released again every
-// millisecond (hwloc may open one many times) until the load ends. A tree
-// without FIFOs costs one thread start; the search only runs for a load
-// that is stuck or slow.
+// millisecond (hwloc may open one many times) until the load ends. It
+// watches from discovery's helper thread (internal::HelperThread), which
+// then goes on to libpci's run; the search only runs for a load that is
+// stuck or slow.
 class FifoWatchdog {
  public:
-  explicit FifoWatchdog(std::filesystem::path root) : root_(std::move(root)) {
-    try {
-      thread_ = std::thread([this] { Watch(); });
-    } catch (const std::system_error&) {
-      // No thread to be had: the load runs unwatched, as lstopo's would.
-    }
+  // Watches on `helper`'s thread, or on a thread of its own without one.
+  FifoWatchdog(std::filesystem::path root, HelperThread* helper)
+      : state_(std::make_shared<State>()) {
+    state_->root = std::move(root);
+    if (helper == nullptr) helper = &own_.emplace();
+    // The watch holds only the shared state: the load's end is never held
+    // up waiting for the watching thread to be scheduled and notice it.
+    helper->Post([state = state_] { Watch(*state); });
   }
   FifoWatchdog(const FifoWatchdog&) = delete;
   FifoWatchdog& operator=(const FifoWatchdog&) = delete;
@@ -72,13 +74,14 @@ class FifoWatchdog {
 
   // Stops watching; returns the FIFOs that blocked hwloc.
   std::vector<std::string> Finish() {
+    std::vector<std::string> released;
     {
-      std::lock_guard<std::mutex> lock(mutex_);
-      done_ = true;
+      std::lock_guard<std::mutex> lock(state_->mutex);
+      state_->done = true;
+      released = state_->released;
     }
-    wake_.notify_all();
-    if (thread_.joinable()) thread_.join();
-    return released_;
+    state_->wake.notify_all();
+    return released;
   }
 
  private:
@@ -87,17 +90,25 @@ class FifoWatchdog {
   static constexpr auto kReleaseEvery = std::chrono::milliseconds(1);
   static constexpr int kMaxDepth = 16;
 
-  void Watch() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    if (wake_.wait_for(lock, kGrace, [this] { return done_; })) return;
+  struct State {
+    std::filesystem::path root;
+    std::mutex mutex;
+    std::condition_variable wake;
+    bool done = false;  // the load has ended
+    std::vector<std::string> released;
+  };
+
+  static void Watch(State& state) {
+    std::unique_lock<std::mutex> lock(state.mutex);
+    if (state.wake.wait_for(lock, kGrace, [&] { return state.done; })) return;
     std::vector<std::string> fifos;
     auto next_search = std::chrono::steady_clock::now();
-    while (!done_) {
+    while (!state.done) {
       if (std::chrono::steady_clock::now() >= next_search) {
         lock.unlock();
         fifos.clear();
         for (const char* top : {"sys", "proc"}) {
-          Search(root_ / top, 0, &fifos);
+          Search(state.root / top, 0, &fifos);
         }
         lock.lock();
         next_search = std::chrono::steady_clock::now() + kSearchEvery;
@@ -107,18 +118,20 @@ class FifoWatchdog {
         if (fd < 0) continue;  // nobody reading it now
         ::close(fd);
         bool known = false;
-        for (const std::string& seen : released_) known = known || seen == fifo;
-        if (!known) released_.push_back(fifo);
+        for (const std::string& seen : state.released) {
+          known = known || seen == fifo;
+        }
+        if (!known) state.released.push_back(fifo);
       }
-      wake_.wait_for(lock, fifos.empty() ? kSearchEvery : kReleaseEvery,
-                     [this] { return done_; });
+      state.wake.wait_for(lock, fifos.empty() ? kSearchEvery : kReleaseEvery,
+                          [&] { return state.done; });
     }
   }
 
   // Collects the FIFOs below `dir`, and the links to FIFOs (hwloc follows
   // links), without following links to directories.
-  void Search(const std::filesystem::path& dir, int depth,
-              std::vector<std::string>* fifos) {
+  static void Search(const std::filesystem::path& dir, int depth,
+                     std::vector<std::string>* fifos) {
     if (depth > kMaxDepth) return;
     std::error_code error;
     for (std::filesystem::directory_iterator it(dir, error), end;
@@ -135,12 +148,8 @@ class FifoWatchdog {
     }
   }
 
-  const std::filesystem::path root_;
-  std::mutex mutex_;
-  std::condition_variable wake_;
-  bool done_ = false;
-  std::vector<std::string> released_;
-  std::thread thread_;
+  std::shared_ptr<State> state_;
+  std::optional<HelperThread> own_;
 };
 
 }  // namespace
@@ -197,7 +206,7 @@ std::vector<CpuInfo> CpusFromHwloc(hwloc_topology_t topology) {
 }
 
 StatusOr<HwlocMachine> LoadMachineWithHwloc(
-    const std::filesystem::path& host_root) {
+    const std::filesystem::path& host_root, HelperThread* helper) {
   const bool live = host_root.lexically_normal() == "/";
   std::lock_guard<std::mutex> lock(HwlocEnvironmentMutex());
   std::optional<ScopedEnv> fsroot;
@@ -230,7 +239,7 @@ StatusOr<HwlocMachine> LoadMachineWithHwloc(
   if (live) {
     loaded = hwloc_topology_load(topology.get());
   } else {
-    FifoWatchdog watchdog(host_root);
+    FifoWatchdog watchdog(host_root, helper);
     loaded = hwloc_topology_load(topology.get());
     fifos = watchdog.Finish();
   }

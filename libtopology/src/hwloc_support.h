@@ -13,6 +13,7 @@
 #include "topology/status.h"
 #include "topology/sysfs_reader.h"
 
+#include "helper_thread.h"
 #include "sysfs_discovery.h"
 
 namespace topology::internal {
@@ -46,9 +47,10 @@ std::vector<CpuInfo> CpusFromHwloc(hwloc_topology_t topology);
 // root other than "/" the variable is set for the duration of the load under a
 // process-wide lock and restored afterwards. hwloc blocked on a FIFO in such a
 // tree is released from it and its result refused (FAILED_PRECONDITION,
-// naming the FIFO).
+// naming the FIFO); the watch runs on `helper`'s thread (a thread of its
+// own without one).
 StatusOr<HwlocMachine> LoadMachineWithHwloc(
-    const std::filesystem::path& host_root);
+    const std::filesystem::path& host_root, HelperThread* helper = nullptr);
 
 }  // namespace topology::internal
 

@@ -292,6 +292,9 @@ StatusOr<PciFunctions> ReadPciDevices(const SysfsReader& reader,
   std::map<PciAddress, size_t> first_vf_of;
 
   const AffinityResolver resolver(nodes);
+  // Each function's directory through its link in bus/pci/devices, opened
+  // relative to that directory where it can be (SysfsDirectory::OpenEntry).
+  const auto devices_dir = reader.OpenDirectory("bus/pci/devices");
   PciFunctions out;
   std::vector<PciDevice>& devices = out.devices;
   devices.reserve(entries.size());
@@ -307,7 +310,11 @@ StatusOr<PciFunctions> ReadPciDevices(const SysfsReader& reader,
                           ": not a PCI address; skipped");
       return kSkip;
     }
-    auto opened = reader.OpenDirectory("bus/pci/devices/" + name);
+    auto opened =
+        devices_dir.ok()
+            ? (*devices_dir)->OpenEntry(name)
+            : StatusOr<std::unique_ptr<SysfsDirectory>>(devices_dir.status());
+    if (!opened.ok()) opened = reader.OpenDirectory("bus/pci/devices/" + name);
     if (!opened.ok()) {
       if (opened.status().code() == StatusCode::kUnavailable) {
         return opened.status();

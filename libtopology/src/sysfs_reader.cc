@@ -12,7 +12,9 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 namespace topology {
@@ -31,6 +33,13 @@ Status SysfsDirectory::VisitEntries(
     const std::function<void(std::string_view, EntryType)>& /*visit*/) const {
   return Status(StatusCode::kUnimplemented,
                 "cannot list " + path() + " through its handle");
+}
+
+StatusOr<std::unique_ptr<SysfsDirectory>> SysfsDirectory::OpenEntry(
+    std::string_view name) const {
+  return Status(StatusCode::kUnimplemented, "cannot open " + path() + "/" +
+                                                std::string(name) +
+                                                " through its handle");
 }
 
 namespace {
@@ -161,11 +170,16 @@ constexpr int kAttributeFlags = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC;
 // O_PATH; attributes are opened relative to it.
 class FdDirectory final : public SysfsDirectory {
  public:
-  FdDirectory(int fd, bool listable, std::string path, std::string full)
+  // `root_fd`: the tree's sys/ (O_PATH), or -1; with `sysfs`, its path as
+  // the reader names it. Both outlive the directory, as the reader does.
+  FdDirectory(int fd, bool listable, std::string path, const int& root_fd,
+              const std::string& sysfs)
       : fd_(fd),
         listable_(listable),
         path_(std::move(path)),
-        full_(std::move(full)) {}
+        full_(path_.empty() ? sysfs : sysfs + "/" + path_),
+        root_fd_(root_fd),
+        sysfs_(sysfs) {}
   FdDirectory(const FdDirectory&) = delete;
   FdDirectory& operator=(const FdDirectory&) = delete;
   ~FdDirectory() override { ::close(fd_); }
@@ -246,11 +260,72 @@ class FdDirectory final : public SysfsDirectory {
   std::string Describe(const std::string& name) const {
     return full_ + "/" + name;
   }
+
+  // The kernel's links in sysfs are relative, some "../" and then plain
+  // components ("../../../devices/pci0000:00/0000:00:1f.2"). Such a link's
+  // target is this directory's canonical path with that many components
+  // dropped and the rest appended; opened with openat2 refusing every link
+  // and any way out of the tree, it is the canonical path of the result by
+  // construction. That spares the /proc readlink OpenDirectory needs (half
+  // the cost of opening a function's directory). Anything else, and any
+  // failure, is left to the reader.
+  StatusOr<std::unique_ptr<SysfsDirectory>> OpenEntry(
+      std::string_view name) const override {
+    const auto unimplemented = [&] {
+      return Status(StatusCode::kUnimplemented,
+                    "cannot open " + Describe(std::string(name)) +
+                        " through its directory");
+    };
+    if (root_fd_ < 0 || name.empty() || name == "." || name == ".." ||
+        name.find('/') != std::string_view::npos) {
+      return unimplemented();
+    }
+    const std::string n(name);
+    char text[PATH_MAX];
+    const ssize_t len = ::readlinkat(fd_, n.c_str(), text, sizeof(text));
+    std::string target;
+    if (len < 0 && errno == EINVAL) {
+      target = path_ + "/" + n;  // a directory, not a link
+    } else if (len <= 0 || static_cast<size_t>(len) >= sizeof(text)) {
+      return unimplemented();
+    } else {
+      std::string_view rest(text, static_cast<size_t>(len));
+      std::string_view base = path_;
+      while (rest.substr(0, 3) == "../") {
+        if (base.empty()) return unimplemented();  // above sys/
+        const size_t slash = base.rfind('/');
+        base = slash == std::string_view::npos ? std::string_view()
+                                               : base.substr(0, slash);
+        rest.remove_prefix(3);
+      }
+      // Plain components only: no ".", "..", empty or absolute ones left.
+      for (size_t at = 0; at <= rest.size();) {
+        const size_t end = std::min(rest.find('/', at), rest.size());
+        const std::string_view part = rest.substr(at, end - at);
+        if (part.empty() || part == "." || part == "..") return unimplemented();
+        at = end + 1;
+      }
+      target = base.empty() ? std::string(rest)
+                            : std::string(base) + "/" + std::string(rest);
+    }
+    open_how how{};
+    how.flags = O_RDONLY | O_DIRECTORY | O_CLOEXEC;
+    how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+                  RESOLVE_BENEATH | RESOLVE_NO_XDEV;
+    const long fd =  // NOLINT(google-runtime-int): syscall's type
+        ::syscall(SYS_openat2, root_fd_, target.c_str(), &how, sizeof(how));
+    if (fd < 0) return unimplemented();
+    return std::unique_ptr<SysfsDirectory>(new FdDirectory(
+        static_cast<int>(fd), true, std::move(target), root_fd_, sysfs_));
+  }
+
   int fd_;
   bool listable_;
   mutable bool listed_ = false;
   std::string path_;
   std::string full_;
+  const int& root_fd_;
+  const std::string& sysfs_;
 };
 
 // Reads below <root>/sys with plain POSIX calls: they are cheap, do not throw
@@ -269,6 +344,14 @@ class HostRootReader final : public SysfsReader {
     } else {
       canonical_sysfs_ = sysfs_;
     }
+    // Where directories open their entries' links (FdDirectory::OpenEntry);
+    // without it they leave that to OpenDirectory.
+    root_fd_ = ::open(sysfs_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  }
+  HostRootReader(const HostRootReader&) = delete;
+  HostRootReader& operator=(const HostRootReader&) = delete;
+  ~HostRootReader() override {
+    if (root_fd_ >= 0) ::close(root_fd_);
   }
 
   StatusOr<std::string> ReadFile(std::string_view path) const override {
@@ -352,7 +435,7 @@ class HostRootReader final : public SysfsReader {
       return relative.status();
     }
     return std::unique_ptr<SysfsDirectory>(
-        new FdDirectory(fd, listable, *relative, Full(*relative)));
+        new FdDirectory(fd, listable, *relative, root_fd_, sysfs_));
   }
 
   bool Exists(std::string_view path) const override {
@@ -424,6 +507,7 @@ class HostRootReader final : public SysfsReader {
   std::filesystem::path host_root_;
   std::string sysfs_;
   std::string canonical_sysfs_;
+  int root_fd_ = -1;
 };
 
 }  // namespace

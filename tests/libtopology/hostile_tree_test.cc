@@ -367,5 +367,51 @@ TEST_F(HostileTreeTest, NoFileDescriptorsFailsInsteadOfDroppingDevices) {
   }
 }
 
+// A directory opens a kernel link's target relative to the tree, with no
+// link on the way; anything else it leaves to the reader, which then opens
+// what the kernel resolves (or refuses it).
+TEST_F(HostileTreeTest, OpenEntryTakesOnlyPlainKernelLinks) {
+  const auto reader = NewHostRootReader(dir_.path());
+  auto devices = reader->OpenDirectory("bus/pci/devices");
+  ASSERT_TRUE(devices.ok()) << devices.status().ToString();
+  const auto canonical = [&](const std::string& entry) {
+    auto dir = reader->OpenDirectory("bus/pci/devices/" + entry);
+    return dir.ok() ? (*dir)->path() : dir.status().ToString();
+  };
+
+  auto gpu = (*devices)->OpenEntry("0000:1a:00.0");
+  ASSERT_TRUE(gpu.ok()) << gpu.status().ToString();
+  EXPECT_EQ((*gpu)->path(), canonical("0000:1a:00.0"));
+  EXPECT_EQ((*gpu)->path(),
+            fs::relative(Gpu(), fs::canonical(dir_.path() / "sys")).string());
+  EXPECT_TRUE((*gpu)->ReadFile("vendor").ok());
+
+  // A plain directory in place of the link.
+  fs::create_directory(Sys("bus/pci/devices/0000:f9:00.0"));
+  auto plain = (*devices)->OpenEntry("0000:f9:00.0");
+  ASSERT_TRUE(plain.ok()) << plain.status().ToString();
+  EXPECT_EQ((*plain)->path(), "bus/pci/devices/0000:f9:00.0");
+
+  const auto left_to_reader = [&](const std::string& entry,
+                                  const std::string& target) {
+    fs::create_symlink(target, Sys("bus/pci/devices/" + entry));
+    return (*devices)->OpenEntry(entry).status().code() ==
+           StatusCode::kUnimplemented;
+  };
+  // Through a link on the way: the reader opens what the kernel resolves.
+  fs::create_directory_symlink(Gpu().parent_path(), Sys("devices/via-link"));
+  EXPECT_TRUE(
+      left_to_reader("0000:f8:00.0", "../../../devices/via-link/0000:1a:00.0"));
+  EXPECT_EQ(canonical("0000:f8:00.0"), canonical("0000:1a:00.0"));
+  // ".." after a component, above sys/, absolute: left to the reader.
+  EXPECT_TRUE(left_to_reader(
+      "0000:f7:00.0", "../../../devices/x/../" +
+                          Gpu().lexically_relative(Sys("devices")).string()));
+  EXPECT_TRUE(left_to_reader("0000:f6:00.0", "../../../../../outside"));
+  EXPECT_TRUE(left_to_reader("0000:f5:00.0", Gpu().string()));
+  EXPECT_TRUE((*devices)->OpenEntry("0000:f4:00.0").status().code() ==
+              StatusCode::kUnimplemented);  // absent
+}
+
 }  // namespace
 }  // namespace topology

@@ -57,6 +57,13 @@ class TOPOLOGY_EXPORT SysfsDirectory {
   virtual Status VisitEntries(
       const std::function<void(std::string_view name, EntryType type)>& visit)
       const;
+  // Opens the directory that entry `name` is or links to ("0000:00:1f.2"
+  // of bus/pci/devices), as SysfsReader::OpenDirectory(path() + "/" + name)
+  // would. Fails with UNIMPLEMENTED when this directory cannot do so itself
+  // (the default; the host-root reader's when the entry is not a plain
+  // kernel link, or the kernel has no openat2): ask the reader then.
+  virtual StatusOr<std::unique_ptr<SysfsDirectory>> OpenEntry(
+      std::string_view name) const;
 };
 
 class TOPOLOGY_EXPORT SysfsReader {
