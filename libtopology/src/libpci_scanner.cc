@@ -236,7 +236,7 @@ namespace {
 // pass ends is at most one batch, and the pass then waits for it. Both
 // grow with the batch (n / b wake-ups against b reads left over), so
 // sqrt(n / 8) keeps them level for a wake-up costing about an eighth of
-// libpci's reads of one function: 1 up to 15 entries (the thread follows
+// libpci's reads of one function: 1 below 32 entries (the thread follows
 // the pass), 11 at 1,000, 45 at 16,000.
 size_t WakeEvery(size_t n) {
   return std::max<size_t>(
