@@ -37,30 +37,45 @@ TEST(HelperThreadTest, RunsJobsInOrder) {
   EXPECT_NE(ran[0], ran[1]);
 }
 
+// A job that holds the helper's thread until released.
+class Gate {
+ public:
+  void Hold() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    held_ = true;
+    changed_.notify_all();
+    changed_.wait(lock, [this] { return released_; });
+  }
+  void WaitHeld() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    changed_.wait(lock, [this] { return held_; });
+  }
+  void Release() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      released_ = true;
+    }
+    changed_.notify_all();
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable changed_;
+  bool held_ = false;
+  bool released_ = false;
+};
+
 // A job the thread is running is waited for, not taken back.
 TEST(HelperThreadTest, TakeBackWaitsForARunningJob) {
   HelperThread helper;
-  std::mutex mutex;
-  std::condition_variable changed;
-  bool started = false;
-  bool release = false;
+  Gate gate;
   std::atomic<bool> finished{false};
   auto job = helper.Post([&] {
-    std::unique_lock<std::mutex> lock(mutex);
-    started = true;
-    changed.notify_all();
-    changed.wait(lock, [&] { return release; });
+    gate.Hold();
     finished = true;
   });
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    changed.wait(lock, [&] { return started; });
-  }
-  std::thread releaser([&] {
-    std::lock_guard<std::mutex> lock(mutex);
-    release = true;
-    changed.notify_all();
-  });
+  gate.WaitHeld();
+  std::thread releaser([&] { gate.Release(); });
   EXPECT_FALSE(job->TakeBack());
   EXPECT_TRUE(finished.load());
   releaser.join();
@@ -69,29 +84,14 @@ TEST(HelperThreadTest, TakeBackWaitsForARunningJob) {
 // A job not started when its poster needs it never starts.
 TEST(HelperThreadTest, AJobTakenBackNeverRuns) {
   HelperThread helper;
-  std::mutex mutex;
-  std::condition_variable changed;
-  bool started = false;
-  bool release = false;
+  Gate gate;
   // Keeps the thread busy so that the second job waits in the queue.
-  auto blocker = helper.Post([&] {
-    std::unique_lock<std::mutex> lock(mutex);
-    started = true;
-    changed.notify_all();
-    changed.wait(lock, [&] { return release; });
-  });
-  {
-    std::unique_lock<std::mutex> lock(mutex);
-    changed.wait(lock, [&] { return started; });
-  }
+  auto blocker = helper.Post([&] { gate.Hold(); });
+  gate.WaitHeld();
   std::atomic<int> runs{0};
   auto job = helper.Post([&] { ++runs; });
   EXPECT_TRUE(job->TakeBack());
-  {
-    std::lock_guard<std::mutex> lock(mutex);
-    release = true;
-  }
-  changed.notify_all();
+  gate.Release();
   EXPECT_FALSE(blocker->TakeBack());
   // The thread has moved past the taken-back job by now or never reaches
   // it; either way it does not run.
