@@ -84,7 +84,7 @@ StatusOr<Topology> Discover(const DiscoveryOptions& options) {
   // (a host root other than "/"), then libpci's run. Started before either
   // is needed, it sleeps until then (internal::HelperThread).
   const bool watch_hwloc = options.use_hwloc && root.has_value() &&
-                           has_system && root->lexically_normal() != "/";
+                           has_system && internal::WatchesForFifos(*root);
   const bool use_libpci = has_pci && options.use_libpci && root.has_value();
   std::optional<internal::HelperThread> helper;
   if (watch_hwloc || use_libpci) helper.emplace();

@@ -205,9 +205,13 @@ std::vector<CpuInfo> CpusFromHwloc(hwloc_topology_t topology) {
   return cpus;
 }
 
+bool WatchesForFifos(const std::filesystem::path& host_root) {
+  return host_root.lexically_normal() != "/";
+}
+
 StatusOr<HwlocMachine> LoadMachineWithHwloc(
     const std::filesystem::path& host_root, HelperThread* helper) {
-  const bool live = host_root.lexically_normal() == "/";
+  const bool live = !WatchesForFifos(host_root);
   std::lock_guard<std::mutex> lock(HwlocEnvironmentMutex());
   std::optional<ScopedEnv> fsroot;
   std::optional<ScopedEnv> components;

@@ -49,6 +49,10 @@ std::vector<CpuInfo> CpusFromHwloc(hwloc_topology_t topology);
 // tree is released from it and its result refused (FAILED_PRECONDITION,
 // naming the FIFO); the watch runs on `helper`'s thread (a thread of its
 // own without one).
+// Whether a load from `host_root` is watched for FIFOs: any root but the
+// live "/", which has none.
+bool WatchesForFifos(const std::filesystem::path& host_root);
+
 StatusOr<HwlocMachine> LoadMachineWithHwloc(
     const std::filesystem::path& host_root, HelperThread* helper = nullptr);
 

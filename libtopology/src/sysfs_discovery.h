@@ -71,14 +71,14 @@ struct PciFunctions {
 
 // Reads every entry of bus/pci/devices: locality, driver, IOMMU group,
 // SR-IOV, link and PCIe path, subsystem ids, and class, ids and revision
-// when `read_identity` (else they are left for libpci). Each function's directory is listed once when
-// the reader can, and files it does not list are not asked for. With a
-// `plan`, each entry's verdict for libpci is decided as soon as the entry is
-// read (every entry is decided, whatever the outcome). Affinity is resolved
-// against `nodes`. A device directory that cannot be opened for want of
-// resources (no file descriptors, no memory: UNAVAILABLE) fails the whole
-// read, since skipping it would report a present device as removed; one that
-// is gone or unreadable is skipped with a warning.
+// when `read_identity` (else they are left for libpci). Each function's
+// directory is listed once when the reader can, and files it does not list are
+// not asked for. With a `plan`, each entry's verdict for libpci is decided as
+// soon as the entry is read (every entry is decided, whatever the outcome).
+// Affinity is resolved against `nodes`. A device directory that cannot be
+// opened for want of resources (no file descriptors, no memory: UNAVAILABLE)
+// fails the whole read, since skipping it would report a present device as
+// removed; one that is gone or unreadable is skipped with a warning.
 StatusOr<PciFunctions> ReadPciDevices(const SysfsReader& reader,
                                       const std::vector<std::string>& entries,
                                       bool read_identity,
