@@ -1,5 +1,6 @@
 #include "topology/discovery.h"
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,51 +16,71 @@ namespace {
 
 // libpci beside the sysfs pass: it loads, scans and then reads each
 // function as soon as the pass has found it safe to (internal::LibpciPlan).
-// The run is posted to discovery's helper thread; if that thread has not
-// started it by the time the pass is done, the caller takes it back and
-// runs it itself (internal::HelperThread). Either way it is finished before
-// discovery returns.
+// The run is posted to discovery's helper thread and shares its state with
+// it. If that thread has not started it by the time the pass is done, the
+// caller takes it back and runs it in full (internal::HelperThread); if it
+// has, the pass stops it and reads what libpci has not reached itself,
+// never waiting for it.
 class LibpciRun {
  public:
   LibpciRun() = default;
   LibpciRun(const LibpciRun&) = delete;
   LibpciRun& operator=(const LibpciRun&) = delete;
   ~LibpciRun() {
-    if (plan_) plan_->DecideRest();
+    if (shared_) shared_->plan.Stop();
     if (job_) job_->TakeBack();
   }
 
   void Start(internal::HelperThread* helper, const std::filesystem::path& root,
              const std::vector<std::string>& entries) {
-    plan_.emplace(entries);
-    root_ = root;
-    job_ = helper->Post([this] { Run(); });
+    shared_ = std::make_shared<Shared>(root, entries);
+    job_ = helper->Post([shared = shared_] { Run(shared.get()); });
   }
 
-  internal::LibpciPlan* plan() { return plan_ ? &*plan_ : nullptr; }
+  internal::LibpciPlan* plan() { return shared_ ? &shared_->plan : nullptr; }
 
+  // What libpci read, once the pass is done: all of it when it ran here,
+  // what it had read by now when it ran on the helper thread.
   StatusOr<std::vector<internal::LibpciIdentity>> Result() {
-    plan_->DecideRest();
-    if (job_->TakeBack()) Run();
-    job_.reset();
-    return std::move(result_);
+    if (job_->TakeBack()) {
+      shared_->plan.DecideRest();
+      Run(shared_.get());
+    } else {
+      shared_->plan.Stop();
+    }
+    if (shared_->done.load(std::memory_order_acquire) &&
+        !shared_->status.ok()) {
+      return shared_->status;
+    }
+    return shared_->plan.Read();
   }
 
  private:
-  void Run() {
+  struct Shared {
+    Shared(std::filesystem::path root_in, std::vector<std::string> entries_in)
+        : root(std::move(root_in)),
+          entries(std::move(entries_in)),
+          plan(entries) {}
+    const std::filesystem::path root;
+    const std::vector<std::string> entries;
+    internal::LibpciPlan plan;  // refers to `entries`
+    Status status;              // set before `done` (release)
+    std::atomic<bool> done{false};
+  };
+
+  static void Run(Shared* shared) {
+    Status status;
     try {
-      result_ = internal::ScanWithLibpci(root_, *plan_);
+      status = internal::ScanWithLibpci(shared->root, &shared->plan);
     } catch (const std::exception& e) {  // out of memory
-      result_ =
-          UnavailableError(std::string("libpci scan failed: ") + e.what());
+      status = UnavailableError(std::string("libpci scan failed: ") + e.what());
     }
+    shared->status = std::move(status);
+    shared->done.store(true, std::memory_order_release);
   }
 
-  std::filesystem::path root_;
-  std::optional<internal::LibpciPlan> plan_;
+  std::shared_ptr<Shared> shared_;
   std::shared_ptr<internal::HelperThread::Job> job_;
-  StatusOr<std::vector<internal::LibpciIdentity>> result_ =
-      UnavailableError("libpci scan did not run");
 };
 
 }  // namespace
@@ -163,13 +184,15 @@ StatusOr<Topology> Discover(const DiscoveryOptions& options) {
           parts.warnings.push_back(identities.status().message() +
                                    "; PCI identity read from sysfs instead");
         }
-        // What libpci did not read (refused by the check, gone from its
-        // scan, or all of it when it failed) and what it read as 0 without a
-        // word (a malformed id, "0xZZZZ"; no real function has vendor 0) is
-        // read by our own parser, which names the file and the text.
+        // What neither the pass nor libpci read (refused by the check, gone
+        // from libpci's scan, not reached when the pass stopped it, or all
+        // of it when it failed) and what libpci read as 0 without a word (a
+        // malformed id, "0xZZZZ"; no real function has vendor 0) is read by
+        // our own parser, which names the file and the text.
         std::vector<size_t> reread;
         for (size_t i = 0; i < devices.size(); ++i) {
-          if (functions->identity_of[i] == i && devices[i].vendor_id == 0) {
+          if (functions->identity_of[i] == i && !functions->identity_read[i] &&
+              devices[i].vendor_id == 0) {
             reread.push_back(i);
           }
         }

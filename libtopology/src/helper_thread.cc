@@ -7,30 +7,15 @@
 namespace topology::internal {
 
 bool HelperThread::Job::TakeBack() {
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (state_ == State::kPending) {
-    state_ = State::kTakenBack;
-    return true;
-  }
-  done_.wait(lock, [this] {
-    return state_ == State::kDone || state_ == State::kTakenBack;
-  });
-  return false;
+  State expected = State::kPending;
+  return state_.compare_exchange_strong(expected, State::kTakenBack,
+                                        std::memory_order_acq_rel);
 }
 
 bool HelperThread::Job::Claim() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (state_ != State::kPending) return false;
-  state_ = State::kRunning;
-  return true;
-}
-
-void HelperThread::Job::Finish() {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    state_ = State::kDone;
-  }
-  done_.notify_all();
+  State expected = State::kPending;
+  return state_.compare_exchange_strong(expected, State::kRunning,
+                                        std::memory_order_acq_rel);
 }
 
 HelperThread::HelperThread() {
@@ -77,7 +62,6 @@ void HelperThread::Serve(const std::shared_ptr<Queue>& queue) {
       job->run_();
     } catch (...) {  // NOLINT(bugprone-empty-catch): the job reports itself
     }
-    job->Finish();
   }
 }
 

@@ -2,7 +2,9 @@
 #ifndef TOPOLOGY_SRC_HELPER_THREAD_H_
 #define TOPOLOGY_SRC_HELPER_THREAD_H_
 
+#include <atomic>
 #include <condition_variable>
+#include <cstdint>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -17,31 +19,30 @@ namespace topology::internal {
 // more, as long as discovering a small machine takes), or, with the other
 // cores busy, behind the work there, while a thread woken from sleep is
 // run at once. A job the thread has not started when its poster needs it
-// is taken back (Job::TakeBack), so a thread that is slow to be scheduled
-// delays nothing. The thread is detached (joining it would wait for it to
-// be scheduled) and shares only the queue and the jobs: one that first runs
-// after discovery has returned finds the queue closed and ends.
+// is taken back (Job::TakeBack), and one it has started is never waited
+// for, so a thread that is slow to be scheduled, or slow once running,
+// delays nothing: every job holds what it uses by shared ownership. The
+// thread is detached (joining it would wait for it to be scheduled) and
+// shares only the queue and the jobs: one that first runs after discovery
+// has returned finds the queue closed and ends.
 class HelperThread {
  public:
   class Job {
    public:
     explicit Job(std::function<void()> run) : run_(std::move(run)) {}
     // If the thread has not started the job, it never will: returns true
-    // and the caller does the work itself (or skips it). Else waits until
-    // the job is done and returns false.
+    // and the caller does the work itself (or skips it). Else returns false
+    // at once: the job runs, or ran, on the thread.
     bool TakeBack();
 
    private:
     friend class HelperThread;
-    enum class State { kPending, kRunning, kDone, kTakenBack };
+    enum class State : uint8_t { kPending, kRunning, kTakenBack };
     // The thread: claims a pending job; false if it was taken back.
     bool Claim();
-    void Finish();
 
     std::function<void()> run_;
-    std::mutex mutex_;
-    std::condition_variable done_;
-    State state_ = State::kPending;
+    std::atomic<State> state_{State::kPending};
   };
 
   // Starts the thread (without one to be had, every job is taken back).
@@ -51,9 +52,8 @@ class HelperThread {
   // Closes the queue: jobs not started never start.
   ~HelperThread();
 
-  // Queues `run` for the thread. Unless `run` holds everything it uses (by
-  // shared ownership), the caller must call TakeBack() on the returned job
-  // before any of it goes away.
+  // Queues `run` for the thread. `run` must hold everything it uses by
+  // shared ownership: nothing waits for it to end.
   std::shared_ptr<Job> Post(std::function<void()> run);
 
  private:

@@ -104,14 +104,9 @@ bool RoundTrips(const std::string& name) {
          address->domain <= 0x7fffffffU;
 }
 
-// Copies plain fields out of libpci's list. No C++ object with a destructor
-// may be created in the frames that libpci can jump out of, so results go to
-// caller-owned, pre-sized arrays of PODs.
-struct RawIdentity {
-  int domain;
-  unsigned bus, dev, func;
-  unsigned vendor, device, device_class, prog_if, rev;
-};
+// What libpci reads is recorded in the plan as it goes: no C++ object with
+// a destructor may be created in the frames that libpci can jump out of.
+static_assert(std::is_trivially_destructible_v<LibpciIdentity>);
 
 // A function of libpci's list and its index among the plan's entries.
 struct Listed {
@@ -136,15 +131,15 @@ int64_t IndexOf(const std::vector<std::string>& entries, const char* name) {
   return -1;
 }
 
-// Returns the number of functions written to `out` (at most the plan's
-// entries), or -1 when libpci's error hook fired. `listed` has room for as
-// many.
-int RunLibpci(const LibpciCalls& pci, const char* sysfs_bus_pci,
-              const LibpciPlan& plan, Listed* listed, RawIdentity* out) {
-  const size_t capacity = plan.entries().size();
+// Records in `plan` what libpci reads; returns false when libpci's error
+// hook fired. `listed` has room for as many functions as the plan has
+// entries.
+bool RunLibpci(const LibpciCalls& pci, const char* sysfs_bus_pci,
+               LibpciPlan* plan, Listed* listed) {
+  const size_t capacity = plan->entries().size();
   std::jmp_buf target;
   pci_access* volatile access = pci.alloc();
-  if (access == nullptr) return -1;
+  if (access == nullptr) return false;
   access->error = LibpciError;
   access->warning = LibpciQuiet;
   access->debug = LibpciQuiet;
@@ -153,7 +148,7 @@ int RunLibpci(const LibpciCalls& pci, const char* sysfs_bus_pci,
   if (setjmp(target) != 0) {
     tls_jump_target = nullptr;
     pci.cleanup(access);
-    return -1;
+    return false;
   }
   pci.set_param(access, const_cast<char*>("sysfs.path"),
                 const_cast<char*>(sysfs_bus_pci));
@@ -168,32 +163,35 @@ int RunLibpci(const LibpciCalls& pci, const char* sysfs_bus_pci,
     char name[32];
     std::snprintf(name, sizeof(name), "%04x:%02x:%02x.%d", dev->domain,
                   dev->bus, dev->dev, dev->func);
-    const int64_t index = IndexOf(plan.entries(), name);
+    const int64_t index = IndexOf(plan->entries(), name);
     if (index >= 0) listed[n++] = Listed{static_cast<size_t>(index), dev};
   }
   std::sort(listed, listed + n,
             [](const Listed& a, const Listed& b) { return a.index < b.index; });
-  size_t read = 0;
-  for (size_t i = 0; i < n; ++i) {
-    if (plan.Await(listed[i].index) != LibpciPlan::Verdict::kIdentity) {
+  for (size_t i = 0; i < n && !plan->Stopped(); ++i) {
+    if (plan->Await(listed[i].index) != LibpciPlan::Verdict::kIdentity ||
+        plan->Stopped()) {
+      plan->Passed(listed[i].index);
       continue;
     }
     pci_dev* dev = listed[i].dev;
     pci.fill_info(dev, PCI_FILL_IDENT | PCI_FILL_CLASS | PCI_FILL_CLASS_EXT);
-    RawIdentity& r = out[read++];
-    r.domain = dev->domain;
-    r.bus = dev->bus;
-    r.dev = dev->dev;
-    r.func = dev->func;
-    r.vendor = dev->vendor_id;
-    r.device = dev->device_id;
-    r.device_class = dev->device_class;
-    r.prog_if = dev->prog_if;
-    r.rev = dev->rev_id;
+    LibpciIdentity id;
+    id.address.domain = static_cast<uint32_t>(dev->domain);
+    id.address.bus = static_cast<uint8_t>(dev->bus);
+    id.address.device = static_cast<uint8_t>(dev->dev);
+    id.address.function = static_cast<uint8_t>(dev->func);
+    id.class_code = (static_cast<uint32_t>(dev->device_class) << 8) |
+                    (static_cast<uint32_t>(dev->prog_if) & 0xffU);
+    id.vendor_id = dev->vendor_id;
+    id.device_id = dev->device_id;
+    id.revision = dev->rev_id;
+    plan->Record(id);
+    plan->Passed(listed[i].index);
   }
   tls_jump_target = nullptr;
   pci.cleanup(access);
-  return static_cast<int>(read);
+  return true;
 }
 
 }  // namespace
@@ -243,12 +241,24 @@ size_t WakeEvery(size_t n) {
       1, static_cast<size_t>(std::sqrt(static_cast<double>(n) / 8.0)));
 }
 
+// How many entries libpci may lag behind the pass before the pass reads
+// identities itself. libpci starts reading once it has loaded and scanned
+// (on an idle core, while the pass reads its first 20 to 30 functions), and
+// then reads faster than the pass (about 9 against 14 us a function on a
+// recording): past 32 entries it has fallen behind for want of a CPU, not
+// for its start. Never less than two wake-ups of its thread.
+size_t LagLimit(size_t wake_every) {
+  return std::max<size_t>(32, 2 * wake_every);
+}
+
 }  // namespace
 
 LibpciPlan::LibpciPlan(const std::vector<std::string>& entries)
     : entries_(entries),
       wake_every_(WakeEvery(entries.size())),
-      verdicts_(std::make_unique<Verdict[]>(entries.size())) {}
+      lag_limit_(LagLimit(wake_every_)),
+      verdicts_(std::make_unique<Verdict[]>(entries.size())),
+      read_(std::make_unique<LibpciIdentity[]>(entries.size())) {}
 
 void LibpciPlan::Decide(size_t index, Verdict verdict) {
   verdicts_[index] = verdict;
@@ -268,6 +278,22 @@ void LibpciPlan::DecideRest() {
   decided_.notify_all();
 }
 
+void LibpciPlan::Stop() {
+  stopped_.store(true, std::memory_order_release);
+  DecideRest();
+}
+
+std::vector<LibpciIdentity> LibpciPlan::Read() const {
+  const uint32_t n = read_count_.load(std::memory_order_acquire);
+  return std::vector<LibpciIdentity>(read_.get(), read_.get() + n);
+}
+
+void LibpciPlan::Record(const LibpciIdentity& identity) {
+  const uint32_t n = read_count_.load(std::memory_order_relaxed);
+  read_[n] = identity;
+  read_count_.store(n + 1, std::memory_order_release);
+}
+
 LibpciPlan::Verdict LibpciPlan::Await(size_t index) const {
   uint32_t seen = decided_.load(std::memory_order_acquire);
   while (seen <= index) {
@@ -277,34 +303,17 @@ LibpciPlan::Verdict LibpciPlan::Await(size_t index) const {
   return verdicts_[index];
 }
 
-StatusOr<std::vector<LibpciIdentity>> ScanWithLibpci(
-    const std::filesystem::path& host_root, const LibpciPlan& plan) {
+Status ScanWithLibpci(const std::filesystem::path& host_root,
+                      LibpciPlan* plan) {
   std::string load_error;
   const LibpciCalls* pci = LoadLibpci(&load_error);
   if (pci == nullptr) return UnavailableError(load_error);
   const std::string sysfs = (host_root / "sys" / "bus" / "pci").string();
-  std::vector<Listed> listed(plan.entries().size());
-  std::vector<RawIdentity> raw(plan.entries().size());
-  const int n = RunLibpci(*pci, sysfs.c_str(), plan, listed.data(), raw.data());
-  if (n < 0) {
+  std::vector<Listed> listed(plan->entries().size());
+  if (!RunLibpci(*pci, sysfs.c_str(), plan, listed.data())) {
     return UnavailableError(std::string("libpci failed: ") + tls_error_message);
   }
-  std::vector<LibpciIdentity> out;
-  out.reserve(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    const RawIdentity& r = raw[static_cast<size_t>(i)];
-    LibpciIdentity id;
-    id.address.domain = static_cast<uint32_t>(r.domain);
-    id.address.bus = static_cast<uint8_t>(r.bus);
-    id.address.device = static_cast<uint8_t>(r.dev);
-    id.address.function = static_cast<uint8_t>(r.func);
-    id.class_code = (r.device_class << 8) | (r.prog_if & 0xffU);
-    id.vendor_id = static_cast<uint16_t>(r.vendor);
-    id.device_id = static_cast<uint16_t>(r.device);
-    id.revision = static_cast<uint8_t>(r.rev);
-    out.push_back(id);
-  }
-  return out;
+  return OkStatus();
 }
 
 }  // namespace topology::internal

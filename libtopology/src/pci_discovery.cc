@@ -232,8 +232,28 @@ class FunctionReader {
     device->device_id =
         static_cast<uint16_t>(Hex(dir, listing, kDevice, 16).value_or(0));
     SubsystemIds(dir, listing, device);
-    device->revision =
-        static_cast<uint8_t>(Hex(dir, listing, kRevision, 8).value_or(0));
+    device->revision = Revision(dir, listing);
+  }
+
+  // The revision file, else (kernels before 4.10) byte 8 of config space,
+  // as libpci reads it.
+  uint8_t Revision(const SysfsDirectory& dir, const Listing& listing) {
+    if (listing.MayHave(kRevision)) {
+      if (auto rev = Hex(dir, kAttrNames[kRevision], 8)) {
+        return static_cast<uint8_t>(*rev);
+      }
+      if (listing.known()) return 0;  // listed but unreadable: warned
+    }
+    if (!listing.MayHave(kConfig)) return 0;
+    auto config = dir.ReadFilePrefix("config", 12);
+    if (!config.ok()) {
+      if (config.status().code() != StatusCode::kNotFound) {
+        warnings_->push_back(config.status().message());
+      }
+      return 0;
+    }
+    if (config->size() <= 8) return 0;  // the kernel gives at least 64
+    return static_cast<uint8_t>((*config)[8]);
   }
 
   // What libpci is not asked for: the pass has the directory open, and a
@@ -299,10 +319,11 @@ StatusOr<PciFunctions> ReadPciDevices(const SysfsReader& reader,
   std::vector<PciDevice>& devices = out.devices;
   devices.reserve(entries.size());
   out.identity_of.reserve(entries.size());
+  out.identity_read.reserve(entries.size());
   // Reads one entry; returns libpci's verdict for it, or an error that ends
   // the pass.
-  const auto read_entry =
-      [&](const std::string& name) -> StatusOr<LibpciPlan::Verdict> {
+  const auto read_entry = [&](size_t index) -> StatusOr<LibpciPlan::Verdict> {
+    const std::string& name = entries[index];
     constexpr auto kSkip = LibpciPlan::Verdict::kSkip;
     auto address = PciAddress::Parse(name);
     if (!address.ok()) {
@@ -341,8 +362,14 @@ StatusOr<PciFunctions> ReadPciDevices(const SysfsReader& reader,
     const Listing listing = own_identity ? Listing::Of(dir) : Listing();
 
     LibpciPlan::Verdict verdict = kSkip;
-    if (read_identity) {
-      if (own_identity) files.Identity(dir, listing, &device);
+    // Identity is read here, with the directory open, without libpci or
+    // when libpci is too far behind to be waited for (its thread gets
+    // little of a busy core).
+    const bool identity_here =
+        own_identity &&
+        (read_identity || (plan != nullptr && plan->LeftBehind(index)));
+    if (identity_here) {
+      files.Identity(dir, listing, &device);
     } else if (own_identity) {
       files.SubsystemIds(dir, listing, &device);
       // libpci opens files without O_NONBLOCK and ends the process on a
@@ -411,10 +438,11 @@ StatusOr<PciFunctions> ReadPciDevices(const SysfsReader& reader,
     device.conflicts = std::move(affinity.conflicts);
     devices.push_back(std::move(device));
     out.identity_of.push_back(identity_of);
+    out.identity_read.push_back(identity_here);
     return verdict;
   };
   for (size_t i = 0; i < entries.size(); ++i) {
-    auto verdict = read_entry(entries[i]);
+    auto verdict = read_entry(i);
     if (!verdict.ok()) return verdict.status();
     if (plan != nullptr) plan->Decide(i, *verdict);
   }

@@ -12,8 +12,10 @@
 
 #include "topology/cost_model.h"
 
+#include "libpci_scanner.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
+#include "sysfs_discovery.h"
 #include "temp_dir.h"
 
 namespace topology {
@@ -282,6 +284,66 @@ TEST(DiscoveryTest, LibpciAndSysfsAgreeOnIdentity) {
   // Without hwloc the CPUs still come from the node lists.
   EXPECT_EQ(b->cpus().size(), 32u);
   EXPECT_EQ(b->cpus()[0].package_id, -1);
+}
+
+// libpci's scan is stopped when the pass is done; what it had read stays,
+// and a scanning thread waiting for a verdict gets one.
+TEST(LibpciPlanTest, StopDecidesTheRestAndKeepsWhatWasRead) {
+  const std::vector<std::string> entries = {"0000:00:00.0", "0000:00:01.0",
+                                            "0000:00:02.0"};
+  internal::LibpciPlan plan(entries);
+  plan.Decide(0, internal::LibpciPlan::Verdict::kIdentity);
+  internal::LibpciIdentity id;
+  id.address = A("0000:00:00.0");
+  id.vendor_id = 0x8086;
+  plan.Record(id);
+  plan.Passed(0);
+  EXPECT_FALSE(plan.Stopped());
+  plan.Stop();
+  EXPECT_TRUE(plan.Stopped());
+  EXPECT_EQ(plan.Await(0), internal::LibpciPlan::Verdict::kIdentity);
+  EXPECT_EQ(plan.Await(2), internal::LibpciPlan::Verdict::kSkip);
+  const auto read = plan.Read();
+  ASSERT_EQ(read.size(), 1u);
+  EXPECT_EQ(read[0].address, A("0000:00:00.0"));
+  EXPECT_EQ(read[0].vendor_id, 0x8086);
+}
+
+// A pass that libpci cannot keep up with reads identities itself: libpci
+// gets the functions up to 32 entries past the last one it has passed,
+// and the pass reads the others with the directory open.
+TEST(LibpciPlanTest, PassReadsWhatLibpciIsTooFarBehindFor) {
+  TempDir dir;
+  // 48 PFs with one VF each and the root ports: every function has an
+  // identity of its own.
+  testing::WriteSriovMachine(dir.path(), 48, 1);
+  const auto reader = NewHostRootReader(dir.path());
+  const auto entries = reader->ListDirectory("bus/pci/devices");
+  ASSERT_TRUE(entries.ok());
+  const size_t n = entries->size();
+  ASSERT_GT(n, 96u);
+  for (const size_t passed : {size_t{0}, size_t{40}}) {
+    SCOPED_TRACE(passed);
+    internal::LibpciPlan plan(*entries);
+    // No scanning thread: libpci stays where this puts it.
+    if (passed > 0) plan.Passed(passed - 1);
+    std::vector<std::string> warnings;
+    const auto functions = internal::ReadPciDevices(
+        *reader, *entries, /*read_identity=*/false, {}, &plan, &warnings);
+    ASSERT_TRUE(functions.ok()) << functions.status().ToString();
+    EXPECT_THAT(warnings, IsEmpty());
+    ASSERT_EQ(functions->devices.size(), n);
+    for (size_t i = 0; i < n; ++i) {
+      SCOPED_TRACE(i);
+      ASSERT_EQ(functions->identity_of[i], i);
+      const bool by_pass = i >= passed + 32;
+      EXPECT_EQ(functions->identity_read[i], by_pass);
+      EXPECT_EQ(functions->devices[i].vendor_id != 0, by_pass);
+      EXPECT_EQ(plan.Await(i), by_pass
+                                   ? internal::LibpciPlan::Verdict::kSkip
+                                   : internal::LibpciPlan::Verdict::kIdentity);
+    }
+  }
 }
 
 TEST(DiscoveryTest, MissingTreeIsNotFound) {

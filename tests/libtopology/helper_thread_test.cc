@@ -1,84 +1,99 @@
 #include "helper_thread.h"
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <mutex>
 #include <stdexcept>
-#include <thread>
+#include <vector>
 
 #include <gtest/gtest.h>
 
 namespace topology::internal {
 namespace {
 
-TEST(HelperThreadTest, RunsJobsInOrder) {
-  HelperThread helper;
-  std::mutex mutex;
-  std::vector<int> ran;
-  auto first = helper.Post([&] {
-    std::lock_guard<std::mutex> lock(mutex);
-    ran.push_back(1);
-  });
-  auto second = helper.Post([&] {
-    std::lock_guard<std::mutex> lock(mutex);
-    ran.push_back(2);
-  });
-  // Whoever runs a job, it runs once; taken back, the caller runs it.
-  if (second->TakeBack()) {
-    std::lock_guard<std::mutex> lock(mutex);
-    ran.push_back(2);
-  }
-  if (first->TakeBack()) {
-    std::lock_guard<std::mutex> lock(mutex);
-    ran.push_back(1);
-  }
-  std::lock_guard<std::mutex> lock(mutex);
-  ASSERT_EQ(ran.size(), 2u);
-  EXPECT_NE(ran[0], ran[1]);
-}
-
-// A job that holds the helper's thread until released.
-class Gate {
+// Set once, waited for; a test that waits longer than a minute fails
+// instead of hanging.
+class Flag {
  public:
-  void Hold() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    held_ = true;
-    changed_.notify_all();
-    changed_.wait(lock, [this] { return released_; });
-  }
-  void WaitHeld() {
-    std::unique_lock<std::mutex> lock(mutex_);
-    changed_.wait(lock, [this] { return held_; });
-  }
-  void Release() {
+  void Set() {
     {
       std::lock_guard<std::mutex> lock(mutex_);
-      released_ = true;
+      set_ = true;
     }
     changed_.notify_all();
+  }
+  bool Wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    return changed_.wait_for(lock, std::chrono::minutes(1),
+                             [this] { return set_; });
+  }
+  bool IsSet() {
+    std::lock_guard<std::mutex> lock(mutex_);
+    return set_;
   }
 
  private:
   std::mutex mutex_;
   std::condition_variable changed_;
-  bool held_ = false;
-  bool released_ = false;
+  bool set_ = false;
 };
 
-// A job the thread is running is waited for, not taken back.
-TEST(HelperThreadTest, TakeBackWaitsForARunningJob) {
+// A job that holds the helper's thread until released.
+class Gate {
+ public:
+  void Hold() {
+    held_.Set();
+    released_.Wait();
+  }
+  bool WaitHeld() { return held_.Wait(); }
+  void Release() { released_.Set(); }
+
+ private:
+  Flag held_;
+  Flag released_;
+};
+
+TEST(HelperThreadTest, RunsJobsInOrder) {
+  HelperThread helper;
+  std::mutex mutex;
+  std::vector<int> ran;
+  Flag first_done;
+  Flag second_done;
+  auto first = helper.Post([&] {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      ran.push_back(1);
+    }
+    first_done.Set();
+  });
+  auto second = helper.Post([&] {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      ran.push_back(2);
+    }
+    second_done.Set();
+  });
+  ASSERT_TRUE(first_done.Wait());
+  ASSERT_TRUE(second_done.Wait());
+  std::lock_guard<std::mutex> lock(mutex);
+  EXPECT_EQ(ran, (std::vector<int>{1, 2}));
+}
+
+// A job the thread is running is neither taken back nor waited for.
+TEST(HelperThreadTest, TakeBackLeavesARunningJobRunning) {
   HelperThread helper;
   Gate gate;
-  std::atomic<bool> finished{false};
+  Flag finished;
   auto job = helper.Post([&] {
     gate.Hold();
-    finished = true;
+    finished.Set();
   });
-  gate.WaitHeld();
-  std::thread releaser([&] { gate.Release(); });
+  ASSERT_TRUE(gate.WaitHeld());
   EXPECT_FALSE(job->TakeBack());
-  EXPECT_TRUE(finished.load());
-  releaser.join();
+  EXPECT_FALSE(finished.IsSet());
+  gate.Release();
+  EXPECT_TRUE(finished.Wait());
 }
 
 // A job not started when its poster needs it never starts.
@@ -87,24 +102,26 @@ TEST(HelperThreadTest, AJobTakenBackNeverRuns) {
   Gate gate;
   // Keeps the thread busy so that the second job waits in the queue.
   auto blocker = helper.Post([&] { gate.Hold(); });
-  gate.WaitHeld();
+  ASSERT_TRUE(gate.WaitHeld());
   std::atomic<int> runs{0};
   auto job = helper.Post([&] { ++runs; });
   EXPECT_TRUE(job->TakeBack());
+  EXPECT_FALSE(job->TakeBack());  // once
+  Flag last_done;
+  auto last = helper.Post([&] { last_done.Set(); });
   gate.Release();
-  EXPECT_FALSE(blocker->TakeBack());
-  // The thread has moved past the taken-back job by now or never reaches
-  // it; either way it does not run.
-  auto last = helper.Post([] {});
-  last->TakeBack();
+  // The thread runs jobs in order: past `last`, it has passed `job`.
+  ASSERT_TRUE(last_done.Wait());
   EXPECT_EQ(runs.load(), 0);
 }
 
-TEST(HelperThreadTest, AJobThatThrowsStillFinishes) {
+// A job that throws ends; the thread goes on with the next.
+TEST(HelperThreadTest, AJobThatThrowsDoesNotStopTheThread) {
   HelperThread helper;
   auto job = helper.Post([] { throw std::runtime_error("no memory"); });
-  job->TakeBack();  // returns either way
-  SUCCEED();
+  Flag next_done;
+  auto next = helper.Post([&] { next_done.Set(); });
+  EXPECT_TRUE(next_done.Wait());
 }
 
 }  // namespace
