@@ -99,6 +99,7 @@ class TopologyDevicePlugin::Handler final : public plugin::ResourceHandler {
     selection.size = request.size;
     selection.explain = VLOG_IS_ON(3);
     Status parsed = OkStatus();
+    selection.available.reserve(request.available.size());
     for (const std::string& id : request.available) {
       auto address = PciAddress::Parse(id);
       if (!address.ok()) {
