@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -340,13 +341,21 @@ const char* const kRecordings[] = {
     "2pa-pcidomain32bits.tar.bz2",   "nvidiagpunumanodes.tar.bz2",
     "memorysidecaches.tar.bz2",      "128arm-2pa2n8cluster4co.tar.bz2"};
 
-void BM_DiscoverRecording(benchmark::State& state) {
-  const auto root = testing::UnpackRealMachine(kRecordings[state.range(0)]);
+// The recording state.range(0) names, unpacked, as the benchmark's label;
+// nullopt (the benchmark skipped) when the recordings are absent.
+std::optional<std::filesystem::path> Recording(benchmark::State& state) {
+  auto root = testing::UnpackRealMachine(kRecordings[state.range(0)]);
   if (!root) {
     state.SkipWithError("recordings absent");
-    return;
+  } else {
+    state.SetLabel(kRecordings[state.range(0)]);
   }
-  state.SetLabel(kRecordings[state.range(0)]);
+  return root;
+}
+
+void BM_DiscoverRecording(benchmark::State& state) {
+  const auto root = Recording(state);
+  if (!root) return;
   RunDiscovery(state, *root, true, true);
 }
 BENCHMARK(BM_DiscoverRecording)
@@ -355,12 +364,8 @@ BENCHMARK(BM_DiscoverRecording)
     ->UseRealTime();
 
 void BM_LstopoRecording(benchmark::State& state) {
-  const auto root = testing::UnpackRealMachine(kRecordings[state.range(0)]);
-  if (!root) {
-    state.SkipWithError("recordings absent");
-    return;
-  }
-  state.SetLabel(kRecordings[state.range(0)]);
+  const auto root = Recording(state);
+  if (!root) return;
   RunCommand(state,
              "HWLOC_COMPONENTS=linux,stop HWLOC_FSROOT='" + root->string() +
                  "' lstopo-no-graphics --whole-io --of xml > /dev/null 2>&1");
@@ -372,12 +377,8 @@ BENCHMARK(BM_LstopoRecording)
 
 #ifdef TOPOLOGY_INFO_BINARY
 void BM_InfoJsonRecording(benchmark::State& state) {
-  const auto root = testing::UnpackRealMachine(kRecordings[state.range(0)]);
-  if (!root) {
-    state.SkipWithError("recordings absent");
-    return;
-  }
-  state.SetLabel(kRecordings[state.range(0)]);
+  const auto root = Recording(state);
+  if (!root) return;
   RunProgram(state, InfoJson(*root), FunctionsIn(*root));
 }
 BENCHMARK(BM_InfoJsonRecording)
@@ -387,12 +388,8 @@ BENCHMARK(BM_InfoJsonRecording)
 #endif
 
 void BM_LstopoXmlRecording(benchmark::State& state) {
-  const auto root = testing::UnpackRealMachine(kRecordings[state.range(0)]);
-  if (!root) {
-    state.SkipWithError("recordings absent");
-    return;
-  }
-  state.SetLabel(kRecordings[state.range(0)]);
+  const auto root = Recording(state);
+  if (!root) return;
   RunProgram(state, kLstopoXml, FunctionsIn(*root), LstopoEnv(*root));
 }
 BENCHMARK(BM_LstopoXmlRecording)
@@ -412,12 +409,8 @@ double Median(std::vector<double> values) {
 // comparison the target is judged on. Time is ours; the counters are the
 // medians of both and their ratio (below 1: ours is faster).
 void BM_InfoJsonAgainstLstopoRecording(benchmark::State& state) {
-  const auto root = testing::UnpackRealMachine(kRecordings[state.range(0)]);
-  if (!root) {
-    state.SkipWithError("recordings absent");
-    return;
-  }
-  state.SetLabel(kRecordings[state.range(0)]);
+  const auto root = Recording(state);
+  if (!root) return;
   const std::string ours_command = InfoJson(*root);
   const std::vector<std::string> lstopo_extra = LstopoEnv(*root);
   const std::vector<char*> ours_env = Environment({});
