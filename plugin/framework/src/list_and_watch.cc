@@ -16,18 +16,33 @@ ListMessage EncodeList(const v1beta1::ListAndWatchResponse& response) {
   return buffer;
 }
 
-void ListAndWatchReactor::Offer(ListMessage message) {
+ListAndWatchCall::ListAndWatchCall(ListAndWatchQueue* queue)
+    : queue_(queue),
+      tags_{{this, Op::kRequest},
+            {this, Op::kWrite},
+            {this, Op::kFinish},
+            {this, Op::kDone}} {
+  // Before the request: gRPC says when the call is over (the client gone,
+  // the server shut down, or finished), once it has started.
+  context_.AsyncNotifyWhenDone(&tags_[static_cast<int>(Op::kDone)]);
+  queue_->service_->RequestListAndWatch(&context_, &request_, &writer_,
+                                        queue_->cq_.get(), queue_->cq_.get(),
+                                        &tags_[static_cast<int>(Op::kRequest)]);
+}
+
+uint64_t ListAndWatchCall::instance() const { return queue_->instance_; }
+
+void ListAndWatchCall::Offer(ListMessage message) {
   std::lock_guard lock(mu_);
   if (finished_ || finish_after_write_) return;
   if (writing_) {
     pending_ = std::move(message);  // newer lists replace older pending ones
     return;
   }
-  writing_ = std::move(message);
-  StartWrite(writing_.get());
+  StartWriteLocked(std::move(message));
 }
 
-void ListAndWatchReactor::Close(const grpc::Status& status) {
+void ListAndWatchCall::Close(const grpc::Status& status) {
   std::lock_guard lock(mu_);
   if (finished_) return;
   pending_.reset();
@@ -38,50 +53,124 @@ void ListAndWatchReactor::Close(const grpc::Status& status) {
   FinishLocked(status);
 }
 
-void ListAndWatchReactor::FinishLocked(const grpc::Status& status) {
+void ListAndWatchCall::StartWriteLocked(ListMessage message) {
+  writing_ = std::move(message);
+  writer_.Write(*writing_, &tags_[static_cast<int>(Op::kWrite)]);
+}
+
+void ListAndWatchCall::FinishLocked(const grpc::Status& status) {
   if (finished_) return;
   finished_ = true;
-  Finish(status);
+  writer_.Finish(status, &tags_[static_cast<int>(Op::kFinish)]);
 }
 
-void ListAndWatchReactor::OnWriteDone(bool ok) {
-  std::lock_guard lock(mu_);
-  writing_.reset();
-  if (!ok) {
-    // The client went away; the stream is over.
-    FinishLocked(grpc::Status(grpc::StatusCode::CANCELLED, "stream broken"));
-    return;
-  }
-  if (finish_after_write_) {
-    FinishLocked(*finish_after_write_);
-    return;
-  }
-  if (pending_) {
-    writing_ = std::move(pending_);
-    StartWrite(writing_.get());
+void ListAndWatchCall::Proceed(Op op, bool ok) {
+  switch (op) {
+    case Op::kRequest:
+      if (!ok) {
+        // The server shut down before a client came: the call never
+        // started, and gRPC sends nothing more for it.
+        delete this;
+        return;
+      }
+      queue_->RequestNext();
+      queue_->on_stream_();
+      queue_->set_->Add(this);  // offers the latest list
+      return;
+    case Op::kWrite: {
+      std::unique_lock lock(mu_);
+      writing_.reset();
+      if (!ok) {
+        // The client went away; the stream is over.
+        FinishLocked(
+            grpc::Status(grpc::StatusCode::CANCELLED, "stream broken"));
+      } else if (finish_after_write_) {
+        FinishLocked(*finish_after_write_);
+      } else if (pending_) {
+        StartWriteLocked(std::move(pending_));
+      }
+      return;
+    }
+    case Op::kFinish: {
+      std::unique_lock lock(mu_);
+      finish_done_ = true;
+      EndIfOver(lock);
+      return;
+    }
+    case Op::kDone: {
+      std::unique_lock lock(mu_);
+      done_ = true;
+      if (context_.IsCancelled() && !finished_) {
+        pending_.reset();
+        const grpc::Status cancelled(grpc::StatusCode::CANCELLED, "cancelled");
+        if (writing_) {
+          finish_after_write_ = cancelled;
+        } else {
+          FinishLocked(cancelled);
+        }
+      }
+      EndIfOver(lock);
+      return;
+    }
   }
 }
 
-void ListAndWatchReactor::OnCancel() {
-  std::lock_guard lock(mu_);
-  pending_.reset();
-  const grpc::Status cancelled(grpc::StatusCode::CANCELLED, "cancelled");
-  if (writing_) {
-    finish_after_write_ = cancelled;
-    return;
-  }
-  FinishLocked(cancelled);
-}
-
-void ListAndWatchReactor::OnDone() {
-  set_->Remove(this);
+void ListAndWatchCall::EndIfOver(std::unique_lock<std::mutex>& lock) {
+  if (!finish_done_ || !done_) return;
+  lock.unlock();
+  queue_->set_->Remove(this);
   delete this;
+}
+
+ListAndWatchQueue::ListAndWatchQueue(
+    Service* service, std::unique_ptr<grpc::ServerCompletionQueue> cq,
+    StreamSet* set, uint64_t instance, std::function<void()> on_stream)
+    : service_(service),
+      cq_(std::move(cq)),
+      set_(set),
+      instance_(instance),
+      on_stream_(std::move(on_stream)) {}
+
+ListAndWatchQueue::~ListAndWatchQueue() { Stop(); }
+
+void ListAndWatchQueue::Start() {
+  RequestNext();
+  thread_ = std::thread([this] { Run(); });
+}
+
+void ListAndWatchQueue::RequestNext() {
+  std::lock_guard lock(mu_);
+  if (accepting_) new ListAndWatchCall(this);
+}
+
+void ListAndWatchQueue::Stop() {
+  {
+    std::lock_guard lock(mu_);
+    if (stopped_) return;
+    stopped_ = true;
+    accepting_ = false;
+  }
+  cq_->Shutdown();
+  if (thread_.joinable()) {
+    thread_.join();
+  } else {
+    Run();  // never started: drains what was requested
+  }
+}
+
+void ListAndWatchQueue::Run() {
+  void* tag = nullptr;
+  bool ok = false;
+  while (cq_->Next(&tag, &ok)) {
+    auto* t = static_cast<ListAndWatchCall::Tag*>(tag);
+    t->call->Proceed(t->op, ok);
+  }
 }
 
 void StreamSet::Publish(const ListMessage& message) {
   std::lock_guard lock(mu_);
   latest_ = message;
-  for (ListAndWatchReactor* reactor : reactors_) reactor->Offer(message);
+  for (ListAndWatchCall* call : calls_) call->Offer(message);
 }
 
 ListMessage StreamSet::latest() const {
@@ -89,22 +178,22 @@ ListMessage StreamSet::latest() const {
   return latest_;
 }
 
-void StreamSet::Add(ListAndWatchReactor* reactor) {
+void StreamSet::Add(ListAndWatchCall* call) {
   {
     std::lock_guard lock(mu_);
-    reactors_.insert(reactor);
+    calls_.insert(call);
     empty_since_.reset();
-    if (latest_) reactor->Offer(latest_);
+    if (latest_) call->Offer(latest_);
   }
   changed_.notify_all();
   on_change_();
 }
 
-void StreamSet::Remove(ListAndWatchReactor* reactor) {
+void StreamSet::Remove(ListAndWatchCall* call) {
   {
     std::lock_guard lock(mu_);
-    reactors_.erase(reactor);
-    if (reactors_.empty()) empty_since_ = Clock::now();
+    calls_.erase(call);
+    if (calls_.empty()) empty_since_ = Clock::now();
   }
   changed_.notify_all();
   on_change_();
@@ -113,15 +202,15 @@ void StreamSet::Remove(ListAndWatchReactor* reactor) {
 void StreamSet::Close(std::optional<uint64_t> instance,
                       const grpc::Status& status) {
   std::lock_guard lock(mu_);
-  for (ListAndWatchReactor* reactor : reactors_) {
-    if (!instance || reactor->instance() == *instance) reactor->Close(status);
+  for (ListAndWatchCall* call : calls_) {
+    if (!instance || call->instance() == *instance) call->Close(status);
   }
 }
 
 size_t StreamSet::CountLocked(std::optional<uint64_t> instance) const {
   size_t count = 0;
-  for (const ListAndWatchReactor* reactor : reactors_) {
-    if (!instance || reactor->instance() == *instance) ++count;
+  for (const ListAndWatchCall* call : calls_) {
+    if (!instance || call->instance() == *instance) ++count;
   }
   return count;
 }
@@ -135,7 +224,7 @@ bool StreamSet::WaitClosed(std::optional<uint64_t> instance,
 
 size_t StreamSet::size() const {
   std::lock_guard lock(mu_);
-  return reactors_.size();
+  return calls_.size();
 }
 
 std::optional<StreamSet::Clock::time_point> StreamSet::empty_since() const {

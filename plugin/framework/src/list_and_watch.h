@@ -15,10 +15,12 @@
 #include <mutex>
 #include <optional>
 #include <set>
+#include <thread>
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/codegen/proto_utils.h>
 
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "deviceplugin/v1beta1/api.pb.h"
 
 namespace topology::plugin {
@@ -29,31 +31,92 @@ using ListMessage = std::shared_ptr<const grpc::ByteBuffer>;
 ListMessage EncodeList(const v1beta1::ListAndWatchResponse& response);
 
 class StreamSet;
+class ListAndWatchQueue;
 
-class ListAndWatchReactor final
-    : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+// One ListAndWatch call, served on its instance's completion queue
+// (ListAndWatchQueue). It deletes itself once its finish has been sent and
+// gRPC has said the call is done.
+class ListAndWatchCall {
  public:
-  ListAndWatchReactor(StreamSet* set, uint64_t instance)
-      : set_(set), instance_(instance) {}
+  // Requests the next call of `queue`'s instance.
+  explicit ListAndWatchCall(ListAndWatchQueue* queue);
+  ListAndWatchCall(const ListAndWatchCall&) = delete;
+  ListAndWatchCall& operator=(const ListAndWatchCall&) = delete;
 
-  uint64_t instance() const { return instance_; }
+  uint64_t instance() const;
   // Both are called with the set's lock held.
   void Offer(ListMessage message);
   void Close(const grpc::Status& status);
 
- private:
-  void OnWriteDone(bool ok) override;
-  void OnCancel() override;
-  void OnDone() override;
-  void FinishLocked(const grpc::Status& status);
+  // The queue's thread: an operation of this call completed.
+  enum class Op { kRequest, kWrite, kFinish, kDone };
+  struct Tag {
+    ListAndWatchCall* call;
+    Op op;
+  };
+  void Proceed(Op op, bool ok);
 
-  StreamSet* const set_;
-  const uint64_t instance_;
+ private:
+  ~ListAndWatchCall() = default;
+  void StartWriteLocked(ListMessage message);
+  void FinishLocked(const grpc::Status& status);
+  // Removes and deletes the call once nothing of it is outstanding.
+  void EndIfOver(std::unique_lock<std::mutex>& lock);
+
+  ListAndWatchQueue* const queue_;
+  Tag tags_[4];
+  grpc::ServerContext context_;
+  grpc::ByteBuffer request_;  // Empty: carries nothing to read
+  grpc::ServerAsyncWriter<grpc::ByteBuffer> writer_{&context_};
   std::mutex mu_;
   ListMessage writing_;
   ListMessage pending_;
   std::optional<grpc::Status> finish_after_write_;
-  bool finished_ = false;
+  bool finished_ = false;     // Finish started
+  bool finish_done_ = false;  // and completed
+  bool done_ = false;         // gRPC's done notification came
+};
+
+// The ListAndWatch calls of one serving instance, on a completion queue of
+// their own and one thread that waits on it without a deadline: an idle
+// stream wakes nothing (gRPC 1.51's callback API polls its queue every
+// second from threads of its own).
+class ListAndWatchQueue {
+ public:
+  using Service = v1beta1::DevicePlugin::WithRawMethod_ListAndWatch<
+      v1beta1::DevicePlugin::Service>;
+
+  // `on_stream` runs on the queue's thread for each new stream.
+  ListAndWatchQueue(Service* service,
+                    std::unique_ptr<grpc::ServerCompletionQueue> cq,
+                    StreamSet* set, uint64_t instance,
+                    std::function<void()> on_stream);
+  ListAndWatchQueue(const ListAndWatchQueue&) = delete;
+  ListAndWatchQueue& operator=(const ListAndWatchQueue&) = delete;
+  // Stop() if not done.
+  ~ListAndWatchQueue();
+
+  // Requests the first call and starts the thread, once the server runs.
+  void Start();
+  // Once the server has shut down: requests no further call, shuts the
+  // queue down, and waits until every call on it has ended.
+  void Stop();
+
+ private:
+  friend class ListAndWatchCall;
+  // A new call is requested unless the queue is stopping.
+  void RequestNext();
+  void Run();
+
+  Service* const service_;
+  const std::unique_ptr<grpc::ServerCompletionQueue> cq_;
+  StreamSet* const set_;
+  const uint64_t instance_;
+  const std::function<void()> on_stream_;
+  std::mutex mu_;
+  bool accepting_ = true;
+  bool stopped_ = false;
+  std::thread thread_;
 };
 
 class StreamSet {
@@ -69,8 +132,8 @@ class StreamSet {
   ListMessage latest() const;
 
   // A new stream; it is offered the latest message at once.
-  void Add(ListAndWatchReactor* reactor);
-  void Remove(ListAndWatchReactor* reactor);
+  void Add(ListAndWatchCall* call);
+  void Remove(ListAndWatchCall* call);
 
   // Ends the streams served by `instance` (all streams when nullopt).
   void Close(std::optional<uint64_t> instance, const grpc::Status& status);
@@ -89,7 +152,7 @@ class StreamSet {
   mutable std::mutex mu_;
   std::condition_variable changed_;
   ListMessage latest_;
-  std::set<ListAndWatchReactor*> reactors_;
+  std::set<ListAndWatchCall*> calls_;
   std::optional<Clock::time_point> empty_since_ = Clock::now();
 };
 

@@ -199,21 +199,15 @@ std::string Quoted(std::string_view id) {
 
 class ResourceServer;
 
-class DevicePluginService final
-    : public v1beta1::DevicePlugin::WithRawCallbackMethod_ListAndWatch<
-          v1beta1::DevicePlugin::Service> {
+// ListAndWatch is served on the instance's ListAndWatchQueue (raw: the
+// lists are sent as kept, encoded), the other methods on the sync server.
+class DevicePluginService final : public ListAndWatchQueue::Service {
  public:
-  DevicePluginService(ResourceServer* owner, uint64_t instance)
-      : owner_(owner), instance_(instance) {}
+  explicit DevicePluginService(ResourceServer* owner) : owner_(owner) {}
 
   grpc::Status GetDevicePluginOptions(
       grpc::ServerContext* context, const v1beta1::Empty* request,
       v1beta1::DevicePluginOptions* response) override;
-  // Raw: the lists are sent as kept, encoded. The request (Empty) carries
-  // nothing to read.
-  grpc::ServerWriteReactor<grpc::ByteBuffer>* ListAndWatch(
-      grpc::CallbackServerContext* context,
-      const grpc::ByteBuffer* request) override;
   grpc::Status GetPreferredAllocation(
       grpc::ServerContext* context,
       const v1beta1::PreferredAllocationRequest* request,
@@ -228,15 +222,24 @@ class DevicePluginService final
 
  private:
   ResourceServer* const owner_;
-  const uint64_t instance_;
 };
 
 // One socket with its gRPC server.
 struct ServingInstance {
+  ServingInstance() = default;
+  ServingInstance(const ServingInstance&) = delete;
+  ServingInstance& operator=(const ServingInstance&) = delete;
+  // The server first, then its ListAndWatch queue (gRPC's order).
+  ~ServingInstance() {
+    if (server) server->Shutdown();
+    if (list_and_watch) list_and_watch->Stop();
+  }
+
   uint64_t id = 0;
   std::string endpoint;
   std::filesystem::path path;
   std::unique_ptr<DevicePluginService> service;
+  std::unique_ptr<ListAndWatchQueue> list_and_watch;
   std::unique_ptr<grpc::Server> server;
 };
 
@@ -668,7 +671,7 @@ StatusOr<std::unique_ptr<ServingInstance>> ResourceServer::NewInstance() {
   std::error_code ignored;
   std::filesystem::remove(instance->path, ignored);
 
-  instance->service = std::make_unique<DevicePluginService>(this, instance->id);
+  instance->service = std::make_unique<DevicePluginService>(this);
   grpc::ServerBuilder builder;
   int bound = 0;
   builder.AddListeningPort("unix:" + instance->path.string(),
@@ -680,7 +683,12 @@ StatusOr<std::unique_ptr<ServingInstance>> ResourceServer::NewInstance() {
       grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
   builder.SetSyncServerOption(
       grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 2);
+  std::unique_ptr<grpc::ServerCompletionQueue> cq =
+      builder.AddCompletionQueue();
   instance->server = builder.BuildAndStart();
+  instance->list_and_watch = std::make_unique<ListAndWatchQueue>(
+      instance->service.get(), std::move(cq), &streams_, instance->id,
+      [this] { MarkListed(); });
   if (!instance->server || bound == 0) {
     if (instance->server) instance->server->Shutdown();
     return FailedPreconditionError("cannot serve " + name_ + " on " +
@@ -693,6 +701,7 @@ StatusOr<std::unique_ptr<ServingInstance>> ResourceServer::NewInstance() {
     return FailedPreconditionError("cannot set the mode of " +
                                    instance->path.string());
   }
+  instance->list_and_watch->Start();
   return instance;
 }
 
@@ -720,6 +729,7 @@ void ResourceServer::Retire(
     instance->server->Shutdown(std::chrono::system_clock::now() +
                                std::chrono::seconds(2));
     instance->server->Wait();
+    instance->list_and_watch->Stop();
     streams_.WaitClosed(instance->id, std::chrono::seconds(2));
     std::error_code ignored;
     if (IsSocket(instance->path))
@@ -941,15 +951,6 @@ grpc::Status DevicePluginService::GetDevicePluginOptions(
     v1beta1::DevicePluginOptions* response) {
   *response = ToProto(owner_->plugin_options());
   return grpc::Status::OK;
-}
-
-grpc::ServerWriteReactor<grpc::ByteBuffer>* DevicePluginService::ListAndWatch(
-    grpc::CallbackServerContext* /*context*/,
-    const grpc::ByteBuffer* /*request*/) {
-  auto* reactor = new ListAndWatchReactor(&owner_->streams(), instance_);
-  owner_->MarkListed();
-  owner_->streams().Add(reactor);
-  return reactor;
 }
 
 grpc::Status DevicePluginService::GetPreferredAllocation(
