@@ -7,7 +7,9 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <fcntl.h>
 #include <grpcpp/grpcpp.h>
@@ -30,6 +32,8 @@ namespace {
 
 using namespace std::chrono_literals;
 using nlohmann::json;
+using ::testing::Contains;
+using ::testing::Not;
 using ::testing::SizeIs;
 namespace tm = topologymanager::v1alpha1;
 
@@ -69,6 +73,18 @@ class Process {
       ++n;
     }
     return n;
+  }
+  // The names of the process's threads (/proc/<pid>/task/*/comm).
+  std::vector<std::string> ThreadNames() const {
+    std::vector<std::string> names;
+    std::error_code error;
+    for (const auto& task : std::filesystem::directory_iterator(
+             "/proc/" + std::to_string(pid_) + "/task", error)) {
+      std::ifstream comm(task.path() / "comm");
+      std::string name;
+      if (std::getline(comm, name)) names.push_back(name);
+    }
+    return names;
   }
   size_t Fds() const {
     size_t n = 0;
@@ -383,6 +399,19 @@ TEST_F(EndToEndTest, PluginKilledThenBack) {
   const json status = Status();
   EXPECT_EQ(status["pods"][0]["containers"][0]["devices"],
             pod["containers"][0]["devices"]);
+}
+
+// With its ListAndWatch streams open and idle, the plugin has no thread
+// that polls on a timer for them: gRPC 1.51's callback API would add two
+// "nexting_thread"s that wake every 1.1 s whether or not anything happens.
+TEST_F(EndToEndTest, IdleStreamsHaveNoPollingThreads) {
+  Write({});
+  StartManager();
+  StartPlugin();
+  ASSERT_TRUE(WaitAllocatable("example.com/gpu", 8));
+  const std::vector<std::string> names = plugin_->ThreadNames();
+  ASSERT_FALSE(names.empty());
+  EXPECT_THAT(names, Not(Contains("nexting_thread")));
 }
 
 TEST_F(EndToEndTest, ManagerRestartKeepsAllocationsAndPluginsComeBack) {
