@@ -44,9 +44,11 @@ std::string_view CostLevelLabel(CostLevel level) {
 CostModel::CostModel(const Topology& topology) : topology_(topology) {
   const auto& devices = topology_.pci_devices();
   paths_.resize(devices.size());
+  addresses_.reserve(devices.size());
   std::unordered_map<std::string_view, int> bridge_ids;
   for (size_t i = 0; i < devices.size(); ++i) {
     const PciDevice& d = devices[i];
+    addresses_.push_back(d.address);
     index_by_address_[AddressKey(d.address)] = i;
     if (!d.host_bridge.empty()) {
       paths_[i].host_bridge =

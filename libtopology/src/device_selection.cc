@@ -3,9 +3,11 @@
 #include <algorithm>
 #include <climits>
 #include <cstdio>
+#include <deque>
 #include <functional>
 #include <limits>
 #include <map>
+#include <memory_resource>
 #include <set>
 #include <string>
 #include <unordered_map>
@@ -16,6 +18,8 @@ namespace topology {
 namespace {
 
 constexpr int64_t kInfinity = LLONG_MAX / 4;
+// The first block of a selection's arena; later ones grow geometrically.
+constexpr size_t kArenaChunk = size_t{64} << 10;
 
 // Lexicographic objective: summed pair cost, then the fragmentation penalty
 // (free devices left behind in every group that was touched).
@@ -30,15 +34,21 @@ struct Score {
 
 // A group of the cost tree: any two devices whose deepest common group is
 // this one cost `weight`.
+// Its vectors live in the tree's arena: a tree of thousands of devices is
+// built and dropped per selection, and one heap allocation per vector was
+// most of the time spent on it.
 struct TreeNode {
+  explicit TreeNode(std::pmr::memory_resource* arena)
+      : children(arena), best(arena), choice(arena) {}
   int weight = 0;
-  std::vector<int> children;
+  std::pmr::vector<int> children;
   int device = -1;  // leaves: index into Topology::pci_devices()
   bool forced = false;
   bool leaf_pool = false;  // every child is a device: solved in closed form
   int available = 0;
-  std::vector<Score> best;               // best[j]: j devices from here
-  std::vector<std::vector<int>> choice;  // per child: count given at each j
+  std::pmr::vector<Score> best;  // best[j]: j devices from here
+  std::pmr::vector<std::pmr::vector<int>>
+      choice;  // per child: count given at each j
 };
 
 class CostTree {
@@ -47,8 +57,11 @@ class CostTree {
 
   void Reserve(size_t nodes) { nodes_.reserve(nodes); }
 
+  // For the tables that build the tree: allocations freed with it.
+  std::pmr::memory_resource* arena() { return &arena_; }
+
   int Add(int weight) {
-    nodes_.push_back(TreeNode{});
+    nodes_.emplace_back(&arena_);
     nodes_.back().weight = weight;
     return static_cast<int>(nodes_.size()) - 1;
   }
@@ -66,7 +79,7 @@ class CostTree {
   // Fills best[] bottom-up below `id`. A node's table has
   // min(available, size) + 1 entries: a pool of 8 VFs costs 9 entries, not
   // one per device requested.
-  void Solve(int id) {
+  void Solve(int id, size_t depth = 0) {
     if (at(id).device >= 0) {
       TreeNode& leaf = at(id);
       leaf.available = 1;
@@ -98,18 +111,26 @@ class CostTree {
       }
       return;
     }
-    std::vector<Score> acc(1, Score{0, 0});
+    // The running table and the next one: buffers of this depth, reused
+    // by every node at it (a child's Solve uses the next depth's).
+    if (scratch_.size() < depth + 1) scratch_.resize(depth + 1);
+    std::vector<Score>& acc = scratch_[depth].first;
+    std::vector<Score>& next = scratch_[depth].second;
+    acc.assign(1, Score{0, 0});
     node.choice.clear();
+    // One table per child, reserved so that `pick` below stays in place.
+    node.choice.reserve(node.children.size());
     int reach = 0;
     for (size_t c = 0; c < at(id).children.size(); ++c) {
       const int child_id = at(id).children[c];
-      Solve(child_id);
+      Solve(child_id, depth + 1);
       const TreeNode& child = at(child_id);
       at(id).available += child.available;
       const int child_reach = std::min(child.available, size_);
       const int next_reach = std::min(reach + child_reach, size_);
-      std::vector<Score> next(static_cast<size_t>(next_reach) + 1, Score{});
-      std::vector<int> pick(static_cast<size_t>(next_reach) + 1, 0);
+      next.assign(static_cast<size_t>(next_reach) + 1, Score{});
+      std::pmr::vector<int>& pick =
+          at(id).choice.emplace_back(static_cast<size_t>(next_reach) + 1, 0);
       for (int j = 0; j <= next_reach; ++j) {
         for (int b = std::max(0, j - reach); b <= std::min(j, child_reach);
              ++b) {
@@ -129,8 +150,7 @@ class CostTree {
         }
       }
       reach = next_reach;
-      acc = std::move(next);
-      at(id).choice.push_back(std::move(pick));
+      acc.swap(next);
     }
     // Touching a group leaves its other free devices fragmented.
     TreeNode& done = at(id);
@@ -138,7 +158,7 @@ class CostTree {
       Score& s = acc[static_cast<size_t>(j)];
       if (s.feasible()) s.penalty += done.available - j;
     }
-    done.best = std::move(acc);
+    done.best.assign(acc.begin(), acc.end());
   }
 
   // best[j] of a solved node; infeasible beyond its table.
@@ -227,7 +247,12 @@ class CostTree {
 
  private:
   int size_;
+  // Declared first: destroyed after everything allocated from it.
+  std::pmr::monotonic_buffer_resource arena_{kArenaChunk};
   std::vector<TreeNode> nodes_;
+  // Solve(): per depth; a deque, so that growing it for a deeper level
+  // leaves the shallower levels' buffers in place.
+  std::deque<std::pair<std::vector<Score>, std::vector<Score>>> scratch_;
   std::vector<int> shape_;                   // ClassifyLeaves()
   std::map<std::vector<int>, int> classes_;  // ClassifyLeaves()
 };
@@ -245,6 +270,8 @@ struct Group {
 // its last answer before hashing.
 class NodeTable {
  public:
+  explicit NodeTable(std::pmr::memory_resource* arena) : nodes_(arena) {}
+
   // The node for `key`: made the first time as a child of `parent` with
   // `weight`.
   int Get(uint64_t key, CostTree& tree, int parent, int weight) {
@@ -261,7 +288,7 @@ class NodeTable {
   }
 
  private:
-  std::unordered_map<uint64_t, int> nodes_;
+  std::pmr::unordered_map<uint64_t, int> nodes_;
   uint64_t last_key_ = 0;
   int last_node_ = -1;
 };
@@ -286,17 +313,17 @@ StatusOr<Selection> DeviceSelector::Select(
     std::sort(available_index.begin(), available_index.end());
   }
   {
-    const auto before = [](const PciDevice& device, const PciAddress& a) {
-      return device.address < a;
-    };
-    auto d = devices.begin();
+    // Along the model's compact copy of the addresses: the devices
+    // themselves are large, and a walk over them misses the cache per step.
+    const std::vector<PciAddress>& addresses = model_.Addresses();
+    auto d = addresses.begin();
     for (auto& [address, index] : available_index) {
-      d = GallopLowerBound(d, devices.end(), address, before);
-      if (d == devices.end() || d->address != address) {
+      d = GallopLowerBound(d, addresses.end(), address, std::less<>());
+      if (d == addresses.end() || *d != address) {
         return NotFoundError("available device " + address.ToString() +
                              " is not in " + topology.source());
       }
-      index = static_cast<int>(d - devices.begin());
+      index = static_cast<int>(d - addresses.begin());
     }
   }
   for (size_t i = 1; i < available_index.size(); ++i) {
@@ -346,7 +373,7 @@ StatusOr<Selection> DeviceSelector::Select(
   // Host bridges by the model's dense id; devices with no known host bridge
   // stand alone, by board.
   std::vector<int> bridge_nodes(model_.HostBridgeCount(), -1);
-  std::unordered_map<uint64_t, int> unknown_bridge_nodes;
+  std::pmr::unordered_map<uint64_t, int> unknown_bridge_nodes(tree.arena());
   const auto key = [](int parent, uint64_t what) {
     return (static_cast<uint64_t>(static_cast<uint32_t>(parent)) << 40) ^ what;
   };
@@ -354,9 +381,9 @@ StatusOr<Selection> DeviceSelector::Select(
     return (uint64_t{a.domain} << 16) | (uint64_t{a.bus} << 8) |
            (uint64_t{a.device} << 3) | a.function;
   };
-  NodeTable hop_nodes;
-  NodeTable pool_nodes;
-  NodeTable slot_nodes;
+  NodeTable hop_nodes(tree.arena());
+  NodeTable pool_nodes(tree.arena());
+  NodeTable slot_nodes(tree.arena());
   for (const auto& [address, index] : available_index) {
     const PciDevice& d = devices[static_cast<size_t>(index)];
     PciAddress board_address = address;

@@ -84,6 +84,10 @@ class TOPOLOGY_EXPORT CostModel {
     return paths_[index].hops;
   }
 
+  // The devices' addresses, in the topology's order (ascending): a compact
+  // copy for searches that need nothing else of each device.
+  const std::vector<PciAddress>& Addresses() const { return addresses_; }
+
   // A dense id (0 .. HostBridgeCount() - 1) of the device's host bridge, or
   // -1 when it has none: devices on one host bridge share it, so callers
   // group them by an index instead of by name.
@@ -110,6 +114,7 @@ class TOPOLOGY_EXPORT CostModel {
 
   const Topology& topology_;
   std::vector<PathInfo> paths_;
+  std::vector<PciAddress> addresses_;
   size_t host_bridge_count_ = 0;
   std::unordered_map<uint64_t, size_t> index_by_address_;
 };
