@@ -180,6 +180,48 @@ TEST_F(FrameworkTest, P04_MethodPathsAndUnknownMethod) {
   EXPECT_TRUE(connection->WaitForMessages(1, 2s));
 }
 
+// GetPreferredAllocation reads its request itself (into an arena): bytes
+// that are no PreferredAllocationRequest get a clear error, and the socket
+// goes on answering.
+TEST_F(FrameworkTest, UnreadablePreferredRequestIsRefusedAndServingGoesOn) {
+  auto connection = Connected(MakeDevices(2));
+  ASSERT_NE(connection, nullptr);
+  grpc::GenericStub generic(connection->channel());
+  const auto call = [&](const std::string& bytes) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + 5s);
+    grpc::Slice slice(bytes);
+    grpc::ByteBuffer in(&slice, 1);
+    grpc::ByteBuffer out;
+    std::promise<grpc::Status> done;
+    generic.UnaryCall(
+        &context, "/v1beta1.DevicePlugin/GetPreferredAllocation",
+        grpc::StubOptions(), &in, &out,
+        [&](const grpc::Status& status) { done.set_value(status); });
+    return done.get_future().get();
+  };
+  // Field 1 (container_requests) says 100 bytes follow; 2 do.
+  const grpc::Status garbage = call(std::string("\x0a\x64\x0a\x01", 4));
+  EXPECT_EQ(garbage.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(garbage.error_message(),
+              HasSubstr("GetPreferredAllocation: the request could not be "
+                        "read"));
+  v1beta1::PreferredAllocationRequest request;
+  auto* container = request.add_container_requests();
+  container->add_available_deviceids("dev-0");
+  container->add_available_deviceids("dev-1");
+  container->set_allocation_size(1);
+  EXPECT_TRUE(call(request.SerializeAsString()).ok());
+  v1beta1::PreferredAllocationResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + 5s);
+  ASSERT_TRUE(connection->stub()
+                  .GetPreferredAllocation(&context, request, &response)
+                  .ok());
+  ASSERT_EQ(response.container_responses_size(), 1);
+  EXPECT_EQ(response.container_responses(0).deviceids_size(), 1);
+}
+
 TEST_F(FrameworkTest, P05_NoDeadlockWhileRegisterPending) {
   kubelet_.SetReplyDelay(3s);
   kubelet_.Start();

@@ -201,17 +201,26 @@ class ResourceServer;
 
 // ListAndWatch is served on the instance's ListAndWatchQueue (raw: the
 // lists are sent as kept, encoded), the other methods on the sync server.
-class DevicePluginService final : public ListAndWatchQueue::Service {
+// GetPreferredAllocation is served as a streamed unary call: the same wire
+// call, but the handler reads the request itself, into an arena. A request
+// lists every available device (thousands of ids on an SR-IOV node): gRPC's
+// own unary handler would allocate each id on the heap and free each again
+// before answering.
+class DevicePluginService final
+    : public v1beta1::DevicePlugin::
+          WithStreamedUnaryMethod_GetPreferredAllocation<
+              ListAndWatchQueue::Service> {
  public:
   explicit DevicePluginService(ResourceServer* owner) : owner_(owner) {}
 
   grpc::Status GetDevicePluginOptions(
       grpc::ServerContext* context, const v1beta1::Empty* request,
       v1beta1::DevicePluginOptions* response) override;
-  grpc::Status GetPreferredAllocation(
+  grpc::Status StreamedGetPreferredAllocation(
       grpc::ServerContext* context,
-      const v1beta1::PreferredAllocationRequest* request,
-      v1beta1::PreferredAllocationResponse* response) override;
+      grpc::ServerUnaryStreamer<v1beta1::PreferredAllocationRequest,
+                                v1beta1::PreferredAllocationResponse>* streamer)
+      override;
   grpc::Status Allocate(grpc::ServerContext* context,
                         const v1beta1::AllocateRequest* request,
                         v1beta1::AllocateResponse* response) override;
@@ -953,11 +962,28 @@ grpc::Status DevicePluginService::GetDevicePluginOptions(
   return grpc::Status::OK;
 }
 
-grpc::Status DevicePluginService::GetPreferredAllocation(
+grpc::Status DevicePluginService::StreamedGetPreferredAllocation(
     grpc::ServerContext* /*context*/,
-    const v1beta1::PreferredAllocationRequest* request,
-    v1beta1::PreferredAllocationResponse* response) {
-  return owner_->GetPreferredAllocation(*request, response);
+    grpc::ServerUnaryStreamer<v1beta1::PreferredAllocationRequest,
+                              v1beta1::PreferredAllocationResponse>* streamer) {
+  google::protobuf::Arena arena;
+  auto* request = google::protobuf::Arena::CreateMessage<
+      v1beta1::PreferredAllocationRequest>(&arena);
+  if (!streamer->Read(request)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "GetPreferredAllocation: the request could not be "
+                        "read (not a PreferredAllocationRequest, or the "
+                        "caller went away)");
+  }
+  auto* response = google::protobuf::Arena::CreateMessage<
+      v1beta1::PreferredAllocationResponse>(&arena);
+  grpc::Status status = owner_->GetPreferredAllocation(*request, response);
+  // Exactly one write for a streamed unary call, and only with an answer.
+  if (status.ok() && !streamer->Write(*response)) {
+    return grpc::Status(grpc::StatusCode::CANCELLED,
+                        "GetPreferredAllocation: the caller went away");
+  }
+  return status;
 }
 
 grpc::Status DevicePluginService::Allocate(
