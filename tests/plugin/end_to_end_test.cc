@@ -446,7 +446,9 @@ TEST_F(EndToEndTest, ThousandPodsAdmittedAndReleasedWithoutLeaks) {
          .scope = "pod"});
   StartManager();
   StartPlugin();
+  // Each resource registers on its own socket: the pods ask for both.
   ASSERT_TRUE(WaitAllocatable("example.com/gpu", 8));
+  ASSERT_TRUE(WaitAllocatable("example.com/nic", 4));
   size_t threads = 0;
   size_t fds = 0;
   const int rounds = static_cast<int>(
@@ -478,7 +480,9 @@ TEST_F(EndToEndTest, CommandLine) {
   Write({});
   StartManager();
   StartPlugin();
+  // Each resource registers on its own socket: the pod asks for both.
   ASSERT_TRUE(WaitAllocatable("example.com/gpu", 8));
+  ASSERT_TRUE(WaitAllocatable("example.com/nic", 4));
   const auto file = [&](const std::string& name, const std::string& text) {
     const auto path = work_.path() / name;
     std::ofstream(path) << text;
