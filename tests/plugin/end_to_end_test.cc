@@ -175,6 +175,12 @@ class EndToEndTest : public ::testing::Test {
     }
     return 0;
   }
+  // Both resources of the default machine: each registers on its own
+  // socket, so a pod asking for both waits for both.
+  bool WaitGpusAndNics() {
+    return WaitAllocatable("example.com/gpu", 8) &&
+           WaitAllocatable("example.com/nic", 4);
+  }
   bool WaitAllocatable(const std::string& resource, size_t count,
                        std::chrono::milliseconds timeout = 10s) {
     const auto deadline = std::chrono::steady_clock::now() + timeout;
@@ -239,8 +245,7 @@ TEST_P(PolicyTest, AlignmentUnderEachPolicyAndScope) {
   Write({.machine = "dual-socket-8gpu", .policy = policy, .scope = scope});
   StartManager();
   StartPlugin();
-  ASSERT_TRUE(WaitAllocatable("example.com/gpu", 8));
-  ASSERT_TRUE(WaitAllocatable("example.com/nic", 4));
+  ASSERT_TRUE(WaitGpusAndNics());
   // Two GPUs, one NIC and 4 CPUs: one NUMA node whenever the policy aligns.
   const json pod = Admit(PodYaml("aligned", 2, 1, 4));
   ASSERT_TRUE(pod["admitted"].get<bool>()) << pod.dump();
@@ -291,8 +296,7 @@ TEST_F(EndToEndTest, DynamicPolicyAppliesEachPodsOwn) {
          .scope = "container"});
   StartManager();
   StartPlugin();
-  ASSERT_TRUE(WaitAllocatable("example.com/gpu", 8));
-  ASSERT_TRUE(WaitAllocatable("example.com/nic", 4));
+  ASSERT_TRUE(WaitGpusAndNics());
   const auto with_policy = [](const std::string& name, int gpus,
                               const std::string& how) {
     std::string yaml = PodYaml(name, gpus, 0, 1);
@@ -446,9 +450,7 @@ TEST_F(EndToEndTest, ThousandPodsAdmittedAndReleasedWithoutLeaks) {
          .scope = "pod"});
   StartManager();
   StartPlugin();
-  // Each resource registers on its own socket: the pods ask for both.
-  ASSERT_TRUE(WaitAllocatable("example.com/gpu", 8));
-  ASSERT_TRUE(WaitAllocatable("example.com/nic", 4));
+  ASSERT_TRUE(WaitGpusAndNics());
   size_t threads = 0;
   size_t fds = 0;
   const int rounds = static_cast<int>(
@@ -480,9 +482,7 @@ TEST_F(EndToEndTest, CommandLine) {
   Write({});
   StartManager();
   StartPlugin();
-  // Each resource registers on its own socket: the pod asks for both.
-  ASSERT_TRUE(WaitAllocatable("example.com/gpu", 8));
-  ASSERT_TRUE(WaitAllocatable("example.com/nic", 4));
+  ASSERT_TRUE(WaitGpusAndNics());
   const auto file = [&](const std::string& name, const std::string& text) {
     const auto path = work_.path() / name;
     std::ofstream(path) << text;

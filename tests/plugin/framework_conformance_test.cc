@@ -101,6 +101,23 @@ bool OptionsAnswer(PluginConnection& connection) {
       .ok();
 }
 
+// Calls `path` on `channel` with `bytes` as the request, as any client
+// could (no generated stub, so the bytes need not be a valid message).
+grpc::Status RawUnaryCall(const std::shared_ptr<grpc::Channel>& channel,
+                          const std::string& path, const std::string& bytes) {
+  grpc::GenericStub generic(channel);
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + 5s);
+  grpc::Slice slice(bytes);
+  grpc::ByteBuffer in(&slice, 1);
+  grpc::ByteBuffer out;
+  std::promise<grpc::Status> done;
+  generic.UnaryCall(
+      &context, path, grpc::StubOptions(), &in, &out,
+      [&](const grpc::Status& status) { done.set_value(status); });
+  return done.get_future().get();
+}
+
 std::vector<std::string> Ids(const v1beta1::ListAndWatchResponse& response) {
   std::vector<std::string> ids;
   for (const auto& device : response.devices()) ids.push_back(device.id());
@@ -144,21 +161,10 @@ TEST_F(FrameworkTest, P03_RegisterOptionsEqualGetDevicePluginOptions) {
 TEST_F(FrameworkTest, P04_MethodPathsAndUnknownMethod) {
   auto connection = Connected(MakeDevices(2));
   ASSERT_NE(connection, nullptr);
-  grpc::GenericStub generic(connection->channel());
   auto call = [&](const std::string& path,
                   const google::protobuf::Message& request) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + 5s);
-    grpc::ByteBuffer out;
-    grpc::ByteBuffer in;
-    std::string bytes = request.SerializeAsString();
-    grpc::Slice slice(bytes);
-    in = grpc::ByteBuffer(&slice, 1);
-    std::promise<grpc::Status> done;
-    generic.UnaryCall(
-        &context, path, grpc::StubOptions(), &in, &out,
-        [&](const grpc::Status& status) { done.set_value(status); });
-    return done.get_future().get();
+    return RawUnaryCall(connection->channel(), path,
+                        request.SerializeAsString());
   };
   v1beta1::Empty empty;
   v1beta1::AllocateRequest allocate;
@@ -186,19 +192,9 @@ TEST_F(FrameworkTest, P04_MethodPathsAndUnknownMethod) {
 TEST_F(FrameworkTest, UnreadablePreferredRequestIsRefusedAndServingGoesOn) {
   auto connection = Connected(MakeDevices(2));
   ASSERT_NE(connection, nullptr);
-  grpc::GenericStub generic(connection->channel());
   const auto call = [&](const std::string& bytes) {
-    grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + 5s);
-    grpc::Slice slice(bytes);
-    grpc::ByteBuffer in(&slice, 1);
-    grpc::ByteBuffer out;
-    std::promise<grpc::Status> done;
-    generic.UnaryCall(
-        &context, "/v1beta1.DevicePlugin/GetPreferredAllocation",
-        grpc::StubOptions(), &in, &out,
-        [&](const grpc::Status& status) { done.set_value(status); });
-    return done.get_future().get();
+    return RawUnaryCall(connection->channel(),
+                        "/v1beta1.DevicePlugin/GetPreferredAllocation", bytes);
   };
   // Field 1 (container_requests) says 100 bytes follow; 2 do.
   const grpc::Status garbage = call(std::string("\x0a\x64\x0a\x01", 4));
