@@ -3,8 +3,10 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace topology {
 namespace {
@@ -43,15 +45,21 @@ std::string_view CostLevelLabel(CostLevel level) {
 
 CostModel::CostModel(const Topology& topology) : topology_(topology) {
   const auto& devices = topology_.pci_devices();
-  paths_.resize(devices.size());
+  path_of_.reserve(devices.size());
   addresses_.reserve(devices.size());
   std::unordered_map<std::string_view, int> bridge_ids;
+  // Distinct paths by (host bridge, hops); neighbours mostly share theirs,
+  // so the last one is compared before the map is searched.
+  std::map<std::pair<int, std::vector<PciAddress>>, int> path_ids;
+  PathInfo path;
   for (size_t i = 0; i < devices.size(); ++i) {
     const PciDevice& d = devices[i];
     addresses_.push_back(d.address);
     index_by_address_[AddressKey(d.address)] = i;
+    path.host_bridge = -1;
+    path.hops.clear();
     if (!d.host_bridge.empty()) {
-      paths_[i].host_bridge =
+      path.host_bridge =
           bridge_ids
               .try_emplace(d.host_bridge, static_cast<int>(bridge_ids.size()))
               .first->second;
@@ -62,9 +70,22 @@ CostModel::CostModel(const Topology& topology) : topology_(topology) {
     for (size_t k = n; k-- > 0;) {
       const bool is_upstream =
           k < d.upstream_is_switch.size() && d.upstream_is_switch[k];
-      paths_[i].hops.push_back(d.upstream_bridges[k]);
+      path.hops.push_back(d.upstream_bridges[k]);
       if (is_upstream && k > 0) --k;  // skip its downstream port
     }
+    if (!path_of_.empty()) {
+      const int last = path_of_.back();
+      const PathInfo& previous = paths_[static_cast<size_t>(last)];
+      if (previous.host_bridge == path.host_bridge &&
+          previous.hops == path.hops) {
+        path_of_.push_back(last);
+        continue;
+      }
+    }
+    const auto [it, added] = path_ids.try_emplace(
+        {path.host_bridge, path.hops}, static_cast<int>(paths_.size()));
+    if (added) paths_.push_back(path);
+    path_of_.push_back(it->second);
   }
   host_bridge_count_ = bridge_ids.size();
 }
@@ -118,8 +139,8 @@ DeviceCost CostModel::BetweenIndexes(size_t a, size_t b) const {
     return {CostLevel::kSameBoard, kSameBoardCost, true};
   }
   if (!da.host_bridge.empty() && da.host_bridge == db.host_bridge) {
-    const auto& ha = paths_[a].hops;
-    const auto& hb = paths_[b].hops;
+    const auto& ha = PathHops(a);
+    const auto& hb = PathHops(b);
     size_t common = 0;
     while (common < ha.size() && common < hb.size() &&
            ha[common] == hb[common]) {

@@ -44,6 +44,10 @@ struct TreeNode {
   std::pmr::vector<int> children;
   int device = -1;  // leaves: index into Topology::pci_devices()
   bool forced = false;
+  // Children that are leaves, and forced ones among them (counted as they
+  // are linked, so that a pool of devices is known without visiting them).
+  int leaf_children = 0;
+  int forced_children = 0;
   bool leaf_pool = false;  // every child is a device: solved in closed form
   int available = 0;
   std::pmr::vector<Score> best;  // best[j]: j devices from here
@@ -72,7 +76,13 @@ class CostTree {
     return id;
   }
   void Link(int parent, int child) {
-    nodes_[static_cast<size_t>(parent)].children.push_back(child);
+    TreeNode& node = nodes_[static_cast<size_t>(parent)];
+    node.children.push_back(child);
+    const TreeNode& linked = nodes_[static_cast<size_t>(child)];
+    if (linked.device >= 0) {
+      ++node.leaf_children;
+      if (linked.forced) ++node.forced_children;
+    }
   }
   TreeNode& at(int id) { return nodes_[static_cast<size_t>(id)]; }
 
@@ -89,18 +99,23 @@ class CostTree {
       return;
     }
     // A group with one member adds no pair: look through it.
-    for (int& child : at(id).children) {
-      while (at(child).device < 0 && at(child).children.size() == 1) {
-        child = at(child).children[0];
+    if (static_cast<size_t>(at(id).leaf_children) != at(id).children.size()) {
+      for (int& child : at(id).children) {
+        if (at(child).device >= 0) continue;
+        while (at(child).device < 0 && at(child).children.size() == 1) {
+          child = at(child).children[0];
+        }
+        if (at(child).device >= 0) {
+          ++at(id).leaf_children;
+          if (at(child).forced) ++at(id).forced_children;
+        }
       }
     }
     TreeNode& node = at(id);
-    if (std::all_of(node.children.begin(), node.children.end(),
-                    [&](int c) { return at(c).device >= 0; })) {
+    if (static_cast<size_t>(node.leaf_children) == node.children.size()) {
       // j devices of one group cost C(j,2) * weight whichever they are.
       node.leaf_pool = true;
-      int forced = 0;
-      for (int c : node.children) forced += at(c).forced ? 1 : 0;
+      const int forced = node.forced_children;
       node.available = static_cast<int>(node.children.size());
       node.best.assign(static_cast<size_t>(std::min(node.available, size_)) + 1,
                        Score{});
@@ -384,6 +399,12 @@ StatusOr<Selection> DeviceSelector::Select(
   NodeTable hop_nodes(tree.arena());
   NodeTable pool_nodes(tree.arena());
   NodeTable slot_nodes(tree.arena());
+  // The node below the hops of the previous device: the next one on the
+  // same path (the next VF of a PF, the next function of a board) hangs
+  // below it too.
+  int last_path = -1;
+  int last_bridge = -1;
+  int last_parent = -1;
   for (const auto& [address, index] : available_index) {
     const PciDevice& d = devices[static_cast<size_t>(index)];
     PciAddress board_address = address;
@@ -407,15 +428,24 @@ StatusOr<Selection> DeviceSelector::Select(
       *bridge_node = node;
     }
     const int bridge = *bridge_node;
+    const int path = model_.PathId(static_cast<size_t>(index));
     int parent = bridge;
-    for (const PciAddress& hop : model_.PathHops(static_cast<size_t>(index))) {
-      parent = hop_nodes.Get(key(parent, address_key(hop)), tree, parent,
-                             CostModel::kMultipleSwitchesCost);
-    }
-    if (parent != bridge) {
-      // Devices directly below the same hop are one switch apart.
-      parent = pool_nodes.Get(key(parent, 0), tree, parent,
-                              CostModel::kSameSwitchCost);
+    if (path == last_path && bridge == last_bridge) {
+      parent = last_parent;
+    } else {
+      for (const PciAddress& hop :
+           model_.PathHops(static_cast<size_t>(index))) {
+        parent = hop_nodes.Get(key(parent, address_key(hop)), tree, parent,
+                               CostModel::kMultipleSwitchesCost);
+      }
+      if (parent != bridge) {
+        // Devices directly below the same hop are one switch apart.
+        parent = pool_nodes.Get(key(parent, 0), tree, parent,
+                                CostModel::kSameSwitchCost);
+      }
+      last_path = path;
+      last_bridge = bridge;
+      last_parent = parent;
     }
     const int board = slot_nodes.Get(key(parent, address_key(board_address)),
                                      tree, parent, CostModel::kSameBoardCost);

@@ -141,6 +141,37 @@ TEST_F(CostModelTest, DeviceAndNodeCosts) {
               StatusIs(StatusCode::kNotFound));
 }
 
+TEST_F(CostModelTest, DevicesOnOnePathShareItsId) {
+  const auto& devices = topology_.pci_devices();
+  const auto index = [&](const char* address) {
+    for (size_t i = 0; i < devices.size(); ++i) {
+      if (devices[i].address == A(address)) return i;
+    }
+    ADD_FAILURE() << address << " is not in the topology";
+    return size_t{0};
+  };
+  // Switch B's two GPUs and the two functions below switch B' share their
+  // paths; the root ports' devices and the lone host bridge's do not.
+  EXPECT_EQ(model_.PathId(index("0000:34:00.0")),
+            model_.PathId(index("0000:36:00.0")));
+  EXPECT_EQ(model_.PathId(index("0000:39:00.0")),
+            model_.PathId(index("0000:39:00.1")));
+  EXPECT_NE(model_.PathId(index("0000:34:00.0")),
+            model_.PathId(index("0000:39:00.0")));
+  EXPECT_NE(model_.PathId(index("0000:2e:00.0")),
+            model_.PathId(index("0000:2f:00.0")));
+  // In general: one id exactly when the host bridge and the hops agree.
+  for (size_t a = 0; a < devices.size(); ++a) {
+    for (size_t b = 0; b < devices.size(); ++b) {
+      const bool same_path = model_.HostBridgeId(a) == model_.HostBridgeId(b) &&
+                             model_.PathHops(a) == model_.PathHops(b);
+      EXPECT_EQ(model_.PathId(a) == model_.PathId(b), same_path)
+          << devices[a].address.ToString() << " and "
+          << devices[b].address.ToString();
+    }
+  }
+}
+
 TEST(CostModelScaleTest, CrossNumaCostGrowsWithSlit) {
   Topology::Parts parts;
   parts.numa_nodes.resize(3);

@@ -81,8 +81,15 @@ class TOPOLOGY_EXPORT CostModel {
   // PCIe switch (named by its upstream port) or lone bridge.
   // REQUIRES: index is in range.
   const std::vector<PciAddress>& PathHops(size_t index) const {
-    return paths_[index].hops;
+    return paths_[static_cast<size_t>(path_of_[index])].hops;
   }
+
+  // A dense id of the device's place below the host bridges: devices with
+  // the same host bridge and the same PathHops() share it (the functions of
+  // one board, the VFs of one PF), so callers that walk devices in address
+  // order handle a path once per run of devices instead of once per device.
+  // REQUIRES: index is in range.
+  int PathId(size_t index) const { return path_of_[index]; }
 
   // The devices' addresses, in the topology's order (ascending): a compact
   // copy for searches that need nothing else of each device.
@@ -92,7 +99,9 @@ class TOPOLOGY_EXPORT CostModel {
   // -1 when it has none: devices on one host bridge share it, so callers
   // group them by an index instead of by name.
   // REQUIRES: index is in range.
-  int HostBridgeId(size_t index) const { return paths_[index].host_bridge; }
+  int HostBridgeId(size_t index) const {
+    return paths_[static_cast<size_t>(path_of_[index])].host_bridge;
+  }
   size_t HostBridgeCount() const { return host_bridge_count_; }
 
   // The cost between two devices on different (or unknown) host bridges
@@ -101,8 +110,8 @@ class TOPOLOGY_EXPORT CostModel {
                                const std::vector<int>& b) const;
 
  private:
-  // One hop of a device's path below its host bridge: a PCIe switch (keyed by
-  // its upstream port) or a lone bridge.
+  // A device's path below its host bridge, one hop per PCIe switch (keyed
+  // by its upstream port) or lone bridge; shared by the devices on it.
   struct PathInfo {
     std::vector<PciAddress> hops;  // root first
     int host_bridge = -1;
@@ -113,7 +122,8 @@ class TOPOLOGY_EXPORT CostModel {
   int UnknownCrossCost() const;
 
   const Topology& topology_;
-  std::vector<PathInfo> paths_;
+  std::vector<PathInfo> paths_;  // distinct paths, by PathId()
+  std::vector<int> path_of_;     // per device: its PathId()
   std::vector<PciAddress> addresses_;
   size_t host_bridge_count_ = 0;
   std::unordered_map<uint64_t, size_t> index_by_address_;
