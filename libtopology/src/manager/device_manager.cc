@@ -52,13 +52,20 @@ void DeviceManager::UpdateResource(
   Resource& r = resources_[resource];
   r.devices = std::move(table);
   r.masks.clear();
+  r.healthy.clear();
+  r.located.clear();
   r.masks.reserve(r.devices.size());
-  for (const Device& d : r.devices) r.masks.push_back(MaskOf(d));
+  r.healthy.reserve(r.devices.size());
+  r.located.reserve(r.devices.size());
+  for (const Device& d : r.devices) {
+    r.masks.push_back(MaskOf(d));
+    r.healthy.push_back(d.healthy ? 1 : 0);
+    r.located.push_back(d.numa_nodes.empty() ? 0 : 1);
+  }
   r.has_topology =
-      std::any_of(r.devices.begin(), r.devices.end(),
-                  [](const Device& d) { return !d.numa_nodes.empty(); });
-  r.any_healthy = std::any_of(r.devices.begin(), r.devices.end(),
-                              [](const Device& d) { return d.healthy; });
+      std::find(r.located.begin(), r.located.end(), 1) != r.located.end();
+  r.any_healthy =
+      std::find(r.healthy.begin(), r.healthy.end(), 1) != r.healthy.end();
   // What the allocations hold, counted again for the new list.
   r.holders.assign(r.devices.size(), 0);
   r.endpoint = std::move(endpoint);
@@ -374,7 +381,7 @@ StatusOr<DeviceManager::DeviceSet> DeviceManager::DevicesToAllocate(
     endpoint = table->endpoint;
     const bool use_affinity = table->has_topology && hint.affinity.has_value();
     for (uint32_t i : available) {
-      if (!use_affinity || table->devices[i].numa_nodes.empty()) {
+      if (!use_affinity || table->located[i] == 0) {
         no_affinity.push_back(i);
       } else if (!hint.affinity->And(table->masks[i]).IsEmpty()) {
         aligned.push_back(i);

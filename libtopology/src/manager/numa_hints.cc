@@ -12,6 +12,11 @@ class ItemCounts {
   explicit ItemCounts(const std::vector<NumaMask>& items) {
     for (NumaMask item : items) {
       if (item.IsEmpty()) continue;
+      // Neighbours (devices in id order) mostly share their mask.
+      if (!groups_.empty() && groups_.back().first == item) {
+        ++groups_.back().second;
+        continue;
+      }
       auto it = std::find_if(groups_.begin(), groups_.end(),
                              [&](const auto& g) { return g.first == item; });
       if (it == groups_.end()) {

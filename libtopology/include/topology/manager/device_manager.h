@@ -129,16 +129,20 @@ class TOPOLOGY_EXPORT DeviceManager final : public HintProvider {
   // admission asks of each device kept beside it: its NUMA mask and how many
   // allocations hold it. What is free is then one pass over plain arrays,
   // with no id compared or copied, whatever the number of pods held.
+  // The devices' records are large (an id, a node list); what is read per
+  // device at every admission is copied beside them in compact arrays.
   struct Resource {
     std::vector<Device> devices;    // sorted by id, unique
     std::vector<NumaMask> masks;    // per device
+    std::vector<uint8_t> healthy;   // per device: devices[i].healthy
+    std::vector<uint8_t> located;   // per device: any NUMA node listed
     std::vector<uint32_t> holders;  // allocations holding each device
     bool has_topology = false;      // any device with NUMA nodes
     bool any_healthy = false;
     std::shared_ptr<DevicePluginEndpoint> endpoint;
     // The index of `id`, or -1.
     int64_t Find(const std::string& id) const;
-    bool Free(size_t i) const { return devices[i].healthy && holders[i] == 0; }
+    bool Free(size_t i) const { return healthy[i] != 0 && holders[i] == 0; }
   };
   using DeviceSet = std::set<std::string>;
   // Indices into a Resource's table, ascending (so the ids are sorted too).
