@@ -29,17 +29,16 @@
 #include <glog/logging.h>
 #include <grpcpp/grpcpp.h>
 #include <malloc.h>
-#include <sys/resource.h>
 #include <unistd.h>
 
 #include <benchmark/benchmark.h>
 
 #include "topology/discovery.h"
 #include "topology/plugin/logging.h"
-#include "topology/plugin/plugin_runner.h"
 
 #include "checkpoint.h"
 #include "checkpoint_store.h"
+#include "context_switches.h"
 #include "host_manager.h"
 #include "reference_plugin.h"
 #include "synthetic_machines.h"
@@ -243,14 +242,6 @@ double Since(std::chrono::steady_clock::time_point start) {
       .count();
 }
 
-// Context switches of every thread of this process so far (client, host
-// and plugin alike).
-int64_t ContextSwitches() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_nvcsw + usage.ru_nivcsw;
-}
-
 // Admission and release over the control socket on 10,000 VFs with
 // state.range(0) plain pods held; switches_per_pod counts the context
 // switches of one admission and its release.
@@ -263,7 +254,7 @@ void BM_ControlAdmission10000Devices(benchmark::State& state) {
   std::vector<double> admit;
   std::vector<double> release;
   int n = 0;
-  const int64_t switches_before = ContextSwitches();
+  const int64_t switches_before = testing::ProcessContextSwitches();
   for (auto _ : state) {
     const std::string name = "vf-pod-" + std::to_string(n++);
     topologymanager::v1alpha1::AdmitRequest request;
@@ -299,7 +290,7 @@ void BM_ControlAdmission10000Devices(benchmark::State& state) {
   }
   state.counters["pods_held"] = static_cast<double>(state.range(0));
   state.counters["switches_per_pod"] =
-      static_cast<double>(ContextSwitches() - switches_before) /
+      static_cast<double>(testing::ProcessContextSwitches() - switches_before) /
       static_cast<double>(std::max(n, 1));
   Report(state, admit);
   Percentiles(state, "release_", std::move(release));
@@ -529,11 +520,8 @@ BENCHMARK(BM_AdmitBatch)
 }  // namespace topology
 
 int main(int argc, char** argv) {
-  // As the daemons do (and the plugin processes spawned here inherit it).
-  const std::string engine = topology::plugin::ChooseGrpcPollEngine();
   topology::plugin::InitLogging(argv[0], 0);
   FLAGS_minloglevel = 2;
-  benchmark::AddCustomContext("grpc_poll_engine", engine);
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

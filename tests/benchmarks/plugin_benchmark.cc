@@ -20,14 +20,13 @@
 
 #include <glog/logging.h>
 #include <spawn.h>
-#include <sys/resource.h>
 #include <sys/wait.h>
 
 #include <benchmark/benchmark.h>
 
 #include "topology/plugin/logging.h"
-#include "topology/plugin/plugin_runner.h"
 
+#include "context_switches.h"
 #include "fake_kubelet.h"
 #include "reference_plugin.h"
 #include "synthetic_machines.h"
@@ -88,14 +87,6 @@ void ReportPercentiles(benchmark::State& state, std::vector<double>& micros) {
   state.counters["max_us"] = micros.back();
 }
 
-// Context switches of every thread of this process so far (client and
-// plugin alike): each is a thread put to sleep or woken across a call.
-int64_t ContextSwitches() {
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
-  return usage.ru_nvcsw + usage.ru_nivcsw;
-}
-
 // Offers every device, or with `node0_only` those of NUMA node 0 (what the
 // kubelet offers a single-numa-node admission).
 void PreferredRoundTrip(benchmark::State& state, const std::string& machine,
@@ -111,7 +102,7 @@ void PreferredRoundTrip(benchmark::State& state, const std::string& machine,
   }
   container->set_allocation_size(size);
   std::vector<double> micros;
-  const int64_t switches_before = ContextSwitches();
+  const int64_t switches_before = testing::ProcessContextSwitches();
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
     grpc::ClientContext context;
@@ -131,7 +122,7 @@ void PreferredRoundTrip(benchmark::State& state, const std::string& machine,
   state.counters["offered"] =
       static_cast<double>(container->available_deviceids_size());
   state.counters["switches_per_call"] =
-      static_cast<double>(ContextSwitches() - switches_before) /
+      static_cast<double>(testing::ProcessContextSwitches() - switches_before) /
       static_cast<double>(std::max<size_t>(micros.size(), 1));
   ReportPercentiles(state, micros);
 }
@@ -327,11 +318,8 @@ BENCHMARK(BM_IdlePlugin10000)
 }  // namespace topology::device_plugin
 
 int main(int argc, char** argv) {
-  // As the daemons do (and the plugin processes spawned here inherit it).
-  const std::string engine = topology::plugin::ChooseGrpcPollEngine();
   topology::plugin::InitLogging(argv[0], 0);
   FLAGS_minloglevel = 2;  // keep benchmark output readable
-  benchmark::AddCustomContext("grpc_poll_engine", engine);
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -3,14 +3,11 @@
 // kubelet. Test names carry the checklist number (P01 = item 1).
 #include <algorithm>
 #include <chrono>
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
-#include <optional>
 #include <set>
 #include <stdexcept>
-#include <string>
 #include <thread>
 
 #include <grpcpp/generic/generic_stub.h>
@@ -1290,27 +1287,6 @@ TEST_F(FrameworkTest, SocketModeIsExplicit) {
       lstat((dir_.path() / connection->request().endpoint()).c_str(), &info),
       0);
   EXPECT_EQ(info.st_mode & 0777, 0600u);
-}
-
-// The daemons' gRPC engine: "poll", unless the operator named one.
-TEST(ProcessSetupTest, PollEngineUnlessTheOperatorChoseOne) {
-  constexpr char kVariable[] = "GRPC_POLL_STRATEGY";
-  const char* before = std::getenv(kVariable);
-  const std::optional<std::string> saved =
-      before != nullptr ? std::optional<std::string>(before) : std::nullopt;
-  unsetenv(kVariable);
-  EXPECT_EQ(plugin::ChooseGrpcPollEngine(), "poll");
-  EXPECT_STREQ(std::getenv(kVariable), "poll");
-  setenv(kVariable, "", 1);  // set, but naming nothing
-  EXPECT_EQ(plugin::ChooseGrpcPollEngine(), "poll");
-  setenv(kVariable, "epoll1", 1);
-  EXPECT_EQ(plugin::ChooseGrpcPollEngine(), "epoll1");
-  EXPECT_STREQ(std::getenv(kVariable), "epoll1");
-  if (saved) {
-    setenv(kVariable, saved->c_str(), 1);
-  } else {
-    unsetenv(kVariable);
-  }
 }
 
 }  // namespace

@@ -5,7 +5,6 @@
 #include <cerrno>
 #include <condition_variable>
 #include <csignal>
-#include <cstdlib>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -1143,17 +1142,6 @@ uint64_t RaiseOpenFileLimit() {
   }
   VLOG(1) << "open file limit " << limit.rlim_cur;
   return static_cast<uint64_t>(limit.rlim_cur);
-}
-
-std::string ChooseGrpcPollEngine() {
-  constexpr char kVariable[] = "GRPC_POLL_STRATEGY";
-  // An engine named by the operator stays; an empty value names none.
-  const char* chosen = std::getenv(kVariable);
-  if (chosen == nullptr || *chosen == '\0') {
-    setenv(kVariable, "poll", 1);
-    chosen = std::getenv(kVariable);
-  }
-  return chosen != nullptr ? chosen : "";
 }
 
 void ExitIfStillRunningAfter(std::chrono::milliseconds limit, int exit_code) {
