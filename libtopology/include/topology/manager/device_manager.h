@@ -126,11 +126,11 @@ class TOPOLOGY_EXPORT DeviceManager final : public HintProvider {
 
  private:
   // A resource's devices in one flat table, sorted by id, with what every
-  // admission asks of each device kept beside it: its NUMA mask and how many
-  // allocations hold it. What is free is then one pass over plain arrays,
-  // with no id compared or copied, whatever the number of pods held.
-  // The devices' records are large (an id, a node list); what is read per
-  // device at every admission is copied beside them in compact arrays.
+  // admission asks of each device kept beside it in compact arrays (the
+  // records themselves are large): its NUMA mask, health, whether it lists
+  // a node, and how many allocations hold it. What is free is then one pass
+  // over plain arrays, with no id compared or copied, whatever the number of
+  // pods held.
   struct Resource {
     std::vector<Device> devices;    // sorted by id, unique
     std::vector<NumaMask> masks;    // per device
