@@ -260,6 +260,7 @@ topology::StatusOr<std::unique_ptr<plugin::HttpEndpoint>> ServeHttp(
 
 // guide:main
 int Run(const Flags& flags) {
+  plugin::ChooseGrpcPollEngine();  // before gRPC starts
   plugin::BlockShutdownSignals();  // before any thread starts
 
   topology::DiscoveryOptions options;

@@ -121,9 +121,11 @@ int RunServe(const ServeFlags& flags, const char* argv0) {
   // Files and sockets get explicit modes; the umask only covers the short
   // window between creating a socket and setting its mode.
   umask(077);
+  const std::string engine = topology::plugin::ChooseGrpcPollEngine();
   topology::plugin::InitLogging(argv0, flags.verbosity);
   topology::plugin::BlockShutdownSignals();
   topology::plugin::RaiseOpenFileLimit();
+  VLOG(1) << "gRPC polling engine: " << engine;
   topology::DiscoveryOptions discovery;
   discovery.host_root = flags.host_root;
   topology::StatusOr<topology::Topology> topology =

@@ -67,8 +67,7 @@ PluginEndpoint::PluginEndpoint(std::string resource,
                                std::chrono::milliseconds rpc_timeout)
     : resource_(std::move(resource)),
       socket_(std::move(socket)),
-      channel_(std::move(channel)),
-      stub_(v1beta1::DevicePlugin::NewStub(channel_)),
+      stub_(v1beta1::DevicePlugin::NewStub(std::move(channel))),
       options_(options),
       rpc_timeout_(rpc_timeout) {}
 
@@ -87,48 +86,82 @@ PluginEndpoint::~PluginEndpoint() {
 
 void PluginEndpoint::Start(ListCallback on_list, EndCallback on_end) {
   finished_.store(false);
-  reader_ = std::thread(
-      [this, on_list = std::move(on_list), on_end = std::move(on_end)] {
-        auto reader = stub_->ListAndWatch(&stream_context_, v1beta1::Empty());
-        v1beta1::ListAndWatchResponse response;
-        while (reader->Read(&response)) {
-          std::vector<manager::Device> devices;
-          devices.reserve(static_cast<size_t>(response.devices_size()));
-          for (const auto& device : response.devices()) {
-            manager::Device d;
-            d.id = device.id();
-            // Only the exact string counts as healthy.
-            d.healthy = device.health() == "Healthy";
-            if (device.has_topology()) {
-              for (const auto& node : device.topology().nodes()) {
-                d.numa_nodes.push_back(static_cast<int>(node.id()));
-              }
+  std::shared_ptr<Stub> stub;
+  grpc::ClientContext* context = nullptr;
+  {
+    std::lock_guard lock(mu_);
+    stub = stub_;
+    stream_context_ = std::make_unique<grpc::ClientContext>();
+    context = stream_context_.get();
+    if (stopped()) context->TryCancel();
+  }
+  reader_ = std::thread([this, stub = std::move(stub), context,
+                         on_list = std::move(on_list),
+                         on_end = std::move(on_end)]() mutable {
+    grpc::Status status(grpc::StatusCode::UNAVAILABLE,
+                        "the endpoint has been stopped");
+    if (stub != nullptr) {
+      auto reader = stub->ListAndWatch(context, v1beta1::Empty());
+      v1beta1::ListAndWatchResponse response;
+      while (reader->Read(&response)) {
+        std::vector<manager::Device> devices;
+        devices.reserve(static_cast<size_t>(response.devices_size()));
+        for (const auto& device : response.devices()) {
+          manager::Device d;
+          d.id = device.id();
+          // Only the exact string counts as healthy.
+          d.healthy = device.health() == "Healthy";
+          if (device.has_topology()) {
+            for (const auto& node : device.topology().nodes()) {
+              d.numa_nodes.push_back(static_cast<int>(node.id()));
             }
-            devices.push_back(std::move(d));
           }
-          on_list(this, std::move(devices));
+          devices.push_back(std::move(d));
         }
-        const grpc::Status status = reader->Finish();
-        stopped_.store(true);
-        on_end(this, status);
-        finished_.store(true);
-      });
+        on_list(this, std::move(devices));
+      }
+      status = reader->Finish();
+    }
+    stopped_.store(true);
+    std::unique_ptr<grpc::ClientContext> ended;
+    {
+      std::lock_guard lock(mu_);
+      ended = std::move(stream_context_);
+    }
+    // The context before the stub: the context drops its reference to the
+    // connection inside gRPC's library, and the last one is dropped here,
+    // in code ThreadSanitizer sees (it cannot see the library's atomics).
+    ended.reset();
+    stub.reset();
+    Disconnect();
+    on_end(this, status);
+    finished_.store(true);
+  });
 }
 
 void PluginEndpoint::Stop() {
   stopped_.store(true);
-  stream_context_.TryCancel();
-  std::lock_guard lock(mu_);
-  for (grpc::ClientContext* context : in_flight_) context->TryCancel();
+  {
+    std::lock_guard lock(mu_);
+    if (stream_context_ != nullptr) stream_context_->TryCancel();
+    for (grpc::ClientContext* context : in_flight_) context->TryCancel();
+  }
+  Disconnect();
 }
 
-bool PluginEndpoint::Track(grpc::ClientContext* context,
-                           std::chrono::milliseconds timeout) {
+void PluginEndpoint::Disconnect() {
+  std::shared_ptr<Stub> stub;  // released after the lock
+  std::lock_guard lock(mu_);
+  stub = std::move(stub_);
+}
+
+std::shared_ptr<PluginEndpoint::Stub> PluginEndpoint::Track(
+    grpc::ClientContext* context, std::chrono::milliseconds timeout) {
   context->set_deadline(std::chrono::system_clock::now() + timeout);
   std::lock_guard lock(mu_);
-  if (stopped()) return false;
+  if (stopped() || stub_ == nullptr) return nullptr;
   in_flight_.insert(context);
-  return true;
+  return stub_;
 }
 
 void PluginEndpoint::Untrack(grpc::ClientContext* context) {
@@ -164,12 +197,14 @@ StatusOr<std::vector<std::string>> PluginEndpoint::GetPreferredAllocation(
   container->set_allocation_size(size);
   // Beyond the kubelet (which sets no deadline): a hung plugin fails only
   // the admissions that need it.
+  std::shared_ptr<Stub> stub;  // outlives the context (see Start())
   grpc::ClientContext context;
-  if (!Track(&context, rpc_timeout_)) return Stopped();
+  stub = Track(&context, rpc_timeout_);
+  if (stub == nullptr) return Stopped();
   auto& response = *google::protobuf::Arena::CreateMessage<
       v1beta1::PreferredAllocationResponse>(&arena);
   const grpc::Status status =
-      stub_->GetPreferredAllocation(&context, request, &response);
+      stub->GetPreferredAllocation(&context, request, &response);
   Untrack(&context);
   if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     return DeadlineExceededError(Timeout("GetPreferredAllocation"));
@@ -191,10 +226,12 @@ Status PluginEndpoint::Allocate(const std::vector<std::string>& device_ids) {
   v1beta1::AllocateRequest request;
   auto* container = request.add_container_requests();
   for (const auto& id : device_ids) container->add_devices_ids(id);
+  std::shared_ptr<Stub> stub;  // outlives the context (see Start())
   grpc::ClientContext context;
-  if (!Track(&context, rpc_timeout_)) return Stopped();
+  stub = Track(&context, rpc_timeout_);
+  if (stub == nullptr) return Stopped();
   v1beta1::AllocateResponse response;
-  const grpc::Status status = stub_->Allocate(&context, request, &response);
+  const grpc::Status status = stub->Allocate(&context, request, &response);
   Untrack(&context);
   if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     return DeadlineExceededError(Timeout("Allocate"));
@@ -228,11 +265,13 @@ Status PluginEndpoint::PreStartContainer(
   if (stopped()) return Stopped();
   v1beta1::PreStartContainerRequest request;
   for (const auto& id : device_ids) request.add_devices_ids(id);
+  std::shared_ptr<Stub> stub;  // outlives the context (see Start())
   grpc::ClientContext context;
-  if (!Track(&context, std::chrono::seconds(30))) return Stopped();
+  stub = Track(&context, std::chrono::seconds(30));
+  if (stub == nullptr) return Stopped();
   v1beta1::PreStartContainerResponse response;
   const grpc::Status status =
-      stub_->PreStartContainer(&context, request, &response);
+      stub->PreStartContainer(&context, request, &response);
   Untrack(&context);
   return FromGrpc(status, "PreStartContainer");
 }

@@ -50,8 +50,9 @@ class PluginEndpoint final : public manager::DevicePluginEndpoint {
   void Start(ListCallback on_list, EndCallback on_end);
   // The reader has returned (or was never started).
   bool finished() const { return finished_.load(); }
-  // Ends the stream, cancels every call in flight and refuses further calls
-  // ("has been stopped"). Returns at once.
+  // Ends the stream, cancels every call in flight, refuses further calls
+  // ("has been stopped") and lets the connection close once the last of
+  // them has returned. Returns at once.
   void Stop();
   bool stopped() const { return stopped_.load(); }
 
@@ -83,22 +84,31 @@ class PluginEndpoint final : public manager::DevicePluginEndpoint {
                  std::chrono::milliseconds rpc_timeout);
   Status Stopped() const;
   std::string Timeout(const std::string& call) const;
-  // A call's context, registered so that Stop can cancel it; false when
-  // the endpoint is already stopped.
-  bool Track(grpc::ClientContext* context, std::chrono::milliseconds timeout);
+  using Stub = v1beta1::DevicePlugin::Stub;
+  // A call's context, registered so that Stop can cancel it, and the stub
+  // to make the call with; null when the endpoint is already stopped.
+  std::shared_ptr<Stub> Track(grpc::ClientContext* context,
+                              std::chrono::milliseconds timeout);
   void Untrack(grpc::ClientContext* context);
+  // Drops this endpoint's hold on the connection, as the kubelet closes
+  // its connection to a plugin whose stream ended: the plugin's server
+  // then shuts down without waiting for an idle client to read its
+  // goodbye (gRPC's poll engine reads a client connection only while a
+  // call is on it). Calls in flight keep it until they return.
+  void Disconnect();
 
   const std::string resource_;
   const std::filesystem::path socket_;
-  std::shared_ptr<grpc::Channel> channel_;
-  std::unique_ptr<v1beta1::DevicePlugin::Stub> stub_;
+  std::shared_ptr<Stub> stub_;  // guarded by mu_; null once disconnected
   const plugin::DevicePluginOptions options_;
   const std::chrono::milliseconds rpc_timeout_;
   std::atomic<bool> stopped_{false};
   std::atomic<bool> finished_{true};
-  grpc::ClientContext stream_context_;
+  // The stream's context while the reader runs (guarded by mu_): it too
+  // holds the connection.
+  std::unique_ptr<grpc::ClientContext> stream_context_;
   std::thread reader_;
-  std::mutex mu_;  // in_flight_, responses_
+  std::mutex mu_;  // stub_, stream_context_, in_flight_, responses_
   std::set<grpc::ClientContext*> in_flight_;
   std::map<std::vector<std::string>, std::string> responses_;
 };

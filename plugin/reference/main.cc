@@ -74,9 +74,11 @@ int Run(int argc, char** argv) {
 
   // Sockets get explicit modes; the umask covers the window before.
   umask(077);
+  const std::string engine = plugin::ChooseGrpcPollEngine();
   plugin::InitLogging(argv[0], verbosity);
   plugin::BlockShutdownSignals();
   plugin::RaiseOpenFileLimit();
+  VLOG(1) << "gRPC polling engine: " << engine;
 
   auto config = dp::LoadConfig(config_file);
   if (!config.ok()) {

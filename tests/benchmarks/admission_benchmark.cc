@@ -35,6 +35,7 @@
 
 #include "topology/discovery.h"
 #include "topology/plugin/logging.h"
+#include "topology/plugin/plugin_runner.h"
 
 #include "checkpoint.h"
 #include "checkpoint_store.h"
@@ -520,8 +521,11 @@ BENCHMARK(BM_AdmitBatch)
 }  // namespace topology
 
 int main(int argc, char** argv) {
+  // As the daemons do (and the plugin processes spawned here inherit it).
+  const std::string engine = topology::plugin::ChooseGrpcPollEngine();
   topology::plugin::InitLogging(argv[0], 0);
   FLAGS_minloglevel = 2;
+  benchmark::AddCustomContext("grpc_poll_engine", engine);
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

@@ -25,6 +25,7 @@
 #include <benchmark/benchmark.h>
 
 #include "topology/plugin/logging.h"
+#include "topology/plugin/plugin_runner.h"
 
 #include "context_switches.h"
 #include "fake_kubelet.h"
@@ -318,8 +319,11 @@ BENCHMARK(BM_IdlePlugin10000)
 }  // namespace topology::device_plugin
 
 int main(int argc, char** argv) {
+  // As the daemons do (and the plugin processes spawned here inherit it).
+  const std::string engine = topology::plugin::ChooseGrpcPollEngine();
   topology::plugin::InitLogging(argv[0], 0);
   FLAGS_minloglevel = 2;  // keep benchmark output readable
+  benchmark::AddCustomContext("grpc_poll_engine", engine);
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();

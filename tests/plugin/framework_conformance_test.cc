@@ -3,11 +3,14 @@
 // kubelet. Test names carry the checklist number (P01 = item 1).
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <optional>
 #include <set>
 #include <stdexcept>
+#include <string>
 #include <thread>
 
 #include <grpcpp/generic/generic_stub.h>
@@ -1287,6 +1290,42 @@ TEST_F(FrameworkTest, SocketModeIsExplicit) {
       lstat((dir_.path() / connection->request().endpoint()).c_str(), &info),
       0);
   EXPECT_EQ(info.st_mode & 0777, 0600u);
+}
+
+// The daemons' gRPC engine: "poll", unless the operator named one.
+TEST(ProcessSetupTest, PollEngineUnlessTheOperatorChoseOne) {
+  constexpr char kVariable[] = "GRPC_POLL_STRATEGY";
+  const char* before = std::getenv(kVariable);
+  const std::optional<std::string> saved =
+      before != nullptr ? std::optional<std::string>(before) : std::nullopt;
+  unsetenv(kVariable);
+  EXPECT_EQ(plugin::ChooseGrpcPollEngine(), "poll");
+  EXPECT_STREQ(std::getenv(kVariable), "poll");
+  setenv(kVariable, "", 1);  // set, but naming nothing
+  EXPECT_EQ(plugin::ChooseGrpcPollEngine(), "poll");
+  setenv(kVariable, "epoll1", 1);
+  EXPECT_EQ(plugin::ChooseGrpcPollEngine(), "epoll1");
+  EXPECT_STREQ(std::getenv(kVariable), "epoll1");
+  if (saved) {
+    setenv(kVariable, saved->c_str(), 1);
+  } else {
+    unsetenv(kVariable);
+  }
+}
+
+// A stop stuck past the limit ends the process with the code given, and
+// says so on stderr in the log's ERROR format.
+TEST(ProcessSetupTest, StuckStopEndsAtTheLimit) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        plugin::ExitIfStillRunningAfter(std::chrono::milliseconds(50), 3);
+        std::this_thread::sleep_for(10s);
+        std::exit(0);
+      },
+      ::testing::ExitedWithCode(3),
+      "^E[0-9]{4} [0-9:.]+ +[0-9]+ plugin_runner.cc\\] shutdown did not "
+      "finish within 50 ms; exiting now");
 }
 
 }  // namespace

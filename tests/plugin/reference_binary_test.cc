@@ -1,14 +1,20 @@
 // The topology-device-plugin executable as operators run it: a separate
 // process against the in-process fake kubelet (crash, SIGTERM, flags).
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <optional>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include <fcntl.h>
 #include <spawn.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,6 +33,7 @@ namespace {
 
 using namespace std::chrono_literals;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 constexpr char kBinary[] = TOPOLOGY_DEVICE_PLUGIN_BINARY;
 
@@ -142,6 +149,72 @@ TEST_F(PluginBinaryTest, P54_SigtermEndsStreamsRemovesSocketExitsZero) {
   EXPECT_THAT(text, HasSubstr("example.com/gpu: advertising 8 device(s): "
                               "0000:1a:00.0 (numa 0), 0000:1b:00.0 (numa 0)"));
   EXPECT_THAT(text, HasSubstr("received signal 15; shutting down"));
+}
+
+// A client that opens an HTTP/2 connection on `socket` and then never reads
+// again (a kubelet stopped in a debugger, or hung): the server's goodbye on
+// shutdown is never acknowledged. The descriptor, or -1.
+int StalledClient(const std::filesystem::path& socket) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return -1;
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const std::string path = socket.string();
+  if (path.size() >= sizeof(address.sun_path)) {
+    close(fd);
+    return -1;
+  }
+  std::copy(path.begin(), path.end(), address.sun_path);
+  // The client preface and an empty SETTINGS frame.
+  constexpr char kPreface[] =
+      "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n\0\0\0\4\0\0\0\0\0";
+  constexpr size_t kPrefaceSize = sizeof(kPreface) - 1;
+  // NOLINTNEXTLINE(cppcoreguidelines-pro-type-reinterpret-cast)
+  if (connect(fd, reinterpret_cast<const sockaddr*>(&address),
+              sizeof(address)) != 0 ||
+      write(fd, kPreface, kPrefaceSize) != static_cast<ssize_t>(kPrefaceSize)) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// Every resource's server waits for its clients' goodbye at once, under one
+// grace: a client that never reads on each of four sockets does not make
+// the stop outlast its watchdog.
+TEST_F(PluginBinaryTest, StopWithStalledClientsOnEverySocketIsPrompt) {
+  std::ofstream(config_)
+      << "resources:\n"
+         "  - {name: example.com/gpu-a, selectors: [{pciAddresses: "
+         "[\"1a:00.0\", \"1b:00.0\"]}]}\n"
+         "  - {name: example.com/gpu-b, selectors: [{pciAddresses: "
+         "[\"3d:00.0\", \"3e:00.0\"]}]}\n"
+         "  - {name: example.com/gpu-c, selectors: [{pciAddresses: "
+         "[\"9a:00.0\", \"9b:00.0\"]}]}\n"
+         "  - {name: example.com/gpu-d, selectors: [{pciAddresses: "
+         "[\"ba:00.0\", \"bb:00.0\"]}]}\n";
+  kubelet_.Start();
+  const std::string log = (root_.path() / "plugin.log").string();
+  PluginProcess process(Args(), log);
+  std::vector<int> stalled;
+  for (const char* resource : {"example.com/gpu-a", "example.com/gpu-b",
+                               "example.com/gpu-c", "example.com/gpu-d"}) {
+    auto connection = kubelet_.WaitForConnection(resource, 10s);
+    ASSERT_NE(connection, nullptr) << resource;
+    ASSERT_TRUE(connection->WaitForMessages(1, 2s)) << resource;
+    const int fd =
+        StalledClient(plugins_.path() / connection->request().endpoint());
+    ASSERT_GE(fd, 0) << resource;
+    stalled.push_back(fd);
+  }
+  process.Signal(SIGTERM);
+  EXPECT_EQ(process.Wait(5s), std::optional<int>(0));
+  for (const int fd : stalled) close(fd);
+  std::ifstream in(log);
+  const std::string text((std::istreambuf_iterator<char>(in)),
+                         std::istreambuf_iterator<char>());
+  EXPECT_THAT(text, HasSubstr("stopped"));
+  EXPECT_THAT(text, Not(HasSubstr("did not finish")));
 }
 
 TEST_F(PluginBinaryTest, PrintMatches) {

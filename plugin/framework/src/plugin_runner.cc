@@ -5,7 +5,10 @@
 #include <cerrno>
 #include <condition_variable>
 #include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <exception>
 #include <functional>
 #include <map>
@@ -23,6 +26,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -100,6 +104,22 @@ std::string Slug(std::string_view resource) {
 // How long after our socket's deletion a kubelet.sock creation still
 // counts as the same kubelet restart.
 constexpr std::chrono::seconds kRestartCoalescing(30);
+
+// How long a server being shut down waits for its clients (calls to end,
+// the goodbye to be read) before it cancels what is left. A client that
+// never reads again costs at most this, once, however many resources and
+// sockets the plugin has.
+constexpr std::chrono::seconds kShutdownGrace(2);
+
+std::chrono::system_clock::time_point GraceEnd() {
+  return std::chrono::system_clock::now() + kShutdownGrace;
+}
+
+std::chrono::milliseconds Remaining(std::chrono::system_clock::time_point end) {
+  return std::max(std::chrono::milliseconds(0),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(
+                      end - std::chrono::system_clock::now()));
+}
 
 bool IsSocket(const std::filesystem::path& path) {
   struct stat info {};
@@ -313,7 +333,11 @@ class ResourceServer final : public ResourcePublisher {
 
  private:
   StatusOr<std::unique_ptr<ServingInstance>> NewInstance();
-  void Retire(std::vector<std::unique_ptr<ServingInstance>> instances);
+  // Shuts the instances' servers down, one after the other but under one
+  // grace: whatever a client has not finished (or acknowledged) by
+  // `grace_end` is cancelled.
+  void Retire(std::vector<std::unique_ptr<ServingInstance>> instances,
+              std::chrono::system_clock::time_point grace_end);
   Status Register(const std::string& endpoint);
   void Supervise();
   void Wake() {
@@ -730,16 +754,16 @@ Status ResourceServer::StartServing() {
 }
 
 void ResourceServer::Retire(
-    std::vector<std::unique_ptr<ServingInstance>> instances) {
+    std::vector<std::unique_ptr<ServingInstance>> instances,
+    std::chrono::system_clock::time_point grace_end) {
   const grpc::Status superseded(grpc::StatusCode::UNAVAILABLE,
                                 "the device plugin moved to a new socket");
   for (auto& instance : instances) {
     streams_.Close(instance->id, superseded);
-    instance->server->Shutdown(std::chrono::system_clock::now() +
-                               std::chrono::seconds(2));
+    instance->server->Shutdown(grace_end);
     instance->server->Wait();
     instance->list_and_watch->Stop();
-    streams_.WaitClosed(instance->id, std::chrono::seconds(2));
+    streams_.WaitClosed(instance->id, Remaining(grace_end));
     std::error_code ignored;
     if (IsSocket(instance->path))
       std::filesystem::remove(instance->path, ignored);
@@ -840,7 +864,7 @@ void ResourceServer::Supervise() {
           lock.unlock();
           std::vector<std::unique_ptr<ServingInstance>> one;
           one.push_back(std::move(*instance));
-          Retire(std::move(one));
+          Retire(std::move(one), GraceEnd());
           lock.lock();
         }
         break;
@@ -883,7 +907,7 @@ void ResourceServer::Supervise() {
           auto old = std::move(retiring_);
           retiring_.clear();
           lock.unlock();
-          Retire(std::move(old));
+          Retire(std::move(old), GraceEnd());
           lock.lock();
         }
       } else {
@@ -951,8 +975,9 @@ void ResourceServer::Stop() {
   const grpc::Status closing(grpc::StatusCode::UNAVAILABLE,
                              "the device plugin is shutting down");
   streams_.Close(std::nullopt, closing);
-  Retire(std::move(all));
-  streams_.WaitClosed(std::nullopt, std::chrono::seconds(2));
+  const auto grace_end = GraceEnd();
+  Retire(std::move(all), grace_end);
+  streams_.WaitClosed(std::nullopt, Remaining(grace_end));
 }
 
 grpc::Status DevicePluginService::GetDevicePluginOptions(
@@ -1114,7 +1139,15 @@ Status PluginRunner::StartChecked() {
 void PluginRunner::Stop() {
   if (!impl_ || !impl_->started) return;
   impl_->watcher.reset();
-  for (const auto& resource : impl_->resources) resource->Stop();
+  // Every resource at once: each waits up to its grace for clients that
+  // are slow to let go, and one after the other those waits would add up.
+  std::vector<std::thread> others;
+  for (size_t i = 1; i < impl_->resources.size(); ++i) {
+    others.emplace_back(
+        [resource = impl_->resources[i].get()] { resource->Stop(); });
+  }
+  if (!impl_->resources.empty()) impl_->resources.front()->Stop();
+  for (auto& other : others) other.join();
   impl_->started = false;
 }
 
@@ -1144,12 +1177,39 @@ uint64_t RaiseOpenFileLimit() {
   return static_cast<uint64_t>(limit.rlim_cur);
 }
 
+std::string ChooseGrpcPollEngine() {
+  constexpr char kVariable[] = "GRPC_POLL_STRATEGY";
+  // An engine named by the operator stays; an empty value names none.
+  const char* chosen = std::getenv(kVariable);
+  if (chosen == nullptr || *chosen == '\0') {
+    setenv(kVariable, "poll", 1);
+    chosen = std::getenv(kVariable);
+  }
+  return chosen != nullptr ? chosen : "";
+}
+
 void ExitIfStillRunningAfter(std::chrono::milliseconds limit, int exit_code) {
   std::thread([limit, exit_code] {
     std::this_thread::sleep_for(limit);
-    LOG(ERROR) << "shutdown did not finish within " << limit.count()
-               << " ms; exiting now";
-    google::FlushLogFiles(google::GLOG_INFO);
+    // Written directly, not through the log: main() may be returning and
+    // the logging library tearing itself down at this very moment. The
+    // line keeps the log's ERROR format.
+    timeval now{};
+    gettimeofday(&now, nullptr);
+    tm local{};
+    localtime_r(&now.tv_sec, &local);
+    char line[160];
+    const int size = std::snprintf(
+        line, sizeof(line),
+        "E%02d%02d %02d:%02d:%02d.%06ld %7ld plugin_runner.cc] shutdown did "
+        "not finish within %lld ms; exiting now\n",
+        local.tm_mon + 1, local.tm_mday, local.tm_hour, local.tm_min,
+        local.tm_sec, static_cast<long>(now.tv_usec),
+        static_cast<long>(gettid()), static_cast<long long>(limit.count()));
+    if (size > 0) {
+      (void)!write(STDERR_FILENO, line,
+                   std::min(static_cast<size_t>(size), sizeof(line) - 1));
+    }
     _exit(exit_code);
   }).detach();
 }
