@@ -17,6 +17,7 @@
 #include <optional>
 #include <set>
 #include <string_view>
+#include <system_error>
 #include <thread>
 #include <unordered_set>
 #include <utility>
@@ -1003,8 +1004,11 @@ grpc::Status DevicePluginService::StreamedGetPreferredAllocation(
   auto* response = google::protobuf::Arena::CreateMessage<
       v1beta1::PreferredAllocationResponse>(&arena);
   grpc::Status status = owner_->GetPreferredAllocation(*request, response);
-  // Exactly one write for a streamed unary call, and only with an answer.
-  if (status.ok() && !streamer->Write(*response)) {
+  // Exactly one write for a streamed unary call, and only with an answer;
+  // as the last message it goes out with the status, and the handler does
+  // not wait for it on its own (one hand-off fewer per call).
+  if (status.ok() &&
+      !streamer->Write(*response, grpc::WriteOptions().set_last_message())) {
     return grpc::Status(grpc::StatusCode::CANCELLED,
                         "GetPreferredAllocation: the caller went away");
   }
@@ -1143,8 +1147,12 @@ void PluginRunner::Stop() {
   // are slow to let go, and one after the other those waits would add up.
   std::vector<std::thread> others;
   for (size_t i = 1; i < impl_->resources.size(); ++i) {
-    others.emplace_back(
-        [resource = impl_->resources[i].get()] { resource->Stop(); });
+    ResourceServer* resource = impl_->resources[i].get();
+    try {
+      others.emplace_back([resource] { resource->Stop(); });
+    } catch (const std::system_error&) {
+      resource->Stop();  // no thread to be had: this one in turn
+    }
   }
   if (!impl_->resources.empty()) impl_->resources.front()->Stop();
   for (auto& other : others) other.join();
