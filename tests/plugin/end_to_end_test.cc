@@ -23,6 +23,7 @@
 #include "run_command.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
+#include "time_scale.h"
 #include "topologymanager/v1alpha1/control.grpc.pb.h"
 
 extern char** environ;
@@ -272,6 +273,23 @@ TEST_P(PolicyTest, AlignmentUnderEachPolicyAndScope) {
     EXPECT_TRUE(big["admitted"].get<bool>()) << big.dump();
   }
   EXPECT_EQ(plugin_->Stop(), 0);
+  EXPECT_EQ(manager_->Stop(), 0);
+}
+
+// Both daemons run gRPC's poll engine, under which a client connection
+// with no call on it is read by nobody: the manager lets go of its
+// connection to a plugin whose stream has ended, so the plugin's stop does
+// not wait out its servers' 2 s grace for a goodbye nobody reads.
+TEST_F(EndToEndTest, PluginStopsPromptlyAfterServingAdmissions) {
+  Write({});
+  StartManager();
+  StartPlugin();
+  ASSERT_TRUE(WaitGpusAndNics());
+  const json pod = Admit(PodYaml("one", 2, 1, 1));
+  ASSERT_TRUE(pod["admitted"].get<bool>()) << pod.dump();
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_EQ(plugin_->Stop(), 0);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, Scaled(1500ms));
   EXPECT_EQ(manager_->Stop(), 0);
 }
 
