@@ -419,7 +419,13 @@ std::vector<ParsedRecord> ParseJournal(std::string_view text, size_t base) {
 
 }  // namespace
 
+std::string_view JournalRecords(std::string_view text) {
+  const size_t last = text.find_last_not_of('\0');
+  return text.substr(0, last == std::string_view::npos ? 0 : last + 1);
+}
+
 JournalReplay ReplayJournal(std::string_view text, Checkpoint& checkpoint) {
+  text = JournalRecords(text);
   // A damaged record in the first half ends the replay before the second
   // half is used.
   std::vector<std::vector<ParsedRecord>> parts =

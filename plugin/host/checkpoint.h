@@ -65,9 +65,14 @@ struct JournalReplay {
   bool torn_tail = false;  // the damage is a last line without its newline
 };
 
-// Applies `text`'s records to `checkpoint` in order, up to the first damaged
-// one (a cut-short line, a checksum mismatch, a record that is not one of
-// the three). Never throws.
+// The journal's records without the zero bytes that may follow them: the
+// store writes the journal's file ahead of its records, in zeros, so that
+// syncing a record does not also commit a new file size.
+std::string_view JournalRecords(std::string_view text);
+
+// Applies the records of `text` (JournalRecords) to `checkpoint` in order,
+// up to the first damaged one (a cut-short line, a checksum mismatch, a
+// record that is not one of the three). Never throws.
 JournalReplay ReplayJournal(std::string_view text, Checkpoint& checkpoint);
 
 }  // namespace topology::host

@@ -16,7 +16,36 @@ namespace {
 
 constexpr size_t kMinCompactionBytes = size_t{1} << 20;
 
+// How far ahead of its records the journal's file is written (in zeros).
+constexpr size_t kJournalAhead = size_t{256} << 10;
+
 std::string Errno() { return std::strerror(errno); }
+
+bool WriteAllAt(int fd, std::string_view contents, size_t offset) {
+  while (!contents.empty()) {
+    const ssize_t n = pwrite(fd, contents.data(), contents.size(),
+                             static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    contents.remove_prefix(static_cast<size_t>(n));
+    offset += static_cast<size_t>(n);
+  }
+  return true;
+}
+
+// Zeros over [from, to) of the file.
+bool WriteZeros(int fd, size_t from, size_t to) {
+  static const std::string kZeros(size_t{64} << 10, '\0');
+  while (from < to) {
+    const size_t n = std::min(kZeros.size(), to - from);
+    const std::string_view zeros = kZeros;
+    if (!WriteAllAt(fd, zeros.substr(0, n), from)) {
+      return false;
+    }
+    from += n;
+  }
+  return true;
+}
 
 }  // namespace
 
@@ -92,7 +121,7 @@ StatusOr<Checkpoint> CheckpointStore::Load(std::string* warning) {
     return checkpoint;
   }
   const JournalReplay replay = ReplayJournal(*journal_text, checkpoint);
-  journal_bytes_ = journal_text->size();
+  journal_bytes_ = JournalRecords(*journal_text).size();
   loaded_journal_ = journal_text->substr(0, replay.valid_bytes);
   if (!replay.damage.empty()) {
     if (replay.torn_tail) {
@@ -133,6 +162,7 @@ Status CheckpointStore::ReplaceJournal(std::string_view records) {
   }
   journal_fd_ = *fd;
   journal_bytes_ = records.size();
+  journal_reserved_ = records.size();
   broken_ = false;
   return OkStatus();
 }
@@ -167,17 +197,27 @@ Status CheckpointStore::Append(std::string_view records) {
         " is not open for appending (a write failed earlier); the next "
         "compaction starts a new one");
   }
-  if (!WriteAll(journal_fd_, records) || fdatasync(journal_fd_) != 0) {
+  const size_t end = journal_bytes_ + records.size();
+  bool written = true;
+  if (end > journal_reserved_) {
+    // Synced with the record below: one new file size per kJournalAhead.
+    const size_t ahead = (end / kJournalAhead + 1) * kJournalAhead;
+    written = WriteZeros(journal_fd_, journal_reserved_, ahead);
+    if (written) journal_reserved_ = ahead;
+  }
+  if (!written || !WriteAllAt(journal_fd_, records, journal_bytes_) ||
+      fdatasync(journal_fd_) != 0) {
     const std::string reason = Errno();
-    // Cut the partial record off so that later ones do not follow it.
-    if (ftruncate(journal_fd_, static_cast<off_t>(journal_bytes_)) != 0 ||
-        lseek(journal_fd_, static_cast<off_t>(journal_bytes_), SEEK_SET) < 0) {
+    // Cut the partial record (and the zeros after it) off so that later
+    // ones do not follow it.
+    if (ftruncate(journal_fd_, static_cast<off_t>(journal_bytes_)) != 0) {
       broken_ = true;
     }
+    journal_reserved_ = journal_bytes_;
     return InternalError("cannot append to the checkpoint journal " +
                          journal_.string() + ": " + reason);
   }
-  journal_bytes_ += records.size();
+  journal_bytes_ = end;
   return OkStatus();
 }
 

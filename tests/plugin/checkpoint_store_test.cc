@@ -4,6 +4,7 @@
 // and never written through links.
 #include "checkpoint_store.h"
 
+#include <algorithm>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -193,7 +194,12 @@ TEST_F(StoreTest, AppendsReplayOverTheSnapshotAndCompactionFoldsThemIn) {
     umask(old);
     ASSERT_THAT(store.Append(EncodeAdmitRecord(Pod("b", "gpu-1"))), IsOk());
     ASSERT_THAT(store.Append(EncodeReleaseRecord("a")), IsOk());
-    EXPECT_EQ(store.journal_bytes(), Read(journal()).size());
+    const std::string file = Read(journal());
+    EXPECT_EQ(store.journal_bytes(), JournalRecords(file).size());
+    EXPECT_EQ(JournalRecords(file),
+              EncodeAdmitRecord(Pod("b", "gpu-1")) + EncodeReleaseRecord("a"));
+    // The rest of the file is written ahead, in zeros.
+    EXPECT_EQ(file.size(), size_t{256} << 10);
     EXPECT_FALSE(store.NeedsCompaction());
   }
   struct stat info {};
@@ -226,20 +232,29 @@ TEST_F(StoreTest, ATornLastRecordIsIgnoredADamagedJournalIsKept) {
     ASSERT_THAT(store.Compact([] { return EncodeCheckpoint({}); }), IsOk());
     ASSERT_THAT(store.Append(EncodeAdmitRecord(Pod("a", "gpu-0"))), IsOk());
   }
-  const std::string good = Read(journal());
-  std::ofstream(journal(), std::ios::app) << good.substr(0, 30);
+  const std::string file = Read(journal());
+  const std::string good(JournalRecords(file));
   std::string warning;
-  auto loaded = CheckpointStore(snapshot(), 1 << 20).Load(&warning);
-  ASSERT_THAT(loaded.status(), IsOk());
-  EXPECT_THAT(Uids(*loaded), ElementsAre("a"));
-  EXPECT_THAT(warning, HasSubstr("cut short by a crash"));
-  EXPECT_FALSE(std::filesystem::exists(journal().string() + ".corrupt"));
+  // Cut short in the space written ahead (zeros after it), and at the end
+  // of a file with nothing written ahead.
+  for (const std::string& torn :
+       {good + good.substr(0, 30) +
+            std::string(file.size() - good.size(), '\0'),
+        good + good.substr(0, 30)}) {
+    std::ofstream(journal(), std::ios::trunc) << torn;
+    warning.clear();
+    auto loaded = CheckpointStore(snapshot(), 1 << 20).Load(&warning);
+    ASSERT_THAT(loaded.status(), IsOk());
+    EXPECT_THAT(Uids(*loaded), ElementsAre("a"));
+    EXPECT_THAT(warning, HasSubstr("cut short by a crash"));
+    EXPECT_FALSE(std::filesystem::exists(journal().string() + ".corrupt"));
+  }
 
   std::string damaged = good + good;
   damaged[10] = 'x';
   std::ofstream(journal(), std::ios::trunc) << damaged;
   warning.clear();
-  loaded = CheckpointStore(snapshot(), 1 << 20).Load(&warning);
+  auto loaded = CheckpointStore(snapshot(), 1 << 20).Load(&warning);
   ASSERT_THAT(loaded.status(), IsOk());
   EXPECT_THAT(loaded->pods, IsEmpty());
   EXPECT_THAT(warning, HasSubstr("damaged at record 1"));
@@ -297,6 +312,43 @@ TEST_F(StoreTest, AFailedAppendLeavesNoPartialRecord) {
   ASSERT_THAT(loaded.status(), IsOk());
   EXPECT_THAT(warning, IsEmpty());
   EXPECT_THAT(Uids(*loaded), ElementsAre("a", "c"));
+}
+
+// The file grows ahead of the records, a step at a time, and whatever it
+// holds past them is zeros that replay as nothing.
+TEST_F(StoreTest, TheJournalIsWrittenAheadInZeros) {
+  constexpr size_t kStep = size_t{256} << 10;
+  CheckpointStore store(snapshot(), 64 << 20);
+  ASSERT_THAT(store.Compact([] { return EncodeCheckpoint({}); }), IsOk());
+  EXPECT_EQ(Read(journal()), "");
+  std::string expected;
+  std::vector<std::string> uids;
+  size_t steps = 0;
+  for (int i = 0; store.journal_bytes() < 2 * kStep + 1000; ++i) {
+    std::string records;  // eight at a time, as one admission of 8 pods
+    for (int j = 0; j < 8; ++j) {
+      const std::string uid = "pod-" + std::to_string(i * 8 + j);
+      records += EncodeAdmitRecord(Pod(uid, "gpu-0"));
+      uids.push_back(uid);
+    }
+    ASSERT_THAT(store.Append(records), IsOk());
+    expected += records;
+    const std::string file = Read(journal());
+    ASSERT_EQ(file.size() % kStep, 0u);
+    ASSERT_GT(file.size(), expected.size());
+    ASSERT_EQ(file.substr(0, expected.size()), expected);
+    ASSERT_EQ(file.find_first_not_of('\0', expected.size()), std::string::npos);
+    steps = file.size() / kStep;
+  }
+  EXPECT_EQ(steps, 3u);
+  std::string warning;
+  auto loaded = CheckpointStore(snapshot(), 64 << 20).Load(&warning);
+  ASSERT_THAT(loaded.status(), IsOk());
+  EXPECT_THAT(warning, IsEmpty());
+  std::vector<std::string> got = Uids(*loaded);
+  std::sort(got.begin(), got.end());
+  std::sort(uids.begin(), uids.end());
+  EXPECT_EQ(got, uids);
 }
 
 TEST_F(StoreTest, CompactionIsDueWhenTheJournalOutgrowsTheSnapshot) {
