@@ -21,18 +21,6 @@ constexpr size_t kJournalAhead = size_t{256} << 10;
 
 std::string Errno() { return std::strerror(errno); }
 
-bool WriteAllAt(int fd, std::string_view contents, size_t offset) {
-  while (!contents.empty()) {
-    const ssize_t n = pwrite(fd, contents.data(), contents.size(),
-                             static_cast<off_t>(offset));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    contents.remove_prefix(static_cast<size_t>(n));
-    offset += static_cast<size_t>(n);
-  }
-  return true;
-}
-
 // Zeros over [from, to) of the file.
 bool WriteZeros(int fd, size_t from, size_t to) {
   static const std::string kZeros(size_t{64} << 10, '\0');

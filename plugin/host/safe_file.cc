@@ -101,6 +101,18 @@ bool WriteAll(int fd, std::string_view contents) {
   return true;
 }
 
+bool WriteAllAt(int fd, std::string_view contents, size_t offset) {
+  while (!contents.empty()) {
+    const ssize_t n = pwrite(fd, contents.data(), contents.size(),
+                             static_cast<off_t>(offset));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return false;
+    contents.remove_prefix(static_cast<size_t>(n));
+    offset += static_cast<size_t>(n);
+  }
+  return true;
+}
+
 Status WriteFileAtomically(const std::filesystem::path& path,
                            std::string_view contents, mode_t mode) {
   auto fd = CreateFileAtomically(path, contents, mode);

@@ -38,6 +38,8 @@ StatusOr<int> CreateFileAtomically(const std::filesystem::path& path,
 // Writes all of `contents` at the descriptor's offset, retrying short
 // writes and EINTR; false with errno set on failure.
 bool WriteAll(int fd, std::string_view contents);
+// The same at `offset` (pwrite), leaving the descriptor's offset alone.
+bool WriteAllAt(int fd, std::string_view contents, size_t offset);
 
 }  // namespace topology::host
 
