@@ -1,7 +1,7 @@
 #include "topology/pci_address.h"
 
+#include <algorithm>
 #include <charconv>
-#include <cstdio>
 #include <string>
 
 #include "kernel_text.h"
@@ -98,10 +98,26 @@ StatusOr<PciAddress> PciAddress::Parse(std::string_view text) {
 }
 
 std::string PciAddress::ToString() const {
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%04x:%02x:%02x.%x", domain, bus, device,
-                function);
-  return buf;
+  // What "%04x:%02x:%02x.%x" prints, without printf's parsing of the
+  // format: every device's address is written this way in every document.
+  constexpr char kDigits[] = "0123456789abcdef";
+  char buf[24];
+  char* at = buf;
+  const auto hex = [&](uint32_t value, int min_digits) {
+    int digits = 1;
+    while (digits < 8 && (value >> (4 * digits)) != 0) ++digits;
+    for (int i = std::max(digits, min_digits) - 1; i >= 0; --i) {
+      *at++ = kDigits[(value >> (4 * i)) & 0xf];
+    }
+  };
+  hex(domain, 4);
+  *at++ = ':';
+  hex(bus, 2);
+  *at++ = ':';
+  hex(device, 2);
+  *at++ = '.';
+  hex(function, 1);
+  return std::string(buf, static_cast<size_t>(at - buf));
 }
 
 }  // namespace topology

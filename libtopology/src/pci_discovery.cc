@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <map>
 #include <set>
 #include <string>
@@ -56,24 +58,36 @@ enum Attr : uint8_t {
   kConfig,
   kAttrCount,
 };
-constexpr const char* kAttrNames[kAttrCount] = {"numa_node",
-                                                "local_cpulist",
-                                                "local_cpus",
-                                                "driver",
-                                                "iommu_group",
-                                                "sriov_totalvfs",
-                                                "sriov_numvfs",
-                                                "current_link_speed",
-                                                "current_link_width",
-                                                "max_link_speed",
-                                                "max_link_width",
-                                                "vendor",
-                                                "device",
-                                                "class",
-                                                "revision",
-                                                "subsystem_vendor",
-                                                "subsystem_device",
-                                                "config"};
+// Each a literal: data() is its NUL-terminated text.
+constexpr std::string_view kAttrNames[kAttrCount] = {"numa_node",
+                                                     "local_cpulist",
+                                                     "local_cpus",
+                                                     "driver",
+                                                     "iommu_group",
+                                                     "sriov_totalvfs",
+                                                     "sriov_numvfs",
+                                                     "current_link_speed",
+                                                     "current_link_width",
+                                                     "max_link_speed",
+                                                     "max_link_width",
+                                                     "vendor",
+                                                     "device",
+                                                     "class",
+                                                     "revision",
+                                                     "subsystem_vendor",
+                                                     "subsystem_device",
+                                                     "config"};
+// For each name length, the attributes of that length (a bit per Attr): a
+// directory lists some 30 names, and each is compared with the one to three
+// attributes of its length only.
+static_assert(kAttrCount <= 32);
+constexpr auto kAttrsOfLength = [] {
+  std::array<uint32_t, 24> of{};
+  for (uint8_t a = 0; a < kAttrCount; ++a) {
+    of[kAttrNames[a].size()] |= uint32_t{1} << a;
+  }
+  return of;
+}();
 // libpci's files (kLibpciFileNames order) among them.
 constexpr Attr kLibpciAttrs[kLibpciFileCount] = {kVendor, kDevice, kClass,
                                                  kRevision, kConfig};
@@ -85,15 +99,17 @@ class Listing {
  public:
   static Listing Of(const SysfsDirectory& dir) {
     Listing listing;
-    const Status listed = dir.VisitEntries(
-        [&](std::string_view name, SysfsDirectory::EntryType type) {
-          for (uint8_t a = 0; a < kAttrCount; ++a) {
-            if (name != kAttrNames[a]) continue;
-            listing.listed_[a] = true;
-            listing.regular_[a] = type == SysfsDirectory::EntryType::kRegular;
-            break;
-          }
-        });
+    const Status listed = dir.VisitEntries([&](std::string_view name,
+                                               SysfsDirectory::EntryType type) {
+      if (name.size() >= kAttrsOfLength.size()) return;
+      for (uint32_t of = kAttrsOfLength[name.size()]; of != 0; of &= of - 1) {
+        const auto a = static_cast<size_t>(std::countr_zero(of));
+        if (name != kAttrNames[a]) continue;
+        listing.listed_[a] = true;
+        listing.regular_[a] = type == SysfsDirectory::EntryType::kRegular;
+        break;
+      }
+    });
     listing.known_ = listed.ok();
     return listing;
   }
@@ -122,22 +138,22 @@ class FunctionReader {
   std::optional<std::string> Text(const SysfsDirectory& dir,
                                   const Listing& listing, Attr a) {
     if (!listing.MayHave(a)) return std::nullopt;
-    return Text(dir, kAttrNames[a]);
+    return Text(dir, kAttrNames[a].data());
   }
   std::optional<int64_t> Decimal(const SysfsDirectory& dir,
                                  const Listing& listing, Attr a) {
     if (!listing.MayHave(a)) return std::nullopt;
-    return Decimal(dir, kAttrNames[a]);
+    return Decimal(dir, kAttrNames[a].data());
   }
   std::optional<uint64_t> Hex(const SysfsDirectory& dir, const Listing& listing,
                               Attr a, int bits) {
     if (!listing.MayHave(a)) return std::nullopt;
-    return Hex(dir, kAttrNames[a], bits);
+    return Hex(dir, kAttrNames[a].data(), bits);
   }
   std::optional<std::string> LinkName(const SysfsDirectory& dir,
                                       const Listing& listing, Attr a) {
     if (!listing.MayHave(a)) return std::nullopt;
-    return LinkName(dir, kAttrNames[a]);
+    return LinkName(dir, kAttrNames[a].data());
   }
 
   // The trimmed text of dir/name, or nullopt when absent or unreadable.
@@ -239,7 +255,7 @@ class FunctionReader {
   // as libpci reads it.
   uint8_t Revision(const SysfsDirectory& dir, const Listing& listing) {
     if (listing.MayHave(kRevision)) {
-      if (auto rev = Hex(dir, kAttrNames[kRevision], 8)) {
+      if (auto rev = Hex(dir, kAttrNames[kRevision].data(), 8)) {
         return static_cast<uint8_t>(*rev);
       }
       if (listing.known()) return 0;  // listed but unreadable: warned

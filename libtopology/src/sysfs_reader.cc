@@ -131,8 +131,10 @@ Status ErrnoStatus(int err, const std::string& what) {
 // opened with O_NONBLOCK, so a FIFO or device cannot block. sysfs returns an
 // attribute in one read and local files return short reads only at the end,
 // so a short read ends the loop; fstat() is only needed to tell an empty
-// file from a FIFO.
-StatusOr<std::string> ReadOpenFile(int fd, const std::string& what,
+// file from a FIFO. `describe()` names the file, and is only called for an
+// error (discovery reads thousands of attributes and names none of them).
+template <typename Describe>
+StatusOr<std::string> ReadOpenFile(int fd, const Describe& describe,
                                    size_t limit = SIZE_MAX) {
   std::string out;
   char buf[4096];
@@ -142,11 +144,11 @@ StatusOr<std::string> ReadOpenFile(int fd, const std::string& what,
     if (n < 0) {
       if (errno == EINTR) continue;
       if (errno == EAGAIN || errno == EISDIR) break;  // decided below
-      return ErrnoStatus(errno, "cannot read " + what);
+      return ErrnoStatus(errno, "cannot read " + describe());
     }
     out.append(buf, static_cast<size_t>(n));
     if (out.size() > SysfsReader::kMaxFileSize) {
-      return OutOfRangeError(what + " is larger than " +
+      return OutOfRangeError(describe() + " is larger than " +
                              std::to_string(SysfsReader::kMaxFileSize) +
                              " bytes");
     }
@@ -154,9 +156,11 @@ StatusOr<std::string> ReadOpenFile(int fd, const std::string& what,
   }
   if (out.empty()) {
     struct stat st {};
-    if (::fstat(fd, &st) != 0) return ErrnoStatus(errno, "cannot stat " + what);
+    if (::fstat(fd, &st) != 0) {
+      return ErrnoStatus(errno, "cannot stat " + describe());
+    }
     if (!S_ISREG(st.st_mode)) {
-      return FailedPreconditionError(what + " is not a regular file");
+      return FailedPreconditionError(describe() + " is not a regular file");
     }
   }
   return out;
@@ -196,7 +200,8 @@ class FdDirectory final : public SysfsDirectory {
     const int fd = ::openat(fd_, n.c_str(), kAttributeFlags);
     if (fd < 0) return ErrnoStatus(errno, "cannot open " + Describe(n));
     FdCloser closer(fd);
-    return ReadOpenFile(fd, Describe(n), max_bytes);
+    return ReadOpenFile(
+        fd, [&] { return Describe(n); }, max_bytes);
   }
 
   StatusOr<std::string> ReadLink(std::string_view name) const override {
@@ -359,7 +364,7 @@ class HostRootReader final : public SysfsReader {
     const int fd = ::open(full.c_str(), kAttributeFlags);
     if (fd < 0) return ErrnoStatus(errno, "cannot open " + full);
     FdCloser closer(fd);
-    return ReadOpenFile(fd, full);
+    return ReadOpenFile(fd, [&] { return std::string(full); });
   }
 
   StatusOr<std::vector<std::string>> ListDirectory(

@@ -4,6 +4,7 @@
 #include <fstream>
 
 #include <fcntl.h>
+#include <hwloc.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -264,6 +265,37 @@ TEST_F(HostileTreeTest, FifoAnywhereHwlocReadsIsReleased) {
   EXPECT_EQ(t.cpus().size(), 32u);  // from the node lists
   EXPECT_EQ(t.pci_devices().size(), 32u);
 }
+
+// What hwloc is told not to read (hwloc 2.8 and later): CPU kinds (the
+// frequency and capacity files of every CPU), memory attributes (each
+// node's initiators' bandwidth and latency) and distances (the SLIT, which
+// discovery reads itself). A FIFO in any of them would block hwloc if it
+// still opened them: the watchdog would release it after its grace and
+// discovery would drop hwloc's result. The SLIT itself must then still be
+// read by discovery, without blocking (its own reads never block).
+#if HWLOC_API_VERSION >= 0x00020800
+TEST_F(HostileTreeTest, FilesHwlocDoesNotReadCannotBlockIt) {
+  for (const char* file :
+       {"cpu_capacity", "cpufreq/cpuinfo_max_freq", "cpufreq/base_frequency"}) {
+    const fs::path path = Sys("devices/system/cpu/cpu0") / file;
+    fs::create_directories(path.parent_path());
+    ASSERT_EQ(::mkfifo(path.c_str(), 0600), 0) << path;
+  }
+  const fs::path initiators =
+      Sys("devices/system/node/node0/access0/initiators");
+  fs::create_directories(initiators);
+  fs::create_symlink("../../../cpu/cpu0", initiators / "cpu0");
+  for (const char* file : {"read_bandwidth", "read_latency"}) {
+    ASSERT_EQ(::mkfifo((initiators / file).c_str(), 0600), 0) << file;
+  }
+  const Topology t = Run();
+  EXPECT_THAT(t.warnings(), Not(Contains(HasSubstr("hwloc skipped"))));
+  EXPECT_THAT(t.warnings(), Not(Contains(HasSubstr("cpu_capacity"))));
+  EXPECT_EQ(t.cpus().size(), 32u);
+  ASSERT_EQ(t.cpus()[0].package_id, 0);  // from hwloc
+  EXPECT_TRUE(t.has_distances());
+}
+#endif
 
 // Config space is read only as far as asked (each dword is a hardware
 // access on a real function), and without blocking.

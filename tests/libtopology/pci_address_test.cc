@@ -1,5 +1,7 @@
 #include "topology/pci_address.h"
 
+#include <cstdint>
+#include <cstdio>
 #include <string>
 
 #include <gmock/gmock.h>
@@ -32,6 +34,33 @@ TEST(PciAddressTest, WideDomains) {
   EXPECT_EQ(a->ToString(), "10000:00:04.0");
   EXPECT_TRUE(PciAddress::Parse("ffffffff:00:00.0").ok());
   EXPECT_FALSE(PciAddress::Parse("100000000:00:00.0").ok());
+}
+
+// ToString writes what "%04x:%02x:%02x.%x" prints, for every field value
+// the struct can hold (not only those Parse accepts).
+TEST(PciAddressTest, ToStringPrintsWhatPrintfWould) {
+  int checked = 0;
+  for (uint32_t domain : {0x0U, 0x1U, 0xabcU, 0xffffU, 0x10000U, 0xfffffU,
+                          0x1234567U, 0x80000000U, 0xffffffffU}) {
+    for (uint8_t bus : {uint8_t{0}, uint8_t{0x0a}, uint8_t{0xff}}) {
+      for (uint8_t device : {uint8_t{0}, uint8_t{0x1f}, uint8_t{0xc3}}) {
+        for (uint8_t function :
+             {uint8_t{0}, uint8_t{7}, uint8_t{0x10}, uint8_t{0xff}}) {
+          PciAddress a;
+          a.domain = domain;
+          a.bus = bus;
+          a.device = device;
+          a.function = function;
+          char expected[32];
+          std::snprintf(expected, sizeof(expected), "%04x:%02x:%02x.%x", domain,
+                        bus, device, function);
+          EXPECT_EQ(a.ToString(), expected);
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_EQ(checked, 9 * 3 * 3 * 4);
 }
 
 TEST(PciAddressTest, RejectsMalformedAddresses) {

@@ -18,10 +18,19 @@ namespace {
 
 using nlohmann::json;
 
+// "0x" and `value` in at least `digits` lower-case hex digits, as
+// "0x%0*x" prints it (five of these per device in every document).
 std::string Hex(uint32_t value, int digits) {
-  char buf[16];
-  std::snprintf(buf, sizeof(buf), "0x%0*x", digits, value);
-  return buf;
+  constexpr char kDigits[] = "0123456789abcdef";
+  int width = 1;
+  while (width < 8 && (value >> (4 * width)) != 0) ++width;
+  width = std::max(width, std::min(digits, 8));
+  std::string out(2 + static_cast<size_t>(width), '0');
+  out[1] = 'x';
+  for (size_t at = out.size() - 1; value != 0; --at, value >>= 4) {
+    out[at] = kDigits[value & 0xf];
+  }
+  return out;
 }
 
 std::string StripHexPrefix(std::string text) {
