@@ -241,13 +241,19 @@ class FunctionReader {
 
   void Identity(const SysfsDirectory& dir, const Listing& listing,
                 PciDevice* device) {
+    ClassIdsAndRevision(dir, listing, device);
+    SubsystemIds(dir, listing, device);
+  }
+
+  // What libpci is asked for: class, ids and revision.
+  void ClassIdsAndRevision(const SysfsDirectory& dir, const Listing& listing,
+                           PciDevice* device) {
     device->class_code =
         static_cast<uint32_t>(Hex(dir, listing, kClass, 24).value_or(0));
     device->vendor_id =
         static_cast<uint16_t>(Hex(dir, listing, kVendor, 16).value_or(0));
     device->device_id =
         static_cast<uint16_t>(Hex(dir, listing, kDevice, 16).value_or(0));
-    SubsystemIds(dir, listing, device);
     device->revision = Revision(dir, listing);
   }
 
@@ -484,12 +490,22 @@ void ReadPciIdentity(const SysfsReader& reader,
                      const std::vector<size_t>& indices,
                      std::vector<PciDevice>* devices,
                      std::vector<std::string>* warnings) {
+  if (indices.empty()) return;
   FunctionReader files(reader, warnings);
+  // As the pass opens them: through their links in one open directory.
+  // Subsystem ids were read by the pass, and the attributes are read
+  // without a listing (an absent one costs a failed open, less than the
+  // listing; none of these opens can block).
+  auto devices_dir = reader.OpenDirectory("bus/pci/devices");
   for (size_t i : indices) {
     PciDevice& device = (*devices)[i];
+    const std::string name = device.address.ToString();
     auto dir =
-        reader.OpenDirectory("bus/pci/devices/" + device.address.ToString());
-    if (dir.ok()) files.Identity(**dir, Listing::Of(**dir), &device);
+        devices_dir.ok()
+            ? (*devices_dir)->OpenEntry(name)
+            : StatusOr<std::unique_ptr<SysfsDirectory>>(devices_dir.status());
+    if (!dir.ok()) dir = reader.OpenDirectory("bus/pci/devices/" + name);
+    if (dir.ok()) files.ClassIdsAndRevision(**dir, Listing(), &device);
   }
 }
 

@@ -95,8 +95,8 @@ StatusOr<PciFunctions> ReadPciDevices(const SysfsReader& reader,
 // not below a PCI function are skipped.
 void ReadOsDevices(const SysfsReader& reader, std::vector<PciDevice>* devices);
 
-// Reads class and ids of the devices at `indices` from sysfs (where libpci
-// did not).
+// Reads class, ids and revision of the devices at `indices` from sysfs
+// (where libpci did not); their subsystem ids were read by the pass.
 void ReadPciIdentity(const SysfsReader& reader,
                      const std::vector<size_t>& indices,
                      std::vector<PciDevice>* devices,
