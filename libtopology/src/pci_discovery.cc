@@ -261,10 +261,13 @@ class FunctionReader {
   // as libpci reads it.
   uint8_t Revision(const SysfsDirectory& dir, const Listing& listing) {
     if (listing.MayHave(kRevision)) {
+      const size_t warned = warnings_->size();
       if (auto rev = Hex(dir, kAttrNames[kRevision].data(), 8)) {
         return static_cast<uint8_t>(*rev);
       }
-      if (listing.known()) return 0;  // listed but unreadable: warned
+      // There but unreadable or malformed (warned), with or without a
+      // listing: not replaced by config space.
+      if (warnings_->size() != warned) return 0;
     }
     if (!listing.MayHave(kConfig)) return 0;
     auto config = dir.ReadFilePrefix("config", 12);

@@ -286,6 +286,79 @@ TEST(DiscoveryTest, LibpciAndSysfsAgreeOnIdentity) {
   EXPECT_EQ(b->cpus()[0].package_id, -1);
 }
 
+// What libpci did not reach is read after the pass, through each
+// function's link and without a listing: the same class, ids and revision
+// as the pass reads, subsystem ids left as the pass read them, and a
+// revision file that is there but malformed named and read as 0 on both
+// paths (config space stands in only for an absent one).
+TEST(DiscoveryTest, IdentityReadAfterThePassMatchesThePass) {
+  TempDir dir;
+  testing::WriteDualSocketGpuMachine(dir.path());
+  DiscoveryOptions options;
+  options.host_root = dir.path();
+  options.use_libpci = false;
+  options.use_hwloc = false;
+  auto pass = Discover(options);
+  ASSERT_TRUE(pass.ok());
+  const auto reader = NewHostRootReader(dir.path());
+  std::vector<PciDevice> devices;
+  std::vector<size_t> all;
+  for (const PciDevice& d : pass->pci_devices()) {
+    if (d.physfn) continue;  // a VF's identity is its first sibling's
+    PciDevice device;
+    device.address = d.address;
+    device.subsystem_vendor_id = 0xabcd;  // as if the pass had read it
+    all.push_back(devices.size());
+    devices.push_back(device);
+  }
+  ASSERT_GE(devices.size(), 10u);
+  std::vector<std::string> warnings;
+  internal::ReadPciIdentity(*reader, all, &devices, &warnings);
+  EXPECT_THAT(warnings, IsEmpty());
+  for (const PciDevice& read : devices) {
+    SCOPED_TRACE(read.address.ToString());
+    const PciDevice* seen = pass->FindDevice(read.address);
+    ASSERT_NE(seen, nullptr);
+    EXPECT_EQ(read.class_code, seen->class_code);
+    EXPECT_EQ(read.vendor_id, seen->vendor_id);
+    EXPECT_EQ(read.device_id, seen->device_id);
+    EXPECT_EQ(read.revision, seen->revision);
+    EXPECT_EQ(read.subsystem_vendor_id, 0xabcd);
+  }
+
+  // A malformed revision beside a config space whose byte 8 says 0x42.
+  const std::filesystem::path gpu = std::filesystem::canonical(
+      dir.path() / "sys/bus/pci/devices/0000:1a:00.0");
+  std::ofstream(gpu / "revision", std::ios::trunc) << "0xZZ\n";
+  std::string config(64, '\0');
+  config[8] = '\x42';
+  std::ofstream(gpu / "config", std::ios::binary | std::ios::trunc) << config;
+  auto again = Discover(options);
+  ASSERT_TRUE(again.ok());
+  const PciDevice* by_pass = again->FindDevice(A("0000:1a:00.0"));
+  ASSERT_NE(by_pass, nullptr);
+  EXPECT_EQ(by_pass->revision, 0);
+  EXPECT_THAT(again->warnings(),
+              ::testing::Contains(HasSubstr("0000:1a:00.0/revision")));
+  std::vector<PciDevice> one(1);
+  one[0].address = A("0000:1a:00.0");
+  warnings.clear();
+  internal::ReadPciIdentity(*reader, {0}, &one, &warnings);
+  EXPECT_EQ(one[0].revision, 0);
+  EXPECT_EQ(one[0].vendor_id, by_pass->vendor_id);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("0000:1a:00.0/revision"));
+  // Without the file, both take byte 8 of config space.
+  std::filesystem::remove(gpu / "revision");
+  auto without_file = Discover(options);
+  ASSERT_TRUE(without_file.ok());
+  EXPECT_EQ(without_file->FindDevice(A("0000:1a:00.0"))->revision, 0x42);
+  warnings.clear();
+  internal::ReadPciIdentity(*reader, {0}, &one, &warnings);
+  EXPECT_EQ(one[0].revision, 0x42);
+  EXPECT_THAT(warnings, IsEmpty());
+}
+
 // libpci's scan is stopped when the pass is done; what it had read stays,
 // and a scanning thread waiting for a verdict gets one.
 TEST(LibpciPlanTest, StopDecidesTheRestAndKeepsWhatWasRead) {
