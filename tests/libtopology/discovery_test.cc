@@ -352,7 +352,9 @@ TEST(DiscoveryTest, IdentityReadAfterThePassMatchesThePass) {
   std::filesystem::remove(gpu / "revision");
   auto without_file = Discover(options);
   ASSERT_TRUE(without_file.ok());
-  EXPECT_EQ(without_file->FindDevice(A("0000:1a:00.0"))->revision, 0x42);
+  const PciDevice* from_config = without_file->FindDevice(A("0000:1a:00.0"));
+  ASSERT_NE(from_config, nullptr);
+  EXPECT_EQ(from_config->revision, 0x42);
   warnings.clear();
   internal::ReadPciIdentity(*reader, {0}, &one, &warnings);
   EXPECT_EQ(one[0].revision, 0x42);

@@ -18,8 +18,8 @@ namespace {
 
 using nlohmann::json;
 
-// "0x" and `value` in at least `digits` lower-case hex digits, as
-// "0x%0*x" prints it (five of these per device in every document).
+// "0x" and `value` in at least `digits` (at most 8) lower-case hex digits,
+// as "0x%0*x" prints it (five of these per device in every document).
 std::string Hex(uint32_t value, int digits) {
   constexpr char kDigits[] = "0123456789abcdef";
   int width = 1;
