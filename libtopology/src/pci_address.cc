@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstddef>
 #include <string>
 
 #include "kernel_text.h"
@@ -100,15 +101,15 @@ StatusOr<PciAddress> PciAddress::Parse(std::string_view text) {
 std::string PciAddress::ToString() const {
   // What "%04x:%02x:%02x.%x" prints, without printf's parsing of the
   // format: every device's address is written this way in every document.
-  constexpr char kDigits[] = "0123456789abcdef";
   char buf[24];
   char* at = buf;
-  const auto hex = [&](uint32_t value, int min_digits) {
-    int digits = 1;
-    while (digits < 8 && (value >> (4 * digits)) != 0) ++digits;
-    for (int i = std::max(digits, min_digits) - 1; i >= 0; --i) {
-      *at++ = kDigits[(value >> (4 * i)) & 0xf];
-    }
+  const auto hex = [&](uint32_t value, ptrdiff_t min_digits) {
+    char digits[8];
+    char* const end =
+        std::to_chars(digits, digits + sizeof(digits), value, 16).ptr;
+    at = std::fill_n(at, std::max<ptrdiff_t>(0, min_digits - (end - digits)),
+                     '0');
+    at = std::copy(digits, end, at);
   };
   hex(domain, 4);
   *at++ = ':';
@@ -117,7 +118,7 @@ std::string PciAddress::ToString() const {
   hex(device, 2);
   *at++ = '.';
   hex(function, 1);
-  return std::string(buf, static_cast<size_t>(at - buf));
+  return std::string(buf, at);
 }
 
 }  // namespace topology

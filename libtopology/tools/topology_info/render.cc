@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstddef>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -18,18 +19,15 @@ namespace {
 
 using nlohmann::json;
 
-// "0x" and `value` in at least `digits` (at most 8) lower-case hex digits,
-// as "0x%0*x" prints it (five of these per device in every document).
+// "0x" and `value` in at least `digits` lower-case hex digits, as "0x%0*x"
+// prints it (five of these per device in every document).
 std::string Hex(uint32_t value, int digits) {
-  constexpr char kDigits[] = "0123456789abcdef";
-  int width = 1;
-  while (width < 8 && (value >> (4 * width)) != 0) ++width;
-  width = std::max(width, std::min(digits, 8));
-  std::string out(2 + static_cast<size_t>(width), '0');
-  out[1] = 'x';
-  for (size_t at = out.size() - 1; value != 0; --at, value >>= 4) {
-    out[at] = kDigits[value & 0xf];
-  }
+  char hex[8];
+  char* const end = std::to_chars(hex, hex + sizeof(hex), value, 16).ptr;
+  std::string out = "0x";
+  out.append(static_cast<size_t>(std::max<ptrdiff_t>(0, digits - (end - hex))),
+             '0');
+  out.append(hex, end);
   return out;
 }
 
