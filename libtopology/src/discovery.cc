@@ -1,89 +1,16 @@
 #include "topology/discovery.h"
 
-#include <atomic>
+#include <exception>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 
-#include "helper_thread.h"
 #include "hwloc_support.h"
 #include "libpci_scanner.h"
 #include "sysfs_discovery.h"
 
 namespace topology {
-namespace {
-
-// libpci beside the sysfs pass: it loads, scans and then reads each
-// function as soon as the pass has found it safe to (internal::LibpciPlan).
-// The run is posted to discovery's helper thread and shares its state with
-// it. If that thread has not started it by the time the pass is done, the
-// caller takes it back and runs it in full (internal::HelperThread); if it
-// has, the pass stops it and reads what libpci has not reached itself,
-// never waiting for it.
-class LibpciRun {
- public:
-  LibpciRun() = default;
-  LibpciRun(const LibpciRun&) = delete;
-  LibpciRun& operator=(const LibpciRun&) = delete;
-  ~LibpciRun() {
-    if (shared_) shared_->plan.Stop();
-    if (job_) job_->TakeBack();
-  }
-
-  void Start(internal::HelperThread* helper, const std::filesystem::path& root,
-             const std::vector<std::string>& entries) {
-    shared_ = std::make_shared<Shared>(root, entries);
-    job_ = helper->Post([shared = shared_] { Run(shared.get()); });
-  }
-
-  internal::LibpciPlan* plan() { return shared_ ? &shared_->plan : nullptr; }
-
-  // What libpci read, once the pass is done: all of it when it ran here,
-  // what it had read by now when it ran on the helper thread.
-  StatusOr<std::vector<internal::LibpciIdentity>> Result() {
-    if (job_->TakeBack()) {
-      shared_->plan.DecideRest();
-      Run(shared_.get());
-    } else {
-      shared_->plan.Stop();
-    }
-    if (shared_->done.load(std::memory_order_acquire) &&
-        !shared_->status.ok()) {
-      return shared_->status;
-    }
-    return shared_->plan.Read();
-  }
-
- private:
-  struct Shared {
-    Shared(std::filesystem::path root_in, std::vector<std::string> entries_in)
-        : root(std::move(root_in)),
-          entries(std::move(entries_in)),
-          plan(entries) {}
-    const std::filesystem::path root;
-    const std::vector<std::string> entries;
-    internal::LibpciPlan plan;  // refers to `entries`
-    Status status;              // set before `done` (release)
-    std::atomic<bool> done{false};
-  };
-
-  static void Run(Shared* shared) {
-    Status status;
-    try {
-      status = internal::ScanWithLibpci(shared->root, &shared->plan);
-    } catch (const std::exception& e) {  // out of memory
-      status = UnavailableError(std::string("libpci scan failed: ") + e.what());
-    }
-    shared->status = std::move(status);
-    shared->done.store(true, std::memory_order_release);
-  }
-
-  std::shared_ptr<Shared> shared_;
-  std::shared_ptr<internal::HelperThread::Job> job_;
-};
-
-}  // namespace
 
 StatusOr<Topology> Discover(const DiscoveryOptions& options) {
   std::shared_ptr<const SysfsReader> reader = options.reader;
@@ -101,21 +28,17 @@ StatusOr<Topology> Discover(const DiscoveryOptions& options) {
       "host root " + reader->HostRoot().value_or("(in memory)").string();
   const std::optional<std::filesystem::path> root = reader->HostRoot();
 
-  // One helper thread for what runs beside discovery: hwloc's FIFO watchdog
-  // (a host root other than "/"), then libpci's run. Started before either
-  // is needed, it sleeps until then (internal::HelperThread).
-  const bool watch_hwloc = options.use_hwloc && root.has_value() &&
-                           has_system && internal::WatchesForFifos(*root);
+  // Discovery runs on the caller's thread alone: a program's first thread
+  // would cost every later allocation and unmapping in it (malloc's and
+  // the kernel's single-thread paths), and on a small machine more than the
+  // work it could take over (docs/performance.md).
   const bool use_libpci = has_pci && options.use_libpci && root.has_value();
-  std::optional<internal::HelperThread> helper;
-  if (watch_hwloc || use_libpci) helper.emplace();
 
   internal::NumaFacts numa = internal::ReadNumaFacts(*reader, &parts.warnings);
 
   std::optional<internal::HwlocMachine> machine;
   if (options.use_hwloc && root.has_value() && has_system) {
-    auto loaded =
-        internal::LoadMachineWithHwloc(*root, helper ? &*helper : nullptr);
+    auto loaded = internal::LoadMachineWithHwloc(*root);
     if (loaded.ok()) {
       machine = std::move(*loaded);
       parts.cpus = std::move(machine->cpus);
@@ -156,7 +79,6 @@ StatusOr<Topology> Discover(const DiscoveryOptions& options) {
     if (!entries.ok()) {
       parts.warnings.push_back(entries.status().message() + "; no PCI devices");
     } else {
-      LibpciRun libpci;  // after `helper`, which runs it
       bool libpci_used = use_libpci;
       // libpci's scan calls its error hook on a name it cannot parse (and a
       // jump out of it leaks what it holds): such a tree is not given to it.
@@ -167,21 +89,28 @@ StatusOr<Topology> Discover(const DiscoveryOptions& options) {
                                  ": libpci cannot handle this name; PCI "
                                  "identity read from sysfs");
       }
-      if (libpci_used) libpci.Start(&*helper, *root, *entries);
+      std::optional<internal::LibpciPlan> plan;
+      if (libpci_used) plan.emplace(*entries);
       auto functions = internal::ReadPciDevices(
           *reader, *entries, /*read_identity=*/!libpci_used, parts.numa_nodes,
-          libpci.plan(), &parts.warnings);
+          plan ? &*plan : nullptr, &parts.warnings);
       if (!functions.ok()) return functions.status();
       std::vector<PciDevice>& devices = functions->devices;
       internal::ReadOsDevices(*reader, &devices);
       // Before libpci is waited for: neither needs identity.
       internal::ReadPhysicalSlots(*reader, &devices);
       if (libpci_used) {
-        auto identities = libpci.Result();
-        if (identities.ok()) {
-          internal::ApplyLibpciIdentity(*identities, &devices);
-        } else {
-          parts.warnings.push_back(identities.status().message() +
+        Status scanned;
+        try {
+          scanned = internal::ScanWithLibpci(*root, &*plan);
+        } catch (const std::exception& e) {  // out of memory
+          scanned =
+              UnavailableError(std::string("libpci scan failed: ") + e.what());
+        }
+        // What it read before failing stays true.
+        internal::ApplyLibpciIdentity(plan->Read(), &devices);
+        if (!scanned.ok()) {
+          parts.warnings.push_back(scanned.message() +
                                    "; PCI identity read from sysfs instead");
         }
         // What neither the pass nor libpci read (refused by the check, gone

@@ -1,9 +1,11 @@
 #include "hwloc_support.h"
 
+#include <atomic>
 #include <chrono>
-#include <condition_variable>
+#include <csignal>
 #include <cstdint>
 #include <cstdlib>
+#include <ctime>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -11,8 +13,8 @@
 #include <string>
 #include <vector>
 
-#include <fcntl.h>
 #include <hwloc.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -47,86 +49,123 @@ class ScopedEnv {
   std::optional<std::string> old_;
 };
 
-// hwloc opens files without O_NONBLOCK, so a FIFO in a recorded tree, in
-// any file it reads (cpuN/cache/*, nodeN/*, proc/cpuinfo) or behind a link,
-// would block it for good. While hwloc loads from a host root, this watches:
-// once the load has run for a grace period, it looks for FIFOs below the
-// root's sys/ and proc/ and opens each for writing without blocking, which
-// succeeds only when a reader waits on it and ends that reader's open (its
-// read then sees end of file). Found FIFOs are released again every
-// millisecond (hwloc may open one many times) until the load ends. It
-// watches from discovery's helper thread (internal::HelperThread), which
-// then goes on to libpci's run; the search only runs for a load that is
-// stuck or slow.
-class FifoWatchdog {
+// hwloc opens and reads its files without O_NONBLOCK, so a FIFO in a
+// recorded tree, in any file it reads (cpuN/cache/*, nodeN/*, proc/cpuinfo)
+// or behind a link, would block its load for good: in open until a writer
+// comes, or in read while a writer holds it open and writes nothing. While
+// hwloc loads from a host root other than "/", a timer of the loading
+// thread's own (timer_create with SIGEV_THREAD_ID) sends it kSignal once
+// the load has run for a grace period no sound load takes, then every
+// millisecond (hwloc may open one FIFO many times). The handler is installed
+// without SA_RESTART, so the blocked call fails with EINTR and hwloc goes on
+// as for a file it cannot read. No thread is started for it: a program's
+// first thread costs each later allocation and unmapping for the rest of
+// its life (malloc's and the kernel's single-thread paths), 4 % of a 16k-VF
+// tree's discovery.
+//
+// For the load only, the signal is unblocked in this thread (a program may
+// block signals in all its threads) and the handler installed; the mask and
+// the handler it displaced are put back afterwards, and the signal from any
+// other sender in the meantime is passed to that handler. Loads are
+// serialized by HwlocEnvironmentMutex, so one interrupter exists at a time.
+// If the timer fired, the tree is searched for the FIFOs that blocked the
+// load; without a timer to be had (RLIMIT_SIGPENDING), the search runs
+// before the load instead and a FIFO found keeps hwloc from loading.
+class FifoInterrupter {
  public:
-  // Watches on `helper`'s thread, or on a thread of its own without one.
-  FifoWatchdog(std::filesystem::path root, HelperThread* helper)
-      : state_(std::make_shared<State>()) {
-    state_->root = std::move(root);
-    if (helper == nullptr) helper = &own_.emplace();
-    // The watch holds only the shared state: the load's end is never held
-    // up waiting for the watching thread to be scheduled and notice it.
-    helper->Post([state = state_] { Watch(*state); });
+  explicit FifoInterrupter(std::filesystem::path root)
+      : root_(std::move(root)) {
+    fired_.store(0, std::memory_order_relaxed);
+    const int signal = Signal();
+    struct sigaction action {};
+    action.sa_sigaction = OnSignal;
+    action.sa_flags = SA_SIGINFO;  // not SA_RESTART: the call is to fail
+    sigemptyset(&action.sa_mask);
+    if (::sigaction(signal, &action, &displaced_) != 0) return;
+    installed_ = true;
+    sigset_t unblock;
+    sigemptyset(&unblock);
+    sigaddset(&unblock, signal);
+    if (::pthread_sigmask(SIG_UNBLOCK, &unblock, &mask_) != 0) return;
+    unblocked_ = true;
+    struct sigevent event {};
+    event.sigev_notify = SIGEV_THREAD_ID;
+    event.sigev_signo = signal;
+    event.sigev_value.sival_ptr = &fired_;  // tells its signals apart
+    event._sigev_un._tid = ::gettid();
+    if (::timer_create(CLOCK_MONOTONIC, &event, &timer_) != 0) return;
+    timer_armed_ = true;
+    struct itimerspec when {};
+    when.it_value.tv_nsec = kGrace.count();  // both under a second
+    when.it_interval.tv_nsec = kRepeat.count();
+    if (::timer_settime(timer_, 0, &when, nullptr) != 0) Disarm();
   }
-  FifoWatchdog(const FifoWatchdog&) = delete;
-  FifoWatchdog& operator=(const FifoWatchdog&) = delete;
-  ~FifoWatchdog() { Finish(); }
+  FifoInterrupter(const FifoInterrupter&) = delete;
+  FifoInterrupter& operator=(const FifoInterrupter&) = delete;
+  ~FifoInterrupter() { Disarm(); }
 
-  // Stops watching; returns the FIFOs that blocked hwloc.
+  // Whether the load is guarded; if not, Unguarded() says what to do.
+  bool armed() const { return timer_armed_; }
+
+  // Without the timer: the FIFOs below the root, looked for before the
+  // load (hwloc is not to load when there are any).
+  std::vector<std::string> Unguarded() {
+    Disarm();
+    return FindFifos();
+  }
+
+  // The load has ended: disarms, and returns the FIFOs that blocked it
+  // (none unless the timer fired).
   std::vector<std::string> Finish() {
-    std::vector<std::string> released;
-    {
-      std::lock_guard<std::mutex> lock(state_->mutex);
-      state_->done = true;
-      released = state_->released;
-    }
-    state_->wake.notify_all();
-    return released;
+    Disarm();
+    if (fired_.load(std::memory_order_relaxed) == 0) return {};
+    return FindFifos();
   }
 
  private:
-  static constexpr auto kGrace = std::chrono::milliseconds(250);
-  static constexpr auto kSearchEvery = std::chrono::milliseconds(250);
-  static constexpr auto kReleaseEvery = std::chrono::milliseconds(1);
+  static constexpr std::chrono::nanoseconds kGrace =
+      std::chrono::milliseconds(250);
+  static constexpr std::chrono::nanoseconds kRepeat =
+      std::chrono::milliseconds(1);
   static constexpr int kMaxDepth = 16;
 
-  struct State {
-    std::filesystem::path root;
-    std::mutex mutex;
-    std::condition_variable wake;
-    bool done = false;  // the load has ended
-    std::vector<std::string> released;
-  };
+  // A real-time signal (never queued over a standard one's meaning); not
+  // SIGRTMAX, which debuggers and valgrind take.
+  static int Signal() { return SIGRTMIN + 6; }
 
-  static void Watch(State& state) {
-    std::unique_lock<std::mutex> lock(state.mutex);
-    if (state.wake.wait_for(lock, kGrace, [&] { return state.done; })) return;
-    std::vector<std::string> fifos;
-    auto next_search = std::chrono::steady_clock::now();
-    while (!state.done) {
-      if (std::chrono::steady_clock::now() >= next_search) {
-        lock.unlock();
-        fifos.clear();
-        for (const char* top : {"sys", "proc"}) {
-          Search(state.root / top, 0, &fifos);
-        }
-        lock.lock();
-        next_search = std::chrono::steady_clock::now() + kSearchEvery;
-      }
-      for (const std::string& fifo : fifos) {
-        const int fd = ::open(fifo.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-        if (fd < 0) continue;  // nobody reading it now
-        ::close(fd);
-        bool known = false;
-        for (const std::string& seen : state.released) {
-          known = known || seen == fifo;
-        }
-        if (!known) state.released.push_back(fifo);
-      }
-      state.wake.wait_for(lock, fifos.empty() ? kSearchEvery : kReleaseEvery,
-                          [&] { return state.done; });
+  static void OnSignal(int signal, siginfo_t* info, void* context) {
+    if (info != nullptr && info->si_code == SI_TIMER &&
+        info->si_value.sival_ptr == &fired_) {
+      fired_.fetch_add(1, std::memory_order_relaxed);
+      return;
     }
+    // Another sender's: what the displaced handler would have done.
+    if ((displaced_.sa_flags & SA_SIGINFO) != 0) {
+      if (displaced_.sa_sigaction != nullptr) {
+        displaced_.sa_sigaction(signal, info, context);
+      }
+    } else if (displaced_.sa_handler != SIG_DFL &&
+               displaced_.sa_handler != SIG_IGN) {
+      displaced_.sa_handler(signal);
+    }
+  }
+
+  // Deleting the timer first: a signal it raised is delivered before
+  // timer_delete returns (it is unblocked here), so none is left pending
+  // for the handler put back.
+  void Disarm() {
+    if (timer_armed_) ::timer_delete(timer_);
+    timer_armed_ = false;
+    if (installed_) ::sigaction(Signal(), &displaced_, nullptr);
+    installed_ = false;
+    if (unblocked_) ::pthread_sigmask(SIG_SETMASK, &mask_, nullptr);
+    unblocked_ = false;
+  }
+
+  std::vector<std::string> FindFifos() const {
+    std::vector<std::string> fifos;
+    for (const char* top : {"sys", "proc"}) Search(root_ / top, 0, &fifos);
+    return fifos;
   }
 
   // Collects the FIFOs below `dir`, and the links to FIFOs (hwloc follows
@@ -149,9 +188,20 @@ class FifoWatchdog {
     }
   }
 
-  std::shared_ptr<State> state_;
-  std::optional<HelperThread> own_;
+  // The handler's state: one interrupter at a time (see above).
+  static std::atomic<int> fired_;
+  static struct sigaction displaced_;
+
+  const std::filesystem::path root_;
+  sigset_t mask_{};
+  timer_t timer_{};
+  bool installed_ = false;
+  bool unblocked_ = false;
+  bool timer_armed_ = false;
 };
+
+std::atomic<int> FifoInterrupter::fired_{0};
+struct sigaction FifoInterrupter::displaced_ {};
 
 }  // namespace
 
@@ -206,13 +256,10 @@ std::vector<CpuInfo> CpusFromHwloc(hwloc_topology_t topology) {
   return cpus;
 }
 
-bool WatchesForFifos(const std::filesystem::path& host_root) {
-  return host_root.lexically_normal() != "/";
-}
-
 StatusOr<HwlocMachine> LoadMachineWithHwloc(
-    const std::filesystem::path& host_root, HelperThread* helper) {
-  const bool live = !WatchesForFifos(host_root);
+    const std::filesystem::path& host_root) {
+  // The live root has no FIFOs.
+  const bool live = host_root.lexically_normal() == "/";
   std::lock_guard<std::mutex> lock(HwlocEnvironmentMutex());
   std::optional<ScopedEnv> fsroot;
   std::optional<ScopedEnv> components;
@@ -249,19 +296,27 @@ StatusOr<HwlocMachine> LoadMachineWithHwloc(
                                          HWLOC_TYPE_FILTER_KEEP_NONE);
   int loaded = 0;
   std::vector<std::string> fifos;
+  const char* what_hwloc_did = "";
   if (live) {
     loaded = hwloc_topology_load(topology.get());
   } else {
-    FifoWatchdog watchdog(host_root, helper);
-    loaded = hwloc_topology_load(topology.get());
-    fifos = watchdog.Finish();
+    FifoInterrupter interrupter(host_root);
+    if (interrupter.armed()) {
+      loaded = hwloc_topology_load(topology.get());
+      fifos = interrupter.Finish();
+      what_hwloc_did = "hwloc was blocked until interrupted";
+    } else {
+      fifos = interrupter.Unguarded();
+      if (fifos.empty()) loaded = hwloc_topology_load(topology.get());
+      what_hwloc_did = "hwloc would block on it: not loaded";
+    }
   }
   if (!fifos.empty()) {
-    // What hwloc made of an empty file is not the machine: not used.
-    return FailedPreconditionError(
-        "hwloc skipped: " + fifos.front() +
-        " is not a regular file (a FIFO; hwloc was blocked on it until "
-        "released)");
+    // What hwloc made of a file it could not read is not the machine: not
+    // used.
+    return FailedPreconditionError("hwloc skipped: " + fifos.front() +
+                                   " is not a regular file (a FIFO; " +
+                                   what_hwloc_did + ")");
   }
   if (loaded != 0) {
     return UnavailableError("hwloc could not load the CPU topology below " +

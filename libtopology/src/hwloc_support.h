@@ -13,7 +13,6 @@
 #include "topology/status.h"
 #include "topology/sysfs_reader.h"
 
-#include "helper_thread.h"
 #include "sysfs_discovery.h"
 
 namespace topology::internal {
@@ -45,16 +44,11 @@ std::vector<CpuInfo> CpusFromHwloc(hwloc_topology_t topology);
 // keeping NVIDIA GPU-memory nodes as the kernel lists them. hwloc 2.x takes its
 // file-system root only from the HWLOC_FSROOT environment variable, so for a
 // root other than "/" the variable is set for the duration of the load under a
-// process-wide lock and restored afterwards. hwloc blocked on a FIFO in such a
-// tree is released from it and its result refused (FAILED_PRECONDITION,
-// naming the FIFO); the watch runs on `helper`'s thread (a thread of its
-// own without one).
-// Whether a load from `host_root` is watched for FIFOs: any root but the
-// live "/", which has none.
-bool WatchesForFifos(const std::filesystem::path& host_root);
-
+// process-wide lock and restored afterwards. A load blocked on a FIFO in such
+// a tree is interrupted (a timer signal to the calling thread, no thread
+// started) and its result refused (FAILED_PRECONDITION, naming the FIFO).
 StatusOr<HwlocMachine> LoadMachineWithHwloc(
-    const std::filesystem::path& host_root, HelperThread* helper = nullptr);
+    const std::filesystem::path& host_root);
 
 }  // namespace topology::internal
 

@@ -5,7 +5,6 @@ extern "C" {
 }
 
 #include <algorithm>
-#include <cmath>
 #include <csetjmp>
 #include <cstdarg>
 #include <cstdio>
@@ -156,7 +155,8 @@ bool RunLibpci(const LibpciCalls& pci, const char* sysfs_bus_pci,
   pci.scan_bus(access);
   // Functions libpci found that are among the entries (a name that does
   // not round-trip, or a function that came or went between the two
-  // listings, is not), in entry order: the order verdicts arrive in.
+  // listings, is not), in entry order: what it reads is recorded in plan
+  // order.
   size_t n = 0;
   for (pci_dev* dev = access->devices; dev != nullptr && n < capacity;
        dev = dev->next) {
@@ -168,10 +168,8 @@ bool RunLibpci(const LibpciCalls& pci, const char* sysfs_bus_pci,
   }
   std::sort(listed, listed + n,
             [](const Listed& a, const Listed& b) { return a.index < b.index; });
-  for (size_t i = 0; i < n && !plan->Stopped(); ++i) {
-    if (plan->Await(listed[i].index) != LibpciPlan::Verdict::kIdentity ||
-        plan->Stopped()) {
-      plan->Passed(listed[i].index);
+  for (size_t i = 0; i < n; ++i) {
+    if (plan->verdict(listed[i].index) != LibpciPlan::Verdict::kIdentity) {
       continue;
     }
     pci_dev* dev = listed[i].dev;
@@ -187,7 +185,6 @@ bool RunLibpci(const LibpciCalls& pci, const char* sysfs_bus_pci,
     id.device_id = dev->device_id;
     id.revision = dev->rev_id;
     plan->Record(id);
-    plan->Passed(listed[i].index);
   }
   tls_jump_target = nullptr;
   pci.cleanup(access);
@@ -226,82 +223,10 @@ bool LibpciFilesSafe(const ListedAs (&files)[kLibpciFileCount],
   return true;
 }
 
-namespace {
-
-// Verdicts per wake-up of the scanning thread, for `n` entries. A wake-up
-// costs the pass a system call, and only when the thread sleeps (notify
-// checks for a waiter first); what the thread has left to read when the
-// pass ends is at most one batch, and the pass then waits for it. Both
-// grow with the batch (n / b wake-ups against b reads left over), so
-// sqrt(n / 8) keeps them level for a wake-up costing about an eighth of
-// libpci's reads of one function: 1 below 32 entries (the thread follows
-// the pass), 11 at 1,000, 45 at 16,000.
-size_t WakeEvery(size_t n) {
-  return std::max<size_t>(
-      1, static_cast<size_t>(std::sqrt(static_cast<double>(n) / 8.0)));
-}
-
-// How many entries libpci may lag behind the pass before the pass reads
-// identities itself. libpci starts reading once it has loaded and scanned
-// (on an idle core, while the pass reads its first 20 to 30 functions), and
-// then reads faster than the pass (about 9 against 14 us a function on a
-// recording): past 32 entries it has fallen behind for want of a CPU, not
-// for its start. Never less than two wake-ups of its thread.
-size_t LagLimit(size_t wake_every) {
-  return std::max<size_t>(32, 2 * wake_every);
-}
-
-}  // namespace
-
 LibpciPlan::LibpciPlan(const std::vector<std::string>& entries)
     : entries_(entries),
-      wake_every_(WakeEvery(entries.size())),
-      lag_limit_(LagLimit(wake_every_)),
-      verdicts_(std::make_unique<Verdict[]>(entries.size())),
+      verdicts_(entries.size(), Verdict::kSkip),
       read_(std::make_unique<LibpciIdentity[]>(entries.size())) {}
-
-void LibpciPlan::Decide(size_t index, Verdict verdict) {
-  verdicts_[index] = verdict;
-  decided_.store(static_cast<uint32_t>(index + 1), std::memory_order_release);
-  if ((index + 1) % wake_every_ == 0 || index + 1 == entries_.size()) {
-    decided_.notify_all();
-  }
-}
-
-void LibpciPlan::DecideRest() {
-  const size_t from = decided_.load(std::memory_order_relaxed);
-  for (size_t i = from; i < entries_.size(); ++i) {
-    verdicts_[i] = Verdict::kSkip;
-  }
-  decided_.store(static_cast<uint32_t>(entries_.size()),
-                 std::memory_order_release);
-  decided_.notify_all();
-}
-
-void LibpciPlan::Stop() {
-  stopped_.store(true, std::memory_order_release);
-  DecideRest();
-}
-
-std::vector<LibpciIdentity> LibpciPlan::Read() const {
-  const uint32_t n = read_count_.load(std::memory_order_acquire);
-  return std::vector<LibpciIdentity>(read_.get(), read_.get() + n);
-}
-
-void LibpciPlan::Record(const LibpciIdentity& identity) {
-  const uint32_t n = read_count_.load(std::memory_order_relaxed);
-  read_[n] = identity;
-  read_count_.store(n + 1, std::memory_order_release);
-}
-
-LibpciPlan::Verdict LibpciPlan::Await(size_t index) const {
-  uint32_t seen = decided_.load(std::memory_order_acquire);
-  while (seen <= index) {
-    decided_.wait(seen, std::memory_order_acquire);
-    seen = decided_.load(std::memory_order_acquire);
-  }
-  return verdicts_[index];
-}
 
 Status ScanWithLibpci(const std::filesystem::path& host_root,
                       LibpciPlan* plan) {

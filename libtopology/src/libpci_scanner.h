@@ -11,7 +11,6 @@
 #ifndef TOPOLOGY_SRC_LIBPCI_SCANNER_H_
 #define TOPOLOGY_SRC_LIBPCI_SCANNER_H_
 
-#include <atomic>
 #include <cstdint>
 #include <filesystem>
 #include <memory>
@@ -55,16 +54,9 @@ bool LibpciFilesSafe(const ListedAs (&files)[kLibpciFileCount],
                      std::string* why);
 
 // What libpci is to do with each entry of bus/pci/devices, decided in entry
-// order by the sysfs pass while libpci scans on its own thread, and what
-// libpci has read so far. A verdict is stored before the count of decided
-// entries passes it (release), and read after the count is seen past it
-// (acquire); the same holds for what libpci read and its count.
-//
-// The pass never waits for a scan that has started. It reads the identity
-// of a function itself, relative to the directory it has open, once libpci
-// has fallen too far behind (LeftBehind: its thread then gets only a share
-// of a busy core); when it is done, it stops the scan (Stop) and takes
-// what libpci has read (Read), and discovery reads the rest itself.
+// order by the sysfs pass, which lists each function's directory first
+// (LibpciFilesSafe), and what libpci then read. libpci runs after the pass,
+// on the same thread.
 class LibpciPlan {
  public:
   enum class Verdict : uint8_t {
@@ -73,57 +65,35 @@ class LibpciPlan {
   };
 
   // `entries`: bus/pci/devices, sorted, as listed; must outlive the plan.
+  // Every entry starts as kSkip.
   explicit LibpciPlan(const std::vector<std::string>& entries);
 
   const std::vector<std::string>& entries() const { return entries_; }
 
-  // Sysfs pass: the verdict for entries()[index]; indices in order.
-  void Decide(size_t index, Verdict verdict);
-  // Sysfs pass, on every way out: entries not decided get kSkip.
-  void DecideRest();
-  // Sysfs pass: whether libpci has fallen so far behind entries()[index]
-  // that the pass should read that function's identity itself (and decide
-  // kSkip): libpci has not passed the entry 32 entries before it, or two
-  // wake-ups' worth if more (see the constructor).
-  bool LeftBehind(size_t index) const {
-    return index >= passed_.load(std::memory_order_relaxed) + lag_limit_;
-  }
-  // Sysfs pass, when done: libpci reads no further function (the one it is
-  // reading may still be recorded, after Read has been taken). Decides the
-  // rest.
-  void Stop();
-  // What libpci has read so far, in plan order.
-  std::vector<LibpciIdentity> Read() const;
+  // Sysfs pass: the verdict for entries()[index].
+  void Decide(size_t index, Verdict verdict) { verdicts_[index] = verdict; }
+  Verdict verdict(size_t index) const { return verdicts_[index]; }
 
-  // Scanning thread: waits until entries()[index] is decided.
-  Verdict Await(size_t index) const;
-  // Scanning thread: whether the pass has stopped the scan.
-  bool Stopped() const { return stopped_.load(std::memory_order_acquire); }
-  // Scanning thread: records one function's identity (at most one per
-  // entry).
-  void Record(const LibpciIdentity& identity);
-  // Scanning thread: it is done with entries()[index] (read or skipped).
-  void Passed(size_t index) {
-    passed_.store(static_cast<uint32_t>(index + 1), std::memory_order_relaxed);
+  // Scan: records one function's identity (at most one per entry). Room
+  // for all of them is made up front: the scan runs in frames libpci's
+  // error hook may jump out of.
+  void Record(const LibpciIdentity& identity) {
+    read_[read_count_++] = identity;
+  }
+  // What libpci read, in plan order.
+  std::vector<LibpciIdentity> Read() const {
+    return std::vector<LibpciIdentity>(read_.get(), read_.get() + read_count_);
   }
 
  private:
   const std::vector<std::string>& entries_;
-  // The scanning thread is woken once per `wake_every_` verdicts (and at
-  // the end): see the constructor.
-  const size_t wake_every_;
-  // How far libpci may lag behind the pass: see the constructor.
-  const size_t lag_limit_;
-  std::unique_ptr<Verdict[]> verdicts_;
-  std::atomic<uint32_t> decided_{0};
-  std::atomic<bool> stopped_{false};
-  std::atomic<uint32_t> passed_{0};
+  std::vector<Verdict> verdicts_;
   std::unique_ptr<LibpciIdentity[]> read_;
-  std::atomic<uint32_t> read_count_{0};
+  size_t read_count_ = 0;
 };
 
 // Scans <host_root>/sys/bus/pci with libpci and records in `plan` the
-// functions the plan lets it read, until the plan is stopped. Fails with
+// functions the plan lets it read. Fails with
 // UNAVAILABLE carrying libpci's own message if its error hook fires anyway
 // (what was recorded before stays true).
 Status ScanWithLibpci(const std::filesystem::path& host_root, LibpciPlan* plan);

@@ -68,17 +68,16 @@ struct PciFunctions {
   // PF reads what the kernel shows for each.
   std::vector<size_t> identity_of;
   // Per device, whether the pass read its class, ids and revision itself
-  // (libpci not used for it, or too far behind: LibpciPlan::LeftBehind).
+  // (libpci not used for it).
   std::vector<bool> identity_read;
 };
 
 // Reads every entry of bus/pci/devices: locality, driver, IOMMU group,
 // SR-IOV, link and PCIe path, subsystem ids, and class, ids and revision
-// when `read_identity` (else they are left for libpci, unless it falls too
-// far behind: LibpciPlan::LeftBehind). Each function's
-// directory is listed once when the reader can, and files it does not list are
-// not asked for. With a `plan`, each entry's verdict for libpci is decided as
-// soon as the entry is read (every entry is decided, whatever the outcome).
+// when `read_identity` (else they are left for libpci). Each function's
+// directory is listed once when the reader can, and files it does not list
+// are not asked for. With a `plan`, each entry's verdict for libpci is
+// decided as the entry is read (one not decided stays kSkip).
 // Affinity is resolved against `nodes`. A device directory that cannot be
 // opened for want of resources (no file descriptors, no memory: UNAVAILABLE)
 // fails the whole read, since skipping it would report a present device as

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <system_error>
 #include <utility>
@@ -27,6 +28,30 @@ StatusOr<std::string> SysfsDirectory::ReadFilePrefix(
   auto text = ReadFile(name);
   if (text.ok() && text->size() > max_bytes) text->resize(max_bytes);
   return text;
+}
+
+namespace {
+
+// A NOT_FOUND answer as an absent entry.
+StatusOr<std::optional<std::string>> AbsentAsNullopt(
+    StatusOr<std::string> read) {
+  if (read.ok()) return std::optional<std::string>(*std::move(read));
+  if (read.status().code() == StatusCode::kNotFound) {
+    return std::optional<std::string>();
+  }
+  return read.status();
+}
+
+}  // namespace
+
+StatusOr<std::optional<std::string>> SysfsDirectory::ReadFileIfPresent(
+    std::string_view name) const {
+  return AbsentAsNullopt(ReadFile(name));
+}
+
+StatusOr<std::optional<std::string>> SysfsDirectory::ReadLinkIfPresent(
+    std::string_view name) const {
+  return AbsentAsNullopt(ReadLink(name));
 }
 
 Status SysfsDirectory::VisitEntries(
@@ -166,6 +191,9 @@ StatusOr<std::string> ReadOpenFile(int fd, const Describe& describe,
   return out;
 }
 
+// The errors ErrnoStatus answers NOT_FOUND for: nothing there.
+bool IsAbsent(int err) { return err == ENOENT || err == ENOTDIR; }
+
 // Attributes are plain files: a link in their place (which could point at a
 // device node outside the tree) is refused, not followed.
 constexpr int kAttributeFlags = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC;
@@ -204,12 +232,39 @@ class FdDirectory final : public SysfsDirectory {
         fd, [&] { return Describe(n); }, max_bytes);
   }
 
+  StatusOr<std::optional<std::string>> ReadFileIfPresent(
+      std::string_view name) const override {
+    const std::string n(name);
+    const int fd = ::openat(fd_, n.c_str(), kAttributeFlags);
+    if (fd < 0) {
+      if (IsAbsent(errno)) return std::optional<std::string>();
+      return ErrnoStatus(errno, "cannot open " + Describe(n));
+    }
+    FdCloser closer(fd);
+    auto text = ReadOpenFile(fd, [&] { return Describe(n); });
+    if (!text.ok()) return text.status();
+    return std::optional<std::string>(*std::move(text));
+  }
+
   StatusOr<std::string> ReadLink(std::string_view name) const override {
     const std::string n(name);
     char buf[PATH_MAX];
     const ssize_t len = ::readlinkat(fd_, n.c_str(), buf, sizeof(buf));
     if (len < 0) return ErrnoStatus(errno, "cannot read link " + Describe(n));
     return std::string(buf, static_cast<size_t>(len));
+  }
+
+  StatusOr<std::optional<std::string>> ReadLinkIfPresent(
+      std::string_view name) const override {
+    const std::string n(name);
+    char buf[PATH_MAX];
+    const ssize_t len = ::readlinkat(fd_, n.c_str(), buf, sizeof(buf));
+    if (len < 0) {
+      if (IsAbsent(errno)) return std::optional<std::string>();
+      return ErrnoStatus(errno, "cannot read link " + Describe(n));
+    }
+    return std::optional<std::string>(std::in_place, buf,
+                                      static_cast<size_t>(len));
   }
 
   // getdents64 on the descriptor itself: no second open, no DIR buffer.

@@ -1,10 +1,12 @@
 // Malformed, truncated and hostile sysfs trees: discovery must give a clear
 // warning naming the file (or a documented degraded result), never crash,
 // hang or end the process (libpci's default error hook calls exit()).
+#include <csignal>
 #include <fstream>
 
 #include <fcntl.h>
 #include <hwloc.h>
+#include <pthread.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -246,8 +248,8 @@ TEST_F(HostileTreeTest, SpecialFilesListedFromTypesAsByStat) {
 }
 
 // hwloc reads more than cpuN/topology: caches, and whatever a link leads
-// to. A FIFO there blocked it for good; it is now released and named.
-TEST_F(HostileTreeTest, FifoAnywhereHwlocReadsIsReleased) {
+// to. A FIFO there blocked it for good; it is now interrupted and named.
+TEST_F(HostileTreeTest, FifoAnywhereHwlocReadsIsInterrupted) {
   const fs::path cache = Sys("devices/system/cpu/cpu0/cache/index0");
   fs::create_directories(cache);
   Write(cache / "level", "1\n");
@@ -266,11 +268,102 @@ TEST_F(HostileTreeTest, FifoAnywhereHwlocReadsIsReleased) {
   EXPECT_EQ(t.pci_devices().size(), 32u);
 }
 
+// A FIFO that a writer holds open lets hwloc's open through and blocks its
+// read instead; no writer opening it and closing again could end that
+// read. The load is interrupted all the same, and the FIFO named.
+TEST_F(HostileTreeTest, FifoHeldOpenByAWriterIsInterrupted) {
+  const fs::path core_id = Sys("devices/system/cpu/cpu3/topology/core_id");
+  fs::remove(core_id);
+  ASSERT_EQ(::mkfifo(core_id.c_str(), 0600), 0);
+  // Read-write: a writer that never writes, opened without blocking.
+  const int held = ::open(core_id.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  const Topology t = Run();
+  ::close(held);
+  EXPECT_THAT(t.warnings(),
+              Contains(AllOf(HasSubstr("hwloc skipped"), HasSubstr("core_id"),
+                             HasSubstr("is not a regular file (a FIFO"),
+                             HasSubstr("blocked until interrupted"))));
+  EXPECT_EQ(t.cpus().size(), 32u);  // from the node lists
+}
+
+// The load is interrupted by a signal to the discovering thread, which a
+// program may have blocked and may have a handler of its own for: the
+// handler and the mask are the program's again afterwards, and the load is
+// interrupted even with every signal blocked.
+volatile std::sig_atomic_t program_handler_calls = 0;
+void ProgramHandler(int /*signal*/) { program_handler_calls = 1; }
+
+TEST_F(HostileTreeTest, FifoIsInterruptedWithSignalsBlockedAndHandlersKept) {
+  const fs::path core_id = Sys("devices/system/cpu/cpu3/topology/core_id");
+  fs::remove(core_id);
+  ASSERT_EQ(::mkfifo(core_id.c_str(), 0600), 0);
+  sigset_t all;
+  sigset_t before;
+  sigset_t blocked;  // all, as the system took it
+  sigfillset(&all);
+  ASSERT_EQ(::pthread_sigmask(SIG_SETMASK, &all, &before), 0);
+  ASSERT_EQ(::pthread_sigmask(SIG_SETMASK, nullptr, &blocked), 0);
+  struct sigaction mine {};
+  mine.sa_handler = ProgramHandler;
+  sigemptyset(&mine.sa_mask);
+  for (int signal = SIGRTMIN; signal <= SIGRTMAX; ++signal) {
+    ASSERT_EQ(::sigaction(signal, &mine, nullptr), 0) << signal;
+  }
+  const Topology t = Run();
+  EXPECT_THAT(t.warnings(), Contains(AllOf(HasSubstr("hwloc skipped"),
+                                           HasSubstr("core_id"))));
+  sigset_t after;
+  ASSERT_EQ(::pthread_sigmask(SIG_SETMASK, &before, &after), 0);
+  for (int signal = 1; signal <= SIGRTMAX; ++signal) {
+    EXPECT_EQ(sigismember(&after, signal), sigismember(&blocked, signal))
+        << signal;
+  }
+  for (int signal = SIGRTMIN; signal <= SIGRTMAX; ++signal) {
+    struct sigaction now {};
+    ASSERT_EQ(::sigaction(signal, nullptr, &now), 0);
+    EXPECT_EQ(now.sa_handler, &ProgramHandler) << signal;
+    struct sigaction restore {};
+    restore.sa_handler = SIG_DFL;
+    ::sigaction(signal, &restore, nullptr);
+  }
+  EXPECT_EQ(program_handler_calls, 0);
+}
+
+// Without a timer to be had (no signal may be queued), the tree is searched
+// for FIFOs before hwloc loads, and one found keeps hwloc from loading.
+TEST_F(HostileTreeTest, FifoIsFoundBeforeTheLoadWithoutATimer) {
+  const fs::path core_id = Sys("devices/system/cpu/cpu3/topology/core_id");
+  fs::remove(core_id);
+  ASSERT_EQ(::mkfifo(core_id.c_str(), 0600), 0);
+  rlimit before{};
+  ASSERT_EQ(::getrlimit(RLIMIT_SIGPENDING, &before), 0);
+  rlimit none = before;
+  none.rlim_cur = 0;
+  ASSERT_EQ(::setrlimit(RLIMIT_SIGPENDING, &none), 0);
+  const Topology t = Run();
+  ASSERT_EQ(::setrlimit(RLIMIT_SIGPENDING, &before), 0);
+  EXPECT_THAT(
+      t.warnings(),
+      Contains(AllOf(HasSubstr("hwloc skipped"), HasSubstr("core_id"),
+                     HasSubstr("hwloc would block on it: not loaded"))));
+  EXPECT_EQ(t.cpus().size(), 32u);  // from the node lists
+  // And a tree without one loads as ever.
+  fs::remove(core_id);
+  Write(core_id, "3\n");
+  ASSERT_EQ(::setrlimit(RLIMIT_SIGPENDING, &none), 0);
+  const Topology sound = Run();
+  ASSERT_EQ(::setrlimit(RLIMIT_SIGPENDING, &before), 0);
+  EXPECT_THAT(sound.warnings(), Not(Contains(HasSubstr("hwloc skipped"))));
+  ASSERT_EQ(sound.cpus().size(), 32u);
+  EXPECT_EQ(sound.cpus()[0].package_id, 0);  // from hwloc
+}
+
 // What hwloc is told not to read (hwloc 2.8 and later): CPU kinds (the
 // frequency and capacity files of every CPU), memory attributes (each
 // node's initiators' bandwidth and latency) and distances (the SLIT, which
 // discovery reads itself). A FIFO in any of them would block hwloc if it
-// still opened them: the watchdog would release it after its grace and
+// still opened them: the timer would interrupt it after its grace and
 // discovery would drop hwloc's result. The SLIT itself must then still be
 // read by discovery, without blocking (its own reads never block).
 #if HWLOC_API_VERSION >= 0x00020800

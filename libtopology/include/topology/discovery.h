@@ -31,9 +31,13 @@ struct DiscoveryOptions {
   // host_root. A reader without a HostRoot() disables libpci and hwloc.
   std::shared_ptr<const SysfsReader> reader;
 
-  // Enumerate PCI devices and read their identity with libpci. When libpci
-  // cannot read the tree (an entry it would abort on), discovery falls back to
-  // sysfs alone and says so in the warnings. Default: true.
+  // Read each PCI function's class, ids and revision with libpci, which runs
+  // after the sysfs pass on the calling thread. When libpci cannot read the
+  // tree or a function (an entry or a missing file it would abort on),
+  // discovery reads those from sysfs and says so in the warnings. Without
+  // it, the pass reads the same files itself, relative to each function's
+  // open directory: the same identity, without loading libpci or resolving
+  // a path from the root per file (docs/performance.md). Default: true.
   bool use_libpci = true;
 
   // Read the CPU topology (packages, cores, SMT siblings) with hwloc.

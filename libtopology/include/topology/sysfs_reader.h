@@ -49,6 +49,13 @@ class TOPOLOGY_EXPORT SysfsDirectory {
   // The default reads the whole file and cuts it.
   virtual StatusOr<std::string> ReadFilePrefix(std::string_view name,
                                                std::size_t max_bytes) const;
+  // As ReadFile / ReadLink, but an entry that does not exist is an answer
+  // (nullopt), not an error, and nothing is built to name it: for the many
+  // optional attributes of a PCI function. The defaults map NOT_FOUND.
+  virtual StatusOr<std::optional<std::string>> ReadFileIfPresent(
+      std::string_view name) const;
+  virtual StatusOr<std::optional<std::string>> ReadLinkIfPresent(
+      std::string_view name) const;
   // Calls `visit` once per entry (no "." or ".."), unsorted, with its type;
   // an entry the listing gives no type for is looked at without following
   // it. Fails with UNIMPLEMENTED when this directory cannot be listed
