@@ -220,6 +220,66 @@ TEST_F(TopologyInfoTest, BadInputExitsTwoWithTheArgumentNamed) {
   EXPECT_THAT(run.out, Not(HasSubstr("Segmentation")));
 }
 
+// The command line: options of the command and of select in any order
+// around the word select (also with POSIXLY_CORRECT, which stops GNU
+// getopt's reordering), help and version on stdout with exit 0, and every
+// misuse exits 2 naming the option.
+TEST_F(TopologyInfoTest, CommandLineParsesAsDocumented) {
+  const std::string binary = TOPOLOGY_INFO_BINARY;
+  CommandResult run = RunCommand(binary + " --help");
+  EXPECT_EQ(run.exit_code, 0);
+  for (const char* option :
+       {"--host-root", "--hwloc-xml", "--format", "--dra-numa-list", "--libpci",
+        "--class", "--vendor", "--device", "--from", "--count",
+        "--must-include", "--request", "--pool", "--cost-table"}) {
+    EXPECT_THAT(run.out, HasSubstr(option));
+  }
+  run = RunCommand(binary + " --version");
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_THAT(run.out, HasSubstr("topology-info "));
+
+  const std::string pick = "--from 0000:1a:00.0,0000:1b:00.0 --count 1";
+  for (const std::string& args : std::vector<std::string>{
+           "select " + pick + " --format json", "--format json select " + pick,
+           "--format=json select --count=1 --from=0000:1a:00.0,0000:1b:00.0"}) {
+    for (const char* env : {"", "POSIXLY_CORRECT=1 "}) {
+      run = RunCommand(env + binary + " --host-root '" +
+                       (dir_->path() / "dual").string() + "' " + args);
+      ASSERT_EQ(run.exit_code, 0) << env << args << "\n" << run.out;
+      EXPECT_EQ(json::parse(run.out)["devices"].size(), 1u) << env << args;
+    }
+  }
+
+  const std::pair<const char*, const char*> misuses[] = {
+      {"--bogus", "--bogus"},
+      {"--format", "--format needs a value"},
+      {"--from 0000:1a:00.0", "--from is an option of select"},
+      {"select --count x --from 0000:1a:00.0", "--count: 'x'"},
+      {"select --from 0000:1a:00.0 --count 1 --request gpu=1",
+       "excludes --request"},
+      {"select select", "unexpected argument 'select'"},
+      {"selection", "unexpected argument 'selection'"},
+      {"--hwloc-xml /x.xml", "--hwloc-xml excludes --host-root"},
+  };
+  for (const auto& [args, message] : misuses) {
+    run = Info(args);
+    EXPECT_EQ(run.exit_code, 2) << args << "\n" << run.out;
+    EXPECT_THAT(run.out, HasSubstr(message)) << args;
+  }
+  run = RunCommand(binary + " --hwloc-xml /x.xml --libpci");
+  EXPECT_EQ(run.exit_code, 2);
+  EXPECT_THAT(run.out, HasSubstr("--libpci excludes --hwloc-xml"));
+}
+
+// libpci reads the same identities as the command's own pass.
+TEST_F(TopologyInfoTest, LibpciGivesTheSameDocument) {
+  const CommandResult own = Info("--format json");
+  const CommandResult libpci = Info("--format json --libpci");
+  ASSERT_EQ(own.exit_code, 0) << own.out;
+  ASSERT_EQ(libpci.exit_code, 0) << libpci.out;
+  EXPECT_EQ(json::parse(libpci.out), json::parse(own.out));
+}
+
 // Output that cannot be written (a full disk) is an error, not a document
 // cut short that exits 0.
 TEST_F(TopologyInfoTest, OutputThatCannotBeWrittenExitsOne) {

@@ -2,14 +2,18 @@
 // XML export as text, JSON or Graphviz DOT.
 #include <algorithm>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <exception>
 #include <fstream>
 #include <iostream>
 #include <map>
+#include <string>
+#include <system_error>
+#include <vector>
 
-#include <CLI/CLI.hpp>
+#include <getopt.h>
 
 #include "topology/cost_graph.h"
 #include "topology/device_selection.h"
@@ -230,74 +234,230 @@ int RunGraphSelect(const topology::Topology& topo,
   return 0;
 }
 
-}  // namespace
-
-int RunMain(int argc, char** argv) {
-  CLI::App app{
-      "Show the NUMA and PCIe topology of a machine, a recorded "
-      "sysfs tree or an hwloc XML export."};
-  app.set_version_flag("--version",
-                       std::string("topology-info ") + TOPOLOGY_VERSION);
+// The command line, parsed with glibc's getopt_long: CLI11's options and
+// their validators were a sixth of the instructions of a whole run on a
+// small machine (docs/performance.md). Options of the command and of
+// `select` may come in any order around the word `select`, as before.
+struct CommandLine {
   std::string host_root = "/";
+  bool host_root_given = false;
   std::string hwloc_xml;
   std::string format = "text";
+  bool dra_numa_list = false;
+  bool libpci = false;
   std::string classes;
   std::string vendors;
   std::string devices;
-  auto* root_opt = app.add_option("--host-root", host_root,
-                                  "Directory below which sys/ is read")
-                       ->capture_default_str();
-  app.add_option("--hwloc-xml", hwloc_xml,
-                 "Read an hwloc XML export (lstopo --of xml) instead")
-      ->excludes(root_opt);
-  app.add_option("--format", format, "Output format")
-      ->check(CLI::IsMember({"text", "json", "dot", "dra"}))
-      ->capture_default_str();
-  bool dra_numa_list = false;
-  app.add_flag("--dra-numa-list", dra_numa_list,
-               "--format dra: numaNode as a list (DRAListTypeAttributes): "
-               "the device's node, then its package's nearest nodes");
-  app.add_option("--class", classes,
-                 "Only devices whose class starts with these hex digits "
-                 "(comma-separated, e.g. 0302,0200)");
-  app.add_option("--vendor", vendors,
-                 "Only these vendor ids (hex, comma-separated)");
-  app.add_option("--device", devices,
-                 "Only these device ids (hex, comma-separated)");
-  app.fallthrough();
-
-  auto* select = app.add_subcommand(
-      "select", "Choose K devices with the lowest summed pairwise cost");
+  bool select = false;
   std::string from;
-  std::string must_include;
   int count = 0;
+  std::string must_include;
   std::vector<std::string> requests;
   std::vector<std::string> pools;
   std::string cost_table;
-  auto* from_opt = select->add_option(
-      "--from", from, "One resource: available devices ADDR,ADDR,...");
-  auto* count_opt =
-      select->add_option("--count", count, "One resource: how many to choose");
-  auto* request_opt = select->add_option(
-      "--request", requests, "Several resources: NAME=COUNT (repeatable)");
-  select->add_option(
-      "--pool", pools,
-      "Several resources: NAME=ADDR,...,numa:N*COUNT (repeatable)");
-  select->add_option("--cost-table", cost_table,
-                     "Several resources: JSON list of extra pair costs "
-                     "[{\"a\":ADDR,\"b\":ADDR,\"cost\":N}]");
-  from_opt->excludes(request_opt);
-  count_opt->excludes(request_opt);
-  select->add_option("--must-include", must_include,
-                     "Devices that must be chosen: ADDR,...");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? 0 : 2;
-  }
+  std::vector<std::string> select_options;  // given, for the check
+};
 
-  auto filter = topology::tools::DeviceFilter::Parse(classes, vendors, devices);
+constexpr char kUsage[] =
+    "Show the NUMA and PCIe topology of a machine, a recorded sysfs tree or "
+    "an hwloc XML export.\n"
+    "Usage: topology-info [OPTIONS] [select SELECT-OPTIONS]\n"
+    "\n"
+    "Options:\n"
+    "  -h, --help             Print this help message and exit\n"
+    "  --version              Print the version and exit\n"
+    "  --host-root DIR        Directory below which sys/ is read (default /)\n"
+    "  --hwloc-xml FILE       Read an hwloc XML export (lstopo --of xml) "
+    "instead\n"
+    "  --format FORMAT        text, json, dot or dra (default text)\n"
+    "  --dra-numa-list        --format dra: numaNode as a list "
+    "(DRAListTypeAttributes):\n"
+    "                         the device's node, then its package's nearest "
+    "nodes\n"
+    "  --libpci               Read PCI class, ids and revision through "
+    "libpci, as\n"
+    "                         libtopology does by default (else the sysfs "
+    "pass reads\n"
+    "                         the same files itself: no libpci to load)\n"
+    "  --class HEX,...        Only devices whose class starts with these hex "
+    "digits\n"
+    "                         (e.g. 0302,0200)\n"
+    "  --vendor HEX,...       Only these vendor ids\n"
+    "  --device HEX,...       Only these device ids\n"
+    "\n"
+    "select: choose K devices with the lowest summed pairwise cost\n"
+    "  --from ADDR,...        One resource: available devices\n"
+    "  --count K              One resource: how many to choose\n"
+    "  --must-include ADDR,...\n"
+    "                         Devices that must be chosen\n"
+    "  --request NAME=COUNT   Several resources (repeatable)\n"
+    "  --pool NAME=ADDR,...,numa:N*COUNT\n"
+    "                         Several resources (repeatable)\n"
+    "  --cost-table FILE      Several resources: JSON list of extra pair "
+    "costs\n"
+    "                         [{\"a\":ADDR,\"b\":ADDR,\"cost\":N}]\n";
+
+// Parses argv into `line`. Returns -1 to go on, else the exit code (help
+// and version printed: 0; a usage error printed: 2).
+int ParseCommandLine(int argc, char** argv, CommandLine* line) {
+  enum : int {
+    kHostRoot = 256,
+    kHwlocXml,
+    kFormat,
+    kDraNumaList,
+    kLibpci,
+    kClass,
+    kVendor,
+    kDevice,
+    kVersion,
+    kFrom,  // the options of select from here on
+    kCount,
+    kMustInclude,
+    kRequest,
+    kPool,
+    kCostTable,
+  };
+  static const option kOptions[] = {
+      {"help", no_argument, nullptr, 'h'},
+      {"version", no_argument, nullptr, kVersion},
+      {"host-root", required_argument, nullptr, kHostRoot},
+      {"hwloc-xml", required_argument, nullptr, kHwlocXml},
+      {"format", required_argument, nullptr, kFormat},
+      {"dra-numa-list", no_argument, nullptr, kDraNumaList},
+      {"libpci", no_argument, nullptr, kLibpci},
+      {"class", required_argument, nullptr, kClass},
+      {"vendor", required_argument, nullptr, kVendor},
+      {"device", required_argument, nullptr, kDevice},
+      {"from", required_argument, nullptr, kFrom},
+      {"count", required_argument, nullptr, kCount},
+      {"must-include", required_argument, nullptr, kMustInclude},
+      {"request", required_argument, nullptr, kRequest},
+      {"pool", required_argument, nullptr, kPool},
+      {"cost-table", required_argument, nullptr, kCostTable},
+      {nullptr, 0, nullptr, 0},
+  };
+  const auto usage_error = [](const std::string& message) {
+    std::cerr << "topology-info: " << message
+              << "\nRun with --help for more "
+                 "information.\n";
+    return 2;
+  };
+  // "-": words that are not options come back in order (code 1), whatever
+  // POSIXLY_CORRECT says; ":": a missing value is told from an unknown
+  // option.
+  opterr = 0;
+  int code = 0;
+  int index = 0;
+  while ((code = getopt_long(argc, argv, "-:h", kOptions, &index)) != -1) {
+    const char* value = optarg;
+    if (code >= kFrom) {
+      line->select_options.push_back(std::string("--") + kOptions[index].name);
+    }
+    switch (code) {
+      case 1:
+        if (std::strcmp(value, "select") != 0 || line->select) {
+          return usage_error(std::string("unexpected argument '") + value +
+                             "'");
+        }
+        line->select = true;
+        break;
+      case 'h':
+        std::cout << kUsage;
+        return 0;
+      case kVersion:
+        std::cout << "topology-info " << TOPOLOGY_VERSION << "\n";
+        return 0;
+      case kHostRoot:
+        line->host_root = value;
+        line->host_root_given = true;
+        break;
+      case kHwlocXml:
+        line->hwloc_xml = value;
+        break;
+      case kFormat:
+        line->format = value;
+        if (line->format != "text" && line->format != "json" &&
+            line->format != "dot" && line->format != "dra") {
+          return usage_error("--format: '" + line->format +
+                             "' is not one of text, json, dot, dra");
+        }
+        break;
+      case kDraNumaList:
+        line->dra_numa_list = true;
+        break;
+      case kLibpci:
+        line->libpci = true;
+        break;
+      case kClass:
+        line->classes = value;
+        break;
+      case kVendor:
+        line->vendors = value;
+        break;
+      case kDevice:
+        line->devices = value;
+        break;
+      case kFrom:
+        line->from = value;
+        break;
+      case kCount: {
+        const char* end = value + std::strlen(value);
+        const auto parsed = std::from_chars(value, end, line->count);
+        if (parsed.ec != std::errc() || parsed.ptr != end) {
+          return usage_error(std::string("--count: '") + value +
+                             "' is not a whole number");
+        }
+        break;
+      }
+      case kMustInclude:
+        line->must_include = value;
+        break;
+      case kRequest:
+        line->requests.emplace_back(value);
+        break;
+      case kPool:
+        line->pools.emplace_back(value);
+        break;
+      case kCostTable:
+        line->cost_table = value;
+        break;
+      case ':':
+        return usage_error(std::string(argv[optind - 1]) + " needs a value");
+      default:
+        return usage_error(std::string("unknown option '") + argv[optind - 1] +
+                           "'");
+    }
+  }
+  if (!line->hwloc_xml.empty() && line->host_root_given) {
+    return usage_error("--hwloc-xml excludes --host-root");
+  }
+  if (!line->hwloc_xml.empty() && line->libpci) {
+    return usage_error("--libpci excludes --hwloc-xml");
+  }
+  if (!line->select && !line->select_options.empty()) {
+    return usage_error(line->select_options.front() +
+                       " is an option of select");
+  }
+  if (!line->requests.empty() && (!line->from.empty() || line->count != 0)) {
+    return usage_error(std::string(line->from.empty() ? "--count" : "--from") +
+                       " excludes --request");
+  }
+  return -1;
+}
+
+}  // namespace
+
+int RunMain(int argc, char** argv) {
+  CommandLine line;
+  if (const int done = ParseCommandLine(argc, argv, &line); done >= 0) {
+    return done;
+  }
+  const std::string& host_root = line.host_root;
+  const std::string& hwloc_xml = line.hwloc_xml;
+  const std::string& format = line.format;
+
+  auto filter = topology::tools::DeviceFilter::Parse(line.classes, line.vendors,
+                                                     line.devices);
   if (!filter.ok()) {
     std::cerr << "topology-info: " << filter.status().message() << "\n";
     return 2;
@@ -309,6 +469,7 @@ int RunMain(int argc, char** argv) {
   }
   topology::DiscoveryOptions options;
   options.host_root = host_root;
+  options.use_libpci = line.libpci;
   topology::StatusOr<topology::Topology> topo =
       hwloc_xml.empty() ? topology::Discover(options)
                         : topology::LoadHwlocXml(hwloc_xml);
@@ -316,18 +477,20 @@ int RunMain(int argc, char** argv) {
     std::cerr << "topology-info: " << topo.status().ToString() << "\n";
     return 1;
   }
-  if (select->parsed()) {
+  if (line.select) {
     const std::string select_format =
         format == "dot" || format == "dra" ? "text" : format;
-    if (!requests.empty()) {
-      return RunGraphSelect(*topo, requests, pools, cost_table, select_format);
+    if (!line.requests.empty()) {
+      return RunGraphSelect(*topo, line.requests, line.pools, line.cost_table,
+                            select_format);
     }
-    if (from.empty() || count == 0) {
+    if (line.from.empty() || line.count == 0) {
       std::cerr << "topology-info select: --from: give --from and --count (one "
                    "resource) or --request and --pool (several)\n";
       return 2;
     }
-    return RunSelect(*topo, from, must_include, count, select_format);
+    return RunSelect(*topo, line.from, line.must_include, line.count,
+                     select_format);
   }
   if (format == "json") {
     topology::tools::WriteJson(std::cout, *topo, *filter);
@@ -337,8 +500,8 @@ int RunMain(int argc, char** argv) {
     const auto sysfs = topology::NewHostRootReader(host_root);
     std::cout << topology::tools::RenderDra(
         *sysfs, *topo, *filter,
-        dra_numa_list ? topology::dra::NumaAttributeForm::kList
-                      : topology::dra::NumaAttributeForm::kScalar);
+        line.dra_numa_list ? topology::dra::NumaAttributeForm::kList
+                           : topology::dra::NumaAttributeForm::kScalar);
   } else {
     std::cout << topology::tools::RenderText(*topo, *filter);
   }
