@@ -273,6 +273,10 @@ StatusOr<HwlocMachine> LoadMachineWithHwloc(
   // A library does not print: what hwloc would complain about on stderr
   // (overlapping or contradictory node sets) becomes our own warnings.
   ScopedEnv quiet("HWLOC_HIDE_ERRORS", "2");
+  // The machine, not this process's share of it: hwloc neither parses the
+  // mount table to find the cgroup file system nor reads this process's
+  // cpuset (what it would mark disallowed is kept anyway, below).
+  ScopedEnv whole_machine("HWLOC_ALLOW", "all");
   HwlocTopology topology;
   // All CPUs of the node, not only those of this process's cgroup: the kubelet
   // reasons about the machine. Distances come from our own reading of the
