@@ -271,6 +271,15 @@ TEST_F(TopologyInfoTest, CommandLineParsesAsDocumented) {
   EXPECT_THAT(run.out, HasSubstr("--libpci excludes --hwloc-xml"));
 }
 
+TEST(SplitCommasTest, KeepsTheNonEmptyItemsInOrder) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(tools::SplitCommas("a,b,,c"), (V{"a", "b", "c"}));
+  EXPECT_EQ(tools::SplitCommas(",0302,"), (V{"0302"}));
+  EXPECT_EQ(tools::SplitCommas("10de"), (V{"10de"}));
+  EXPECT_EQ(tools::SplitCommas(""), V{});
+  EXPECT_EQ(tools::SplitCommas(",,"), V{});
+}
+
 // libpci reads the same identities as the command's own pass.
 TEST_F(TopologyInfoTest, LibpciGivesTheSameDocument) {
   const CommandResult own = Info("--format json");

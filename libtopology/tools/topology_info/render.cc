@@ -94,10 +94,12 @@ std::string PadRight(std::string text, size_t width) {
 
 std::vector<std::string> SplitCommas(const std::string& text) {
   std::vector<std::string> out;
-  std::string item;
-  std::istringstream in(text);
-  while (std::getline(in, item, ',')) {
-    if (!item.empty()) out.push_back(item);
+  size_t from = 0;
+  while (from <= text.size()) {
+    size_t comma = text.find(',', from);
+    if (comma == std::string::npos) comma = text.size();
+    if (comma > from) out.push_back(text.substr(from, comma - from));
+    from = comma + 1;
   }
   return out;
 }
@@ -226,32 +228,34 @@ json DeviceJson(const PciDevice& device) {
 
 // `value` as dump(2) writes it `depth` levels down: every line but the
 // first indented by 2 * depth more spaces.
-void WriteIndented(std::ostream& out, const json& value, size_t depth) {
-  const std::string text = value.dump(2);
+void WriteIndented(const TextSink& write, const json& value, size_t depth) {
+  const std::string dumped = value.dump(2);
+  const std::string_view text = dumped;
   const std::string indent(2 * depth, ' ');
   size_t from = 0;
-  for (size_t at = text.find('\n'); at != std::string::npos;
+  for (size_t at = text.find('\n'); at != std::string_view::npos;
        at = text.find('\n', from)) {
-    out.write(text.data() + from, static_cast<std::streamsize>(at + 1 - from));
-    out << indent;
+    write(text.substr(from, at + 1 - from));
+    write(indent);
     from = at + 1;
   }
-  out.write(text.data() + from,
-            static_cast<std::streamsize>(text.size() - from));
+  write(text.substr(from));
 }
 
 // `"key": [` one element at a time `]`, at depth 1, as dump(2) writes it.
 template <typename Items, typename ToJson>
-void WriteArray(std::ostream& out, std::string_view key, const Items& items,
+void WriteArray(const TextSink& write, std::string_view key, const Items& items,
                 const ToJson& to_json) {
-  out << "  \"" << key << "\": ";
+  write("  \"");
+  write(key);
+  write("\": ");
   bool first = true;
   for (const auto& item : items) {
-    out << (first ? "[\n    " : ",\n    ");
+    write(first ? "[\n    " : ",\n    ");
     first = false;
-    WriteIndented(out, to_json(item), 2);
+    WriteIndented(write, to_json(item), 2);
   }
-  out << (first ? "[]" : "\n  ]");
+  write(first ? "[]" : "\n  ]");
 }
 
 // Appends what dump() writes for the string `text`: printable ASCII as it
@@ -424,35 +428,44 @@ json RenderJson(const Topology& topology, const DeviceFilter& filter) {
   return doc;
 }
 
-void WriteJson(std::ostream& out, const Topology& topology,
+void WriteJson(const TextSink& write, const Topology& topology,
                const DeviceFilter& filter) {
   // The keys in the order dump() writes an object's: sorted.
-  out << "{\n";
-  WriteArray(out, "cpus", topology.cpus(), CpuJson);
-  out << ",\n";
-  WriteArray(out, "numa_nodes", topology.numa_nodes(),
+  write("{\n");
+  WriteArray(write, "cpus", topology.cpus(), CpuJson);
+  write(",\n");
+  WriteArray(write, "numa_nodes", topology.numa_nodes(),
              [&](const NumaNode& node) { return NodeJson(topology, node); });
-  out << ",\n";
+  write(",\n");
   // Devices, the bulk of a large machine, are written straight to text
   // (the same bytes as WriteArray with DeviceJson), a buffer at a time.
-  out << "  \"pci_devices\": ";
+  write("  \"pci_devices\": ");
   const std::vector<const PciDevice*> devices = Selected(topology, filter);
   std::string text;
   for (size_t i = 0; i < devices.size(); ++i) {
     text += i == 0 ? "[\n    " : ",\n    ";
     AppendDevice(text, *devices[i]);
     if (text.size() >= size_t{64} * 1024) {
-      out.write(text.data(), static_cast<std::streamsize>(text.size()));
+      write(text);
       text.clear();
     }
   }
   text += devices.empty() ? "[]" : "\n  ]";
-  out.write(text.data(), static_cast<std::streamsize>(text.size()));
-  out << ",\n  \"source\": ";
-  WriteIndented(out, json(topology.source()), 1);
-  out << ",\n  \"warnings\": ";
-  WriteIndented(out, json(topology.warnings()), 1);
-  out << "\n}\n";
+  write(text);
+  write(",\n  \"source\": ");
+  WriteIndented(write, json(topology.source()), 1);
+  write(",\n  \"warnings\": ");
+  WriteIndented(write, json(topology.warnings()), 1);
+  write("\n}\n");
+}
+
+void WriteJson(std::ostream& out, const Topology& topology,
+               const DeviceFilter& filter) {
+  WriteJson(
+      [&](std::string_view text) {
+        out.write(text.data(), static_cast<std::streamsize>(text.size()));
+      },
+      topology, filter);
 }
 
 std::string RenderText(const Topology& topology, const DeviceFilter& filter) {

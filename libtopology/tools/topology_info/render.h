@@ -3,8 +3,10 @@
 #define TOPOLOGY_TOOLS_TOPOLOGY_INFO_RENDER_H_
 
 #include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -40,6 +42,11 @@ nlohmann::json RenderJson(const Topology& topology, const DeviceFilter& filter);
 // The same document as RenderJson(...).dump(2) and a newline, written one
 // CPU, node and device at a time: what is held at once is one element,
 // not the document (which is several times the topology's size).
+// Pieces of text in order, to be written where they go (a program's
+// stdout without <iostream>: topology-info).
+using TextSink = std::function<void(std::string_view)>;
+void WriteJson(const TextSink& write, const Topology& topology,
+               const DeviceFilter& filter);
 void WriteJson(std::ostream& out, const Topology& topology,
                const DeviceFilter& filter);
 
