@@ -97,7 +97,6 @@ StatusOr<Topology> Discover(const DiscoveryOptions& options) {
       if (!functions.ok()) return functions.status();
       std::vector<PciDevice>& devices = functions->devices;
       internal::ReadOsDevices(*reader, &devices);
-      // Before libpci is waited for: neither needs identity.
       internal::ReadPhysicalSlots(*reader, &devices);
       if (libpci_used) {
         Status scanned;
@@ -114,8 +113,8 @@ StatusOr<Topology> Discover(const DiscoveryOptions& options) {
                                    "; PCI identity read from sysfs instead");
         }
         // What neither the pass nor libpci read (refused by the check, gone
-        // from libpci's scan, not reached when the pass stopped it, or all
-        // of it when it failed) and what libpci read as 0 without a word (a
+        // from libpci's scan, or all of it when it failed) and what libpci
+        // read as 0 without a word (a
         // malformed id, "0xZZZZ"; no real function has vendor 0) is read by
         // our own parser, which names the file and the text.
         std::vector<size_t> reread;

@@ -54,7 +54,7 @@ class ScopedEnv {
 // or behind a link, would block its load for good: in open until a writer
 // comes, or in read while a writer holds it open and writes nothing. While
 // hwloc loads from a host root other than "/", a timer of the loading
-// thread's own (timer_create with SIGEV_THREAD_ID) sends it kSignal once
+// thread's own (timer_create with SIGEV_THREAD_ID) sends it Signal() once
 // the load has run for a grace period no sound load takes, then every
 // millisecond (hwloc may open one FIFO many times). The handler is installed
 // without SA_RESTART, so the blocked call fails with EINTR and hwloc goes on

@@ -78,7 +78,7 @@ class LibpciPlan {
   // for all of them is made up front: the scan runs in frames libpci's
   // error hook may jump out of.
   void Record(const LibpciIdentity& identity) {
-    read_[read_count_++] = identity;
+    if (read_count_ < entries_.size()) read_[read_count_++] = identity;
   }
   // What libpci read, in plan order.
   std::vector<LibpciIdentity> Read() const {
