@@ -130,12 +130,13 @@ class FdCloser {
   int fd_;
 };
 
+// The errors that mean nothing is there (NOT_FOUND).
+bool IsAbsent(int err) { return err == ENOENT || err == ENOTDIR; }
+
 Status ErrnoStatus(int err, const std::string& what) {
   std::string message = what + ": " + std::strerror(err);
+  if (IsAbsent(err)) return NotFoundError(std::move(message));
   switch (err) {
-    case ENOENT:
-    case ENOTDIR:
-      return NotFoundError(std::move(message));
     case EACCES:
     case EPERM:
       return PermissionDeniedError(std::move(message));
@@ -191,9 +192,6 @@ StatusOr<std::string> ReadOpenFile(int fd, const Describe& describe,
   return out;
 }
 
-// The errors ErrnoStatus answers NOT_FOUND for: nothing there.
-bool IsAbsent(int err) { return err == ENOENT || err == ENOTDIR; }
-
 // Attributes are plain files: a link in their place (which could point at a
 // device node outside the tree) is refused, not followed.
 constexpr int kAttributeFlags = O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC;
@@ -224,47 +222,25 @@ class FdDirectory final : public SysfsDirectory {
 
   StatusOr<std::string> ReadFilePrefix(std::string_view name,
                                        size_t max_bytes) const override {
-    const std::string n(name);
-    const int fd = ::openat(fd_, n.c_str(), kAttributeFlags);
-    if (fd < 0) return ErrnoStatus(errno, "cannot open " + Describe(n));
-    FdCloser closer(fd);
-    return ReadOpenFile(
-        fd, [&] { return Describe(n); }, max_bytes);
+    auto text = Read(name, max_bytes, /*absent_is_an_answer=*/false);
+    if (!text.ok()) return text.status();
+    return **std::move(text);
   }
 
   StatusOr<std::optional<std::string>> ReadFileIfPresent(
       std::string_view name) const override {
-    const std::string n(name);
-    const int fd = ::openat(fd_, n.c_str(), kAttributeFlags);
-    if (fd < 0) {
-      if (IsAbsent(errno)) return std::optional<std::string>();
-      return ErrnoStatus(errno, "cannot open " + Describe(n));
-    }
-    FdCloser closer(fd);
-    auto text = ReadOpenFile(fd, [&] { return Describe(n); });
-    if (!text.ok()) return text.status();
-    return std::optional<std::string>(*std::move(text));
+    return Read(name, SIZE_MAX, /*absent_is_an_answer=*/true);
   }
 
   StatusOr<std::string> ReadLink(std::string_view name) const override {
-    const std::string n(name);
-    char buf[PATH_MAX];
-    const ssize_t len = ::readlinkat(fd_, n.c_str(), buf, sizeof(buf));
-    if (len < 0) return ErrnoStatus(errno, "cannot read link " + Describe(n));
-    return std::string(buf, static_cast<size_t>(len));
+    auto target = Link(name, /*absent_is_an_answer=*/false);
+    if (!target.ok()) return target.status();
+    return **std::move(target);
   }
 
   StatusOr<std::optional<std::string>> ReadLinkIfPresent(
       std::string_view name) const override {
-    const std::string n(name);
-    char buf[PATH_MAX];
-    const ssize_t len = ::readlinkat(fd_, n.c_str(), buf, sizeof(buf));
-    if (len < 0) {
-      if (IsAbsent(errno)) return std::optional<std::string>();
-      return ErrnoStatus(errno, "cannot read link " + Describe(n));
-    }
-    return std::optional<std::string>(std::in_place, buf,
-                                      static_cast<size_t>(len));
+    return Link(name, /*absent_is_an_answer=*/true);
   }
 
   // getdents64 on the descriptor itself: no second open, no DIR buffer.
@@ -315,6 +291,42 @@ class FdDirectory final : public SysfsDirectory {
       default:
         return EntryType::kSpecial;
     }
+  }
+
+  // At most `max_bytes` of the attribute `name`; nullopt for one that is
+  // not there when `absent_is_an_answer` (no message built), else NOT_FOUND.
+  StatusOr<std::optional<std::string>> Read(std::string_view name,
+                                            size_t max_bytes,
+                                            bool absent_is_an_answer) const {
+    const std::string n(name);
+    const int fd = ::openat(fd_, n.c_str(), kAttributeFlags);
+    if (fd < 0) {
+      if (absent_is_an_answer && IsAbsent(errno)) {
+        return std::optional<std::string>();
+      }
+      return ErrnoStatus(errno, "cannot open " + Describe(n));
+    }
+    FdCloser closer(fd);
+    auto text = ReadOpenFile(
+        fd, [&] { return Describe(n); }, max_bytes);
+    if (!text.ok()) return text.status();
+    return std::optional<std::string>(*std::move(text));
+  }
+
+  // The text of the link `name`, as Read answers for an absent one.
+  StatusOr<std::optional<std::string>> Link(std::string_view name,
+                                            bool absent_is_an_answer) const {
+    const std::string n(name);
+    char buf[PATH_MAX];
+    const ssize_t len = ::readlinkat(fd_, n.c_str(), buf, sizeof(buf));
+    if (len < 0) {
+      if (absent_is_an_answer && IsAbsent(errno)) {
+        return std::optional<std::string>();
+      }
+      return ErrnoStatus(errno, "cannot read link " + Describe(n));
+    }
+    return std::optional<std::string>(std::in_place, buf,
+                                      static_cast<size_t>(len));
   }
 
   std::string Describe(const std::string& name) const {
