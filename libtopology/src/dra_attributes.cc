@@ -197,6 +197,9 @@ StatusOr<DeviceAttribute> PcieRootAttribute(const SysfsReader& sysfs,
                  .lexically_normal()
                  .generic_string();
   }
+  // Go's Clean also drops a trailing slash ("…/0000:17:00.0/"), which
+  // lexically_normal keeps as an empty last component.
+  while (target.size() > 1 && target.back() == '/') target.pop_back();
   const std::string shown = sysfs.Describe(target);
   if (!target.starts_with(devices_prefix.generic_string())) {
     return FailedPreconditionError(

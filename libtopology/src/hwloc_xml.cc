@@ -13,6 +13,7 @@
 
 #include "affinity.h"
 #include "hwloc_support.h"
+#include "hwloc_xml_limits.h"
 #include "hwloc_xml_v3.h"
 #include "kernel_text.h"
 #include "pci_path.h"
@@ -32,10 +33,15 @@ PciAddress AddressOf(const hwloc_obj_attr_u::hwloc_pcidev_attr_s& pci) {
 }
 
 // The kernel gives each CPU exactly one node; hwloc gives nodes attached to
-// the same object the same cpuset (GPU memory nodes share their package's).
-// Each PU goes to the first node holding it, preferring nodes without a
-// subtype (plain DRAM) and then the lowest id, which reproduces sysfs.
-std::vector<NumaNode> NodesFromHwloc(hwloc_topology_t topology) {
+// the same object the same cpuset: GPU and high-bandwidth memory nodes (with
+// a subtype) share their package's, and so do the plain nodes of a package
+// whose clusters the export does not describe (Cluster-on-Die without
+// groups). Memory nodes with a subtype take no CPU that a plain node holds,
+// as sysfs gives them none; plain nodes sharing CPUs both keep them, with a
+// warning, the rule the sysfs reader applies to nodes that list the same
+// CPUs.
+std::vector<NumaNode> NodesFromHwloc(hwloc_topology_t topology,
+                                     std::vector<std::string>* warnings) {
   std::vector<hwloc_obj_t> objs;
   hwloc_obj_t obj = nullptr;
   while ((obj = hwloc_get_next_obj_by_type(topology, HWLOC_OBJ_NUMANODE,
@@ -49,17 +55,16 @@ std::vector<NumaNode> NodesFromHwloc(hwloc_topology_t topology) {
     return a->os_index < b->os_index;
   });
   std::vector<NumaNode> nodes;
-  CpuSet taken;
+  CpuSet taken;  // CPUs of the nodes so far (plain nodes come first)
   for (hwloc_obj_t node_obj : objs) {
     NumaNode node;
     node.id = static_cast<int>(node_obj->os_index);
     const CpuSet cpus = CpuSetFromHwloc(node_obj->cpuset);
+    const bool plain = node_obj->subtype == nullptr;
     for (int cpu : cpus.Ids()) {
-      if (!taken.Contains(cpu)) {
-        node.cpus.Add(cpu);
-        taken.Add(cpu);
-      }
+      if (plain || !taken.Contains(cpu)) node.cpus.Add(cpu);
     }
+    taken = taken.Union(node.cpus);
     node.memory_bytes = node_obj->attr->numanode.local_memory;
     // A CPU-less node is attached where hwloc found it nearest.
     if (node.cpus.empty()) node.near_cpus = cpus;
@@ -67,6 +72,19 @@ std::vector<NumaNode> NodesFromHwloc(hwloc_topology_t topology) {
   }
   std::sort(nodes.begin(), nodes.end(),
             [](const NumaNode& a, const NumaNode& b) { return a.id < b.id; });
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    for (size_t j = i + 1; j < nodes.size(); ++j) {
+      if (!nodes[i].cpus.Intersects(nodes[j].cpus)) continue;
+      warnings->push_back(
+          "nodes " + std::to_string(nodes[i].id) + " and " +
+          std::to_string(nodes[j].id) + " both hold CPUs " +
+          nodes[i].cpus.Intersection(nodes[j].cpus).ToList() +
+          " (the export does not say which is whose); both keep them, "
+          "devices near them are placed on both, and each such CPU is "
+          "counted on node " +
+          std::to_string(nodes[i].id));
+    }
+  }
   return nodes;
 }
 
@@ -201,8 +219,10 @@ PciDevice DeviceFromHwloc(hwloc_topology_t topology, hwloc_obj_t obj,
 
 StatusOr<Topology> LoadHwlocXml(const std::filesystem::path& file) {
   // Read here rather than by hwloc: the version decides how, and a FIFO or
-  // a huge file must not block or exhaust the caller.
-  constexpr std::uintmax_t kMaxXmlBytes = 512ULL << 20;
+  // a huge file must not block or exhaust the caller. Exports of the largest
+  // machines are a few MiB; the pre-scan below bounds what hwloc does with
+  // the rest.
+  constexpr std::uintmax_t kMaxXmlBytes = 64ULL << 20;
   std::error_code ec;
   const auto status = std::filesystem::status(file, ec);
   if (ec || !std::filesystem::is_regular_file(status)) {
@@ -234,6 +254,9 @@ StatusOr<Topology> LoadHwlocXml(const std::filesystem::path& file) {
                                 version.status().message());
   }
   const std::string shown = internal::QuoteText(*version);
+  if (Status shape = internal::CheckHwlocXmlLimits(text); !shape.ok()) {
+    return InvalidArgumentError(file.string() + ": " + shape.message());
+  }
   std::vector<std::string> warnings;
   if (version->starts_with("3.")) {
     auto converted = internal::ConvertHwlocXml3To2(text);
@@ -273,13 +296,17 @@ StatusOr<Topology> LoadHwlocXml(const std::filesystem::path& file) {
   Topology::Parts parts;
   parts.warnings = std::move(warnings);
   parts.source = "hwloc XML " + file.string();
-  parts.numa_nodes = NodesFromHwloc(topology.get());
+  parts.numa_nodes = NodesFromHwloc(topology.get(), &parts.warnings);
   parts.distances =
       DistancesFromHwloc(topology.get(), parts.numa_nodes, &parts.warnings);
   parts.cpus = internal::CpusFromHwloc(topology.get());
   for (CpuInfo& cpu : parts.cpus) {
+    // The lowest node holding it, as the sysfs reader counts shared CPUs.
     for (const NumaNode& node : parts.numa_nodes) {
-      if (node.cpus.Contains(cpu.id)) cpu.numa_node = node.id;
+      if (node.cpus.Contains(cpu.id)) {
+        cpu.numa_node = node.id;
+        break;
+      }
     }
   }
   const internal::AffinityResolver resolver(parts.numa_nodes);

@@ -65,6 +65,25 @@ TEST_F(DraAttributesTest, PcieRootIsTheFolderBelowDevices) {
   EXPECT_EQ(std::get<std::string>(attribute->value), "pci0000:00");
 }
 
+// A link written with a trailing slash (and doubled ones) is cleaned as Go's
+// filepath.Join cleans it: the upstream helper publishes pci0000:17.
+TEST_F(DraAttributesTest, PcieRootOfALinkEndingInASlash) {
+  fs::create_directories(sys() / "devices/pci0000:17/0000:17:00.0");
+  fs::create_directories(sys() / "bus/pci/devices");
+  fs::create_symlink("../../../devices//pci0000:17/0000:17:00.0/",
+                     sys() / "bus/pci/devices/0000:17:00.0");
+  auto attribute = PcieRootAttribute(*Reader(), "0000:17:00.0");
+  ASSERT_THAT(attribute, IsOk());
+  EXPECT_EQ(std::get<std::string>(attribute->value), "pci0000:17");
+  // Absolute, below the host root, with trailing slashes too.
+  fs::create_directories(sys() / "devices/pci0000:18/0000:18:00.0");
+  fs::create_symlink(sys() / "devices/pci0000:18/0000:18:00.0//",
+                     sys() / "bus/pci/devices/0000:18:00.0");
+  auto absolute = PcieRootAttribute(*Reader(), "0000:18:00.0");
+  ASSERT_THAT(absolute, IsOk());
+  EXPECT_EQ(std::get<std::string>(absolute->value), "pci0000:18");
+}
+
 TEST_F(DraAttributesTest, BusIdFormatIsTheHelpersStrictOne) {
   EXPECT_THAT(VerifyPciBusId(""), StatusIs(StatusCode::kInvalidArgument,
                                            "PCI Bus ID cannot be empty"));

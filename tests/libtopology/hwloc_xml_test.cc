@@ -8,6 +8,7 @@
 #include "topology/cost_model.h"
 #include "topology/discovery.h"
 
+#include "hwloc_xml_limits.h"
 #include "real_machines.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
@@ -171,6 +172,198 @@ TEST(HwlocXmlTest, NamesTheFormatItCannotRead) {
   EXPECT_THAT(
       LoadHwlocXml(tmp.path()),
       StatusIs(StatusCode::kInvalidArgument, HasSubstr("not a regular file")));
+}
+
+}  // namespace
+}  // namespace topology
+
+namespace topology {
+namespace {
+
+using internal::CheckHwlocXmlLimits;
+using internal::HwlocXmlLimits;
+
+constexpr const char* kSets =
+    " cpuset=\"0x1\" complete_cpuset=\"0x1\" nodeset=\"0x1\""
+    " complete_nodeset=\"0x1\"";
+
+// A one-PU machine whose body is `inside` (objects under the Machine).
+std::string Machine(const std::string& inside,
+                    const std::string& version = "2.0") {
+  return "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+         "<!DOCTYPE topology SYSTEM \"hwloc2.dtd\">\n"
+         "<topology version=\"" +
+         version + "\">\n<object type=\"Machine\" os_index=\"0\"" + kSets +
+         " allowed_cpuset=\"0x1\" allowed_nodeset=\"0x1\">\n"
+         "<object type=\"NUMANode\" os_index=\"0\"" +
+         kSets + " local_memory=\"1000\"/>\n" + inside +
+         "</object>\n</topology>\n";
+}
+
+StatusOr<Topology> LoadText(const std::string& text) {
+  testing::TempDir tmp;
+  const auto file = tmp.path() / "shape.xml";
+  std::ofstream(file) << text;
+  return LoadHwlocXml(file);
+}
+
+// 30,000 nested groups overflow hwloc's recursive importer (SIGSEGV in
+// either format before the pre-scan); the file is refused first.
+TEST(HwlocXmlLimitsTest, DeepNestingIsRefusedBeforeHwlocSeesIt) {
+  std::string nested;
+  for (int i = 0; i < 30000; ++i) {
+    nested += std::string("<object type=\"Group\"") + kSets + ">";
+  }
+  nested += std::string(R"(<object type="PU" os_index="0")") + kSets + "/>";
+  for (int i = 0; i < 30000; ++i) nested += "</object>";
+  for (const char* version : {"2.0", "3.0"}) {
+    EXPECT_THAT(LoadText(Machine(nested, version)),
+                StatusIs(StatusCode::kInvalidArgument,
+                         ::testing::AllOf(HasSubstr("shape.xml"),
+                                          HasSubstr("nested deeper than 128"),
+                                          HasSubstr("line 6"))))
+        << version;
+  }
+  // 100 levels are fine.
+  std::string fine;
+  for (int i = 0; i < 100; ++i) {
+    fine += std::string("<object type=\"Group\"") + kSets + ">";
+  }
+  fine += std::string(R"(<object type="PU" os_index="0")") + kSets + "/>";
+  for (int i = 0; i < 100; ++i) fine += "</object>";
+  auto loaded = LoadText(Machine(fine));
+  ASSERT_THAT(loaded.status(), testing::IsOk());
+  EXPECT_EQ(loaded->cpus().size(), 1U);
+}
+
+// 30,000 siblings took hwloc 15 s (its insertion is quadratic): more than
+// 4,096 children of one element are refused at once.
+TEST(HwlocXmlLimitsTest, TooManySiblingsAreRefused) {
+  std::string flat;
+  for (int i = 0; i < 30000; ++i) {
+    flat += R"(<object type="Core" os_index=")" + std::to_string(i) + "\"" +
+            kSets + "/>\n";
+  }
+  EXPECT_THAT(LoadText(Machine(flat)),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("more than 4096 children")));
+}
+
+// hwloc sizes its bitmaps by the largest PU or node index: 2^32-1 cost
+// 528 MB; strtoul reads "-1" as the same.
+TEST(HwlocXmlLimitsTest, IndicesOutOfRangeAreRefused) {
+  for (const char* index : {"4294967295", "65536", "-1", "1e9"}) {
+    EXPECT_THAT(
+        LoadText(Machine(std::string("<object type=\"PU\" os_index=\"") +
+                         index + "\"" + kSets + "/>\n")),
+        StatusIs(StatusCode::kInvalidArgument, HasSubstr("PU os_index")))
+        << index;
+  }
+  EXPECT_THAT(
+      LoadText(Machine(
+          "<object type=\"PU\" os_index=\"0\"" + std::string(kSets) +
+          "/>\n<distances2 type=\"NUMANode\" nbobjs=\"1000000\" kind=\"5\" "
+          "indexing=\"os\">\n<indexes length=\"1\">0</indexes>\n"
+          "</distances2>\n")),
+      StatusIs(StatusCode::kInvalidArgument,
+               HasSubstr("distance matrix of 1000000 objects")));
+  // A core's index goes into no bitmap (ARM cores number from their MPIDR).
+  auto core = LoadText(
+      Machine(R"(<object type="Core" os_index="524288")" + std::string(kSets) +
+              R"(><object type="PU" os_index="0")" + kSets + "/></object>\n"));
+  EXPECT_THAT(core.status(), testing::IsOk());
+}
+
+TEST(HwlocXmlLimitsTest, ShapesNoExportHasAreRefused) {
+  HwlocXmlLimits small;
+  small.max_objects = 3;
+  small.max_elements = 5;
+  const std::string three = "<topology><object/><object/><object/></topology>";
+  EXPECT_THAT(CheckHwlocXmlLimits(three, small), testing::IsOk());
+  EXPECT_THAT(
+      CheckHwlocXmlLimits(
+          "<topology><object/><object/><object/><object/></topology>", small),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("more than 3 objects")));
+  EXPECT_THAT(CheckHwlocXmlLimits("<topology><info/><info/><info/><info/>"
+                                  "<info/></topology>",
+                                  small),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("more than 5 elements")));
+  for (const char* bad :
+       {"<!DOCTYPE topology [<!ENTITY a \"aaaa\">]><topology/>",
+        "<topology><!-- never closed", "<topology><object type=\"PU",
+        "<topology><object type=PU/></topology>", "<topology></a></b>",
+        "<topology>< object/></topology>"}) {
+    EXPECT_THAT(CheckHwlocXmlLimits(bad),
+                StatusIs(StatusCode::kInvalidArgument))
+        << bad;
+  }
+  // Quoted '>' and '/>' inside values, comments and declarations are text.
+  EXPECT_THAT(CheckHwlocXmlLimits("<?xml version=\"1.0\"?><!-- <object> -->"
+                                  "<topology><info name=\"a>b\" value='/>'/>"
+                                  "</topology>"),
+              testing::IsOk());
+}
+
+// A Cluster-on-Die export without its groups (as hwloc's own
+// 28intel64-2p2g7c-CoD.nogroups.v1tov2.xml): two nodes hang under each
+// package with the package's cpuset. hwloc gives both nodes the package's
+// CPUs; so do we, as the sysfs reader does for nodes listing the same CPUs,
+// and the package's devices are near both.
+TEST(HwlocXmlTest, NodesSharingAPackagesCpusBothKeepThem) {
+  const auto sets = [](const char* cpus, const char* nodes) {
+    return std::string(" cpuset=\"") + cpus + "\" complete_cpuset=\"" + cpus +
+           "\" nodeset=\"" + nodes + "\" complete_nodeset=\"" + nodes + "\"";
+  };
+  std::string text =
+      "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<topology version=\"2.0\">\n"
+      "<object type=\"Machine\" os_index=\"0\"" +
+      sets("0x0fffffff", "0x0000000f") +
+      " allowed_cpuset=\"0x0fffffff\" allowed_nodeset=\"0x0000000f\">\n";
+  for (int package = 0; package < 2; ++package) {
+    const char* cpus = package == 0 ? "0x00003fff" : "0x0fffc000";
+    const char* nodes = package == 0 ? "0x00000003" : "0x0000000c";
+    text += R"(<object type="Package" os_index=")" + std::to_string(package) +
+            "\"" + sets(cpus, nodes) + ">\n";
+    for (int n = 0; n < 2; ++n) {
+      const int id = package * 2 + n;
+      char node_set[16];
+      std::snprintf(node_set, sizeof(node_set), "0x%08x", 1U << id);
+      text += R"(<object type="NUMANode" os_index=")" + std::to_string(id) +
+              "\"" + sets(cpus, node_set) + " local_memory=\"1000\"/>\n";
+    }
+    for (int cpu = package * 14; cpu < package * 14 + 14; ++cpu) {
+      char cpu_set[16];
+      std::snprintf(cpu_set, sizeof(cpu_set), "0x%08x", 1U << cpu);
+      text += R"(<object type="PU" os_index=")" + std::to_string(cpu) + "\"" +
+              sets(cpu_set, nodes) + "/>\n";
+    }
+    char bus[64];
+    std::snprintf(bus, sizeof(bus), "0000:%02x", package * 0x80);
+    text += std::string(
+                "<object type=\"Bridge\" bridge_type=\"0-1\" "
+                "depth=\"0\" bridge_pci=\"") +
+            bus + ":[00-10]\">\n<object type=\"PCIDev\" pci_busid=\"" + bus +
+            ":00.0\" pci_type=\"0200 [8086:1572] [8086:0000] 01\"/>\n" +
+            "</object>\n</object>\n";
+  }
+  text += "</object>\n</topology>\n";
+  auto t = LoadText(text);
+  ASSERT_THAT(t.status(), testing::IsOk());
+  ASSERT_EQ(t->numa_nodes().size(), 4U);
+  EXPECT_EQ(t->FindNumaNode(0)->cpus.ToList(), "0-13");
+  EXPECT_EQ(t->FindNumaNode(1)->cpus.ToList(), "0-13");
+  EXPECT_EQ(t->FindNumaNode(2)->cpus.ToList(), "14-27");
+  EXPECT_EQ(t->FindNumaNode(3)->cpus.ToList(), "14-27");
+  EXPECT_THAT(
+      t->warnings(),
+      ::testing::Contains(HasSubstr("nodes 0 and 1 both hold CPUs 0-13")));
+  EXPECT_THAT(t->FindDevice(A("0000:00:00.0"))->numa_nodes, ElementsAre(0, 1));
+  EXPECT_THAT(t->FindDevice(A("0000:80:00.0"))->numa_nodes, ElementsAre(2, 3));
+  // Each shared CPU is counted once, on the lower node.
+  for (const CpuInfo& cpu : t->cpus()) {
+    EXPECT_EQ(cpu.numa_node, cpu.id < 14 ? 0 : 2) << cpu.id;
+  }
 }
 
 }  // namespace

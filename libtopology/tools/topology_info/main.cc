@@ -18,6 +18,7 @@
 #include "topology/cost_graph.h"
 #include "topology/device_selection.h"
 #include "topology/discovery.h"
+#include "topology/text_file.h"
 
 #include "render.h"
 
@@ -189,9 +190,10 @@ int RunGraphSelect(const topology::Topology& topo,
     }
   }
   if (!cost_table.empty()) {
-    std::ifstream in(cost_table);
-    if (!in) return fail("--cost-table: cannot read " + cost_table);
-    const nlohmann::json table = nlohmann::json::parse(in, nullptr, false);
+    // A pair costs some 60 bytes: 64 MiB is a million pairs.
+    const auto text = topology::ReadTextFile(cost_table, size_t{64} << 20);
+    if (!text.ok()) return fail("--cost-table: " + text.status().message());
+    const nlohmann::json table = nlohmann::json::parse(*text, nullptr, false);
     if (!table.is_array()) {
       return fail(
           "--cost-table: want a JSON list of "
