@@ -523,7 +523,7 @@ Status HostManager::Register(const std::string& version,
         [this](PluginEndpoint* e, std::vector<manager::Device> d) {
           OnList(e, std::move(d));
         },
-        [this](PluginEndpoint* e, const grpc::Status&) { OnEnd(e); });
+        [this](PluginEndpoint* e, const Status& why) { OnEnd(e, why); });
   }
   LOG(INFO) << "registered " << resource << " at " << endpoint
             << (fresh->options().get_preferred_allocation_available
@@ -541,6 +541,37 @@ void HostManager::OnList(PluginEndpoint* endpoint,
     std::lock_guard lock(mu_);
     auto it = resources_.find(endpoint->resource());
     if (it == resources_.end() || it->second.endpoint.get() != endpoint) return;
+    // Ids no later step can carry are refused, each named: empty (the
+    // kubelet's maps and the checkpoint would hold a nameless device), not
+    // UTF-8 (a protobuf string and the JSON views must be), or with control
+    // characters (they would break the log and the journal's lines).
+    std::string refused;
+    size_t refused_count = 0;
+    std::erase_if(devices, [&](const manager::Device& device) {
+      const char* why = nullptr;
+      if (device.id.empty()) {
+        why = "is empty";
+      } else if (!IsValidUtf8(device.id)) {
+        why = "is not UTF-8";
+      } else if (std::any_of(device.id.begin(), device.id.end(), [](char c) {
+                   return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+                 })) {
+        why = "has control characters";
+      }
+      if (why == nullptr) return false;
+      if (++refused_count <= 4) {
+        refused += std::string(refused.empty() ? "" : ", ") + "id " +
+                   Quoted(device.id) + " " + why;
+      }
+      return true;
+    });
+    if (refused_count > 0) {
+      it->second.problem = std::to_string(refused_count) +
+                           " device(s) of the last list refused: " + refused;
+      LOG(WARNING) << endpoint->resource() << ": " << it->second.problem;
+    } else {
+      it->second.problem.clear();
+    }
     // Duplicate ids: the last entry wins, as in a Go map, but say so.
     std::map<std::string, manager::Device> unique;
     for (manager::Device& device : devices) {
@@ -563,16 +594,19 @@ void HostManager::OnList(PluginEndpoint* endpoint,
   (void)Persist(record);
 }
 
-void HostManager::OnEnd(PluginEndpoint* endpoint) {
+void HostManager::OnEnd(PluginEndpoint* endpoint, const Status& why) {
   std::string record;
   {
     std::lock_guard lock(mu_);
     auto it = resources_.find(endpoint->resource());
     if (it == resources_.end() || it->second.endpoint.get() != endpoint) return;
     if (stopping_) return;
+    it->second.problem =
+        why.ok() ? "the plugin ended its ListAndWatch stream" : why.ToString();
     LOG(WARNING) << endpoint->resource() << ": plugin at "
-                 << endpoint->socket().string()
-                 << " disconnected; allocatable is 0 until it registers again";
+                 << endpoint->socket().string() << " disconnected ("
+                 << it->second.problem
+                 << "); allocatable is 0 until it registers again";
     it->second.stopped_since = Clock::now();
     // As the kubelet: every device moves to the unhealthy set (capacity stays,
     // allocatable is 0) until a new registration sends a list.
@@ -963,6 +997,8 @@ json HostManager::StatusJson() const {
                         ? json(state.endpoint->socket().filename().string())
                         : json(nullptr)},
          {"connected", !stopped},
+         {"problem",
+          state.problem.empty() ? json(nullptr) : json(state.problem)},
          {"numa_nodes", per_node}});
   }
   json pods = json::array();

@@ -153,6 +153,9 @@ class HostManager {
     std::vector<manager::Device> devices;
     std::shared_ptr<PluginEndpoint> endpoint;  // null after a restore
     std::optional<std::chrono::steady_clock::time_point> stopped_since;
+    // Why the last stream ended, or which devices of the last list were
+    // refused; empty once a stream delivers a clean list.
+    std::string problem;
     // Registrations are numbered when they arrive; a slower, older one
     // never replaces a newer one that finished first.
     uint64_t installed_registration = 0;
@@ -166,7 +169,7 @@ class HostManager {
   Status Register(const std::string& version, const std::string& endpoint,
                   const std::string& resource);
   void OnList(PluginEndpoint* endpoint, std::vector<manager::Device> devices);
-  void OnEnd(PluginEndpoint* endpoint);
+  void OnEnd(PluginEndpoint* endpoint, const Status& why);
   void CollectGarbage();
   // An admitted pod's checkpoint record is appended to `*record`; the
   // caller persists it.

@@ -29,9 +29,11 @@
 #include <nlohmann/json.hpp>
 
 #include "topology/plugin/types.h"
+#include "topology/text_file.h"
 
 #include "control_client.h"
 #include "merge_case.h"
+#include "pod_manifest.h"
 #include "text_util.h"
 
 #ifndef TOPOLOGY_MANAGER_LIGHT
@@ -62,18 +64,14 @@ constexpr int kExitUnreachable = 3;
 constexpr char kDefaultControlSocket[] = "/run/topology-manager.sock";
 
 int RunMerge(const std::string& file, const std::string& engine, bool explain) {
-  std::string text;
-  if (file.empty() || file == "-") {
-    text.assign(std::istreambuf_iterator<char>(std::cin), {});
-  } else {
-    std::ifstream in(file);
-    if (!in) {
-      std::cerr << "topology-manager merge: cannot read " << file << "\n";
-      return kExitUsage;
-    }
-    text.assign(std::istreambuf_iterator<char>(in), {});
+  // A merge case is a few hint lists: 16 MiB is far beyond any.
+  const auto text =
+      topology::ReadTextFile(file.empty() ? "-" : file, size_t{16} << 20);
+  if (!text.ok()) {
+    std::cerr << "topology-manager merge: " << text.status().message() << "\n";
+    return kExitUsage;
   }
-  const json doc = json::parse(text, nullptr, false);
+  const json doc = json::parse(*text, nullptr, false);
   if (doc.is_discarded()) {
     std::cerr << "topology-manager merge: input: not valid JSON\n";
     return kExitUsage;
@@ -388,16 +386,26 @@ void PrintPodTable(const json& pods, bool explain, bool show_policy = false) {
 int RunAdmit(const std::vector<std::string>& files, const std::string& format,
              bool explain, const std::string& socket) {
   std::vector<topology::host::ManifestText> manifests;
+  size_t total = 0;
   for (const std::string& file : files) {
-    std::ifstream in(file);
-    if (!in) {
-      std::cerr << "topology-manager admit: cannot read " << file << "\n";
+    auto text = topology::ReadTextFile(file, topology::host::kMaxManifestBytes);
+    if (!text.ok()) {
+      std::cerr << "topology-manager admit: " << text.status().message()
+                << " (a Pod manifest is a few KiB)\n";
+      return kExitUsage;
+    }
+    total += text->size();
+    if (total > topology::host::kMaxAdmitRequestBytes) {
+      std::cerr << "topology-manager admit: the manifests together are larger "
+                   "than "
+                << topology::ByteSize(topology::host::kMaxAdmitRequestBytes)
+                << ", the limit of one call; admit them in several\n";
       return kExitUsage;
     }
     // The server checks each manifest and names the field or line of a
     // bad one (a usage error, never a transport failure).
     manifests.push_back({topology::host::IsValidUtf8(file) ? file : "(file)",
-                         std::string(std::istreambuf_iterator<char>(in), {})});
+                         std::move(*text)});
   }
   const auto pods = Call(socket, "Admit",
                          topology::host::EncodeAdmitRequest(manifests, explain),

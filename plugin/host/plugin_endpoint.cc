@@ -33,7 +33,7 @@ StatusOr<std::shared_ptr<PluginEndpoint>> PluginEndpoint::Connect(
     std::chrono::milliseconds dial_timeout,
     std::chrono::milliseconds rpc_timeout) {
   grpc::ChannelArguments args;
-  args.SetMaxReceiveMessageSize(4 << 20);  // grpc-go's default, as the kubelet
+  args.SetMaxReceiveMessageSize(kMaxListBytes);
   auto channel = grpc::CreateCustomChannel(
       "unix:" + socket.string(), grpc::InsecureChannelCredentials(), args);
   if (!channel->WaitForConnected(std::chrono::system_clock::now() +
@@ -134,7 +134,15 @@ void PluginEndpoint::Start(ListCallback on_list, EndCallback on_end) {
     ended.reset();
     stub.reset();
     Disconnect();
-    on_end(this, status);
+    Status why = status.ok() ? OkStatus() : FromGrpc(status, "ListAndWatch");
+    if (status.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      why = Status(why.code(),
+                   why.message() + " (a ListAndWatch message is at most " +
+                       std::to_string(kMaxListBytes >> 20) +
+                       " MiB, as the kubelet accepts; about 40,000 devices "
+                       "with their topology)");
+    }
+    on_end(this, why);
     finished_.store(true);
   });
 }

@@ -29,7 +29,13 @@ class PluginEndpoint final : public manager::DevicePluginEndpoint {
  public:
   using ListCallback =
       std::function<void(PluginEndpoint*, std::vector<manager::Device>)>;
-  using EndCallback = std::function<void(PluginEndpoint*, const grpc::Status&)>;
+  // `why` is the stream's end: its status, and for a list over the message
+  // limit the limit named ("... a ListAndWatch message is at most 4 MiB").
+  using EndCallback = std::function<void(PluginEndpoint*, const Status& why)>;
+
+  // The largest ListAndWatch message accepted: grpc-go's default, which is
+  // what the kubelet's client accepts.
+  static constexpr int kMaxListBytes = 4 << 20;
 
   // Dials `socket` (10 s, like the kubelet) and reads the options. Errors
   // carry the kubelet's wording ("failed to dial device plugin: ...",

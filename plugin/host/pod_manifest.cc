@@ -9,8 +9,10 @@
 #include <yaml-cpp/yaml.h>
 
 #include "topology/manager/topology_manager.h"
+#include "topology/text_file.h"
 
 #include "text_util.h"
+#include "yaml_keys.h"
 
 namespace topology::host {
 namespace {
@@ -316,10 +318,19 @@ StatusOr<int64_t> ParseCpuQuantity(std::string_view text) {
 StatusOr<std::vector<manager::Pod>> ParsePodManifests(std::string_view text,
                                                       std::string_view source) {
   std::vector<manager::Pod> pods;
+  if (text.size() > kMaxManifestBytes) {
+    return InvalidArgumentError(std::string(source) + ": larger than " +
+                                ByteSize(kMaxManifestBytes) +
+                                ", the limit of a manifest");
+  }
   try {
     const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
     for (size_t i = 0; i < docs.size(); ++i) {
       if (docs[i].IsNull()) continue;
+      Status keys = plugin::CheckNoDuplicateKeys(
+          docs[i],
+          std::string(source) + " (document " + std::to_string(i + 1) + ")");
+      if (!keys.ok()) return keys;
       auto pod = Parser(source, i).Parse(docs[i]);
       if (!pod.ok()) return pod.status();
       pods.push_back(std::move(*pod));

@@ -3,6 +3,7 @@
 #ifndef TOPOLOGY_HOST_POD_MANIFEST_H_
 #define TOPOLOGY_HOST_POD_MANIFEST_H_
 
+#include <cstddef>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -19,11 +20,20 @@ namespace topology::host {
 inline constexpr char kTopologyPolicyAnnotation[] =
     "topology.libtopology.dev/policy";
 
-// Parses every "kind: Pod" document of `text`. uid is metadata.uid when
-// given, else "<namespace>/<name>". Limits: "cpu" in millicores ("2",
-// "1500m", "0.5"), extended resources ("example.com/gpu": 2) as counts;
-// requests default to limits. Guaranteed when every container has cpu and
-// memory limits and its requests equal them. Errors name `source`, the
+// A manifest file larger than this is refused, by the command before it is
+// sent and by the server (the API server takes at most 3 MiB a request; a
+// Pod manifest is a few KiB).
+inline constexpr size_t kMaxManifestBytes = size_t{4} << 20;
+// All the manifests of one admit call together: below the control socket's
+// 16 MiB message limit, with room for the request's framing.
+inline constexpr size_t kMaxAdmitRequestBytes = size_t{12} << 20;
+
+// Parses every "kind: Pod" document of `text` (at most kMaxManifestBytes;
+// a mapping that gives a key twice is an error, as for the API server). uid is
+// metadata.uid when given, else "<namespace>/<name>". Limits: "cpu" in
+// millicores ("2", "1500m", "0.5"), extended resources ("example.com/gpu": 2)
+// as counts; requests default to limits. Guaranteed when every container has
+// cpu and memory limits and its requests equal them. Errors name `source`, the
 // document and the field path. The pod's own topology policy comes from
 // spec.topology.policy or the annotation above (unknown values and
 // contradicting values are errors naming the pod).

@@ -8,6 +8,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include "topology/plugin/resource_name.h"
+#include "topology/text_file.h"
+
+#include "yaml_keys.h"
 
 namespace topology::device_plugin {
 namespace {
@@ -291,7 +294,10 @@ class Parser {
 StatusOr<Config> ParseConfig(std::string_view text, std::string_view source) {
   Parser parser(source);
   try {
-    return parser.Parse(YAML::Load(std::string(text)));
+    const YAML::Node root = YAML::Load(std::string(text));
+    Status keys = plugin::CheckNoDuplicateKeys(root, source);
+    if (!keys.ok()) return keys;
+    return parser.Parse(root);
   } catch (const YAML::Exception& e) {
     std::string where(source);
     if (!e.mark.is_null()) {
@@ -303,13 +309,17 @@ StatusOr<Config> ParseConfig(std::string_view text, std::string_view source) {
 }
 
 StatusOr<Config> LoadConfig(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) {
-    return NotFoundError("cannot read the configuration " + file.string());
+  std::error_code error;
+  if (!std::filesystem::exists(file, error)) {
+    return NotFoundError("cannot read the configuration " + file.string() +
+                         ": it does not exist");
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return ParseConfig(text.str(), file.string());
+  auto text = ReadTextFile(file.string(), kMaxConfigBytes);
+  if (!text.ok()) {
+    return InvalidArgumentError("the configuration: " +
+                                text.status().message());
+  }
+  return ParseConfig(*text, file.string());
 }
 
 std::string PciDeviceEnvName(std::string_view resource_name) {

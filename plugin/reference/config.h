@@ -72,6 +72,13 @@ struct Config {
 // syntax, and the key path ("resources[0].selectors[1].vendors[0]") for bad
 // values and unknown keys.
 StatusOr<Config> ParseConfig(std::string_view text, std::string_view source);
+// A configuration larger than this is refused (a ConfigMap holds at most
+// 1 MiB).
+inline constexpr size_t kMaxConfigBytes = size_t{1} << 20;
+
+// Reads and parses `file`: NOT_FOUND when it does not exist;
+// INVALID_ARGUMENT naming it when it is a directory, larger than
+// kMaxConfigBytes or not a valid configuration.
 StatusOr<Config> LoadConfig(const std::filesystem::path& file);
 
 // "PCIDEVICE_EXAMPLE_COM_GPU" for "example.com/gpu" (the SR-IOV convention).

@@ -38,6 +38,8 @@ StatusOr<NvidiaGpuInformation> ParseNvidiaGpuInformation(
   NvidiaGpuInformation info;
   bool have_minor = false;
   bool have_uuid = false;
+  bool have_model = false;
+  bool have_location = false;
   size_t line_number = 0;
   while (!text.empty()) {
     ++line_number;
@@ -51,6 +53,15 @@ StatusOr<NvidiaGpuInformation> ParseNvidiaGpuInformation(
     const std::string_view value = Trim(line.substr(colon + 1));
     const std::string where = "line " + std::to_string(line_number) + " (" +
                               std::string(key.substr(0, 32)) + ")";
+    // A field given twice: which one the driver meant is unknown.
+    bool* seen = key == "Device Minor"   ? &have_minor
+                 : key == "GPU UUID"     ? &have_uuid
+                 : key == "Model"        ? &have_model
+                 : key == "Bus Location" ? &have_location
+                                         : nullptr;
+    if (seen != nullptr && *seen) {
+      return DataLossError(where + ": given twice");
+    }
     if (key == "Device Minor") {
       uint32_t minor = 0;
       const auto [ptr, error] =
@@ -69,8 +80,10 @@ StatusOr<NvidiaGpuInformation> ParseNvidiaGpuInformation(
       have_uuid = true;
     } else if (key == "Model") {
       info.model = std::string(value.substr(0, 128));
+      have_model = true;
     } else if (key == "Bus Location") {
       info.bus_location = std::string(value.substr(0, 32));
+      have_location = true;
     }
   }
   if (!have_minor) return DataLossError("no \"Device Minor\" line");
@@ -118,6 +131,58 @@ StatusOr<NvidiaGpuInformation> ReadNvidiaGpuInformation(
     }
   }
   return info;
+}
+
+NvidiaInventory ReadNvidiaInventory(const std::filesystem::path& host_root,
+                                    const std::vector<PciAddress>& addresses) {
+  NvidiaInventory inventory;
+  if (addresses.empty()) return inventory;
+  const std::filesystem::path driver = host_root / "proc/driver/nvidia";
+  std::error_code error;
+  if (!std::filesystem::is_directory(driver, error)) {
+    inventory.driver_missing =
+        driver.string() +
+        " is not there: the NVIDIA driver is not loaded, or the host's "
+        "/proc/driver/nvidia is not mounted under the host root";
+  }
+  std::map<uint32_t, std::vector<PciAddress>> by_minor;
+  std::map<std::string, std::vector<PciAddress>> by_uuid;
+  for (const PciAddress& address : addresses) {
+    auto info = ReadNvidiaGpuInformation(host_root, address);
+    if (!info.ok()) {
+      inventory.problems[address] = !inventory.driver_missing.empty()
+                                        ? inventory.driver_missing
+                                        : info.status().message();
+      continue;
+    }
+    by_minor[info->minor].push_back(address);
+    by_uuid[info->uuid].push_back(address);
+    inventory.gpus.emplace(address, std::move(*info));
+  }
+  // Every GPU of a shared value is refused: which one the value belongs to
+  // cannot be told.
+  const auto refuse = [&](const std::vector<PciAddress>& sharing,
+                          const std::string& what) {
+    if (sharing.size() < 2) return;
+    for (const PciAddress& address : sharing) {
+      std::string others;
+      for (const PciAddress& other : sharing) {
+        if (other == address) continue;
+        others += (others.empty() ? "" : ", ") + other.ToString();
+      }
+      inventory.problems[address] =
+          "the NVIDIA driver gives " + what + " to this GPU and to " + others;
+      inventory.gpus.erase(address);
+    }
+  };
+  for (const auto& [minor, sharing] : by_minor) {
+    refuse(sharing, "Device Minor " + std::to_string(minor) + " (/dev/nvidia" +
+                        std::to_string(minor) + ")");
+  }
+  for (const auto& [uuid, sharing] : by_uuid) {
+    refuse(sharing, "GPU UUID " + uuid);
+  }
+  return inventory;
 }
 
 std::vector<std::string> NvidiaControlNodes(

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -28,7 +29,8 @@ struct NvidiaGpuInformation {
 
 // Parses the "Key: <tabs/spaces> value" lines. DATA_LOSS naming the line
 // when "Device Minor" or "GPU UUID" is missing or malformed (a minor above
-// 255, a UUID not "GPU-" + hex and dashes).
+// 255, a UUID not "GPU-" + hex and dashes), or when a field the plugin uses
+// (Model, GPU UUID, Device Minor, Bus Location) is given twice.
 StatusOr<NvidiaGpuInformation> ParseNvidiaGpuInformation(std::string_view text);
 
 // Reads <host_root>/proc/driver/nvidia/gpus/<address>/information (links
@@ -36,6 +38,24 @@ StatusOr<NvidiaGpuInformation> ParseNvidiaGpuInformation(std::string_view text);
 // `address`. Errors name the file.
 StatusOr<NvidiaGpuInformation> ReadNvidiaGpuInformation(
     const std::filesystem::path& host_root, const PciAddress& address);
+
+// What the driver says about a plugin's GPUs, cross-checked: no two GPUs
+// may share a device node or a UUID (each would reach the other's GPU).
+struct NvidiaInventory {
+  // GPUs whose information is readable and unique.
+  std::map<PciAddress, NvidiaGpuInformation> gpus;
+  // Why each other GPU is refused: its information file's error, or the
+  // GPU it shares a Device Minor or UUID with. Such GPUs are advertised
+  // Unhealthy and never allocated.
+  std::map<PciAddress, std::string> problems;
+  // Set when <host_root>/proc/driver/nvidia is not there at all: the
+  // driver is not loaded or the host's directory is not mounted.
+  std::string driver_missing;
+};
+
+// Reads and cross-checks the information of every GPU in `addresses`.
+NvidiaInventory ReadNvidiaInventory(const std::filesystem::path& host_root,
+                                    const std::vector<PciAddress>& addresses);
 
 // The control nodes every NVIDIA container needs, those present under
 // <host_root>/dev; when <host_root>/dev is not visible, nvidiactl,

@@ -182,10 +182,27 @@ class TopologyDevicePlugin::Handler final : public plugin::ResourceHandler {
         allocation.cdi_devices.push_back(config_.cdi_kind + "=" + id);
       }
       if (config_.nvidia) {
+        if (const auto problem = snapshot->nvidia.problems.find(*address);
+            problem != snapshot->nvidia.problems.end()) {
+          return FailedPreconditionError(config_.name + ": device " + id +
+                                         ": " + problem->second);
+        }
         auto gpu = ReadNvidiaGpuInformation(root, *address);
         if (!gpu.ok()) {
           return Status(gpu.status().code(), config_.name + ": device " + id +
                                                  ": " + gpu.status().message());
+        }
+        // Read again now: the driver may have been reloaded since the scan.
+        // No other GPU may have its node or UUID.
+        for (const auto& [other, info] : snapshot->nvidia.gpus) {
+          if (other != *address &&
+              (info.minor == gpu->minor || info.uuid == gpu->uuid)) {
+            return FailedPreconditionError(
+                config_.name + ": device " + id +
+                ": the NVIDIA driver now "
+                "gives it the Device Minor or UUID of " +
+                other.ToString());
+          }
         }
         gpus.push_back(std::move(*gpu));
       }
@@ -223,6 +240,14 @@ StatusOr<std::unique_ptr<TopologyDevicePlugin>> TopologyDevicePlugin::Create(
            plugin->options_.config, (*snapshot)->topology)) {
     LOG(WARNING) << warning;
   }
+  if (const std::string& missing = (*snapshot)->nvidia.driver_missing;
+      !missing.empty()) {
+    LOG(ERROR) << missing << "; every GPU of the resources with nvidia: "
+               << "true is advertised Unhealthy until it is (mount the "
+                  "host's /proc/driver/nvidia read-only at "
+               << (plugin->options_.host_root / "proc/driver/nvidia").string()
+               << ")";
+  }
   plugin->runner_ =
       std::make_unique<plugin::PluginRunner>(plugin->options_.runner);
   {
@@ -255,6 +280,11 @@ StatusOr<std::shared_ptr<Snapshot>> TopologyDevicePlugin::Discover(
   auto snapshot = std::make_shared<Snapshot>(std::move(*topology));
   snapshot->claims =
       AssignDevices(options_.config, snapshot->topology, *reader_, previous);
+  std::vector<PciAddress> gpus;
+  for (const auto& [address, index] : snapshot->claims) {
+    if (options_.config.resources[index].nvidia) gpus.push_back(address);
+  }
+  snapshot->nvidia = ReadNvidiaInventory(options_.host_root, gpus);
   return snapshot;
 }
 
@@ -279,10 +309,17 @@ std::vector<plugin::Device> TopologyDevicePlugin::DevicesOf(
     if (device == nullptr) continue;
     std::optional<plugin::HealthVerdict> last;
     if (!read_health) last = health_.Last(address);
-    const plugin::HealthVerdict verdict =
+    plugin::HealthVerdict verdict =
         last ? *last
              : health_.Observe(address,
                                plugin::ReadPciHealth(*reader_, address), now);
+    // A GPU whose driver information is missing or shared with another GPU
+    // would fail or reach the wrong GPU at Allocate.
+    if (const auto problem = snapshot.nvidia.problems.find(address);
+        problem != snapshot.nvidia.problems.end()) {
+      verdict.health = plugin::Health::kUnhealthy;
+      verdict.reason = problem->second;
+    }
     // Only devices that are not healthy have an entry (10,000 healthy
     // devices cost nothing here).
     auto known = unhealthy_reasons_.find(address);
@@ -464,7 +501,11 @@ Status TopologyDevicePlugin::Reconcile() {
       const auto known = unhealthy_reasons_.find(address);
       const std::string& reason =
           known == unhealthy_reasons_.end() ? std::string() : known->second;
-      changed = changed || verdict.reason != reason;
+      const auto problem = snapshot->nvidia.problems.find(address);
+      const std::string& expected = problem == snapshot->nvidia.problems.end()
+                                        ? verdict.reason
+                                        : problem->second;
+      changed = changed || expected != reason;
     }
   }
   if (!changed) return OkStatus();
@@ -506,8 +547,11 @@ void TopologyDevicePlugin::RescanLoop() {
     const bool uevent_due = uevent_rescan_at_ && now >= *uevent_rescan_at_;
     if (periodic_due || uevent_due) {
       // Without uevents nothing else tells of a device added, removed or
-      // rebound: then every period is a full rescan.
-      const bool full = uevent_due || !uevents_live_;
+      // rebound: then every period is a full rescan. So too while a GPU's
+      // driver information is missing or shared (no uevent tells of the
+      // driver loading or /proc/driver/nvidia being mounted).
+      const bool full =
+          uevent_due || !uevents_live_ || !snapshot()->nvidia.problems.empty();
       uevent_rescan_at_.reset();
       lock.unlock();
       (void)(full ? Rescan() : Reconcile());
@@ -597,9 +641,16 @@ std::string TopologyDevicePlugin::DescribeMatches() const {
       auto address = PciAddress::Parse(device.id);
       const PciDevice* pci =
           address.ok() ? snapshot->topology.FindDevice(*address) : nullptr;
+      std::string reason;
+      if (device.health != plugin::Health::kHealthy && address.ok()) {
+        std::lock_guard lock(mu_);
+        const auto known = unhealthy_reasons_.find(*address);
+        if (known != unhealthy_reasons_.end())
+          reason = " (" + known->second + ")";
+      }
       out << "  " << device.id << "  "
           << DescribeFunction(pci, device.numa_nodes) << "  "
-          << plugin::HealthName(device.health) << "\n";
+          << plugin::HealthName(device.health) << reason << "\n";
     }
   }
   // Functions no resource claims, so that a selector that misses can be
@@ -623,6 +674,10 @@ std::string TopologyDevicePlugin::DescribeMatches() const {
   for (const std::string& warning :
        PfNamesWithoutInterface(options_.config, snapshot->topology)) {
     out << "warning: " << warning << "\n";
+  }
+  if (!snapshot->nvidia.driver_missing.empty()) {
+    out << "warning: " << snapshot->nvidia.driver_missing
+        << "; the GPUs are Unhealthy until it is\n";
   }
   return out.str();
 }

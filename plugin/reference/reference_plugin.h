@@ -24,6 +24,7 @@
 #include "topology/topology.h"
 
 #include "config.h"
+#include "nvidia.h"
 #include "selectors.h"
 
 namespace topology::device_plugin {
@@ -56,6 +57,8 @@ struct Snapshot {
   Topology topology;
   CostModel model;
   Claims claims;  // device -> resource index
+  // The GPUs of resources with `nvidia: true`, cross-checked.
+  NvidiaInventory nvidia;
 };
 
 class TopologyDevicePlugin {

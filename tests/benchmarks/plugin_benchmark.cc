@@ -7,7 +7,8 @@
 //   - the idle plugin process (registered, stream open): resident memory
 //     < 20 MiB with 1,024 devices and < 24 MiB with 10,000; CPU < 0.05 %
 //     of a core over 60 s with 10,000 devices (and the same with
-//     --no-uevents, periodic full rescans, for comparison).
+//     --no-uevents, periodic full rescans, for comparison);
+//   - /healthz answered while pods hold and trickle connections to the port.
 #include <algorithm>
 #include <chrono>
 #include <csignal>
@@ -24,11 +25,13 @@
 
 #include <benchmark/benchmark.h>
 
+#include "topology/plugin/http_endpoint.h"
 #include "topology/plugin/logging.h"
 #include "topology/plugin/plugin_runner.h"
 
 #include "context_switches.h"
 #include "fake_kubelet.h"
+#include "http_attack.h"
 #include "reference_plugin.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
@@ -314,6 +317,63 @@ BENCHMARK(BM_IdlePlugin10000)
     ->Arg(0)
     ->Iterations(1)
     ->Unit(benchmark::kSecond);
+
+// The kubelet's probe of /healthz (from 127.0.0.2, the node) while pods
+// attack the port: arg 0 nobody, 1 a slow-loris of 200 connections from
+// one pod, 2 a flood of 10 slow connections from each of 20 pods, 3 the
+// slow-loris from the probe's own address (a host-network pod). Counters:
+// the share of probes answered 200 within 1 s, and their latency.
+void BM_HealthzUnderAttack(benchmark::State& state) {
+  auto http = plugin::HttpEndpoint::Start(
+      "127.0.0.1:0", {.health_problem = [] { return std::string(); },
+                      .metrics = [] { return std::string("up 1\n"); }});
+  if (!http.ok()) std::abort();
+  const int port = (*http)->port();
+  std::vector<std::unique_ptr<testing::SlowLoris>> attacks;
+  switch (state.range(0)) {
+    case 1:
+      attacks.push_back(
+          std::make_unique<testing::SlowLoris>(port, "127.0.0.3", 200));
+      break;
+    case 2:
+      for (int i = 0; i < 20; ++i) {
+        attacks.push_back(std::make_unique<testing::SlowLoris>(
+            port, "127.0.1." + std::to_string(i + 1), 10));
+      }
+      break;
+    case 3:
+      attacks.push_back(
+          std::make_unique<testing::SlowLoris>(port, "127.0.0.2", 200));
+      break;
+    default:
+      break;
+  }
+  std::this_thread::sleep_for(1s);  // the attack in place
+  std::vector<double> micros;
+  size_t answered = 0;
+  for (auto _ : state) {
+    const auto start = std::chrono::steady_clock::now();
+    const int code = testing::ProbeFrom("127.0.0.2", port, "/healthz", 1000ms);
+    micros.push_back(std::chrono::duration<double, std::micro>(
+                         std::chrono::steady_clock::now() - start)
+                         .count());
+    if (code == 200) ++answered;
+    std::this_thread::sleep_for(10ms);
+  }
+  uint64_t cut = 0;
+  for (const auto& attack : attacks) cut += attack->reopened();
+  ReportPercentiles(state, micros);
+  state.counters["answered_pct"] = 100.0 * static_cast<double>(answered) /
+                                   static_cast<double>(micros.size());
+  state.counters["attack_cut"] = static_cast<double>(cut);
+}
+BENCHMARK(BM_HealthzUnderAttack)
+    ->Arg(0)
+    ->Arg(1)
+    ->Arg(2)
+    ->Arg(3)
+    ->Iterations(300)
+    ->Unit(benchmark::kMicrosecond);
 
 }  // namespace
 }  // namespace topology::device_plugin

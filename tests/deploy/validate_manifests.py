@@ -41,6 +41,7 @@ def error(where, message):
 KINDS = {
     ("apps/v1", "DaemonSet"): "V1DaemonSet",
     ("v1", "ConfigMap"): "V1ConfigMap",
+    ("networking.k8s.io/v1", "NetworkPolicy"): "V1NetworkPolicy",
 }
 
 
@@ -195,6 +196,32 @@ def check_baseline(daemonset, where):
                 error(c, f"resources.{part} needs cpu and memory")
 
 
+def check_exposure(objects):
+    """The plugin pods accept no traffic but the kubelet's probes (from the
+    node, which NetworkPolicy never blocks): a NetworkPolicy selecting them
+    denies every ingress, and no hostPort publishes the HTTP port on the
+    node's addresses."""
+    daemonsets = [d for _, d in objects if d["kind"] == "DaemonSet"]
+    policies = [d for _, d in objects if d["kind"] == "NetworkPolicy"]
+    for daemonset in daemonsets:
+        pod_labels = daemonset["spec"]["template"]["metadata"].get("labels", {})
+        selecting = [p for p in policies
+                     if p["spec"].get("podSelector", {}).get("matchLabels")
+                     and all(pod_labels.get(k) == v for k, v in
+                             p["spec"]["podSelector"]["matchLabels"].items())]
+        if not selecting:
+            error("networkpolicy", "no NetworkPolicy selects the plugin pods")
+        for policy in selecting:
+            if "Ingress" not in policy["spec"].get("policyTypes", []) or \
+                    policy["spec"].get("ingress"):
+                error("networkpolicy",
+                      "the base NetworkPolicy must deny every ingress")
+        for container in daemonset["spec"]["template"]["spec"]["containers"]:
+            for port in container.get("ports", []):
+                if port.get("hostPort"):
+                    error("daemonset", f"port {port.get('name')} has a hostPort")
+
+
 def check_plugin_config(configmap, binary, fixture, where):
     text = configmap.get("data", {}).get("config.yaml")
     if text is None:
@@ -255,7 +282,7 @@ def check_monitoring_component(daemonset_dir):
         return
     docs = [d for d in yaml.safe_load_all(result.stdout) if d]
     by_kind = {d["kind"]: d for d in docs}
-    for kind in ("DaemonSet", "Service", "PodMonitor"):
+    for kind in ("DaemonSet", "Service", "PodMonitor", "NetworkPolicy"):
         if kind not in by_kind:
             error("components/monitoring", f"renders no {kind}")
             return
@@ -289,6 +316,24 @@ def check_monitoring_component(daemonset_dir):
         if endpoint.get("port") not in ports or endpoint.get("path") != "/metrics":
             error("components/monitoring",
                   "PodMetricsEndpoint must scrape /metrics on a named pod port")
+    # The scrape opens the metrics port alone, to a namespace selector.
+    policy = by_kind["NetworkPolicy"]
+    check_type(policy, "V1NetworkPolicy", "components/monitoring NetworkPolicy")
+    rules = policy["spec"].get("ingress", [])
+    if len(rules) != 1:
+        error("components/monitoring",
+              "the NetworkPolicy must open exactly one ingress rule")
+    for rule in rules:
+        rule_ports = [p.get("port") for p in rule.get("ports", [])]
+        if not rule_ports or any(p not in ports and p not in ports.values()
+                                 for p in rule_ports) or \
+                any(p != ports.get("http") and p != "http" for p in rule_ports):
+            error("components/monitoring",
+                  "the NetworkPolicy must open only the http port")
+        if not rule.get("from") or any("namespaceSelector" not in peer
+                                       for peer in rule["from"]):
+            error("components/monitoring",
+                  "the NetworkPolicy must admit a namespace, not everyone")
     for doc in docs:
         if doc.get("metadata", {}).get("namespace") != "kube-system":
             error("components/monitoring", f"{doc['kind']} is not in kube-system")
@@ -404,6 +449,7 @@ def main():
                     error(where, f"ConfigMap {name} is not part of the kustomization")
         if doc["kind"] == "ConfigMap":
             check_plugin_config(doc, binary, fixture, where)
+    check_exposure(objects)
     rendered = check_kustomize(daemonset_dir)
     check_monitoring_component(daemonset_dir)
     for doc in rendered:

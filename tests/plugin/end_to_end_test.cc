@@ -574,6 +574,43 @@ TEST_F(EndToEndTest, CommandLine) {
   EXPECT_EQ(result.exit_code, 2) << result.out;
   EXPECT_THAT(result.out,
               ::testing::HasSubstr("comment.yaml line 3: not valid UTF-8"));
+  // Manifests are bounded before anything is sent: exit 2 naming the file
+  // and the limit, never "cannot reach" or an exception's text.
+  const std::string big = file("big.yaml", std::string(20u << 20, '#'));
+  result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+                      " admit --control-socket " + control() + " " + big);
+  EXPECT_EQ(result.exit_code, 2) << result.out;
+  EXPECT_THAT(result.out, ::testing::HasSubstr(big + " is larger than 4 MiB"));
+  result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+                      " admit --control-socket " + control() + " " +
+                      work_.path().string());
+  EXPECT_EQ(result.exit_code, 2) << result.out;
+  EXPECT_THAT(result.out, ::testing::HasSubstr("is a directory"));
+  result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+                      " admit --control-socket " + control() + " /dev/zero");
+  EXPECT_EQ(result.exit_code, 2) << result.out;
+  EXPECT_THAT(result.out,
+              ::testing::HasSubstr("/dev/zero is larger than 4 MiB"));
+  const std::string part = file("part.yaml", std::string(4u << 20, '#'));
+  result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+                      " admit --control-socket " + control() + " " + part +
+                      " " + part + " " + part + " " + good);
+  EXPECT_EQ(result.exit_code, 2) << result.out;
+  EXPECT_THAT(result.out, ::testing::HasSubstr("larger than 12 MiB"));
+  // A key given twice is refused, as the API server refuses it.
+  result =
+      RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+                 " admit --control-socket " + control() + " " +
+                 file("twice.yaml",
+                      "kind: Pod\nmetadata:\n  name: twice\n  annotations:\n"
+                      "    topology.libtopology.dev/policy: none\n"
+                      "    topology.libtopology.dev/policy: single-numa-node\n"
+                      "spec: {containers: [{name: c}]}\n"));
+  EXPECT_EQ(result.exit_code, 2) << result.out;
+  EXPECT_THAT(result.out,
+              ::testing::HasSubstr("metadata.annotations: key "
+                                   "\"topology.libtopology.dev/policy\" is "
+                                   "given twice (lines 5 and 6)"));
   // The server refuses a status format it does not know.
   {
     grpc::ClientContext context;

@@ -381,6 +381,38 @@ TEST_F(HostTest, K18_LargeListsAndOversizedMessages) {
   EXPECT_TRUE(
       WaitFor([&] { return View().stopped && View().allocatable == 0; }, 5s));
   EXPECT_EQ(View().capacity, 10000u);
+  // The cause, not merely "disconnected": the status names it and the limit.
+  const auto status = host_->StatusJson();
+  ASSERT_TRUE(status["resources"][0]["problem"].is_string());
+  const std::string problem = status["resources"][0]["problem"];
+  EXPECT_THAT(problem, HasSubstr("RESOURCE_EXHAUSTED"));
+  EXPECT_THAT(problem, HasSubstr("a ListAndWatch message is at most 4 MiB"));
+}
+
+// Ids nothing downstream can carry are refused and named; the rest of the
+// list counts. A clean list clears the problem.
+TEST_F(HostTest, DeviceIdsThatCannotBeCarriedAreRefused) {
+  StartHost();
+  auto plugin =
+      Plugin("a.sock", {MakeDevice("gpu-0", {0}), MakeDevice("", {0}),
+                        MakeDevice("gpu\n1", {1}), MakeDevice("gpu-2", {1})});
+  ASSERT_TRUE(
+      WaitFor([&] { return View().capacity == 2 && View().allocatable == 2; }));
+  auto status = host_->StatusJson();
+  ASSERT_TRUE(status["resources"][0]["problem"].is_string());
+  const std::string problem = status["resources"][0]["problem"];
+  EXPECT_THAT(problem, HasSubstr("2 device(s) of the last list refused"));
+  EXPECT_THAT(problem, HasSubstr("id \"\" is empty"));
+  EXPECT_THAT(problem, HasSubstr("has control characters"));
+  // Never allocated: a pod asking for all four gets none of them.
+  EXPECT_FALSE(host_->Admit(MakePod("p", {{kGpu, 3}}), false).admitted);
+  const PodResult two = host_->Admit(MakePod("q", {{kGpu, 2}}), false);
+  ASSERT_TRUE(two.admitted);
+  EXPECT_THAT(two.containers[0].devices.at(kGpu),
+              ::testing::UnorderedElementsAre("gpu-0", "gpu-2"));
+  plugin->SetDevices(FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().capacity == 4; }));
+  EXPECT_TRUE(host_->StatusJson()["resources"][0]["problem"].is_null());
 }
 
 TEST_F(HostTest, K19_K20_DisconnectZeroesAllocatableThenGraceThenReturn) {

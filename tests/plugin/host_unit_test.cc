@@ -105,12 +105,28 @@ TEST(PodManifestTest, ErrorsNameTheField) {
        "used twice"},
       {"kind: Pod\nmetadata: {name: [\n", "pods.yaml:"},
       {"", "no Pod manifest"},
+      // A key given twice, at any depth, in any document.
+      {"kind: Pod\nkind: Pod\nmetadata: {name: x}\n",
+       "pods.yaml (document 1): (top): key \"kind\" is given twice"},
+      {"kind: Pod\nmetadata: {name: a}\nspec: {containers: [{name: c}]}\n"
+       "---\nkind: Pod\nmetadata: {name: b}\nspec: {containers: [{name: c, "
+       "resources: {limits: {example.com/gpu: 1, example.com/gpu: 2}}}]}\n",
+       "pods.yaml (document 2): spec.containers[0].resources.limits: key "
+       "\"example.com/gpu\" is given twice"},
   };
   for (const Case& c : cases) {
     EXPECT_THAT(ParsePodManifests(c.yaml, "pods.yaml").status(),
                 StatusIs(StatusCode::kInvalidArgument, HasSubstr(c.message)))
         << c.yaml;
   }
+}
+
+// The server bounds what it parses as the command does.
+TEST(PodManifestTest, LargerThanTheLimitIsRefused) {
+  const std::string big(kMaxManifestBytes + 1, '#');
+  EXPECT_THAT(ParsePodManifests(big, "big.yaml").status(),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("big.yaml: larger than 4 MiB")));
 }
 
 std::string Corpus(const std::string& name) {

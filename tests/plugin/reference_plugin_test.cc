@@ -371,6 +371,80 @@ TEST_F(ReferencePluginTest, NvidiaGpusGetMinorNodesUuidsAndCdiNames) {
               HasSubstr("proc/driver/nvidia/gpus/0000:1b:00.0/information"));
 }
 
+// Two GPUs whose driver entries give the same Device Minor, a UUID given
+// to two GPUs: each of them is advertised Unhealthy with the reason and
+// refused at Allocate; never two GPUs with one /dev/nvidia<minor> or UUID.
+TEST_F(ReferencePluginTest, NvidiaGpusSharingAMinorOrUuidAreRefused) {
+  const auto information = [&](const char* address) {
+    return root_.path() / "proc/driver/nvidia/gpus" / address / "information";
+  };
+  const auto rewrite = [&](const char* address, const std::string& from,
+                           const std::string& to) {
+    std::ifstream in(information(address));
+    std::string text((std::istreambuf_iterator<char>(in)), {});
+    const size_t at = text.find(from);
+    ASSERT_NE(at, std::string::npos) << text;
+    text.replace(at, from.size(), to);
+    std::ofstream(information(address), std::ios::trunc) << text;
+  };
+  // 1b takes 1a's minor; 3e takes 3d's UUID.
+  rewrite("0000:1b:00.0", "Device Minor: \t 1", "Device Minor: \t 0");
+  rewrite("0000:3e:00.0", "00001d2e0003", "00001d2e0002");
+  StartPlugin("    nvidia: true\n");
+  auto latest = gpu_->latest();
+  ASSERT_TRUE(latest);
+  for (const char* id :
+       {"0000:1a:00.0", "0000:1b:00.0", "0000:3d:00.0", "0000:3e:00.0"}) {
+    EXPECT_EQ(HealthOf(*latest, id), "Unhealthy") << id;
+  }
+  EXPECT_EQ(HealthOf(*latest, "0000:9a:00.0"), "Healthy");
+  const std::string matches = plugin_->DescribeMatches();
+  EXPECT_THAT(matches, HasSubstr("Unhealthy (the NVIDIA driver gives Device "
+                                 "Minor 0 (/dev/nvidia0) to this GPU and to "
+                                 "0000:1b:00.0)"));
+  EXPECT_THAT(matches, HasSubstr("GPU UUID GPU-5a0c1d2e-7b3f-4c19-9e8a-"
+                                 "00001d2e0002 to this GPU and to "
+                                 "0000:3d:00.0"));
+  for (const char* id : {"0000:1a:00.0", "0000:3e:00.0"}) {
+    v1beta1::AllocateRequest request;
+    request.add_container_requests()->add_devices_ids(id);
+    grpc::ClientContext context;
+    v1beta1::AllocateResponse response;
+    const grpc::Status status =
+        gpu_->stub().Allocate(&context, request, &response);
+    EXPECT_FALSE(status.ok()) << id;
+    EXPECT_THAT(status.error_message(), HasSubstr("unhealthy"));
+  }
+  // Fixed in the driver's files: Healthy again at the next rescan.
+  rewrite("0000:1b:00.0", "Device Minor: \t 0", "Device Minor: \t 1");
+  ASSERT_THAT(plugin_->Rescan(), IsOk());
+  EXPECT_TRUE(WaitForList(
+      [](const auto& list) {
+        return HealthOf(list, "0000:1a:00.0") == "Healthy" &&
+               HealthOf(list, "0000:1b:00.0") == "Healthy" &&
+               HealthOf(list, "0000:3e:00.0") == "Unhealthy";
+      },
+      2s));
+}
+
+// Without the host's /proc/driver/nvidia under the host root, every GPU
+// would fail at Allocate: they are advertised Unhealthy with the reason,
+// and --print-matches says why.
+TEST_F(ReferencePluginTest, NvidiaWithoutTheDriversProcIsSaidAtStart) {
+  std::filesystem::remove_all(root_.path() / "proc/driver/nvidia");
+  StartPlugin("    nvidia: true\n");
+  auto latest = gpu_->latest();
+  ASSERT_TRUE(latest);
+  ASSERT_EQ(latest->devices_size(), 8);
+  for (const auto& device : latest->devices()) {
+    EXPECT_EQ(device.health(), "Unhealthy") << device.id();
+  }
+  EXPECT_THAT(plugin_->DescribeMatches(),
+              HasSubstr("proc/driver/nvidia is not there: the NVIDIA driver "
+                        "is not loaded, or the host's /proc/driver/nvidia is "
+                        "not mounted"));
+}
+
 TEST_F(ReferencePluginTest, VfioDevicesGetTheirGroupNodes) {
   // Rebind one GPU to vfio-pci with IOMMU group 42.
   const auto dir = DeviceDir("0000:9a:00.0");

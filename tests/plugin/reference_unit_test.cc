@@ -128,6 +128,21 @@ TEST(ConfigTest, ErrorsNameTheKeyPathAndPosition) {
   EXPECT_THAT(
       LoadConfig("/nonexistent/config.yaml").status(),
       StatusIs(StatusCode::kNotFound, HasSubstr("/nonexistent/config.yaml")));
+  // Bounded whatever it is given: a directory, an endless device.
+  EXPECT_THAT(LoadConfig("/").status(),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("directory")));
+  EXPECT_THAT(LoadConfig("/dev/zero").status(),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("/dev/zero is larger than 1 MiB")));
+  // A key given twice: which one was meant is unknown.
+  EXPECT_THAT(ParseConfig("resources:\n  - name: example.com/a\n"
+                          "    name: example.com/b\n"
+                          "    selectors: [{vendors: [\"10de\"]}]\n",
+                          "twice.yaml")
+                  .status(),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("twice.yaml: resources[0]: key \"name\" is "
+                                 "given twice (lines 2 and 3)")));
 }
 
 TEST(ConfigTest, PciDeviceEnvNameFollowsSriov) {
@@ -191,11 +206,19 @@ TEST(NvidiaInformationTest, ParsesTheDriversFile) {
        {"", "Model: x\n", "GPU UUID: GPU-12\nDevice Minor: 256\n",
         "GPU UUID: GPU-12\nDevice Minor: -1\n",
         "GPU UUID: 12345\nDevice Minor: 1\n",
-        "GPU UUID: GPU-12/../x\nDevice Minor: 1\n", "Device Minor: 1\n"}) {
+        "GPU UUID: GPU-12/../x\nDevice Minor: 1\n", "Device Minor: 1\n",
+        // A field twice: which one the driver meant is unknown.
+        "GPU UUID: GPU-12\nDevice Minor: 1\nDevice Minor: 2\n",
+        "GPU UUID: GPU-12\nGPU UUID: GPU-13\nDevice Minor: 1\n"}) {
     EXPECT_THAT(ParseNvidiaGpuInformation(bad).status(),
                 StatusIs(StatusCode::kDataLoss))
         << bad;
   }
+  const std::string location_twice =
+      std::string("GPU UUID: GPU-12\nDevice Minor: 1\n") +
+      "Bus Location: 0000:01:00.0\nBus Location: 0000:02:00.0\n";
+  EXPECT_THAT(ParseNvidiaGpuInformation(location_twice).status(),
+              StatusIs(StatusCode::kDataLoss, HasSubstr("given twice")));
 }
 
 TEST(NvidiaInformationTest, OutputsAsTheNvidiaToolsNameThem) {

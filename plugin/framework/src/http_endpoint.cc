@@ -2,6 +2,8 @@
 
 #include <charconv>
 #include <chrono>
+#include <list>
+#include <map>
 #include <thread>
 
 #include <boost/asio.hpp>
@@ -17,40 +19,114 @@ using tcp = asio::ip::tcp;
 
 namespace {
 
+// How many connections are open at once, and how long a request may take
+// to arrive. The kubelet's probes come from the node's address, a scrape
+// from the scraper's pod. When every place is taken, the peer (remote
+// address) holding the most loses its oldest connection: a peer holding or
+// trickling connections (a slow-loris, a flood) only ever evicts its own,
+// and a probe from any other address always gets in. A probe from the
+// attacker's own address (a host-network pod shares the node's) gets in
+// too: it is the newest of that peer, and is answered long before the
+// table's other places turn over. A request line and headers that take
+// longer than kRequestDeadline are cut: the kubelet's probe sends its
+// request at once. Answers are computed on this one thread from memory, in
+// microseconds, so a probe never waits behind a scrape; no handler blocks.
+constexpr int kMaxConnections = 64;
+constexpr auto kRequestDeadline = std::chrono::seconds(2);
+constexpr auto kWriteDeadline = std::chrono::seconds(5);
+constexpr uint32_t kMaxHeaderBytes = 8 * 1024;
+
+class HttpExchange;
+
+// The live connections, oldest first, and how many each peer holds. Used on
+// the endpoint's one thread only (no lock).
+class ConnectionTable {
+ public:
+  using Entry = std::pair<asio::ip::address, HttpExchange*>;
+  using Iterator = std::list<Entry>::iterator;
+
+  Iterator Add(const asio::ip::address& peer, HttpExchange* exchange) {
+    ++per_peer_[peer];
+    return live_.insert(live_.end(), Entry(peer, exchange));
+  }
+  void Remove(Iterator it) {
+    auto count = per_peer_.find(it->first);
+    if (--count->second == 0) per_peer_.erase(count);
+    live_.erase(it);
+  }
+  int size() const { return static_cast<int>(live_.size()); }
+  // The oldest connection of the peer holding the most; nullptr when empty.
+  HttpExchange* OldestOfHeaviestPeer() const {
+    asio::ip::address heaviest;
+    int most = 0;
+    for (const auto& [address, count] : per_peer_) {
+      if (count > most) {
+        most = count;
+        heaviest = address;
+      }
+    }
+    for (const Entry& entry : live_) {
+      if (entry.first == heaviest) return entry.second;
+    }
+    return nullptr;
+  }
+
+ private:
+  std::list<Entry> live_;
+  std::map<asio::ip::address, int> per_peer_;
+};
+
 // One request and its answer; the connection closes afterwards.
 class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
  public:
-  HttpExchange(tcp::socket socket, const HttpEndpoint::Handlers& handlers,
-               int* live)
-      : stream_(std::move(socket)), handlers_(handlers), live_(live) {
-    ++*live_;
-  }
-  ~HttpExchange() { --*live_; }
+  HttpExchange(tcp::socket socket, const asio::ip::address& peer,
+               const HttpEndpoint::Handlers& handlers, ConnectionTable* table)
+      : stream_(std::move(socket)),
+        handlers_(handlers),
+        table_(table),
+        entry_(table->Add(peer, this)) {}
+  ~HttpExchange() { Forget(); }
   HttpExchange(const HttpExchange&) = delete;
   HttpExchange& operator=(const HttpExchange&) = delete;
 
   void Run() {
-    stream_.expires_after(std::chrono::seconds(5));
+    parser_.header_limit(kMaxHeaderBytes);
+    parser_.body_limit(0);
+    stream_.expires_after(kRequestDeadline);
     http::async_read(
-        stream_, buffer_, request_,
+        stream_, buffer_, parser_,
         [self = shared_from_this()](beast::error_code error, size_t) {
-          if (!error) self->Answer();
+          if (!error) self->Answer(self->parser_.get());
         });
   }
 
+  // Closes the connection now to make room for another: its pending
+  // operation ends with an error, and it leaves the table at once.
+  void Evict() {
+    Forget();
+    beast::error_code ignored;
+    stream_.socket().close(ignored);
+  }
+
  private:
-  void Answer() {
-    response_.version(request_.version());
+  void Forget() {
+    if (table_ == nullptr) return;
+    table_->Remove(entry_);
+    table_ = nullptr;
+  }
+
+  void Answer(const http::request<http::empty_body>& request) {
+    response_.version(request.version());
     response_.keep_alive(false);
     response_.set(http::field::server, handlers_.server_name);
-    if (request_.method() != http::verb::get &&
-        request_.method() != http::verb::head) {
+    if (request.method() != http::verb::get &&
+        request.method() != http::verb::head) {
       response_.result(http::status::method_not_allowed);
       response_.body() = "only GET\n";
-    } else if (request_.target() == "/healthz" ||
-               request_.target() == "/readyz") {
+    } else if (request.target() == "/healthz" ||
+               request.target() == "/readyz") {
       const auto& check =
-          request_.target() == "/readyz" && handlers_.readiness_problem
+          request.target() == "/readyz" && handlers_.readiness_problem
               ? handlers_.readiness_problem
               : handlers_.health_problem;
       const std::string problem = check ? check() : std::string();
@@ -58,7 +134,7 @@ class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
                                        : http::status::service_unavailable);
       response_.body() = problem.empty() ? "ok\n" : problem + "\n";
       response_.set(http::field::content_type, "text/plain");
-    } else if (request_.target() == "/metrics") {
+    } else if (request.target() == "/metrics") {
       response_.result(http::status::ok);
       response_.body() =
           handlers_.metrics ? handlers_.metrics() : std::string();
@@ -68,7 +144,7 @@ class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
       response_.body() = "not found: /healthz, /readyz, /metrics\n";
     }
     response_.prepare_payload();
-    stream_.expires_after(std::chrono::seconds(5));
+    stream_.expires_after(kWriteDeadline);
     http::async_write(stream_, response_,
                       [self = shared_from_this()](beast::error_code, size_t) {
                         beast::error_code ignored;
@@ -79,16 +155,25 @@ class HttpExchange : public std::enable_shared_from_this<HttpExchange> {
 
   beast::tcp_stream stream_;
   beast::flat_buffer buffer_;
-  http::request<http::string_body> request_;
+  http::request_parser<http::empty_body> parser_;
   http::response<http::string_body> response_;
   const HttpEndpoint::Handlers& handlers_;  // the endpoint's, outlives this
-  int* live_;  // connections open now (one io thread: no lock)
+  ConnectionTable* table_;                  // nullptr once forgotten
+  ConnectionTable::Iterator entry_;
 };
 
-// At most this many connections at once: a local user holding many
-// connections can neither exhaust the plugin's descriptors (which its
-// rescans need) nor its memory. Each lives at most 10 s.
-constexpr int kMaxConnections = 64;
+// An IPv4 peer seen through an IPv6 socket ("::ffff:10.0.0.1") is the same
+// peer as over IPv4.
+asio::ip::address PeerOf(const tcp::socket& socket) {
+  beast::error_code error;
+  const tcp::endpoint remote = socket.remote_endpoint(error);
+  if (error) return {};
+  asio::ip::address address = remote.address();
+  if (address.is_v6() && address.to_v6().is_v4_mapped()) {
+    return asio::ip::make_address_v4(asio::ip::v4_mapped, address.to_v6());
+  }
+  return address;
+}
 
 }  // namespace
 
@@ -123,36 +208,38 @@ class HttpEndpoint::Impl {
   int port() const { return acceptor_.local_endpoint().port(); }
 
  private:
+  void Admit(tcp::socket socket) {
+    const asio::ip::address peer = PeerOf(socket);
+    if (table_.size() >= kMaxConnections) {
+      if (HttpExchange* evicted = table_.OldestOfHeaviestPeer()) {
+        evicted->Evict();
+      }
+    }
+    std::make_shared<HttpExchange>(std::move(socket), peer, handlers_, &table_)
+        ->Run();
+  }
+
   void Accept() {
-    acceptor_.async_accept(context_, [this](beast::error_code error,
-                                            tcp::socket socket) {
-      if (!error) {
-        if (live_ >= kMaxConnections) {
-          // Over the limit: closed at once, nothing read.
-          beast::error_code ignored;
-          socket.close(ignored);
-        } else {
-          std::make_shared<HttpExchange>(std::move(socket), handlers_, &live_)
-              ->Run();
-        }
-      }
-      if (!acceptor_.is_open()) return;
-      if (error && error != asio::error::operation_aborted) {
-        // No descriptor to be had (EMFILE): try again shortly instead
-        // of spinning; connections closing free some.
-        retry_.expires_after(std::chrono::milliseconds(100));
-        retry_.async_wait([this](beast::error_code) {
-          if (acceptor_.is_open()) Accept();
+    acceptor_.async_accept(
+        context_, [this](beast::error_code error, tcp::socket socket) {
+          if (!error) Admit(std::move(socket));
+          if (!acceptor_.is_open()) return;
+          if (error && error != asio::error::operation_aborted) {
+            // No descriptor to be had (EMFILE): try again shortly instead
+            // of spinning; connections closing free some.
+            retry_.expires_after(std::chrono::milliseconds(100));
+            retry_.async_wait([this](beast::error_code) {
+              if (acceptor_.is_open()) Accept();
+            });
+            return;
+          }
+          Accept();
         });
-        return;
-      }
-      Accept();
-    });
   }
 
   Handlers handlers_;
-  // Before context_: pending exchanges, destroyed with it, count down here.
-  int live_ = 0;
+  // Before context_: pending exchanges, destroyed with it, leave it.
+  ConnectionTable table_;
   asio::io_context context_{1};
   tcp::acceptor acceptor_{context_};
   asio::steady_timer retry_{context_};

@@ -1,6 +1,10 @@
 // /healthz, /readyz and /metrics of a plugin on a local address, served by
-// Boost.Beast on one thread of its own (at most a few dozen connections at
-// once, five seconds each).
+// Boost.Beast on one thread of its own. Bounded against a hostile peer: at
+// most 64 connections; when all are taken, the remote address holding the
+// most loses its oldest connection, so a probe from any other address is
+// always read, and one from the attacker's own address is read as its
+// newest; a request must arrive whole (headers at most 8 KiB, no body)
+// within 2 s.
 #ifndef TOPOLOGY_PLUGIN_HTTP_ENDPOINT_H_
 #define TOPOLOGY_PLUGIN_HTTP_ENDPOINT_H_
 
