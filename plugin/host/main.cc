@@ -28,6 +28,7 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "topology/plugin/go_flags.h"
 #include "topology/plugin/types.h"
 #include "topology/text_file.h"
 
@@ -625,7 +626,13 @@ int RunMain(int argc, char** argv) {
       ->capture_default_str();
 
   try {
-    app.parse(argc, argv);
+    // "-v=2" and "-config=..." as Go's flags take them.
+    std::vector<std::string> go_style =
+        topology::plugin::GoStyleArguments(argc, argv);
+    std::vector<const char*> args;
+    args.reserve(go_style.size());
+    for (const std::string& arg : go_style) args.push_back(arg.c_str());
+    app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : kExitUsage;

@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 
 #include "topology/plugin/duration.h"
+#include "topology/plugin/go_flags.h"
 #include "topology/plugin/http_endpoint.h"
 #include "topology/plugin/logging.h"
 
@@ -57,17 +58,29 @@ int Run(int argc, char** argv) {
                  "Quiet time before a faulted device is Healthy again")
       ->capture_default_str();
   app.add_option("--http-addr", http_addr,
-                 "host:port of /healthz and /metrics (empty disables)")
+                 "host:port of /healthz, /readyz and /metrics (empty "
+                 "disables)")
       ->capture_default_str();
-  app.add_flag("--uevents,!--no-uevents", watch_uevents,
-               "Watch kernel uevents for hot-plug and driver changes")
-      ->capture_default_str();
+  // Two flags rather than CLI11's "--uevents,!--no-uevents", whose help
+  // shows the negated name's "{false}" for what is on by default.
+  app.add_flag_callback(
+      "--uevents", [&watch_uevents] { watch_uevents = true; },
+      "Watch kernel uevents for hot-plug and driver changes (the default)");
+  app.add_flag_callback(
+      "--no-uevents", [&watch_uevents] { watch_uevents = false; },
+      "Periodic full rescans instead of uevents: for a recorded --host-root, "
+      "where no uevent arrives");
   app.add_flag("--print-matches", print_matches,
                "Print the devices each resource claims and exit");
   app.add_option("-v,--v", verbosity, "Log verbosity (klog -v)")
       ->capture_default_str();
   try {
-    app.parse(argc, argv);
+    // "-v=2" and "-config=..." as Go's flags take them.
+    std::vector<std::string> go_style = plugin::GoStyleArguments(argc, argv);
+    std::vector<const char*> args;
+    args.reserve(go_style.size());
+    for (const std::string& arg : go_style) args.push_back(arg.c_str());
+    app.parse(static_cast<int>(args.size()), args.data());
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : kExitUsage;
   }

@@ -715,7 +715,10 @@ std::string TopologyDevicePlugin::ReadinessProblem() const {
   std::string problem = HealthProblem();
   if (!problem.empty()) return problem;
   for (const plugin::ResourcePublisher* publisher : publishers_) {
-    if (!publisher->registered()) {
+    if (publisher->superseded()) {
+      problem += (problem.empty() ? "" : "; ") + publisher->resource_name() +
+                 " is served by another instance of the plugin";
+    } else if (!publisher->registered()) {
       problem += (problem.empty() ? "" : "; ") + publisher->resource_name() +
                  " is not registered with the kubelet";
     }

@@ -53,7 +53,8 @@ class Claims {
   std::vector<Entry> entries_;
 };
 
-// Resource index per claimed device. Bridges are never claimed. Devices in
+// Resource index per claimed device. PCI-to-PCI bridges (class 0604) are
+// never claimed; other bridge classes can be. Devices in
 // `previous` that still exist keep their resource (a driver unbind must
 // mark a device unhealthy, not move it out of its resource); new devices go
 // to the first resource with a matching selector.

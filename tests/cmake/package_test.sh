@@ -60,8 +60,32 @@ cmake --build "$work/cmake-build" >"$work/cmake-build.log" 2>&1 ||
 echo "== accel-plugin through pkg-config libtopology-deviceplugin"
 PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" make -s -C "$examples/accel-plugin" \
   OUT="$work/pc-accel-plugin" CXX="$cxx" CXXFLAGS="$cxxflags" \
-  LDFLAGS="$ldflags -Wl,-rpath,$prefix/$libdir" >"$work/pkg-config-build.log" 2>&1 ||
+  LDFLAGS="$ldflags" >"$work/pkg-config-build.log" 2>&1 ||
   fail "build with pkg-config failed"
+# Started as built, without LD_LIBRARY_PATH: the .pc files carry the RPATH.
+"$work/pc-accel-plugin" --version >/dev/null ||
+  fail "the pkg-config build does not start"
+
+echo "== the guide's pkg-config lines, as written"
+for pc in libtopology libtopology-deviceplugin; do
+  for variable in prefix libdir includedir; do
+    value=$(PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" pkg-config \
+      --variable="$variable" "$pc")
+    [ -d "$value" ] || fail "$pc: --variable=$variable is $value, no directory"
+  done
+  got=$(cd "$(PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" pkg-config \
+    --variable=libdir "$pc")" && pwd -P)
+  [ "$got" = "$(cd "$prefix/$libdir" && pwd -P)" ] ||
+    fail "$pc: libdir is $got, not $prefix/$libdir"
+done
+(cd "$work" && PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" \
+  "$cxx" -std=c++20 $cxxflags -Wall -Wextra -Wmissing-include-dirs -Werror \
+  "$examples/accel-plugin/main.cc" -o guide-accel-plugin \
+  $(PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" pkg-config --cflags --libs \
+    libtopology-deviceplugin) $ldflags) >"$work/guide-build.log" 2>&1 ||
+  fail "the guide's compile line failed (see $work/guide-build.log)"
+"$work/guide-accel-plugin" --version >/dev/null ||
+  fail "the guide's compile line makes a program that does not start"
 
 echo "== both register with topology-manager serve; a pod is admitted"
 "$fixture_tool" dual-socket-8gpu "$work/machine" >/dev/null

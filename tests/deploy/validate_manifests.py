@@ -146,6 +146,34 @@ def check_node_labels(daemonset, where):
                          "Discovery source")
 
 
+def check_nfd_examples(source, configmap):
+    """Every NFD class-and-vendor label the docs and manifests show as an
+    example names a class the shipped configuration selects for that
+    vendor: copied as written, the placement then matches the nodes the
+    configuration serves (NFD's <class> is the first 4 hex digits)."""
+    config = yaml.safe_load(configmap.get("data", {}).get("config.yaml", ""))
+    selected = {}
+    for resource in (config or {}).get("resources", []):
+        for selector in resource.get("selectors", []):
+            for vendor in selector.get("vendors", []):
+                selected.setdefault(vendor.lower(), set()).update(
+                    c.lower() for c in selector.get("classes", []))
+    # The full label, as a placement or its example names it (prose may
+    # mention other classes by their short form).
+    pattern = re.compile(
+        r"feature\.node\.kubernetes\.io/pci-([0-9a-f]{4})_([0-9a-f]{4})"
+        r"\.present")
+    for relative in ("docs/operator-guide.md", "daemonset/daemonset.yaml"):
+        text = open(os.path.join(source, relative)).read()
+        for cls, vendor in pattern.findall(text):
+            classes = selected.get(vendor)
+            if classes and not any(cls.startswith(c) or c.startswith(cls)
+                                   for c in classes):
+                error(relative, f"NFD label pci-{cls}_{vendor}.present names "
+                                f"class {cls}, but the shipped configuration "
+                                f"selects {sorted(classes)} of vendor {vendor}")
+
+
 def check_baseline(daemonset, where):
     spec = daemonset["spec"]["template"]["spec"]
     if spec.get("priorityClassName") != "system-node-critical":
@@ -449,6 +477,7 @@ def main():
                     error(where, f"ConfigMap {name} is not part of the kustomization")
         if doc["kind"] == "ConfigMap":
             check_plugin_config(doc, binary, fixture, where)
+            check_nfd_examples(source, doc)
     check_exposure(objects)
     rendered = check_kustomize(daemonset_dir)
     check_monitoring_component(daemonset_dir)

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <future>
 #include <optional>
 #include <set>
@@ -312,17 +313,22 @@ TEST_F(FrameworkTest, P10_StaleKubeletSocketIsRetried) {
 TEST_F(FrameworkTest, P11_CannotBindIsAClearErrorAndNothingRegisters) {
   kubelet_.Start();
   // Occupy the first socket path with a non-empty directory.
-  const auto blocked = dir_.path() / ("topology-example.com_dev-" +
-                                      std::to_string(getpid()) + "-0.sock");
+  plugin::RunnerOptions options = Options();
+  options.instance = "1-cafe0001";
+  const auto blocked =
+      dir_.path() / "topology-example.com_dev-1-cafe0001-0.sock";
   std::filesystem::create_directories(blocked / "child");
-  plugin::PluginRunner runner(Options());
+  plugin::PluginRunner runner(options);
   ASSERT_THAT(runner
                   .AddResource(kResource, std::make_shared<ScriptedHandler>(),
                                MakeDevices(1))
                   .status(),
               IsOk());
-  EXPECT_THAT(runner.Start(), StatusIs(StatusCode::kFailedPrecondition,
-                                       HasSubstr("cannot serve")));
+  // Not ours: never deleted, and nothing registers.
+  EXPECT_THAT(runner.Start(),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("exists and is not this instance's")));
+  EXPECT_TRUE(std::filesystem::exists(blocked / "child"));
   std::this_thread::sleep_for(500ms);
   EXPECT_EQ(kubelet_.register_attempts(), 0u);
 
@@ -354,11 +360,9 @@ TEST_F(FrameworkTest, P13_LongSocketPathRefusedAtStartup) {
 }
 
 TEST_F(FrameworkTest, P14_StaleOwnSocketsAreRemoved) {
-  const auto stale = dir_.path() / "topology-example.com_dev-999999-3.sock";
+  const auto stale =
+      dir_.path() / "topology-example.com_dev-999999-0badf00d-3.sock";
   MakeDeadSocket(stale);
-  const auto same_path = dir_.path() / ("topology-example.com_dev-" +
-                                        std::to_string(getpid()) + "-0.sock");
-  std::ofstream(same_path) << "leftover";
   const auto unrelated = dir_.path() / "other-plugin.sock";
   MakeDeadSocket(unrelated);
   kubelet_.Start();
@@ -367,8 +371,98 @@ TEST_F(FrameworkTest, P14_StaleOwnSocketsAreRemoved) {
   EXPECT_TRUE(std::filesystem::exists(unrelated));  // not ours to remove
   auto connection = Connection();
   ASSERT_NE(connection, nullptr);
-  EXPECT_EQ(connection->request().endpoint(), same_path.filename().string());
+  // "<prefix>-<resource>-<pid>-<8 random hex>-<n>.sock".
+  EXPECT_THAT(connection->request().endpoint(),
+              ::testing::MatchesRegex("topology-example\\.com_dev-" +
+                                      std::to_string(getpid()) +
+                                      "-[0-9a-f]{8}-0\\.sock"));
   EXPECT_TRUE(connection->WaitForMessages(1, 2s));
+}
+
+// A surge rollout: a second instance starts beside the first in the same
+// directory (both pid 1 in their containers), registers, and exits later.
+// Neither deletes the other's socket; the first stands aside while the
+// second serves (not ready, no registration of its own), and registers
+// again once the second's socket is gone.
+TEST_F(FrameworkTest, TwoInstancesOverlapAndTheFirstOutlivesTheSecond) {
+  kubelet_.Start();
+  const auto until = [](const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + 5s;
+    while (!done() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(10ms);
+    return done();
+  };
+  plugin::RunnerOptions first_options = Options();
+  first_options.instance = "1-aaaaaaaa";
+  plugin::PluginRunner first(first_options);
+  auto first_resource = first.AddResource(
+      kResource, std::make_shared<ScriptedHandler>(), MakeDevices(2));
+  ASSERT_THAT(first_resource.status(), IsOk());
+  ASSERT_THAT(first.Start(), IsOk());
+  auto connection = Connection(1);
+  ASSERT_NE(connection, nullptr);
+  const std::string first_endpoint = connection->request().endpoint();
+  EXPECT_EQ(first_endpoint, "topology-example.com_dev-1-aaaaaaaa-0.sock");
+  ASSERT_TRUE(until([&] { return (*first_resource)->registered(); }));
+
+  auto second = std::make_unique<plugin::PluginRunner>([&] {
+    plugin::RunnerOptions options = Options();
+    options.instance = "1-bbbbbbbb";
+    return options;
+  }());
+  ASSERT_THAT(second
+                  ->AddResource(kResource, std::make_shared<ScriptedHandler>(),
+                                MakeDevices(3))
+                  .status(),
+              IsOk());
+  ASSERT_THAT(second->Start(), IsOk());
+  connection = Connection(2);
+  ASSERT_NE(connection, nullptr);
+  EXPECT_EQ(connection->request().endpoint(),
+            "topology-example.com_dev-1-bbbbbbbb-0.sock");
+  EXPECT_TRUE(until([&] {
+    return (*first_resource)->superseded() && !(*first_resource)->registered();
+  }));
+  // No tug of war: the two register once each, both sockets stay.
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(kubelet_.accepted_registrations(), 2U);
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() / first_endpoint));
+
+  second->Stop();
+  second.reset();
+  connection = Connection(3, 5s);
+  ASSERT_NE(connection, nullptr);
+  EXPECT_EQ(connection->request().endpoint(), first_endpoint);
+  EXPECT_TRUE(connection->WaitForMessages(1, 2s));
+  EXPECT_EQ(connection->latest()->devices_size(), 2);
+  EXPECT_TRUE(until([&] {
+    return (*first_resource)->registered() && !(*first_resource)->superseded();
+  }));
+}
+
+// A newer instance killed with -9 leaves its socket file, served by nobody:
+// the older one notices within seconds and registers again.
+TEST_F(FrameworkTest, ANewerInstanceThatDiedLeavesNoSilence) {
+  kubelet_.Start();
+  StartPlugin(MakeDevices(1));
+  ASSERT_NE(Connection(1), nullptr);
+  const auto deadline = std::chrono::steady_clock::now() + 5s;
+  while (!publisher_->registered() &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_TRUE(publisher_->registered());
+  // What a killed instance leaves: a socket file nobody listens on.
+  MakeDeadSocket(dir_.path() / "topology-example.com_dev-1-deadbeef-0.sock");
+  const auto superseded_by = std::chrono::steady_clock::now() + 2s;
+  while (!publisher_->superseded() &&
+         std::chrono::steady_clock::now() < superseded_by) {
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(publisher_->superseded());
+  auto again = Connection(2, 10s);
+  ASSERT_NE(again, nullptr);
+  EXPECT_FALSE(publisher_->superseded());
 }
 
 TEST_F(FrameworkTest, P15_OptionsAreStable) {

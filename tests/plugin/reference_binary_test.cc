@@ -151,6 +151,35 @@ TEST_F(PluginBinaryTest, P54_SigtermEndsStreamsRemovesSocketExitsZero) {
   EXPECT_THAT(text, HasSubstr("received signal 15; shutting down"));
 }
 
+// A surge rollout on one node: a second plugin process starts beside the
+// first, registers, and exits. Neither deletes the other's socket (before,
+// both named it after pid 1 in their containers and deleted each other's in
+// a loop); the first registers again once the second is gone, so the node
+// keeps its devices.
+TEST_F(PluginBinaryTest, SurgeRolloutKeepsTheResourceServed) {
+  kubelet_.Start();
+  PluginProcess first_process(Args());
+  auto first = kubelet_.WaitForConnection("example.com/gpu", 10s);
+  ASSERT_NE(first, nullptr);
+  ASSERT_TRUE(first->WaitForMessages(1, 2s));
+  const auto first_socket = plugins_.path() / first->request().endpoint();
+  auto second_process = std::make_unique<PluginProcess>(Args());
+  auto second = kubelet_.WaitForConnection("example.com/gpu", 10s, 2);
+  ASSERT_NE(second, nullptr);
+  ASSERT_TRUE(second->WaitForMessages(1, 2s));
+  EXPECT_NE(second->request().endpoint(), first->request().endpoint());
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(kubelet_.accepted_registrations(), 2U);  // no tug of war
+  EXPECT_TRUE(std::filesystem::exists(first_socket));
+  second_process->Signal(SIGTERM);
+  EXPECT_EQ(second_process->Wait(5s), std::optional<int>(0));
+  auto again = kubelet_.WaitForConnection("example.com/gpu", 10s, 3);
+  ASSERT_NE(again, nullptr);
+  EXPECT_EQ(again->request().endpoint(), first->request().endpoint());
+  ASSERT_TRUE(again->WaitForMessages(1, 2s));
+  EXPECT_EQ(again->latest()->devices_size(), 8);
+}
+
 // A client that opens an HTTP/2 connection on `socket` and then never reads
 // again (a kubelet stopped in a debugger, or hung): the server's goodbye on
 // shutdown is never acknowledged. The descriptor, or -1.
@@ -225,6 +254,13 @@ TEST_F(PluginBinaryTest, PrintMatches) {
   EXPECT_THAT(result.out, HasSubstr("example.com/gpu: 8 device(s)"));
   EXPECT_THAT(result.out, HasSubstr("0000:bb:00.0  10de:20b0 class 030200  "
                                     "driver nvidia  numa 1  Healthy"));
+  // Flags as Go's flag package takes them (one dash, "="), as operators
+  // copy them from Go plugins' manifests.
+  const CommandResult go_style =
+      RunCommand(std::string(kBinary) + " -v=2 -config=" + config_.string() +
+                 " -host-root=" + root_.path().string() + " --print-matches");
+  EXPECT_EQ(go_style.exit_code, 0) << go_style.out;
+  EXPECT_THAT(go_style.out, HasSubstr("example.com/gpu: 8 device(s)"));
 }
 
 TEST_F(PluginBinaryTest, BadInputIsExitTwoNamingWhat) {

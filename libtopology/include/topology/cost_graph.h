@@ -33,22 +33,22 @@ namespace topology {
 
 // One instance of a resource type.
 struct TOPOLOGY_EXPORT GraphInstance {
-  std::optional<PciAddress> device;  // a PCI device, or
-  int numa_node = -1;                // a unit on this NUMA node (CPU)
+  std::optional<PciAddress> device = {};  // a PCI device, or
+  int numa_node = -1;                     // a unit on this NUMA node (CPU)
 
   std::string ToString() const;  // "0000:3b:00.0" or "numa:1"
   friend bool operator==(const GraphInstance&, const GraphInstance&) = default;
 };
 
 struct ResourceRequest {
-  std::string name;
+  std::string name = {};
   int count = 0;
-  std::vector<GraphInstance> pool;
+  std::vector<GraphInstance> pool = {};
 };
 
 struct ExtraCost {
-  PciAddress a;
-  PciAddress b;
+  PciAddress a = {};
+  PciAddress b = {};
   int cost = 0;  // added to the model's cost of the pair (may be negative)
 };
 
@@ -59,8 +59,8 @@ enum class GraphSolver {
 };
 
 struct GraphRequest {
-  std::vector<ResourceRequest> resources;
-  std::vector<ExtraCost> extra_costs;
+  std::vector<ResourceRequest> resources = {};
+  std::vector<ExtraCost> extra_costs = {};
   GraphSolver solver = GraphSolver::kAnnealing;
   uint64_t seed = 1;
   int annealing_steps = 20000;
@@ -68,15 +68,15 @@ struct GraphRequest {
 
 struct GraphSelection {
   // Per resource name, the chosen instances (sorted).
-  std::map<std::string, std::vector<GraphInstance>> selection;
+  std::map<std::string, std::vector<GraphInstance>> selection = {};
   int64_t cost = 0;
-  std::vector<int> numa_nodes;  // union over the chosen instances
-  int64_t greedy_cost = 0;      // the greedy walk's cost (annealing start)
+  std::vector<int> numa_nodes = {};  // union over the chosen instances
+  int64_t greedy_cost = 0;           // the greedy walk's cost (annealing start)
   // The best rejected alternative: the cheapest selection one unit away
   // (one instance swapped for another of its type); -1 when there is none.
   int64_t runner_up_cost = -1;
-  std::string runner_up;  // "gpu: 0000:1b:00.0 instead of 0000:3d:00.0"
-  std::string explanation;
+  std::string runner_up = {};  // "gpu: 0000:1b:00.0 instead of 0000:3d:00.0"
+  std::string explanation = {};
 };
 
 class TOPOLOGY_EXPORT CostGraphSelector {

@@ -113,7 +113,7 @@ class TOPOLOGY_EXPORT CostModel {
   // A device's path below its host bridge, one hop per PCIe switch (keyed
   // by its upstream port) or lone bridge; shared by the devices on it.
   struct PathInfo {
-    std::vector<PciAddress> hops;  // root first
+    std::vector<PciAddress> hops = {};  // root first
     int host_bridge = -1;
   };
 

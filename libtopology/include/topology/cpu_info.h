@@ -18,9 +18,9 @@ struct CpuInfo {
   // core_id, unique only inside a package; -1 when unknown.
   int core_id = -1;
   // The NUMA node whose cpulist holds this CPU, if any.
-  std::optional<int> numa_node;
+  std::optional<int> numa_node = {};
   // CPUs sharing this CPU's core (SMT siblings), itself included.
-  CpuSet thread_siblings;
+  CpuSet thread_siblings = {};
 };
 
 }  // namespace topology

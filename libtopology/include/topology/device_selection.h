@@ -29,8 +29,8 @@
 namespace topology {
 
 struct SelectionRequest {
-  std::vector<PciAddress> available;
-  std::vector<PciAddress> must_include;
+  std::vector<PciAddress> available = {};
+  std::vector<PciAddress> must_include = {};
   int size = 0;
   // Also find the best rejected alternative for the explanation (costs one
   // extra selection per chosen device). Default: false.
@@ -41,14 +41,14 @@ struct SelectionRequest {
 };
 
 struct Selection {
-  std::vector<PciAddress> devices;  // sorted
-  int cost = 0;                     // summed pairwise cost
-  std::vector<int> numa_nodes;      // union of the devices' affinities
-  bool exact = true;                // false when the heuristic was used
+  std::vector<PciAddress> devices = {};  // sorted
+  int cost = 0;                          // summed pairwise cost
+  std::vector<int> numa_nodes = {};      // union of the devices' affinities
+  bool exact = true;                     // false when the heuristic was used
   // With SelectionRequest::explain: why this set won.
-  std::string explanation;
+  std::string explanation = {};
   // The cheapest set that differs (cost -1 when there is none).
-  std::vector<PciAddress> runner_up;
+  std::vector<PciAddress> runner_up = {};
   int runner_up_cost = -1;
 };
 

@@ -29,7 +29,7 @@ struct DiscoveryOptions {
 
   // Reader for sysfs files. Default: nullptr, meaning a reader rooted at
   // host_root. A reader without a HostRoot() disables libpci and hwloc.
-  std::shared_ptr<const SysfsReader> reader;
+  std::shared_ptr<const SysfsReader> reader = {};
 
   // Read each PCI function's class, ids and revision with libpci, which runs
   // after the sysfs pass on the calling thread. When libpci cannot read the

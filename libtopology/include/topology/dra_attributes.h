@@ -42,8 +42,8 @@ inline constexpr int kMaxNumaNodes = 1024;
 // One attribute of a ResourceSlice device: a string, an int or a list of
 // ints (the list form needs the cluster's DRAListTypeAttributes gate).
 struct DeviceAttribute {
-  std::string name;
-  std::variant<std::string, int64_t, std::vector<int64_t>> value;
+  std::string name = {};
+  std::variant<std::string, int64_t, std::vector<int64_t>> value = {};
 
   friend bool operator==(const DeviceAttribute&,
                          const DeviceAttribute&) = default;
@@ -79,8 +79,8 @@ TOPOLOGY_EXPORT StatusOr<DeviceAttribute> NumaNodeAttributeOfNode(
 // What a driver publishes for one PCI device: every attribute that could be
 // computed, and for each one that could not, why.
 struct PciAttributes {
-  std::vector<DeviceAttribute> attributes;  // pciBusID, pcieRoot, numaNode
-  std::vector<std::pair<std::string, Status>> omitted;  // name, reason
+  std::vector<DeviceAttribute> attributes = {};  // pciBusID, pcieRoot, numaNode
+  std::vector<std::pair<std::string, Status>> omitted = {};  // name, reason
 };
 TOPOLOGY_EXPORT PciAttributes StandardPciAttributes(const SysfsReader& sysfs,
                                                     std::string_view bus_id,

@@ -35,22 +35,22 @@ TOPOLOGY_EXPORT std::string_view NumaSourceName(NumaSource source);
 struct OsDevice {
   // "net", "block", "openfabrics", "gpu" (DRM card/render nodes), "dma" or
   // "coproc" (NEC Vector Engine), after hwloc's OS device types.
-  std::string kind;
+  std::string kind = {};
   // The kernel's name: "eth0", "nvme0n1", "mlx5_0", "card0", "renderD128".
-  std::string name;
+  std::string name = {};
 
   friend bool operator==(const OsDevice&, const OsDevice&) = default;
 };
 
 struct PcieLink {
-  std::string current_speed;  // as sysfs prints it, e.g. "8.0 GT/s PCIe"
-  int current_width = 0;      // lanes; 0 when unknown
-  std::string max_speed;
+  std::string current_speed = {};  // as sysfs prints it, e.g. "8.0 GT/s PCIe"
+  int current_width = 0;           // lanes; 0 when unknown
+  std::string max_speed = {};
   int max_width = 0;
 };
 
 struct PciDevice {
-  PciAddress address;
+  PciAddress address = {};
   uint32_t class_code = 0;  // 24-bit 0xCCSSPP
   uint16_t vendor_id = 0;
   uint16_t device_id = 0;
@@ -59,46 +59,46 @@ struct PciDevice {
   uint8_t revision = 0;
   // Name of the bound driver (the last component of the driver link text),
   // nullopt when none is bound.
-  std::optional<std::string> driver;
+  std::optional<std::string> driver = {};
   // Raw sysfs numa_node: nullopt when the file is absent, -1 when the kernel
   // does not know.
-  std::optional<int> sysfs_numa_node;
+  std::optional<int> sysfs_numa_node = {};
   // local_cpulist (or local_cpus when only the mask exists); nullopt when
   // absent.
-  std::optional<CpuSet> local_cpus;
-  std::optional<int> iommu_group;
-  std::optional<std::string> physical_slot;
+  std::optional<CpuSet> local_cpus = {};
+  std::optional<int> iommu_group = {};
+  std::optional<std::string> physical_slot = {};
 
   // SR-IOV: set on a virtual function.
-  std::optional<PciAddress> physfn;
+  std::optional<PciAddress> physfn = {};
   // SR-IOV: the VFs of a physical function, in virtfn index order.
-  std::vector<PciAddress> virtfns;
-  std::optional<int> sriov_totalvfs;
-  std::optional<int> sriov_numvfs;
+  std::vector<PciAddress> virtfns = {};
+  std::optional<int> sriov_totalvfs = {};
+  std::optional<int> sriov_numvfs = {};
 
-  PcieLink link;
+  PcieLink link = {};
 
   // The root bus, e.g. "pci0000:17"; empty when unknown.
-  std::string host_bridge;
+  std::string host_bridge = {};
   // PCI bridges between the device and its host bridge, nearest first (the
   // direct parent is upstream_bridges[0], the root port is last). Taken from
   // the canonical sysfs path, so bridges missing from bus/pci/devices still
   // appear.
-  std::vector<PciAddress> upstream_bridges;
+  std::vector<PciAddress> upstream_bridges = {};
   // For each entry of upstream_bridges: true when it is the upstream port of a
   // PCIe switch (from the PCIe capability when readable, else the path shape).
-  std::vector<bool> upstream_is_switch;
+  std::vector<bool> upstream_is_switch = {};
 
   // Resolved NUMA affinity: sorted node ids, empty iff source is kUnknown.
-  std::vector<int> numa_nodes;
+  std::vector<int> numa_nodes = {};
   NumaSource numa_source = NumaSource::kUnknown;
   // Disagreements found while resolving (e.g. numa_node vs local_cpulist),
   // kept rather than hidden.
-  std::vector<std::string> conflicts;
+  std::vector<std::string> conflicts = {};
 
   // The OS devices below this function (from sysfs class/net, block,
   // infiniband, bxi, drm, dma and ve), sorted by kind then name.
-  std::vector<OsDevice> os_devices;
+  std::vector<OsDevice> os_devices = {};
 
   bool is_bridge() const { return (class_code >> 8) == 0x0604; }
   bool is_virtual_function() const { return physfn.has_value(); }

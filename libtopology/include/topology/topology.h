@@ -24,16 +24,16 @@ class TOPOLOGY_EXPORT Topology {
  public:
   // Everything a snapshot holds; the constructor sorts and indexes it.
   struct Parts {
-    std::vector<NumaNode> numa_nodes;
+    std::vector<NumaNode> numa_nodes = {};
     // distances[i][j]: SLIT distance from numa_nodes[i] to numa_nodes[j] in
     // the order of numa_nodes as given. Empty when the machine has none.
-    std::vector<std::vector<int>> distances;
-    std::vector<CpuInfo> cpus;
-    std::vector<PciDevice> pci_devices;
+    std::vector<std::vector<int>> distances = {};
+    std::vector<CpuInfo> cpus = {};
+    std::vector<PciDevice> pci_devices = {};
     // Degraded results and skipped inputs, one sentence each.
-    std::vector<std::string> warnings;
+    std::vector<std::string> warnings = {};
     // Where the snapshot came from, for messages ("host root /x").
-    std::string source;
+    std::string source = {};
   };
 
   Topology() = default;

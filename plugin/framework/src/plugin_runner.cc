@@ -15,6 +15,7 @@
 #include <mutex>
 #include <numeric>
 #include <optional>
+#include <random>
 #include <set>
 #include <string_view>
 #include <system_error>
@@ -101,6 +102,10 @@ std::string Slug(std::string_view resource) {
   std::replace(slug.begin(), slug.end(), '/', '_');
   return slug;
 }
+
+// While another instance serves the resource, how often its socket is
+// checked for a server (an instance killed with -9 leaves its file).
+constexpr auto kSupersededCheck = std::chrono::seconds(5);
 
 // How long after our socket's deletion a kubelet.sock creation still
 // counts as the same kubelet restart.
@@ -277,10 +282,11 @@ class ResourceServer final : public ResourcePublisher {
  public:
   ResourceServer(const RunnerOptions& options, std::string name,
                  std::shared_ptr<ResourceHandler> handler,
-                 DevicePluginOptions plugin_options)
+                 DevicePluginOptions plugin_options, std::string instance)
       : options_(options),
         name_(std::move(name)),
         slug_(Slug(name_)),
+        instance_(std::move(instance)),
         handler_(std::move(handler)),
         plugin_options_(plugin_options),
         streams_([this] { Wake(); }) {}
@@ -307,10 +313,19 @@ class ResourceServer final : public ResourcePublisher {
   // The longest socket path this resource can use.
   std::filesystem::path LongestSocketPath() const {
     return options_.plugin_dir /
-           (EndpointPrefix() + "4194304-18446744073709551615.sock");
+           (EndpointPrefix() + instance_ + "-18446744073709551615.sock");
   }
+  // What every instance's sockets of this resource start with.
   std::string EndpointPrefix() const {
     return options_.socket_prefix + "-" + slug_ + "-";
+  }
+  // What this instance's sockets start with.
+  std::string OwnPrefix() const { return EndpointPrefix() + instance_ + "-"; }
+  // Whether another instance serves this resource now (a newer one
+  // registered after us).
+  bool superseded() const override {
+    std::lock_guard lock(state_mu_);
+    return !superseding_.empty();
   }
 
   Status StartServing();
@@ -351,6 +366,9 @@ class ResourceServer final : public ResourcePublisher {
   const RunnerOptions& options_;
   const std::string name_;
   const std::string slug_;
+  // This process's instance of the plugin: "<pid>-<random>", unique per
+  // instance even where every instance is pid 1 (containers).
+  const std::string instance_;
   const std::shared_ptr<ResourceHandler> handler_;
   const DevicePluginOptions plugin_options_;
 
@@ -374,6 +392,12 @@ class ResourceServer final : public ResourcePublisher {
   // creation is the same restart, not another one. One kubelet restart,
   // one new socket, one registration.
   bool kubelet_created_ = false;
+  // Sockets of this resource that other instances created after we
+  // registered: while any is there, the kubelet uses that instance and this
+  // one neither registers again nor counts as registered. When the last
+  // goes (the newer instance exited), this one registers again.
+  std::set<std::string> superseding_;
+  Clock::time_point next_liveness_check_;
   std::optional<Clock::time_point> deletion_restart_at_;
   bool stopping_ = false;
   Clock::time_point registered_at_;
@@ -697,13 +721,16 @@ StatusOr<std::unique_ptr<ServingInstance>> ResourceServer::NewInstance() {
     std::lock_guard lock(state_mu_);
     instance->id = next_instance_++;
   }
-  instance->endpoint = EndpointPrefix() + std::to_string(getpid()) + "-" +
-                       std::to_string(instance->id) + ".sock";
+  instance->endpoint = OwnPrefix() + std::to_string(instance->id) + ".sock";
   instance->path = options_.plugin_dir / instance->endpoint;
-  // A leftover file at our path (an earlier process with the same pid) is
-  // stale: nothing else names sockets after this process.
+  // Never another instance's: the name holds this instance's random token,
+  // so a file already there is not ours to delete.
   std::error_code ignored;
-  std::filesystem::remove(instance->path, ignored);
+  if (std::filesystem::symlink_status(instance->path, ignored).type() !=
+      std::filesystem::file_type::not_found) {
+    return FailedPreconditionError(instance->path.string() +
+                                   " exists and is not this instance's");
+  }
 
   instance->service = std::make_unique<DevicePluginService>(this);
   grpc::ServerBuilder builder;
@@ -808,6 +835,35 @@ void ResourceServer::OnDirEvent(const DirEvent& event) {
   if (stopping_) return;
   if (event.kind == DirEvent::Kind::kCreated && event.name == kKubeletSocket) {
     kubelet_created_ = true;
+  } else if (event.name.starts_with(EndpointPrefix()) &&
+             !event.name.starts_with(OwnPrefix()) &&
+             event.name.ends_with(".sock")) {
+    // Another instance's socket for this resource (a rollout's new pod, a
+    // second DaemonSet, a manual run).
+    if (event.kind == DirEvent::Kind::kCreated) {
+      if (!registered_ && superseding_.empty()) return;  // it is the older
+      if (superseding_.empty()) {
+        next_liveness_check_ = Clock::now() + kSupersededCheck;
+      }
+      if (superseding_.insert(event.name).second) {
+        LOG(INFO) << name_ << ": another instance serves " << event.name
+                  << "; the kubelet uses it once it registers, and this "
+                     "instance registers again when it is gone";
+      }
+      registered_ = false;
+      wake_.notify_all();  // the supervisor now checks that socket
+      return;
+    }
+    // Gone: if it was what the kubelet used (the newer instance, or the
+    // last to register after a kubelet restart), nothing serves the
+    // resource any more. Registering again costs one call when it was not.
+    superseding_.erase(event.name);
+    if (!superseding_.empty() || restart_requested_) return;
+    LOG(INFO) << name_ << ": another instance's socket " << event.name
+              << " is gone; registering again";
+    registered_ = false;
+    next_attempt_ = Clock::now();
+    backoff_ = options_.initial_backoff;
   } else if (event.kind == DirEvent::Kind::kDeleted && current_ &&
              event.name == current_->endpoint && !IsSocket(current_->path)) {
     // (A delete of a leftover file at our path before binding is not ours:
@@ -888,8 +944,31 @@ void ResourceServer::Supervise() {
       continue;
     }
 
+    if (!superseding_.empty() && Clock::now() >= next_liveness_check_) {
+      // A newer instance that died without removing its socket would keep
+      // this one silent for good: drop what nobody serves (outside the lock:
+      // it connects).
+      const std::vector<std::string> others(superseding_.begin(),
+                                            superseding_.end());
+      lock.unlock();
+      std::vector<std::string> dead;
+      for (const std::string& other : others) {
+        if (!SocketIsLive(options_.plugin_dir / other)) dead.push_back(other);
+      }
+      lock.lock();
+      if (stopping_) break;
+      next_liveness_check_ = Clock::now() + kSupersededCheck;
+      for (const std::string& other : dead) superseding_.erase(other);
+      if (superseding_.empty() && !dead.empty()) {
+        LOG(INFO) << name_ << ": the other instance's socket " << dead.front()
+                  << " is served by nobody; registering again";
+        next_attempt_ = Clock::now();
+      }
+      continue;
+    }
+
     const auto now = Clock::now();
-    if (!registered_ && now >= next_attempt_) {
+    if (!registered_ && superseding_.empty() && now >= next_attempt_) {
       const std::string endpoint = current_->endpoint;
       lock.unlock();
       const Status status = Register(endpoint);
@@ -930,7 +1009,10 @@ void ResourceServer::Supervise() {
     }
 
     std::optional<Clock::time_point> wake_at;
-    if (!registered_) {
+    if (!superseding_.empty()) {
+      // Another instance serves: wait for its socket to go.
+      wake_at = next_liveness_check_;
+    } else if (!registered_) {
       wake_at = next_attempt_;
     } else if (options_.stream_gap.count() > 0) {
       if (auto empty_since = streams_.empty_since()) {
@@ -1032,13 +1114,25 @@ grpc::Status DevicePluginService::PreStartContainer(
 
 class PluginRunner::Impl {
  public:
+  // "<pid>-<8 random hex digits>": the sockets of two instances never share
+  // a name, even both as pid 1 in their containers.
+  explicit Impl(const std::string& chosen)
+      : instance(chosen.empty() ? NewInstanceToken() : chosen) {}
+  static std::string NewInstanceToken() {
+    std::random_device random;
+    char token[16];
+    std::snprintf(token, sizeof(token), "%08x", random());
+    return std::to_string(getpid()) + "-" + token;
+  }
+  const std::string instance;
   std::vector<std::unique_ptr<ResourceServer>> resources;
   std::unique_ptr<DirWatcher> watcher;
   bool started = false;
 };
 
 PluginRunner::PluginRunner(RunnerOptions options)
-    : options_(std::move(options)), impl_(std::make_unique<Impl>()) {}
+    : options_(std::move(options)),
+      impl_(std::make_unique<Impl>(options_.instance)) {}
 
 PluginRunner::~PluginRunner() { Stop(); }
 
@@ -1074,7 +1168,8 @@ StatusOr<ResourcePublisher*> PluginRunner::AddResourceChecked(
       [&]() -> StatusOr<DevicePluginOptions> { return handler->Options(); });
   if (!plugin_options.ok()) return plugin_options.status();
   auto server = std::make_unique<ResourceServer>(
-      options_, resource_name, std::move(handler), *plugin_options);
+      options_, resource_name, std::move(handler), *plugin_options,
+      impl_->instance);
   Status set = server->SetDevices(std::move(initial_devices));
   if (!set.ok()) return set;
   impl_->resources.push_back(std::move(server));

@@ -16,8 +16,8 @@ inline constexpr char kUnexpectedAdmissionError[] = "UnexpectedAdmissionError";
 
 struct AdmitResult {
   bool admit = true;
-  std::string reason;   // empty when admitted
-  std::string message;  // empty when admitted
+  std::string reason = {};   // empty when admitted
+  std::string message = {};  // empty when admitted
 };
 
 }  // namespace topology::manager

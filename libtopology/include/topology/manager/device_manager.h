@@ -32,9 +32,9 @@
 namespace topology::manager {
 
 struct Device {
-  std::string id;
+  std::string id = {};
   // NUMA nodes from the plugin's TopologyInfo; empty = no topology.
-  std::vector<int> numa_nodes;
+  std::vector<int> numa_nodes = {};
   bool healthy = true;
 };
 
@@ -89,7 +89,7 @@ class TOPOLOGY_EXPORT DeviceManager final : public HintProvider {
   // resource of the container has enough aligned devices and nothing to
   // reuse; on an error or an invalid answer the kubelet's path is taken.
   struct JointPool {
-    std::vector<std::string> candidates;  // sorted
+    std::vector<std::string> candidates = {};  // sorted
     int count = 0;
   };
   using JointSelector =
@@ -99,10 +99,10 @@ class TOPOLOGY_EXPORT DeviceManager final : public HintProvider {
 
   // One container's devices of one resource.
   struct Allocation {
-    std::string pod_uid;
-    std::string container;
-    std::string resource;
-    std::vector<std::string> device_ids;  // sorted
+    std::string pod_uid = {};
+    std::string container = {};
+    std::string resource = {};
+    std::vector<std::string> device_ids = {};  // sorted
   };
   // Puts back an allocation from a checkpoint (the resource may not be
   // registered yet); the devices count as in use from now on.
@@ -132,14 +132,14 @@ class TOPOLOGY_EXPORT DeviceManager final : public HintProvider {
   // over plain arrays, with no id compared or copied, whatever the number of
   // pods held.
   struct Resource {
-    std::vector<Device> devices;    // sorted by id, unique
-    std::vector<NumaMask> masks;    // per device
-    std::vector<uint8_t> healthy;   // per device: devices[i].healthy
-    std::vector<uint8_t> located;   // per device: any NUMA node listed
-    std::vector<uint32_t> holders;  // allocations holding each device
-    bool has_topology = false;      // any device with NUMA nodes
+    std::vector<Device> devices = {};    // sorted by id, unique
+    std::vector<NumaMask> masks = {};    // per device
+    std::vector<uint8_t> healthy = {};   // per device: devices[i].healthy
+    std::vector<uint8_t> located = {};   // per device: any NUMA node listed
+    std::vector<uint32_t> holders = {};  // allocations holding each device
+    bool has_topology = false;           // any device with NUMA nodes
     bool any_healthy = false;
-    std::shared_ptr<DevicePluginEndpoint> endpoint;
+    std::shared_ptr<DevicePluginEndpoint> endpoint = {};
     // The index of `id`, or -1.
     int64_t Find(const std::string& id) const;
     bool Free(size_t i) const { return healthy[i] != 0 && holders[i] == 0; }

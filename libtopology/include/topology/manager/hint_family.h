@@ -23,12 +23,12 @@ namespace topology::manager {
 
 struct TOPOLOGY_EXPORT HintFamily {
   // The nodes the generator combines (the kubelet's node list).
-  NumaMask universe;
+  NumaMask universe = {};
   // Distinct item masks (already limited to `universe`, never empty) and how
   // many items have each.
-  std::vector<std::pair<NumaMask, int>> items;
+  std::vector<std::pair<NumaMask, int>> items = {};
   // Masks a member must meet (reusable items with topology).
-  std::vector<NumaMask> required;
+  std::vector<NumaMask> required = {};
   int request = 0;
   int preferred_size = 0;
 

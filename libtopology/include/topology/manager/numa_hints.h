@@ -17,15 +17,15 @@ namespace topology::manager {
 
 struct HintRequest {
   // The NUMA nodes to combine, in the kubelet's order.
-  std::vector<int> node_ids;
+  std::vector<int> node_ids = {};
   // Every registered item's NUMA nodes, free or not, healthy or not (they
   // decide which masks are preferred). An empty mask = no topology.
-  std::vector<NumaMask> all_items;
+  std::vector<NumaMask> all_items = {};
   // Items free to allocate now.
-  std::vector<NumaMask> available_items;
+  std::vector<NumaMask> available_items = {};
   // Items the container may reuse (from init containers); a mask must meet
   // every one of them that has topology.
-  std::vector<NumaMask> reusable_items;
+  std::vector<NumaMask> reusable_items = {};
   int request = 0;
 };
 

@@ -16,19 +16,19 @@ namespace topology::manager {
 inline constexpr char kCpuResource[] = "cpu";
 
 struct Container {
-  std::string name;
+  std::string name = {};
   // resources.limits: extended resources in units, "cpu" in millicores.
-  std::map<std::string, int64_t> limits;
+  std::map<std::string, int64_t> limits = {};
   // An init container with restartPolicy Always (a sidecar).
   bool restartable = false;
 };
 
 struct Pod {
-  std::string uid;
+  std::string uid = {};
   std::string ns = "default";
-  std::string name;
-  std::vector<Container> init_containers;
-  std::vector<Container> containers;
+  std::string name = {};
+  std::vector<Container> init_containers = {};
+  std::vector<Container> containers = {};
   // Guaranteed QoS (every container's requests equal its limits); the CPU
   // provider only pins CPUs for Guaranteed pods with integer CPU limits.
   bool guaranteed = false;
@@ -36,8 +36,8 @@ struct Pod {
   // topology policy, honoured only under the node policy "dynamic"; empty
   // when the pod states none. `topology_policy_source` says where it was
   // read ("spec.topology.policy" or the annotation's name).
-  std::string topology_policy;
-  std::string topology_policy_source;
+  std::string topology_policy = {};
+  std::string topology_policy_source = {};
 };
 
 }  // namespace topology::manager

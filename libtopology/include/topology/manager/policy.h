@@ -45,11 +45,11 @@ struct MergeExplanation {
       0;                    // the kubelet's bestNonPreferredAffinityCount
   double permutations = 0;  // size of the cross product
   int64_t candidates_examined = 0;  // merged results the engine looked at
-  std::string reason;               // one sentence
+  std::string reason = {};          // one sentence
 };
 
 struct MergeResult {
-  TopologyHint hint;
+  TopologyHint hint = {};
   bool admit = false;
 };
 

@@ -14,7 +14,7 @@
 namespace topology::manager {
 
 struct TopologyHint {
-  std::optional<NumaMask> affinity;  // nullopt = nil
+  std::optional<NumaMask> affinity = {};  // nullopt = nil
   bool preferred = false;
 
   // "{[0,1] preferred}" / "{nil not-preferred}".

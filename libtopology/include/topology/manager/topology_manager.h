@@ -29,25 +29,25 @@ inline constexpr char kScopePod[] = "pod";
 
 // What one container's (or the pod's) merge looked like, for --explain.
 struct MergeTrace {
-  std::string container;  // empty for pod scope
+  std::string container = {};  // empty for pod scope
   // Per provider, in order: its hints.
-  std::vector<ProviderHints> provider_hints;
-  MergeResult result;
-  MergeExplanation explanation;
+  std::vector<ProviderHints> provider_hints = {};
+  MergeResult result = {};
+  MergeExplanation explanation = {};
 };
 
 // The policy and scope that decide one pod, and where they came from.
 struct EffectivePolicy {
-  std::string policy;  // none, best-effort, restricted, single-numa-node
-  std::string scope;   // container, pod, or none (policy none)
+  std::string policy = {};  // none, best-effort, restricted, single-numa-node
+  std::string scope;        // container, pod, or none (policy none)
   // "node" (the node's fixed policy), the pod's source
   // ("spec.topology.policy" or the annotation), or "default" (a pod that
   // states no policy under "dynamic": none).
-  std::string source;
+  std::string source = {};
   // What the pod asked for, when it differs from what applies (a fixed
   // node policy wins; pod-level-single-numa-node is single-numa-node at
   // pod scope).
-  std::string requested;
+  std::string requested = {};
 };
 
 // Whether `name` is a topology policy a pod may state.
@@ -56,7 +56,7 @@ TOPOLOGY_EXPORT bool IsPodTopologyPolicy(const std::string& name);
 struct ManagerConfig {
   std::string policy = kPolicyNone;
   std::string scope = kScopeContainer;
-  std::map<std::string, std::string> policy_options;
+  std::map<std::string, std::string> policy_options = {};
   MergeEngine engine = MergeEngine::kFast;
 };
 

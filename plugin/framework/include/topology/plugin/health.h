@@ -34,8 +34,8 @@ namespace topology::plugin {
 StatusOr<uint64_t> ParseAerCounters(std::string_view text);
 
 struct HealthReading {
-  std::optional<std::string> driver;  // bound driver, nullopt if none
-  std::optional<uint64_t> aer_fatal;  // nullopt when not readable
+  std::optional<std::string> driver = {};  // bound driver, nullopt if none
+  std::optional<uint64_t> aer_fatal = {};  // nullopt when not readable
 };
 
 // Reads bus/pci/devices/<address>/driver (the link's last component) and
@@ -49,7 +49,7 @@ std::optional<uint64_t> ReadPciAerFatal(const SysfsReader& sysfs,
 
 struct HealthVerdict {
   Health health = Health::kHealthy;
-  std::string reason;  // empty when healthy
+  std::string reason = {};  // empty when healthy
 };
 
 class HealthTracker {

@@ -43,7 +43,7 @@ struct ResourceStats {
   uint64_t preferred_errors = 0;
   uint64_t list_updates = 0;  // device lists published after the first
   uint64_t open_streams = 0;
-  LatencyHistogram::Snapshot preferred_latency;
+  LatencyHistogram::Snapshot preferred_latency = {};
 };
 
 }  // namespace topology::plugin

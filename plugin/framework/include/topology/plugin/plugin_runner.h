@@ -70,9 +70,18 @@ std::vector<std::string> MustIncludeThenInOrder(
 struct RunnerOptions {
   // Where kubelet.sock lives and the plugin sockets are created.
   std::filesystem::path plugin_dir = kDefaultPluginDir;
-  // Endpoint names are "<prefix>-<resource>-<pid>-<n>.sock" with '/' in the
-  // resource name replaced by '_'; n counts the sockets of this process.
+  // Endpoint names are "<prefix>-<resource>-<pid>-<token>-<n>.sock" with
+  // '/' in the resource name replaced by '_', <token> 8 random hex digits
+  // of this instance (two instances never share a name, even both as pid 1
+  // in their containers), n counting the sockets of this instance. An
+  // instance deletes no socket but its own and stale ones nobody serves.
+  // When another instance creates a socket for the same resource after
+  // this one registered (a rollout's new pod), this one stops counting as
+  // registered and registers again once that socket is gone.
   std::string socket_prefix = "topology";
+  // The <pid>-<token> part of the names; empty: this process's pid and 8
+  // random hex digits (set it only to give sockets a known name in tests).
+  std::string instance = {};
   // Back-off between failed Register attempts: doubles from initial to max.
   std::chrono::milliseconds initial_backoff{1000};
   std::chrono::milliseconds max_backoff{30000};
@@ -100,8 +109,12 @@ class ResourcePublisher {
   virtual Status SetDevices(std::vector<Device> devices) = 0;
   virtual std::vector<Device> devices() const = 0;
 
-  // Whether the last Register call was accepted (and no restart since).
+  // Whether the last Register call was accepted (and no restart since, and
+  // no other instance took the resource over since).
   virtual bool registered() const = 0;
+  // Whether another instance of the plugin serves this resource now (see
+  // RunnerOptions::socket_prefix); this one registers again when it goes.
+  virtual bool superseded() const { return false; }
   // The socket file name currently served ("" before Start).
   virtual std::string endpoint() const = 0;
   virtual ResourceStats stats() const = 0;

@@ -23,11 +23,11 @@ enum class Health { kHealthy, kUnhealthy };
 const char* HealthName(Health health);
 
 struct Device {
-  std::string id;
+  std::string id = {};
   Health health = Health::kHealthy;
   // NUMA nodes the device is local to; empty means "no topology" and is sent
   // as an absent TopologyInfo. Never holds a negative id.
-  std::vector<int64_t> numa_nodes;
+  std::vector<int64_t> numa_nodes = {};
 
   friend bool operator==(const Device&, const Device&) = default;
 };
@@ -44,32 +44,32 @@ struct DevicePluginOptions {
 // checks: ids are known, de-duplicated, must_include is a subset of
 // available, and 0 < |must_include| <= size <= |available| holds.
 struct PreferredAllocationRequest {
-  std::vector<std::string> available;
-  std::vector<std::string> must_include;
+  std::vector<std::string> available = {};
+  std::vector<std::string> must_include = {};
   int size = 0;
 };
 
 struct Mount {
-  std::string container_path;
-  std::string host_path;
+  std::string container_path = {};
+  std::string host_path = {};
   bool read_only = false;
   friend bool operator==(const Mount&, const Mount&) = default;
 };
 
 struct DeviceNode {
-  std::string container_path;
-  std::string host_path;
-  std::string permissions;  // any of "r", "w", "m"
+  std::string container_path = {};
+  std::string host_path = {};
+  std::string permissions = {};  // any of "r", "w", "m"
   friend bool operator==(const DeviceNode&, const DeviceNode&) = default;
 };
 
 // What one container gets for its devices (ContainerAllocateResponse).
 struct ContainerAllocation {
-  std::map<std::string, std::string> envs;
-  std::vector<Mount> mounts;
-  std::vector<DeviceNode> devices;
-  std::map<std::string, std::string> annotations;
-  std::vector<std::string> cdi_devices;  // fully qualified CDI names
+  std::map<std::string, std::string> envs = {};
+  std::vector<Mount> mounts = {};
+  std::vector<DeviceNode> devices = {};
+  std::map<std::string, std::string> annotations = {};
+  std::vector<std::string> cdi_devices = {};  // fully qualified CDI names
   friend bool operator==(const ContainerAllocation&,
                          const ContainerAllocation&) = default;
 };
