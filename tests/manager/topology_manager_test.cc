@@ -156,10 +156,15 @@ TEST(TopologyManagerTest, PodScopeRejection) {
   ScriptedProvider provider(manager.get());
   provider.hints[""] = One({H({0, 1}, true)});
   manager->AddHintProvider(&provider);
-  const AdmitResult result = manager->Admit(TwoContainerPod());
+  std::vector<MergeTrace> traces;
+  const AdmitResult result = manager->Admit(TwoContainerPod(), &traces);
   EXPECT_FALSE(result.admit);
   EXPECT_EQ(result.reason, "TopologyAffinityError");
   EXPECT_TRUE(provider.allocations.empty());
+  // The explanation names the resource whose hints left nothing.
+  ASSERT_EQ(traces.size(), 1u);
+  EXPECT_THAT(traces[0].explanation.reason,
+              ::testing::HasSubstr("the hint list of res is empty"));
 }
 
 TEST(TopologyManagerTest, AllocateFailureIsUnexpectedAdmissionError) {

@@ -11,6 +11,20 @@
 
 namespace topology::manager::internal {
 
+namespace {
+
+// "the hint list of example.com/gpu is empty (...): <what follows>".
+std::string EmptyListReason(const FlatList& list, const char* follows) {
+  return (list.resource.empty()
+              ? std::string("a hint list is empty")
+              : "the hint list of " + list.resource +
+                    " is empty (no set of NUMA nodes the policy allows holds "
+                    "what is asked)") +
+         ": " + follows;
+}
+
+}  // namespace
+
 HintLists FlattenProviderHints(const std::vector<ProviderHints>& providers) {
   HintLists lists;
   for (const ProviderHints& provider : providers) {
@@ -20,13 +34,15 @@ HintLists FlattenProviderHints(const std::vector<ProviderHints>& providers) {
     }
     for (const auto& [resource, hints] : provider) {
       if (!hints.has_value()) {
-        lists.push_back({{TopologyHint{std::nullopt, true}}, std::nullopt});
+        lists.push_back(
+            {{TopologyHint{std::nullopt, true}}, std::nullopt, resource});
       } else if (hints.is_family()) {
-        lists.push_back({{}, hints.family()});
+        lists.push_back({{}, hints.family(), resource});
       } else if (hints->empty()) {
-        lists.push_back({{TopologyHint{std::nullopt, false}}, std::nullopt});
+        lists.push_back(
+            {{TopologyHint{std::nullopt, false}}, std::nullopt, resource});
       } else {
-        lists.push_back({*hints, std::nullopt});
+        lists.push_back({*hints, std::nullopt, resource});
       }
     }
   }
@@ -53,7 +69,7 @@ HintLists FilterSingleNumaNodeHints(const HintLists& lists) {
         }
       }
     }
-    filtered.push_back({std::move(kept), std::nullopt});
+    filtered.push_back({std::move(kept), std::nullopt, list.resource});
   }
   return filtered;
 }
@@ -149,10 +165,11 @@ TopologyHint HintMerger::ReferenceMerge(const HintLists& flat, int best_count,
     lists.push_back(list.family ? list.family->Expand() : list.hints);
   }
   const NumaMask all = numa_.DefaultAffinity();
-  for (const auto& list : lists) {
-    if (list.empty()) {
-      if (explanation)
-        explanation->reason = "a hint list is empty: no permutation";
+  for (size_t i = 0; i < lists.size(); ++i) {
+    if (lists[i].empty()) {
+      if (explanation) {
+        explanation->reason = EmptyListReason(flat[i], "no permutation");
+      }
       return TopologyHint{all, false};
     }
   }
@@ -243,7 +260,7 @@ TopologyHint HintMerger::FastMerge(const HintLists& lists, int best_count,
       family_universe = family_universe.And(list.family->universe);
     } else if (list.hints.empty()) {
       return finish(TopologyHint{all, false},
-                    "a hint list is empty: nothing can be satisfied");
+                    EmptyListReason(list, "nothing can be satisfied"));
     } else {
       explicit_lists.push_back(&list);
     }

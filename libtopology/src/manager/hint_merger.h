@@ -5,6 +5,7 @@
 #define TOPOLOGY_SRC_MANAGER_HINT_MERGER_H_
 
 #include <optional>
+#include <string>
 #include <vector>
 
 #include "topology/manager/hint_provider.h"
@@ -19,6 +20,9 @@ namespace topology::manager::internal {
 struct FlatList {
   std::vector<TopologyHint> hints;
   std::optional<HintFamily> family;
+  // The resource whose hints these are ("" for a provider without any), so
+  // that a rejection can name it.
+  std::string resource = {};
 };
 using HintLists = std::vector<FlatList>;
 
