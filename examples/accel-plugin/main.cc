@@ -154,7 +154,10 @@ class AcceleratorHandler : public plugin::ResourceHandler {
   }
 
   // What the container gets: the addresses in an environment variable and
-  // one CDI device per function (the runtime's CDI spec adds the nodes).
+  // one CDI device per function. A CDI-enabled runtime refuses a name that
+  // no spec defines: the accelerator's driver package installs the spec
+  // for example.com/accel in /etc/cdi (or write one at start with
+  // plugin::WriteCdiSpec, topology/plugin/cdi.h).
   topology::StatusOr<plugin::ContainerAllocation> Allocate(
       const std::vector<std::string>& ids) override {
     plugin::ContainerAllocation out;

@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "topology/plugin/cdi.h"
 #include "topology/plugin/duration.h"
 #include "topology/plugin/go_flags.h"
 #include "topology/plugin/http_endpoint.h"
@@ -39,6 +40,7 @@ int Run(int argc, char** argv) {
   std::string rescan_interval = "10s";
   std::string recovery_period = "1m";
   std::string http_addr = "127.0.0.1:8081";
+  std::string cdi_dir = plugin::kDefaultCdiDir;
   bool print_matches = false;
   bool watch_uevents = true;
   int verbosity = 0;
@@ -56,6 +58,10 @@ int Run(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--recovery-period", recovery_period,
                  "Quiet time before a faulted device is Healthy again")
+      ->capture_default_str();
+  app.add_option("--cdi-dir", cdi_dir,
+                 "Where the CDI specs of resources with a cdiKind are written "
+                 "(empty: none, and no CDI names returned for them)")
       ->capture_default_str();
   app.add_option("--http-addr", http_addr,
                  "host:port of /healthz, /readyz and /metrics (empty "
@@ -103,6 +109,8 @@ int Run(int argc, char** argv) {
   options.config = std::move(*config);
   options.host_root = host_root;
   options.runner.plugin_dir = plugin_dir;
+  // --print-matches only looks: it writes no spec.
+  options.cdi_dir = print_matches ? std::string() : cdi_dir;
   options.watch_uevents = watch_uevents && !print_matches;
   options.version = TOPOLOGY_VERSION;
   for (auto [flag, text, target] :

@@ -10,9 +10,11 @@
 
 #include "topology/device_selection.h"
 #include "topology/discovery.h"
+#include "topology/plugin/cdi.h"
 #include "topology/plugin/metrics_text.h"
 #include "topology/plugin/uevent_monitor.h"
 
+#include "cdi_names.h"
 #include "nvidia.h"
 #include "selectors.h"
 
@@ -79,13 +81,50 @@ std::string DescribeFunction(const PciDevice* pci, const Nodes& numa_nodes) {
          (numa.empty() ? "(none)" : numa);
 }
 
+// The device nodes (container path = host path) Allocate gives for one
+// device of a resource configured as `config`: the VFIO nodes of a device
+// bound to vfio-pci, the configured patterns expanded under the host root,
+// and with `nvidia: true` the GPU's node and the control nodes.
+StatusOr<std::vector<std::string>> NodePathsOf(
+    const ResourceConfig& config, const PciDevice& device,
+    const std::filesystem::path& root, const NvidiaGpuInformation* gpu) {
+  const std::string id = device.address.ToString();
+  std::vector<std::string> paths;
+  if (device.driver == "vfio-pci") {
+    if (!device.iommu_group) {
+      return FailedPreconditionError("vfio-pci device " + id +
+                                     " has no IOMMU group");
+    }
+    paths.emplace_back("/dev/vfio/vfio");
+    paths.push_back("/dev/vfio/" + std::to_string(*device.iommu_group));
+  }
+  for (std::string pattern : config.device_nodes) {
+    ReplaceAll(pattern, "{address}", id);
+    ReplaceAll(pattern, "{iommuGroup}",
+               device.iommu_group ? std::to_string(*device.iommu_group)
+                                  : std::string("none"));
+    for (std::string& path : ExpandUnderRoot(root, pattern)) {
+      paths.push_back(std::move(path));
+    }
+  }
+  if (gpu != nullptr) {
+    paths.push_back("/dev/nvidia" + std::to_string(gpu->minor));
+    for (std::string& node : NvidiaControlNodes(root)) {
+      paths.push_back(std::move(node));
+    }
+  }
+  return paths;
+}
+
 }  // namespace
 
 // The framework's view of one configured resource.
 class TopologyDevicePlugin::Handler final : public plugin::ResourceHandler {
  public:
   Handler(TopologyDevicePlugin* plugin, size_t index)
-      : plugin_(plugin), config_(plugin->options_.config.resources[index]) {}
+      : plugin_(plugin),
+        index_(index),
+        config_(plugin->options_.config.resources[index]) {}
 
   plugin::DevicePluginOptions Options() const override {
     return {.pre_start_required = false,
@@ -161,24 +200,15 @@ class TopologyDevicePlugin::Handler final : public plugin::ResourceHandler {
         return NotFoundError("device " + id + " of " + config_.name +
                              " is no longer present");
       }
-      if (device->driver == "vfio-pci") {
-        if (!device->iommu_group) {
-          return FailedPreconditionError("vfio-pci device " + id +
-                                         " has no IOMMU group");
-        }
-        add_node("/dev/vfio/vfio");
-        add_node("/dev/vfio/" + std::to_string(*device->iommu_group));
-      }
-      for (std::string pattern : config_.device_nodes) {
-        ReplaceAll(pattern, "{address}", id);
-        ReplaceAll(pattern, "{iommuGroup}",
-                   device->iommu_group ? std::to_string(*device->iommu_group)
-                                       : std::string("none"));
-        for (const std::string& path : ExpandUnderRoot(root, pattern)) {
-          add_node(path);
-        }
-      }
-      if (!config_.cdi_kind.empty()) {
+      auto paths = NodePathsOf(config_, *device, root, nullptr);
+      if (!paths.ok()) return paths.status();
+      for (const std::string& path : *paths) add_node(path);
+      // Only names a spec defines: a CDI-enabled runtime refuses the rest.
+      const bool has_edits =
+          !paths->empty() ||
+          (config_.nvidia && snapshot->nvidia.gpus.contains(*address));
+      if (!config_.cdi_kind.empty() && has_edits &&
+          plugin_->cdi_spec_written(index_)) {
         allocation.cdi_devices.push_back(config_.cdi_kind + "=" + id);
       }
       if (config_.nvidia) {
@@ -209,6 +239,12 @@ class TopologyDevicePlugin::Handler final : public plugin::ResourceHandler {
     }
     if (config_.nvidia) {
       AddNvidiaOutputs(gpus, NvidiaControlNodes(root), allocation);
+      // nvidia.com/gpu=<UUID> only where the node's specs (nvidia-ctk cdi
+      // generate) define it; the env and nodes serve the other runtimes.
+      std::erase_if(allocation.cdi_devices, [&](const std::string& name) {
+        return name.starts_with("nvidia.com/gpu=") &&
+               !snapshot->cdi_defined.contains(name);
+      });
     }
     VLOG(2) << config_.name << ": Allocate " << Join(device_ids, ",") << " -> "
             << allocation.devices.size() << " device node(s)";
@@ -217,6 +253,7 @@ class TopologyDevicePlugin::Handler final : public plugin::ResourceHandler {
 
  private:
   TopologyDevicePlugin* plugin_;
+  const size_t index_;
   const ResourceConfig& config_;
 };
 
@@ -224,7 +261,9 @@ TopologyDevicePlugin::TopologyDevicePlugin(PluginOptions options)
     : options_(std::move(options)),
       reader_(NewHostRootReader(options_.host_root)),
       health_(options_.recovery_period),
-      mixed_locality_warned_(options_.config.resources.size(), false) {}
+      mixed_locality_warned_(options_.config.resources.size(), false),
+      cdi_written_(std::make_unique<std::atomic<bool>[]>(
+          options_.config.resources.size())) {}
 
 TopologyDevicePlugin::~TopologyDevicePlugin() { Stop(); }
 
@@ -239,6 +278,20 @@ StatusOr<std::unique_ptr<TopologyDevicePlugin>> TopologyDevicePlugin::Create(
   for (const std::string& warning : PfNamesWithoutInterface(
            plugin->options_.config, (*snapshot)->topology)) {
     LOG(WARNING) << warning;
+  }
+  plugin->WriteCdiSpecs(**snapshot);
+  size_t undefined = 0;
+  for (const auto& [address, gpu] : (*snapshot)->nvidia.gpus) {
+    if (!(*snapshot)->cdi_defined.contains("nvidia.com/gpu=" + gpu.uuid)) {
+      ++undefined;
+    }
+  }
+  if (undefined > 0) {
+    LOG(WARNING) << undefined << " NVIDIA GPU(s) have no CDI name defined "
+                 << "on the node (no spec in /etc/cdi or /var/run/cdi names "
+                 << "nvidia.com/gpu=<UUID>; nvidia-ctk cdi generate writes "
+                 << "one): Allocate returns NVIDIA_VISIBLE_DEVICES and the "
+                 << "device nodes for them, and no CDI name";
   }
   if (const std::string& missing = (*snapshot)->nvidia.driver_missing;
       !missing.empty()) {
@@ -285,6 +338,14 @@ StatusOr<std::shared_ptr<Snapshot>> TopologyDevicePlugin::Discover(
     if (options_.config.resources[index].nvidia) gpus.push_back(address);
   }
   snapshot->nvidia = ReadNvidiaInventory(options_.host_root, gpus);
+  if (!gpus.empty()) {
+    std::vector<std::string> warnings;
+    std::vector<std::filesystem::path> dirs = {
+        options_.host_root / "etc/cdi", options_.host_root / "var/run/cdi"};
+    if (!options_.cdi_dir.empty()) dirs.push_back(options_.cdi_dir);
+    snapshot->cdi_defined = plugin::CdiDefinedNames(dirs, &warnings);
+    for (const std::string& warning : warnings) LOG(WARNING) << warning;
+  }
   return snapshot;
 }
 
@@ -423,6 +484,7 @@ Status TopologyDevicePlugin::Publish(const std::shared_ptr<Snapshot>& snapshot,
       lists.push_back(DevicesOf(*snapshot, r, read_health));
     }
   }
+  WriteCdiSpecs(*snapshot);
   Status result = OkStatus();
   for (size_t r = 0; r < publishers_.size(); ++r) {
     LogDeviceList(r, lists[r]);
@@ -511,6 +573,69 @@ Status TopologyDevicePlugin::Reconcile() {
   if (!changed) return OkStatus();
   return Publish(std::const_pointer_cast<Snapshot>(snapshot),
                  /*read_health=*/false);
+}
+
+std::string TopologyDevicePlugin::CdiSpecFileName(const std::string& kind) {
+  std::string name = "topology-device-plugin-" + kind + ".json";
+  std::replace(name.begin(), name.end(), '/', '_');
+  return name;
+}
+
+bool TopologyDevicePlugin::cdi_spec_written(size_t index) const {
+  return cdi_written_[index].load();
+}
+
+void TopologyDevicePlugin::WriteCdiSpecs(const Snapshot& snapshot) {
+  for (size_t r = 0; r < options_.config.resources.size(); ++r) {
+    const ResourceConfig& config = options_.config.resources[r];
+    if (config.cdi_kind.empty()) continue;
+    if (options_.cdi_dir.empty()) {
+      cdi_written_[r] = false;
+      continue;
+    }
+    plugin::CdiSpec spec;
+    spec.kind = config.cdi_kind;
+    for (const auto& [address, index] : snapshot.claims) {
+      if (index != r) continue;
+      const PciDevice* device = snapshot.topology.FindDevice(address);
+      if (device == nullptr) continue;
+      const auto gpu = snapshot.nvidia.gpus.find(address);
+      auto paths = NodePathsOf(
+          config, *device, options_.host_root,
+          config.nvidia && gpu != snapshot.nvidia.gpus.end() ? &gpu->second
+                                                             : nullptr);
+      if (!paths.ok()) continue;  // Allocate refuses such a device
+      plugin::CdiDevice cdi;
+      cdi.name = address.ToString();
+      std::set<std::string> seen;
+      for (const std::string& path : *paths) {
+        if (seen.insert(path).second) {
+          cdi.device_nodes.push_back({path, path, "rw"});
+        }
+      }
+      // A device without edits would make runtimes refuse the whole spec:
+      // it is left out, and Allocate names only what the spec defines.
+      if (cdi.device_nodes.empty()) continue;
+      spec.devices.push_back(std::move(cdi));
+    }
+    if (spec.devices.empty()) {
+      // Nothing to define (no device with a node): no file, no names.
+      (void)plugin::RemoveCdiSpec(options_.cdi_dir,
+                                  CdiSpecFileName(config.cdi_kind));
+      cdi_written_[r] = false;
+      continue;
+    }
+    const Status status = plugin::WriteCdiSpec(
+        options_.cdi_dir, CdiSpecFileName(config.cdi_kind), spec);
+    const bool was = cdi_written_[r].exchange(status.ok());
+    if (!status.ok() && was) {
+      LOG(ERROR) << config.name << ": " << status.message()
+                 << "; Allocate returns no CDI names until it is written";
+    } else if (!status.ok()) {
+      LOG_FIRST_N(ERROR, 4) << config.name << ": " << status.message()
+                            << "; Allocate returns no CDI names";
+    }
+  }
 }
 
 bool TopologyDevicePlugin::watching_uevents() const {
@@ -679,6 +804,23 @@ std::string TopologyDevicePlugin::DescribeMatches() const {
     out << "warning: " << snapshot->nvidia.driver_missing
         << "; the GPUs are Unhealthy until it is\n";
   }
+  for (const auto& [address, gpu] : snapshot->nvidia.gpus) {
+    if (!snapshot->cdi_defined.contains("nvidia.com/gpu=" + gpu.uuid)) {
+      out << "warning: no CDI spec on the node defines nvidia.com/gpu="
+          << gpu.uuid << " (" << address.ToString()
+          << "): Allocate returns no CDI name for it\n";
+    }
+  }
+  for (size_t r = 0; r < options_.config.resources.size(); ++r) {
+    const std::string& kind = options_.config.resources[r].cdi_kind;
+    if (!kind.empty()) {
+      out << "CDI: " << options_.config.resources[r].name << " as " << kind
+          << (cdi_written_[r].load()
+                  ? " in " + (options_.cdi_dir / CdiSpecFileName(kind)).string()
+                  : std::string(": no spec written, no CDI names returned"))
+          << "\n";
+    }
+  }
   return out.str();
 }
 
@@ -697,6 +839,16 @@ std::string TopologyDevicePlugin::MetricsText() const {
   text.Family("topology_device_plugin_rescan_errors_total", "counter",
               "Rescans that failed.");
   text.Sample("topology_device_plugin_rescan_errors_total", {}, rescan_errors_);
+  size_t undefined = 0;
+  for (const auto& [address, gpu] : snapshot_->nvidia.gpus) {
+    if (!snapshot_->cdi_defined.contains("nvidia.com/gpu=" + gpu.uuid)) {
+      ++undefined;
+    }
+  }
+  text.Family("topology_device_plugin_cdi_names_undefined", "gauge",
+              "NVIDIA GPUs whose nvidia.com/gpu=<UUID> no CDI spec on the "
+              "node defines (Allocate returns no CDI name for them).");
+  text.Sample("topology_device_plugin_cdi_names_undefined", {}, undefined);
   return text.str();
 }
 

@@ -5,6 +5,7 @@
 #ifndef TOPOLOGY_DEVICE_PLUGIN_REFERENCE_PLUGIN_H_
 #define TOPOLOGY_DEVICE_PLUGIN_REFERENCE_PLUGIN_H_
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -47,6 +49,10 @@ struct PluginOptions {
   // Uevents come in bursts (a VF batch, a driver rebind): wait this long
   // after one before rescanning.
   std::chrono::milliseconds uevent_debounce{50};
+  // Where the plugin writes the CDI specs of resources with a cdiKind (one
+  // file each, topology-device-plugin-<kind>.json); empty: none written,
+  // and no CDI names returned for them.
+  std::filesystem::path cdi_dir = "/var/run/cdi";
   // Reported by the build_info metric.
   std::string version = "unknown";
 };
@@ -59,6 +65,10 @@ struct Snapshot {
   Claims claims;  // device -> resource index
   // The GPUs of resources with `nvidia: true`, cross-checked.
   NvidiaInventory nvidia;
+  // With `nvidia: true`: the CDI names the node's specs define (its
+  // /etc/cdi and /var/run/cdi under the host root, and --cdi-dir); an
+  // nvidia.com/gpu=<UUID> name is returned only when defined here.
+  std::set<std::string> cdi_defined;
 };
 
 class TopologyDevicePlugin {
@@ -91,6 +101,13 @@ class TopologyDevicePlugin {
   Status SetHealthOverride(const std::string& device_id,
                            std::optional<plugin::Health> health);
 
+  // Whether resource `index`'s CDI spec is in place (names are returned
+  // only then).
+  bool cdi_spec_written(size_t index) const;
+  // The file name of a resource's CDI spec: "topology-device-plugin-" and
+  // the kind with '/' as '_', ".json".
+  static std::string CdiSpecFileName(const std::string& kind);
+
   // Human-readable claims per resource (--print-matches).
   std::string DescribeMatches() const;
   // Prometheus text exposition.
@@ -118,6 +135,9 @@ class TopologyDevicePlugin {
                      const std::vector<plugin::Device>& devices);
   std::vector<plugin::Device> DevicesOf(const Snapshot& snapshot,
                                         size_t resource, bool read_health);
+  // Writes the CDI spec of every resource with a cdiKind for `snapshot`
+  // (what Allocate would give each device), and records which succeeded.
+  void WriteCdiSpecs(const Snapshot& snapshot);
   void RescanLoop();
   // Starts the uevent monitor (a warning when it cannot).
   void WatchUevents();
@@ -135,6 +155,8 @@ class TopologyDevicePlugin {
   // Per resource: the device count last logged (-1: never), so that the
   // first list and every change in size are logged at -v 0.
   std::vector<int64_t> logged_count_;
+  // Per resource: its CDI spec is written (read by Allocate's threads).
+  std::unique_ptr<std::atomic<bool>[]> cdi_written_;
   uint64_t rescans_ = 0;
   uint64_t reconciles_ = 0;
   uint64_t rescan_errors_ = 0;

@@ -207,9 +207,17 @@ def check_baseline(daemonset, where):
                 error(c, "/sys must be mounted read-only")
             if host is not None and not mount.get("readOnly"):
                 writable.append(host)
-        if writable != ["/var/lib/kubelet/device-plugins"]:
-            error(c, "only /var/lib/kubelet/device-plugins may be writable, "
-                     f"found {writable}")
+        if sorted(writable) != ["/var/lib/kubelet/device-plugins",
+                                "/var/run/cdi"]:
+            error(c, "only /var/lib/kubelet/device-plugins (sockets) and "
+                     f"/var/run/cdi (CDI specs) may be writable, found {writable}")
+        args = container.get("args", [])
+        cdi_mounted = any(volumes.get(m["name"], {}).get("hostPath", {})
+                          .get("path") == "/var/run/cdi"
+                          for m in container.get("volumeMounts", []))
+        if "--cdi-dir=/var/run/cdi" not in args or not cdi_mounted:
+            error(c, "--cdi-dir=/var/run/cdi with the host's /var/run/cdi "
+                     "mounted: CDI names must resolve on the node")
         env = {e["name"]: e for e in container.get("env", [])}
         field = env.get("NODE_NAME", {}).get("valueFrom", {}).get("fieldRef", {})
         if field.get("fieldPath") != "spec.nodeName":

@@ -6,6 +6,8 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <random>
 #include <set>
 #include <thread>
@@ -16,7 +18,9 @@
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
+#include "topology/plugin/cdi.h"
 #include "topology/plugin/http_endpoint.h"
 
 #include "fake_kubelet.h"
@@ -72,7 +76,13 @@ class ReferencePluginTest : public ::testing::Test {
     options.rescan_interval = 0s;  // tests drive rescans
     options.recovery_period = 300ms;
     options.watch_uevents = false;
+    options.cdi_dir = cdi_dir_override_ ? *cdi_dir_override_ : cdi_dir();
     return options;
+  }
+  std::filesystem::path cdi_dir() const {
+    auto dir = root_.path() / "var/run/cdi";
+    std::filesystem::create_directories(dir);
+    return dir;
   }
 
   void StartPlugin(const std::string& extra_gpu_config = "") {
@@ -130,6 +140,7 @@ class ReferencePluginTest : public ::testing::Test {
 
   testing::TempDir root_;
   testing::TempDir plugins_;
+  std::optional<std::filesystem::path> cdi_dir_override_;
   FakeKubelet kubelet_{plugins_.path()};
   std::unique_ptr<TopologyDevicePlugin> plugin_;
   std::shared_ptr<PluginConnection> gpu_;
@@ -296,6 +307,139 @@ TEST_F(ReferencePluginTest, P33_KubeletShapedRequests) {
       << ::testing::PrintToString(rest);
 }
 
+// The CDI names of the reference plugin's Allocate answers resolve: each
+// names a device of a spec file the runtime reads (<kind>=<name>, a valid
+// kind and name, a released cdiVersion), and the edits of the named devices
+// together are exactly the answer's device nodes.
+void ExpectCdiNamesResolve(const std::filesystem::path& cdi_dir,
+                           const v1beta1::ContainerAllocateResponse& answer) {
+  std::map<std::string, nlohmann::json> defined;  // "kind=name" -> edits
+  for (const auto& entry : std::filesystem::directory_iterator(cdi_dir)) {
+    std::ifstream in(entry.path());
+    const nlohmann::json spec = nlohmann::json::parse(in, nullptr, false);
+    ASSERT_FALSE(spec.is_discarded()) << entry.path();
+    ASSERT_TRUE(spec.contains("cdiVersion") && spec.contains("kind") &&
+                spec.contains("devices"))
+        << spec.dump();
+    EXPECT_THAT(spec["cdiVersion"].get<std::string>(),
+                ::testing::AnyOf("0.3.0", "0.5.0"));
+    EXPECT_THAT(plugin::ValidateCdiKind(spec["kind"].get<std::string>()),
+                IsOk());
+    for (const auto& device : spec["devices"]) {
+      const std::string name = device["name"].get<std::string>();
+      EXPECT_THAT(plugin::ValidateCdiDeviceName(name), IsOk());
+      EXPECT_TRUE(defined
+                      .emplace(spec["kind"].get<std::string>() + "=" + name,
+                               device["containerEdits"])
+                      .second)
+          << name << " defined twice";
+    }
+  }
+  std::set<std::string> from_cdi;
+  for (const auto& cdi : answer.cdi_devices()) {
+    const auto it = defined.find(cdi.name());
+    ASSERT_NE(it, defined.end()) << cdi.name() << " is defined by no spec";
+    if (!it->second.contains("deviceNodes")) continue;
+    for (const auto& node : it->second["deviceNodes"]) {
+      from_cdi.insert(node["path"].get<std::string>());
+    }
+  }
+  std::set<std::string> from_allocate;
+  for (const auto& node : answer.devices()) {
+    from_allocate.insert(node.container_path());
+  }
+  if (answer.cdi_devices_size() > 0) {
+    EXPECT_EQ(from_cdi, from_allocate);
+  }
+}
+
+TEST_F(ReferencePluginTest, CdiNamesResolveToTheSpecTheyWrite) {
+  std::filesystem::create_directories(root_.path() / "dev/dri/by-path");
+  // Every GPU but 0000:3e:00.0 has a render node.
+  for (const char* gpu : {"0000:1a:00.0", "0000:1b:00.0", "0000:3d:00.0",
+                          "0000:9a:00.0", "0000:bb:00.0"}) {
+    std::ofstream(root_.path() /
+                  (std::string("dev/dri/by-path/pci-") + gpu + "-render"));
+  }
+  StartPlugin(
+      "    deviceNodes: [\"/dev/dri/by-path/pci-{address}-render\"]\n"
+      "    cdiKind: example.com/gpu\n");
+  const auto spec = cdi_dir() / "topology-device-plugin-example.com_gpu.json";
+  ASSERT_TRUE(std::filesystem::exists(spec));
+  EXPECT_EQ(std::filesystem::status(spec).permissions(),
+            std::filesystem::perms(0644));
+  for (const std::vector<std::string>& ids :
+       std::vector<std::vector<std::string>>{
+           {"0000:1a:00.0"},
+           {"0000:1a:00.0", "0000:1b:00.0"},
+           {"0000:3d:00.0", "0000:9a:00.0", "0000:bb:00.0"}}) {
+    v1beta1::AllocateRequest request;
+    auto* container = request.add_container_requests();
+    for (const auto& id : ids) container->add_devices_ids(id);
+    grpc::ClientContext context;
+    v1beta1::AllocateResponse response;
+    ASSERT_TRUE(gpu_->stub().Allocate(&context, request, &response).ok());
+    const auto& answer = response.container_responses(0);
+    EXPECT_EQ(answer.cdi_devices_size(), static_cast<int>(ids.size()));
+    ExpectCdiNamesResolve(cdi_dir(), answer);
+  }
+  // A device without any node has no edits: a runtime would refuse the
+  // whole spec for it, so it is not in the spec and gets no name.
+  v1beta1::AllocateRequest bare;
+  bare.add_container_requests()->add_devices_ids("0000:3e:00.0");
+  grpc::ClientContext context;
+  v1beta1::AllocateResponse response;
+  ASSERT_TRUE(gpu_->stub().Allocate(&context, bare, &response).ok());
+  EXPECT_EQ(response.container_responses(0).cdi_devices_size(), 0);
+  EXPECT_THAT(plugin_->DescribeMatches(),
+              HasSubstr("CDI: example.com/gpu as example.com/gpu in "));
+}
+
+// Without a place to write its spec the plugin returns no CDI name (a
+// CDI-enabled runtime would refuse the container), and says so.
+TEST_F(ReferencePluginTest, NoCdiNamesWithoutAWrittenSpec) {
+  cdi_dir_override_ = root_.path() / "not-a-directory";
+  std::ofstream(*cdi_dir_override_) << "a file, not a directory";
+  StartPlugin("    cdiKind: example.com/gpu\n");
+  v1beta1::AllocateRequest request;
+  request.add_container_requests()->add_devices_ids("0000:1a:00.0");
+  grpc::ClientContext context;
+  v1beta1::AllocateResponse response;
+  ASSERT_TRUE(gpu_->stub().Allocate(&context, request, &response).ok());
+  EXPECT_EQ(response.container_responses(0).cdi_devices_size(), 0);
+  EXPECT_THAT(plugin_->DescribeMatches(),
+              HasSubstr("no spec written, no CDI names returned"));
+}
+
+// NVIDIA mode: nvidia.com/gpu=<UUID> only when a spec on the node (what
+// nvidia-ctk cdi generate writes, YAML) defines it.
+TEST_F(ReferencePluginTest, NvidiaCdiNamesOnlyWhenTheNodeDefinesThem) {
+  const std::string uuid0 = "GPU-5a0c1d2e-7b3f-4c19-9e8a-00001d2e0000";
+  std::filesystem::create_directories(root_.path() / "etc/cdi");
+  std::ofstream(root_.path() / "etc/cdi/nvidia.yaml")
+      << "cdiVersion: 0.5.0\nkind: nvidia.com/gpu\ndevices:\n"
+      << "- name: \"0\"\n  containerEdits:\n    deviceNodes:\n"
+      << "    - path: /dev/nvidia0\n"
+      << "- name: " << uuid0 << "\n  containerEdits:\n    deviceNodes:\n"
+      << "    - path: /dev/nvidia0\n";
+  StartPlugin("    nvidia: true\n");
+  v1beta1::AllocateRequest request;
+  auto* container = request.add_container_requests();
+  container->add_devices_ids("0000:1a:00.0");
+  container->add_devices_ids("0000:1b:00.0");
+  grpc::ClientContext context;
+  v1beta1::AllocateResponse response;
+  ASSERT_TRUE(gpu_->stub().Allocate(&context, request, &response).ok());
+  const auto& answer = response.container_responses(0);
+  ASSERT_EQ(answer.cdi_devices_size(), 1);
+  EXPECT_EQ(answer.cdi_devices(0).name(), "nvidia.com/gpu=" + uuid0);
+  EXPECT_THAT(plugin_->DescribeMatches(),
+              HasSubstr("no CDI spec on the node defines nvidia.com/gpu="
+                        "GPU-5a0c1d2e-7b3f-4c19-9e8a-00001d2e0001"));
+  EXPECT_THAT(plugin_->MetricsText(),
+              HasSubstr("topology_device_plugin_cdi_names_undefined 7"));
+}
+
 TEST_F(ReferencePluginTest, P37_AllocateContent) {
   // Device nodes by glob under the host root, and CDI names.
   std::filesystem::create_directories(root_.path() / "dev/dri/by-path");
@@ -356,10 +500,9 @@ TEST_F(ReferencePluginTest, NvidiaGpusGetMinorNodesUuidsAndCdiNames) {
   EXPECT_THAT(nodes, UnorderedElementsAre("/dev/nvidia0", "/dev/nvidia1",
                                           "/dev/nvidiactl", "/dev/nvidia-uvm",
                                           "/dev/nvidia-uvm-tools"));
-  std::vector<std::string> cdi;
-  for (const auto& device : answer.cdi_devices()) cdi.push_back(device.name());
-  EXPECT_THAT(
-      cdi, ElementsAre("nvidia.com/gpu=" + uuid0, "nvidia.com/gpu=" + uuid1));
+  // No spec on the node defines their CDI names: none is returned (see
+  // NvidiaCdiNamesOnlyWhenTheNodeDefinesThem).
+  EXPECT_EQ(answer.cdi_devices_size(), 0);
 
   // A GPU whose driver entry is gone: refused, naming the file.
   std::filesystem::remove_all(root_.path() /
