@@ -85,6 +85,22 @@ class ReferencePluginTest : public ::testing::Test {
     return dir;
   }
 
+  // Allocate of `ids` for one container, as the kubelet asks it: the
+  // container's answer, or nullopt when the call fails.
+  std::optional<v1beta1::ContainerAllocateResponse> AllocateGpus(
+      const std::vector<std::string>& ids) {
+    v1beta1::AllocateRequest request;
+    auto* container = request.add_container_requests();
+    for (const auto& id : ids) container->add_devices_ids(id);
+    grpc::ClientContext context;
+    v1beta1::AllocateResponse response;
+    if (!gpu_->stub().Allocate(&context, request, &response).ok() ||
+        response.container_responses_size() != 1) {
+      return std::nullopt;
+    }
+    return response.container_responses(0);
+  }
+
   void StartPlugin(const std::string& extra_gpu_config = "") {
     auto config = ParseConfig(
         "resources:\n"
@@ -373,24 +389,16 @@ TEST_F(ReferencePluginTest, CdiNamesResolveToTheSpecTheyWrite) {
            {"0000:1a:00.0"},
            {"0000:1a:00.0", "0000:1b:00.0"},
            {"0000:3d:00.0", "0000:9a:00.0", "0000:bb:00.0"}}) {
-    v1beta1::AllocateRequest request;
-    auto* container = request.add_container_requests();
-    for (const auto& id : ids) container->add_devices_ids(id);
-    grpc::ClientContext context;
-    v1beta1::AllocateResponse response;
-    ASSERT_TRUE(gpu_->stub().Allocate(&context, request, &response).ok());
-    const auto& answer = response.container_responses(0);
-    EXPECT_EQ(answer.cdi_devices_size(), static_cast<int>(ids.size()));
-    ExpectCdiNamesResolve(cdi_dir(), answer);
+    const auto answer = AllocateGpus(ids);
+    ASSERT_TRUE(answer);
+    EXPECT_EQ(answer->cdi_devices_size(), static_cast<int>(ids.size()));
+    ExpectCdiNamesResolve(cdi_dir(), *answer);
   }
   // A device without any node has no edits: a runtime would refuse the
   // whole spec for it, so it is not in the spec and gets no name.
-  v1beta1::AllocateRequest bare;
-  bare.add_container_requests()->add_devices_ids("0000:3e:00.0");
-  grpc::ClientContext context;
-  v1beta1::AllocateResponse response;
-  ASSERT_TRUE(gpu_->stub().Allocate(&context, bare, &response).ok());
-  EXPECT_EQ(response.container_responses(0).cdi_devices_size(), 0);
+  const auto bare = AllocateGpus({"0000:3e:00.0"});
+  ASSERT_TRUE(bare);
+  EXPECT_EQ(bare->cdi_devices_size(), 0);
   EXPECT_THAT(plugin_->DescribeMatches(),
               HasSubstr("CDI: example.com/gpu as example.com/gpu in "));
 }
@@ -401,12 +409,9 @@ TEST_F(ReferencePluginTest, NoCdiNamesWithoutAWrittenSpec) {
   cdi_dir_override_ = root_.path() / "not-a-directory";
   std::ofstream(*cdi_dir_override_) << "a file, not a directory";
   StartPlugin("    cdiKind: example.com/gpu\n");
-  v1beta1::AllocateRequest request;
-  request.add_container_requests()->add_devices_ids("0000:1a:00.0");
-  grpc::ClientContext context;
-  v1beta1::AllocateResponse response;
-  ASSERT_TRUE(gpu_->stub().Allocate(&context, request, &response).ok());
-  EXPECT_EQ(response.container_responses(0).cdi_devices_size(), 0);
+  const auto answer = AllocateGpus({"0000:1a:00.0"});
+  ASSERT_TRUE(answer);
+  EXPECT_EQ(answer->cdi_devices_size(), 0);
   EXPECT_THAT(plugin_->DescribeMatches(),
               HasSubstr("no spec written, no CDI names returned"));
 }
@@ -423,16 +428,10 @@ TEST_F(ReferencePluginTest, NvidiaCdiNamesOnlyWhenTheNodeDefinesThem) {
       << "- name: " << uuid0 << "\n  containerEdits:\n    deviceNodes:\n"
       << "    - path: /dev/nvidia0\n";
   StartPlugin("    nvidia: true\n");
-  v1beta1::AllocateRequest request;
-  auto* container = request.add_container_requests();
-  container->add_devices_ids("0000:1a:00.0");
-  container->add_devices_ids("0000:1b:00.0");
-  grpc::ClientContext context;
-  v1beta1::AllocateResponse response;
-  ASSERT_TRUE(gpu_->stub().Allocate(&context, request, &response).ok());
-  const auto& answer = response.container_responses(0);
-  ASSERT_EQ(answer.cdi_devices_size(), 1);
-  EXPECT_EQ(answer.cdi_devices(0).name(), "nvidia.com/gpu=" + uuid0);
+  const auto answer = AllocateGpus({"0000:1a:00.0", "0000:1b:00.0"});
+  ASSERT_TRUE(answer);
+  ASSERT_EQ(answer->cdi_devices_size(), 1);
+  EXPECT_EQ(answer->cdi_devices(0).name(), "nvidia.com/gpu=" + uuid0);
   EXPECT_THAT(plugin_->DescribeMatches(),
               HasSubstr("no CDI spec on the node defines nvidia.com/gpu="
                         "GPU-5a0c1d2e-7b3f-4c19-9e8a-00001d2e0001"));
