@@ -30,7 +30,7 @@
 #include "topology/plugin/plugin_runner.h"
 
 #include "context_switches.h"
-#include "fake_kubelet.h"
+#include "topology/testing/fake_kubelet.h"
 #include "http_attack.h"
 #include "reference_plugin.h"
 #include "synthetic_machines.h"

@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""Checks that docs/plugin-author-guide.md quotes examples/accel-plugin/main.cc.
+"""Checks that docs/plugin-author-guide.md quotes examples/accel-plugin/.
 
-Every block between "// guide:<name>" and "// guide:end" in the program must
+Usage: guide_quotes_example.py PROGRAM... GUIDE (main.cc and the test).
+Every block between "// guide:<name>" and "// guide:end" in a program must
 appear, verbatim and in full, inside a ```cpp block of the guide, and the
-guide must quote no C++ block that is not from the program (apart from blocks
+guide must quote no C++ block that is not from the programs (apart from blocks
 marked "<!-- not from the example -->" on the line before), so the guide
 cannot drift from code that is built and run by the package test.
 """
@@ -33,25 +34,27 @@ def cpp_blocks_of_guide(text):
 
 
 def main():
-    program_path, guide_path = sys.argv[1], sys.argv[2]
-    program = open(program_path, encoding="utf-8").read()
+    program_paths, guide_path = sys.argv[1:-1], sys.argv[-1]
     guide = open(guide_path, encoding="utf-8").read()
-    blocks = blocks_of_program(program)
-    if len(blocks) < 3:
-        print(f"{program_path}: expected guide: blocks, found {len(blocks)}")
-        return 1
     quoted = cpp_blocks_of_guide(guide)
     errors = []
-    for name, body in blocks.items():
-        if not any(body == code for _, code in quoted):
-            errors.append(f"{guide_path}: does not quote block '{name}' of "
-                          f"{program_path} verbatim")
-    bodies = set(blocks.values())
+    bodies = set()
+    for program_path in program_paths:
+        program = open(program_path, encoding="utf-8").read()
+        blocks = blocks_of_program(program)
+        if len(blocks) < 3:
+            errors.append(f"{program_path}: expected guide: blocks, found "
+                          f"{len(blocks)}")
+        for name, body in blocks.items():
+            if not any(body == code for _, code in quoted):
+                errors.append(f"{guide_path}: does not quote block '{name}' "
+                              f"of {program_path} verbatim")
+        bodies.update(blocks.values())
     for exempt, code in quoted:
         if not exempt and code not in bodies:
             first = code.splitlines()[0] if code else ""
             errors.append(f"{guide_path}: C++ block starting {first!r} is "
-                          f"not a guide: block of {program_path}")
+                          f"not a guide: block of {' or '.join(program_paths)}")
     for error in errors:
         print(error)
     return 1 if errors else 0

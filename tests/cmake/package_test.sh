@@ -13,12 +13,17 @@
 #      what each plugin's Allocate returned;
 #   4. the GPU plugin's /readyz answers 200 and its /metrics count the
 #      allocation;
-#   5. SIGTERM stops both plugins and serve with exit 0.
-# Usage: package_test.sh PREFIX LIBDIR EXAMPLES_DIR WORK_DIR FIXTURE_TOOL
-#                        GENERATOR CXX CXXFLAGS LDFLAGS
+#   5. SIGTERM stops both plugins and serve with exit 0;
+#   6. the example's own tests build against the installed test kit only
+#      (find_package(libtopology COMPONENTS testing) and pkg-config
+#      libtopology-testing) and pass, with the installed
+#      topology-sysfs-fixture writing the machine above.
+# Usage: package_test.sh PREFIX LIBDIR EXAMPLES_DIR WORK_DIR GENERATOR CXX
+#                        CXXFLAGS LDFLAGS
 set -euo pipefail
-prefix=$1 libdir=$2 examples=$3 work=$4 fixture_tool=$5 generator=$6
-cxx=$7 cxxflags=$8 ldflags=$9
+prefix=$1 libdir=$2 examples=$3 work=$4 generator=$5
+cxx=$6 cxxflags=$7 ldflags=$8
+fixture_tool=$prefix/bin/topology-sysfs-fixture
 
 fail() {
   echo "package_test: $*" >&2
@@ -36,7 +41,8 @@ unset LD_LIBRARY_PATH
 run=$(mktemp -d /tmp/topology-package.XXXXXX)
 
 echo "== installed programs run from the prefix"
-for program in topology-info topology-manager topology-device-plugin; do
+for program in topology-info topology-manager topology-device-plugin \
+  topology-sysfs-fixture; do
   "$prefix/bin/$program" --version || fail "$program --version failed"
 done
 # The gRPC half of topology-manager, found by it in libexec/libtopology/.
@@ -44,6 +50,7 @@ done
   fail "libexec/libtopology/topology-manager-grpc --version failed"
 sh "$(dirname "$0")/runpath_test.sh" "$prefix/bin/topology-info" \
   "$prefix/bin/topology-manager" "$prefix/bin/topology-device-plugin" \
+  "$prefix/bin/topology-sysfs-fixture" \
   "$prefix/libexec/libtopology/topology-manager-grpc" \
   "$prefix/$libdir"/libtopology*.so.[0-9]* ||
   fail "an installed file searches a relative directory for libraries"
@@ -51,6 +58,7 @@ sh "$(dirname "$0")/runpath_test.sh" "$prefix/bin/topology-info" \
 echo "== accel-plugin through find_package(libtopology COMPONENTS deviceplugin)"
 cmake -S "$examples/accel-plugin" -B "$work/cmake-build" -G "$generator" \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+  -DACCEL_PLUGIN_TESTS=ON \
   -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_CXX_FLAGS="$cxxflags" \
   -DCMAKE_EXE_LINKER_FLAGS="$ldflags" >"$work/cmake-configure.log" 2>&1 ||
   fail "configure with find_package failed"
@@ -188,4 +196,19 @@ for pid in "$gpu_pid" "$nic_pid" "$serve_pid"; do
   wait "$pid" || fail "process $pid exited with $? after SIGTERM"
 done
 pids=()
+
+echo "== the example's tests, on the installed test kit"
+"$fixture_tool" --list >"$work/fixtures.txt" || fail "topology-sysfs-fixture --list failed"
+grep -q '^dual-socket-accel' "$work/fixtures.txt" ||
+  fail "topology-sysfs-fixture --list lacks dual-socket-accel"
+ctest --test-dir "$work/cmake-build" --output-on-failure \
+  >"$work/example-ctest.log" 2>&1 ||
+  fail "the example's tests failed (find_package build; $work/example-ctest.log)"
+grep -q "tests passed, 0 tests failed out of [1-9]" "$work/example-ctest.log" ||
+  fail "the example's tests did not run (see $work/example-ctest.log)"
+PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" make -s -C "$examples/accel-plugin" \
+  check OUT="$work/pc-accel-plugin" TEST_OUT="$work/pc-accel-plugin-test" \
+  CXX="$cxx" CXXFLAGS="$cxxflags" LDFLAGS="$ldflags" \
+  >"$work/pkg-config-check.log" 2>&1 ||
+  fail "make check through pkg-config libtopology-testing failed"
 echo "package test passed"

@@ -94,6 +94,52 @@ TEST(DiscoveryTest, DualSocketEightGpus) {
             CostLevel::kCrossNuma);
 }
 
+// The test kit's accelerator machine: what a plugin for class-12 devices or
+// SR-IOV VFs finds on it.
+TEST(DiscoveryTest, DualSocketAccelerators) {
+  TempDir dir;
+  ASSERT_TRUE(testing::WriteMachine("dual-socket-accel", dir.path()));
+  const Topology t = DiscoverOrDie(dir.path());
+  EXPECT_THAT(t.warnings(), IsEmpty());
+  const auto accelerators = WithClass(t, 0x120000);
+  ASSERT_EQ(accelerators.size(), 8u);
+  for (const PciDevice* accel : accelerators) {
+    const int node = accel->address.bus >= 0x80 ? 1 : 0;
+    EXPECT_THAT(accel->numa_nodes, ElementsAre(node))
+        << accel->address.ToString();
+    EXPECT_EQ(accel->driver, "habanalabs");
+    ASSERT_FALSE(accel->upstream_is_switch.empty());
+    // Endpoint, switch downstream port, switch upstream port, root port.
+    ASSERT_EQ(accel->upstream_bridges.size(), 3u) << accel->address.ToString();
+    EXPECT_TRUE(accel->upstream_is_switch[1]) << accel->address.ToString();
+  }
+  EXPECT_EQ(accelerators[0]->address.ToString(), "0000:1a:00.0");
+  EXPECT_EQ(accelerators[4]->address.ToString(), "0000:9a:00.0");
+  // The accelerators' device nodes and class entries.
+  for (int minor = 0; minor < 8; ++minor) {
+    const std::string name = "accel" + std::to_string(minor);
+    EXPECT_TRUE(std::filesystem::exists(dir.path() / "dev/accel" / name));
+    EXPECT_TRUE(std::filesystem::exists(dir.path() / "sys/class/accel" / name /
+                                        "device"))
+        << name;
+  }
+  const auto nics = WithClass(t, 0x020000);
+  ASSERT_EQ(nics.size(), 10u);  // 2 PFs, 8 VFs
+  for (const char* pf_text : {"0000:1e:00.0", "0000:9e:00.0"}) {
+    const PciDevice* pf = t.FindDevice(A(pf_text));
+    ASSERT_NE(pf, nullptr) << pf_text;
+    EXPECT_EQ(pf->sriov_totalvfs, 4);
+    ASSERT_EQ(pf->virtfns.size(), 4u) << pf_text;
+    for (const PciAddress& vf_address : pf->virtfns) {
+      const PciDevice* vf = t.FindDevice(vf_address);
+      ASSERT_NE(vf, nullptr) << vf_address.ToString();
+      EXPECT_EQ(vf->physfn, pf->address);
+      EXPECT_EQ(vf->driver, "vfio-pci");
+      EXPECT_EQ(vf->numa_nodes, pf->numa_nodes);
+    }
+  }
+}
+
 TEST(DiscoveryTest, SubNumaClustering) {
   TempDir dir;
   testing::WriteSubNumaClusterMachine(dir.path());
@@ -238,8 +284,8 @@ TEST(DiscoveryTest, VirtualFunctionsShareTheirFirstSiblingsIdentity) {
   }
 }
 
-// The generator behind make-sysfs-fixture sriov-PxV: every function gets its
-// own address and none lands on a root port, at every size it accepts
+// The generator behind topology-sysfs-fixture sriov-PxV: every function gets
+// its own address and none lands on a root port, at every size it accepts
 // (sriov-64x255 once lost a function to node 1's root port).
 TEST(DiscoveryTest, SriovLayoutNeverCollides) {
   for (const auto& [pfs, vfs] : {std::pair{64, 255}, std::pair{0xc0, 496},

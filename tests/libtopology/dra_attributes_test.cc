@@ -16,7 +16,7 @@
 
 #include "real_machines.h"
 #include "status_matchers.h"
-#include "sysfs_tree_builder.h"
+#include "topology/testing/sysfs_tree_builder.h"
 #include "temp_dir.h"
 
 namespace topology::dra {

@@ -20,7 +20,7 @@
 #include "real_machines.h"
 #include "run_command.h"
 #include "seeded_random.h"
-#include "sysfs_tree_builder.h"
+#include "topology/testing/sysfs_tree_builder.h"
 #include "temp_dir.h"
 
 namespace topology {

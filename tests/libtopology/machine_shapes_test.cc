@@ -10,7 +10,7 @@
 
 #include "topology/discovery.h"
 
-#include "sysfs_tree_builder.h"
+#include "topology/testing/sysfs_tree_builder.h"
 #include "temp_dir.h"
 
 namespace topology {

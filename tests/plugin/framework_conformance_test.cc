@@ -26,7 +26,7 @@
 #include "topology/plugin/plugin_runner.h"
 #include "topology/plugin/resource_name.h"
 
-#include "fake_kubelet.h"
+#include "topology/testing/fake_kubelet.h"
 #include "plugin_test_support.h"
 #include "socket_util.h"
 #include "status_matchers.h"

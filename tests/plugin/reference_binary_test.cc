@@ -21,7 +21,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "fake_kubelet.h"
+#include "topology/testing/fake_kubelet.h"
 #include "run_command.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"

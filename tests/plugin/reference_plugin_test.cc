@@ -23,11 +23,11 @@
 #include "topology/plugin/cdi.h"
 #include "topology/plugin/http_endpoint.h"
 
-#include "fake_kubelet.h"
+#include "topology/testing/fake_kubelet.h"
 #include "seeded_random.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
-#include "sysfs_tree_builder.h"
+#include "topology/testing/sysfs_tree_builder.h"
 #include "temp_dir.h"
 
 namespace topology::device_plugin {

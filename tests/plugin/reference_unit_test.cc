@@ -12,7 +12,7 @@
 #include "selectors.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
-#include "sysfs_tree_builder.h"
+#include "topology/testing/sysfs_tree_builder.h"
 #include "temp_dir.h"
 
 namespace topology::device_plugin {

@@ -31,4 +31,22 @@ void MakeDeadSocket(const std::filesystem::path& path) {
   close(fd);
 }
 
+size_t CountThreads() {
+  size_t count = 0;
+  for ([[maybe_unused]] const auto& entry :
+       std::filesystem::directory_iterator("/proc/self/task")) {
+    ++count;
+  }
+  return count;
+}
+
+size_t CountOpenFds() {
+  size_t count = 0;
+  for ([[maybe_unused]] const auto& entry :
+       std::filesystem::directory_iterator("/proc/self/fd")) {
+    ++count;
+  }
+  return count;
+}
+
 }  // namespace topology::testing

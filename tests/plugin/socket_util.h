@@ -1,7 +1,9 @@
-// Unix-socket helpers shared by the plugin-side and kubelet-side fakes.
+// Unix-socket and process helpers shared by the plugin-side and kubelet-side
+// fakes.
 #ifndef TOPOLOGY_TESTS_PLUGIN_SOCKET_UTIL_H_
 #define TOPOLOGY_TESTS_PLUGIN_SOCKET_UTIL_H_
 
+#include <cstddef>
 #include <filesystem>
 #include <memory>
 
@@ -15,6 +17,10 @@ std::unique_ptr<grpc::Server> ServeOnUnixSocket(
 
 // Leaves a unix socket file at `path` that nobody listens on.
 void MakeDeadSocket(const std::filesystem::path& path);
+
+// Threads and open file descriptors of this process.
+size_t CountThreads();
+size_t CountOpenFds();
 
 }  // namespace topology::testing
 

@@ -1,9 +1,10 @@
 // SysfsTreeBuilder writes synthetic sysfs trees the way the kernel lays them
 // out: devices/system/{cpu,node}, devices/pciDDDD:BB/<bridges>/<function>,
-// and bus/pci/devices links. Test code: it throws std::filesystem errors, which
-// GoogleTest reports as failures.
-#ifndef TOPOLOGY_TESTS_TESTING_SYSFS_TREE_BUILDER_H_
-#define TOPOLOGY_TESTS_TESTING_SYSFS_TREE_BUILDER_H_
+// and bus/pci/devices links, for machines the named ones (machines.h) do
+// not cover. Part of the installed test kit. Test code: it throws
+// std::filesystem errors, which GoogleTest reports as failures.
+#ifndef TOPOLOGY_TESTING_SYSFS_TREE_BUILDER_H_
+#define TOPOLOGY_TESTING_SYSFS_TREE_BUILDER_H_
 
 #include <cstdint>
 #include <filesystem>
@@ -16,21 +17,21 @@ namespace topology::testing {
 
 struct PciFunctionSpec {
   // Root bus, e.g. "pci0000:17".
-  std::string host_bridge;
+  std::string host_bridge = {};
   // PCI addresses from the root port down to the function itself (the last
   // entry). Bridges on the way are created as directories if missing.
-  std::vector<std::string> path;
+  std::vector<std::string> path = {};
   uint32_t class_code = 0x030200;
   uint16_t vendor = 0x10de;
   uint16_t device = 0x1db4;
   uint16_t subsystem_vendor = 0x10de;
   uint16_t subsystem_device = 0x1212;
-  std::optional<int> numa_node;              // nullopt: no file
-  std::optional<std::string> local_cpulist;  // nullopt: no file
-  std::optional<std::string> driver;         // link into bus/pci/drivers
-  std::optional<int> iommu_group;
-  std::optional<std::string> physfn;  // a VF's PF address
-  std::optional<int> sriov_totalvfs;
+  std::optional<int> numa_node = {};              // nullopt: no file
+  std::optional<std::string> local_cpulist = {};  // nullopt: no file
+  std::optional<std::string> driver = {};         // link into bus/pci/drivers
+  std::optional<int> iommu_group = {};
+  std::optional<std::string> physfn = {};  // a VF's PF address
+  std::optional<int> sriov_totalvfs = {};
   std::string link_speed = "16.0 GT/s PCIe";
   int link_width = 16;
 };
@@ -55,7 +56,8 @@ class SysfsTreeBuilder {
   // that removes them on offlining).
   void AddOfflineCpu(int id);
   // Adds a device the kernel made of a PCI function: a directory
-  // <function>/<subpath>/<name> and the link class/<cls>/<name> to it, e.g.
+  // <function>/<subpath>/<name> (with its `device` link back to the
+  // function) and the link class/<cls>/<name> to it, e.g.
   // ("net", "eth0", "0000:17:00.0", "net") or ("block", "nvme0n1",
   // "0000:3b:00.0", "nvme/nvme0").
   void AddClassDevice(const std::string& cls, const std::string& name,
@@ -97,4 +99,4 @@ class SysfsTreeBuilder {
 
 }  // namespace topology::testing
 
-#endif  // TOPOLOGY_TESTS_TESTING_SYSFS_TREE_BUILDER_H_
+#endif  // TOPOLOGY_TESTING_SYSFS_TREE_BUILDER_H_

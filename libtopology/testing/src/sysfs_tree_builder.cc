@@ -1,4 +1,4 @@
-#include "sysfs_tree_builder.h"
+#include "topology/testing/sysfs_tree_builder.h"
 
 #include <algorithm>
 #include <cstdio>
@@ -220,6 +220,8 @@ void SysfsTreeBuilder::AddClassDevice(const std::string& cls,
       fs::canonical(Sys("bus/pci/devices") / function);
   const fs::path dir = function_dir / subpath / name;
   fs::create_directories(dir);
+  // <class device>/device -> the function, as the kernel links it.
+  fs::create_directory_symlink(fs::relative(function_dir, dir), dir / "device");
   fs::create_directories(Sys("class") / cls);
   fs::create_directory_symlink(
       fs::path("../..") / fs::relative(dir, fs::canonical(Sys(""))),

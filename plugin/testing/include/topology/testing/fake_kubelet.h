@@ -1,17 +1,24 @@
-// An in-process fake kubelet for device plugin tests: the Registration
-// service on <dir>/kubelet.sock with the kubelet's validation and dial-back,
-// and a DevicePlugin client per accepted registration that keeps one
-// ListAndWatch stream open and records every message. Behaves like the
-// kubelet's device manager: it dials and calls GetDevicePluginOptions before
-// answering Register, opens ListAndWatch before the reply reaches the
-// plugin, and can hold or deny its replies and restart like a kubelet
-// (deleting every socket in the directory).
-#ifndef TOPOLOGY_TESTS_PLUGIN_FAKE_KUBELET_H_
-#define TOPOLOGY_TESTS_PLUGIN_FAKE_KUBELET_H_
+// An in-process fake kubelet for device plugin tests, over real unix
+// sockets: the Registration service on <dir>/kubelet.sock with the kubelet's
+// validation and dial-back, and a DevicePlugin client per accepted
+// registration that keeps one ListAndWatch stream open and records every
+// message. Behaves like the kubelet's device manager: it dials and calls
+// GetDevicePluginOptions before answering Register, opens ListAndWatch
+// before the reply reaches the plugin, and can hold or deny its replies and
+// restart like a kubelet (deleting every socket in the directory).
+//
+// Part of the installed test kit (find_package(libtopology COMPONENTS
+// testing), pkg-config libtopology-testing): a plugin started with
+// --plugin-dir <dir> (in-process or as a child process) registers with it,
+// and the test calls the plugin as the kubelet would. The messages are the
+// kubelet API's own (deviceplugin/v1beta1/api.pb.h, installed with the kit).
+#ifndef TOPOLOGY_TESTING_FAKE_KUBELET_H_
+#define TOPOLOGY_TESTING_FAKE_KUBELET_H_
 
 #include <chrono>
 #include <condition_variable>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -33,9 +40,11 @@ class PluginConnection {
  public:
   using Clock = std::chrono::steady_clock;
   struct Message {
-    v1beta1::ListAndWatchResponse response;
-    Clock::time_point received;
+    v1beta1::ListAndWatchResponse response = {};
+    Clock::time_point received = {};
   };
+  // Every call below has this deadline unless given one.
+  static constexpr std::chrono::seconds kCallTimeout{10};
 
   ~PluginConnection();
 
@@ -49,6 +58,20 @@ class PluginConnection {
   bool WaitForMessages(size_t count, std::chrono::milliseconds timeout);
   std::vector<Message> messages() const;
   std::optional<v1beta1::ListAndWatchResponse> latest() const;
+  // Waits for a ListAndWatch message that `accept` takes (checking the
+  // latest first) and returns it; nullopt on timeout.
+  std::optional<v1beta1::ListAndWatchResponse> WaitForList(
+      const std::function<bool(const v1beta1::ListAndWatchResponse&)>& accept,
+      std::chrono::milliseconds timeout);
+
+  // The kubelet's calls for one container, with the kubelet's request
+  // shapes. GetPreferredAllocation answers the chosen ids.
+  grpc::Status GetPreferredAllocation(
+      const std::vector<std::string>& available,
+      const std::vector<std::string>& must_include, int size,
+      std::vector<std::string>* chosen);
+  grpc::Status Allocate(const std::vector<std::string>& ids,
+                        v1beta1::ContainerAllocateResponse* response);
   // Ends the ListAndWatch stream from the client side.
   void Cancel();
   // Waits for the stream to end; its status, or nullopt on timeout.
@@ -130,10 +153,6 @@ class FakeKubelet {
   bool first_list_before_reply_ = false;
 };
 
-// Threads and open file descriptors of this process.
-size_t CountThreads();
-size_t CountOpenFds();
-
 }  // namespace topology::testing
 
-#endif  // TOPOLOGY_TESTS_PLUGIN_FAKE_KUBELET_H_
+#endif  // TOPOLOGY_TESTING_FAKE_KUBELET_H_

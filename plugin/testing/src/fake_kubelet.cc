@@ -1,12 +1,11 @@
-#include "fake_kubelet.h"
+#include "topology/testing/fake_kubelet.h"
 
+#include <stdexcept>
 #include <utility>
 
 #include <sys/stat.h>
 
 #include "topology/plugin/resource_name.h"
-
-#include "socket_util.h"
 
 namespace topology::testing {
 
@@ -60,6 +59,83 @@ std::optional<grpc::Status> PluginConnection::WaitForEnd(
   return end_status_;
 }
 
+std::optional<v1beta1::ListAndWatchResponse> PluginConnection::WaitForList(
+    const std::function<bool(const v1beta1::ListAndWatchResponse&)>& accept,
+    std::chrono::milliseconds timeout) {
+  std::unique_lock lock(mu_);
+  std::optional<v1beta1::ListAndWatchResponse> found;
+  changed_.wait_for(lock, timeout, [&] {
+    if (!messages_.empty() && accept(messages_.back().response)) {
+      found = messages_.back().response;
+    }
+    return found.has_value() || end_status_.has_value();
+  });
+  return found;
+}
+
+namespace {
+
+void SetDeadline(grpc::ClientContext& context) {
+  context.set_deadline(std::chrono::system_clock::now() +
+                       PluginConnection::kCallTimeout);
+}
+
+}  // namespace
+
+grpc::Status PluginConnection::GetPreferredAllocation(
+    const std::vector<std::string>& available,
+    const std::vector<std::string>& must_include, int size,
+    std::vector<std::string>* chosen) {
+  v1beta1::PreferredAllocationRequest request;
+  v1beta1::ContainerPreferredAllocationRequest* container =
+      request.add_container_requests();
+  for (const std::string& id : available) {
+    container->add_available_deviceids(id);
+  }
+  for (const std::string& id : must_include) {
+    container->add_must_include_deviceids(id);
+  }
+  container->set_allocation_size(size);
+  v1beta1::PreferredAllocationResponse response;
+  grpc::ClientContext context;
+  SetDeadline(context);
+  grpc::Status status =
+      stub_->GetPreferredAllocation(&context, request, &response);
+  if (!status.ok()) return status;
+  if (response.container_responses_size() != 1) {
+    return grpc::Status(
+        grpc::StatusCode::INTERNAL,
+        "GetPreferredAllocation answered " +
+            std::to_string(response.container_responses_size()) +
+            " container responses for 1 request");
+  }
+  chosen->assign(response.container_responses(0).deviceids().begin(),
+                 response.container_responses(0).deviceids().end());
+  return status;
+}
+
+grpc::Status PluginConnection::Allocate(
+    const std::vector<std::string>& ids,
+    v1beta1::ContainerAllocateResponse* response) {
+  v1beta1::AllocateRequest request;
+  v1beta1::ContainerAllocateRequest* container =
+      request.add_container_requests();
+  for (const std::string& id : ids) container->add_devices_ids(id);
+  v1beta1::AllocateResponse answer;
+  grpc::ClientContext context;
+  SetDeadline(context);
+  grpc::Status status = stub_->Allocate(&context, request, &answer);
+  if (!status.ok()) return status;
+  if (answer.container_responses_size() != 1) {
+    return grpc::Status(grpc::StatusCode::INTERNAL,
+                        "Allocate answered " +
+                            std::to_string(answer.container_responses_size()) +
+                            " container responses for 1 request");
+  }
+  *response = answer.container_responses(0);
+  return status;
+}
+
 bool PluginConnection::ended() const {
   std::lock_guard lock(mu_);
   return end_status_.has_value();
@@ -84,7 +160,17 @@ FakeKubelet::~FakeKubelet() { Stop(); }
 
 void FakeKubelet::Start() {
   service_ = std::make_unique<Service>(this);
-  server_ = ServeOnUnixSocket(socket_path(), service_.get());
+  std::error_code ignored;
+  std::filesystem::remove(socket_path(), ignored);
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + socket_path().string(),
+                           grpc::InsecureServerCredentials());
+  builder.RegisterService(service_.get());
+  server_ = builder.BuildAndStart();
+  if (!server_) {
+    throw std::runtime_error("fake kubelet: cannot serve on " +
+                             socket_path().string());
+  }
 }
 
 void FakeKubelet::Stop() {
@@ -220,6 +306,7 @@ grpc::Status FakeKubelet::HandleRegister(
   connection->stub_ = v1beta1::DevicePlugin::NewStub(connection->channel_);
   {
     grpc::ClientContext context;
+    SetDeadline(context);
     v1beta1::Empty empty;
     grpc::Status status = connection->stub_->GetDevicePluginOptions(
         &context, empty, &connection->options_);
@@ -245,24 +332,6 @@ grpc::Status FakeKubelet::HandleRegister(
     first_list_before_reply_ = !connection->messages().empty();
   }
   return grpc::Status::OK;
-}
-
-size_t CountThreads() {
-  size_t count = 0;
-  for ([[maybe_unused]] const auto& entry :
-       std::filesystem::directory_iterator("/proc/self/task")) {
-    ++count;
-  }
-  return count;
-}
-
-size_t CountOpenFds() {
-  size_t count = 0;
-  for ([[maybe_unused]] const auto& entry :
-       std::filesystem::directory_iterator("/proc/self/fd")) {
-    ++count;
-  }
-  return count;
 }
 
 }  // namespace topology::testing
