@@ -14,7 +14,6 @@
 #include "topology/plugin/metrics_text.h"
 #include "topology/plugin/uevent_monitor.h"
 
-#include "cdi_names.h"
 #include "nvidia.h"
 #include "selectors.h"
 

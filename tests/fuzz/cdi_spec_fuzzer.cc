@@ -7,7 +7,6 @@
 
 #include "topology/plugin/cdi.h"
 
-#include "cdi_names.h"
 #include "fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

@@ -12,7 +12,6 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "cdi_names.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
 

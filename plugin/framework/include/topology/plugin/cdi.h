@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -63,6 +64,22 @@ Status WriteCdiSpec(const std::filesystem::path& dir,
 // absent.
 Status RemoveCdiSpec(const std::filesystem::path& dir,
                      const std::string& file_name);
+
+// The resolver: which CDI device names the spec files of a node define,
+// every "<kind>=<name>" of every *.json, *.yaml and *.yml file in the given
+// directories (a runtime's /etc/cdi and /var/run/cdi), read as the runtime
+// reads them (YAML, of which JSON is a part).
+
+// The "<kind>=<name>" names one spec's text defines; INVALID_ARGUMENT when
+// it is not YAML (or JSON) or has no kind or no device list.
+StatusOr<std::set<std::string>> CdiNamesOf(std::string_view text);
+
+// The names defined in `dirs` (missing directories define none). A file
+// that cannot be read or parsed (over 16 MiB, not YAML, no kind) defines
+// none and adds a warning naming it, as a runtime skips it.
+std::set<std::string> CdiDefinedNames(
+    const std::vector<std::filesystem::path>& dirs,
+    std::vector<std::string>* warnings);
 
 }  // namespace topology::plugin
 

@@ -1,6 +1,9 @@
-#include "cdi_names.h"
-
 #include <system_error>
+
+#include "topology/plugin/cdi.h"
+
+// A runtime reads specs as YAML (nvidia-ctk writes YAML, plugins JSON);
+// yaml-cpp reads both.
 
 #include <yaml-cpp/yaml.h>
 
