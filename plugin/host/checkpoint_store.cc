@@ -5,6 +5,7 @@
 #include <cstring>
 #include <system_error>
 #include <utility>
+#include <vector>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -20,6 +21,14 @@ constexpr size_t kMinCompactionBytes = size_t{1} << 20;
 constexpr size_t kJournalAhead = size_t{256} << 10;
 
 std::string Errno() { return std::strerror(errno); }
+
+std::string JoinWarnings(const std::vector<std::string>& warnings) {
+  std::string out;
+  for (const std::string& warning : warnings) {
+    out += (out.empty() ? "" : "; ") + warning;
+  }
+  return out;
+}
 
 // Zeros over [from, to) of the file.
 bool WriteZeros(int fd, size_t from, size_t to) {
@@ -101,11 +110,22 @@ StatusOr<Checkpoint> CheckpointStore::Load(std::string* warning) {
     }
   }
   if (no_journal) return checkpoint;
+  std::vector<std::string> warnings;
+  if (no_snapshot) {
+    // A journal holds what changed after its snapshot: replayed on nothing,
+    // it gives the pods admitted since then only. Said, not hidden.
+    warnings.push_back(
+        "checkpoint " + snapshot_.string() +
+        " is missing but its journal is there: only the changes since "
+        "the last snapshot are restored (pods admitted before it are "
+        "not known)");
+  }
   if (!journal_text.ok()) {
     // A link, a FIFO, a device or too large: never used.
-    *warning = "checkpoint journal " + journal_.string() + " not used (" +
-               journal_text.status().message() + "); it is kept as " +
-               move_aside(journal_);
+    warnings.push_back("checkpoint journal " + journal_.string() +
+                       " not used (" + journal_text.status().message() +
+                       "); it is kept as " + move_aside(journal_));
+    *warning = JoinWarnings(warnings);
     return checkpoint;
   }
   const JournalReplay replay = ReplayJournal(*journal_text, checkpoint);
@@ -113,21 +133,25 @@ StatusOr<Checkpoint> CheckpointStore::Load(std::string* warning) {
   loaded_journal_ = journal_text->substr(0, replay.valid_bytes);
   if (!replay.damage.empty()) {
     if (replay.torn_tail) {
-      *warning = "checkpoint journal " + journal_.string() + ": " +
-                 replay.damage + "; a write cut short by a crash, ignored (" +
-                 std::to_string(replay.applied) + " records applied)";
+      warnings.push_back("checkpoint journal " + journal_.string() + ": " +
+                         replay.damage +
+                         "; a write cut short by a crash, ignored (" +
+                         std::to_string(replay.applied) + " records applied)");
     } else {
       const auto kept = journal_.string() + ".corrupt";
-      // A copy: the original stays until the next Compact replaces it.
-      std::filesystem::copy_file(
-          journal_, kept, std::filesystem::copy_options::overwrite_existing,
-          error);
-      *warning = "checkpoint journal " + journal_.string() + " is damaged at " +
-                 replay.damage + "; the " + std::to_string(replay.applied) +
-                 " records before it are applied, the rest is ignored; a " +
-                 "copy is kept as " + kept;
+      // A copy: the original stays until the next Compact replaces it. Made
+      // as every file here (a planted link at `kept` is replaced, never
+      // written through), from the text already read.
+      const Status copied = WriteFileAtomically(kept, *journal_text, 0600);
+      warnings.push_back(
+          "checkpoint journal " + journal_.string() + " is damaged at " +
+          replay.damage + "; the " + std::to_string(replay.applied) +
+          " records before it are applied, the rest is ignored; " +
+          (copied.ok() ? "a copy is kept as " + kept
+                       : "no copy could be kept (" + copied.message() + ")"));
     }
   }
+  *warning = JoinWarnings(warnings);
   return checkpoint;
 }
 
@@ -177,7 +201,8 @@ Status CheckpointStore::CompactLocked(
   return OkStatus();
 }
 
-Status CheckpointStore::Append(std::string_view records) {
+Status CheckpointStore::Append(std::string_view records,
+                               const std::function<void()>& publish) {
   std::lock_guard lock(mu_);
   if (journal_fd_ < 0 || broken_) {
     return FailedPreconditionError(
@@ -206,6 +231,7 @@ Status CheckpointStore::Append(std::string_view records) {
                          journal_.string() + ": " + reason);
   }
   journal_bytes_ = end;
+  if (publish) publish();
   return OkStatus();
 }
 

@@ -61,10 +61,16 @@ class CheckpointStore {
   // usable snapshot, or was not called, this is a Compact.
   Status Resume(const std::function<std::string()>& encode);
 
-  // Appends `records` (whole lines) and syncs them. A failed append is cut
-  // off again, so later records never follow a partial one; if even that
-  // fails, the next Append reports FAILED_PRECONDITION until a Compact.
-  Status Append(std::string_view records);
+  // Appends `records` (whole lines) and syncs them; then, still under the
+  // store's lock, runs `publish` (when given): the caller makes the
+  // records' effect visible there, so that no Compact can encode a state
+  // without an effect whose record it then discards, and no effect is seen
+  // before its record is durable. A failed append is cut off again, so
+  // later records never follow a partial one, and `publish` is not run; if
+  // even the cut fails, the next Append reports FAILED_PRECONDITION until a
+  // Compact.
+  Status Append(std::string_view records,
+                const std::function<void()>& publish = nullptr);
 
   // The journal has outgrown the snapshot: time to Compact.
   bool NeedsCompaction() const;

@@ -148,9 +148,11 @@ class HostManager::RegistrationService final
     : public v1beta1::Registration::Service {
  public:
   explicit RegistrationService(HostManager* owner) : owner_(owner) {}
-  grpc::Status Register(grpc::ServerContext* /*context*/,
+  grpc::Status Register(grpc::ServerContext* context,
                         const v1beta1::RegisterRequest* request,
                         v1beta1::Empty* /*response*/) override {
+    const ConnectionCalls::Call call(owner_->kubelet_calls_.get(),
+                                     context->peer());
     const Status status = owner_->Register(
         request->version(), request->endpoint(), request->resource_name());
     // The kubelet answers with plain Go errors: status UNKNOWN.
@@ -170,6 +172,8 @@ class HostManager::ControlService final
   grpc::Status Admit(grpc::ServerContext* context,
                      const topologymanager::v1alpha1::AdmitRequest* request,
                      topologymanager::v1alpha1::JsonReply* reply) override {
+    const ConnectionCalls::Call call(owner_->control_calls_.get(),
+                                     context->peer());
     std::vector<manager::Pod> pods;
     for (const auto& manifest : request->manifests()) {
       auto parsed = ParsePodManifests(manifest.yaml(), manifest.source());
@@ -206,9 +210,11 @@ class HostManager::ControlService final
     return grpc::Status::OK;
   }
 
-  grpc::Status Release(grpc::ServerContext* /*context*/,
+  grpc::Status Release(grpc::ServerContext* context,
                        const topologymanager::v1alpha1::ReleaseRequest* request,
                        topologymanager::v1alpha1::JsonReply* reply) override {
+    const ConnectionCalls::Call call(owner_->control_calls_.get(),
+                                     context->peer());
     const topology::Status status = owner_->Release(request->pod());
     if (!status.ok()) {
       return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
@@ -218,9 +224,11 @@ class HostManager::ControlService final
     return grpc::Status::OK;
   }
 
-  grpc::Status Status(grpc::ServerContext* /*context*/,
+  grpc::Status Status(grpc::ServerContext* context,
                       const topologymanager::v1alpha1::StatusRequest* request,
                       topologymanager::v1alpha1::JsonReply* reply) override {
+    const ConnectionCalls::Call call(owner_->control_calls_.get(),
+                                     context->peer());
     if (request->format() == "nrt") {
       reply->set_json(owner_->NodeResourceTopology().dump(
           -1, ' ', false, json::error_handler_t::replace));
@@ -305,8 +313,9 @@ HostManager::HostManager(HostConfig config, Topology topology,
       topology_(std::move(topology)),
       numa_(std::move(numa)),
       store_(std::make_unique<CheckpointStore>(
-          config_.plugin_dir / kCheckpointFile, config_.max_checkpoint_bytes)) {
-}
+          config_.plugin_dir / kCheckpointFile, config_.max_checkpoint_bytes)),
+      kubelet_calls_(std::make_shared<ConnectionCalls>()),
+      control_calls_(std::make_shared<ConnectionCalls>()) {}
 
 HostManager::~HostManager() { Stop(); }
 
@@ -352,8 +361,9 @@ Status HostManager::Start() {
   }
   // Our own listener (recovers from running out of descriptors, bounds
   // connections); plugins run as root, nobody else registers: 0600.
-  auto kubelet_acceptor = UnixAcceptor::Start(
-      kubelet_socket, kubelet_server_.get(), 0600, kMaxConnections);
+  auto kubelet_acceptor =
+      UnixAcceptor::Start(kubelet_socket, kubelet_server_.get(), 0600,
+                          kMaxConnections, kubelet_calls_);
   if (!kubelet_acceptor.ok()) {
     Stop();
     return kubelet_acceptor.status();
@@ -371,7 +381,8 @@ Status HostManager::Start() {
     auto control_acceptor =
         control_server_
             ? UnixAcceptor::Start(config_.control_socket, control_server_.get(),
-                                  group ? 0660 : 0600, kMaxConnections)
+                                  group ? 0660 : 0600, kMaxConnections,
+                                  control_calls_)
             : StatusOr<std::unique_ptr<UnixAcceptor>>(
                   FailedPreconditionError("cannot build"));
     if (!control_acceptor.ok()) {
@@ -691,9 +702,10 @@ void HostManager::UnlockAdmission() {
 PodResult HostManager::Admit(const manager::Pod& pod, bool explain,
                              const std::function<bool()>& cancelled) {
   std::string record;
-  PodResult result = AdmitOne(pod, explain, cancelled, &record);
-  if (!record.empty()) (void)Persist(record);
-  return result;
+  std::vector<PodResult> results;
+  results.push_back(AdmitOne(pod, explain, cancelled, &record));
+  Commit(record, results);
+  return std::move(results.front());
 }
 
 std::vector<PodResult> HostManager::AdmitAll(
@@ -706,8 +718,65 @@ std::vector<PodResult> HostManager::AdmitAll(
   for (const manager::Pod& pod : pods) {
     results.push_back(AdmitOne(pod, explain, cancelled, &records));
   }
-  if (!records.empty()) (void)Persist(records);
+  Commit(records, results);
   return results;
+}
+
+void HostManager::Commit(const std::string& records,
+                         std::vector<PodResult>& results) {
+  // The pods this request admitted: pending, each busy, none visible yet.
+  std::vector<std::string> uids;
+  {
+    std::lock_guard lock(mu_);
+    for (const PodResult& result : results) {
+      if (result.admitted && pending_.contains(result.uid) &&
+          std::find(uids.begin(), uids.end(), result.uid) == uids.end()) {
+        uids.push_back(result.uid);
+      }
+    }
+  }
+  if (uids.empty()) return;
+  // Durable, then visible: published under the store's lock, so a
+  // compaction sees either neither the records nor the pods, or both.
+  const Status appended = store_->Append(records, [&] {
+    std::lock_guard lock(mu_);
+    for (const std::string& uid : uids) {
+      auto node = pending_.extract(uid);
+      pods_.insert_or_assign(uid, std::move(node.mapped()));
+      busy_.erase(uid);
+    }
+    pods_high_water_ = std::max(pods_high_water_, pods_.size());
+  });
+  if (!appended.ok()) {
+    // The kubelet fails an admission it cannot checkpoint: nothing of it
+    // stays, in memory or on disk.
+    LOG(ERROR) << appended.message() << "; " << uids.size()
+               << " admission(s) undone";
+    for (const std::string& uid : uids) {
+      device_manager_->RemovePod(uid);
+      cpu_manager_->RemovePod(uid);
+      topology_manager_->RemovePod(uid);
+    }
+    {
+      std::lock_guard lock(mu_);
+      for (const std::string& uid : uids) {
+        pending_.erase(uid);
+        busy_.erase(uid);
+      }
+    }
+    for (PodResult& result : results) {
+      if (!result.admitted ||
+          std::find(uids.begin(), uids.end(), result.uid) == uids.end()) {
+        continue;
+      }
+      result.admitted = false;
+      result.reason = "UnexpectedAdmissionError";
+      result.message = "the admission could not be checkpointed (" +
+                       appended.message() + "); nothing was allocated";
+      result.containers.clear();
+    }
+  }
+  CompactIfNeeded();
 }
 
 PodResult HostManager::AdmitOne(const manager::Pod& pod, bool explain,
@@ -735,14 +804,25 @@ PodResult HostManager::AdmitOne(const manager::Pod& pod, bool explain,
     if (auto it = pods_.find(pod.uid); it != pods_.end()) {
       return it->second.result;
     }
+    // Admitted earlier in the same request: the same answer, committed
+    // with it.
+    if (auto it = pending_.find(pod.uid); it != pending_.end()) {
+      return it->second.result;
+    }
     if (!busy_.insert(pod.uid).second) {
       return refuse("UnexpectedAdmissionError",
-                    "pod " + pod.uid + " is being released; try again");
+                    "pod " + pod.uid +
+                        " is being admitted or released; try "
+                        "again");
     }
   }
   PodResult result = AdmitLocked(pod, explain, record);
-  std::lock_guard lock(mu_);
-  busy_.erase(pod.uid);
+  // An admitted pod stays busy (and pending) until Commit has made its
+  // record durable.
+  if (!result.admitted) {
+    std::lock_guard lock(mu_);
+    busy_.erase(pod.uid);
+  }
   return result;
 }
 
@@ -881,16 +961,15 @@ PodResult HostManager::AdmitLocked(const manager::Pod& pod, bool explain,
   LOG(INFO) << "pod " << pod.ns << "/" << pod.name << " admitted";
   record->append(EncodeAdmitRecord({pod, result.containers}));
   std::lock_guard lock(mu_);
-  pods_[pod.uid] = {pod, result};
-  pods_high_water_ = std::max(pods_high_water_, pods_.size());
+  pending_[pod.uid] = {pod, result};
   return result;
 }
 
 const HostManager::PodRecord* HostManager::FindPod(
-    const std::string& key) const {
-  if (auto it = pods_.find(key); it != pods_.end()) return &it->second;
+    const std::map<std::string, PodRecord>& pods, const std::string& key) {
+  if (auto it = pods.find(key); it != pods.end()) return &it->second;
   const PodRecord* found = nullptr;
-  for (const auto& [uid, record] : pods_) {
+  for (const auto& [uid, record] : pods) {
     if (record.pod.ns + "/" + record.pod.name == key ||
         record.pod.name == key) {
       if (found != nullptr) return nullptr;  // ambiguous name
@@ -906,8 +985,12 @@ Status HostManager::Release(const std::string& key) {
   std::string uid;
   {
     std::lock_guard lock(mu_);
-    const PodRecord* record = FindPod(key);
+    const PodRecord* record = FindPod(pods_, key);
     if (record == nullptr) {
+      if (FindPod(pending_, key) != nullptr) {
+        return UnavailableError("pod " + Quoted(key) +
+                                " is being admitted; try again");
+      }
       return NotFoundError("no admitted pod " + Quoted(key) +
                            " (by uid, namespace/name or unique name)");
     }
@@ -916,7 +999,24 @@ Status HostManager::Release(const std::string& key) {
       return UnavailableError("pod " + Quoted(key) +
                               " is being admitted or released; try again");
     }
+  }
+  // Durable, then visible: the pod leaves the state only once its release
+  // record is synced, and its devices are free only after that, so a pod
+  // admitted onto them is always journaled after the release.
+  const Status appended = store_->Append(EncodeReleaseRecord(uid), [&] {
+    std::lock_guard lock(mu_);
     pods_.erase(uid);
+  });
+  if (!appended.ok()) {
+    {
+      std::lock_guard lock(mu_);
+      busy_.erase(uid);
+    }
+    CompactIfNeeded();
+    return FailedPreconditionError("the release of pod " + Quoted(key, 256) +
+                                   " could not be checkpointed (" +
+                                   appended.message() +
+                                   "); the pod keeps its devices");
   }
   device_manager_->RemovePod(uid);
   cpu_manager_->RemovePod(uid);
@@ -936,7 +1036,8 @@ Status HostManager::Release(const std::string& key) {
   }
   if (trim) malloc_trim(0);
   LOG(INFO) << "pod " << Quoted(key, 256) << " released";
-  return Persist(EncodeReleaseRecord(uid));
+  CompactIfNeeded();
+  return OkStatus();
 }
 
 // --- views -----------------------------------------------------------------
@@ -1106,13 +1207,16 @@ std::string HostManager::ResourceRecord(const std::string& name) const {
 Status HostManager::Persist(std::string_view records) {
   Status appended = store_->Append(records);
   if (!appended.ok()) LOG(ERROR) << appended.message();
-  if (store_->NeedsCompaction()) {
-    // Either the journal outgrew the snapshot or an append failed: a new
-    // snapshot holds everything (the failed record too, as the state does).
-    Status compacted = Compact();
-    if (compacted.ok()) return compacted;
-  }
+  // After a failed append the state in memory (a device list) is newer
+  // than the journal: a new snapshot holds it.
+  if (CompactIfNeeded() && !appended.ok()) return OkStatus();
   return appended;
+}
+
+bool HostManager::CompactIfNeeded() {
+  // Either the journal outgrew the snapshot or an append failed.
+  if (!store_->NeedsCompaction()) return false;
+  return Compact().ok();
 }
 
 Status HostManager::Compact() {
@@ -1165,16 +1269,21 @@ Status HostManager::RestoreCheckpoint() {
   // pod is dropped from that pod, CPUs that cannot be restored are dropped;
   // nothing is ever double-booked.
   size_t dropped = 0;
+  size_t unknown = 0;
   {
     std::lock_guard lock(mu_);
     std::map<std::pair<std::string, std::string>, std::string> owner;
+    // The resources the checkpoint has a plugin record of.
+    std::set<std::string> offered;
+    for (const auto& [name, ids] : checkpoint->registered) {
+      offered.insert(name);
+    }
     for (CheckpointPod& entry : checkpoint->pods) {
       const manager::Pod& pod = entry.pod;
-      const std::string who =
-          "pod " + pod.ns + "/" + pod.name + " (" + pod.uid + ")";
+      const std::string who = "checkpoint " + path.string() + ": pod " +
+                              pod.ns + "/" + pod.name + " (" + pod.uid + ")";
       if (pods_.contains(pod.uid)) {
-        LOG(WARNING) << "checkpoint: " << who
-                     << " listed twice; the second entry is dropped";
+        LOG(WARNING) << who << " listed twice; the second entry is dropped";
         ++dropped;
         continue;
       }
@@ -1186,7 +1295,7 @@ Status HostManager::RestoreCheckpoint() {
       record.result.admitted = true;
       if (!pod.topology_policy.empty() &&
           !manager::IsPodTopologyPolicy(pod.topology_policy)) {
-        LOG(WARNING) << "checkpoint: " << who << ": unknown topology policy "
+        LOG(WARNING) << who << ": unknown topology policy "
                      << Quoted(pod.topology_policy) << "; none assumed";
         record.pod.topology_policy.clear();
       }
@@ -1197,12 +1306,33 @@ Status HostManager::RestoreCheckpoint() {
         container.numa_nodes = listed.numa_nodes;
         for (const auto& [resource, ids] : listed.devices) {
           std::vector<std::string> kept;
+          std::set<std::string> seen;
+          const auto listed_by = offered.find(resource);
           for (const std::string& id : ids) {
+            // One device twice in one container's list: a container holds
+            // a device once (init and app containers of one pod may share
+            // it; that is reuse, not a duplicate).
+            if (!seen.insert(id).second) {
+              LOG(WARNING) << who << " container " << Quoted(listed.name)
+                           << ": " << resource << " device " << Quoted(id)
+                           << " listed twice; the second is dropped";
+              ++dropped;
+              continue;
+            }
+            // A resource the checkpoint never had a plugin for: kept (its
+            // plugin may come back), but said, at most 16 lines (the count
+            // is in the summary). A device merely absent from the healthy
+            // list is not suspect: it may have turned unhealthy.
+            if (listed_by == offered.end() && ++unknown <= 16) {
+              LOG(WARNING) << who << " container " << Quoted(listed.name)
+                           << " holds " << resource << " device " << Quoted(id)
+                           << ", but no plugin of " << resource
+                           << " is recorded in the checkpoint";
+            }
             auto [it, fresh] = owner.emplace(std::pair{resource, id}, pod.uid);
             if (!fresh && it->second != pod.uid) {
-              LOG(WARNING) << "checkpoint: " << resource << " device "
-                           << Quoted(id) << " of " << who << " container "
-                           << Quoted(container.name)
+              LOG(WARNING) << who << " container " << Quoted(container.name)
+                           << ": " << resource << " device " << Quoted(id)
                            << " is already held by pod " << it->second
                            << "; dropped from this pod";
               ++dropped;
@@ -1217,8 +1347,7 @@ Status HostManager::RestoreCheckpoint() {
         if (Status cpus_restored =
                 cpu_manager_->Restore(pod.uid, container.name, listed.cpus);
             !cpus_restored.ok()) {
-          LOG(WARNING) << "checkpoint: " << who << ": "
-                       << cpus_restored.message()
+          LOG(WARNING) << who << ": " << cpus_restored.message()
                        << "; its exclusive CPUs are dropped";
           ++dropped;
         } else {
@@ -1239,6 +1368,10 @@ Status HostManager::RestoreCheckpoint() {
               << resources_.size() << " resource(s) from " << path.string()
               << (dropped > 0 ? "; " + std::to_string(dropped) +
                                     " conflicting entries dropped"
+                              : "")
+              << (unknown > 0 ? "; " + std::to_string(unknown) +
+                                    " device(s) held of resources no plugin "
+                                    "is recorded for"
                               : "");
   }
   return restored(dropped > 0);

@@ -37,6 +37,7 @@ class Server;
 
 namespace topology::host {
 
+class ConnectionCalls;
 class PluginEndpoint;
 class UnixAcceptor;
 
@@ -171,14 +172,18 @@ class HostManager {
   void OnList(PluginEndpoint* endpoint, std::vector<manager::Device> devices);
   void OnEnd(PluginEndpoint* endpoint, const Status& why);
   void CollectGarbage();
-  // An admitted pod's checkpoint record is appended to `*record`; the
-  // caller persists it.
+  // An admitted pod's checkpoint record is appended to `*record` and the
+  // pod is left pending (busy, not visible); the caller commits it.
   PodResult AdmitOne(const manager::Pod& pod, bool explain,
                      const std::function<bool()>& cancelled,
                      std::string* record);
   // REQUIRES: the admission slot held, the pod marked busy.
   PodResult AdmitLocked(const manager::Pod& pod, bool explain,
                         std::string* record);
+  // Makes the admissions of one request durable (one append and sync of
+  // `records`), then visible; when they cannot be, undoes them and turns
+  // their results into UnexpectedAdmissionError.
+  void Commit(const std::string& records, std::vector<PodResult>& results);
   // Waits for the admission slot; false when cancelled or stopping.
   bool LockAdmission(const std::function<bool()>& cancelled);
   void UnlockAdmission();
@@ -192,8 +197,13 @@ class HostManager {
   Status Persist(std::string_view records);
   // A new snapshot and an empty journal. Must not be called with mu_ held.
   Status Compact();
+  // Compacts when the journal has outgrown the snapshot or cannot be
+  // appended to; true when it did. Must not be called with mu_ held.
+  bool CompactIfNeeded();
   Status RestoreCheckpoint();
-  const PodRecord* FindPod(const std::string& key) const;  // REQUIRES: mu_
+  // By uid, "namespace/name" or unique name. REQUIRES: mu_ (for the map)
+  static const PodRecord* FindPod(const std::map<std::string, PodRecord>& pods,
+                                  const std::string& key);
 
   HostConfig config_;
   Topology topology_;
@@ -207,9 +217,12 @@ class HostManager {
   mutable std::mutex mu_;  // resources_, pods_, retired_, busy_
   std::map<std::string, ResourceState> resources_;
   std::vector<std::shared_ptr<PluginEndpoint>> retired_;
-  std::map<std::string, PodRecord> pods_;  // by uid
-  std::set<std::string> busy_;             // uids being admitted or released
-  uint64_t registrations_ = 0;             // numbers Register calls
+  std::map<std::string, PodRecord> pods_;  // by uid; durable
+  // Admitted, their records not yet durable: busy, in no view, released
+  // by nobody; Commit moves them to pods_ or undoes them.
+  std::map<std::string, PodRecord> pending_;
+  std::set<std::string> busy_;  // uids being admitted or released
+  uint64_t registrations_ = 0;  // numbers Register calls
   size_t pods_high_water_ = 0;  // most pods held since the last heap trim
   static constexpr size_t kTrimAfterPods = 64;
   // Pods are admitted one at a time: the admission slot.
@@ -221,6 +234,9 @@ class HostManager {
   std::unique_ptr<ControlService> control_;
   std::unique_ptr<grpc::Server> kubelet_server_;
   std::unique_ptr<grpc::Server> control_server_;
+  // Calls in flight per connection, for the acceptors' connection caps.
+  std::shared_ptr<ConnectionCalls> kubelet_calls_;
+  std::shared_ptr<ConnectionCalls> control_calls_;
   std::unique_ptr<UnixAcceptor> kubelet_acceptor_;
   std::unique_ptr<UnixAcceptor> control_acceptor_;
   std::condition_variable gc_wake_;

@@ -120,7 +120,10 @@ int RunServe(const ServeFlags& flags, const char* argv0) {
   // Files and sockets get explicit modes; the umask only covers the short
   // window between creating a socket and setting its mode.
   umask(077);
-  const std::string engine = topology::plugin::ChooseGrpcPollEngine();
+  // epoll1, not the plugins' poll: the servers here are handed their
+  // connections by descriptor (UnixAcceptor), and under poll a second call
+  // on a connection waits until the first has been answered.
+  const std::string engine = topology::plugin::ChooseGrpcPollEngine("epoll1");
   topology::plugin::InitLogging(argv0, flags.verbosity);
   topology::plugin::BlockShutdownSignals();
   topology::plugin::RaiseOpenFileLimit();

@@ -163,18 +163,41 @@ void PluginEndpoint::Disconnect() {
   stub = std::move(stub_);
 }
 
-std::shared_ptr<PluginEndpoint::Stub> PluginEndpoint::Track(
-    grpc::ClientContext* context, std::chrono::milliseconds timeout) {
+StatusOr<std::shared_ptr<PluginEndpoint::Stub>> PluginEndpoint::Track(
+    grpc::ClientContext* context, std::chrono::milliseconds timeout,
+    const std::string& call) {
   context->set_deadline(std::chrono::system_clock::now() + timeout);
   std::lock_guard lock(mu_);
-  if (stopped() || stub_ == nullptr) return nullptr;
+  if (stopped() || stub_ == nullptr) return Stopped();
+  if (unanswered_since_) {
+    const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - *unanswered_since_);
+    if (waited < rpc_timeout_ || trial_in_flight_) {
+      return DeadlineExceededError(
+          call + ": the " + resource_ + " plugin at " + socket_.string() +
+          " left a call unanswered for " +
+          std::to_string(rpc_timeout_.count()) + " ms " +
+          std::to_string(waited.count()) +
+          " ms ago; it is not called again until " +
+          (trial_in_flight_ ? "the call being tried answers"
+                            : std::to_string((rpc_timeout_ - waited).count()) +
+                                  " ms from now"));
+    }
+    trial_in_flight_ = true;  // this call tries whether it answers again
+  }
   in_flight_.insert(context);
   return stub_;
 }
 
-void PluginEndpoint::Untrack(grpc::ClientContext* context) {
+void PluginEndpoint::Untrack(grpc::ClientContext* context, bool unanswered) {
   std::lock_guard lock(mu_);
   in_flight_.erase(context);
+  trial_in_flight_ = false;
+  if (unanswered) {
+    unanswered_since_ = std::chrono::steady_clock::now();
+  } else {
+    unanswered_since_.reset();
+  }
 }
 
 std::string PluginEndpoint::Timeout(const std::string& call) const {
@@ -207,13 +230,14 @@ StatusOr<std::vector<std::string>> PluginEndpoint::GetPreferredAllocation(
   // the admissions that need it.
   std::shared_ptr<Stub> stub;  // outlives the context (see Start())
   grpc::ClientContext context;
-  stub = Track(&context, rpc_timeout_);
-  if (stub == nullptr) return Stopped();
+  auto tracked = Track(&context, rpc_timeout_, "GetPreferredAllocation");
+  if (!tracked.ok()) return tracked.status();
+  stub = std::move(*tracked);
   auto& response = *google::protobuf::Arena::CreateMessage<
       v1beta1::PreferredAllocationResponse>(&arena);
   const grpc::Status status =
       stub->GetPreferredAllocation(&context, request, &response);
-  Untrack(&context);
+  Untrack(&context, status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
   if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     return DeadlineExceededError(Timeout("GetPreferredAllocation"));
   }
@@ -236,11 +260,12 @@ Status PluginEndpoint::Allocate(const std::vector<std::string>& device_ids) {
   for (const auto& id : device_ids) container->add_devices_ids(id);
   std::shared_ptr<Stub> stub;  // outlives the context (see Start())
   grpc::ClientContext context;
-  stub = Track(&context, rpc_timeout_);
-  if (stub == nullptr) return Stopped();
+  auto tracked = Track(&context, rpc_timeout_, "Allocate");
+  if (!tracked.ok()) return tracked.status();
+  stub = std::move(*tracked);
   v1beta1::AllocateResponse response;
   const grpc::Status status = stub->Allocate(&context, request, &response);
-  Untrack(&context);
+  Untrack(&context, status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
   if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
     return DeadlineExceededError(Timeout("Allocate"));
   }
@@ -275,12 +300,13 @@ Status PluginEndpoint::PreStartContainer(
   for (const auto& id : device_ids) request.add_devices_ids(id);
   std::shared_ptr<Stub> stub;  // outlives the context (see Start())
   grpc::ClientContext context;
-  stub = Track(&context, std::chrono::seconds(30));
-  if (stub == nullptr) return Stopped();
+  auto tracked = Track(&context, std::chrono::seconds(30), "PreStartContainer");
+  if (!tracked.ok()) return tracked.status();
+  stub = std::move(*tracked);
   v1beta1::PreStartContainerResponse response;
   const grpc::Status status =
       stub->PreStartContainer(&context, request, &response);
-  Untrack(&context);
+  Untrack(&context, status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED);
   return FromGrpc(status, "PreStartContainer");
 }
 

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -92,10 +93,13 @@ class PluginEndpoint final : public manager::DevicePluginEndpoint {
   std::string Timeout(const std::string& call) const;
   using Stub = v1beta1::DevicePlugin::Stub;
   // A call's context, registered so that Stop can cancel it, and the stub
-  // to make the call with; null when the endpoint is already stopped.
-  std::shared_ptr<Stub> Track(grpc::ClientContext* context,
-                              std::chrono::milliseconds timeout);
-  void Untrack(grpc::ClientContext* context);
+  // to make the call with. UNAVAILABLE when the endpoint is stopped;
+  // DEADLINE_EXCEEDED at once while the plugin is unanswering (below).
+  StatusOr<std::shared_ptr<Stub>> Track(grpc::ClientContext* context,
+                                        std::chrono::milliseconds timeout,
+                                        const std::string& call);
+  // The call returned; `unanswered`: it ran out of its deadline.
+  void Untrack(grpc::ClientContext* context, bool unanswered);
   // Drops this endpoint's hold on the connection, as the kubelet closes
   // its connection to a plugin whose stream ended: the plugin's server
   // then shuts down without waiting for an idle client to read its
@@ -114,8 +118,17 @@ class PluginEndpoint final : public manager::DevicePluginEndpoint {
   // holds the connection.
   std::unique_ptr<grpc::ClientContext> stream_context_;
   std::thread reader_;
-  std::mutex mu_;  // stub_, stream_context_, in_flight_, responses_
+  std::mutex
+      mu_;  // stub_, stream_context_, in_flight_, responses_, unanswered_
   std::set<grpc::ClientContext*> in_flight_;
+  // Since when the plugin has left a call unanswered until its deadline.
+  // Admissions are serial (the kubelet's order): without this, K pods
+  // queued behind a hung plugin would hold every later pod, even one that
+  // needs nothing from it, for K deadlines. While set, calls fail at once
+  // for one `rpc_timeout_`; then one call at a time is tried, and any
+  // answer (even an error) clears it.
+  std::optional<std::chrono::steady_clock::time_point> unanswered_since_;
+  bool trial_in_flight_ = false;
   std::map<std::vector<std::string>, std::string> responses_;
 };
 

@@ -128,15 +128,27 @@ StatusOr<int> CreateFileAtomically(const std::filesystem::path& path,
   const std::filesystem::path dir = path.parent_path().empty()
                                         ? std::filesystem::path(".")
                                         : path.parent_path();
+  const std::string name = path.filename().string();
+  if (name.empty() || name == "." || name == "..") {
+    return InvalidArgumentError("no file name in " + path.string());
+  }
+  // Everything below happens relative to the directory opened here: a
+  // directory swapped for a link afterwards redirects nothing, and the
+  // directory itself must not be a link.
+  Fd dir_fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (dir_fd.get() < 0) {
+    return InternalError("cannot open the directory " + dir.string() + ": " +
+                         Errno());
+  }
   std::random_device random;
-  std::filesystem::path temporary;
+  std::string temporary;
   int raw = -1;
   for (int attempt = 0; attempt < 16 && raw < 0; ++attempt) {
     char suffix[24];
     std::snprintf(suffix, sizeof(suffix), ".%08x%08x", random(), random());
-    temporary = dir / ("." + path.filename().string() + suffix + ".tmp");
-    raw = open(temporary.c_str(),
-               O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    temporary = "." + name + suffix + ".tmp";
+    raw = openat(dir_fd.get(), temporary.c_str(),
+                 O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (raw < 0 && errno != EEXIST) break;
   }
   if (raw < 0) {
@@ -146,19 +158,25 @@ StatusOr<int> CreateFileAtomically(const std::filesystem::path& path,
   Fd fd(raw);
   const auto fail = [&](const std::string& what) {
     const std::string reason = Errno();
-    unlink(temporary.c_str());
-    return InternalError(what + " " + temporary.string() + ": " + reason);
+    unlinkat(dir_fd.get(), temporary.c_str(), 0);
+    return InternalError(what + " " + (dir / temporary).string() + ": " +
+                         reason);
   };
   if (fchmod(fd.get(), mode) != 0) return fail("cannot set the mode of");
   if (!WriteAll(fd.get(), contents)) return fail("cannot write");
   if (fsync(fd.get()) != 0) return fail("cannot sync");
-  if (rename(temporary.c_str(), path.c_str()) != 0) {
+  // rename replaces whatever is at `name`, a planted link included, and
+  // never follows it.
+  if (renameat(dir_fd.get(), temporary.c_str(), dir_fd.get(), name.c_str()) !=
+      0) {
     const std::string reason = Errno();
-    unlink(temporary.c_str());
+    unlinkat(dir_fd.get(), temporary.c_str(), 0);
     return InternalError("cannot replace " + path.string() + ": " + reason);
   }
-  Fd dir_fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (dir_fd.get() >= 0) fsync(dir_fd.get());
+  if (fsync(dir_fd.get()) != 0) {
+    return InternalError("cannot sync the directory " + dir.string() + ": " +
+                         Errno());
+  }
   return fd.Release();
 }
 

@@ -24,9 +24,11 @@ StatusOr<std::string> ReadRegularFile(const std::filesystem::path& path,
                                       size_t max_bytes);
 
 // Replaces `path` with `contents` atomically: a new temporary file beside it
-// (created with O_EXCL|O_NOFOLLOW, so a planted link or file is never
-// written through), mode `mode` whatever the umask, fsync, rename over
-// `path`, fsync of the directory. The temporary file is removed on error.
+// (created with O_EXCL|O_NOFOLLOW relative to the directory, opened once
+// with O_NOFOLLOW, so a planted link or file is never written through),
+// mode `mode` whatever the umask, fsync, rename over `path` (a link there is
+// replaced, not followed), fsync of the directory. The temporary file is
+// removed on error.
 Status WriteFileAtomically(const std::filesystem::path& path,
                            std::string_view contents, mode_t mode);
 

@@ -18,9 +18,39 @@
 
 namespace topology::host {
 
+ConnectionCalls::Call::Call(ConnectionCalls* calls, const std::string& peer)
+    : calls_(calls) {
+  // "fd:17": a connection an acceptor handed over; other peers (a server
+  // gRPC listens for itself) are not counted.
+  constexpr std::string_view kPrefix = "fd:";
+  if (calls_ == nullptr || !peer.starts_with(kPrefix)) return;
+  int fd = 0;
+  for (size_t i = kPrefix.size(); i < peer.size(); ++i) {
+    if (peer[i] < '0' || peer[i] > '9' || fd > 100000000) return;
+    fd = fd * 10 + (peer[i] - '0');
+  }
+  fd_ = fd;
+  std::lock_guard lock(calls_->mu_);
+  ++calls_->in_flight_[fd_];
+}
+
+ConnectionCalls::Call::~Call() {
+  if (fd_ < 0) return;
+  std::lock_guard lock(calls_->mu_);
+  auto it = calls_->in_flight_.find(fd_);
+  if (it != calls_->in_flight_.end() && --it->second <= 0) {
+    calls_->in_flight_.erase(it);
+  }
+}
+
+bool ConnectionCalls::Busy(int fd) const {
+  std::lock_guard lock(mu_);
+  return in_flight_.contains(fd);
+}
+
 StatusOr<std::unique_ptr<UnixAcceptor>> UnixAcceptor::Start(
     const std::filesystem::path& path, grpc::Server* server, mode_t mode,
-    size_t max_connections) {
+    size_t max_connections, std::shared_ptr<const ConnectionCalls> calls) {
   sockaddr_un address{};
   if (path.string().size() >= sizeof(address.sun_path)) {
     return FailedPreconditionError("socket path " + path.string() +
@@ -56,19 +86,21 @@ StatusOr<std::unique_ptr<UnixAcceptor>> UnixAcceptor::Start(
     return FailedPreconditionError("cannot create an eventfd: " +
                                    std::string(std::strerror(errno)));
   }
-  std::unique_ptr<UnixAcceptor> acceptor(
-      new UnixAcceptor(path, server, fd, wake, max_connections));
+  std::unique_ptr<UnixAcceptor> acceptor(new UnixAcceptor(
+      path, server, fd, wake, max_connections, std::move(calls)));
   acceptor->thread_ = std::thread([raw = acceptor.get()] { raw->Loop(); });
   return acceptor;
 }
 
 UnixAcceptor::UnixAcceptor(std::filesystem::path path, grpc::Server* server,
-                           int listen_fd, int wake_fd, size_t max_connections)
+                           int listen_fd, int wake_fd, size_t max_connections,
+                           std::shared_ptr<const ConnectionCalls> calls)
     : path_(std::move(path)),
       server_(server),
       listen_fd_(listen_fd),
       wake_fd_(wake_fd),
-      max_connections_(max_connections) {}
+      max_connections_(max_connections),
+      calls_(std::move(calls)) {}
 
 UnixAcceptor::~UnixAcceptor() {
   stopping_.store(true);
@@ -77,7 +109,7 @@ UnixAcceptor::~UnixAcceptor() {
   if (thread_.joinable()) thread_.join();
   close(listen_fd_);
   close(wake_fd_);
-  for (int fd : handed_) close(fd);
+  for (const Handed& handed : handed_) close(handed.copy);
   struct stat info {};
   if (lstat(path_.c_str(), &info) == 0 && S_ISSOCK(info.st_mode)) {
     unlink(path_.c_str());
@@ -88,17 +120,32 @@ void UnixAcceptor::Prune() {
   if (handed_.empty()) return;
   std::vector<pollfd> fds;
   fds.reserve(handed_.size());
-  for (int fd : handed_) fds.push_back({fd, POLLRDHUP, 0});
+  for (const Handed& handed : handed_) {
+    fds.push_back({handed.copy, POLLRDHUP, 0});
+  }
   if (poll(fds.data(), fds.size(), 0) < 0) return;
-  std::deque<int> open;
-  for (const pollfd& entry : fds) {
-    if ((entry.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) != 0) {
-      close(entry.fd);
+  std::deque<Handed> open;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    if ((fds[i].revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL)) != 0) {
+      close(fds[i].fd);
     } else {
-      open.push_back(entry.fd);
+      open.push_back(handed_[i]);
     }
   }
   handed_ = std::move(open);
+}
+
+bool UnixAcceptor::MakeRoom() {
+  for (auto it = handed_.begin(); it != handed_.end(); ++it) {
+    if (calls_ != nullptr && calls_->Busy(it->given)) continue;
+    // The oldest idle connection goes: gRPC sees it end and cleans up.
+    shutdown(it->copy, SHUT_RDWR);
+    close(it->copy);
+    handed_.erase(it);
+    evicted_.fetch_add(1);
+    return true;
+  }
+  return false;
 }
 
 void UnixAcceptor::Loop() {
@@ -136,17 +183,22 @@ void UnixAcceptor::Loop() {
       continue;
     }
     Prune();
-    while (handed_.size() >= max_connections_) {
-      // The oldest connection goes: gRPC sees it end and cleans up.
-      shutdown(handed_.front(), SHUT_RDWR);
-      close(handed_.front());
-      handed_.pop_front();
-      evicted_.fetch_add(1);
-      warn("more than " + std::to_string(max_connections_) +
-           " connections; closing the oldest");
+    bool room = true;
+    while (room && handed_.size() >= max_connections_) room = MakeRoom();
+    if (!room) {
+      // Every connection has a call in flight: none is cut for this one.
+      close(fd);
+      refused_.fetch_add(1);
+      warn(std::to_string(max_connections_) +
+           " connections, each with a call in flight; a new one is refused");
+      continue;
+    }
+    if (handed_.size() + 1 >= max_connections_) {
+      warn("at the limit of " + std::to_string(max_connections_) +
+           " connections; the oldest idle ones are closed for new ones");
     }
     const int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (copy >= 0) handed_.push_back(copy);
+    if (copy >= 0) handed_.push_back({copy, fd});
     grpc::AddInsecureChannelFromFd(server_, fd);
   }
 }

@@ -539,8 +539,11 @@ BENCHMARK(BM_AdmitBatch)
 }  // namespace topology
 
 int main(int argc, char** argv) {
-  // As the daemons do (and the plugin processes spawned here inherit it).
-  const std::string engine = topology::plugin::ChooseGrpcPollEngine();
+  // As topology-manager serve does; the plugin processes spawned here
+  // choose their own (gRPC has read the variable once it is initialised).
+  const std::string engine = topology::plugin::ChooseGrpcPollEngine("epoll1");
+  grpc_init();
+  if (engine == "epoll1") unsetenv("GRPC_POLL_STRATEGY");
   topology::plugin::InitLogging(argv[0], 0);
   FLAGS_minloglevel = 2;
   benchmark::AddCustomContext("grpc_poll_engine", engine);

@@ -1,11 +1,15 @@
 // topology-manager serve and topology-device-plugin as separate processes,
 // on fixture machines: alignment under every policy and scope, plugin
 // crash and return, manager restart, and a long admit/release loop.
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <map>
+#include <mutex>
+#include <random>
 #include <set>
 #include <string>
 #include <thread>
@@ -20,7 +24,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "fake_plugin.h"
 #include "run_command.h"
+#include "seeded_random.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
 #include "time_scale.h"
@@ -642,5 +648,268 @@ TEST(CommandLineTest, EveryBinaryPrintsItsVersion) {
   }
 }
 
+// Calls on one connection to the serving process are served concurrently:
+// a status and a release sent on the channel of an admission that waits
+// for its plugin are answered at once, not after the admission (the
+// client reuses its channel, as every gRPC client does).
+TEST_F(EndToEndTest, CallsOnOneConnectionDoNotWaitForEachOther) {
+  Write({});
+  StartManager();
+  std::atomic<bool> hold{false};
+  std::promise<void> allocating;
+  std::atomic<bool> first{true};
+  FakePlugin plugin(plugins(), "example.com/gpu", "slow.sock");
+  plugin.SetDevices({MakeDevice("gpu-0", {0}), MakeDevice("gpu-1", {0})});
+  plugin.SetAllocate([&](const v1beta1::AllocateRequest& request,
+                         v1beta1::AllocateResponse* response) {
+    if (hold.load() && first.exchange(false)) allocating.set_value();
+    while (hold.load()) std::this_thread::sleep_for(10ms);
+    for (int i = 0; i < request.container_requests_size(); ++i) {
+      response->add_container_responses();
+    }
+    return grpc::Status::OK;
+  });
+  plugin.Start();
+  ASSERT_TRUE(plugin.Register().ok());
+  ASSERT_TRUE(WaitAllocatable("example.com/gpu", 2));
+  ASSERT_TRUE(Admit(PodYaml("held", 1, 0, 0))["admitted"].get<bool>());
+  hold.store(true);
+  // A fresh connection whose first call is the slow admission.
+  stub_ = tm::Control::NewStub(grpc::CreateChannel(
+      "unix:" + control(), grpc::InsecureChannelCredentials()));
+  auto slow = std::async(std::launch::async,
+                         [&] { return Admit(PodYaml("slow", 1, 0, 0)); });
+  allocating.get_future().wait();
+  for (int round = 0; round < 3; ++round) {
+    const auto start = std::chrono::steady_clock::now();
+    EXPECT_FALSE(Status().is_null()) << "round " << round;
+    EXPECT_LT(std::chrono::steady_clock::now() - start, 1s)
+        << "round " << round;
+  }
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE(Release("held"));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
+  hold.store(false);
+  EXPECT_TRUE(slow.get()["admitted"].get<bool>());
+  plugin.Stop();
+}
+
+// The randomised model test: clients admit (one pod or a batch) and release
+// over the control socket while plugins re-register, and the serving
+// process is killed (SIGKILL) at a random moment of each round. After every
+// restart the state is checked against what the clients were answered:
+// every pod answered admitted is present with the devices it was given,
+// every pod answered released is absent, no device is held twice, and the
+// devices in use are exactly those the pods hold. Calls cut by the kill may
+// have happened or not; the restored state settles them. Rounds:
+// TOPOLOGY_MODEL_ROUNDS (CI: a few; the "long" label runs many), seed:
+// TOPOLOGY_MODEL_SEED.
+TEST_F(EndToEndTest, RandomisedCrashesKeepEveryAnswer) {
+  const int64_t rounds = EnvOr("TOPOLOGY_MODEL_ROUNDS", 6);
+  const uint64_t seed = static_cast<uint64_t>(EnvOr(
+      "TOPOLOGY_MODEL_SEED", static_cast<int64_t>(std::random_device()())));
+  SCOPED_TRACE("TOPOLOGY_MODEL_SEED=" + std::to_string(seed));
+  SeededRandom random(seed);
+  Write({.policy = "best-effort"});
+  constexpr int kDevices = 8;
+  std::vector<v1beta1::Device> devices;
+  for (int i = 0; i < kDevices; ++i) {
+    devices.push_back(MakeDevice("dev-" + std::to_string(i), {i % 2}));
+  }
+  // The model: pods whose last answer was "admitted" (uid -> devices), and
+  // those whose last answer was "released" or "rejected".
+  std::mutex mu;
+  std::map<std::string, std::vector<std::string>> present;
+  std::set<std::string> absent;
+  std::set<std::string> unsure;  // a call cut by the kill
+  int next_pod = 0;
+  std::vector<std::unique_ptr<FakePlugin>> fakes;
+  int endpoints = 0;
+  const auto register_plugin = [&] {
+    auto plugin = std::make_unique<FakePlugin>(
+        plugins(), "example.com/gpu",
+        "model-" + std::to_string(endpoints++) + ".sock");
+    plugin->SetDevices(devices);
+    plugin->Start();
+    EXPECT_TRUE(plugin->Register().ok());
+    fakes.push_back(std::move(plugin));
+  };
+  size_t admitted_total = 0;
+  size_t released_total = 0;
+  for (int64_t round = 0; round < rounds; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    // The previous round's plugins, and the sockets the kill left behind:
+    // StartManager waits for a fresh control socket.
+    fakes.clear();
+    std::filesystem::remove(control());
+    StartManager();
+    register_plugin();
+    // Restored (the control socket answers), then the plugin is back.
+    json restored;
+    for (int i = 0; i < 500 && restored.is_null(); ++i) {
+      restored = Status();
+      if (restored.is_null()) std::this_thread::sleep_for(20ms);
+    }
+    ASSERT_FALSE(restored.is_null()) << "serve did not come back";
+    size_t held_total = 0;
+    for (const json& pod : restored["pods"]) {
+      for (const json& container : pod["containers"]) {
+        held_total += container["devices"]["example.com/gpu"].size();
+      }
+    }
+    ASSERT_LE(held_total, static_cast<size_t>(kDevices));
+    ASSERT_TRUE(WaitAllocatable("example.com/gpu", kDevices))
+        << Status().dump();
+    // Check the restored state against the answers.
+    const json status = Status();
+    ASSERT_THAT(status["resources"], SizeIs(1));
+    EXPECT_EQ(status["resources"][0]["in_use"].get<size_t>(), held_total);
+    std::map<std::string, std::string> holder;
+    std::set<std::string> uids;
+    for (const json& pod : status["pods"]) {
+      const std::string uid = pod["uid"];
+      uids.insert(uid);
+      std::vector<std::string> held;
+      for (const json& c : pod["containers"]) {
+        for (const json& id : c["devices"]["example.com/gpu"]) {
+          held.push_back(id);
+          auto [it, fresh] = holder.emplace(id.get<std::string>(), uid);
+          EXPECT_TRUE(fresh)
+              << id << " held by " << it->second << " and " << uid;
+        }
+      }
+      std::sort(held.begin(), held.end());
+      if (auto it = present.find(uid); it != present.end()) {
+        EXPECT_EQ(held, it->second) << uid;
+      }
+    }
+    {
+      std::lock_guard lock(mu);
+      for (const auto& [uid, held] : present) {
+        EXPECT_TRUE(uids.contains(uid)) << uid << " was answered admitted";
+      }
+      for (const std::string& uid : absent) {
+        EXPECT_FALSE(uids.contains(uid)) << uid << " was answered released";
+      }
+      // The cut calls settle as the restored state says.
+      for (const std::string& uid : unsure) {
+        if (!uids.contains(uid)) absent.insert(uid);
+      }
+      unsure.clear();
+      for (const json& pod : status["pods"]) {
+        const std::string uid = pod["uid"];
+        if (present.contains(uid)) continue;
+        std::vector<std::string> held;
+        for (const json& c : pod["containers"]) {
+          for (const json& id : c["devices"]["example.com/gpu"]) {
+            held.push_back(id);
+          }
+        }
+        std::sort(held.begin(), held.end());
+        present[uid] = held;
+        absent.erase(uid);
+      }
+    }
+    if (::testing::Test::HasFailure()) return;
+
+    // Clients until the kill.
+    std::atomic<bool> killed{false};
+    auto channel = grpc::CreateChannel("unix:" + control(),
+                                       grpc::InsecureChannelCredentials());
+    std::vector<std::thread> clients;
+    std::vector<uint64_t> client_seeds;
+    for (int c = 0; c < 3; ++c) client_seeds.push_back(random.engine()());
+    for (size_t client = 0; client < 3; ++client) {
+      clients.emplace_back([&, client] {
+        SeededRandom mine(client_seeds[client]);
+        auto stub = tm::Control::NewStub(channel);
+        while (!killed.load()) {
+          grpc::ClientContext context;
+          context.set_deadline(std::chrono::system_clock::now() + 5s);
+          tm::JsonReply reply;
+          std::string release_uid;
+          {
+            std::lock_guard lock(mu);
+            if (!present.empty() && mine.Chance(40)) {
+              auto it = present.begin();
+              std::advance(
+                  it, mine.Uniform(0, static_cast<int>(present.size()) - 1));
+              release_uid = it->first;
+              present.erase(it);
+              unsure.insert(release_uid);
+            }
+          }
+          if (!release_uid.empty()) {
+            tm::ReleaseRequest request;
+            request.set_pod(release_uid);
+            const grpc::Status done = stub->Release(&context, request, &reply);
+            std::lock_guard lock(mu);
+            if (done.ok()) {
+              unsure.erase(release_uid);
+              absent.insert(release_uid);
+              ++released_total;
+            }
+            continue;
+          }
+          tm::AdmitRequest request;
+          std::vector<std::string> batch;
+          const int pods = mine.Chance(30) ? mine.Uniform(2, 4) : 1;
+          {
+            std::lock_guard lock(mu);
+            for (int p = 0; p < pods; ++p) {
+              batch.push_back("model-" + std::to_string(next_pod++));
+              unsure.insert("uid-" + batch.back());
+            }
+          }
+          for (const std::string& name : batch) {
+            auto* manifest = request.add_manifests();
+            manifest->set_source(name + ".yaml");
+            manifest->set_yaml(
+                "apiVersion: v1\nkind: Pod\nmetadata: {name: " + name +
+                ", uid: uid-" + name +
+                "}\nspec:\n  containers:\n  - name: main\n    resources:\n"
+                "      limits: {example.com/gpu: " +
+                std::to_string(mine.Uniform(1, 2)) + "}\n");
+          }
+          const grpc::Status done = stub->Admit(&context, request, &reply);
+          if (!done.ok()) continue;  // cut: the restart settles them
+          const json results = json::parse(reply.json(), nullptr, false);
+          std::lock_guard lock(mu);
+          for (const json& result : results) {
+            const std::string uid = result.value("uid", "");
+            unsure.erase(uid);
+            if (result.value("admitted", false)) {
+              std::vector<std::string> held;
+              for (const json& container : result["containers"]) {
+                for (const json& id : container["devices"]["example.com/gpu"]) {
+                  held.push_back(id);
+                }
+              }
+              std::sort(held.begin(), held.end());
+              present[uid] = held;
+              ++admitted_total;
+            } else {
+              absent.insert(uid);
+            }
+          }
+        }
+      });
+    }
+    // Plugins re-register now and then; then the crash.
+    const auto until = std::chrono::steady_clock::now() +
+                       std::chrono::milliseconds(random.Uniform(50, 400));
+    while (std::chrono::steady_clock::now() < until) {
+      std::this_thread::sleep_for(
+          std::chrono::milliseconds(random.Uniform(10, 80)));
+      if (random.Chance(30)) register_plugin();
+    }
+    manager_->Stop(SIGKILL);
+    killed.store(true);
+    for (std::thread& client : clients) client.join();
+  }
+  RecordProperty("admitted", static_cast<int>(admitted_total));
+  RecordProperty("released", static_cast<int>(released_total));
+  EXPECT_GT(admitted_total, 0u);
+}
 }  // namespace
 }  // namespace topology::testing

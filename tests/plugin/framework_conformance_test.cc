@@ -25,8 +25,8 @@
 
 #include "topology/plugin/plugin_runner.h"
 #include "topology/plugin/resource_name.h"
-
 #include "topology/testing/fake_kubelet.h"
+
 #include "plugin_test_support.h"
 #include "socket_util.h"
 #include "status_matchers.h"
@@ -1400,6 +1400,12 @@ TEST(ProcessSetupTest, PollEngineUnlessTheOperatorChoseOne) {
   setenv(kVariable, "epoll1", 1);
   EXPECT_EQ(plugin::ChooseGrpcPollEngine(), "epoll1");
   EXPECT_STREQ(std::getenv(kVariable), "epoll1");
+  // A daemon that prefers another engine (topology-manager serve: epoll1)
+  // gets it unless the operator named one.
+  unsetenv(kVariable);
+  EXPECT_EQ(plugin::ChooseGrpcPollEngine("epoll1"), "epoll1");
+  setenv(kVariable, "poll", 1);
+  EXPECT_EQ(plugin::ChooseGrpcPollEngine("epoll1"), "poll");
   if (saved) {
     setenv(kVariable, saved->c_str(), 1);
   } else {

@@ -1,6 +1,7 @@
 // Part K of the device plugin conformance checklist: the host-side module
 // (the kubelet's side) against programmable fake plugins over real unix
 // sockets. Test names carry the checklist number (K01 = item 1).
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include <thread>
 #include <utility>
 
+#include <signal.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -1247,6 +1249,323 @@ TEST_F(HostTest, ReRegistrationWithASilentStreamIsSafe) {
   }
   EXPECT_THAT(second->allocate_requests(), SizeIs(3));
   EXPECT_EQ(View().endpoint, (dir() / "b.sock").string());
+}
+
+// The journal is the order of the state. A batch admits p0, m and q while
+// another client releases p0 during m's Allocate: p0 is not released before
+// its own record is durable, so q can never be given p0's device ahead of
+// p0's release in the journal. After a crash (the files as they are, no
+// compaction) the restored state holds every answered admission, none of
+// the answered releases, and no device twice.
+TEST_F(HostTest, ReleaseDuringABatchNeverReordersTheJournal) {
+  StartHost();
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  std::promise<void> in_second_allocate;
+  std::promise<void> let_it_answer;
+  std::shared_future<void> answer = let_it_answer.get_future().share();
+  std::atomic<int> allocates{0};
+  plugin->SetAllocate([&](const v1beta1::AllocateRequest& request,
+                          v1beta1::AllocateResponse* response) {
+    for (int i = 0; i < request.container_requests_size(); ++i) {
+      response->add_container_responses();
+    }
+    if (++allocates == 2) {
+      in_second_allocate.set_value();
+      answer.wait();
+    }
+    return grpc::Status::OK;
+  });
+  std::vector<PodResult> batch;
+  std::thread admitting([&] {
+    batch =
+        host_->AdmitAll({MakePod("p0", {{kGpu, 1}}), MakePod("m", {{kGpu, 1}}),
+                         MakePod("q", {{kGpu, 3}})},
+                        false, nullptr);
+  });
+  in_second_allocate.get_future().wait();
+  // p0 is decided, but its record is not durable: not releasable yet.
+  const Status early = host_->Release("p0");
+  let_it_answer.set_value();
+  admitting.join();
+  ASSERT_THAT(batch, SizeIs(3));
+  EXPECT_TRUE(batch[0].admitted && batch[1].admitted);
+  EXPECT_THAT(early, StatusIs(StatusCode::kUnavailable));
+  // q needs three of the two GPUs that were free: refused.
+  EXPECT_FALSE(batch[2].admitted);
+  // Now the release goes through, and another pod gets p0's GPU.
+  ASSERT_THAT(host_->Release("p0"), IsOk());
+  const PodResult r = host_->Admit(MakePod("r", {{kGpu, 3}}), false);
+  ASSERT_TRUE(r.admitted) << r.message;
+
+  // The crash: the files as they are now.
+  const auto saved = dir_.path() / "saved";
+  std::filesystem::create_directories(saved);
+  const std::filesystem::path snapshot = dir() / kCheckpointFile;
+  const std::filesystem::path journal =
+      dir() / (std::string(kCheckpointFile) + ".journal");
+  std::filesystem::copy_file(snapshot, saved / "snapshot");
+  std::filesystem::copy_file(journal, saved / "journal");
+  host_->Stop();
+  host_.reset();
+  plugin->Stop();
+  std::filesystem::copy_file(saved / "snapshot", snapshot,
+                             std::filesystem::copy_options::overwrite_existing);
+  std::filesystem::copy_file(saved / "journal", journal,
+                             std::filesystem::copy_options::overwrite_existing);
+  StartHost();
+  const auto status = host_->StatusJson();
+  std::set<std::string> uids;
+  std::map<std::string, std::string> holder;
+  for (const auto& pod : status["pods"]) {
+    const std::string uid = pod["uid"];
+    uids.insert(uid);
+    for (const auto& container : pod["containers"]) {
+      for (const auto& id : container["devices"][kGpu]) {
+        auto [it, fresh] = holder.emplace(id.get<std::string>(), uid);
+        EXPECT_TRUE(fresh) << id << " held by " << it->second << " and " << uid;
+      }
+    }
+  }
+  EXPECT_EQ(uids, (std::set<std::string>{"uid-m", "uid-r"}));
+  EXPECT_EQ(holder.size(), 4u);
+}
+
+// A journal that cannot be written (a full disk; here a file-size limit):
+// an admission is refused and leaves nothing behind, a release is refused
+// and the pod keeps its devices, and a restart shows exactly that.
+TEST_F(HostTest, AnAdmissionOrReleaseThatCannotBeCheckpointedChangesNothing) {
+  StartHost();
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  ASSERT_TRUE(host_->Admit(MakePod("a", {{kGpu, 1}}), false).admitted);
+  // Writes at or past byte 1 fail with EFBIG (SIGXFSZ ignored) from here.
+  struct sigaction ignore {};
+  ignore.sa_handler = SIG_IGN;
+  struct sigaction previous {};
+  ASSERT_EQ(sigaction(SIGXFSZ, &ignore, &previous), 0);
+  rlimit saved_limit{};
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &saved_limit), 0);
+  rlimit limit = saved_limit;
+  limit.rlim_cur = 1;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &limit), 0);
+  const PodResult b = host_->Admit(MakePod("b", {{kGpu, 1}}), false);
+  const Status released = host_->Release("a");
+  const auto status = host_->StatusJson();
+  host_->Stop();  // its compaction fails too: the files stay as they were
+  host_.reset();
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &saved_limit), 0);
+  ASSERT_EQ(sigaction(SIGXFSZ, &previous, nullptr), 0);
+
+  EXPECT_FALSE(b.admitted);
+  EXPECT_EQ(b.reason, "UnexpectedAdmissionError");
+  EXPECT_THAT(b.message, HasSubstr("could not be checkpointed"));
+  EXPECT_THAT(b.containers, SizeIs(0));
+  EXPECT_THAT(released, StatusIs(StatusCode::kFailedPrecondition,
+                                 HasSubstr("keeps its devices")));
+  ASSERT_THAT(status["pods"], SizeIs(1));
+  EXPECT_EQ(status["pods"][0]["uid"], "uid-a");
+  EXPECT_EQ(status["resources"][0]["in_use"], 1);
+
+  plugin->Stop();
+  StartHost();
+  auto back = Plugin("b.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  const auto restored = host_->StatusJson();
+  ASSERT_THAT(restored["pods"], SizeIs(1));
+  EXPECT_EQ(restored["pods"][0]["uid"], "uid-a");
+  // a still holds one GPU: three are free, exactly.
+  EXPECT_TRUE(host_->Admit(MakePod("c", {{kGpu, 3}}), false).admitted);
+  EXPECT_FALSE(host_->Admit(MakePod("d", {{kGpu, 1}}), false).admitted);
+}
+
+// The copy of a damaged journal is written like every other file: a link
+// planted at its name (any plugin can write the directory) is replaced,
+// never written through.
+TEST_F(HostTest, TheDamagedJournalsCopyNeverFollowsAPlantedLink) {
+  StartHost();
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  ASSERT_TRUE(host_->Admit(MakePod("a", {{kGpu, 1}}), false).admitted);
+  ASSERT_TRUE(host_->Admit(MakePod("b", {{kGpu, 1}}), false).admitted);
+  const std::filesystem::path journal =
+      dir() / (std::string(kCheckpointFile) + ".journal");
+  std::ifstream in(journal);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  in.close();
+  const auto saved = dir_.path() / "journal";
+  std::filesystem::copy_file(journal, saved);
+  host_->Stop();
+  host_.reset();
+  plugin->Stop();
+  // Damage in the first record, with a good one after it: not a torn tail.
+  const size_t first_line = text.find('\n');
+  ASSERT_NE(first_line, std::string::npos);
+  ASSERT_NE(text.find('\n', first_line + 1), std::string::npos);
+  text[first_line / 2] = text[first_line / 2] == 'x' ? 'y' : 'x';
+  std::ofstream(journal, std::ios::trunc) << text;
+  const std::filesystem::path victim = dir_.path() / "victim";
+  std::ofstream(victim) << "precious";
+  const auto copy = dir() / (std::string(kCheckpointFile) + ".journal.corrupt");
+  std::filesystem::create_symlink(victim, copy);
+  StartHost();
+  std::ifstream victim_in(victim);
+  EXPECT_EQ(std::string(std::istreambuf_iterator<char>(victim_in), {}),
+            "precious");
+  struct stat info {};
+  ASSERT_EQ(lstat(copy.c_str(), &info), 0);
+  EXPECT_TRUE(S_ISREG(info.st_mode));
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+  EXPECT_EQ(std::filesystem::file_size(copy), text.size());
+}
+
+// Restore checks what it restores: a device listed twice in one container
+// is held once.
+TEST_F(HostTest, RestoreDropsADeviceListedTwiceInAContainer) {
+  StartHost();
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  ASSERT_TRUE(host_->Admit(MakePod("a", {{kGpu, 1}}), false).admitted);
+  host_->Stop();
+  host_.reset();
+  plugin->Stop();
+  std::ifstream in(dir() / kCheckpointFile);
+  auto checkpoint =
+      DecodeCheckpoint(std::string(std::istreambuf_iterator<char>(in), {}));
+  ASSERT_THAT(checkpoint.status(), IsOk());
+  auto& ids = checkpoint->pods.at(0).containers.at(0).devices[kGpu];
+  ASSERT_THAT(ids, SizeIs(1));
+  ids.push_back(ids[0]);
+  // And one the plugin never offered, kept but said.
+  ids.push_back("gpu-unknown");
+  std::ofstream(dir() / kCheckpointFile, std::ios::trunc)
+      << EncodeCheckpoint(*checkpoint);
+  StartHost();
+  const auto status = host_->StatusJson();
+  ASSERT_THAT(status["pods"], SizeIs(1));
+  const auto& held = status["pods"][0]["containers"][0]["devices"][kGpu];
+  ASSERT_THAT(held, SizeIs(2));
+  EXPECT_NE(held[0], held[1]);
+}
+
+// Head-of-line blocking costs one deadline, not K: with K pods queued on a
+// hung plugin, a pod that needs nothing from it is admitted after at most
+// about one --plugin-rpc-timeout; the K are refused, the first after its
+// deadline, the rest at once (the plugin is not called again until a
+// cool-off has passed). A plugin that answers again is called again.
+TEST_F(HostTest, PodsQueuedOnAHungPluginCostOneDeadline) {
+  std::atomic<bool> hang{true};
+  auto config = Config();
+  config.rpc_timeout = 400ms;
+  StartHost(config);
+  auto gpus = Plugin("a.sock", FourGpus());
+  auto nics =
+      Plugin("n.sock", {MakeDevice("nic-0", {0})}, {}, "example.com/nic");
+  ASSERT_TRUE(WaitFor([&] {
+    return View().allocatable == 4 && View("example.com/nic").allocatable == 1;
+  }));
+  gpus->SetAllocate([&](const v1beta1::AllocateRequest& request,
+                        v1beta1::AllocateResponse* response) {
+    while (hang.load()) std::this_thread::sleep_for(10ms);
+    for (int i = 0; i < request.container_requests_size(); ++i) {
+      response->add_container_responses();
+    }
+    return grpc::Status::OK;
+  });
+  constexpr int kQueued = 5;
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::future<PodResult>> queued;
+  for (int i = 0; i < kQueued; ++i) {
+    queued.push_back(std::async(std::launch::async, [&, i] {
+      return host_->Admit(MakePod("gpu-pod-" + std::to_string(i), {{kGpu, 1}}),
+                          false);
+    }));
+  }
+  std::this_thread::sleep_for(50ms);  // the GPU pods are in the queue first
+  const PodResult unrelated =
+      host_->Admit(MakePod("nic-pod", {{"example.com/nic", 1}}), false);
+  const auto waited = std::chrono::steady_clock::now() - start;
+  EXPECT_TRUE(unrelated.admitted) << unrelated.message;
+  // One deadline (and scheduling), never K of them.
+  EXPECT_LT(waited, 2 * config.rpc_timeout)
+      << "waited "
+      << std::chrono::duration_cast<std::chrono::milliseconds>(waited).count()
+      << " ms";
+  for (auto& pod : queued) {
+    const PodResult result = pod.get();
+    EXPECT_FALSE(result.admitted);
+    EXPECT_EQ(result.reason, "UnexpectedAdmissionError");
+  }
+  EXPECT_EQ(host_->StatusJson()["resources"][0]["in_use"], 0);
+  // The plugin answers again: after the cool-off it is tried and used.
+  hang.store(false);
+  std::this_thread::sleep_for(config.rpc_timeout + 50ms);
+  const PodResult later = host_->Admit(MakePod("later", {{kGpu, 1}}), false);
+  EXPECT_TRUE(later.admitted) << later.message;
+}
+
+// An admission through the control socket whose Allocate takes a while.
+// `channel`: the client's connection, shared with the calls the test makes
+// meanwhile.
+std::future<grpc::Status> AdmitThrough(
+    const std::shared_ptr<grpc::Channel>& channel, const std::string& name,
+    std::string* reply_json) {
+  return std::async(std::launch::async, [channel, name, reply_json] {
+    auto stub = topologymanager::v1alpha1::Control::NewStub(channel);
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + 20s);
+    topologymanager::v1alpha1::AdmitRequest request;
+    auto* manifest = request.add_manifests();
+    manifest->set_source(name + ".yaml");
+    manifest->set_yaml("apiVersion: v1\nkind: Pod\nmetadata: {name: " + name +
+                       ", uid: uid-" + name +
+                       "}\nspec:\n  containers:\n  - name: main\n    "
+                       "resources:\n      limits: {example.com/gpu: 1}\n");
+    topologymanager::v1alpha1::JsonReply reply;
+    grpc::Status status = stub->Admit(&context, request, &reply);
+    *reply_json = reply.json();
+    return status;
+  });
+}
+
+// A flood of connections beyond the cap closes idle connections only: an
+// admission in flight on the control socket is answered, and the pod it
+// admitted is the one the answer names.
+TEST_F(HostTest, TheConnectionCapNeverCutsACallInFlight) {
+  auto config = Config();
+  config.control_socket = dir_.path() / "control.sock";
+  StartHost(config);
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  std::promise<void> allocating;
+  std::atomic<bool> first{true};
+  std::atomic<bool> hold{true};
+  plugin->SetAllocate([&](const v1beta1::AllocateRequest& request,
+                          v1beta1::AllocateResponse* response) {
+    if (first.exchange(false)) allocating.set_value();
+    while (hold.load()) std::this_thread::sleep_for(10ms);
+    for (int i = 0; i < request.container_requests_size(); ++i) {
+      response->add_container_responses();
+    }
+    return grpc::Status::OK;
+  });
+  auto channel = grpc::CreateChannel("unix:" + config.control_socket.string(),
+                                     grpc::InsecureChannelCredentials());
+  std::string reply;
+  auto admitted = AdmitThrough(channel, "busy", &reply);
+  allocating.get_future().wait();
+  std::vector<int> flood;
+  for (int i = 0; i < 300; ++i) {
+    const int fd = ConnectIdle(config.control_socket);
+    if (fd >= 0) flood.push_back(fd);
+  }
+  std::this_thread::sleep_for(300ms);  // accepted, the cap enforced
+  hold.store(false);
+  const grpc::Status status = admitted.get();
+  for (int fd : flood) close(fd);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_THAT(reply, HasSubstr("\"admitted\":true"));
+  EXPECT_THAT(host_->StatusJson()["pods"], SizeIs(1));
 }
 
 }  // namespace

@@ -1280,12 +1280,12 @@ uint64_t RaiseOpenFileLimit() {
   return static_cast<uint64_t>(limit.rlim_cur);
 }
 
-std::string ChooseGrpcPollEngine() {
+std::string ChooseGrpcPollEngine(const std::string& engine) {
   constexpr char kVariable[] = "GRPC_POLL_STRATEGY";
   // An engine named by the operator stays; an empty value names none.
   const char* chosen = std::getenv(kVariable);
   if (chosen == nullptr || *chosen == '\0') {
-    setenv(kVariable, "poll", 1);
+    setenv(kVariable, engine.c_str(), 1);
     chosen = std::getenv(kVariable);
   }
   return chosen != nullptr ? chosen : "";
