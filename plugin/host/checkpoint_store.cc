@@ -53,7 +53,7 @@ CheckpointStore::CheckpointStore(std::filesystem::path snapshot,
       max_bytes_(max_bytes) {}
 
 CheckpointStore::~CheckpointStore() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   CloseJournal();
 }
 
@@ -63,7 +63,7 @@ void CheckpointStore::CloseJournal() {
 }
 
 StatusOr<Checkpoint> CheckpointStore::Load(std::string* warning) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::error_code error;
   const auto move_aside = [&](const std::filesystem::path& path) {
     auto kept = path.string() + ".corrupt";
@@ -156,7 +156,7 @@ StatusOr<Checkpoint> CheckpointStore::Load(std::string* warning) {
 }
 
 Status CheckpointStore::Resume(const std::function<std::string()>& encode) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!loaded_snapshot_) return CompactLocked(encode);
   if (Status started = ReplaceJournal(loaded_journal_); !started.ok()) {
     return started;
@@ -180,7 +180,7 @@ Status CheckpointStore::ReplaceJournal(std::string_view records) {
 }
 
 Status CheckpointStore::Compact(const std::function<std::string()>& encode) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return CompactLocked(encode);
 }
 
@@ -203,7 +203,7 @@ Status CheckpointStore::CompactLocked(
 
 Status CheckpointStore::Append(std::string_view records,
                                const std::function<void()>& publish) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (journal_fd_ < 0 || broken_) {
     return FailedPreconditionError(
         "checkpoint journal " + journal_.string() +
@@ -236,18 +236,18 @@ Status CheckpointStore::Append(std::string_view records,
 }
 
 bool CheckpointStore::NeedsCompaction() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return broken_ || journal_fd_ < 0 ||
          journal_bytes_ > std::max(kMinCompactionBytes, snapshot_bytes_);
 }
 
 size_t CheckpointStore::journal_bytes() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return journal_bytes_;
 }
 
 size_t CheckpointStore::snapshot_bytes() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return snapshot_bytes_;
 }
 

@@ -22,6 +22,7 @@
 #include <string_view>
 
 #include "topology/status.h"
+#include "topology/thread_annotations.h"
 
 #include "checkpoint.h"
 
@@ -80,23 +81,31 @@ class CheckpointStore {
   size_t snapshot_bytes() const;
 
  private:
-  void CloseJournal();  // REQUIRES: mu_
-  Status CompactLocked(const std::function<std::string()>& encode);
+  void CloseJournal() TOPOLOGY_REQUIRES(mu_);
+  Status CompactLocked(const std::function<std::string()>& encode)
+      TOPOLOGY_REQUIRES(mu_);
   // A new journal holding `records`, renamed over the old one and kept
-  // open for appending. REQUIRES: mu_
-  Status ReplaceJournal(std::string_view records);
+  // open for appending.
+  Status ReplaceJournal(std::string_view records) TOPOLOGY_REQUIRES(mu_);
 
   const std::filesystem::path snapshot_;
   const std::filesystem::path journal_;
   const size_t max_bytes_;
-  mutable std::mutex mu_;        // serialises the file operations
-  int journal_fd_ = -1;          // open for appending after a Compact
-  bool broken_ = false;          // a failed append could not be cut off
-  size_t journal_bytes_ = 0;     // the records
-  size_t journal_reserved_ = 0;  // the file: the records, then zeros
-  size_t snapshot_bytes_ = 0;
-  bool loaded_snapshot_ = false;  // Load read a usable snapshot
-  std::string loaded_journal_;    // the records Load applied
+  // Serialises the file operations; held across their writes and syncs
+  // (that is its purpose: the journal's order), never across a call out.
+  mutable Mutex mu_;
+  // Open for appending after a Compact.
+  int journal_fd_ TOPOLOGY_GUARDED_BY(mu_) = -1;
+  // A failed append could not be cut off.
+  bool broken_ TOPOLOGY_GUARDED_BY(mu_) = false;
+  size_t journal_bytes_ TOPOLOGY_GUARDED_BY(mu_) = 0;  // the records
+  // The file: the records, then zeros.
+  size_t journal_reserved_ TOPOLOGY_GUARDED_BY(mu_) = 0;
+  size_t snapshot_bytes_ TOPOLOGY_GUARDED_BY(mu_) = 0;
+  // Load read a usable snapshot.
+  bool loaded_snapshot_ TOPOLOGY_GUARDED_BY(mu_) = false;
+  // The records Load applied.
+  std::string loaded_journal_ TOPOLOGY_GUARDED_BY(mu_);
 };
 
 }  // namespace topology::host

@@ -411,7 +411,7 @@ Status HostManager::Start() {
 
 void HostManager::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return;
     stopping_ = true;
   }
@@ -422,7 +422,7 @@ void HostManager::Stop() {
   const auto stop_endpoints = [this] {
     std::vector<std::shared_ptr<PluginEndpoint>> endpoints;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       for (auto& [name, state] : resources_) {
         if (state.endpoint) endpoints.push_back(state.endpoint);
       }
@@ -451,7 +451,7 @@ void HostManager::Stop() {
     }
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (auto& [name, state] : resources_) state.endpoint.reset();
     retired_.clear();
   }
@@ -460,7 +460,7 @@ void HostManager::Stop() {
   // A clean stop leaves the whole state in the snapshot.
   bool restored = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     restored = restored_;
   }
   if (restored) (void)Compact();
@@ -490,7 +490,7 @@ Status HostManager::Register(const std::string& version,
   }
   uint64_t number = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return UnavailableError("shutting down");
     number = ++registrations_;
   }
@@ -503,7 +503,7 @@ Status HostManager::Register(const std::string& version,
   }
   std::shared_ptr<PluginEndpoint> fresh = *connected;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return UnavailableError("shutting down");
     ResourceState& state = resources_[resource];
     if (state.installed_registration > number) {
@@ -549,7 +549,7 @@ void HostManager::OnList(PluginEndpoint* endpoint,
                          std::vector<manager::Device> devices) {
   std::string record;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = resources_.find(endpoint->resource());
     if (it == resources_.end() || it->second.endpoint.get() != endpoint) return;
     // Ids no later step can carry are refused, each named: empty (the
@@ -608,7 +608,7 @@ void HostManager::OnList(PluginEndpoint* endpoint,
 void HostManager::OnEnd(PluginEndpoint* endpoint, const Status& why) {
   std::string record;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     auto it = resources_.find(endpoint->resource());
     if (it == resources_.end() || it->second.endpoint.get() != endpoint) return;
     if (stopping_) return;
@@ -633,7 +633,7 @@ void HostManager::CollectGarbage() {
   const auto tick =
       std::clamp(config_.grace_period / 4, std::chrono::milliseconds(10),
                  std::chrono::milliseconds(1000));
-  std::unique_lock lock(mu_);
+  MutexLock lock(mu_);
   while (!stopping_) {
     gc_wake_.wait_for(lock, tick);
     if (stopping_) break;
@@ -675,15 +675,15 @@ void HostManager::CollectGarbage() {
 bool HostManager::LockAdmission(const std::function<bool()>& cancelled) {
   // A slot rather than a timed mutex: the wait polls for cancellation and
   // for Stop() (and ThreadSanitizer sees every step of it).
-  std::unique_lock slot(admission_mu_);
+  MutexLock slot(admission_mu_);
   while (admitting_) {
     admission_free_.wait_for(slot, std::chrono::milliseconds(50));
     if (cancelled && cancelled()) return false;
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return false;
   }
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopping_) return false;
   }
   if (cancelled && cancelled()) return false;
@@ -693,7 +693,7 @@ bool HostManager::LockAdmission(const std::function<bool()>& cancelled) {
 
 void HostManager::UnlockAdmission() {
   {
-    std::lock_guard slot(admission_mu_);
+    MutexLock slot(admission_mu_);
     admitting_ = false;
   }
   admission_free_.notify_one();
@@ -727,7 +727,7 @@ void HostManager::Commit(const std::string& records,
   // The pods this request admitted: pending, each busy, none visible yet.
   std::vector<std::string> uids;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const PodResult& result : results) {
       if (result.admitted && pending_.contains(result.uid) &&
           std::find(uids.begin(), uids.end(), result.uid) == uids.end()) {
@@ -739,7 +739,7 @@ void HostManager::Commit(const std::string& records,
   // Durable, then visible: published under the store's lock, so a
   // compaction sees either neither the records nor the pods, or both.
   const Status appended = store_->Append(records, [&] {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     for (const std::string& uid : uids) {
       auto node = pending_.extract(uid);
       pods_.insert_or_assign(uid, std::move(node.mapped()));
@@ -758,7 +758,7 @@ void HostManager::Commit(const std::string& records,
       topology_manager_->RemovePod(uid);
     }
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       for (const std::string& uid : uids) {
         pending_.erase(uid);
         busy_.erase(uid);
@@ -800,7 +800,7 @@ PodResult HostManager::AdmitOne(const manager::Pod& pod, bool explain,
     ~Slot() { host->UnlockAdmission(); }
   } slot{this};
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (auto it = pods_.find(pod.uid); it != pods_.end()) {
       return it->second.result;
     }
@@ -816,17 +816,17 @@ PodResult HostManager::AdmitOne(const manager::Pod& pod, bool explain,
                         "again");
     }
   }
-  PodResult result = AdmitLocked(pod, explain, record);
+  PodResult result = AdmitInSlot(pod, explain, record);
   // An admitted pod stays busy (and pending) until Commit has made its
   // record durable.
   if (!result.admitted) {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     busy_.erase(pod.uid);
   }
   return result;
 }
 
-PodResult HostManager::AdmitLocked(const manager::Pod& pod, bool explain,
+PodResult HostManager::AdmitInSlot(const manager::Pod& pod, bool explain,
                                    std::string* record) {
   std::vector<manager::MergeTrace> traces;
   const manager::AdmitResult admitted =
@@ -907,7 +907,7 @@ PodResult HostManager::AdmitLocked(const manager::Pod& pod, bool explain,
         if (answer == answers.end()) {
           std::shared_ptr<PluginEndpoint> endpoint;
           {
-            std::lock_guard lock(mu_);
+            MutexLock lock(mu_);
             if (auto it = resources_.find(resource); it != resources_.end()) {
               endpoint = it->second.endpoint;
             }
@@ -935,7 +935,7 @@ PodResult HostManager::AdmitLocked(const manager::Pod& pod, bool explain,
       for (const auto& [resource, ids] : container.devices) {
         std::shared_ptr<PluginEndpoint> endpoint;
         {
-          std::lock_guard lock(mu_);
+          MutexLock lock(mu_);
           if (auto it = resources_.find(resource); it != resources_.end()) {
             endpoint = it->second.endpoint;
           }
@@ -960,7 +960,7 @@ PodResult HostManager::AdmitLocked(const manager::Pod& pod, bool explain,
   }
   LOG(INFO) << "pod " << pod.ns << "/" << pod.name << " admitted";
   record->append(EncodeAdmitRecord({pod, result.containers}));
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   pending_[pod.uid] = {pod, result};
   return result;
 }
@@ -984,7 +984,7 @@ Status HostManager::Release(const std::string& key) {
   // marked busy so that an admission of the same uid cannot interleave.
   std::string uid;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const PodRecord* record = FindPod(pods_, key);
     if (record == nullptr) {
       if (FindPod(pending_, key) != nullptr) {
@@ -1004,12 +1004,12 @@ Status HostManager::Release(const std::string& key) {
   // record is synced, and its devices are free only after that, so a pod
   // admitted onto them is always journaled after the release.
   const Status appended = store_->Append(EncodeReleaseRecord(uid), [&] {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     pods_.erase(uid);
   });
   if (!appended.ok()) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       busy_.erase(uid);
     }
     CompactIfNeeded();
@@ -1023,7 +1023,7 @@ Status HostManager::Release(const std::string& key) {
   topology_manager_->RemovePod(uid);
   bool trim = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     busy_.erase(uid);
     // Once the pods held have halved since the most held, the heap they
     // used goes back to the system (amortised: at most one trim per halving).
@@ -1044,7 +1044,7 @@ Status HostManager::Release(const std::string& key) {
 
 std::map<std::string, HostManager::ResourceView> HostManager::Resources()
     const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   std::map<std::string, ResourceView> out;
   for (const auto& [name, state] : resources_) {
     ResourceView view;
@@ -1063,7 +1063,7 @@ std::map<std::string, HostManager::ResourceView> HostManager::Resources()
 
 json HostManager::StatusJson() const {
   json resources = json::array();
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (const auto& [name, state] : resources_) {
     const bool stopped = state.stopped_since.has_value() || !state.endpoint;
     const std::vector<std::string> in_use = device_manager_->InUse(name);
@@ -1224,7 +1224,7 @@ Status HostManager::Compact() {
   // under mu_ and appended after it is released, so none is lost between
   // the snapshot's encoding and the new journal.
   Status compacted = store_->Compact([this] {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     return EncodeSnapshot();
   });
   if (!compacted.ok()) LOG(ERROR) << compacted.message();
@@ -1242,12 +1242,12 @@ Status HostManager::RestoreCheckpoint() {
   // files read are the state in force and are not encoded again.
   const auto restored = [this](bool rewrite) {
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       restored_ = true;
     }
     if (rewrite) return Compact();
     Status resumed = store_->Resume([this] {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       return EncodeSnapshot();
     });
     if (!resumed.ok()) LOG(ERROR) << resumed.message();
@@ -1271,7 +1271,7 @@ Status HostManager::RestoreCheckpoint() {
   size_t dropped = 0;
   size_t unknown = 0;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     std::map<std::pair<std::string, std::string>, std::string> owner;
     // The resources the checkpoint has a plugin record of.
     std::set<std::string> offered;

@@ -29,6 +29,7 @@
 #include "topology/manager/pod.h"
 #include "topology/manager/topology_manager.h"
 #include "topology/status.h"
+#include "topology/thread_annotations.h"
 #include "topology/topology.h"
 
 namespace grpc {
@@ -171,14 +172,14 @@ class HostManager {
                   const std::string& resource);
   void OnList(PluginEndpoint* endpoint, std::vector<manager::Device> devices);
   void OnEnd(PluginEndpoint* endpoint, const Status& why);
-  void CollectGarbage();
+  void CollectGarbage() TOPOLOGY_EXCLUDES(mu_);
   // An admitted pod's checkpoint record is appended to `*record` and the
   // pod is left pending (busy, not visible); the caller commits it.
   PodResult AdmitOne(const manager::Pod& pod, bool explain,
                      const std::function<bool()>& cancelled,
                      std::string* record);
   // REQUIRES: the admission slot held, the pod marked busy.
-  PodResult AdmitLocked(const manager::Pod& pod, bool explain,
+  PodResult AdmitInSlot(const manager::Pod& pod, bool explain,
                         std::string* record);
   // Makes the admissions of one request durable (one append and sync of
   // `records`), then visible; when they cannot be, undoes them and turns
@@ -187,19 +188,20 @@ class HostManager {
   // Waits for the admission slot; false when cancelled or stopping.
   bool LockAdmission(const std::function<bool()>& cancelled);
   void UnlockAdmission();
-  // The whole state as a checkpoint snapshot. REQUIRES: mu_
-  std::string EncodeSnapshot() const;
-  // A journal record of one resource's healthy devices. REQUIRES: mu_
-  std::string ResourceRecord(const std::string& name) const;
+  // The whole state as a checkpoint snapshot.
+  std::string EncodeSnapshot() const TOPOLOGY_REQUIRES(mu_);
+  // A journal record of one resource's healthy devices.
+  std::string ResourceRecord(const std::string& name) const
+      TOPOLOGY_REQUIRES(mu_);
   // Appends journal records (synced) and compacts when the journal has
   // outgrown the snapshot; errors are logged and returned. Must not be
   // called with mu_ held (a compaction takes it).
-  Status Persist(std::string_view records);
+  Status Persist(std::string_view records) TOPOLOGY_EXCLUDES(mu_);
   // A new snapshot and an empty journal. Must not be called with mu_ held.
-  Status Compact();
+  Status Compact() TOPOLOGY_EXCLUDES(mu_);
   // Compacts when the journal has outgrown the snapshot or cannot be
   // appended to; true when it did. Must not be called with mu_ held.
-  bool CompactIfNeeded();
+  bool CompactIfNeeded() TOPOLOGY_EXCLUDES(mu_);
   Status RestoreCheckpoint();
   // By uid, "namespace/name" or unique name. REQUIRES: mu_ (for the map)
   static const PodRecord* FindPod(const std::map<std::string, PodRecord>& pods,
@@ -214,10 +216,12 @@ class HostManager {
   std::unique_ptr<CostModel> cost_model_;   // with cost_based_selection
   std::unique_ptr<CheckpointStore> store_;  // its own lock, taken before mu_
 
-  mutable std::mutex mu_;  // resources_, pods_, retired_, busy_
-  std::map<std::string, ResourceState> resources_;
-  std::vector<std::shared_ptr<PluginEndpoint>> retired_;
-  std::map<std::string, PodRecord> pods_;  // by uid; durable
+  mutable Mutex mu_;
+  std::map<std::string, ResourceState> resources_ TOPOLOGY_GUARDED_BY(mu_);
+  std::vector<std::shared_ptr<PluginEndpoint>> retired_
+      TOPOLOGY_GUARDED_BY(mu_);
+  // By uid; durable.
+  std::map<std::string, PodRecord> pods_ TOPOLOGY_GUARDED_BY(mu_);
   // Admitted, their records not yet durable: busy, in no view, released
   // by nobody; Commit moves them to pods_ or undoes them.
   std::map<std::string, PodRecord> pending_;
@@ -226,9 +230,9 @@ class HostManager {
   size_t pods_high_water_ = 0;  // most pods held since the last heap trim
   static constexpr size_t kTrimAfterPods = 64;
   // Pods are admitted one at a time: the admission slot.
-  std::mutex admission_mu_;
-  std::condition_variable admission_free_;
-  bool admitting_ = false;
+  Mutex admission_mu_;
+  std::condition_variable_any admission_free_;
+  bool admitting_ TOPOLOGY_GUARDED_BY(admission_mu_) = false;
 
   std::unique_ptr<RegistrationService> registration_;
   std::unique_ptr<ControlService> control_;
@@ -239,9 +243,10 @@ class HostManager {
   std::shared_ptr<ConnectionCalls> control_calls_;
   std::unique_ptr<UnixAcceptor> kubelet_acceptor_;
   std::unique_ptr<UnixAcceptor> control_acceptor_;
-  std::condition_variable gc_wake_;
-  bool stopping_ = false;
-  bool restored_ = false;  // the checkpoint was read: Stop compacts it
+  std::condition_variable_any gc_wake_;
+  bool stopping_ TOPOLOGY_GUARDED_BY(mu_) = false;
+  // The checkpoint was read: Stop compacts it.
+  bool restored_ TOPOLOGY_GUARDED_BY(mu_) = false;
   std::thread gc_;
 };
 

@@ -89,7 +89,7 @@ void PluginEndpoint::Start(ListCallback on_list, EndCallback on_end) {
   std::shared_ptr<Stub> stub;
   grpc::ClientContext* context = nullptr;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     stub = stub_;
     stream_context_ = std::make_unique<grpc::ClientContext>();
     context = stream_context_.get();
@@ -125,7 +125,7 @@ void PluginEndpoint::Start(ListCallback on_list, EndCallback on_end) {
     stopped_.store(true);
     std::unique_ptr<grpc::ClientContext> ended;
     {
-      std::lock_guard lock(mu_);
+      MutexLock lock(mu_);
       ended = std::move(stream_context_);
     }
     // The context before the stub: the context drops its reference to the
@@ -150,7 +150,7 @@ void PluginEndpoint::Start(ListCallback on_list, EndCallback on_end) {
 void PluginEndpoint::Stop() {
   stopped_.store(true);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stream_context_ != nullptr) stream_context_->TryCancel();
     for (grpc::ClientContext* context : in_flight_) context->TryCancel();
   }
@@ -159,7 +159,7 @@ void PluginEndpoint::Stop() {
 
 void PluginEndpoint::Disconnect() {
   std::shared_ptr<Stub> stub;  // released after the lock
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   stub = std::move(stub_);
 }
 
@@ -167,7 +167,7 @@ StatusOr<std::shared_ptr<PluginEndpoint::Stub>> PluginEndpoint::Track(
     grpc::ClientContext* context, std::chrono::milliseconds timeout,
     const std::string& call) {
   context->set_deadline(std::chrono::system_clock::now() + timeout);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (stopped() || stub_ == nullptr) return Stopped();
   if (unanswered_since_) {
     const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -190,7 +190,7 @@ StatusOr<std::shared_ptr<PluginEndpoint::Stub>> PluginEndpoint::Track(
 }
 
 void PluginEndpoint::Untrack(grpc::ClientContext* context, bool unanswered) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   in_flight_.erase(context);
   trial_in_flight_ = false;
   if (unanswered) {
@@ -275,7 +275,7 @@ Status PluginEndpoint::Allocate(const std::vector<std::string>& device_ids) {
   }
   std::vector<std::string> key = device_ids;
   std::sort(key.begin(), key.end());
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   responses_[key] = response.container_responses(0).SerializeAsString();
   return OkStatus();
 }
@@ -284,7 +284,7 @@ std::string PluginEndpoint::TakeAllocateResponse(
     const std::vector<std::string>& ids) {
   std::vector<std::string> key = ids;
   std::sort(key.begin(), key.end());
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   auto it = responses_.find(key);
   if (it == responses_.end()) return "";
   std::string out = std::move(it->second);

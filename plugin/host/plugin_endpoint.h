@@ -21,6 +21,7 @@
 
 #include "topology/manager/device_manager.h"
 #include "topology/plugin/types.h"
+#include "topology/thread_annotations.h"
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 
@@ -105,31 +106,33 @@ class PluginEndpoint final : public manager::DevicePluginEndpoint {
   // then shuts down without waiting for an idle client to read its
   // goodbye (gRPC's poll engine reads a client connection only while a
   // call is on it). Calls in flight keep it until they return.
-  void Disconnect();
+  void Disconnect() TOPOLOGY_EXCLUDES(mu_);
 
   const std::string resource_;
   const std::filesystem::path socket_;
-  std::shared_ptr<Stub> stub_;  // guarded by mu_; null once disconnected
+  Mutex mu_;
+  std::shared_ptr<Stub> stub_
+      TOPOLOGY_GUARDED_BY(mu_);  // null once disconnected
   const plugin::DevicePluginOptions options_;
   const std::chrono::milliseconds rpc_timeout_;
   std::atomic<bool> stopped_{false};
   std::atomic<bool> finished_{true};
-  // The stream's context while the reader runs (guarded by mu_): it too
-  // holds the connection.
-  std::unique_ptr<grpc::ClientContext> stream_context_;
+  // The stream's context while the reader runs: it too holds the
+  // connection.
+  std::unique_ptr<grpc::ClientContext> stream_context_ TOPOLOGY_GUARDED_BY(mu_);
   std::thread reader_;
-  std::mutex
-      mu_;  // stub_, stream_context_, in_flight_, responses_, unanswered_
-  std::set<grpc::ClientContext*> in_flight_;
+  std::set<grpc::ClientContext*> in_flight_ TOPOLOGY_GUARDED_BY(mu_);
   // Since when the plugin has left a call unanswered until its deadline.
   // Admissions are serial (the kubelet's order): without this, K pods
   // queued behind a hung plugin would hold every later pod, even one that
   // needs nothing from it, for K deadlines. While set, calls fail at once
   // for one `rpc_timeout_`; then one call at a time is tried, and any
   // answer (even an error) clears it.
-  std::optional<std::chrono::steady_clock::time_point> unanswered_since_;
-  bool trial_in_flight_ = false;
-  std::map<std::vector<std::string>, std::string> responses_;
+  std::optional<std::chrono::steady_clock::time_point> unanswered_since_
+      TOPOLOGY_GUARDED_BY(mu_);
+  bool trial_in_flight_ TOPOLOGY_GUARDED_BY(mu_) = false;
+  std::map<std::vector<std::string>, std::string> responses_
+      TOPOLOGY_GUARDED_BY(mu_);
 };
 
 }  // namespace topology::host

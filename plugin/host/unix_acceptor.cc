@@ -30,13 +30,13 @@ ConnectionCalls::Call::Call(ConnectionCalls* calls, const std::string& peer)
     fd = fd * 10 + (peer[i] - '0');
   }
   fd_ = fd;
-  std::lock_guard lock(calls_->mu_);
+  MutexLock lock(calls_->mu_);
   ++calls_->in_flight_[fd_];
 }
 
 ConnectionCalls::Call::~Call() {
   if (fd_ < 0) return;
-  std::lock_guard lock(calls_->mu_);
+  MutexLock lock(calls_->mu_);
   auto it = calls_->in_flight_.find(fd_);
   if (it != calls_->in_flight_.end() && --it->second <= 0) {
     calls_->in_flight_.erase(it);
@@ -44,7 +44,7 @@ ConnectionCalls::Call::~Call() {
 }
 
 bool ConnectionCalls::Busy(int fd) const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return in_flight_.contains(fd);
 }
 

@@ -26,6 +26,7 @@
 #include <sys/types.h>
 
 #include "topology/status.h"
+#include "topology/thread_annotations.h"
 
 namespace grpc {
 class Server;
@@ -53,8 +54,8 @@ class ConnectionCalls {
   bool Busy(int fd) const;
 
  private:
-  mutable std::mutex mu_;
-  std::map<int, int> in_flight_;  // by descriptor; guarded by mu_
+  mutable Mutex mu_;
+  std::map<int, int> in_flight_ TOPOLOGY_GUARDED_BY(mu_);  // by descriptor
 };
 
 class UnixAcceptor {
