@@ -28,9 +28,9 @@
 #include "topology/plugin/http_endpoint.h"
 #include "topology/plugin/logging.h"
 #include "topology/plugin/plugin_runner.h"
+#include "topology/testing/fake_kubelet.h"
 
 #include "context_switches.h"
-#include "topology/testing/fake_kubelet.h"
 #include "http_attack.h"
 #include "reference_plugin.h"
 #include "synthetic_machines.h"

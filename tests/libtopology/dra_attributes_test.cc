@@ -13,10 +13,10 @@
 
 #include "topology/discovery.h"
 #include "topology/sysfs_reader.h"
+#include "topology/testing/sysfs_tree_builder.h"
 
 #include "real_machines.h"
 #include "status_matchers.h"
-#include "topology/testing/sysfs_tree_builder.h"
 #include "temp_dir.h"
 
 namespace topology::dra {

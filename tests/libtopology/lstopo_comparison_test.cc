@@ -16,11 +16,11 @@
 #include <gtest/gtest.h>
 
 #include "topology/discovery.h"
+#include "topology/testing/sysfs_tree_builder.h"
 
 #include "real_machines.h"
 #include "run_command.h"
 #include "seeded_random.h"
-#include "topology/testing/sysfs_tree_builder.h"
 #include "temp_dir.h"
 
 namespace topology {

@@ -9,8 +9,8 @@
 #include <gtest/gtest.h>
 
 #include "topology/discovery.h"
-
 #include "topology/testing/sysfs_tree_builder.h"
+
 #include "temp_dir.h"
 
 namespace topology {

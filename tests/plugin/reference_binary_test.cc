@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 
 #include "topology/testing/fake_kubelet.h"
+
 #include "run_command.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"

@@ -22,12 +22,12 @@
 
 #include "topology/plugin/cdi.h"
 #include "topology/plugin/http_endpoint.h"
-
 #include "topology/testing/fake_kubelet.h"
+#include "topology/testing/sysfs_tree_builder.h"
+
 #include "seeded_random.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
-#include "topology/testing/sysfs_tree_builder.h"
 #include "temp_dir.h"
 
 namespace topology::device_plugin {

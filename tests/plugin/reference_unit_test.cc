@@ -6,13 +6,13 @@
 #include "topology/discovery.h"
 #include "topology/plugin/duration.h"
 #include "topology/plugin/health.h"
+#include "topology/testing/sysfs_tree_builder.h"
 
 #include "config.h"
 #include "nvidia.h"
 #include "selectors.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
-#include "topology/testing/sysfs_tree_builder.h"
 #include "temp_dir.h"
 
 namespace topology::device_plugin {

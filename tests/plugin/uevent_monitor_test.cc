@@ -27,6 +27,7 @@
 #include <gtest/gtest.h>
 
 #include "topology/testing/fake_kubelet.h"
+
 #include "reference_plugin.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
