@@ -60,7 +60,7 @@ json PodJson(const CheckpointPod& record) {
   json app = json::array();
   for (const auto& c : record.pod.containers) app.push_back(ContainerJson(c));
   json containers = json::array();
-  for (const ContainerResult& c : record.containers) {
+  for (const CheckpointContainer& c : record.containers) {
     json devices = json::object();
     for (const auto& [resource, ids] : c.devices) devices[resource] = ids;
     containers.push_back(
@@ -101,7 +101,7 @@ CheckpointPod PodFromJson(const json& p) {
     record.pod.containers.push_back(ContainerFromJson(c));
   }
   for (const json& c : p.at("result").at("containers")) {
-    ContainerResult container;
+    CheckpointContainer container;
     container.name = c.at("name").get<std::string>();
     container.devices =
         c.at("devices").get<std::map<std::string, std::vector<std::string>>>();

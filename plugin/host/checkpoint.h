@@ -22,25 +22,35 @@
 #define TOPOLOGY_HOST_CHECKPOINT_H_
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "topology/cpu_set.h"
 #include "topology/manager/pod.h"
 #include "topology/status.h"
 
-#include "host_manager.h"
-
 namespace topology::host {
 
+// What one container holds. The format is the checkpoint's own: it does
+// not depend on what the daemon shows or answers.
+struct CheckpointContainer {
+  std::string name = {};
+  std::map<std::string, std::vector<std::string>> devices = {};  // by resource
+  CpuSet cpus = {};  // exclusive CPUs; empty = shared pool
+  std::optional<std::vector<int>> numa_nodes = {};  // nullopt = no affinity
+};
+
 struct CheckpointPod {
-  manager::Pod pod;
-  std::vector<ContainerResult> containers;  // what each container holds
+  manager::Pod pod = {};
+  std::vector<CheckpointContainer> containers = {};
 };
 
 struct Checkpoint {
-  std::vector<CheckpointPod> pods;
-  std::map<std::string, std::vector<std::string>> registered;
+  std::vector<CheckpointPod> pods = {};
+  // Each resource's healthy devices, by resource.
+  std::map<std::string, std::vector<std::string>> registered = {};
 };
 
 // The document, one line, ending in a newline.

@@ -14,16 +14,14 @@
 #include <unistd.h>
 
 #include "topology/cost_graph.h"
-#include "topology/plugin/resource_name.h"
 
 #include "checkpoint.h"
 #include "checkpoint_store.h"
-#include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "deviceplugin/v1beta1/api.pb.h"
+#include "deviceplugin/v1beta1/kubelet_api.h"
+#include "host_services.h"
 #include "plugin_endpoint.h"
-#include "pod_manifest.h"
-#include "safe_file.h"
 #include "text_util.h"
-#include "topologymanager/v1alpha1/control.grpc.pb.h"
 #include "unix_acceptor.h"
 
 namespace topology::host {
@@ -50,10 +48,6 @@ void ConfigureServer(grpc::ServerBuilder& builder) {
   builder.SetMaxReceiveMessageSize(16 << 20);
 }
 
-bool IsExtendedResource(const std::string& name) {
-  return name.find('/') != std::string::npos;
-}
-
 json HintListJson(const manager::HintList& list) {
   if (!list.has_value()) return nullptr;
   json out = json::array();
@@ -63,6 +57,17 @@ json HintListJson(const manager::HintList& list) {
     out.push_back(
         {{"mask", hint.affinity ? json(hint.affinity->Ids()) : json(nullptr)},
          {"preferred", hint.preferred}});
+  }
+  return out;
+}
+
+// What the containers hold, as the checkpoint keeps it.
+std::vector<CheckpointContainer> Holdings(
+    const std::vector<ContainerResult>& containers) {
+  std::vector<CheckpointContainer> out;
+  out.reserve(containers.size());
+  for (const ContainerResult& c : containers) {
+    out.push_back({c.name, c.devices, c.cpus, c.numa_nodes});
   }
   return out;
 }
@@ -100,153 +105,6 @@ json AllocateResponseJson(const std::string& bytes) {
 }
 
 }  // namespace
-
-json ToJson(const ContainerResult& c) {
-  json devices = json::object();
-  for (const auto& [resource, ids] : c.devices) devices[resource] = ids;
-  return {{"name", c.name},
-          {"devices", devices},
-          {"cpus", c.cpus.ToList()},
-          {"numa_nodes", c.numa_nodes ? json(*c.numa_nodes) : json(nullptr)}};
-}
-
-json ToJson(const PodResult& result, bool explain) {
-  json containers = json::array();
-  for (const ContainerResult& c : result.containers) {
-    json container = ToJson(c);
-    if (!c.allocate_responses.empty()) {
-      container["allocate_responses"] = c.allocate_responses;
-    }
-    containers.push_back(std::move(container));
-  }
-  json policy = nullptr;
-  if (!result.policy.policy.empty()) {
-    policy = {{"policy", result.policy.policy},
-              {"scope", result.policy.scope},
-              {"source", result.policy.source},
-              {"requested", result.policy.requested.empty()
-                                ? json(nullptr)
-                                : json(result.policy.requested)}};
-  }
-  json out = {
-      {"topology_policy", policy},
-      {"pod", result.name},
-      {"namespace", result.ns},
-      {"uid", result.uid},
-      {"admitted", result.admitted},
-      {"reason", result.reason.empty() ? json(nullptr) : json(result.reason)},
-      {"message",
-       result.message.empty() ? json(nullptr) : json(result.message)},
-      {"containers", containers}};
-  if (explain) out["explanation"] = result.explanation;
-  return out;
-}
-
-// --- gRPC services ---------------------------------------------------------
-
-class HostManager::RegistrationService final
-    : public v1beta1::Registration::Service {
- public:
-  explicit RegistrationService(HostManager* owner) : owner_(owner) {}
-  grpc::Status Register(grpc::ServerContext* context,
-                        const v1beta1::RegisterRequest* request,
-                        v1beta1::Empty* /*response*/) override {
-    const ConnectionCalls::Call call(owner_->kubelet_calls_.get(),
-                                     context->peer());
-    const Status status = owner_->Register(
-        request->version(), request->endpoint(), request->resource_name());
-    // The kubelet answers with plain Go errors: status UNKNOWN.
-    if (status.ok()) return grpc::Status::OK;
-    return grpc::Status(grpc::StatusCode::UNKNOWN, status.message());
-  }
-
- private:
-  HostManager* owner_;
-};
-
-class HostManager::ControlService final
-    : public topologymanager::v1alpha1::Control::Service {
- public:
-  explicit ControlService(HostManager* owner) : owner_(owner) {}
-
-  grpc::Status Admit(grpc::ServerContext* context,
-                     const topologymanager::v1alpha1::AdmitRequest* request,
-                     topologymanager::v1alpha1::JsonReply* reply) override {
-    const ConnectionCalls::Call call(owner_->control_calls_.get(),
-                                     context->peer());
-    std::vector<manager::Pod> pods;
-    for (const auto& manifest : request->manifests()) {
-      auto parsed = ParsePodManifests(manifest.yaml(), manifest.source());
-      if (!parsed.ok()) {
-        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                            parsed.status().message());
-      }
-      // Names were checked field by field; anything else (a comment) is
-      // still text the replies may quote.
-      if (const size_t line = InvalidUtf8Line(manifest.yaml()); line != 0) {
-        return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                            manifest.source() + " line " +
-                                std::to_string(line) + ": not valid UTF-8");
-      }
-      pods.insert(pods.end(), parsed->begin(), parsed->end());
-    }
-    // A client that gave up (deadline, Ctrl-C) stops the batch: pods not
-    // yet admitted are not admitted.
-    const auto cancelled = [context] {
-      return context->IsCancelled() ||
-             std::chrono::system_clock::now() > context->deadline();
-    };
-    json results = json::array();
-    for (const PodResult& result :
-         owner_->AdmitAll(pods, request->explain(), cancelled)) {
-      results.push_back(ToJson(result, request->explain()));
-    }
-    if (cancelled()) {
-      return grpc::Status(grpc::StatusCode::CANCELLED,
-                          "the client cancelled the admission");
-    }
-    reply->set_json(
-        results.dump(-1, ' ', false, json::error_handler_t::replace));
-    return grpc::Status::OK;
-  }
-
-  grpc::Status Release(grpc::ServerContext* context,
-                       const topologymanager::v1alpha1::ReleaseRequest* request,
-                       topologymanager::v1alpha1::JsonReply* reply) override {
-    const ConnectionCalls::Call call(owner_->control_calls_.get(),
-                                     context->peer());
-    const topology::Status status = owner_->Release(request->pod());
-    if (!status.ok()) {
-      return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                          status.message());
-    }
-    reply->set_json(json({{"released", request->pod()}}).dump());
-    return grpc::Status::OK;
-  }
-
-  grpc::Status Status(grpc::ServerContext* context,
-                      const topologymanager::v1alpha1::StatusRequest* request,
-                      topologymanager::v1alpha1::JsonReply* reply) override {
-    const ConnectionCalls::Call call(owner_->control_calls_.get(),
-                                     context->peer());
-    if (request->format() == "nrt") {
-      reply->set_json(owner_->NodeResourceTopology().dump(
-          -1, ' ', false, json::error_handler_t::replace));
-    } else if (request->format().empty() || request->format() == "json" ||
-               request->format() == "text") {
-      reply->set_json(owner_->StatusJson().dump(
-          -1, ' ', false, json::error_handler_t::replace));
-    } else {
-      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                          "unknown status format " + Quoted(request->format()) +
-                              " (text, json or nrt)");
-    }
-    return grpc::Status::OK;
-  }
-
- private:
-  HostManager* owner_;
-};
 
 // --- creation, start, stop -------------------------------------------------
 
@@ -304,6 +162,18 @@ StatusOr<std::unique_ptr<HostManager>> HostManager::Create(HostConfig config,
   // The kubelet's order: CPU manager, then device manager.
   host->topology_manager_->AddHintProvider(host->cpu_manager_.get());
   host->topology_manager_->AddHintProvider(host->device_manager_.get());
+  PluginRegistry::Options registry;
+  registry.plugin_dir = host->config_.plugin_dir;
+  registry.dial_timeout = host->config_.dial_timeout;
+  registry.rpc_timeout = host->config_.rpc_timeout;
+  registry.grace_period = host->config_.grace_period;
+  registry.clock = host->config_.clock;
+  HostManager* owner = host.get();
+  host->registry_ = std::make_unique<PluginRegistry>(
+      registry, host->device_manager_.get(),
+      [owner](const std::string& resource, PluginRegistry::Change change) {
+        owner->OnResourceChange(resource, change);
+      });
   return host;
 }
 
@@ -349,9 +219,10 @@ Status HostManager::Start() {
   if (Status restored = RestoreCheckpoint(); !restored.ok()) {
     LOG(WARNING) << restored.message();
   }
-  registration_ = std::make_unique<RegistrationService>(this);
+  registration_ = std::make_unique<RegistrationService>(registry_.get(),
+                                                        kubelet_calls_.get());
   const std::filesystem::path kubelet_socket =
-      config_.plugin_dir / plugin::kKubeletSocket;
+      config_.plugin_dir / kubelet::kKubeletSocket;
   grpc::ServerBuilder builder;
   ConfigureServer(builder);
   builder.RegisterService(registration_.get());
@@ -370,7 +241,7 @@ Status HostManager::Start() {
   }
   kubelet_acceptor_ = std::move(*kubelet_acceptor);
   if (!config_.control_socket.empty()) {
-    control_ = std::make_unique<ControlService>(this);
+    control_ = std::make_unique<ControlService>(this, control_calls_.get());
     grpc::ServerBuilder control;
     ConfigureServer(control);
     control.RegisterService(control_.get());
@@ -400,9 +271,9 @@ Status HostManager::Start() {
           " to group " + std::to_string(config_.control_group));
     }
   }
-  gc_ = std::thread([this] { CollectGarbage(); });
+  registry_->StartCollector();
   LOG(INFO) << "serving "
-            << (config_.plugin_dir / plugin::kKubeletSocket).string()
+            << (config_.plugin_dir / kubelet::kKubeletSocket).string()
             << " (policy " << config_.topology.policy << ", scope "
             << config_.topology.scope << ", CPU policy " << config_.cpu_policy
             << ")";
@@ -415,25 +286,9 @@ void HostManager::Stop() {
     if (stopping_) return;
     stopping_ = true;
   }
-  gc_wake_.notify_all();
-  if (gc_.joinable()) gc_.join();
-  // Every endpoint, current and retired, stopped (cancels its stream and
-  // calls in flight).
-  const auto stop_endpoints = [this] {
-    std::vector<std::shared_ptr<PluginEndpoint>> endpoints;
-    {
-      MutexLock lock(mu_);
-      for (auto& [name, state] : resources_) {
-        if (state.endpoint) endpoints.push_back(state.endpoint);
-      }
-      endpoints.insert(endpoints.end(), retired_.begin(), retired_.end());
-    }
-    for (auto& endpoint : endpoints) endpoint->Stop();
-    return endpoints;
-  };
   // Plugins first: every handler waiting on a plugin returns, so the
   // servers shut down at once.
-  stop_endpoints();
+  registry_->StopEndpoints();
   // No new connections; then the servers.
   control_acceptor_.reset();
   kubelet_acceptor_.reset();
@@ -441,22 +296,8 @@ void HostManager::Stop() {
       std::chrono::system_clock::now() + std::chrono::seconds(1);
   if (control_server_) control_server_->Shutdown(deadline);
   if (kubelet_server_) kubelet_server_->Shutdown(deadline);
-  // No Register can add an endpoint now (one may have raced the first
-  // pass); wait (bounded) for the readers.
-  std::vector<std::shared_ptr<PluginEndpoint>> endpoints = stop_endpoints();
-  const auto give_up = Clock::now() + std::chrono::seconds(2);
-  for (auto& endpoint : endpoints) {
-    while (!endpoint->finished() && Clock::now() < give_up) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    }
-  }
-  {
-    MutexLock lock(mu_);
-    for (auto& [name, state] : resources_) state.endpoint.reset();
-    retired_.clear();
-  }
-  device_manager_->ForgetEndpoints();
-  endpoints.clear();
+  // No Register can add an endpoint now; the readers end (bounded).
+  registry_->Stop();
   // A clean stop leaves the whole state in the snapshot.
   bool restored = false;
   {
@@ -470,204 +311,18 @@ void HostManager::Stop() {
   }
 }
 
-// --- registration and ListAndWatch ----------------------------------------
+// --- plugin changes --------------------------------------------------------
 
-Status HostManager::Register(const std::string& version,
-                             const std::string& endpoint,
-                             const std::string& resource) {
-  if (version != plugin::kApiVersion) {
-    return Status(StatusCode::kUnknown,
-                  "requested API version \"" + version +
-                      "\" is not supported by kubelet. Supported version is "
-                      "[\"v1beta1\"]");
-  }
-  if (!plugin::ValidateResourceName(resource).ok()) {
-    return Status(StatusCode::kUnknown,
-                  "the ResourceName \"" + resource + "\" is invalid");
-  }
-  if (Status valid = plugin::ValidateEndpointName(endpoint); !valid.ok()) {
-    return Status(StatusCode::kUnknown, "invalid endpoint: " + valid.message());
-  }
-  uint64_t number = 0;
-  {
-    MutexLock lock(mu_);
-    if (stopping_) return UnavailableError("shutting down");
-    number = ++registrations_;
-  }
-  auto connected =
-      PluginEndpoint::Connect(resource, config_.plugin_dir / endpoint,
-                              config_.dial_timeout, config_.rpc_timeout);
-  if (!connected.ok()) {
-    LOG(WARNING) << resource << ": " << connected.status().message();
-    return connected.status();
-  }
-  std::shared_ptr<PluginEndpoint> fresh = *connected;
-  {
-    MutexLock lock(mu_);
-    if (stopping_) return UnavailableError("shutting down");
-    ResourceState& state = resources_[resource];
-    if (state.installed_registration > number) {
-      // A newer registration of this resource finished first (a plugin
-      // that registered twice, or a slow dial): it stays, this one is
-      // dropped. The plugin is told OK, as its newer socket is served.
-      LOG(INFO) << resource << ": registration of " << endpoint
-                << " is older than the current one; ignored";
-      return OkStatus();
-    }
-    if (state.endpoint) {
-      // The newest registration wins; the old connection is closed and its
-      // late messages are ignored. It stays referenced (retired_) until
-      // its reader has returned.
-      LOG(INFO) << resource << ": " << endpoint << " replaces "
-                << state.endpoint->socket().filename().string();
-      state.endpoint->Stop();
-      retired_.push_back(state.endpoint);
-    }
-    state.endpoint = fresh;
-    state.installed_registration = number;
-    state.stopped_since.reset();
-    // Calls go to the new connection at once, as in the kubelet, even
-    // before its first list (the old one is stopped).
-    device_manager_->SetEndpoint(resource, fresh);
-    // Started under the lock, so that Stop() always sees every reader.
-    fresh->Start(
-        [this](PluginEndpoint* e, std::vector<manager::Device> d) {
-          OnList(e, std::move(d));
-        },
-        [this](PluginEndpoint* e, const Status& why) { OnEnd(e, why); });
-  }
-  LOG(INFO) << "registered " << resource << " at " << endpoint
-            << (fresh->options().get_preferred_allocation_available
-                    ? " (GetPreferredAllocation)"
-                    : "")
-            << (fresh->options().pre_start_required ? " (PreStartContainer)"
-                                                    : "");
-  return OkStatus();
-}
-
-void HostManager::OnList(PluginEndpoint* endpoint,
-                         std::vector<manager::Device> devices) {
-  std::string record;
-  {
-    MutexLock lock(mu_);
-    auto it = resources_.find(endpoint->resource());
-    if (it == resources_.end() || it->second.endpoint.get() != endpoint) return;
-    // Ids no later step can carry are refused, each named: empty (the
-    // kubelet's maps and the checkpoint would hold a nameless device), not
-    // UTF-8 (a protobuf string and the JSON views must be), or with control
-    // characters (they would break the log and the journal's lines).
-    std::string refused;
-    size_t refused_count = 0;
-    std::erase_if(devices, [&](const manager::Device& device) {
-      const char* why = nullptr;
-      if (device.id.empty()) {
-        why = "is empty";
-      } else if (!IsValidUtf8(device.id)) {
-        why = "is not UTF-8";
-      } else if (std::any_of(device.id.begin(), device.id.end(), [](char c) {
-                   return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-                 })) {
-        why = "has control characters";
-      }
-      if (why == nullptr) return false;
-      if (++refused_count <= 4) {
-        refused += std::string(refused.empty() ? "" : ", ") + "id " +
-                   Quoted(device.id) + " " + why;
-      }
-      return true;
-    });
-    if (refused_count > 0) {
-      it->second.problem = std::to_string(refused_count) +
-                           " device(s) of the last list refused: " + refused;
-      LOG(WARNING) << endpoint->resource() << ": " << it->second.problem;
-    } else {
-      it->second.problem.clear();
-    }
-    // Duplicate ids: the last entry wins, as in a Go map, but say so.
-    std::map<std::string, manager::Device> unique;
-    for (manager::Device& device : devices) {
-      if (unique.contains(device.id)) {
-        LOG(WARNING) << endpoint->resource() << ": device " << device.id
-                     << " listed twice; the last entry counts";
-      }
-      unique[device.id] = std::move(device);
-    }
-    std::vector<manager::Device> list;
-    list.reserve(unique.size());
-    for (auto& [id, device] : unique) list.push_back(std::move(device));
-    it->second.devices = list;
-    device_manager_->UpdateResource(endpoint->resource(), std::move(list),
-                                    it->second.endpoint);
-    VLOG(1) << endpoint->resource() << ": " << it->second.devices.size()
-            << " devices";
-    record = ResourceRecord(it->first);
-  }
-  (void)Persist(record);
-}
-
-void HostManager::OnEnd(PluginEndpoint* endpoint, const Status& why) {
-  std::string record;
-  {
-    MutexLock lock(mu_);
-    auto it = resources_.find(endpoint->resource());
-    if (it == resources_.end() || it->second.endpoint.get() != endpoint) return;
-    if (stopping_) return;
-    it->second.problem =
-        why.ok() ? "the plugin ended its ListAndWatch stream" : why.ToString();
-    LOG(WARNING) << endpoint->resource() << ": plugin at "
-                 << endpoint->socket().string() << " disconnected ("
-                 << it->second.problem
-                 << "); allocatable is 0 until it registers again";
-    it->second.stopped_since = Clock::now();
-    // As the kubelet: every device moves to the unhealthy set (capacity stays,
-    // allocatable is 0) until a new registration sends a list.
-    for (manager::Device& device : it->second.devices) device.healthy = false;
-    device_manager_->UpdateResource(endpoint->resource(), it->second.devices,
-                                    it->second.endpoint);
-    record = ResourceRecord(it->first);
-  }
-  (void)Persist(record);
-}
-
-void HostManager::CollectGarbage() {
-  const auto tick =
-      std::clamp(config_.grace_period / 4, std::chrono::milliseconds(10),
-                 std::chrono::milliseconds(1000));
-  MutexLock lock(mu_);
-  while (!stopping_) {
-    gc_wake_.wait_for(lock, tick);
-    if (stopping_) break;
-    const auto now = Clock::now();
-    bool changed = false;
-    for (auto it = resources_.begin(); it != resources_.end();) {
-      const auto& since = it->second.stopped_since;
-      if (since && now - *since >= config_.grace_period) {
-        LOG(INFO) << it->first << ": no plugin for "
-                  << config_.grace_period.count() << " ms; resource removed";
-        device_manager_->RemoveResource(it->first);
-        if (it->second.endpoint) retired_.push_back(it->second.endpoint);
-        it = resources_.erase(it);
-        changed = true;
-      } else {
-        ++it;
-      }
-    }
-    // Connections whose reader has returned can go (outside the lock).
-    std::vector<std::shared_ptr<PluginEndpoint>> done;
-    for (auto it = retired_.begin(); it != retired_.end();) {
-      if ((*it)->finished()) {
-        done.push_back(std::move(*it));
-        it = retired_.erase(it);
-      } else {
-        ++it;
-      }
-    }
-    lock.unlock();
-    done.clear();
+void HostManager::OnResourceChange(const std::string& resource,
+                                   PluginRegistry::Change change) {
+  if (change == PluginRegistry::Change::kRemoved) {
     // A removed resource leaves the checkpoint's registered list.
-    if (changed) (void)Compact();
-    lock.lock();
+    (void)Compact();
+    return;
   }
+  // Read when written: of two lists journaled by two threads, the later
+  // record holds the newer list.
+  (void)Persist(ResourceRecord(resource));
 }
 
 // --- admission -------------------------------------------------------------
@@ -847,7 +502,8 @@ PodResult HostManager::AdmitInSlot(const manager::Pod& pod, bool explain,
       for (const manager::Container& container : *list) {
         for (const auto& [resource, quantity] : container.limits) {
           if (!result.admitted) break;
-          if (!IsExtendedResource(resource) || quantity <= 0) continue;
+          if (!kubelet::IsExtendedResourceName(resource) || quantity <= 0)
+            continue;
           if (device_manager_->IsDevicePluginResource(resource)) continue;
           result.admitted = false;
           result.reason = "OutOf" + resource;
@@ -889,39 +545,20 @@ PodResult HostManager::AdmitInSlot(const manager::Pod& pod, bool explain,
   for (const auto& c : pod.init_containers) all.push_back(&c);
   for (const auto& c : pod.containers) all.push_back(&c);
   if (result.admitted) {
-    // Allocate answers by sorted device ids: an init container's devices
-    // reused by an app container share one answer.
-    std::map<std::vector<std::string>, json> answers;
     for (const manager::Container* container : all) {
       ContainerResult out;
       out.name = container->name;
       for (const auto& [resource, quantity] : container->limits) {
-        if (!IsExtendedResource(resource)) continue;
+        if (!kubelet::IsExtendedResourceName(resource)) continue;
         auto ids = device_manager_->ContainerDevices(pod.uid, container->name,
                                                      resource);
         if (ids.empty()) continue;
         out.devices[resource] = ids;
-        std::vector<std::string> key = ids;
-        std::sort(key.begin(), key.end());
-        auto answer = answers.find(key);
-        if (answer == answers.end()) {
-          std::shared_ptr<PluginEndpoint> endpoint;
-          {
-            MutexLock lock(mu_);
-            if (auto it = resources_.find(resource); it != resources_.end()) {
-              endpoint = it->second.endpoint;
-            }
-          }
-          answer =
-              answers
-                  .emplace(key, endpoint
-                                    ? AllocateResponseJson(
-                                          endpoint->TakeAllocateResponse(ids))
-                                    : json(nullptr))
-                  .first;
-        }
-        if (!answer->second.is_null()) {
-          out.allocate_responses[resource] = answer->second;
+        // The device manager keeps the plugin's answer with the allocation.
+        const std::string response = device_manager_->AllocateResponse(
+            pod.uid, container->name, resource);
+        if (!response.empty()) {
+          out.allocate_responses[resource] = AllocateResponseJson(response);
         }
       }
       out.cpus = cpu_manager_->ContainerCpus(pod.uid, container->name);
@@ -933,13 +570,8 @@ PodResult HostManager::AdmitInSlot(const manager::Pod& pod, bool explain,
     // Container start: PreStartContainer where a plugin requires it.
     for (const ContainerResult& container : result.containers) {
       for (const auto& [resource, ids] : container.devices) {
-        std::shared_ptr<PluginEndpoint> endpoint;
-        {
-          MutexLock lock(mu_);
-          if (auto it = resources_.find(resource); it != resources_.end()) {
-            endpoint = it->second.endpoint;
-          }
-        }
+        const std::shared_ptr<PluginEndpoint> endpoint =
+            registry_->Endpoint(resource);
         if (!endpoint) continue;  // restored, plugin not back: skipped
         if (Status started = endpoint->PreStartContainer(ids); !started.ok()) {
           result.admitted = false;
@@ -959,7 +591,7 @@ PodResult HostManager::AdmitInSlot(const manager::Pod& pod, bool explain,
     return result;
   }
   LOG(INFO) << "pod " << pod.ns << "/" << pod.name << " admitted";
-  record->append(EncodeAdmitRecord({pod, result.containers}));
+  record->append(EncodeAdmitRecord({pod, Holdings(result.containers)}));
   MutexLock lock(mu_);
   pending_[pod.uid] = {pod, result};
   return result;
@@ -1044,137 +676,56 @@ Status HostManager::Release(const std::string& key) {
 
 std::map<std::string, HostManager::ResourceView> HostManager::Resources()
     const {
-  MutexLock lock(mu_);
+  const auto devices = device_manager_->Snapshot();
   std::map<std::string, ResourceView> out;
-  for (const auto& [name, state] : resources_) {
+  for (const PluginRegistry::PluginState& state : registry_->Snapshot()) {
     ResourceView view;
-    view.capacity = state.devices.size();
-    view.stopped = state.stopped_since.has_value() || !state.endpoint;
-    if (!view.stopped) {
-      view.allocatable = static_cast<size_t>(
-          std::count_if(state.devices.begin(), state.devices.end(),
-                        [](const manager::Device& d) { return d.healthy; }));
+    const auto it = devices.find(state.resource);
+    if (it != devices.end()) {
+      view.capacity = it->second.devices.size();
+      if (state.connected) {
+        view.allocatable = static_cast<size_t>(
+            std::count_if(it->second.devices.begin(), it->second.devices.end(),
+                          [](const manager::Device& d) { return d.healthy; }));
+      }
     }
-    if (state.endpoint) view.endpoint = state.endpoint->socket().string();
-    out[name] = view;
+    view.stopped = !state.connected;
+    view.endpoint = state.socket;
+    out[state.resource] = view;
   }
   return out;
 }
 
-json HostManager::StatusJson() const {
-  json resources = json::array();
+HostSnapshot HostManager::Snapshot() const {
+  HostSnapshot snapshot;
+  snapshot.topology = &topology_;
+  snapshot.node_name = config_.node_name;
+  snapshot.policy = config_.topology.policy;
+  snapshot.scope = config_.topology.scope;
+  snapshot.pod_policies = topology_manager_->dynamic();
+  snapshot.cpu_policy = config_.cpu_policy;
+  snapshot.reserved_cpus = config_.reserved_cpus;
+  snapshot.shared_cpus = cpu_manager_->SharedPool();
+  auto devices = device_manager_->Snapshot();
+  for (PluginRegistry::PluginState& state : registry_->Snapshot()) {
+    ResourceSnapshot resource;
+    resource.name = state.resource;
+    if (auto it = devices.find(state.resource); it != devices.end()) {
+      resource.devices = std::move(it->second.devices);
+      resource.in_use = std::move(it->second.in_use);
+    }
+    resource.connected = state.connected;
+    if (!state.socket.empty()) {
+      resource.plugin = std::filesystem::path(state.socket).filename().string();
+    }
+    resource.problem = std::move(state.problem);
+    snapshot.resources.push_back(std::move(resource));
+  }
   MutexLock lock(mu_);
-  for (const auto& [name, state] : resources_) {
-    const bool stopped = state.stopped_since.has_value() || !state.endpoint;
-    const std::vector<std::string> in_use = device_manager_->InUse(name);
-    const std::set<std::string> used(in_use.begin(), in_use.end());
-    json per_node = json::object();
-    size_t allocatable = 0;
-    for (const manager::Device& device : state.devices) {
-      const bool healthy = device.healthy && !stopped;
-      allocatable += healthy ? 1 : 0;
-      std::vector<std::string> keys;
-      for (int node : device.numa_nodes) keys.push_back(std::to_string(node));
-      if (keys.empty()) keys.emplace_back("none");
-      for (const std::string& key : keys) {
-        json& entry = per_node[key];
-        if (entry.is_null())
-          entry = {{"capacity", 0}, {"allocatable", 0}, {"available", 0}};
-        entry["capacity"] = entry["capacity"].get<int>() + 1;
-        if (healthy) {
-          entry["allocatable"] = entry["allocatable"].get<int>() + 1;
-          if (!used.contains(device.id)) {
-            entry["available"] = entry["available"].get<int>() + 1;
-          }
-        }
-      }
-    }
-    resources.push_back(
-        {{"name", name},
-         {"capacity", state.devices.size()},
-         {"allocatable", allocatable},
-         {"in_use", in_use.size()},
-         {"plugin", state.endpoint
-                        ? json(state.endpoint->socket().filename().string())
-                        : json(nullptr)},
-         {"connected", !stopped},
-         {"problem",
-          state.problem.empty() ? json(nullptr) : json(state.problem)},
-         {"numa_nodes", per_node}});
-  }
-  json pods = json::array();
+  snapshot.pods.reserve(pods_.size());
   for (const auto& [uid, record] : pods_)
-    pods.push_back(ToJson(record.result, false));
-  json nodes = json::array();
-  for (const NumaNode& node : topology_.numa_nodes()) {
-    nodes.push_back({{"id", node.id}, {"cpus", node.cpus.ToList()}});
-  }
-  return {{"node", config_.node_name},
-          {"policy", config_.topology.policy},
-          {"pod_policies", topology_manager_->dynamic()
-                               ? json("each pod's own (spec.topology.policy "
-                                      "or annotation " +
-                                      std::string(kTopologyPolicyAnnotation) +
-                                      "), none by default")
-                               : json(nullptr)},
-          {"scope", config_.topology.scope},
-          {"cpu_policy", config_.cpu_policy},
-          {"numa_nodes", nodes},
-          {"cpus",
-           {{"reserved", config_.reserved_cpus.ToList()},
-            {"shared", cpu_manager_->SharedPool().ToList()}}},
-          {"resources", resources},
-          {"pods", pods}};
-}
-
-json HostManager::NodeResourceTopology() const {
-  const json status = StatusJson();
-  const CpuSet shared = cpu_manager_->SharedPool();
-  json zones = json::array();
-  for (const NumaNode& node : topology_.numa_nodes()) {
-    json costs = json::array();
-    for (const NumaNode& other : topology_.numa_nodes()) {
-      if (auto d = topology_.Distance(node.id, other.id)) {
-        costs.push_back(
-            {{"name", "node-" + std::to_string(other.id)}, {"value", *d}});
-      }
-    }
-    const int capacity = node.cpus.Count();
-    const int allocatable =
-        capacity - node.cpus.Intersection(config_.reserved_cpus).Count();
-    // Available: allocatable CPUs nobody holds exclusively.
-    const int available = node.cpus.Intersection(shared).Count() -
-                          node.cpus.Intersection(shared)
-                              .Intersection(config_.reserved_cpus)
-                              .Count();
-    json resources = json::array();
-    resources.push_back({{"name", "cpu"},
-                         {"capacity", std::to_string(capacity)},
-                         {"allocatable", std::to_string(allocatable)},
-                         {"available", std::to_string(available)}});
-    for (const json& resource : status["resources"]) {
-      const std::string key = std::to_string(node.id);
-      if (!resource["numa_nodes"].contains(key)) continue;
-      const json& counts = resource["numa_nodes"][key];
-      resources.push_back(
-          {{"name", resource["name"]},
-           {"capacity", std::to_string(counts["capacity"].get<int>())},
-           {"allocatable", std::to_string(counts["allocatable"].get<int>())},
-           {"available", std::to_string(counts["available"].get<int>())}});
-    }
-    zones.push_back({{"name", "node-" + std::to_string(node.id)},
-                     {"type", "Node"},
-                     {"costs", costs},
-                     {"resources", resources}});
-  }
-  return {
-      {"apiVersion", "topology.node.k8s.io/v1alpha2"},
-      {"kind", "NodeResourceTopology"},
-      {"metadata", {{"name", config_.node_name}}},
-      {"attributes",
-       {{{"name", "topologyManagerPolicy"}, {"value", config_.topology.policy}},
-        {{"name", "topologyManagerScope"}, {"value", config_.topology.scope}}}},
-      {"zones", zones}};
+    snapshot.pods.push_back(record.result);
+  return snapshot;
 }
 
 // --- checkpoint ------------------------------------------------------------
@@ -1183,11 +734,11 @@ std::string HostManager::EncodeSnapshot() const {
   Checkpoint checkpoint;
   checkpoint.pods.reserve(pods_.size());
   for (const auto& [uid, record] : pods_) {
-    checkpoint.pods.push_back({record.pod, record.result.containers});
+    checkpoint.pods.push_back({record.pod, Holdings(record.result.containers)});
   }
-  for (const auto& [name, state] : resources_) {
+  for (const std::string& name : registry_->Resources()) {
     std::vector<std::string>& healthy = checkpoint.registered[name];
-    for (const auto& device : state.devices) {
+    for (const auto& device : device_manager_->Devices(name)) {
       if (device.healthy) healthy.push_back(device.id);
     }
   }
@@ -1196,10 +747,8 @@ std::string HostManager::EncodeSnapshot() const {
 
 std::string HostManager::ResourceRecord(const std::string& name) const {
   std::vector<std::string> healthy;
-  if (auto it = resources_.find(name); it != resources_.end()) {
-    for (const auto& device : it->second.devices) {
-      if (device.healthy) healthy.push_back(device.id);
-    }
+  for (const auto& device : device_manager_->Devices(name)) {
+    if (device.healthy) healthy.push_back(device.id);
   }
   return EncodeResourceRecord(name, healthy);
 }
@@ -1300,7 +849,7 @@ Status HostManager::RestoreCheckpoint() {
         record.pod.topology_policy.clear();
       }
       record.result.policy = topology_manager_->Effective(record.pod);
-      for (ContainerResult& listed : entry.containers) {
+      for (const CheckpointContainer& listed : entry.containers) {
         ContainerResult container;
         container.name = listed.name;
         container.numa_nodes = listed.numa_nodes;
@@ -1360,12 +909,11 @@ Status HostManager::RestoreCheckpoint() {
     for (const auto& [name, ids] : checkpoint->registered) {
       // Known from before the restart, but without a plugin: capacity 0
       // until it registers again, removed after the grace period.
-      ResourceState& state = resources_[name];
-      state.stopped_since = Clock::now();
-      device_manager_->UpdateResource(name, {}, nullptr);
+      registry_->AddRestored(name);
     }
     LOG(INFO) << "restored " << pods_.size() << " pod(s) and "
-              << resources_.size() << " resource(s) from " << path.string()
+              << checkpoint->registered.size() << " resource(s) from "
+              << path.string()
               << (dropped > 0 ? "; " + std::to_string(dropped) +
                                     " conflicting entries dropped"
                               : "")

@@ -3,6 +3,19 @@
 // registrations on <plugin-dir>/kubelet.sock, consumes their device lists,
 // admits pods with the kubelet's rules and keeps its allocations in a
 // checkpoint.
+//
+// Its pieces, each the only owner of its state (docs/architecture.md):
+//   PluginRegistry         plugin endpoints: registration, retirement,
+//                          removal after the grace period
+//   manager::DeviceManager device lists, allocations with their Allocate
+//                          responses
+//   manager::CpuManager, manager::TopologyManager
+//                          exclusive CPUs, chosen affinities
+//   HostManager (here)     admission and release: their order, the pods
+//                          admitted, and the journal (CheckpointStore)
+//   host_views.h           status and NodeResourceTopology, rendered from
+//                          a typed snapshot
+//   host_services.h        the thin gRPC services
 #ifndef TOPOLOGY_HOST_HOST_MANAGER_H_
 #define TOPOLOGY_HOST_HOST_MANAGER_H_
 
@@ -12,15 +25,14 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "topology/clock.h"
 #include "topology/cost_model.h"
 #include "topology/cpu_set.h"
 #include "topology/manager/cpu_manager.h"
@@ -32,14 +44,20 @@
 #include "topology/thread_annotations.h"
 #include "topology/topology.h"
 
+#include "host_views.h"
+#include "plugin_registry.h"
+#include "pod_result.h"
+
 namespace grpc {
 class Server;
 }
 
 namespace topology::host {
 
+class CheckpointStore;
 class ConnectionCalls;
-class PluginEndpoint;
+class ControlService;
+class RegistrationService;
 class UnixAcceptor;
 
 inline constexpr char kCheckpointFile[] = "topology_manager_checkpoint";
@@ -70,42 +88,9 @@ struct HostConfig {
   int control_group = -1;
   // A checkpoint larger than this is refused as corrupt.
   size_t max_checkpoint_bytes = size_t{256} << 20;
+  // Time for the grace period and the plugin endpoints' pauses; not owned.
+  const Clock* clock = &Clock::Real();
 };
-
-struct ContainerResult {
-  std::string name;
-  std::map<std::string, std::vector<std::string>> devices;
-  CpuSet cpus;  // exclusive CPUs; empty = shared pool
-  std::optional<std::vector<int>> numa_nodes;  // nullopt = no affinity
-  // What each plugin's Allocate returned for this container, by resource
-  // (envs, mounts, devices, annotations, cdi_devices). Shown by admit and
-  // status; not checkpointed.
-  nlohmann::json allocate_responses = nlohmann::json::object();
-};
-
-// (clang-tidy 14 cannot see that the json members never throw on destruction
-// or move.)
-// NOLINTNEXTLINE(bugprone-exception-escape)
-struct PodResult {
-  std::string uid;
-  std::string ns;
-  std::string name;
-  bool admitted = false;
-  std::string reason;  // "TopologyAffinityError", "UnexpectedAdmissionError"...
-  std::string message;
-  std::vector<ContainerResult> containers;
-  // Which topology policy and scope decided the pod, and from where (beyond
-  // the kubelet: under the node policy "dynamic" the pod's own).
-  manager::EffectivePolicy policy;
-  nlohmann::json explanation;  // with explain: the merges
-};
-
-// {"name","devices":{resource:[ids]},"cpus","numa_nodes"}: a container's
-// result as replies and the checkpoint show it.
-nlohmann::json ToJson(const ContainerResult& container);
-nlohmann::json ToJson(const PodResult& result, bool explain);
-
-class CheckpointStore;
 
 class HostManager {
  public:
@@ -135,9 +120,13 @@ class HostManager {
   // while the same pod is being admitted. Never waits for an admission.
   Status Release(const std::string& pod);
 
-  nlohmann::json StatusJson() const;
+  // The state at one instant, for the views.
+  HostSnapshot Snapshot() const;
+  nlohmann::json StatusJson() const { return host::StatusJson(Snapshot()); }
   // The NodeResourceTopology object (topology.node.k8s.io/v1alpha2).
-  nlohmann::json NodeResourceTopology() const;
+  nlohmann::json NodeResourceTopology() const {
+    return NodeResourceTopologyJson(Snapshot());
+  }
 
   struct ResourceView {
     size_t capacity = 0;
@@ -149,30 +138,16 @@ class HostManager {
   const HostConfig& config() const { return config_; }
 
  private:
-  class RegistrationService;
-  class ControlService;
-  struct ResourceState {
-    std::vector<manager::Device> devices;
-    std::shared_ptr<PluginEndpoint> endpoint;  // null after a restore
-    std::optional<std::chrono::steady_clock::time_point> stopped_since;
-    // Why the last stream ended, or which devices of the last list were
-    // refused; empty once a stream delivers a clean list.
-    std::string problem;
-    // Registrations are numbered when they arrive; a slower, older one
-    // never replaces a newer one that finished first.
-    uint64_t installed_registration = 0;
-  };
   struct PodRecord {
     manager::Pod pod;
     PodResult result;
   };
 
   HostManager(HostConfig config, Topology topology, manager::NumaInfo numa);
-  Status Register(const std::string& version, const std::string& endpoint,
-                  const std::string& resource);
-  void OnList(PluginEndpoint* endpoint, std::vector<manager::Device> devices);
-  void OnEnd(PluginEndpoint* endpoint, const Status& why);
-  void CollectGarbage() TOPOLOGY_EXCLUDES(mu_);
+  // The registry changed a resource: its record is journaled, or (removed)
+  // a new snapshot leaves it out.
+  void OnResourceChange(const std::string& resource,
+                        PluginRegistry::Change change) TOPOLOGY_EXCLUDES(mu_);
   // An admitted pod's checkpoint record is appended to `*record` and the
   // pod is left pending (busy, not visible); the caller commits it.
   PodResult AdmitOne(const manager::Pod& pod, bool explain,
@@ -191,8 +166,7 @@ class HostManager {
   // The whole state as a checkpoint snapshot.
   std::string EncodeSnapshot() const TOPOLOGY_REQUIRES(mu_);
   // A journal record of one resource's healthy devices.
-  std::string ResourceRecord(const std::string& name) const
-      TOPOLOGY_REQUIRES(mu_);
+  std::string ResourceRecord(const std::string& name) const;
   // Appends journal records (synced) and compacts when the journal has
   // outgrown the snapshot; errors are logged and returned. Must not be
   // called with mu_ held (a compaction takes it).
@@ -215,18 +189,16 @@ class HostManager {
   std::unique_ptr<manager::CpuManager> cpu_manager_;
   std::unique_ptr<CostModel> cost_model_;   // with cost_based_selection
   std::unique_ptr<CheckpointStore> store_;  // its own lock, taken before mu_
+  std::unique_ptr<PluginRegistry> registry_;
 
   mutable Mutex mu_;
-  std::map<std::string, ResourceState> resources_ TOPOLOGY_GUARDED_BY(mu_);
-  std::vector<std::shared_ptr<PluginEndpoint>> retired_
-      TOPOLOGY_GUARDED_BY(mu_);
   // By uid; durable.
   std::map<std::string, PodRecord> pods_ TOPOLOGY_GUARDED_BY(mu_);
   // Admitted, their records not yet durable: busy, in no view, released
   // by nobody; Commit moves them to pods_ or undoes them.
-  std::map<std::string, PodRecord> pending_;
-  std::set<std::string> busy_;  // uids being admitted or released
-  uint64_t registrations_ = 0;  // numbers Register calls
+  std::map<std::string, PodRecord> pending_ TOPOLOGY_GUARDED_BY(mu_);
+  // uids being admitted or released
+  std::set<std::string> busy_ TOPOLOGY_GUARDED_BY(mu_);
   size_t pods_high_water_ = 0;  // most pods held since the last heap trim
   static constexpr size_t kTrimAfterPods = 64;
   // Pods are admitted one at a time: the admission slot.
@@ -243,11 +215,9 @@ class HostManager {
   std::shared_ptr<ConnectionCalls> control_calls_;
   std::unique_ptr<UnixAcceptor> kubelet_acceptor_;
   std::unique_ptr<UnixAcceptor> control_acceptor_;
-  std::condition_variable_any gc_wake_;
   bool stopping_ TOPOLOGY_GUARDED_BY(mu_) = false;
   // The checkpoint was read: Stop compacts it.
   bool restored_ TOPOLOGY_GUARDED_BY(mu_) = false;
-  std::thread gc_;
 };
 
 }  // namespace topology::host

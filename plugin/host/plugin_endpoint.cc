@@ -31,7 +31,7 @@ Status FromGrpc(const grpc::Status& status, const std::string& what) {
 StatusOr<std::shared_ptr<PluginEndpoint>> PluginEndpoint::Connect(
     const std::string& resource, const std::filesystem::path& socket,
     std::chrono::milliseconds dial_timeout,
-    std::chrono::milliseconds rpc_timeout) {
+    std::chrono::milliseconds rpc_timeout, const Clock* clock) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxListBytes);
   auto channel = grpc::CreateCustomChannel(
@@ -57,19 +57,21 @@ StatusOr<std::shared_ptr<PluginEndpoint>> PluginEndpoint::Connect(
                          {.pre_start_required = options.pre_start_required(),
                           .get_preferred_allocation_available =
                               options.get_preferred_allocation_available()},
-                         rpc_timeout));
+                         rpc_timeout, clock));
 }
 
 PluginEndpoint::PluginEndpoint(std::string resource,
                                std::filesystem::path socket,
                                std::shared_ptr<grpc::Channel> channel,
-                               plugin::DevicePluginOptions options,
-                               std::chrono::milliseconds rpc_timeout)
+                               PluginOptions options,
+                               std::chrono::milliseconds rpc_timeout,
+                               const Clock* clock)
     : resource_(std::move(resource)),
       socket_(std::move(socket)),
       stub_(v1beta1::DevicePlugin::NewStub(std::move(channel))),
       options_(options),
-      rpc_timeout_(rpc_timeout) {}
+      rpc_timeout_(rpc_timeout),
+      clock_(clock) {}
 
 PluginEndpoint::~PluginEndpoint() {
   Stop();
@@ -171,7 +173,7 @@ StatusOr<std::shared_ptr<PluginEndpoint::Stub>> PluginEndpoint::Track(
   if (stopped() || stub_ == nullptr) return Stopped();
   if (unanswered_since_) {
     const auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::chrono::steady_clock::now() - *unanswered_since_);
+        clock_->Now() - *unanswered_since_);
     if (waited < rpc_timeout_ || trial_in_flight_) {
       return DeadlineExceededError(
           call + ": the " + resource_ + " plugin at " + socket_.string() +
@@ -194,7 +196,7 @@ void PluginEndpoint::Untrack(grpc::ClientContext* context, bool unanswered) {
   in_flight_.erase(context);
   trial_in_flight_ = false;
   if (unanswered) {
-    unanswered_since_ = std::chrono::steady_clock::now();
+    unanswered_since_ = clock_->Now();
   } else {
     unanswered_since_.reset();
   }
@@ -253,7 +255,8 @@ StatusOr<std::vector<std::string>> PluginEndpoint::GetPreferredAllocation(
   return ids;
 }
 
-Status PluginEndpoint::Allocate(const std::vector<std::string>& device_ids) {
+StatusOr<std::string> PluginEndpoint::Allocate(
+    const std::vector<std::string>& device_ids) {
   if (stopped()) return Stopped();
   v1beta1::AllocateRequest request;
   auto* container = request.add_container_requests();
@@ -273,23 +276,7 @@ Status PluginEndpoint::Allocate(const std::vector<std::string>& device_ids) {
   if (response.container_responses_size() == 0) {
     return InternalError("no containers return in allocation response");
   }
-  std::vector<std::string> key = device_ids;
-  std::sort(key.begin(), key.end());
-  MutexLock lock(mu_);
-  responses_[key] = response.container_responses(0).SerializeAsString();
-  return OkStatus();
-}
-
-std::string PluginEndpoint::TakeAllocateResponse(
-    const std::vector<std::string>& ids) {
-  std::vector<std::string> key = ids;
-  std::sort(key.begin(), key.end());
-  MutexLock lock(mu_);
-  auto it = responses_.find(key);
-  if (it == responses_.end()) return "";
-  std::string out = std::move(it->second);
-  responses_.erase(it);
-  return out;
+  return response.container_responses(0).SerializeAsString();
 }
 
 Status PluginEndpoint::PreStartContainer(

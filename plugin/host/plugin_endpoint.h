@@ -19,13 +19,19 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include "topology/clock.h"
 #include "topology/manager/device_manager.h"
-#include "topology/plugin/types.h"
 #include "topology/thread_annotations.h"
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 
 namespace topology::host {
+
+// What the plugin said of itself in GetDevicePluginOptions.
+struct PluginOptions {
+  bool pre_start_required = false;
+  bool get_preferred_allocation_available = false;
+};
 
 class PluginEndpoint final : public manager::DevicePluginEndpoint {
  public:
@@ -47,7 +53,8 @@ class PluginEndpoint final : public manager::DevicePluginEndpoint {
   static StatusOr<std::shared_ptr<PluginEndpoint>> Connect(
       const std::string& resource, const std::filesystem::path& socket,
       std::chrono::milliseconds dial_timeout = std::chrono::seconds(10),
-      std::chrono::milliseconds rpc_timeout = std::chrono::seconds(30));
+      std::chrono::milliseconds rpc_timeout = std::chrono::seconds(30),
+      const Clock* clock = &Clock::Real());
 
   ~PluginEndpoint() override;
 
@@ -66,7 +73,7 @@ class PluginEndpoint final : public manager::DevicePluginEndpoint {
 
   const std::string& resource() const { return resource_; }
   const std::filesystem::path& socket() const { return socket_; }
-  const plugin::DevicePluginOptions& options() const { return options_; }
+  const PluginOptions& options() const { return options_; }
 
   // manager::DevicePluginEndpoint.
   bool PreferredAllocationAvailable() const override {
@@ -75,11 +82,9 @@ class PluginEndpoint final : public manager::DevicePluginEndpoint {
   StatusOr<std::vector<std::string>> GetPreferredAllocation(
       const std::vector<std::string>& available,
       const std::vector<std::string>& must_include, int size) override;
-  Status Allocate(const std::vector<std::string>& device_ids) override;
-
-  // The response of the last successful Allocate of exactly these ids
-  // (the container's AllocateResponse, serialized), or "" if none.
-  std::string TakeAllocateResponse(const std::vector<std::string>& ids);
+  // The answer is the container's AllocateResponse, serialized.
+  StatusOr<std::string> Allocate(
+      const std::vector<std::string>& device_ids) override;
 
   // PreStartContainer with the kubelet's 30 s deadline; OK when the plugin
   // does not require it.
@@ -87,9 +92,8 @@ class PluginEndpoint final : public manager::DevicePluginEndpoint {
 
  private:
   PluginEndpoint(std::string resource, std::filesystem::path socket,
-                 std::shared_ptr<grpc::Channel> channel,
-                 plugin::DevicePluginOptions options,
-                 std::chrono::milliseconds rpc_timeout);
+                 std::shared_ptr<grpc::Channel> channel, PluginOptions options,
+                 std::chrono::milliseconds rpc_timeout, const Clock* clock);
   Status Stopped() const;
   std::string Timeout(const std::string& call) const;
   using Stub = v1beta1::DevicePlugin::Stub;
@@ -113,8 +117,9 @@ class PluginEndpoint final : public manager::DevicePluginEndpoint {
   Mutex mu_;
   std::shared_ptr<Stub> stub_
       TOPOLOGY_GUARDED_BY(mu_);  // null once disconnected
-  const plugin::DevicePluginOptions options_;
+  const PluginOptions options_;
   const std::chrono::milliseconds rpc_timeout_;
+  const Clock* const clock_;  // for the unanswered pause; not owned
   std::atomic<bool> stopped_{false};
   std::atomic<bool> finished_{true};
   // The stream's context while the reader runs: it too holds the
@@ -128,11 +133,8 @@ class PluginEndpoint final : public manager::DevicePluginEndpoint {
   // needs nothing from it, for K deadlines. While set, calls fail at once
   // for one `rpc_timeout_`; then one call at a time is tried, and any
   // answer (even an error) clears it.
-  std::optional<std::chrono::steady_clock::time_point> unanswered_since_
-      TOPOLOGY_GUARDED_BY(mu_);
+  std::optional<Clock::TimePoint> unanswered_since_ TOPOLOGY_GUARDED_BY(mu_);
   bool trial_in_flight_ TOPOLOGY_GUARDED_BY(mu_) = false;
-  std::map<std::vector<std::string>, std::string> responses_
-      TOPOLOGY_GUARDED_BY(mu_);
 };
 
 }  // namespace topology::host

@@ -303,13 +303,13 @@ StatusOr<std::unique_ptr<TopologyDevicePlugin>> TopologyDevicePlugin::Create(
   plugin->runner_ =
       std::make_unique<plugin::PluginRunner>(plugin->options_.runner);
   {
-    std::lock_guard lock(plugin->mu_);
+    MutexLock lock(plugin->mu_);
     plugin->snapshot_ = *snapshot;
   }
   for (size_t r = 0; r < plugin->options_.config.resources.size(); ++r) {
     std::vector<plugin::Device> devices;
     {
-      std::lock_guard lock(plugin->mu_);
+      MutexLock lock(plugin->mu_);
       devices = plugin->DevicesOf(**snapshot, r, /*read_health=*/true);
     }
     auto publisher = plugin->runner_->AddResource(
@@ -349,11 +349,10 @@ StatusOr<std::shared_ptr<Snapshot>> TopologyDevicePlugin::Discover(
 }
 
 std::shared_ptr<const Snapshot> TopologyDevicePlugin::snapshot() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return snapshot_;
 }
 
-// REQUIRES: mu_ held.
 std::vector<plugin::Device> TopologyDevicePlugin::DevicesOf(
     const Snapshot& snapshot, size_t resource, bool read_health) {
   const ResourceConfig& config = options_.config.resources[resource];
@@ -428,7 +427,6 @@ std::vector<plugin::Device> TopologyDevicePlugin::DevicesOf(
 
 void TopologyDevicePlugin::LogDeviceList(
     size_t resource, const std::vector<plugin::Device>& devices) {
-  // Publish() runs on one thread at a time (rescans are serialised).
   if (logged_count_.size() < publishers_.size()) {
     logged_count_.resize(publishers_.size(), -1);
   }
@@ -459,7 +457,7 @@ Status TopologyDevicePlugin::Publish(const std::shared_ptr<Snapshot>& snapshot,
                                      bool read_health) {
   std::vector<std::vector<plugin::Device>> lists;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     size_t gone = 0;
     for (const auto& [address, index] : snapshot_->claims) {
       if (!snapshot->claims.contains(address)) {
@@ -497,10 +495,10 @@ Status TopologyDevicePlugin::Publish(const std::shared_ptr<Snapshot>& snapshot,
 }
 
 Status TopologyDevicePlugin::Rescan() {
-  std::lock_guard rescan(rescan_mu_);
+  MutexLock rescan(rescan_mu_);
   auto snapshot = Discover(this->snapshot()->claims);
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++rescans_;
     if (!snapshot.ok()) {
       ++rescan_errors_;
@@ -523,23 +521,23 @@ Status TopologyDevicePlugin::SetHealthOverride(
   if (!address.ok()) return address.status();
   std::shared_ptr<Snapshot> same;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (!snapshot_->claims.contains(*address)) {
       return NotFoundError("no resource claims " + device_id);
     }
     health_.SetOverride(*address, health);
     same = std::const_pointer_cast<Snapshot>(snapshot_);
   }
-  std::lock_guard rescan(rescan_mu_);
+  MutexLock rescan(rescan_mu_);
   return Publish(same, /*read_health=*/false);
 }
 
 Status TopologyDevicePlugin::Reconcile() {
-  std::lock_guard rescan(rescan_mu_);
+  MutexLock rescan(rescan_mu_);
   std::shared_ptr<const Snapshot> snapshot;
   std::vector<PciAddress> candidates;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     ++reconciles_;
     snapshot = snapshot_;
     candidates = health_.NeedRecheck();
@@ -555,7 +553,7 @@ Status TopologyDevicePlugin::Reconcile() {
   }
   bool changed = false;
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     const auto now = Clock::now();
     for (const auto& [address, aer] : readings) {
       const plugin::HealthVerdict verdict = health_.Recheck(address, aer, now);
@@ -638,7 +636,7 @@ void TopologyDevicePlugin::WriteCdiSpecs(const Snapshot& snapshot) {
 }
 
 bool TopologyDevicePlugin::watching_uevents() const {
-  std::lock_guard lock(loop_mu_);
+  MutexLock lock(loop_mu_);
   return uevents_live_;
 }
 
@@ -652,7 +650,7 @@ void TopologyDevicePlugin::NotifyUevent(const std::string& action,
   }
   VLOG(2) << "uevent " << action << " " << devpath;
   {
-    std::lock_guard lock(loop_mu_);
+    MutexLock lock(loop_mu_);
     if (action == "closed") uevents_live_ = false;
     if (!uevent_rescan_at_) {
       uevent_rescan_at_ = Clock::now() + options_.uevent_debounce;
@@ -663,7 +661,7 @@ void TopologyDevicePlugin::NotifyUevent(const std::string& action,
 
 void TopologyDevicePlugin::RescanLoop() {
   auto next_periodic = Clock::now() + options_.rescan_interval;
-  std::unique_lock lock(loop_mu_);
+  MutexLock lock(loop_mu_);
   while (!stopping_) {
     const auto now = Clock::now();
     const bool periodic_due =
@@ -700,14 +698,17 @@ Status TopologyDevicePlugin::Start() {
   Status status = runner_->Start();
   if (!status.ok()) return status;
   // The lists given at creation, before any rescan thread exists.
-  for (size_t r = 0; r < publishers_.size(); ++r) {
-    LogDeviceList(r, publishers_[r]->devices());
+  {
+    MutexLock rescan(rescan_mu_);
+    for (size_t r = 0; r < publishers_.size(); ++r) {
+      LogDeviceList(r, publishers_[r]->devices());
+    }
   }
   // Serving started (its buffers are in place) and the copies above are
   // gone: hand the free pages back, as after each rescan.
   malloc_trim(0);
   {
-    std::lock_guard lock(loop_mu_);
+    MutexLock lock(loop_mu_);
     stopping_ = false;
     started_ = true;
   }
@@ -715,7 +716,7 @@ Status TopologyDevicePlugin::Start() {
   // unseen in between; again here after a Stop.
   if (options_.watch_uevents && !uevents_) {
     WatchUevents();
-    std::lock_guard lock(loop_mu_);
+    MutexLock lock(loop_mu_);
     uevent_rescan_at_ = Clock::now();
   }
   loop_ = std::thread([this] { RescanLoop(); });
@@ -724,7 +725,7 @@ Status TopologyDevicePlugin::Start() {
 
 void TopologyDevicePlugin::WatchUevents() {
   {
-    std::lock_guard lock(loop_mu_);
+    MutexLock lock(loop_mu_);
     uevents_live_ = true;
   }
   auto monitor = plugin::UeventMonitor::Start(
@@ -736,7 +737,7 @@ void TopologyDevicePlugin::WatchUevents() {
     uevents_ = std::move(*monitor);
   } else {
     LOG(WARNING) << monitor.status().message();
-    std::lock_guard lock(loop_mu_);
+    MutexLock lock(loop_mu_);
     uevents_live_ = false;
   }
 }
@@ -744,7 +745,7 @@ void TopologyDevicePlugin::WatchUevents() {
 void TopologyDevicePlugin::Stop() {
   uevents_.reset();
   {
-    std::lock_guard lock(loop_mu_);
+    MutexLock lock(loop_mu_);
     uevents_live_ = false;
     stopping_ = true;
     started_ = false;
@@ -767,7 +768,7 @@ std::string TopologyDevicePlugin::DescribeMatches() const {
           address.ok() ? snapshot->topology.FindDevice(*address) : nullptr;
       std::string reason;
       if (device.health != plugin::Health::kHealthy && address.ok()) {
-        std::lock_guard lock(mu_);
+        MutexLock lock(mu_);
         const auto known = unhealthy_reasons_.find(*address);
         if (known != unhealthy_reasons_.end())
           reason = " (" + known->second + ")";
@@ -828,7 +829,7 @@ std::string TopologyDevicePlugin::MetricsText() const {
   plugin::MetricsText text;
   WriteBuildInfo(text, kPrefix, options_.version);
   WriteResourceMetrics(text, kPrefix, publishers_);
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   text.Family("topology_device_plugin_rescans_total", "counter",
               "Rescans of the PCI devices.");
   text.Sample("topology_device_plugin_rescans_total", {}, rescans_);
@@ -853,10 +854,10 @@ std::string TopologyDevicePlugin::MetricsText() const {
 
 std::string TopologyDevicePlugin::HealthProblem() const {
   {
-    std::lock_guard lock(loop_mu_);
+    MutexLock lock(loop_mu_);
     if (!started_) return "not serving";
   }
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (!last_rescan_error_.empty())
     return "last rescan failed: " + last_rescan_error_;
   return "";

@@ -11,7 +11,6 @@
 #include <filesystem>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -23,6 +22,7 @@
 #include "topology/plugin/plugin_runner.h"
 #include "topology/plugin/uevent_monitor.h"
 #include "topology/sysfs_reader.h"
+#include "topology/thread_annotations.h"
 #include "topology/topology.h"
 
 #include "config.h"
@@ -128,13 +128,16 @@ class TopologyDevicePlugin {
   StatusOr<std::shared_ptr<Snapshot>> Discover(const Claims& previous) const;
   // Publishes every resource's list from `snapshot` and the health state:
   // read afresh for each device with `read_health`, else as last judged.
-  Status Publish(const std::shared_ptr<Snapshot>& snapshot, bool read_health);
+  Status Publish(const std::shared_ptr<Snapshot>& snapshot, bool read_health)
+      TOPOLOGY_REQUIRES(rescan_mu_);
   // Logs a resource's list at -v 0 the first time and when its size
   // changes (the first 16 devices, with NUMA nodes and health).
   void LogDeviceList(size_t resource,
-                     const std::vector<plugin::Device>& devices);
+                     const std::vector<plugin::Device>& devices)
+      TOPOLOGY_REQUIRES(rescan_mu_);
   std::vector<plugin::Device> DevicesOf(const Snapshot& snapshot,
-                                        size_t resource, bool read_health);
+                                        size_t resource, bool read_health)
+      TOPOLOGY_REQUIRES(mu_);
   // Writes the CDI spec of every resource with a cdiKind for `snapshot`
   // (what Allocate would give each device), and records which succeeded.
   void WriteCdiSpecs(const Snapshot& snapshot);
@@ -147,28 +150,30 @@ class TopologyDevicePlugin {
   std::unique_ptr<plugin::PluginRunner> runner_;
   std::vector<plugin::ResourcePublisher*> publishers_;
 
-  mutable std::mutex mu_;  // guards snapshot_, health_, counters, warnings
-  std::shared_ptr<const Snapshot> snapshot_;
-  plugin::HealthTracker health_;
-  std::map<PciAddress, std::string> unhealthy_reasons_;
-  std::vector<bool> mixed_locality_warned_;
+  mutable Mutex mu_;
+  std::shared_ptr<const Snapshot> snapshot_ TOPOLOGY_GUARDED_BY(mu_);
+  plugin::HealthTracker health_ TOPOLOGY_GUARDED_BY(mu_);
+  std::map<PciAddress, std::string> unhealthy_reasons_ TOPOLOGY_GUARDED_BY(mu_);
+  std::vector<bool> mixed_locality_warned_ TOPOLOGY_GUARDED_BY(mu_);
   // Per resource: the device count last logged (-1: never), so that the
   // first list and every change in size are logged at -v 0.
-  std::vector<int64_t> logged_count_;
+  std::vector<int64_t> logged_count_ TOPOLOGY_GUARDED_BY(rescan_mu_);
   // Per resource: its CDI spec is written (read by Allocate's threads).
   std::unique_ptr<std::atomic<bool>[]> cdi_written_;
-  uint64_t rescans_ = 0;
-  uint64_t reconciles_ = 0;
-  uint64_t rescan_errors_ = 0;
-  std::string last_rescan_error_;
+  uint64_t rescans_ TOPOLOGY_GUARDED_BY(mu_) = 0;
+  uint64_t reconciles_ TOPOLOGY_GUARDED_BY(mu_) = 0;
+  uint64_t rescan_errors_ TOPOLOGY_GUARDED_BY(mu_) = 0;
+  std::string last_rescan_error_ TOPOLOGY_GUARDED_BY(mu_);
 
-  mutable std::mutex loop_mu_;  // rescan loop wake-ups
-  std::condition_variable loop_wake_;
-  bool stopping_ = false;
-  bool started_ = false;
-  bool uevents_live_ = false;
-  std::optional<std::chrono::steady_clock::time_point> uevent_rescan_at_;
-  std::mutex rescan_mu_;  // one rescan at a time
+  mutable Mutex loop_mu_;  // rescan loop wake-ups
+  std::condition_variable_any loop_wake_;
+  bool stopping_ TOPOLOGY_GUARDED_BY(loop_mu_) = false;
+  bool started_ TOPOLOGY_GUARDED_BY(loop_mu_) = false;
+  bool uevents_live_ TOPOLOGY_GUARDED_BY(loop_mu_) = false;
+  std::optional<std::chrono::steady_clock::time_point> uevent_rescan_at_
+      TOPOLOGY_GUARDED_BY(loop_mu_);
+  // One rescan at a time; taken before mu_.
+  Mutex rescan_mu_ TOPOLOGY_ACQUIRED_BEFORE(mu_);
   std::thread loop_;
   std::unique_ptr<plugin::UeventMonitor> uevents_;
 };

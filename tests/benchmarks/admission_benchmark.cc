@@ -416,7 +416,7 @@ host::Checkpoint TenThousandPods() {
     pod.pod.name = "pod-" + std::to_string(i);
     pod.pod.containers.push_back(
         {"main", {{"example.com/vf", 1}, {"cpu", 500}}, false});
-    host::ContainerResult container;
+    host::CheckpointContainer container;
     container.name = "main";
     container.devices["example.com/vf"] = {"vf-" + std::to_string(i)};
     container.numa_nodes = std::vector<int>{i % 2};

@@ -40,10 +40,13 @@ class ScriptedEndpoint : public DevicePluginEndpoint {
     if (during_call) during_call();
     return preferred_answer;
   }
-  Status Allocate(const std::vector<std::string>& ids) override {
+  StatusOr<std::string> Allocate(const std::vector<std::string>& ids) override {
     allocate_calls.push_back(ids);
     if (during_call) during_call();
-    return allocate_status;
+    if (!allocate_status.ok()) return allocate_status;
+    std::string answer = "response";
+    for (const std::string& id : ids) answer += " " + id;
+    return answer;
   }
 };
 
@@ -188,6 +191,26 @@ TEST_F(DeviceManagerTest, PluginAllocateFailureRejectsThePod) {
   EXPECT_FALSE(result.admit);
   EXPECT_EQ(result.reason, "UnexpectedAdmissionError");
   EXPECT_TRUE(devices_->InUse(kGpu).empty());
+}
+
+// The plugin's answer lives with the allocation: asked by pod, container
+// and resource; gone with the pod; never kept for devices released while
+// the call ran.
+TEST_F(DeviceManagerTest, TheAllocateResponseIsKeptWithTheAllocation) {
+  ASSERT_TRUE(manager_->Admit(GpuPod("a", 2)).admit);
+  EXPECT_EQ(devices_->AllocateResponse("a", "c", kGpu), "response g0 g1");
+  EXPECT_EQ(devices_->AllocateResponse("a", "other", kGpu), "");
+  devices_->RemovePod("a");
+  EXPECT_EQ(devices_->AllocateResponse("a", "c", kGpu), "");
+  // Released while the plugin answered: neither devices nor answer stay.
+  endpoint_.during_call = [&] { devices_->RemovePod("b"); };
+  manager_->Admit(GpuPod("b", 1));
+  EXPECT_TRUE(devices_->ContainerDevices("b", "c", kGpu).empty());
+  EXPECT_EQ(devices_->AllocateResponse("b", "c", kGpu), "");
+  endpoint_.during_call = nullptr;
+  // A restored allocation has no answer (its plugin was not called).
+  devices_->Restore("old", "c", kGpu, {"g3"});
+  EXPECT_EQ(devices_->AllocateResponse("old", "c", kGpu), "");
 }
 
 TEST_F(DeviceManagerTest, RestartRegeneratesHintsFromAllocatedDevices) {

@@ -42,7 +42,7 @@ CheckpointPod Pod(const std::string& uid, const std::string& gpu) {
   container.name = "main";
   container.limits = {{"example.com/gpu", 1}};
   pod.pod.containers.push_back(container);
-  ContainerResult result;
+  CheckpointContainer result;
   result.name = "main";
   result.devices["example.com/gpu"] = {gpu};
   result.numa_nodes = std::vector<int>{0};

@@ -25,6 +25,7 @@
 
 #include "topology/plugin/plugin_runner.h"
 #include "topology/plugin/resource_name.h"
+#include "topology/testing/fake_clock.h"
 #include "topology/testing/fake_kubelet.h"
 
 #include "plugin_test_support.h"
@@ -92,6 +93,9 @@ class FrameworkTest : public ::testing::Test {
   TempDir dir_;
   FakeKubelet kubelet_{dir_.path()};
   std::shared_ptr<ScriptedHandler> handler_;
+  // For tests that set options.clock = &clock_ and advance it rather than
+  // sleep through a back-off. Outlives the runner.
+  topology::testing::FakeClock clock_;
   std::unique_ptr<plugin::PluginRunner> runner_;
   plugin::ResourcePublisher* publisher_ = nullptr;
 };
@@ -258,19 +262,34 @@ TEST_F(FrameworkTest, P07_RejectedRegisterRetriesWithBackoff) {
       "Supported version is [\"v1\"]"));
   kubelet_.Start();
   auto options = Options();
-  options.initial_backoff = 1s;
-  options.max_backoff = 4s;
+  options.initial_backoff = 1min;
+  options.max_backoff = 4min;
+  options.clock = &clock_;
   StartPlugin(MakeDevices(2), options);
-  std::this_thread::sleep_for(3500ms);
-  const auto times = kubelet_.register_times();
-  // 0 s, 1 s, 3 s: back-off of at least 1 s, doubling; never a busy loop.
-  ASSERT_GE(times.size(), 2u);
-  EXPECT_LE(times.size(), 3u);
-  for (size_t i = 1; i < times.size(); ++i) {
-    EXPECT_GE(times[i] - times[i - 1], 950ms);
-  }
+  // Attempts the plugin has seen fail (so its back-off is set), waiting at
+  // most `wait` of real time for the n-th.
+  const auto failures_within = [&](uint64_t n, std::chrono::milliseconds wait) {
+    const auto end = std::chrono::steady_clock::now() + wait;
+    while (publisher_->stats().registration_failures < n &&
+           std::chrono::steady_clock::now() < end) {
+      std::this_thread::sleep_for(5ms);
+    }
+    return publisher_->stats().registration_failures;
+  };
+  // At 0, 1 and 3 minutes by the plugin's clock: a back-off of 1 minute,
+  // doubling; never a busy loop, however much real time passes between.
+  EXPECT_EQ(failures_within(1, 5s), 1u);
+  EXPECT_EQ(failures_within(2, 200ms), 1u);
+  clock_.Advance(1min);
+  EXPECT_EQ(failures_within(2, 5s), 2u);
+  clock_.Advance(1min);
+  EXPECT_EQ(failures_within(3, 200ms), 2u);
+  clock_.Advance(1min);
+  EXPECT_EQ(failures_within(3, 5s), 3u);
+  EXPECT_EQ(kubelet_.register_attempts(), 3u);
   EXPECT_FALSE(publisher_->registered());
   kubelet_.SetDenial(std::nullopt);
+  clock_.Advance(4min);
   EXPECT_NE(Connection(1, 6s), nullptr);
   EXPECT_EQ(kubelet_.accepted_registrations(), 1u);
 }
@@ -1227,12 +1246,22 @@ TEST_F(FrameworkTest, P51_OnlyPluginSocketDeleted) {
 TEST_F(FrameworkTest, P52_ReRegistersWhenTheStreamIsGone) {
   kubelet_.Start();
   auto options = Options();
-  options.stream_gap = 1s;
+  options.stream_gap = 10min;
+  options.clock = &clock_;
   StartPlugin(MakeDevices(2), options);
   auto first = Connection();
   ASSERT_NE(first, nullptr);
   ASSERT_TRUE(first->WaitForMessages(1, 2s));
   first->Cancel();  // the kubelet dropped the stream without a restart
+  // The plugin has seen the stream go (the gap starts then).
+  for (int i = 0; i < 500 && publisher_->stats().open_streams > 0; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(publisher_->stats().open_streams, 0u);
+  // Within the gap the plugin waits, whatever the real time.
+  clock_.Advance(9min);
+  EXPECT_EQ(Connection(2, 300ms), nullptr);
+  clock_.Advance(1min);
   auto second = Connection(2, 5s);
   ASSERT_NE(second, nullptr);
   EXPECT_TRUE(second->WaitForMessages(1, 1s));

@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include "topology/discovery.h"
+#include "topology/testing/fake_clock.h"
 
 #include "checkpoint_store.h"
 #include "fake_plugin.h"
@@ -136,9 +137,36 @@ class HostTest : public ::testing::Test {
 
   std::filesystem::path dir() const { return dir_.path() / "device-plugins"; }
 
+  // A crash: the checkpoint's files as they are now come back after the
+  // host and `plugin` have stopped (whatever a clean stop wrote), and the
+  // host starts again on them.
+  void CrashAndRestart(FakePlugin& plugin) {
+    const auto saved = dir_.path() / "saved";
+    std::filesystem::remove_all(saved);
+    std::filesystem::create_directories(saved);
+    const std::filesystem::path snapshot = dir() / kCheckpointFile;
+    const std::filesystem::path journal =
+        dir() / (std::string(kCheckpointFile) + ".journal");
+    std::filesystem::copy_file(snapshot, saved / "snapshot");
+    std::filesystem::copy_file(journal, saved / "journal");
+    host_->Stop();
+    host_.reset();
+    plugin.Stop();
+    std::filesystem::copy_file(
+        saved / "snapshot", snapshot,
+        std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::copy_file(
+        saved / "journal", journal,
+        std::filesystem::copy_options::overwrite_existing);
+    StartHost();
+  }
+
   testing::TempDir root_;
   testing::TempDir dir_;
   Topology topology_;
+  // Time for tests that set config.clock = &clock_: they advance it rather
+  // than sleep through a grace period. Outlives the host.
+  topology::testing::FakeClock clock_;
   std::unique_ptr<HostManager> host_;
 };
 
@@ -419,7 +447,8 @@ TEST_F(HostTest, DeviceIdsThatCannotBeCarriedAreRefused) {
 
 TEST_F(HostTest, K19_K20_DisconnectZeroesAllocatableThenGraceThenReturn) {
   auto config = Config();
-  config.grace_period = 2s;
+  config.grace_period = 5min;
+  config.clock = &clock_;
   StartHost(config);
   auto plugin = Plugin("a.sock", FourGpus());
   ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
@@ -434,7 +463,9 @@ TEST_F(HostTest, K19_K20_DisconnectZeroesAllocatableThenGraceThenReturn) {
   EXPECT_THAT(refused.message,
               HasSubstr("no healthy devices present; cannot allocate unhealthy "
                         "devices example.com/gpu"));
-  // Back within the grace period: capacity restored, allocations intact.
+  // Back within the grace period (4 of its 5 minutes gone): capacity
+  // restored, allocations intact.
+  clock_.Advance(4min);
   ASSERT_TRUE(plugin->Register().ok());
   ASSERT_TRUE(
       WaitFor([&] { return View().allocatable == 4 && !View().stopped; }));
@@ -446,13 +477,20 @@ TEST_F(HostTest, K19_K20_DisconnectZeroesAllocatableThenGraceThenReturn) {
 }
 
 TEST_F(HostTest, K19_K42_ResourceRemovedAfterTheGracePeriod) {
-  StartHost();  // grace 500 ms
+  auto config = Config();
+  config.grace_period = 5min;
+  config.clock = &clock_;
+  StartHost(config);
   auto plugin = Plugin("a.sock", FourGpus());
   ASSERT_TRUE(WaitFor([&] { return View().capacity == 4; }));
   plugin->Stop();
   ASSERT_TRUE(WaitFor([&] { return View().stopped; }, 1s));
-  EXPECT_TRUE(Has());
-  EXPECT_TRUE(WaitFor([&] { return !Has(); }, 3s));
+  // A second short of the grace period: still there, however long the
+  // collector looks.
+  clock_.Advance(5min - 1s);
+  EXPECT_FALSE(WaitFor([&] { return !Has(); }, 100ms));
+  clock_.Advance(1s);
+  EXPECT_TRUE(WaitFor([&] { return !Has(); }, 2s));
 }
 
 TEST_F(HostTest, K21_CheckpointFollowsEveryListUpdate) {
@@ -893,6 +931,45 @@ TEST_F(HostTest, ReRegistrationDuringAllocateIsSafe) {
   EXPECT_TRUE(host_->Admit(MakePod("after", {{kGpu, 1}}), false).admitted);
 }
 
+// The Allocate response lives with the allocation (the kubelet's
+// podDevices): each container shows its own plugin answer (the app
+// container reusing the init container's GPU had its own call), status
+// shows them, and a release drops them with the devices.
+TEST_F(HostTest, AllocateResponsesAreKeptWithTheAllocation) {
+  StartHost();
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  std::atomic<int> calls{0};
+  plugin->SetAllocate([&](const v1beta1::AllocateRequest& request,
+                          v1beta1::AllocateResponse* response) {
+    const int call = ++calls;
+    for (const auto& container : request.container_requests()) {
+      auto* out = response->add_container_responses();
+      (*out->mutable_envs())["GPU_IDS"] = container.devices_ids(0);
+      (*out->mutable_envs())["CALL"] = std::to_string(call);
+    }
+    return grpc::Status::OK;
+  });
+  const PodResult result =
+      host_->Admit(MakePod("p", {{kGpu, 1}}, {{kGpu, 1}}), false);
+  ASSERT_TRUE(result.admitted) << result.message;
+  ASSERT_THAT(result.containers, SizeIs(2));
+  std::set<std::string> answered_by;
+  for (const ContainerResult& container : result.containers) {
+    const auto& ids = container.devices.at(kGpu);
+    ASSERT_THAT(ids, SizeIs(1));
+    const auto& envs = container.allocate_responses[kGpu]["envs"];
+    EXPECT_EQ(envs["GPU_IDS"], ids[0]) << container.name;
+    answered_by.insert(envs["CALL"].get<std::string>());
+  }
+  EXPECT_EQ(answered_by, (std::set<std::string>{"1", "2"}));
+  const auto shown = host_->StatusJson()["pods"][0]["containers"];
+  ASSERT_THAT(shown, SizeIs(2));
+  EXPECT_EQ(shown[1]["allocate_responses"][kGpu]["envs"]["CALL"], "2");
+  ASSERT_THAT(host_->Release("p"), IsOk());
+  EXPECT_THAT(host_->StatusJson()["pods"], SizeIs(0));
+}
+
 // A plugin whose Allocate never answers fails only the admission that
 // needs it (within the deadline); a release does not wait for it; Stop()
 // returns promptly even with the call in flight.
@@ -1048,20 +1125,8 @@ TEST_F(HostTest, CrashRestoresAdmissionsAndReleasesFromTheJournal) {
   const std::filesystem::path snapshot = dir() / kCheckpointFile;
   const std::filesystem::path journal =
       dir() / (std::string(kCheckpointFile) + ".journal");
-  // The files as the crash leaves them.
-  const auto saved = dir_.path() / "saved";
-  std::filesystem::create_directories(saved);
-  std::filesystem::copy_file(snapshot, saved / "snapshot");
-  std::filesystem::copy_file(journal, saved / "journal");
   EXPECT_GT(std::filesystem::file_size(journal), 0u);
-  host_->Stop();
-  host_.reset();
-  plugin->Stop();
-  std::filesystem::copy_file(saved / "snapshot", snapshot,
-                             std::filesystem::copy_options::overwrite_existing);
-  std::filesystem::copy_file(saved / "journal", journal,
-                             std::filesystem::copy_options::overwrite_existing);
-  StartHost();
+  CrashAndRestart(*plugin);
   const auto pods = host_->StatusJson()["pods"];
   ASSERT_THAT(pods, SizeIs(1));
   EXPECT_EQ(pods[0]["uid"], "uid-b");
@@ -1087,12 +1152,15 @@ TEST_F(HostTest, CrashRestoresAdmissionsAndReleasesFromTheJournal) {
 // nobody ever offered, is refused, never admitted without devices.
 TEST_F(HostTest, GoneOrUnknownResourcesAreRefused) {
   auto config = Config();
-  config.grace_period = 100ms;
+  config.grace_period = 5min;
+  config.clock = &clock_;
   StartHost(config);
   auto plugin = Plugin("a.sock", FourGpus());
   ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
   ASSERT_TRUE(host_->Admit(MakePod("holder", {{kGpu, 1}}), false).admitted);
   plugin->Stop();
+  ASSERT_TRUE(WaitFor([&] { return View().stopped; }));
+  clock_.Advance(5min);
   ASSERT_TRUE(WaitFor([&] { return !Has(); }));
   const PodResult gone = host_->Admit(MakePod("late", {{kGpu, 1}}), false);
   EXPECT_FALSE(gone.admitted);
@@ -1299,21 +1367,7 @@ TEST_F(HostTest, ReleaseDuringABatchNeverReordersTheJournal) {
   ASSERT_TRUE(r.admitted) << r.message;
 
   // The crash: the files as they are now.
-  const auto saved = dir_.path() / "saved";
-  std::filesystem::create_directories(saved);
-  const std::filesystem::path snapshot = dir() / kCheckpointFile;
-  const std::filesystem::path journal =
-      dir() / (std::string(kCheckpointFile) + ".journal");
-  std::filesystem::copy_file(snapshot, saved / "snapshot");
-  std::filesystem::copy_file(journal, saved / "journal");
-  host_->Stop();
-  host_.reset();
-  plugin->Stop();
-  std::filesystem::copy_file(saved / "snapshot", snapshot,
-                             std::filesystem::copy_options::overwrite_existing);
-  std::filesystem::copy_file(saved / "journal", journal,
-                             std::filesystem::copy_options::overwrite_existing);
-  StartHost();
+  CrashAndRestart(*plugin);
   const auto status = host_->StatusJson();
   std::set<std::string> uids;
   std::map<std::string, std::string> holder;

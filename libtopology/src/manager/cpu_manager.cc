@@ -90,7 +90,7 @@ CpuSet CpuManager::Allocatable() const {
 }
 
 CpuSet CpuManager::SharedPool() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return Allocatable();
 }
 
@@ -134,12 +134,12 @@ ProviderHints CpuManager::HintsFor(const Pod& pod,
 
 ProviderHints CpuManager::GetTopologyHints(const Pod& pod,
                                            const Container& container) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return HintsFor(pod, container.name, GuaranteedCpus(pod, container));
 }
 
 ProviderHints CpuManager::GetPodTopologyHints(const Pod& pod) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   // Sums saturate: a hostile manifest cannot overflow them.
   const auto add = [](int64_t a, int64_t b) {
     int64_t sum = 0;
@@ -185,7 +185,7 @@ CpuSet CpuManager::TakeByTopology(const CpuSet& from, int count) const {
 }
 
 Status CpuManager::Allocate(const Pod& pod, const Container& container) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   if (reuse_pod_ != pod.uid) {
     reuse_pod_ = pod.uid;
     reusable_ = CpuSet();
@@ -246,7 +246,7 @@ Status CpuManager::Allocate(const Pod& pod, const Container& container) {
 }
 
 void CpuManager::RemovePod(const std::string& pod_uid) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   // Keyed by (pod, container): the pod's entries are one range.
   auto it = assignments_.lower_bound({pod_uid, std::string()});
   while (it != assignments_.end() && it->first.first == pod_uid)
@@ -259,7 +259,7 @@ void CpuManager::RemovePod(const std::string& pod_uid) {
 
 Status CpuManager::Restore(const std::string& pod_uid,
                            const std::string& container, const CpuSet& cpus) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   if (cpus.empty()) return OkStatus();
   if (!static_) {
     return InvalidArgumentError("exclusive CPUs " + cpus.ToList() + " of " +
@@ -277,7 +277,7 @@ Status CpuManager::Restore(const std::string& pod_uid,
 
 CpuSet CpuManager::ContainerCpus(const std::string& pod_uid,
                                  const std::string& container) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   const auto it = assignments_.find({pod_uid, container});
   return it == assignments_.end() ? CpuSet() : it->second;
 }

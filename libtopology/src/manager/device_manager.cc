@@ -48,7 +48,7 @@ void DeviceManager::UpdateResource(
       table.push_back(std::move(d));
     }
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   Resource& r = resources_[resource];
   r.devices = std::move(table);
   r.masks.clear();
@@ -71,7 +71,7 @@ void DeviceManager::UpdateResource(
   r.endpoint = std::move(endpoint);
   for (const auto& [key, by_resource] : allocations_) {
     if (auto it = by_resource.find(resource); it != by_resource.end()) {
-      for (uint32_t i : IndicesOf(r, it->second)) ++r.holders[i];
+      for (uint32_t i : IndicesOf(r, it->second.ids)) ++r.holders[i];
     }
   }
 }
@@ -109,13 +109,13 @@ void DeviceManager::Hold(const std::string& resource, const DeviceSet& ids,
   }
 }
 
-void DeviceManager::SetAllocation(
-    const std::pair<std::string, std::string>& key, const std::string& resource,
-    DeviceSet devices) {
+void DeviceManager::SetAllocation(const ContainerKey& key,
+                                  const std::string& resource,
+                                  DeviceSet devices) {
   auto a = allocations_.find(key);
   if (a != allocations_.end()) {
     if (auto it = a->second.find(resource); it != a->second.end()) {
-      Hold(resource, it->second, -1);
+      Hold(resource, it->second.ids, -1);
       a->second.erase(it);
     }
   }
@@ -124,35 +124,35 @@ void DeviceManager::SetAllocation(
     return;
   }
   Hold(resource, devices, +1);
-  allocations_[key][resource] = std::move(devices);
+  allocations_[key][resource] = Held{std::move(devices), {}};
 }
 
 void DeviceManager::SetEndpoint(
     const std::string& resource,
     std::shared_ptr<DevicePluginEndpoint> endpoint) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   if (auto it = resources_.find(resource); it != resources_.end()) {
     it->second.endpoint = std::move(endpoint);
   }
 }
 
 void DeviceManager::ForgetEndpoints() {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   for (auto& [name, resource] : resources_) resource.endpoint.reset();
 }
 
 void DeviceManager::RemoveResource(const std::string& resource) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   resources_.erase(resource);
 }
 
 bool DeviceManager::HasResource(const std::string& resource) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return resources_.count(resource) != 0;
 }
 
 bool DeviceManager::IsDevicePluginResource(const std::string& resource) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   return IsDevicePluginResourceLocked(resource);
 }
 
@@ -197,7 +197,7 @@ DeviceManager::DeviceSet DeviceManager::PodDevices(
   for (auto it = allocations_.lower_bound({pod_uid, std::string()});
        it != allocations_.end() && it->first.first == pod_uid; ++it) {
     if (auto d = it->second.find(resource); d != it->second.end()) {
-      devices.insert(d->second.begin(), d->second.end());
+      devices.insert(d->second.ids.begin(), d->second.ids.end());
     }
   }
   return devices;
@@ -205,7 +205,7 @@ DeviceManager::DeviceSet DeviceManager::PodDevices(
 
 ProviderHints DeviceManager::GetTopologyHints(const Pod& pod,
                                               const Container& container) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   ProviderHints hints;
   for (const auto& [resource, quantity] : container.limits) {
     if (!IsDevicePluginResourceLocked(resource)) continue;
@@ -220,11 +220,11 @@ ProviderHints DeviceManager::GetTopologyHints(const Pod& pod,
     const auto key = std::make_pair(pod.uid, container.name);
     if (auto a = allocations_.find(key); a != allocations_.end()) {
       if (auto it = a->second.find(resource);
-          it != a->second.end() && !it->second.empty()) {
+          it != a->second.end() && !it->second.ids.empty()) {
         hints[resource] =
-            static_cast<int64_t>(it->second.size()) != requested
+            static_cast<int64_t>(it->second.ids.size()) != requested
                 ? std::vector<TopologyHint>{}
-                : Generate(r->second, IndicesOf(r->second, it->second), {},
+                : Generate(r->second, IndicesOf(r->second, it->second.ids), {},
                            requested);
         continue;
       }
@@ -284,7 +284,7 @@ ProviderHints DeviceManager::GetPodTopologyHints(const Pod& pod) {
   for (const Container& c : pod.containers) {
     for (const auto& [resource, q] : c.limits) names.insert(resource);
   }
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   ProviderHints hints;
   for (const std::string& resource : names) {
     if (!IsDevicePluginResourceLocked(resource)) continue;
@@ -314,17 +314,16 @@ ProviderHints DeviceManager::GetPodTopologyHints(const Pod& pod) {
 }
 
 StatusOr<DeviceManager::DeviceSet> DeviceManager::DevicesToAllocate(
-    std::unique_lock<std::mutex>& lock, const Pod& pod,
-    const Container& container, const std::string& resource, int64_t required,
-    DeviceSet* reusable) {
+    const Pod& pod, const Container& container, const std::string& resource,
+    int64_t required, DeviceSet* reusable) {
   const auto key = std::make_pair(pod.uid, container.name);
   if (auto a = allocations_.find(key); a != allocations_.end()) {
     if (auto it = a->second.find(resource); it != a->second.end()) {
-      if (static_cast<int64_t>(it->second.size()) != required) {
+      if (static_cast<int64_t>(it->second.ids.size()) != required) {
         return FailedPreconditionError(
             "pod \"" + pod.name + "\" container \"" + container.name +
             "\" changed request for resource \"" + resource + "\" from " +
-            std::to_string(it->second.size()) + " to " +
+            std::to_string(it->second.ids.size()) + " to " +
             std::to_string(required));
       }
       return DeviceSet{};  // already allocated
@@ -361,7 +360,7 @@ StatusOr<DeviceManager::DeviceSet> DeviceManager::DevicesToAllocate(
   IndexList available;
   std::shared_ptr<DevicePluginEndpoint> endpoint;
   const TopologyHint hint = store_->GetAffinity(pod.uid, container.name);
-  const auto split = [&]() -> Status {
+  const auto split = [&]() TOPOLOGY_REQUIRES(mutex_) -> Status {
     const auto r = resources_.find(resource);
     if (r == resources_.end()) {
       return FailedPreconditionError("cannot allocate unregistered device " +
@@ -408,8 +407,8 @@ StatusOr<DeviceManager::DeviceSet> DeviceManager::DevicesToAllocate(
   }
   // Asks the plugin without holding the lock; the table is read again
   // after the call, so only what is still free is taken.
-  const auto ask =
-      [&](const IndexList& pool) -> StatusOr<std::vector<std::string>> {
+  const auto ask = [&](const IndexList& pool) TOPOLOGY_REQUIRES(
+                       mutex_) -> StatusOr<std::vector<std::string>> {
     if (endpoint == nullptr || !endpoint->PreferredAllocationAvailable()) {
       return std::vector<std::string>{};
     }
@@ -429,10 +428,10 @@ StatusOr<DeviceManager::DeviceSet> DeviceManager::DevicesToAllocate(
     offer.insert(offer.end(), chosen, allocated.end());
     // `endpoint` is this thread's own reference: it keeps the plugin's
     // endpoint alive through the call even if the resource goes meanwhile.
-    lock.unlock();
+    mutex_.unlock();
     auto answer = endpoint->GetPreferredAllocation(offer, Sorted(allocated),
                                                    Saturate(required));
-    lock.lock();
+    mutex_.lock();
     if (Status status = split(); !status.ok()) return status;
     return answer;
   };
@@ -477,7 +476,7 @@ StatusOr<DeviceManager::DeviceSet> DeviceManager::DevicesToAllocate(
 }
 
 Status DeviceManager::Allocate(const Pod& pod, const Container& container) {
-  std::unique_lock<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   if (reuse_pod_ != pod.uid) {
     reuse_pod_ = pod.uid;
     reusable_.clear();
@@ -497,8 +496,8 @@ Status DeviceManager::Allocate(const Pod& pod, const Container& container) {
     if (!IsDevicePluginResourceLocked(resource)) continue;
     auto chosen = joint.count(resource)
                       ? StatusOr<DeviceSet>(joint[resource])
-                      : DevicesToAllocate(lock, pod, container, resource,
-                                          quantity, &reusable_[resource]);
+                      : DevicesToAllocate(pod, container, resource, quantity,
+                                          &reusable_[resource]);
     if (!chosen.ok()) return chosen.status();
     if (chosen->empty()) continue;
     // Reserve before the call, so that a concurrent admission never picks
@@ -511,11 +510,18 @@ Status DeviceManager::Allocate(const Pod& pod, const Container& container) {
     }
     if (endpoint) {
       lock.unlock();
-      Status status = endpoint->Allocate(Sorted(*chosen));
+      StatusOr<std::string> response = endpoint->Allocate(Sorted(*chosen));
       lock.lock();
-      if (!status.ok()) {
+      if (!response.ok()) {
         SetAllocation(key, resource, {});
-        return status;
+        return response.status();
+      }
+      // Kept with the allocation, unless it was released meanwhile.
+      if (auto a = allocations_.find(key); a != allocations_.end()) {
+        if (auto it = a->second.find(resource);
+            it != a->second.end() && it->second.ids == *chosen) {
+          it->second.response = std::move(*response);
+        }
       }
     }
     DeviceSet& reusable = reusable_[resource];
@@ -531,7 +537,7 @@ Status DeviceManager::Allocate(const Pod& pod, const Container& container) {
 }
 
 void DeviceManager::SetJointSelector(JointSelector selector) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   joint_selector_ = std::move(selector);
 }
 
@@ -544,7 +550,10 @@ std::map<std::string, DeviceManager::DeviceSet> DeviceManager::JointChoice(
   for (const auto& [resource, quantity] : container.limits) {
     const auto r = resources_.find(resource);
     if (r == resources_.end() || quantity <= 0) continue;
-    if (allocations_.count(key) && allocations_[key].count(resource)) return {};
+    if (auto a = allocations_.find(key);
+        a != allocations_.end() && a->second.count(resource) != 0) {
+      return {};
+    }
     if (quantity > static_cast<int64_t>(r->second.devices.size())) return {};
     if (!reusable_[resource].empty()) return {};
     JointPool pool;
@@ -582,31 +591,32 @@ void DeviceManager::Restore(const std::string& pod_uid,
                             const std::string& container,
                             const std::string& resource,
                             std::vector<std::string> device_ids) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  const std::pair<std::string, std::string> key{pod_uid, container};
+  MutexLock lock(mutex_);
+  const ContainerKey key{pod_uid, container};
   SetAllocation(key, resource, DeviceSet(device_ids.begin(), device_ids.end()));
   // An empty record still marks the resource as a device plugin's.
-  if (device_ids.empty()) allocations_[key][resource];
+  if (device_ids.empty()) allocations_[key].try_emplace(resource);
 }
 
 std::vector<DeviceManager::Allocation> DeviceManager::Allocations() const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   std::vector<Allocation> out;
   for (const auto& [key, by_resource] : allocations_) {
-    for (const auto& [resource, ids] : by_resource) {
-      out.push_back({key.first, key.second, resource,
-                     std::vector<std::string>(ids.begin(), ids.end())});
+    for (const auto& [resource, held] : by_resource) {
+      out.push_back({key.first, key.second, resource, Sorted(held.ids)});
     }
   }
   return out;
 }
 
 void DeviceManager::RemovePod(const std::string& pod_uid) {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   // Keyed by (pod, container): the pod's entries are one range.
   auto it = allocations_.lower_bound({pod_uid, std::string()});
   while (it != allocations_.end() && it->first.first == pod_uid) {
-    for (const auto& [resource, ids] : it->second) Hold(resource, ids, -1);
+    for (const auto& [resource, held] : it->second) {
+      Hold(resource, held.ids, -1);
+    }
     it = allocations_.erase(it);
   }
   if (reuse_pod_ == pod_uid) {
@@ -618,21 +628,67 @@ void DeviceManager::RemovePod(const std::string& pod_uid) {
 std::vector<std::string> DeviceManager::ContainerDevices(
     const std::string& pod_uid, const std::string& container,
     const std::string& resource) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   const auto a = allocations_.find({pod_uid, container});
   if (a == allocations_.end()) return {};
   const auto it = a->second.find(resource);
   return it == a->second.end() ? std::vector<std::string>{}
-                               : Sorted(it->second);
+                               : Sorted(it->second.ids);
+}
+
+std::string DeviceManager::AllocateResponse(const std::string& pod_uid,
+                                            const std::string& container,
+                                            const std::string& resource) const {
+  MutexLock lock(mutex_);
+  const auto a = allocations_.find({pod_uid, container});
+  if (a == allocations_.end()) return {};
+  const auto it = a->second.find(resource);
+  return it == a->second.end() ? std::string() : it->second.response;
+}
+
+std::map<std::string, DeviceManager::ResourceSnapshot> DeviceManager::Snapshot()
+    const {
+  MutexLock lock(mutex_);
+  std::map<std::string, ResourceSnapshot> out;
+  std::map<std::string, DeviceSet> in_use;
+  for (const auto& [key, by_resource] : allocations_) {
+    for (const auto& [resource, held] : by_resource) {
+      if (resources_.contains(resource)) {
+        in_use[resource].insert(held.ids.begin(), held.ids.end());
+      }
+    }
+  }
+  for (const auto& [name, r] : resources_) {
+    ResourceSnapshot& snapshot = out[name];
+    snapshot.devices = r.devices;
+    snapshot.in_use = Sorted(in_use[name]);
+  }
+  return out;
+}
+
+std::vector<Device> DeviceManager::Devices(const std::string& resource) const {
+  MutexLock lock(mutex_);
+  const auto it = resources_.find(resource);
+  return it == resources_.end() ? std::vector<Device>{} : it->second.devices;
+}
+
+void DeviceManager::MarkUnhealthy(const std::string& resource) {
+  MutexLock lock(mutex_);
+  const auto it = resources_.find(resource);
+  if (it == resources_.end()) return;
+  Resource& r = it->second;
+  for (Device& device : r.devices) device.healthy = false;
+  std::fill(r.healthy.begin(), r.healthy.end(), uint8_t{0});
+  r.any_healthy = false;
 }
 
 std::vector<std::string> DeviceManager::InUse(
     const std::string& resource) const {
-  std::lock_guard<std::mutex> lock(mutex_);
+  MutexLock lock(mutex_);
   DeviceSet in_use;
   for (const auto& [key, by_resource] : allocations_) {
     if (auto it = by_resource.find(resource); it != by_resource.end()) {
-      in_use.insert(it->second.begin(), it->second.end());
+      in_use.insert(it->second.ids.begin(), it->second.ids.end());
     }
   }
   return Sorted(in_use);

@@ -122,7 +122,6 @@ void TopologyManager::AddHintProvider(HintProvider* provider) {
 
 AdmitResult TopologyManager::Admit(const Pod& pod,
                                    std::vector<MergeTrace>* traces) {
-  std::lock_guard<std::mutex> lock(admit_mutex_);
   const EffectivePolicy effective = Effective(pod);
   if (effective.scope == kScopeNone) return AdmitNoneScope(pod);
   const Policy* policy = policy_.get();
@@ -200,12 +199,12 @@ AdmitResult TopologyManager::AdmitNoneScope(const Pod& pod) {
 void TopologyManager::SetAffinity(const std::string& pod_uid,
                                   const std::string& container,
                                   const TopologyHint& hint) {
-  std::lock_guard<std::mutex> lock(store_mutex_);
+  MutexLock lock(store_mutex_);
   affinity_[{pod_uid, container}] = hint;
 }
 
 void TopologyManager::RemovePod(const std::string& pod_uid) {
-  std::lock_guard<std::mutex> lock(store_mutex_);
+  MutexLock lock(store_mutex_);
   // Keyed by (pod, container): the pod's entries are one range.
   auto it = affinity_.lower_bound({pod_uid, std::string()});
   while (it != affinity_.end() && it->first.first == pod_uid)
@@ -214,7 +213,7 @@ void TopologyManager::RemovePod(const std::string& pod_uid) {
 
 TopologyHint TopologyManager::GetAffinity(const std::string& pod_uid,
                                           const std::string& container) const {
-  std::lock_guard<std::mutex> lock(store_mutex_);
+  MutexLock lock(store_mutex_);
   const auto it = affinity_.find({pod_uid, container});
   return it == affinity_.end() ? TopologyHint{} : it->second;
 }

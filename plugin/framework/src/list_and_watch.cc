@@ -33,7 +33,7 @@ ListAndWatchCall::ListAndWatchCall(ListAndWatchQueue* queue)
 uint64_t ListAndWatchCall::instance() const { return queue_->instance_; }
 
 void ListAndWatchCall::Offer(ListMessage message) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (finished_ || finish_after_write_) return;
   if (writing_) {
     pending_ = std::move(message);  // newer lists replace older pending ones
@@ -43,7 +43,7 @@ void ListAndWatchCall::Offer(ListMessage message) {
 }
 
 void ListAndWatchCall::Close(const grpc::Status& status) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (finished_) return;
   pending_.reset();
   if (writing_) {
@@ -78,7 +78,7 @@ void ListAndWatchCall::Proceed(Op op, bool ok) {
       queue_->set_->Add(this);  // offers the latest list
       return;
     case Op::kWrite: {
-      std::unique_lock lock(mu_);
+      MutexLock lock(mu_);
       writing_.reset();
       if (!ok) {
         // The client went away; the stream is over.
@@ -92,32 +92,41 @@ void ListAndWatchCall::Proceed(Op op, bool ok) {
       return;
     }
     case Op::kFinish: {
-      std::unique_lock lock(mu_);
-      finish_done_ = true;
-      EndIfOver(lock);
+      bool over = false;
+      {
+        MutexLock lock(mu_);
+        finish_done_ = true;
+        over = OverLocked();
+      }
+      if (over) End();
       return;
     }
     case Op::kDone: {
-      std::unique_lock lock(mu_);
-      done_ = true;
-      if (context_.IsCancelled() && !finished_) {
-        pending_.reset();
-        const grpc::Status cancelled(grpc::StatusCode::CANCELLED, "cancelled");
-        if (writing_) {
-          finish_after_write_ = cancelled;
-        } else {
-          FinishLocked(cancelled);
+      bool over = false;
+      {
+        MutexLock lock(mu_);
+        done_ = true;
+        if (context_.IsCancelled() && !finished_) {
+          pending_.reset();
+          const grpc::Status cancelled(grpc::StatusCode::CANCELLED,
+                                       "cancelled");
+          if (writing_) {
+            finish_after_write_ = cancelled;
+          } else {
+            FinishLocked(cancelled);
+          }
         }
+        over = OverLocked();
       }
-      EndIfOver(lock);
+      if (over) End();
       return;
     }
   }
 }
 
-void ListAndWatchCall::EndIfOver(std::unique_lock<std::mutex>& lock) {
-  if (!finish_done_ || !done_) return;
-  lock.unlock();
+bool ListAndWatchCall::OverLocked() const { return finish_done_ && done_; }
+
+void ListAndWatchCall::End() {
   queue_->set_->Remove(this);
   delete this;
 }
@@ -139,13 +148,13 @@ void ListAndWatchQueue::Start() {
 }
 
 void ListAndWatchQueue::RequestNext() {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   if (accepting_) new ListAndWatchCall(this);
 }
 
 void ListAndWatchQueue::Stop() {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     if (stopped_) return;
     stopped_ = true;
     accepting_ = false;
@@ -168,19 +177,19 @@ void ListAndWatchQueue::Run() {
 }
 
 void StreamSet::Publish(const ListMessage& message) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   latest_ = message;
   for (ListAndWatchCall* call : calls_) call->Offer(message);
 }
 
 ListMessage StreamSet::latest() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return latest_;
 }
 
 void StreamSet::Add(ListAndWatchCall* call) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     calls_.insert(call);
     empty_since_.reset();
     if (latest_) call->Offer(latest_);
@@ -191,9 +200,9 @@ void StreamSet::Add(ListAndWatchCall* call) {
 
 void StreamSet::Remove(ListAndWatchCall* call) {
   {
-    std::lock_guard lock(mu_);
+    MutexLock lock(mu_);
     calls_.erase(call);
-    if (calls_.empty()) empty_since_ = Clock::now();
+    if (calls_.empty()) empty_since_ = clock_->Now();
   }
   changed_.notify_all();
   on_change_();
@@ -201,7 +210,7 @@ void StreamSet::Remove(ListAndWatchCall* call) {
 
 void StreamSet::Close(std::optional<uint64_t> instance,
                       const grpc::Status& status) {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   for (ListAndWatchCall* call : calls_) {
     if (!instance || call->instance() == *instance) call->Close(status);
   }
@@ -217,18 +226,23 @@ size_t StreamSet::CountLocked(std::optional<uint64_t> instance) const {
 
 bool StreamSet::WaitClosed(std::optional<uint64_t> instance,
                            std::chrono::milliseconds timeout) {
-  std::unique_lock lock(mu_);
-  return changed_.wait_for(lock, timeout,
-                           [&] { return CountLocked(instance) == 0; });
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  MutexLock lock(mu_);
+  while (CountLocked(instance) != 0) {
+    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout) {
+      return CountLocked(instance) == 0;
+    }
+  }
+  return true;
 }
 
 size_t StreamSet::size() const {
-  std::lock_guard lock(mu_);
+  MutexLock lock(mu_);
   return calls_.size();
 }
 
-std::optional<StreamSet::Clock::time_point> StreamSet::empty_since() const {
-  std::lock_guard lock(mu_);
+std::optional<Clock::TimePoint> StreamSet::empty_since() const {
+  MutexLock lock(mu_);
   return empty_since_;
 }
 

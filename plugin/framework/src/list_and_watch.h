@@ -12,13 +12,15 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <set>
 #include <thread>
 
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/codegen/proto_utils.h>
+
+#include "topology/clock.h"
+#include "topology/thread_annotations.h"
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "deviceplugin/v1beta1/api.pb.h"
@@ -58,23 +60,27 @@ class ListAndWatchCall {
 
  private:
   ~ListAndWatchCall() = default;
-  void StartWriteLocked(ListMessage message);
-  void FinishLocked(const grpc::Status& status);
-  // Removes and deletes the call once nothing of it is outstanding.
-  void EndIfOver(std::unique_lock<std::mutex>& lock);
+  void StartWriteLocked(ListMessage message) TOPOLOGY_REQUIRES(mu_);
+  void FinishLocked(const grpc::Status& status) TOPOLOGY_REQUIRES(mu_);
+  // Nothing of the call is outstanding: Finish completed and gRPC's done
+  // notification came.
+  bool OverLocked() const TOPOLOGY_REQUIRES(mu_);
+  // Removes and deletes the call (once OverLocked()).
+  void End() TOPOLOGY_EXCLUDES(mu_);
 
   ListAndWatchQueue* const queue_;
   Tag tags_[4];
   grpc::ServerContext context_;
   grpc::ByteBuffer request_;  // Empty: carries nothing to read
   grpc::ServerAsyncWriter<grpc::ByteBuffer> writer_{&context_};
-  std::mutex mu_;
-  ListMessage writing_;
-  ListMessage pending_;
-  std::optional<grpc::Status> finish_after_write_;
-  bool finished_ = false;     // Finish started
-  bool finish_done_ = false;  // and completed
-  bool done_ = false;         // gRPC's done notification came
+  mutable Mutex mu_;
+  ListMessage writing_ TOPOLOGY_GUARDED_BY(mu_);
+  ListMessage pending_ TOPOLOGY_GUARDED_BY(mu_);
+  std::optional<grpc::Status> finish_after_write_ TOPOLOGY_GUARDED_BY(mu_);
+  bool finished_ TOPOLOGY_GUARDED_BY(mu_) = false;     // Finish started
+  bool finish_done_ TOPOLOGY_GUARDED_BY(mu_) = false;  // and completed
+  // gRPC's done notification came
+  bool done_ TOPOLOGY_GUARDED_BY(mu_) = false;
 };
 
 // The ListAndWatch calls of one serving instance, on a completion queue of
@@ -113,19 +119,20 @@ class ListAndWatchQueue {
   StreamSet* const set_;
   const uint64_t instance_;
   const std::function<void()> on_stream_;
-  std::mutex mu_;
-  bool accepting_ = true;
-  bool stopped_ = false;
+  Mutex mu_;
+  bool accepting_ TOPOLOGY_GUARDED_BY(mu_) = true;
+  bool stopped_ TOPOLOGY_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 
 class StreamSet {
  public:
-  using Clock = std::chrono::steady_clock;
-
   // Called (without the lock) whenever the number of open streams changes.
-  explicit StreamSet(std::function<void()> on_change)
-      : on_change_(std::move(on_change)) {}
+  // `clock` (not owned) dates empty_since().
+  StreamSet(std::function<void()> on_change, const Clock* clock)
+      : on_change_(std::move(on_change)),
+        clock_(clock),
+        empty_since_(clock->Now()) {}
 
   // Stores the latest message and offers it to every stream.
   void Publish(const ListMessage& message);
@@ -143,17 +150,19 @@ class StreamSet {
 
   size_t size() const;
   // When no stream is open: since when. nullopt while one is open.
-  std::optional<Clock::time_point> empty_since() const;
+  std::optional<Clock::TimePoint> empty_since() const;
 
  private:
-  size_t CountLocked(std::optional<uint64_t> instance) const;
+  size_t CountLocked(std::optional<uint64_t> instance) const
+      TOPOLOGY_REQUIRES(mu_);
 
-  std::function<void()> on_change_;
-  mutable std::mutex mu_;
-  std::condition_variable changed_;
-  ListMessage latest_;
-  std::set<ListAndWatchCall*> calls_;
-  std::optional<Clock::time_point> empty_since_ = Clock::now();
+  const std::function<void()> on_change_;
+  const Clock* const clock_;
+  mutable Mutex mu_;
+  std::condition_variable_any changed_;
+  ListMessage latest_ TOPOLOGY_GUARDED_BY(mu_);
+  std::set<ListAndWatchCall*> calls_ TOPOLOGY_GUARDED_BY(mu_);
+  std::optional<Clock::TimePoint> empty_since_ TOPOLOGY_GUARDED_BY(mu_);
 };
 
 }  // namespace topology::plugin

@@ -34,6 +34,7 @@
 
 #include "topology/plugin/resource_name.h"
 #include "topology/sorted_search.h"
+#include "topology/thread_annotations.h"
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
 #include "dir_watcher.h"
@@ -92,7 +93,6 @@ LatencyHistogram::Snapshot LatencyHistogram::Read() const {
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
 constexpr size_t kMaxIdBytes = 63;
 // sun_path holds 108 bytes including the terminating NUL.
 constexpr size_t kMaxSocketPath = sizeof(sockaddr_un{}.sun_path) - 1;
@@ -289,7 +289,7 @@ class ResourceServer final : public ResourcePublisher {
         instance_(std::move(instance)),
         handler_(std::move(handler)),
         plugin_options_(plugin_options),
-        streams_([this] { Wake(); }) {}
+        streams_([this] { Wake(); }, options.clock) {}
 
   ~ResourceServer() override { Stop(); }
 
@@ -297,15 +297,15 @@ class ResourceServer final : public ResourcePublisher {
   const std::string& resource_name() const override { return name_; }
   Status SetDevices(std::vector<Device> devices) override;
   std::vector<Device> devices() const override {
-    std::lock_guard lock(devices_mu_);
+    MutexLock lock(devices_mu_);
     return devices_;
   }
   bool registered() const override {
-    std::lock_guard lock(state_mu_);
+    MutexLock lock(state_mu_);
     return registered_;
   }
   std::string endpoint() const override {
-    std::lock_guard lock(state_mu_);
+    MutexLock lock(state_mu_);
     return current_ ? current_->endpoint : std::string();
   }
   ResourceStats stats() const override;
@@ -324,7 +324,7 @@ class ResourceServer final : public ResourcePublisher {
   // Whether another instance serves this resource now (a newer one
   // registered after us).
   bool superseded() const override {
-    std::lock_guard lock(state_mu_);
+    MutexLock lock(state_mu_);
     return !superseding_.empty();
   }
 
@@ -357,7 +357,10 @@ class ResourceServer final : public ResourcePublisher {
   Status Register(const std::string& endpoint);
   void Supervise();
   void Wake() {
-    { std::lock_guard lock(state_mu_); }
+    {
+      MutexLock lock(state_mu_);
+      ++wakes_;
+    }
     wake_.notify_all();
   }
   // Fails when an id is unknown (or, with `healthy`, unhealthy).
@@ -372,39 +375,44 @@ class ResourceServer final : public ResourcePublisher {
   const std::shared_ptr<ResourceHandler> handler_;
   const DevicePluginOptions plugin_options_;
 
-  mutable std::mutex devices_mu_;
-  std::vector<Device> devices_;
+  mutable Mutex devices_mu_;
+  std::vector<Device> devices_ TOPOLOGY_GUARDED_BY(devices_mu_);
   // Indexes into devices_ in the order of their ids, for CheckIds.
-  std::vector<uint32_t> by_id_;
+  std::vector<uint32_t> by_id_ TOPOLOGY_GUARDED_BY(devices_mu_);
 
   StreamSet streams_;
 
-  mutable std::mutex state_mu_;
-  std::condition_variable wake_;
-  std::unique_ptr<ServingInstance> current_;
-  std::vector<std::unique_ptr<ServingInstance>> retiring_;
-  uint64_t next_instance_ = 0;
-  bool registered_ = false;
-  bool restart_requested_ = false;
+  mutable Mutex state_mu_;
+  std::condition_variable_any wake_;
+  std::unique_ptr<ServingInstance> current_ TOPOLOGY_GUARDED_BY(state_mu_);
+  std::vector<std::unique_ptr<ServingInstance>> retiring_
+      TOPOLOGY_GUARDED_BY(state_mu_);
+  uint64_t next_instance_ TOPOLOGY_GUARDED_BY(state_mu_) = 0;
+  bool registered_ TOPOLOGY_GUARDED_BY(state_mu_) = false;
+  bool restart_requested_ TOPOLOGY_GUARDED_BY(state_mu_) = false;
   // kubelet.sock was (re)created. A starting kubelet first deletes every
   // socket (ours too) and then creates kubelet.sock: when our socket's
   // deletion already made us serve a new socket shortly before, the
   // creation is the same restart, not another one. One kubelet restart,
   // one new socket, one registration.
-  bool kubelet_created_ = false;
+  bool kubelet_created_ TOPOLOGY_GUARDED_BY(state_mu_) = false;
   // Sockets of this resource that other instances created after we
   // registered: while any is there, the kubelet uses that instance and this
   // one neither registers again nor counts as registered. When the last
   // goes (the newer instance exited), this one registers again.
-  std::set<std::string> superseding_;
-  Clock::time_point next_liveness_check_;
-  std::optional<Clock::time_point> deletion_restart_at_;
-  bool stopping_ = false;
-  Clock::time_point registered_at_;
-  Clock::time_point next_attempt_;
-  std::chrono::milliseconds backoff_{0};
-  uint64_t failures_in_a_row_ = 0;
-  grpc::ClientContext* pending_register_ = nullptr;
+  std::set<std::string> superseding_ TOPOLOGY_GUARDED_BY(state_mu_);
+  Clock::TimePoint next_liveness_check_ TOPOLOGY_GUARDED_BY(state_mu_);
+  std::optional<Clock::TimePoint> deletion_restart_at_
+      TOPOLOGY_GUARDED_BY(state_mu_);
+  bool stopping_ TOPOLOGY_GUARDED_BY(state_mu_) = false;
+  // Counts Wake() calls: a back-off ends early when something happened.
+  uint64_t wakes_ TOPOLOGY_GUARDED_BY(state_mu_) = 0;
+  Clock::TimePoint registered_at_ TOPOLOGY_GUARDED_BY(state_mu_);
+  Clock::TimePoint next_attempt_ TOPOLOGY_GUARDED_BY(state_mu_);
+  std::chrono::milliseconds backoff_ TOPOLOGY_GUARDED_BY(state_mu_){0};
+  uint64_t failures_in_a_row_ TOPOLOGY_GUARDED_BY(state_mu_) = 0;
+  grpc::ClientContext* pending_register_ TOPOLOGY_GUARDED_BY(state_mu_) =
+      nullptr;
   std::thread supervisor_;
 
   std::atomic<bool> listed_{false};  // a ListAndWatch stream was opened
@@ -470,15 +478,17 @@ Status ResourceServer::SetDevices(std::vector<Device> devices) {
                            std::to_string(devices.size()) + " devices");
     }
   }
-  std::lock_guard lock(devices_mu_);
+  MutexLock lock(devices_mu_);
   const bool first = !streams_.latest();
   if (!first && devices == devices_) return OkStatus();
   devices_ = std::move(devices);
   devices_.shrink_to_fit();
   by_id_.resize(devices_.size());
   std::iota(by_id_.begin(), by_id_.end(), 0);
-  std::sort(by_id_.begin(), by_id_.end(), [this](uint32_t a, uint32_t b) {
-    return devices_[a].id < devices_[b].id;
+  // (The lambdas see the list through a pointer taken under the lock.)
+  const Device* const listed = devices_.data();
+  std::sort(by_id_.begin(), by_id_.end(), [listed](uint32_t a, uint32_t b) {
+    return listed[a].id < listed[b].id;
   });
   if (!first) {
     list_updates_.fetch_add(1);
@@ -506,13 +516,14 @@ ResourceStats ResourceServer::stats() const {
 
 Status ResourceServer::CheckIds(const std::vector<std::string>& ids,
                                 bool healthy) const {
-  std::lock_guard lock(devices_mu_);
+  MutexLock lock(devices_mu_);
   // Ids in ascending order (what this project's host sends) are found in
   // one walk along the index; others by binary search each (the kubelet
   // sends a Go set's order).
   const bool ascending = std::is_sorted(ids.begin(), ids.end());
-  const auto before = [this](uint32_t index, const std::string& wanted) {
-    return devices_[index].id < wanted;
+  const Device* const listed = devices_.data();
+  const auto before = [listed](uint32_t index, const std::string& wanted) {
+    return listed[index].id < wanted;
   };
   auto from = by_id_.begin();
   for (const std::string& id : ids) {
@@ -664,7 +675,7 @@ grpc::Status ResourceServer::GetPreferredAllocation(
         grpc::StatusCode::UNIMPLEMENTED,
         "GetPreferredAllocation is not advertised by the " + name_ + " plugin");
   }
-  const auto start = Clock::now();
+  const auto start = std::chrono::steady_clock::now();
   for (const auto& container : request.container_requests()) {
     preferred_calls_.fetch_add(1);
     PreferredAllocationRequest plain{
@@ -696,7 +707,7 @@ grpc::Status ResourceServer::GetPreferredAllocation(
     auto* out = response->add_container_responses();
     for (std::string& id : *answer) out->add_deviceids(std::move(id));
   }
-  preferred_latency_.Observe(Clock::now() - start);
+  preferred_latency_.Observe(std::chrono::steady_clock::now() - start);
   return grpc::Status::OK;
 }
 
@@ -718,7 +729,7 @@ grpc::Status ResourceServer::PreStartContainer(
 StatusOr<std::unique_ptr<ServingInstance>> ResourceServer::NewInstance() {
   auto instance = std::make_unique<ServingInstance>();
   {
-    std::lock_guard lock(state_mu_);
+    MutexLock lock(state_mu_);
     instance->id = next_instance_++;
   }
   instance->endpoint = OwnPrefix() + std::to_string(instance->id) + ".sock";
@@ -774,10 +785,10 @@ Status ResourceServer::StartServing() {
   // not a reason to exit: the supervisor serves a new one before it
   // registers.
   LOG(INFO) << name_ << ": serving on " << (*instance)->path.string();
-  std::lock_guard lock(state_mu_);
+  MutexLock lock(state_mu_);
   current_ = std::move(*instance);
   backoff_ = options_.initial_backoff;
-  next_attempt_ = Clock::now();
+  next_attempt_ = options_.clock->Now();
   return OkStatus();
 }
 
@@ -813,7 +824,7 @@ Status ResourceServer::Register(const std::string& endpoint) {
   context.set_deadline(std::chrono::system_clock::now() +
                        options_.register_timeout);
   {
-    std::lock_guard lock(state_mu_);
+    MutexLock lock(state_mu_);
     if (stopping_) return Status(StatusCode::kCancelled, "stopping");
     // Our socket was deleted since the supervisor picked this endpoint.
     if (restart_requested_) {
@@ -824,14 +835,14 @@ Status ResourceServer::Register(const std::string& endpoint) {
   v1beta1::Empty reply;
   const grpc::Status status = stub->Register(&context, request, &reply);
   {
-    std::lock_guard lock(state_mu_);
+    MutexLock lock(state_mu_);
     pending_register_ = nullptr;
   }
   return FromGrpcStatus(status);
 }
 
 void ResourceServer::OnDirEvent(const DirEvent& event) {
-  std::lock_guard lock(state_mu_);
+  MutexLock lock(state_mu_);
   if (stopping_) return;
   if (event.kind == DirEvent::Kind::kCreated && event.name == kKubeletSocket) {
     kubelet_created_ = true;
@@ -843,7 +854,7 @@ void ResourceServer::OnDirEvent(const DirEvent& event) {
     if (event.kind == DirEvent::Kind::kCreated) {
       if (!registered_ && superseding_.empty()) return;  // it is the older
       if (superseding_.empty()) {
-        next_liveness_check_ = Clock::now() + kSupersededCheck;
+        next_liveness_check_ = options_.clock->Now() + kSupersededCheck;
       }
       if (superseding_.insert(event.name).second) {
         LOG(INFO) << name_ << ": another instance serves " << event.name
@@ -851,6 +862,7 @@ void ResourceServer::OnDirEvent(const DirEvent& event) {
                      "instance registers again when it is gone";
       }
       registered_ = false;
+      ++wakes_;
       wake_.notify_all();  // the supervisor now checks that socket
       return;
     }
@@ -862,7 +874,7 @@ void ResourceServer::OnDirEvent(const DirEvent& event) {
     LOG(INFO) << name_ << ": another instance's socket " << event.name
               << " is gone; registering again";
     registered_ = false;
-    next_attempt_ = Clock::now();
+    next_attempt_ = options_.clock->Now();
     backoff_ = options_.initial_backoff;
   } else if (event.kind == DirEvent::Kind::kDeleted && current_ &&
              event.name == current_->endpoint && !IsSocket(current_->path)) {
@@ -871,30 +883,31 @@ void ResourceServer::OnDirEvent(const DirEvent& event) {
     LOG(INFO) << name_ << ": socket " << event.name
               << " was deleted (kubelet restart); serving a new socket";
     restart_requested_ = true;
-    deletion_restart_at_ = Clock::now();
+    deletion_restart_at_ = options_.clock->Now();
     // A Register of the deleted socket in flight would only make the
     // kubelet wait for its dial timeout: give it up now.
     if (pending_register_ != nullptr) pending_register_->TryCancel();
   } else {
     return;
   }
+  ++wakes_;
   wake_.notify_all();
 }
 
 void ResourceServer::Supervise() {
-  std::unique_lock lock(state_mu_);
+  MutexLock lock(state_mu_);
   while (!stopping_) {
     if (kubelet_created_) {
       kubelet_created_ = false;
       const bool same_restart =
           deletion_restart_at_ &&
-          Clock::now() - *deletion_restart_at_ < kRestartCoalescing;
+          options_.clock->Now() - *deletion_restart_at_ < kRestartCoalescing;
       if (same_restart && restart_requested_) {
         // The pending restart covers it.
       } else if (same_restart && current_ && IsSocket(current_->path)) {
         if (!registered_) {
           VLOG(1) << name_ << ": kubelet.sock is back; registering now";
-          next_attempt_ = Clock::now();
+          next_attempt_ = options_.clock->Now();
           backoff_ = options_.initial_backoff;
         }
       } else {
@@ -909,7 +922,7 @@ void ResourceServer::Supervise() {
       LOG(INFO) << name_ << ": socket " << current_->endpoint
                 << " is gone; serving a new socket";
       restart_requested_ = true;
-      deletion_restart_at_ = Clock::now();
+      deletion_restart_at_ = options_.clock->Now();
     }
     if (restart_requested_) {
       restart_requested_ = false;
@@ -930,7 +943,13 @@ void ResourceServer::Supervise() {
         LOG(ERROR) << name_ << ": " << instance.status().message()
                    << "; trying again in " << backoff_.count() << " ms";
         restart_requested_ = true;
-        wake_.wait_for(lock, backoff_);
+        // Until the back-off ends, or something happens (a Wake()).
+        const auto retry_at = options_.clock->Now() + backoff_;
+        const uint64_t wakes = wakes_;
+        while (!stopping_ && wakes_ == wakes &&
+               options_.clock->Now() < retry_at) {
+          options_.clock->WaitUntil(wake_, lock, retry_at);
+        }
         backoff_ = std::min(backoff_ * 2, options_.max_backoff);
         continue;
       }
@@ -940,11 +959,12 @@ void ResourceServer::Supervise() {
       current_ = std::move(*instance);
       registered_ = false;
       backoff_ = options_.initial_backoff;
-      next_attempt_ = Clock::now();
+      next_attempt_ = options_.clock->Now();
       continue;
     }
 
-    if (!superseding_.empty() && Clock::now() >= next_liveness_check_) {
+    if (!superseding_.empty() &&
+        options_.clock->Now() >= next_liveness_check_) {
       // A newer instance that died without removing its socket would keep
       // this one silent for good: drop what nobody serves (outside the lock:
       // it connects).
@@ -957,17 +977,17 @@ void ResourceServer::Supervise() {
       }
       lock.lock();
       if (stopping_) break;
-      next_liveness_check_ = Clock::now() + kSupersededCheck;
+      next_liveness_check_ = options_.clock->Now() + kSupersededCheck;
       for (const std::string& other : dead) superseding_.erase(other);
       if (superseding_.empty() && !dead.empty()) {
         LOG(INFO) << name_ << ": the other instance's socket " << dead.front()
                   << " is served by nobody; registering again";
-        next_attempt_ = Clock::now();
+        next_attempt_ = options_.clock->Now();
       }
       continue;
     }
 
-    const auto now = Clock::now();
+    const auto now = options_.clock->Now();
     if (!registered_ && superseding_.empty() && now >= next_attempt_) {
       const std::string endpoint = current_->endpoint;
       lock.unlock();
@@ -979,7 +999,7 @@ void ResourceServer::Supervise() {
         registrations_.fetch_add(1);
         failures_in_a_row_ = 0;
         registered_ = true;
-        registered_at_ = Clock::now();
+        registered_at_ = options_.clock->Now();
         backoff_ = options_.initial_backoff;
         LOG(INFO) << name_ << ": registered endpoint " << endpoint
                   << " with the kubelet";
@@ -991,6 +1011,9 @@ void ResourceServer::Supervise() {
           lock.lock();
         }
       } else {
+        // The next attempt is set before the failure is counted: whoever
+        // sees the count sees the back-off in force.
+        next_attempt_ = options_.clock->Now() + backoff_;
         const uint64_t failures = registration_failures_.fetch_add(1) + 1;
         ++failures_in_a_row_;
         // The kubelet is often just restarting: warn on the 1st, 2nd, 4th,
@@ -1002,13 +1025,12 @@ void ResourceServer::Supervise() {
             << failures_in_a_row_ << " in a row, " << failures
             << " in all): " << status.ToString() << "; retrying in "
             << backoff_.count() << " ms";
-        next_attempt_ = Clock::now() + backoff_;
         backoff_ = std::min(backoff_ * 2, options_.max_backoff);
       }
       continue;
     }
 
-    std::optional<Clock::time_point> wake_at;
+    std::optional<Clock::TimePoint> wake_at;
     if (!superseding_.empty()) {
       // Another instance serves: wait for its socket to go.
       wake_at = next_liveness_check_;
@@ -1028,7 +1050,8 @@ void ResourceServer::Supervise() {
       }
     }
     if (wake_at) {
-      wake_.wait_until(lock, *wake_at);
+      // (A fake clock returns early: the loop looks again.)
+      options_.clock->WaitUntil(wake_, lock, *wake_at);
     } else {
       wake_.wait(lock);
     }
@@ -1037,7 +1060,7 @@ void ResourceServer::Supervise() {
 
 void ResourceServer::Stop() {
   {
-    std::lock_guard lock(state_mu_);
+    MutexLock lock(state_mu_);
     if (stopping_ && !supervisor_.joinable() && !current_ &&
         retiring_.empty()) {
       return;
@@ -1049,7 +1072,7 @@ void ResourceServer::Stop() {
   if (supervisor_.joinable()) supervisor_.join();
   std::vector<std::unique_ptr<ServingInstance>> all;
   {
-    std::lock_guard lock(state_mu_);
+    MutexLock lock(state_mu_);
     all = std::move(retiring_);
     retiring_.clear();
     if (current_) all.push_back(std::move(current_));

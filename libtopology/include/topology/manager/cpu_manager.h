@@ -13,7 +13,6 @@
 #include <cstdint>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
@@ -21,6 +20,7 @@
 #include "topology/export.h"
 #include "topology/manager/hint_provider.h"
 #include "topology/manager/store.h"
+#include "topology/thread_annotations.h"
 #include "topology/topology.h"
 
 namespace topology::manager {
@@ -67,24 +67,25 @@ class TOPOLOGY_EXPORT CpuManager final : public HintProvider {
   CpuManager(bool is_static, std::vector<int> cpu_nodes,
              std::map<int, CpuPlace> cpus, CpuSet reserved, const Store* store);
 
-  CpuSet Assigned() const;
-  CpuSet Allocatable() const;
+  CpuSet Assigned() const TOPOLOGY_REQUIRES(mutex_);
+  CpuSet Allocatable() const TOPOLOGY_REQUIRES(mutex_);
   HintList Generate(const CpuSet& available, const CpuSet& reusable,
                     int64_t request) const;
   ProviderHints HintsFor(const Pod& pod, const std::string& container_key,
-                         int64_t requested) const;
+                         int64_t requested) const TOPOLOGY_REQUIRES(mutex_);
   // Takes `count` CPUs from `from`: whole free cores first, then threads.
   CpuSet TakeByTopology(const CpuSet& from, int count) const;
 
-  bool static_;
-  std::vector<int> cpu_nodes_;  // NUMA nodes that have CPUs
-  std::map<int, CpuPlace> cpus_;
-  CpuSet reserved_;
-  const Store* store_;
-  mutable std::mutex mutex_;
-  std::map<std::pair<std::string, std::string>, CpuSet> assignments_;
-  std::string reuse_pod_;
-  CpuSet reusable_;
+  const bool static_;
+  const std::vector<int> cpu_nodes_;  // NUMA nodes that have CPUs
+  const std::map<int, CpuPlace> cpus_;
+  const CpuSet reserved_;
+  const Store* const store_;
+  mutable Mutex mutex_;
+  std::map<std::pair<std::string, std::string>, CpuSet> assignments_
+      TOPOLOGY_GUARDED_BY(mutex_);
+  std::string reuse_pod_ TOPOLOGY_GUARDED_BY(mutex_);
+  CpuSet reusable_ TOPOLOGY_GUARDED_BY(mutex_);
 };
 
 }  // namespace topology::manager

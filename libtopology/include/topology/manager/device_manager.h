@@ -6,6 +6,10 @@
 // affinity (asking the plugin's GetPreferredAllocation only when there are
 // more aligned devices than needed), then the rest.
 //
+// It is the only holder of the device lists and of the allocations, each
+// with the plugin's Allocate response (as the kubelet's podDevices keeps
+// AllocResp beside the device ids): whoever shows an allocation asks it.
+//
 // Thread safety: all methods lock an internal mutex. Plugin endpoints are
 // called without it (as the kubelet releases its mutex around
 // GetPreferredAllocation and Allocate), and are held by shared ownership, so
@@ -18,7 +22,6 @@
 #include <functional>
 #include <map>
 #include <memory>
-#include <mutex>
 #include <set>
 #include <string>
 #include <vector>
@@ -28,6 +31,7 @@
 #include "topology/manager/numa_mask.h"
 #include "topology/manager/store.h"
 #include "topology/status.h"
+#include "topology/thread_annotations.h"
 
 namespace topology::manager {
 
@@ -47,8 +51,12 @@ class DevicePluginEndpoint {
   virtual StatusOr<std::vector<std::string>> GetPreferredAllocation(
       const std::vector<std::string>& available,
       const std::vector<std::string>& must_include, int size) = 0;
-  // The Allocate call for one container's devices of this resource.
-  virtual Status Allocate(const std::vector<std::string>& device_ids) = 0;
+  // The Allocate call for one container's devices of this resource. The
+  // answer is the plugin's response for the container, opaque to the
+  // manager (the host keeps a serialized ContainerAllocateResponse); it is
+  // stored with the allocation.
+  virtual StatusOr<std::string> Allocate(
+      const std::vector<std::string>& device_ids) = 0;
 };
 
 class TOPOLOGY_EXPORT DeviceManager final : public HintProvider {
@@ -116,6 +124,25 @@ class TOPOLOGY_EXPORT DeviceManager final : public HintProvider {
   std::vector<std::string> ContainerDevices(const std::string& pod_uid,
                                             const std::string& container,
                                             const std::string& resource) const;
+  // What the plugin's Allocate answered for a container's devices of
+  // `resource`; empty when it was not called (no endpoint, a restored
+  // allocation) or the container holds none.
+  std::string AllocateResponse(const std::string& pod_uid,
+                               const std::string& container,
+                               const std::string& resource) const;
+  // What one registered resource has now.
+  struct ResourceSnapshot {
+    std::vector<Device> devices = {};      // sorted by id
+    std::vector<std::string> in_use = {};  // sorted
+  };
+  // Every registered resource, read at one instant.
+  std::map<std::string, ResourceSnapshot> Snapshot() const;
+  // A resource's devices, sorted by id; empty when unknown.
+  std::vector<Device> Devices(const std::string& resource) const;
+  // Every device of `resource` turns unhealthy (its plugin went away: the
+  // kubelet keeps the capacity and zeroes what is allocatable). The
+  // endpoint is kept until a new registration replaces it.
+  void MarkUnhealthy(const std::string& resource);
   // Devices in use for a resource, sorted.
   std::vector<std::string> InUse(const std::string& resource) const;
 
@@ -148,44 +175,55 @@ class TOPOLOGY_EXPORT DeviceManager final : public HintProvider {
   // Indices into a Resource's table, ascending (so the ids are sorted too).
   using IndexList = std::vector<uint32_t>;
 
+  // One container's devices of one resource and the plugin's answer.
+  struct Held {
+    DeviceSet ids = {};
+    std::string response = {};
+  };
+  using ContainerKey = std::pair<std::string, std::string>;  // (pod, name)
+
   HintList Generate(const Resource& r, const IndexList& available,
                     const DeviceSet& reusable, int64_t request) const;
-  bool IsDevicePluginResourceLocked(const std::string& resource) const;
+  bool IsDevicePluginResourceLocked(const std::string& resource) const
+      TOPOLOGY_REQUIRES(mutex_);
   // Free, healthy devices of a registered resource.
   static IndexList Available(const Resource& r);
   // The table indices of `ids` that are in it, ascending.
   static IndexList IndicesOf(const Resource& r, const DeviceSet& ids);
   DeviceSet PodDevices(const std::string& pod_uid,
-                       const std::string& resource) const;
+                       const std::string& resource) const
+      TOPOLOGY_REQUIRES(mutex_);
   // Sets the devices of one container's allocation of `resource` (empty:
   // removes it), keeping the holder counts in step.
-  void SetAllocation(const std::pair<std::string, std::string>& key,
-                     const std::string& resource, DeviceSet devices);
+  // keeping the holder counts in step; the response is dropped.
+  void SetAllocation(const ContainerKey& key, const std::string& resource,
+                     DeviceSet devices) TOPOLOGY_REQUIRES(mutex_);
   // Counts `ids` as held (`delta` +1) or no longer held (-1).
-  void Hold(const std::string& resource, const DeviceSet& ids, int delta);
-  // REQUIRES: `lock` holds mutex_; released around the plugin's
-  // GetPreferredAllocation and held again on return.
-  StatusOr<DeviceSet> DevicesToAllocate(std::unique_lock<std::mutex>& lock,
-                                        const Pod& pod,
+  void Hold(const std::string& resource, const DeviceSet& ids, int delta)
+      TOPOLOGY_REQUIRES(mutex_);
+  // mutex_ is released around the plugin's GetPreferredAllocation and held
+  // again on return.
+  StatusOr<DeviceSet> DevicesToAllocate(const Pod& pod,
                                         const Container& container,
                                         const std::string& resource,
-                                        int64_t required, DeviceSet* reusable);
-
-  std::vector<int> numa_node_ids_;
-  const Store* store_;
-  mutable std::mutex mutex_;
-  std::map<std::string, Resource> resources_;
-  // (pod uid, container) -> resource -> devices
-  std::map<std::pair<std::string, std::string>,
-           std::map<std::string, DeviceSet>>
-      allocations_;
+                                        int64_t required, DeviceSet* reusable)
+      TOPOLOGY_REQUIRES(mutex_);
   // Chosen devices per resource from the joint selector, or empty.
   std::map<std::string, DeviceSet> JointChoice(const Pod& pod,
-                                               const Container& container);
-  JointSelector joint_selector_;
+                                               const Container& container)
+      TOPOLOGY_REQUIRES(mutex_);
+
+  const std::vector<int> numa_node_ids_;
+  const Store* const store_;
+  mutable Mutex mutex_;
+  std::map<std::string, Resource> resources_ TOPOLOGY_GUARDED_BY(mutex_);
+  // (pod uid, container) -> resource -> devices and Allocate response
+  std::map<ContainerKey, std::map<std::string, Held>> allocations_
+      TOPOLOGY_GUARDED_BY(mutex_);
+  JointSelector joint_selector_ TOPOLOGY_GUARDED_BY(mutex_);
   // Devices of finished init containers that later containers may reuse.
-  std::string reuse_pod_;
-  std::map<std::string, DeviceSet> reusable_;
+  std::string reuse_pod_ TOPOLOGY_GUARDED_BY(mutex_);
+  std::map<std::string, DeviceSet> reusable_ TOPOLOGY_GUARDED_BY(mutex_);
 };
 
 }  // namespace topology::manager

@@ -3,14 +3,16 @@
 // policy, admits or rejects, stores the chosen affinity and asks each
 // provider to allocate.
 //
-// Thread safety: Admit, RemovePod and GetAffinity may be called from
-// different threads; admissions are serialised.
+// Thread safety: RemovePod and GetAffinity may be called from any thread,
+// also during an admission. Admit is called for one pod at a time, as the
+// kubelet admits pods one at a time: its caller is the one serialiser of
+// admissions (the host's admission slot); two concurrent Admit calls would
+// ask the providers for two pods' hints at once.
 #ifndef TOPOLOGY_MANAGER_TOPOLOGY_MANAGER_H_
 #define TOPOLOGY_MANAGER_TOPOLOGY_MANAGER_H_
 
 #include <map>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
@@ -21,6 +23,7 @@
 #include "topology/manager/numa_info.h"
 #include "topology/manager/policy.h"
 #include "topology/manager/store.h"
+#include "topology/thread_annotations.h"
 
 namespace topology::manager {
 
@@ -79,6 +82,7 @@ class TOPOLOGY_EXPORT TopologyManager final : public Store {
   void AddHintProvider(HintProvider* provider);
 
   // Admits `pod`. `traces`, when not null, receives one entry per merge.
+  // One call at a time (see above).
   AdmitResult Admit(const Pod& pod, std::vector<MergeTrace>* traces = nullptr);
 
   // Which policy and scope decide `pod`. REQUIRES: a pod policy, if any,
@@ -116,9 +120,9 @@ class TOPOLOGY_EXPORT TopologyManager final : public Store {
   // (policy_ is then none and scope_ the scope pods' policies use).
   std::map<std::string, std::unique_ptr<Policy>> pod_policies_;
   std::vector<HintProvider*> providers_;
-  std::mutex admit_mutex_;
-  mutable std::mutex store_mutex_;
-  std::map<std::pair<std::string, std::string>, TopologyHint> affinity_;
+  mutable Mutex store_mutex_;
+  std::map<std::pair<std::string, std::string>, TopologyHint> affinity_
+      TOPOLOGY_GUARDED_BY(store_mutex_);
 };
 
 }  // namespace topology::manager

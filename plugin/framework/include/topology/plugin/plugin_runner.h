@@ -27,6 +27,7 @@
 #include <string>
 #include <vector>
 
+#include "topology/clock.h"
 #include "topology/plugin/metrics.h"
 #include "topology/plugin/types.h"
 #include "topology/status.h"
@@ -92,6 +93,9 @@ struct RunnerOptions {
   std::chrono::milliseconds stream_gap{10000};
   // Largest device list message; the kubelet receives at most 4 MiB.
   size_t max_message_bytes = 4u << 20;
+  // Time for the back-off, the stream gap and the liveness checks; not
+  // owned. Tests give a FakeClock (topology/testing/fake_clock.h).
+  const Clock* clock = &Clock::Real();
 };
 
 // The handle through which a plugin publishes one resource's devices.

@@ -5,7 +5,7 @@
 #include "topology/manager/policy_options.h"
 #include "topology/manager/topology_manager.h"
 
-namespace topology::tools {
+namespace topology::host {
 namespace {
 
 using manager::HintList;
@@ -247,4 +247,4 @@ StatusOr<json> RunMergeCase(const MergeCase& merge_case,
   return out;
 }
 
-}  // namespace topology::tools
+}  // namespace topology::host

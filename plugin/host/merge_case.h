@@ -1,6 +1,6 @@
 // `topology-manager merge`: one JSON merge case in, one JSON result out.
-#ifndef TOPOLOGY_TOOLS_TOPOLOGY_MANAGER_MERGE_CASE_H_
-#define TOPOLOGY_TOOLS_TOPOLOGY_MANAGER_MERGE_CASE_H_
+#ifndef TOPOLOGY_HOST_MERGE_CASE_H_
+#define TOPOLOGY_HOST_MERGE_CASE_H_
 
 #include <map>
 #include <string>
@@ -12,7 +12,7 @@
 #include "topology/manager/policy.h"
 #include "topology/status.h"
 
-namespace topology::tools {
+namespace topology::host {
 
 struct MergeCase {
   std::string policy;
@@ -36,6 +36,6 @@ StatusOr<nlohmann::json> RunMergeCase(const MergeCase& merge_case,
                                       manager::MergeEngine engine,
                                       bool explain);
 
-}  // namespace topology::tools
+}  // namespace topology::host
 
-#endif  // TOPOLOGY_TOOLS_TOPOLOGY_MANAGER_MERGE_CASE_H_
+#endif  // TOPOLOGY_HOST_MERGE_CASE_H_

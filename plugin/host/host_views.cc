@@ -1,0 +1,188 @@
+#include "host_views.h"
+
+#include <algorithm>
+#include <map>
+#include <utility>
+
+#include "pod_manifest.h"
+
+namespace topology::host {
+
+using nlohmann::json;
+
+namespace {
+
+// One resource's devices on one NUMA node ("none": devices without one).
+struct NodeCounts {
+  int capacity = 0;
+  int allocatable = 0;  // healthy, the plugin connected
+  int available = 0;    // allocatable and held by no pod
+};
+
+std::map<std::string, NodeCounts> CountsByNode(const ResourceSnapshot& resource,
+                                               size_t* allocatable) {
+  std::map<std::string, NodeCounts> out;
+  *allocatable = 0;
+  for (const manager::Device& device : resource.devices) {
+    const bool healthy = device.healthy && resource.connected;
+    const bool held = std::binary_search(resource.in_use.begin(),
+                                         resource.in_use.end(), device.id);
+    *allocatable += healthy ? 1 : 0;
+    std::vector<std::string> keys;
+    for (int node : device.numa_nodes) keys.push_back(std::to_string(node));
+    if (keys.empty()) keys.emplace_back("none");
+    for (const std::string& key : keys) {
+      NodeCounts& counts = out[key];
+      ++counts.capacity;
+      if (healthy) {
+        ++counts.allocatable;
+        if (!held) ++counts.available;
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+json ToJson(const ContainerResult& c) {
+  json devices = json::object();
+  for (const auto& [resource, ids] : c.devices) devices[resource] = ids;
+  return {{"name", c.name},
+          {"devices", std::move(devices)},
+          {"cpus", c.cpus.ToList()},
+          {"numa_nodes", c.numa_nodes ? json(*c.numa_nodes) : json(nullptr)}};
+}
+
+json ToJson(const PodResult& result, bool explain) {
+  json containers = json::array();
+  for (const ContainerResult& c : result.containers) {
+    json container = ToJson(c);
+    if (!c.allocate_responses.empty()) {
+      container["allocate_responses"] = c.allocate_responses;
+    }
+    containers.push_back(std::move(container));
+  }
+  json policy = nullptr;
+  if (!result.policy.policy.empty()) {
+    policy = {{"policy", result.policy.policy},
+              {"scope", result.policy.scope},
+              {"source", result.policy.source},
+              {"requested", result.policy.requested.empty()
+                                ? json(nullptr)
+                                : json(result.policy.requested)}};
+  }
+  json out = {
+      {"topology_policy", policy},
+      {"pod", result.name},
+      {"namespace", result.ns},
+      {"uid", result.uid},
+      {"admitted", result.admitted},
+      {"reason", result.reason.empty() ? json(nullptr) : json(result.reason)},
+      {"message",
+       result.message.empty() ? json(nullptr) : json(result.message)},
+      {"containers", containers}};
+  if (explain) out["explanation"] = result.explanation;
+  return out;
+}
+
+json StatusJson(const HostSnapshot& snapshot) {
+  json resources = json::array();
+  for (const ResourceSnapshot& resource : snapshot.resources) {
+    size_t allocatable = 0;
+    json per_node = json::object();
+    for (const auto& [key, counts] : CountsByNode(resource, &allocatable)) {
+      per_node[key] = {{"capacity", counts.capacity},
+                       {"allocatable", counts.allocatable},
+                       {"available", counts.available}};
+    }
+    resources.push_back(
+        {{"name", resource.name},
+         {"capacity", resource.devices.size()},
+         {"allocatable", allocatable},
+         {"in_use", resource.in_use.size()},
+         {"plugin",
+          resource.plugin.empty() ? json(nullptr) : json(resource.plugin)},
+         {"connected", resource.connected},
+         {"problem",
+          resource.problem.empty() ? json(nullptr) : json(resource.problem)},
+         {"numa_nodes", per_node}});
+  }
+  json pods = json::array();
+  for (const PodResult& pod : snapshot.pods) pods.push_back(ToJson(pod, false));
+  json nodes = json::array();
+  for (const NumaNode& node : snapshot.topology->numa_nodes()) {
+    nodes.push_back({{"id", node.id}, {"cpus", node.cpus.ToList()}});
+  }
+  return {{"node", snapshot.node_name},
+          {"policy", snapshot.policy},
+          {"pod_policies", snapshot.pod_policies
+                               ? json("each pod's own (spec.topology.policy "
+                                      "or annotation " +
+                                      std::string(kTopologyPolicyAnnotation) +
+                                      "), none by default")
+                               : json(nullptr)},
+          {"scope", snapshot.scope},
+          {"cpu_policy", snapshot.cpu_policy},
+          {"numa_nodes", nodes},
+          {"cpus",
+           {{"reserved", snapshot.reserved_cpus.ToList()},
+            {"shared", snapshot.shared_cpus.ToList()}}},
+          {"resources", resources},
+          {"pods", pods}};
+}
+
+json NodeResourceTopologyJson(const HostSnapshot& snapshot) {
+  const Topology& topology = *snapshot.topology;
+  // Each resource's counts per node, computed once.
+  std::vector<std::pair<std::string, std::map<std::string, NodeCounts>>> counts;
+  for (const ResourceSnapshot& resource : snapshot.resources) {
+    size_t allocatable = 0;
+    counts.emplace_back(resource.name, CountsByNode(resource, &allocatable));
+  }
+  json zones = json::array();
+  for (const NumaNode& node : topology.numa_nodes()) {
+    json costs = json::array();
+    for (const NumaNode& other : topology.numa_nodes()) {
+      if (auto d = topology.Distance(node.id, other.id)) {
+        costs.push_back(
+            {{"name", "node-" + std::to_string(other.id)}, {"value", *d}});
+      }
+    }
+    const int capacity = node.cpus.Count();
+    const int allocatable =
+        capacity - node.cpus.Intersection(snapshot.reserved_cpus).Count();
+    // Available: allocatable CPUs nobody holds exclusively.
+    const CpuSet shared = node.cpus.Intersection(snapshot.shared_cpus);
+    const int available =
+        shared.Count() - shared.Intersection(snapshot.reserved_cpus).Count();
+    json resources = json::array();
+    resources.push_back({{"name", "cpu"},
+                         {"capacity", std::to_string(capacity)},
+                         {"allocatable", std::to_string(allocatable)},
+                         {"available", std::to_string(available)}});
+    const std::string key = std::to_string(node.id);
+    for (const auto& [name, by_node] : counts) {
+      const auto it = by_node.find(key);
+      if (it == by_node.end()) continue;
+      resources.push_back(
+          {{"name", name},
+           {"capacity", std::to_string(it->second.capacity)},
+           {"allocatable", std::to_string(it->second.allocatable)},
+           {"available", std::to_string(it->second.available)}});
+    }
+    zones.push_back({{"name", "node-" + key},
+                     {"type", "Node"},
+                     {"costs", costs},
+                     {"resources", resources}});
+  }
+  return {{"apiVersion", "topology.node.k8s.io/v1alpha2"},
+          {"kind", "NodeResourceTopology"},
+          {"metadata", {{"name", snapshot.node_name}}},
+          {"attributes",
+           {{{"name", "topologyManagerPolicy"}, {"value", snapshot.policy}},
+            {{"name", "topologyManagerScope"}, {"value", snapshot.scope}}}},
+          {"zones", zones}};
+}
+
+}  // namespace topology::host

@@ -1,0 +1,48 @@
+// The host's views: status (JSON) and the NodeResourceTopology object,
+// rendered from one typed snapshot of the state. The renderers read
+// nothing else and hold no lock.
+#ifndef TOPOLOGY_HOST_HOST_VIEWS_H_
+#define TOPOLOGY_HOST_HOST_VIEWS_H_
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "topology/cpu_set.h"
+#include "topology/manager/device_manager.h"
+#include "topology/topology.h"
+
+#include "pod_result.h"
+
+namespace topology::host {
+
+struct ResourceSnapshot {
+  std::string name = {};
+  std::vector<manager::Device> devices = {};  // sorted by id
+  std::vector<std::string> in_use = {};       // sorted
+  bool connected = false;                     // a plugin serves it now
+  std::string plugin = {};   // the plugin's socket file name; empty: none
+  std::string problem = {};  // why not connected, or what was refused
+};
+
+struct HostSnapshot {
+  const Topology* topology = nullptr;  // NUMA nodes, CPUs, distances
+  std::string node_name = {};
+  std::string policy = {};
+  std::string scope = {};
+  bool pod_policies = false;  // "dynamic": each pod's own
+  std::string cpu_policy = {};
+  CpuSet reserved_cpus = {};
+  CpuSet shared_cpus = {};
+  std::vector<ResourceSnapshot> resources = {};  // by name
+  std::vector<PodResult> pods = {};              // by uid
+};
+
+nlohmann::json StatusJson(const HostSnapshot& snapshot);
+// topology.node.k8s.io/v1alpha2 NodeResourceTopology.
+nlohmann::json NodeResourceTopologyJson(const HostSnapshot& snapshot);
+
+}  // namespace topology::host
+
+#endif  // TOPOLOGY_HOST_HOST_VIEWS_H_

@@ -1,0 +1,57 @@
+// The topology-manager command line, shared by its two programs (one main
+// each): `topology-manager` (main.cc) links no gRPC, Protocol Buffers or
+// glog and hands serve to `topology-manager-grpc` (serve_main.cc) by exec;
+// both parse every command line the same way.
+//   topology-manager merge [CASE.json] [--engine fast|reference] [--explain]
+//   topology-manager serve [kubelet flags...]
+//   topology-manager admit POD.yaml... [--format text|json] [--explain]
+//   topology-manager release POD
+//   topology-manager status [--format text|json|nrt]
+#ifndef TOPOLOGY_HOST_MANAGER_CLI_H_
+#define TOPOLOGY_HOST_MANAGER_CLI_H_
+
+#include <string>
+
+#include "deviceplugin/v1beta1/kubelet_api.h"
+
+namespace topology::host {
+
+inline constexpr int kExitRejected = 1;
+inline constexpr int kExitUsage = 2;
+inline constexpr int kExitUnreachable = 3;
+inline constexpr char kDefaultControlSocket[] = "/run/topology-manager.sock";
+
+// serve's flags as given; the program that serves checks them.
+struct ServeFlags {
+  std::string plugin_dir = kubelet::kDevicePluginPath;
+  std::string host_root = "/";
+  std::string hwloc_xml;
+  std::string control_socket = kDefaultControlSocket;
+  std::string policy = "none";
+  std::string scope = "container";
+  std::string policy_options;
+  std::string cpu_policy = "none";
+  std::string reserved_cpus;
+  std::string grace_period = "5m";
+  std::string rpc_timeout = "30s";
+  std::string control_group;
+  std::string node_name;
+  bool cost_based_selection = false;
+  int verbosity = 0;
+};
+
+// How a program runs serve: the light one execs the full one, the full one
+// serves. `argv` is the program's own (for the exec and the log's name).
+using ServeCommand = int (*)(const ServeFlags& flags, char** argv);
+
+// Parses the command line and runs the command; the exit status.
+int RunManagerCli(int argc, char** argv, ServeCommand serve);
+
+// Runs `command` (RunManagerCli of the program); anything thrown past it
+// (out of memory, a library's exception) ends it with one line and exit 1
+// rather than an abort.
+int RunGuarded(int argc, char** argv, ServeCommand serve);
+
+}  // namespace topology::host
+
+#endif  // TOPOLOGY_HOST_MANAGER_CLI_H_
