@@ -11,27 +11,18 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checksum.h"
+
 namespace topology::host {
 namespace {
 
 using nlohmann::json;
 
-uint64_t Fnv1a64(std::string_view text) {
-  uint64_t hash = 14695981039346656037ull;
-  for (char c : text) {
-    hash ^= static_cast<unsigned char>(c);
-    hash *= 1099511628211ull;
-  }
-  return hash;
-}
+using files::Fnv1a64;
 
 std::string Checksum(const json& data) {
-  const std::string body =
-      data.dump(-1, ' ', false, json::error_handler_t::replace);
-  char text[32];
-  std::snprintf(text, sizeof(text), "%016llx",
-                static_cast<unsigned long long>(Fnv1a64(body)));
-  return text;
+  return files::ChecksumHex(
+      data.dump(-1, ' ', false, json::error_handler_t::replace));
 }
 
 json ContainerJson(const manager::Container& c) {

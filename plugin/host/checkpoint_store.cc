@@ -36,7 +36,7 @@ bool WriteZeros(int fd, size_t from, size_t to) {
   while (from < to) {
     const size_t n = std::min(kZeros.size(), to - from);
     const std::string_view zeros = kZeros;
-    if (!WriteAllAt(fd, zeros.substr(0, n), from)) {
+    if (!files::WriteAllAt(fd, zeros.substr(0, n), from)) {
       return false;
     }
     from += n;
@@ -70,8 +70,8 @@ StatusOr<Checkpoint> CheckpointStore::Load(std::string* warning) {
     std::filesystem::rename(path, kept, error);
     return kept;
   };
-  auto snapshot_text = ReadRegularFile(snapshot_, max_bytes_);
-  auto journal_text = ReadRegularFile(journal_, max_bytes_);
+  auto snapshot_text = files::ReadRegularFile(snapshot_, max_bytes_);
+  auto journal_text = files::ReadRegularFile(journal_, max_bytes_);
   const bool no_snapshot =
       !snapshot_text.ok() &&
       snapshot_text.status().code() == StatusCode::kNotFound;
@@ -142,7 +142,8 @@ StatusOr<Checkpoint> CheckpointStore::Load(std::string* warning) {
       // A copy: the original stays until the next Compact replaces it. Made
       // as every file here (a planted link at `kept` is replaced, never
       // written through), from the text already read.
-      const Status copied = WriteFileAtomically(kept, *journal_text, 0600);
+      const Status copied =
+          files::WriteFileAtomically(kept, *journal_text, 0600);
       warnings.push_back(
           "checkpoint journal " + journal_.string() + " is damaged at " +
           replay.damage + "; the " + std::to_string(replay.applied) +
@@ -166,7 +167,7 @@ Status CheckpointStore::Resume(const std::function<std::string()>& encode) {
 }
 
 Status CheckpointStore::ReplaceJournal(std::string_view records) {
-  auto fd = CreateFileAtomically(journal_, records, 0600);
+  auto fd = files::CreateFileAtomically(journal_, records, 0600);
   CloseJournal();
   if (!fd.ok()) {
     broken_ = true;
@@ -187,7 +188,7 @@ Status CheckpointStore::Compact(const std::function<std::string()>& encode) {
 Status CheckpointStore::CompactLocked(
     const std::function<std::string()>& encode) {
   const std::string text = encode();
-  if (Status written = WriteFileAtomically(snapshot_, text, 0600);
+  if (Status written = files::WriteFileAtomically(snapshot_, text, 0600);
       !written.ok()) {
     return written;
   }
@@ -218,7 +219,7 @@ Status CheckpointStore::Append(std::string_view records,
     written = WriteZeros(journal_fd_, journal_reserved_, ahead);
     if (written) journal_reserved_ = ahead;
   }
-  if (!written || !WriteAllAt(journal_fd_, records, journal_bytes_) ||
+  if (!written || !files::WriteAllAt(journal_fd_, records, journal_bytes_) ||
       fdatasync(journal_fd_) != 0) {
     const std::string reason = Errno();
     // Cut the partial record (and the zeros after it) off so that later

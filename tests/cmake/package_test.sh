@@ -17,7 +17,10 @@
 #   6. the example's own tests build against the installed test kit only
 #      (find_package(libtopology COMPONENTS testing) and pkg-config
 #      libtopology-testing) and pass, with the installed
-#      topology-sysfs-fixture writing the machine above.
+#      topology-sysfs-fixture writing the machine above;
+#   7. a program on the installed DRA framework builds through
+#      find_package(libtopology COMPONENTS draplugin) and pkg-config
+#      libtopology-draplugin, serves its sockets and stops.
 # Usage: package_test.sh PREFIX LIBDIR EXAMPLES_DIR WORK_DIR GENERATOR CXX
 #                        CXXFLAGS LDFLAGS
 set -euo pipefail
@@ -211,4 +214,22 @@ PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" make -s -C "$examples/accel-plugin" 
   CXX="$cxx" CXXFLAGS="$cxxflags" LDFLAGS="$ldflags" \
   >"$work/pkg-config-check.log" 2>&1 ||
   fail "make check through pkg-config libtopology-testing failed"
+echo "== the DRA framework, through find_package and pkg-config"
+consumer=$(dirname "$0")/draplugin_consumer
+cmake -S "$consumer" -B "$work/draplugin-build" -G "$generator" \
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_CXX_FLAGS="$cxxflags" -DCMAKE_EXE_LINKER_FLAGS="$ldflags" \
+  >"$work/draplugin-cmake.log" 2>&1 &&
+  cmake --build "$work/draplugin-build" >>"$work/draplugin-cmake.log" 2>&1 ||
+  fail "the DRA consumer does not build through find_package"
+"$work/draplugin-build/draplugin-consumer" "$run/dra-cmake" ||
+  fail "the DRA consumer (find_package build) did not serve and stop"
+(cd "$work" && PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" \
+  "$cxx" -std=c++20 $cxxflags -Wall -Wextra -Werror "$consumer/main.cc" \
+  -o draplugin-consumer-pc \
+  $(PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" pkg-config --cflags --libs \
+    libtopology-draplugin) $ldflags) >"$work/draplugin-pc.log" 2>&1 ||
+  fail "the DRA consumer does not build through pkg-config"
+"$work/draplugin-consumer-pc" "$run/dra-pc" ||
+  fail "the DRA consumer (pkg-config build) did not serve and stop"
 echo "package test passed"

@@ -11,8 +11,24 @@ bool IsLowerAlnum(char c) {
 
 bool IsAlnum(char c) { return IsLowerAlnum(c) || (c >= 'A' && c <= 'Z'); }
 
-// RFC 1123 subdomain: dot-separated labels of [a-z0-9-], each starting and
-// ending alphanumeric, at most 253 characters in all.
+// The name part of a qualified name: 1-63 characters, alphanumeric at both
+// ends, [-_.A-Za-z0-9] inside.
+bool IsQualifiedNamePart(std::string_view text) {
+  if (text.empty() || text.size() > 63) return false;
+  if (!IsAlnum(text.front()) || !IsAlnum(text.back())) return false;
+  for (char c : text) {
+    if (!IsAlnum(c) && c != '-' && c != '_' && c != '.') return false;
+  }
+  return true;
+}
+
+Status Invalid(std::string_view name, std::string_view why) {
+  return InvalidArgumentError("the ResourceName \"" + std::string(name) +
+                              "\" is invalid: " + std::string(why));
+}
+
+}  // namespace
+
 bool IsDnsSubdomain(std::string_view text) {
   if (text.empty() || text.size() > 253) return false;
   size_t start = 0;
@@ -31,24 +47,6 @@ bool IsDnsSubdomain(std::string_view text) {
   }
   return true;
 }
-
-// The name part of a qualified name: 1-63 characters, alphanumeric at both
-// ends, [-_.A-Za-z0-9] inside.
-bool IsQualifiedNamePart(std::string_view text) {
-  if (text.empty() || text.size() > 63) return false;
-  if (!IsAlnum(text.front()) || !IsAlnum(text.back())) return false;
-  for (char c : text) {
-    if (!IsAlnum(c) && c != '-' && c != '_' && c != '.') return false;
-  }
-  return true;
-}
-
-Status Invalid(std::string_view name, std::string_view why) {
-  return InvalidArgumentError("the ResourceName \"" + std::string(name) +
-                              "\" is invalid: " + std::string(why));
-}
-
-}  // namespace
 
 Status ValidateResourceName(std::string_view name) {
   if (name.find('/') == std::string_view::npos) {

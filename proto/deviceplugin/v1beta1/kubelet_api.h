@@ -18,6 +18,11 @@ inline constexpr char kDevicePluginPath[] = "/var/lib/kubelet/device-plugins/";
 // The kubelet's own checkpoint in that directory.
 inline constexpr char kKubeletCheckpoint[] = "kubelet_internal_checkpoint";
 
+// RFC 1123 subdomain: dot-separated labels of [a-z0-9-], each starting and
+// ending alphanumeric, at most 253 characters in all (a DRA driver's name,
+// an extended resource's domain).
+bool IsDnsSubdomain(std::string_view text);
+
 // OK when `name` is a valid extended resource name by the kubelet's
 // IsExtendedResourceName: "<dns-1123 subdomain>/<name part>", no
 // "kubernetes.io/", no "requests." prefix, name part 1-63 characters of

@@ -8,7 +8,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace topology::host {
+namespace topology::files {
 namespace {
 
 std::string Errno() { return std::strerror(errno); }
@@ -180,4 +180,4 @@ StatusOr<int> CreateFileAtomically(const std::filesystem::path& path,
   return fd.Release();
 }
 
-}  // namespace topology::host
+}  // namespace topology::files

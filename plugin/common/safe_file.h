@@ -2,8 +2,8 @@
 // is writable by every plugin): read without following links and only when
 // regular and bounded; written to a fresh temporary file (O_EXCL), with an
 // explicit mode, fsynced and renamed into place.
-#ifndef TOPOLOGY_HOST_SAFE_FILE_H_
-#define TOPOLOGY_HOST_SAFE_FILE_H_
+#ifndef TOPOLOGY_FILES_SAFE_FILE_H_
+#define TOPOLOGY_FILES_SAFE_FILE_H_
 
 #include <cstddef>
 #include <filesystem>
@@ -14,7 +14,7 @@
 
 #include "topology/status.h"
 
-namespace topology::host {
+namespace topology::files {
 
 // The contents of `path`. NOT_FOUND when it does not exist;
 // FAILED_PRECONDITION when it is a link, not a regular file (a FIFO, a
@@ -43,6 +43,6 @@ bool WriteAll(int fd, std::string_view contents);
 // The same at `offset` (pwrite), leaving the descriptor's offset alone.
 bool WriteAllAt(int fd, std::string_view contents, size_t offset);
 
-}  // namespace topology::host
+}  // namespace topology::files
 
-#endif  // TOPOLOGY_HOST_SAFE_FILE_H_
+#endif  // TOPOLOGY_FILES_SAFE_FILE_H_

@@ -1,0 +1,183 @@
+// A DRA kubelet plugin in C++: what a driver implements (DriverHandler),
+// where claims come from (ClaimSource: the Kubernetes API, or a table in
+// tests), and DriverRunner, which speaks the kubelet's side:
+//
+//   <registry dir>/<driver>-reg.sock  plugin registration (GetInfo,
+//                                     NotifyRegistrationStatus)
+//   <plugin dir>/dra.sock             the DRA service v1 and v1beta1
+//                                     (NodePrepareResources,
+//                                     NodeUnprepareResources) and the device
+//                                     health streams v1 and v1alpha1
+//
+// The runner serialises the calls of one claim, answers a repeated Prepare
+// from its checkpoint of prepared claims (durable before answered, written
+// as every file of the project: O_EXCL temporary, no link followed, mode
+// 0600), gives each bad claim its own error while the others succeed, and
+// serves its sockets again when they are deleted.
+//
+//   class MyDriver : public topology::draplugin::DriverHandler { ... };
+//   topology::draplugin::DriverOptions options;
+//   options.driver_name = "gpu.example.com";
+//   auto runner = topology::draplugin::DriverRunner::Create(options, &source,
+//                                                          &driver);
+//   (*runner)->Start();
+#ifndef TOPOLOGY_DRAPLUGIN_DRIVER_H_
+#define TOPOLOGY_DRAPLUGIN_DRIVER_H_
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "topology/status.h"
+
+namespace topology::draplugin {
+
+// The kubelet's DRA socket and registration names.
+inline constexpr char kDefaultRegistryDir[] =
+    "/var/lib/kubelet/plugins_registry";
+inline constexpr char kDefaultPluginRoot[] = "/var/lib/kubelet/plugins";
+inline constexpr char kDraSocket[] = "dra.sock";
+inline constexpr char kPluginType[] = "DRAPlugin";
+
+// A claim as the kubelet names it.
+struct ClaimRef {
+  std::string ns = {};
+  std::string uid = {};
+  std::string name = {};
+  friend bool operator==(const ClaimRef&, const ClaimRef&) = default;
+};
+
+// One entry of a claim's status.allocation.devices.results.
+struct AllocationResult {
+  std::string request = {};
+  std::string driver = {};
+  std::string pool = {};
+  std::string device = {};
+  friend bool operator==(const AllocationResult&,
+                         const AllocationResult&) = default;
+};
+
+// A claim as allocated: this driver's results, and the opaque
+// configurations for this driver (status.allocation.devices.config[],
+// their parameters as JSON text, in order).
+struct Claim {
+  ClaimRef ref = {};
+  std::vector<AllocationResult> results = {};
+  std::vector<std::string> configs = {};
+};
+
+class ClaimSource {
+ public:
+  virtual ~ClaimSource() = default;
+  // The claim `ref` names, with the results of `driver` only. NOT_FOUND
+  // when the object is missing; FAILED_PRECONDITION when its UID differs,
+  // it is not allocated, or nothing of it is allocated by `driver`;
+  // UNAVAILABLE when the API server cannot answer (the kubelet retries).
+  virtual StatusOr<Claim> Get(const ClaimRef& ref,
+                              const std::string& driver) = 0;
+};
+
+// One prepared device, as NodePrepareResources answers it.
+struct PreparedDevice {
+  // The claim's requests this device serves; the runner fills in the
+  // allocation result's request when left empty.
+  std::vector<std::string> request_names = {};
+  std::string pool = {};
+  std::string device = {};
+  // Fully qualified CDI names (vendor.com/class=name) whose spec exists.
+  std::vector<std::string> cdi_device_ids = {};
+  friend bool operator==(const PreparedDevice&,
+                         const PreparedDevice&) = default;
+};
+
+class DriverHandler {
+ public:
+  virtual ~DriverHandler() = default;
+  // Prepares a claim that is not prepared (the runner answers a repeat
+  // from its checkpoint): its devices with CDI ids, or an error for this
+  // claim alone. May be called again for the same claim after a crash
+  // before the checkpoint was written: it must be idempotent.
+  virtual StatusOr<std::vector<PreparedDevice>> Prepare(const Claim& claim) = 0;
+  // Undoes Prepare. `devices` are what Prepare answered (from the
+  // checkpoint after a restart), empty when the runner knows of none (a
+  // crash between Prepare and the checkpoint): per-claim state is then
+  // removed by the claim's UID. Idempotent.
+  virtual Status Unprepare(const ClaimRef& claim,
+                           const std::vector<PreparedDevice>& devices) = 0;
+};
+
+enum class HealthStatus { kUnknown, kHealthy, kUnhealthy };
+
+struct DeviceHealth {
+  std::string pool = {};
+  std::string device = {};
+  HealthStatus health = HealthStatus::kUnknown;
+  std::string message = {};  // at most 1024 characters are sent
+};
+
+struct DriverOptions {
+  // A DNS subdomain (lower case, at most 253 characters).
+  std::string driver_name = {};
+  std::filesystem::path registry_dir = kDefaultRegistryDir;
+  // Empty: <kDefaultPluginRoot>/<driver_name>.
+  std::filesystem::path plugin_dir = {};
+  // Where the checkpoint of prepared claims lives; empty: plugin_dir.
+  std::filesystem::path state_dir = {};
+  // Serve the health streams and advertise them.
+  bool serve_health = true;
+  // Sent with every device's health: after this long without an update the
+  // kubelet takes Unknown.
+  std::chrono::seconds health_timeout = std::chrono::seconds(30);
+  // How often the sockets are checked (re-created when deleted).
+  std::chrono::milliseconds socket_check = std::chrono::seconds(1);
+};
+
+class DriverRunner {
+ public:
+  // INVALID_ARGUMENT naming the option when the driver name or a directory
+  // is unusable. Neither `source` nor `handler` is owned; both must outlive
+  // the runner.
+  static StatusOr<std::unique_ptr<DriverRunner>> Create(DriverOptions options,
+                                                        ClaimSource* source,
+                                                        DriverHandler* handler);
+  ~DriverRunner();
+  DriverRunner(const DriverRunner&) = delete;
+  DriverRunner& operator=(const DriverRunner&) = delete;
+
+  // Creates the directories (0750), loads the checkpoint (a damaged one is
+  // kept aside and reported), serves dra.sock, then the registration
+  // socket.
+  Status Start();
+  // Stops serving (streams end, calls in flight are answered or cancelled
+  // within a second) and removes both sockets. Idempotent.
+  void Stop();
+
+  // The kubelet said plugin_registered in its last NotifyRegistrationStatus.
+  bool registered() const;
+  // What it said when it refused the plugin; empty otherwise.
+  std::string registration_error() const;
+  // Every device's health, the complete list: sent to every health stream
+  // now and to every stream that opens later.
+  void SetHealth(std::vector<DeviceHealth> devices);
+  // The claims prepared now (from the checkpoint and this run).
+  std::vector<ClaimRef> PreparedClaims() const;
+
+  const std::filesystem::path& registration_socket() const;
+  const std::filesystem::path& dra_socket() const;
+
+ private:
+  class Impl;
+  explicit DriverRunner(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+// The gRPC service names the runner serves, in the order registration
+// advertises them.
+std::vector<std::string> ServedVersions(bool serve_health);
+
+}  // namespace topology::draplugin
+
+#endif  // TOPOLOGY_DRAPLUGIN_DRIVER_H_

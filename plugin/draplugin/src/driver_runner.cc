@@ -1,0 +1,788 @@
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <ctime>
+#include <exception>
+#include <map>
+#include <set>
+#include <thread>
+#include <utility>
+
+#include <glog/logging.h>
+#include <grpcpp/grpcpp.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "topology/draplugin/driver.h"
+#include "topology/thread_annotations.h"
+
+#include "claim_checkpoint.h"
+#include "deviceplugin/v1beta1/kubelet_api.h"
+#include "dra/v1/api.grpc.pb.h"
+#include "dra/v1beta1/api.grpc.pb.h"
+#include "drahealth/v1/api.grpc.pb.h"
+#include "drahealth/v1alpha1/api.grpc.pb.h"
+#include "pluginregistration/v1/api.grpc.pb.h"
+#include "safe_file.h"
+
+namespace topology::draplugin {
+namespace {
+
+namespace drav1 = ::k8s::io::kubelet::pkg::apis::dra::v1;
+namespace drav1beta1 = ::k8s::io::kubelet::pkg::apis::dra::v1beta1;
+
+constexpr char kDraV1[] = "v1.DRAPlugin";
+constexpr char kDraV1beta1[] = "v1beta1.DRAPlugin";
+constexpr char kHealthV1[] = "v1.DRAResourceHealth";
+constexpr char kHealthV1alpha1[] = "v1alpha1.DRAResourceHealth";
+// The kubelet keeps at most this much of a health message.
+constexpr size_t kMaxHealthMessage = 1024;
+
+struct SocketIdentity {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  bool operator==(const SocketIdentity&) const = default;
+};
+
+std::optional<SocketIdentity> SocketAt(const std::filesystem::path& path) {
+  struct stat info {};
+  if (lstat(path.c_str(), &info) != 0 || !S_ISSOCK(info.st_mode)) {
+    return std::nullopt;
+  }
+  return SocketIdentity{info.st_dev, info.st_ino};
+}
+
+std::string Describe(const ClaimRef& ref) {
+  return "claim " + ref.ns + "/" + ref.name + " (" + ref.uid + ")";
+}
+
+// What one claim of a call came to.
+struct ClaimOutcome {
+  std::vector<PreparedDevice> devices;
+  std::string error;  // non-empty: this claim failed
+};
+
+}  // namespace
+
+std::vector<std::string> ServedVersions(bool serve_health) {
+  std::vector<std::string> versions = {kDraV1, kDraV1beta1};
+  if (serve_health) {
+    versions.emplace_back(kHealthV1);
+    versions.emplace_back(kHealthV1alpha1);
+  }
+  return versions;
+}
+
+class DriverRunner::Impl {
+ public:
+  Impl(DriverOptions options, ClaimSource* source, DriverHandler* handler)
+      : options_(std::move(options)),
+        source_(source),
+        handler_(handler),
+        registration_socket_(options_.registry_dir /
+                             (options_.driver_name + "-reg.sock")),
+        dra_socket_(options_.plugin_dir / kDraSocket),
+        checkpoint_(options_.state_dir / kClaimCheckpointFile),
+        registration_(this),
+        dra_v1_(this),
+        dra_v1beta1_(this),
+        health_v1_(this),
+        health_v1alpha1_(this) {}
+
+  ~Impl() { Stop(); }
+
+  Status Start() TOPOLOGY_EXCLUDES(mu_);
+  void Stop() TOPOLOGY_EXCLUDES(mu_);
+
+  bool registered() const TOPOLOGY_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    return registered_;
+  }
+  std::string registration_error() const TOPOLOGY_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    return registration_error_;
+  }
+  void SetHealth(std::vector<DeviceHealth> devices) TOPOLOGY_EXCLUDES(mu_) {
+    {
+      MutexLock lock(mu_);
+      health_ = std::move(devices);
+      health_time_ = static_cast<int64_t>(std::time(nullptr));
+      ++health_version_;
+    }
+    changed_.notify_all();
+  }
+  std::vector<ClaimRef> PreparedClaims() const TOPOLOGY_EXCLUDES(mu_) {
+    MutexLock lock(mu_);
+    std::vector<ClaimRef> out;
+    for (const auto& [uid, claim] : claims_) out.push_back(claim.ref);
+    return out;
+  }
+
+  const std::filesystem::path& registration_socket() const {
+    return registration_socket_;
+  }
+  const std::filesystem::path& dra_socket() const { return dra_socket_; }
+
+ private:
+  // --- gRPC services, each a thin shell over the runner -------------------
+  class RegistrationService final
+      : public pluginregistration::Registration::Service {
+   public:
+    explicit RegistrationService(Impl* runner) : runner_(runner) {}
+    grpc::Status GetInfo(grpc::ServerContext* /*context*/,
+                         const pluginregistration::InfoRequest* /*request*/,
+                         pluginregistration::PluginInfo* info) override {
+      info->set_type(kPluginType);
+      info->set_name(runner_->options_.driver_name);
+      info->set_endpoint(runner_->dra_socket_.string());
+      for (const std::string& version :
+           ServedVersions(runner_->options_.serve_health)) {
+        info->add_supported_versions(version);
+      }
+      return grpc::Status::OK;
+    }
+    grpc::Status NotifyRegistrationStatus(
+        grpc::ServerContext* /*context*/,
+        const pluginregistration::RegistrationStatus* status,
+        pluginregistration::RegistrationStatusResponse* /*response*/) override {
+      runner_->OnRegistrationStatus(status->plugin_registered(),
+                                    status->error());
+      return grpc::Status::OK;
+    }
+
+   private:
+    Impl* const runner_;
+  };
+
+  template <typename Api>
+  class DraService final : public Api::DRAPlugin::Service {
+   public:
+    explicit DraService(Impl* runner) : runner_(runner) {}
+    grpc::Status NodePrepareResources(
+        grpc::ServerContext* /*context*/,
+        const typename Api::NodePrepareResourcesRequest* request,
+        typename Api::NodePrepareResourcesResponse* response) override {
+      for (const auto& [uid, outcome] :
+           runner_->PrepareClaims(Refs(request->claims()))) {
+        auto& out = (*response->mutable_claims())[uid];
+        if (!outcome.error.empty()) {
+          out.set_error(outcome.error);
+          continue;
+        }
+        for (const PreparedDevice& device : outcome.devices) {
+          auto* d = out.add_devices();
+          for (const auto& name : device.request_names) {
+            d->add_request_names(name);
+          }
+          d->set_pool_name(device.pool);
+          d->set_device_name(device.device);
+          for (const auto& id : device.cdi_device_ids) {
+            d->add_cdi_device_ids(id);
+          }
+        }
+      }
+      return grpc::Status::OK;
+    }
+    grpc::Status NodeUnprepareResources(
+        grpc::ServerContext* /*context*/,
+        const typename Api::NodeUnprepareResourcesRequest* request,
+        typename Api::NodeUnprepareResourcesResponse* response) override {
+      for (const auto& [uid, error] :
+           runner_->UnprepareClaims(Refs(request->claims()))) {
+        (*response->mutable_claims())[uid].set_error(error);
+      }
+      return grpc::Status::OK;
+    }
+
+   private:
+    template <typename Claims>
+    static std::vector<ClaimRef> Refs(const Claims& claims) {
+      std::vector<ClaimRef> refs;
+      refs.reserve(static_cast<size_t>(claims.size()));
+      for (const auto& claim : claims) {
+        refs.push_back({claim.namespace_(), claim.uid(), claim.name()});
+      }
+      return refs;
+    }
+    Impl* const runner_;
+  };
+
+  struct DraV1 {
+    using DRAPlugin = drav1::DRAPlugin;
+    using NodePrepareResourcesRequest = drav1::NodePrepareResourcesRequest;
+    using NodePrepareResourcesResponse = drav1::NodePrepareResourcesResponse;
+    using NodeUnprepareResourcesRequest = drav1::NodeUnprepareResourcesRequest;
+    using NodeUnprepareResourcesResponse =
+        drav1::NodeUnprepareResourcesResponse;
+  };
+  struct DraV1beta1 {
+    using DRAPlugin = drav1beta1::DRAPlugin;
+    using NodePrepareResourcesRequest = drav1beta1::NodePrepareResourcesRequest;
+    using NodePrepareResourcesResponse =
+        drav1beta1::NodePrepareResourcesResponse;
+    using NodeUnprepareResourcesRequest =
+        drav1beta1::NodeUnprepareResourcesRequest;
+    using NodeUnprepareResourcesResponse =
+        drav1beta1::NodeUnprepareResourcesResponse;
+  };
+
+  template <typename Service, typename Request, typename Response,
+            typename HealthEnum>
+  class HealthService final : public Service {
+   public:
+    explicit HealthService(Impl* runner) : runner_(runner) {}
+    grpc::Status NodeWatchResources(
+        grpc::ServerContext* context, const Request* /*request*/,
+        grpc::ServerWriter<Response>* writer) override {
+      uint64_t sent = 0;
+      while (true) {
+        Response message;
+        {
+          MutexLock lock(runner_->mu_);
+          // Woken by SetHealth and Stop; a cancelled stream is noticed
+          // within the wait's bound.
+          while (!runner_->stopping_ && runner_->health_version_ == sent &&
+                 !context->IsCancelled()) {
+            runner_->changed_.wait_for(lock, std::chrono::milliseconds(200));
+          }
+          if (runner_->stopping_ || context->IsCancelled()) break;
+          sent = runner_->health_version_;
+          for (const DeviceHealth& device : runner_->health_) {
+            auto* out = message.add_devices();
+            out->mutable_device()->set_pool_name(device.pool);
+            out->mutable_device()->set_device_name(device.device);
+            out->set_health(device.health == HealthStatus::kHealthy
+                                ? HealthEnum::HEALTHY
+                            : device.health == HealthStatus::kUnhealthy
+                                ? HealthEnum::UNHEALTHY
+                                : HealthEnum::UNKNOWN);
+            out->set_last_updated_time(runner_->health_time_);
+            out->set_health_check_timeout_seconds(
+                runner_->options_.health_timeout.count());
+            out->set_message(device.message.substr(0, kMaxHealthMessage));
+          }
+        }
+        if (!writer->Write(message)) break;
+      }
+      return grpc::Status::OK;
+    }
+
+   private:
+    Impl* const runner_;
+  };
+
+  // --- claims ----------------------------------------------------------------
+  std::map<std::string, ClaimOutcome> PrepareClaims(
+      const std::vector<ClaimRef>& refs) TOPOLOGY_EXCLUDES(mu_);
+  std::map<std::string, std::string> UnprepareClaims(
+      const std::vector<ClaimRef>& refs) TOPOLOGY_EXCLUDES(mu_);
+  ClaimOutcome PrepareOne(const ClaimRef& ref) TOPOLOGY_EXCLUDES(mu_);
+  std::string UnprepareOne(const ClaimRef& ref) TOPOLOGY_EXCLUDES(mu_);
+  // Waits until no other call works on `uid`; false when stopping.
+  bool AcquireClaim(const std::string& uid) TOPOLOGY_EXCLUDES(mu_);
+  void ReleaseClaim(const std::string& uid) TOPOLOGY_EXCLUDES(mu_);
+  // Writes claims_ as it is now; writes are ordered by write_mu_, each
+  // with the state read inside it, so the last write holds the newest.
+  Status Persist() TOPOLOGY_EXCLUDES(mu_);
+
+  void OnRegistrationStatus(bool registered, const std::string& error)
+      TOPOLOGY_EXCLUDES(mu_);
+
+  // --- sockets
+  // ----------------------------------------------------------------
+  Status ServeDra() TOPOLOGY_EXCLUDES(mu_);
+  Status ServeRegistration() TOPOLOGY_EXCLUDES(mu_);
+  void WatchSockets() TOPOLOGY_EXCLUDES(mu_);
+
+  const DriverOptions options_;
+  ClaimSource* const source_;
+  DriverHandler* const handler_;
+  const std::filesystem::path registration_socket_;
+  const std::filesystem::path dra_socket_;
+  const std::filesystem::path checkpoint_;
+
+  RegistrationService registration_;
+  DraService<DraV1> dra_v1_;
+  DraService<DraV1beta1> dra_v1beta1_;
+  HealthService<::v1::DRAResourceHealth::Service,
+                ::v1::NodeWatchResourcesRequest,
+                ::v1::NodeWatchResourcesResponse, ::v1::HealthStatus>
+      health_v1_;
+  HealthService<::v1alpha1::DRAResourceHealth::Service,
+                ::v1alpha1::NodeWatchResourcesRequest,
+                ::v1alpha1::NodeWatchResourcesResponse,
+                ::v1alpha1::HealthStatus>
+      health_v1alpha1_;
+
+  mutable Mutex mu_;
+  std::condition_variable_any changed_;  // busy_, health_, stopping_
+  draplugin::PreparedClaims claims_ TOPOLOGY_GUARDED_BY(mu_);
+  std::set<std::string> busy_ TOPOLOGY_GUARDED_BY(mu_);
+  std::vector<DeviceHealth> health_ TOPOLOGY_GUARDED_BY(mu_);
+  int64_t health_time_ TOPOLOGY_GUARDED_BY(mu_) = 0;
+  uint64_t health_version_ TOPOLOGY_GUARDED_BY(mu_) = 0;
+  bool registered_ TOPOLOGY_GUARDED_BY(mu_) = false;
+  std::string registration_error_ TOPOLOGY_GUARDED_BY(mu_);
+  bool started_ TOPOLOGY_GUARDED_BY(mu_) = false;
+  bool stopping_ TOPOLOGY_GUARDED_BY(mu_) = false;
+
+  Mutex write_mu_ TOPOLOGY_ACQUIRED_BEFORE(mu_);
+
+  // The servers and the sockets they made; the watcher thread replaces a
+  // server whose socket is gone.
+  Mutex server_mu_ TOPOLOGY_ACQUIRED_BEFORE(mu_);
+  std::unique_ptr<grpc::Server> dra_server_ TOPOLOGY_GUARDED_BY(server_mu_);
+  std::unique_ptr<grpc::Server> registration_server_
+      TOPOLOGY_GUARDED_BY(server_mu_);
+  std::optional<SocketIdentity> dra_identity_ TOPOLOGY_GUARDED_BY(server_mu_);
+  std::optional<SocketIdentity> registration_identity_
+      TOPOLOGY_GUARDED_BY(server_mu_);
+  std::thread watcher_;
+};
+
+// --- start and stop ----------------------------------------------------------
+
+Status DriverRunner::Impl::Start() {
+  {
+    MutexLock lock(mu_);
+    if (started_) return FailedPreconditionError("already started");
+    started_ = true;
+  }
+  for (const auto& dir :
+       {options_.registry_dir, options_.plugin_dir, options_.state_dir}) {
+    std::error_code error;
+    std::filesystem::create_directories(dir, error);
+    if (error || !std::filesystem::is_directory(dir)) {
+      return FailedPreconditionError("cannot create the directory " +
+                                     dir.string() +
+                                     (error ? ": " + error.message() : ""));
+    }
+  }
+  if (chmod(options_.plugin_dir.c_str(), 0750) != 0) {
+    return FailedPreconditionError("cannot set the mode of " +
+                                   options_.plugin_dir.string());
+  }
+  auto loaded = LoadClaims(checkpoint_);
+  if (loaded.ok()) {
+    MutexLock lock(mu_);
+    claims_ = std::move(*loaded);
+    LOG(INFO) << options_.driver_name << ": " << claims_.size()
+              << " prepared claim(s) restored from " << checkpoint_.string();
+  } else if (loaded.status().code() != StatusCode::kNotFound) {
+    // Kept aside for a human; the claims it held are unprepared by UID
+    // when the kubelet asks (DriverHandler::Unprepare with no devices).
+    const std::filesystem::path aside = checkpoint_.string() + ".damaged";
+    auto text = files::ReadRegularFile(checkpoint_, size_t{64} << 20);
+    if (text.ok()) (void)files::WriteFileAtomically(aside, *text, 0600);
+    LOG(ERROR) << loaded.status().message() << "; starting without it"
+               << (text.ok() ? " (a copy is at " + aside.string() + ")" : "");
+  }
+  if (Status served = ServeDra(); !served.ok()) return served;
+  if (Status served = ServeRegistration(); !served.ok()) {
+    Stop();
+    return served;
+  }
+  watcher_ = std::thread([this] { WatchSockets(); });
+  LOG(INFO) << options_.driver_name << ": serving " << dra_socket_.string()
+            << ", registration at " << registration_socket_.string();
+  return OkStatus();
+}
+
+void DriverRunner::Impl::Stop() {
+  {
+    MutexLock lock(mu_);
+    if (stopping_) return;
+    stopping_ = true;
+  }
+  changed_.notify_all();
+  if (watcher_.joinable()) watcher_.join();
+  std::unique_ptr<grpc::Server> registration;
+  std::unique_ptr<grpc::Server> dra;
+  std::optional<SocketIdentity> registration_identity;
+  std::optional<SocketIdentity> dra_identity;
+  {
+    MutexLock servers(server_mu_);
+    registration = std::move(registration_server_);
+    dra = std::move(dra_server_);
+    registration_identity = registration_identity_;
+    dra_identity = dra_identity_;
+  }
+  // Calls in flight get a second; health streams end at once (stopping_).
+  const auto deadline =
+      std::chrono::system_clock::now() + std::chrono::seconds(1);
+  if (registration) registration->Shutdown(deadline);
+  if (dra) dra->Shutdown(deadline);
+  // Only the sockets this runner made (a newer instance's stay).
+  std::error_code ignored;
+  if (registration_identity &&
+      SocketAt(registration_socket_) == registration_identity) {
+    std::filesystem::remove(registration_socket_, ignored);
+  }
+  if (dra_identity && SocketAt(dra_socket_) == dra_identity) {
+    std::filesystem::remove(dra_socket_, ignored);
+  }
+}
+
+namespace {
+
+// A server on `socket`: a stale socket there is removed first (only a
+// socket); the new one gets `mode` whatever the umask.
+StatusOr<std::pair<std::unique_ptr<grpc::Server>, SocketIdentity>> Serve(
+    const std::filesystem::path& socket,
+    const std::vector<grpc::Service*>& services, mode_t mode) {
+  if (SocketAt(socket)) {
+    std::error_code ignored;
+    std::filesystem::remove(socket, ignored);
+  }
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort("unix:" + socket.string(),
+                           grpc::InsecureServerCredentials());
+  builder.SetMaxReceiveMessageSize(16 << 20);
+  for (grpc::Service* service : services) builder.RegisterService(service);
+  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
+  if (!server)
+    return FailedPreconditionError("cannot serve " + socket.string());
+  const auto identity = SocketAt(socket);
+  if (!identity || chmod(socket.c_str(), mode) != 0) {
+    server->Shutdown();
+    return FailedPreconditionError("cannot set the mode of " + socket.string());
+  }
+  return std::make_pair(std::move(server), *identity);
+}
+
+}  // namespace
+
+Status DriverRunner::Impl::ServeDra() {
+  std::vector<grpc::Service*> services = {&dra_v1_, &dra_v1beta1_};
+  if (options_.serve_health) {
+    services.push_back(&health_v1_);
+    services.push_back(&health_v1alpha1_);
+  }
+  // The old server (its socket is gone) first: a socket path has one
+  // listener.
+  std::unique_ptr<grpc::Server> old;
+  {
+    MutexLock servers(server_mu_);
+    old = std::move(dra_server_);
+    dra_identity_.reset();
+  }
+  if (old) old->Shutdown(std::chrono::system_clock::now());
+  old.reset();
+  auto served = Serve(dra_socket_, services, 0600);
+  if (!served.ok()) return served.status();
+  MutexLock servers(server_mu_);
+  dra_server_ = std::move(served->first);
+  dra_identity_ = served->second;
+  return OkStatus();
+}
+
+Status DriverRunner::Impl::ServeRegistration() {
+  std::unique_ptr<grpc::Server> old;
+  {
+    MutexLock servers(server_mu_);
+    old = std::move(registration_server_);
+    registration_identity_.reset();
+  }
+  if (old) old->Shutdown(std::chrono::system_clock::now());
+  old.reset();
+  {
+    MutexLock lock(mu_);
+    // A new socket is a new registration: the kubelet's watcher calls
+    // GetInfo again.
+    registered_ = false;
+  }
+  auto served = Serve(registration_socket_, {&registration_}, 0600);
+  if (!served.ok()) return served.status();
+  MutexLock servers(server_mu_);
+  registration_server_ = std::move(served->first);
+  registration_identity_ = served->second;
+  return OkStatus();
+}
+
+void DriverRunner::Impl::WatchSockets() {
+  MutexLock lock(mu_);
+  while (!stopping_) {
+    changed_.wait_for(lock, options_.socket_check);
+    if (stopping_) break;
+    lock.unlock();
+    bool dra_gone = false;
+    bool registration_gone = false;
+    {
+      MutexLock servers(server_mu_);
+      dra_gone = SocketAt(dra_socket_) != dra_identity_;
+      registration_gone =
+          SocketAt(registration_socket_) != registration_identity_;
+    }
+    // The DRA socket first: registration names it.
+    if (dra_gone) {
+      LOG(WARNING) << options_.driver_name << ": " << dra_socket_.string()
+                   << " was removed; serving it again";
+      if (Status served = ServeDra(); !served.ok()) {
+        LOG(ERROR) << served.message();
+      }
+    }
+    if (registration_gone || dra_gone) {
+      LOG(WARNING) << options_.driver_name << ": "
+                   << registration_socket_.string()
+                   << (registration_gone ? " was removed" : "")
+                   << "; registering again";
+      if (Status served = ServeRegistration(); !served.ok()) {
+        LOG(ERROR) << served.message();
+      }
+    }
+    lock.lock();
+  }
+}
+
+void DriverRunner::Impl::OnRegistrationStatus(bool registered,
+                                              const std::string& error) {
+  {
+    MutexLock lock(mu_);
+    registered_ = registered;
+    registration_error_ = registered ? std::string() : error;
+  }
+  if (registered) {
+    LOG(INFO) << options_.driver_name << ": registered with the kubelet";
+  } else {
+    LOG(ERROR) << options_.driver_name
+               << ": the kubelet refused the registration: " << error;
+  }
+}
+
+// --- claims ------------------------------------------------------------------
+
+bool DriverRunner::Impl::AcquireClaim(const std::string& uid) {
+  MutexLock lock(mu_);
+  while (busy_.contains(uid) && !stopping_) changed_.wait(lock);
+  if (stopping_) return false;
+  busy_.insert(uid);
+  return true;
+}
+
+void DriverRunner::Impl::ReleaseClaim(const std::string& uid) {
+  {
+    MutexLock lock(mu_);
+    busy_.erase(uid);
+  }
+  changed_.notify_all();
+}
+
+Status DriverRunner::Impl::Persist() {
+  MutexLock write(write_mu_);
+  draplugin::PreparedClaims copy;
+  {
+    MutexLock lock(mu_);
+    copy = claims_;
+  }
+  return SaveClaims(checkpoint_, copy);
+}
+
+std::map<std::string, ClaimOutcome> DriverRunner::Impl::PrepareClaims(
+    const std::vector<ClaimRef>& refs) {
+  std::map<std::string, ClaimOutcome> out;
+  for (const ClaimRef& ref : refs) {
+    if (out.contains(ref.uid)) continue;  // listed twice: one answer
+    out[ref.uid] = PrepareOne(ref);
+  }
+  return out;
+}
+
+std::map<std::string, std::string> DriverRunner::Impl::UnprepareClaims(
+    const std::vector<ClaimRef>& refs) {
+  std::map<std::string, std::string> out;
+  for (const ClaimRef& ref : refs) {
+    if (out.contains(ref.uid)) continue;
+    out[ref.uid] = UnprepareOne(ref);
+  }
+  return out;
+}
+
+ClaimOutcome DriverRunner::Impl::PrepareOne(const ClaimRef& ref) {
+  ClaimOutcome outcome;
+  if (ref.uid.empty()) {
+    outcome.error = "claim " + ref.ns + "/" + ref.name + " has no UID";
+    return outcome;
+  }
+  if (!AcquireClaim(ref.uid)) {
+    outcome.error = Describe(ref) + ": the driver is stopping";
+    return outcome;
+  }
+  struct Release {
+    Impl* runner;
+    const std::string& uid;
+    ~Release() { runner->ReleaseClaim(uid); }
+  } release{this, ref.uid};
+  {
+    MutexLock lock(mu_);
+    if (auto it = claims_.find(ref.uid); it != claims_.end()) {
+      outcome.devices = it->second.devices;  // prepared before: the same
+      return outcome;
+    }
+  }
+  StatusOr<Claim> claim = UnavailableError("not read");
+  StatusOr<std::vector<PreparedDevice>> devices = InternalError("not called");
+  try {
+    claim = source_->Get(ref, options_.driver_name);
+    if (claim.ok()) devices = handler_->Prepare(*claim);
+  } catch (const std::exception& e) {
+    devices = InternalError(std::string("the driver threw: ") + e.what());
+  } catch (...) {
+    devices = InternalError("the driver threw");
+  }
+  if (!claim.ok()) {
+    outcome.error = Describe(ref) + ": " + claim.status().message();
+    return outcome;
+  }
+  if (!devices.ok()) {
+    outcome.error = Describe(ref) + ": " + devices.status().message();
+    return outcome;
+  }
+  // request_names: the allocation result's request, when the driver left
+  // them out.
+  for (PreparedDevice& device : *devices) {
+    if (!device.request_names.empty()) continue;
+    for (const AllocationResult& result : claim->results) {
+      if (result.pool == device.pool && result.device == device.device &&
+          std::find(device.request_names.begin(), device.request_names.end(),
+                    result.request) == device.request_names.end()) {
+        device.request_names.push_back(result.request);
+      }
+    }
+  }
+  {
+    MutexLock lock(mu_);
+    claims_[ref.uid] = {ref, *devices};
+  }
+  // Durable before answered.
+  if (Status saved = Persist(); !saved.ok()) {
+    {
+      MutexLock lock(mu_);
+      claims_.erase(ref.uid);
+    }
+    Status undone = OkStatus();
+    try {
+      undone = handler_->Unprepare(ref, *devices);
+    } catch (...) {
+      undone = InternalError("the driver threw");
+    }
+    LOG(ERROR) << Describe(ref) << ": " << saved.message()
+               << (undone.ok() ? "; its preparation was undone"
+                               : "; undoing it failed: " + undone.message());
+    outcome.error = Describe(ref) + ": cannot checkpoint the prepared claim (" +
+                    saved.message() + ")";
+    return outcome;
+  }
+  outcome.devices = std::move(*devices);
+  return outcome;
+}
+
+std::string DriverRunner::Impl::UnprepareOne(const ClaimRef& ref) {
+  if (ref.uid.empty()) {
+    return "claim " + ref.ns + "/" + ref.name + " has no UID";
+  }
+  if (!AcquireClaim(ref.uid)) return Describe(ref) + ": the driver is stopping";
+  struct Release {
+    Impl* runner;
+    const std::string& uid;
+    ~Release() { runner->ReleaseClaim(uid); }
+  } release{this, ref.uid};
+  std::optional<PreparedClaim> known;
+  {
+    MutexLock lock(mu_);
+    if (auto it = claims_.find(ref.uid); it != claims_.end()) {
+      known = it->second;
+    }
+  }
+  Status undone = OkStatus();
+  try {
+    undone = handler_->Unprepare(
+        known ? known->ref : ref,
+        known ? known->devices : std::vector<PreparedDevice>{});
+  } catch (const std::exception& e) {
+    undone = InternalError(std::string("the driver threw: ") + e.what());
+  } catch (...) {
+    undone = InternalError("the driver threw");
+  }
+  if (!undone.ok()) return Describe(ref) + ": " + undone.message();
+  if (!known) return "";  // not prepared (any more): nothing to forget
+  {
+    MutexLock lock(mu_);
+    claims_.erase(ref.uid);
+  }
+  if (Status saved = Persist(); !saved.ok()) {
+    {
+      MutexLock lock(mu_);
+      claims_.emplace(ref.uid, *known);
+    }
+    return Describe(ref) + ": cannot checkpoint the unprepared claim (" +
+           saved.message() + ")";
+  }
+  return "";
+}
+
+// --- DriverRunner ------------------------------------------------------------
+
+StatusOr<std::unique_ptr<DriverRunner>> DriverRunner::Create(
+    DriverOptions options, ClaimSource* source, DriverHandler* handler) {
+  if (!kubelet::IsDnsSubdomain(options.driver_name)) {
+    return InvalidArgumentError(
+        "driver name \"" + options.driver_name +
+        "\" is not a DNS subdomain (lower case, dots, at most 253 characters)");
+  }
+  if (source == nullptr || handler == nullptr) {
+    return InvalidArgumentError("a claim source and a handler are needed");
+  }
+  if (options.plugin_dir.empty()) {
+    options.plugin_dir =
+        std::filesystem::path(kDefaultPluginRoot) / options.driver_name;
+  }
+  if (options.state_dir.empty()) options.state_dir = options.plugin_dir;
+  for (const auto& [what, dir] :
+       {std::pair<const char*, const std::filesystem::path*>{
+            "registry directory", &options.registry_dir},
+        {"plugin directory", &options.plugin_dir},
+        {"state directory", &options.state_dir}}) {
+    if (!dir->is_absolute()) {
+      return InvalidArgumentError(std::string("the ") + what + " " +
+                                  dir->string() + " is not absolute");
+    }
+  }
+  // A unix socket path is at most 107 bytes.
+  const auto longest =
+      std::max((options.registry_dir / (options.driver_name + "-reg.sock"))
+                   .string()
+                   .size(),
+               (options.plugin_dir / kDraSocket).string().size());
+  if (longest > 107) {
+    return InvalidArgumentError(
+        "socket paths of at most 107 bytes are "
+        "possible; the directories make one of " +
+        std::to_string(longest));
+  }
+  return std::unique_ptr<DriverRunner>(new DriverRunner(
+      std::make_unique<Impl>(std::move(options), source, handler)));
+}
+
+DriverRunner::DriverRunner(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
+DriverRunner::~DriverRunner() = default;
+Status DriverRunner::Start() { return impl_->Start(); }
+void DriverRunner::Stop() { impl_->Stop(); }
+bool DriverRunner::registered() const { return impl_->registered(); }
+std::string DriverRunner::registration_error() const {
+  return impl_->registration_error();
+}
+void DriverRunner::SetHealth(std::vector<DeviceHealth> devices) {
+  impl_->SetHealth(std::move(devices));
+}
+std::vector<ClaimRef> DriverRunner::PreparedClaims() const {
+  return impl_->PreparedClaims();
+}
+const std::filesystem::path& DriverRunner::registration_socket() const {
+  return impl_->registration_socket();
+}
+const std::filesystem::path& DriverRunner::dra_socket() const {
+  return impl_->dra_socket();
+}
+
+}  // namespace topology::draplugin

@@ -1,0 +1,502 @@
+// The DRA kubelet-plugin framework against a kubelet's DRA side
+// (FakeDraKubelet) over real unix sockets: registration and version
+// choice, per-claim answers, idempotent and serialised Prepare/Unprepare,
+// the checkpoint of prepared claims across restarts, health streams,
+// sockets served again after deletion, Stop.
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "topology/draplugin/driver.h"
+
+#include "fake_dra_kubelet.h"
+#include "status_matchers.h"
+#include "temp_dir.h"
+
+namespace topology::draplugin {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using ::testing::SizeIs;
+using ::topology::testing::FakeDraKubelet;
+using ::topology::testing::IsOk;
+using ::topology::testing::StatusIs;
+using namespace std::chrono_literals;
+
+constexpr char kDriver[] = "pci.libtopology.dev";
+
+// Claims as an API server would hold them: by UID, or the error it gives.
+class TableSource : public ClaimSource {
+ public:
+  void Add(const ClaimRef& ref, std::vector<AllocationResult> results) {
+    std::lock_guard<std::mutex> lock(mu_);
+    claims_[ref.uid] = Claim{ref, std::move(results), {}};
+  }
+  void Fail(const std::string& uid, Status status) {
+    std::lock_guard<std::mutex> lock(mu_);
+    errors_.emplace(uid, std::move(status));
+  }
+  StatusOr<Claim> Get(const ClaimRef& ref, const std::string& driver) override {
+    std::lock_guard<std::mutex> lock(mu_);
+    ++gets_;
+    if (driver != kDriver) return InternalError("asked for another driver");
+    if (auto it = errors_.find(ref.uid); it != errors_.end()) return it->second;
+    auto it = claims_.find(ref.uid);
+    if (it == claims_.end()) {
+      return NotFoundError("resourceclaims \"" + ref.name + "\" not found");
+    }
+    return it->second;
+  }
+  int gets() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return gets_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::map<std::string, Claim> claims_;
+  std::map<std::string, Status> errors_;
+  int gets_ = 0;
+};
+
+// A driver that prepares every result as one device with a CDI id named
+// after the claim, counting its calls; it can be slowed or made to fail.
+class RecordingHandler : public DriverHandler {
+ public:
+  StatusOr<std::vector<PreparedDevice>> Prepare(const Claim& claim) override {
+    ++prepares_;
+    if (const auto delay = delay_.load(); delay.count() > 0) {
+      std::this_thread::sleep_for(delay);
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    if (claim.ref.uid == failing_) return InternalError("device is on fire");
+    if (claim.ref.uid == throwing_) throw std::runtime_error("boom");
+    std::vector<PreparedDevice> devices;
+    for (const AllocationResult& result : claim.results) {
+      devices.push_back({{},
+                         result.pool,
+                         result.device,
+                         {"pci.libtopology.dev/device=" + claim.ref.uid + "-" +
+                          result.device}});
+    }
+    prepared_[claim.ref.uid] = devices;
+    return devices;
+  }
+  Status Unprepare(const ClaimRef& claim,
+                   const std::vector<PreparedDevice>& devices) override {
+    ++unprepares_;
+    std::lock_guard<std::mutex> lock(mu_);
+    unprepared_[claim.uid] = devices;
+    prepared_.erase(claim.uid);
+    return OkStatus();
+  }
+  void Fail(const std::string& uid) {
+    std::lock_guard<std::mutex> lock(mu_);
+    failing_ = uid;
+  }
+  void Throw(const std::string& uid) {
+    std::lock_guard<std::mutex> lock(mu_);
+    throwing_ = uid;
+  }
+  void set_delay(std::chrono::milliseconds delay) { delay_ = delay; }
+  int prepares() const { return prepares_; }
+  int unprepares() const { return unprepares_; }
+  std::map<std::string, std::vector<PreparedDevice>> unprepared() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return unprepared_;
+  }
+
+ private:
+  mutable std::mutex mu_;
+  std::atomic<int> prepares_{0};
+  std::atomic<int> unprepares_{0};
+  std::atomic<std::chrono::milliseconds> delay_{0ms};
+  std::string failing_;
+  std::string throwing_;
+  std::map<std::string, std::vector<PreparedDevice>> prepared_;
+  std::map<std::string, std::vector<PreparedDevice>> unprepared_;
+};
+
+class DraFrameworkTest : public ::testing::Test {
+ protected:
+  DriverOptions Options() const {
+    DriverOptions options;
+    options.driver_name = kDriver;
+    options.registry_dir = dir_.path() / "plugins_registry";
+    options.plugin_dir = dir_.path() / "plugins" / kDriver;
+    options.socket_check = 50ms;
+    return options;
+  }
+  void Start(DriverOptions options) {
+    auto runner = DriverRunner::Create(std::move(options), &source_, &handler_);
+    ASSERT_THAT(runner.status(), IsOk());
+    runner_ = std::move(*runner);
+    ASSERT_THAT(runner_->Start(), IsOk());
+  }
+  void Start() { Start(Options()); }
+  void Restart() {
+    runner_.reset();
+    Start();
+  }
+
+  ClaimRef GpuClaim(const std::string& uid, int devices = 1) {
+    ClaimRef ref{"default", uid, "claim-" + uid};
+    std::vector<AllocationResult> results;
+    for (int i = 0; i < devices; ++i) {
+      results.push_back(
+          {"gpu", kDriver, "node-a", "gpu-" + uid + "-" + std::to_string(i)});
+    }
+    source_.Add(ref, results);
+    return ref;
+  }
+  static FakeDraKubelet::Claim Kubelet(const ClaimRef& ref) {
+    return {ref.ns, ref.uid, ref.name};
+  }
+
+  template <typename Predicate>
+  static bool WaitFor(Predicate predicate, std::chrono::milliseconds timeout) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < end) {
+      if (predicate()) return true;
+      std::this_thread::sleep_for(10ms);
+    }
+    return predicate();
+  }
+
+  ::topology::testing::TempDir dir_;
+  TableSource source_;
+  RecordingHandler handler_;
+  std::unique_ptr<DriverRunner> runner_;
+  FakeDraKubelet kubelet_{dir_.path() / "plugins_registry"};
+};
+
+TEST_F(DraFrameworkTest, RegistersAndTheKubeletChoosesTheFirstItKnows) {
+  Start();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  EXPECT_EQ(kubelet_.type(), "DRAPlugin");
+  EXPECT_EQ(kubelet_.endpoint(), runner_->dra_socket().string());
+  EXPECT_EQ(runner_->dra_socket(),
+            dir_.path() / "plugins" / kDriver / "dra.sock");
+  EXPECT_THAT(
+      kubelet_.supported_versions(),
+      ElementsAre("v1.DRAPlugin", "v1beta1.DRAPlugin", "v1.DRAResourceHealth",
+                  "v1alpha1.DRAResourceHealth"));
+  EXPECT_EQ(kubelet_.chosen(), "v1.DRAPlugin");
+  EXPECT_TRUE(runner_->registered());
+  // Sockets for root alone.
+  struct stat info {};
+  ASSERT_EQ(lstat(runner_->registration_socket().c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+  ASSERT_EQ(lstat(runner_->dra_socket().c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+}
+
+TEST_F(DraFrameworkTest, AKubeletThatKnowsNoneOfTheServicesRefusesAndSaysWhy) {
+  Start();
+  FakeDraKubelet old(dir_.path() / "plugins_registry", {"v1alpha4.Node"});
+  EXPECT_THAT(old.Register(kDriver), StatusIs(StatusCode::kFailedPrecondition,
+                                              HasSubstr("v1alpha4.Node")));
+  EXPECT_FALSE(runner_->registered());
+  EXPECT_THAT(runner_->registration_error(), HasSubstr("v1alpha4.Node"));
+  // A kubelet of 1.32 (v1beta1 only) is served too.
+  FakeDraKubelet beta(dir_.path() / "plugins_registry", {"v1beta1.DRAPlugin"});
+  ASSERT_THAT(beta.Register(kDriver), IsOk());
+  EXPECT_EQ(beta.chosen(), "v1beta1.DRAPlugin");
+  EXPECT_TRUE(runner_->registered());
+  const ClaimRef claim = GpuClaim("u1");
+  auto answers = beta.Prepare({Kubelet(claim)});
+  ASSERT_THAT(answers.status(), IsOk());
+  EXPECT_THAT((*answers)["u1"].devices, SizeIs(1));
+}
+
+TEST_F(DraFrameworkTest, PrepareAnswersEveryClaimAndRequestNames) {
+  Start();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  const ClaimRef claim = GpuClaim("u1", 2);
+  auto answers = kubelet_.Prepare({Kubelet(claim)});
+  ASSERT_THAT(answers.status(), IsOk());
+  ASSERT_THAT(*answers, SizeIs(1));
+  const auto& answer = answers->at("u1");
+  EXPECT_EQ(answer.error, "");
+  ASSERT_THAT(answer.devices, SizeIs(2));
+  EXPECT_THAT(answer.devices[0].request_names, ElementsAre("gpu"));
+  EXPECT_EQ(answer.devices[0].pool, "node-a");
+  EXPECT_EQ(answer.devices[0].device, "gpu-u1-0");
+  EXPECT_THAT(answer.devices[0].cdi_device_ids,
+              ElementsAre("pci.libtopology.dev/device=u1-gpu-u1-0"));
+}
+
+// A call with bad claims still succeeds: each bad one has its own error
+// naming it, the good ones are prepared.
+TEST_F(DraFrameworkTest, EachBadClaimHasItsOwnErrorAndTheOthersArePrepared) {
+  Start();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  const ClaimRef good = GpuClaim("good");
+  const ClaimRef burning = GpuClaim("burning");
+  handler_.Fail("burning");
+  const ClaimRef throwing = GpuClaim("throwing");
+  handler_.Throw("throwing");
+  source_.Fail("other-uid",
+               FailedPreconditionError("UID other-uid differs from the "
+                                       "object's"));
+  source_.Fail("unallocated",
+               FailedPreconditionError("claim is not allocated"));
+  const std::vector<FakeDraKubelet::Claim> claims = {
+      Kubelet(good),
+      Kubelet(burning),
+      Kubelet(throwing),
+      {"default", "missing", "gone"},
+      {"default", "other-uid", "c"},
+      {"default", "unallocated", "d"},
+      {"default", "", "no-uid"}};
+  auto answers = kubelet_.Prepare(claims, "", 1);
+  ASSERT_THAT(answers.status(), IsOk());
+  EXPECT_EQ(answers->at("good").error, "");
+  EXPECT_THAT(answers->at("good").devices, SizeIs(1));
+  EXPECT_THAT(answers->at("burning").error,
+              HasSubstr("claim default/claim-burning (burning): device is on "
+                        "fire"));
+  EXPECT_THAT(answers->at("throwing").error, HasSubstr("the driver threw"));
+  EXPECT_THAT(answers->at("missing").error,
+              HasSubstr("claim default/gone (missing): resourceclaims"));
+  EXPECT_THAT(answers->at("other-uid").error, HasSubstr("differs"));
+  EXPECT_THAT(answers->at("unallocated").error, HasSubstr("not allocated"));
+  EXPECT_THAT(answers->at("").error, HasSubstr("has no UID"));
+  EXPECT_THAT(answers->at("burning").devices, IsEmpty());
+  // Only the good claim is prepared (and checkpointed).
+  ASSERT_THAT(runner_->PreparedClaims(), SizeIs(1));
+  EXPECT_EQ(runner_->PreparedClaims()[0].uid, "good");
+}
+
+TEST_F(DraFrameworkTest, PrepareIsIdempotentAndUnprepareToo) {
+  Start();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  const ClaimRef claim = GpuClaim("u1");
+  auto first = kubelet_.Prepare({Kubelet(claim)});
+  auto again = kubelet_.Prepare({Kubelet(claim), Kubelet(claim)});
+  ASSERT_THAT(first.status(), IsOk());
+  ASSERT_THAT(again.status(), IsOk());
+  EXPECT_EQ(handler_.prepares(), 1);
+  EXPECT_EQ(source_.gets(), 1);
+  EXPECT_EQ(again->at("u1").devices[0].cdi_device_ids,
+            first->at("u1").devices[0].cdi_device_ids);
+  for (int i = 0; i < 2; ++i) {
+    auto undone = kubelet_.Unprepare({Kubelet(claim)});
+    ASSERT_THAT(undone.status(), IsOk());
+    EXPECT_EQ(undone->at("u1"), "");
+  }
+  EXPECT_THAT(runner_->PreparedClaims(), IsEmpty());
+  // The second Unprepare still reached the driver (with no devices: it
+  // removes by UID whatever a crash may have left).
+  EXPECT_EQ(handler_.unprepares(), 2);
+}
+
+// Calls for one claim are serialised: two kubelet calls at once prepare
+// it once.
+TEST_F(DraFrameworkTest, ConcurrentCallsForOneClaimPrepareItOnce) {
+  Start();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  const ClaimRef claim = GpuClaim("u1");
+  const ClaimRef other = GpuClaim("u2");
+  handler_.set_delay(300ms);
+  auto a = std::async(std::launch::async,
+                      [&] { return kubelet_.Prepare({Kubelet(claim)}); });
+  auto b = std::async(std::launch::async, [&] {
+    return kubelet_.Prepare({Kubelet(claim), Kubelet(other)});
+  });
+  ASSERT_THAT(a.get().status(), IsOk());
+  auto both = b.get();
+  ASSERT_THAT(both.status(), IsOk());
+  EXPECT_EQ(both->at("u1").error, "");
+  EXPECT_EQ(both->at("u2").error, "");
+  EXPECT_EQ(handler_.prepares(), 2);  // u1 once, u2 once
+}
+
+// Prepared claims survive a restart of the driver: a repeated Prepare is
+// answered from the checkpoint, and Unprepare after a restart with no
+// Prepare in between gives the driver the devices it prepared.
+TEST_F(DraFrameworkTest, PreparedClaimsSurviveARestart) {
+  Start();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  const ClaimRef claim = GpuClaim("u1", 2);
+  auto prepared = kubelet_.Prepare({Kubelet(claim)});
+  ASSERT_THAT(prepared.status(), IsOk());
+  const std::filesystem::path checkpoint =
+      dir_.path() / "plugins" / kDriver / "prepared-claims.json";
+  struct stat info {};
+  ASSERT_EQ(lstat(checkpoint.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0600u);
+
+  Restart();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  ASSERT_THAT(runner_->PreparedClaims(), SizeIs(1));
+  auto again = kubelet_.Prepare({Kubelet(claim)});
+  ASSERT_THAT(again.status(), IsOk());
+  EXPECT_EQ(handler_.prepares(), 1);
+  Restart();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  auto undone = kubelet_.Unprepare({Kubelet(claim)});
+  ASSERT_THAT(undone.status(), IsOk());
+  EXPECT_EQ(undone->at("u1"), "");
+  const auto unprepared = handler_.unprepared();
+  ASSERT_TRUE(unprepared.contains("u1"));
+  ASSERT_THAT(unprepared.at("u1"), SizeIs(2));
+  EXPECT_EQ(unprepared.at("u1")[1].device, "gpu-u1-1");
+  EXPECT_THAT(unprepared.at("u1")[1].request_names, ElementsAre("gpu"));
+  Restart();
+  EXPECT_THAT(runner_->PreparedClaims(), IsEmpty());
+}
+
+// A prepared claim that cannot be made durable is not answered as
+// prepared: the driver's work is undone and the claim gets an error.
+TEST_F(DraFrameworkTest, AClaimThatCannotBeCheckpointedIsUndone) {
+  Start();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  // Something that is not a file where the checkpoint goes.
+  const auto checkpoint =
+      dir_.path() / "plugins" / kDriver / "prepared-claims.json";
+  std::filesystem::create_directories(checkpoint / "x");
+  const ClaimRef claim = GpuClaim("u1");
+  auto answers = kubelet_.Prepare({Kubelet(claim)}, "", 1);
+  ASSERT_THAT(answers.status(), IsOk());
+  EXPECT_THAT(answers->at("u1").error, HasSubstr("cannot checkpoint"));
+  EXPECT_THAT(runner_->PreparedClaims(), IsEmpty());
+  EXPECT_EQ(handler_.unprepares(), 1);
+}
+
+// The checkpoint is written like every file of the project: a link
+// planted at its name is replaced, never written through.
+TEST_F(DraFrameworkTest, TheCheckpointNeverFollowsAPlantedLink) {
+  const auto plugin_dir = dir_.path() / "plugins" / kDriver;
+  std::filesystem::create_directories(plugin_dir);
+  const auto target = dir_.path() / "victim";
+  std::ofstream(target) << "precious\n";
+  std::filesystem::create_symlink(target, plugin_dir / "prepared-claims.json");
+  Start();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  ASSERT_THAT(kubelet_.Prepare({Kubelet(GpuClaim("u1"))}).status(), IsOk());
+  std::ifstream in(target);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_EQ(text, "precious\n");
+  EXPECT_FALSE(
+      std::filesystem::is_symlink(plugin_dir / "prepared-claims.json"));
+}
+
+TEST_F(DraFrameworkTest, ADamagedCheckpointIsKeptAsideAndTheDriverStarts) {
+  const auto plugin_dir = dir_.path() / "plugins" / kDriver;
+  std::filesystem::create_directories(plugin_dir);
+  std::ofstream(plugin_dir / "prepared-claims.json") << "{\"version\":1,";
+  Start();
+  EXPECT_THAT(runner_->PreparedClaims(), IsEmpty());
+  EXPECT_TRUE(
+      std::filesystem::exists(plugin_dir / "prepared-claims.json.damaged"));
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+}
+
+TEST_F(DraFrameworkTest, HealthStreamsSendTheCompleteList) {
+  Start();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  runner_->SetHealth(
+      {{"node-a", "gpu-0", HealthStatus::kHealthy, ""},
+       {"node-a", "gpu-1", HealthStatus::kUnhealthy, std::string(2000, 'x')}});
+  for (const char* version : {"v1", "v1alpha1"}) {
+    auto first = kubelet_.FirstHealth(version, 5s);
+    ASSERT_THAT(first.status(), IsOk()) << version;
+    ASSERT_THAT(*first, SizeIs(2));
+    EXPECT_EQ((*first)[0].device, "gpu-0");
+    EXPECT_EQ((*first)[0].health, 1);
+    EXPECT_EQ((*first)[1].health, 2);
+    EXPECT_EQ((*first)[1].timeout_seconds, 30);
+    EXPECT_EQ((*first)[1].message.size(), 1024u);
+  }
+  // A change reaches an open stream.
+  auto watching = std::async(std::launch::async,
+                             [&] { return kubelet_.WatchHealth("v1", 2, 5s); });
+  std::this_thread::sleep_for(100ms);
+  runner_->SetHealth({{"node-a", "gpu-0", HealthStatus::kUnhealthy, "gone"}});
+  const auto messages = watching.get();
+  ASSERT_THAT(messages, SizeIs(2));
+  ASSERT_THAT(messages[1], SizeIs(1));
+  EXPECT_EQ(messages[1][0].health, 2);
+  EXPECT_EQ(messages[1][0].message, "gone");
+}
+
+TEST_F(DraFrameworkTest, WithoutHealthNoHealthServiceIsAdvertised) {
+  auto options = Options();
+  options.serve_health = false;
+  Start(options);
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  EXPECT_THAT(kubelet_.supported_versions(),
+              ElementsAre("v1.DRAPlugin", "v1beta1.DRAPlugin"));
+}
+
+// A kubelet (or an operator) that removes the sockets gets them back:
+// served again and registered again.
+TEST_F(DraFrameworkTest, DeletedSocketsAreServedAgain) {
+  Start();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  std::filesystem::remove(runner_->dra_socket());
+  std::filesystem::remove(runner_->registration_socket());
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return std::filesystem::exists(runner_->dra_socket()) &&
+               std::filesystem::exists(runner_->registration_socket());
+      },
+      3s));
+  EXPECT_FALSE(runner_->registered());
+  ASSERT_TRUE(WaitFor([&] { return kubelet_.Register(kDriver).ok(); }, 3s));
+  EXPECT_TRUE(runner_->registered());
+  auto answers = kubelet_.Prepare({Kubelet(GpuClaim("u1"))});
+  ASSERT_THAT(answers.status(), IsOk());
+  EXPECT_EQ(answers->at("u1").error, "");
+}
+
+TEST_F(DraFrameworkTest, StopRemovesTheSocketsPromptly) {
+  Start();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  // An open health stream does not hold the stop up.
+  auto watching = std::async(
+      std::launch::async, [&] { return kubelet_.WatchHealth("v1", 5, 10s); });
+  std::this_thread::sleep_for(100ms);
+  const auto start = std::chrono::steady_clock::now();
+  runner_->Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);
+  EXPECT_FALSE(std::filesystem::exists(runner_->dra_socket()));
+  EXPECT_FALSE(std::filesystem::exists(runner_->registration_socket()));
+  watching.get();
+}
+
+TEST_F(DraFrameworkTest, BadOptionsAreRefusedNamingThem) {
+  DriverOptions options = Options();
+  options.driver_name = "Not_A_Domain";
+  EXPECT_THAT(DriverRunner::Create(options, &source_, &handler_).status(),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("\"Not_A_Domain\" is not a DNS subdomain")));
+  options = Options();
+  options.plugin_dir = "relative/dir";
+  EXPECT_THAT(DriverRunner::Create(options, &source_, &handler_).status(),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("plugin directory relative/dir")));
+  options = Options();
+  options.registry_dir = "/" + std::string(120, 'r');
+  EXPECT_THAT(DriverRunner::Create(options, &source_, &handler_).status(),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("107 bytes")));
+}
+
+}  // namespace
+}  // namespace topology::draplugin

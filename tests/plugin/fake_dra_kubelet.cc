@@ -1,0 +1,256 @@
+#include "fake_dra_kubelet.h"
+
+#include <algorithm>
+#include <utility>
+
+#include <grpcpp/grpcpp.h>
+
+#include "dra/v1/api.grpc.pb.h"
+#include "dra/v1beta1/api.grpc.pb.h"
+#include "drahealth/v1/api.grpc.pb.h"
+#include "drahealth/v1alpha1/api.grpc.pb.h"
+#include "pluginregistration/v1/api.grpc.pb.h"
+
+namespace topology::testing {
+namespace {
+
+namespace drav1 = ::k8s::io::kubelet::pkg::apis::dra::v1;
+namespace drav1beta1 = ::k8s::io::kubelet::pkg::apis::dra::v1beta1;
+
+// The kubelet's DRA calls have a deadline; so do these.
+constexpr auto kCallTimeout = std::chrono::seconds(10);
+
+std::shared_ptr<grpc::Channel> Dial(const std::string& socket) {
+  return grpc::CreateChannel("unix:" + socket,
+                             grpc::InsecureChannelCredentials());
+}
+
+void Deadline(grpc::ClientContext& context) {
+  context.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+}
+
+Status FromGrpc(const grpc::Status& status, const std::string& what) {
+  if (status.ok()) return OkStatus();
+  return Status(static_cast<StatusCode>(status.error_code()),
+                what + ": " + status.error_message());
+}
+
+template <typename Stub, typename Request, typename Response>
+StatusOr<std::map<std::string, FakeDraKubelet::ClaimAnswer>> PrepareWith(
+    const std::string& socket, const std::vector<FakeDraKubelet::Claim>& claims,
+    int attempts) {
+  std::map<std::string, FakeDraKubelet::ClaimAnswer> answers;
+  std::vector<FakeDraKubelet::Claim> pending = claims;
+  auto stub = Stub::NewStub(Dial(socket));
+  for (int attempt = 0; attempt < attempts && !pending.empty(); ++attempt) {
+    Request request;
+    for (const auto& claim : pending) {
+      auto* c = request.add_claims();
+      c->set_namespace_(claim.ns);
+      c->set_uid(claim.uid);
+      c->set_name(claim.name);
+    }
+    Response response;
+    grpc::ClientContext context;
+    Deadline(context);
+    const grpc::Status status =
+        stub->NodePrepareResources(&context, request, &response);
+    if (!status.ok()) return FromGrpc(status, "NodePrepareResources");
+    std::vector<FakeDraKubelet::Claim> missing;
+    for (const auto& claim : pending) {
+      const auto it = response.claims().find(claim.uid);
+      if (it == response.claims().end()) {
+        missing.push_back(claim);  // the kubelet calls again for these
+        continue;
+      }
+      FakeDraKubelet::ClaimAnswer answer;
+      answer.error = it->second.error();
+      for (const auto& d : it->second.devices()) {
+        FakeDraKubelet::Device device;
+        device.request_names.assign(d.request_names().begin(),
+                                    d.request_names().end());
+        device.pool = d.pool_name();
+        device.device = d.device_name();
+        device.cdi_device_ids.assign(d.cdi_device_ids().begin(),
+                                     d.cdi_device_ids().end());
+        answer.devices.push_back(std::move(device));
+      }
+      answers[claim.uid] = std::move(answer);
+    }
+    pending = std::move(missing);
+  }
+  if (!pending.empty()) {
+    return UnavailableError("claim " + pending.front().uid +
+                            " never got an answer");
+  }
+  return answers;
+}
+
+template <typename Stub, typename Request, typename Response>
+StatusOr<std::map<std::string, std::string>> UnprepareWith(
+    const std::string& socket,
+    const std::vector<FakeDraKubelet::Claim>& claims) {
+  auto stub = Stub::NewStub(Dial(socket));
+  Request request;
+  for (const auto& claim : claims) {
+    auto* c = request.add_claims();
+    c->set_namespace_(claim.ns);
+    c->set_uid(claim.uid);
+    c->set_name(claim.name);
+  }
+  Response response;
+  grpc::ClientContext context;
+  Deadline(context);
+  const grpc::Status status =
+      stub->NodeUnprepareResources(&context, request, &response);
+  if (!status.ok()) return FromGrpc(status, "NodeUnprepareResources");
+  std::map<std::string, std::string> errors;
+  for (const auto& claim : claims) {
+    const auto it = response.claims().find(claim.uid);
+    if (it == response.claims().end()) {
+      return UnavailableError("claim " + claim.uid + " has no answer");
+    }
+    errors[claim.uid] = it->second.error();
+  }
+  return errors;
+}
+
+template <typename Stub, typename Request, typename Response>
+std::vector<std::vector<FakeDraKubelet::HealthEntry>> Watch(
+    const std::string& socket, size_t count,
+    std::chrono::milliseconds timeout) {
+  auto stub = Stub::NewStub(Dial(socket));
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
+  auto reader = stub->NodeWatchResources(&context, Request());
+  std::vector<std::vector<FakeDraKubelet::HealthEntry>> messages;
+  Response response;
+  while (messages.size() < count && reader->Read(&response)) {
+    std::vector<FakeDraKubelet::HealthEntry> entries;
+    for (const auto& d : response.devices()) {
+      entries.push_back({d.device().pool_name(), d.device().device_name(),
+                         static_cast<int>(d.health()),
+                         d.health_check_timeout_seconds(), d.message()});
+    }
+    messages.push_back(std::move(entries));
+  }
+  context.TryCancel();
+  (void)reader->Finish();
+  return messages;
+}
+
+}  // namespace
+
+FakeDraKubelet::FakeDraKubelet(std::filesystem::path registry_dir,
+                               std::vector<std::string> known)
+    : registry_dir_(std::move(registry_dir)), known_(std::move(known)) {}
+
+Status FakeDraKubelet::Register(const std::string& driver) {
+  const std::string socket = (registry_dir_ / (driver + "-reg.sock")).string();
+  auto stub = pluginregistration::Registration::NewStub(Dial(socket));
+  pluginregistration::PluginInfo info;
+  {
+    grpc::ClientContext context;
+    Deadline(context);
+    const grpc::Status status =
+        stub->GetInfo(&context, pluginregistration::InfoRequest(), &info);
+    if (!status.ok()) return FromGrpc(status, "GetInfo");
+  }
+  type_ = info.type();
+  endpoint_ = info.endpoint();
+  versions_.assign(info.supported_versions().begin(),
+                   info.supported_versions().end());
+  chosen_.clear();
+  std::string error;
+  if (type_ != "DRAPlugin") {
+    error = "plugin type \"" + type_ + "\" is not DRAPlugin";
+  } else if (info.name() != driver) {
+    error = "plugin name \"" + info.name() + "\" is not the socket's driver";
+  } else {
+    // The first of the plugin's versions the kubelet knows.
+    for (const std::string& version : versions_) {
+      if (std::find(known_.begin(), known_.end(), version) != known_.end()) {
+        chosen_ = version;
+        break;
+      }
+    }
+    if (chosen_.empty()) {
+      error = "none of the DRA services the kubelet supports (";
+      for (size_t i = 0; i < known_.size(); ++i) {
+        error += (i == 0 ? "" : ", ") + known_[i];
+      }
+      error += ") is among those the plugin serves";
+    }
+  }
+  pluginregistration::RegistrationStatus status;
+  status.set_plugin_registered(error.empty());
+  status.set_error(error);
+  pluginregistration::RegistrationStatusResponse response;
+  grpc::ClientContext context;
+  Deadline(context);
+  const grpc::Status notified =
+      stub->NotifyRegistrationStatus(&context, status, &response);
+  if (!notified.ok()) return FromGrpc(notified, "NotifyRegistrationStatus");
+  if (!error.empty()) return FailedPreconditionError(error);
+  return OkStatus();
+}
+
+StatusOr<std::map<std::string, FakeDraKubelet::ClaimAnswer>>
+FakeDraKubelet::Prepare(const std::vector<Claim>& claims,
+                        const std::string& version, int attempts) {
+  const std::string use = version.empty() ? chosen_ : version;
+  if (use == "v1.DRAPlugin") {
+    return PrepareWith<drav1::DRAPlugin, drav1::NodePrepareResourcesRequest,
+                       drav1::NodePrepareResourcesResponse>(endpoint_, claims,
+                                                            attempts);
+  }
+  if (use == "v1beta1.DRAPlugin") {
+    return PrepareWith<drav1beta1::DRAPlugin,
+                       drav1beta1::NodePrepareResourcesRequest,
+                       drav1beta1::NodePrepareResourcesResponse>(
+        endpoint_, claims, attempts);
+  }
+  return FailedPreconditionError("no DRA service version \"" + use + "\"");
+}
+
+StatusOr<std::map<std::string, std::string>> FakeDraKubelet::Unprepare(
+    const std::vector<Claim>& claims, const std::string& version) {
+  const std::string use = version.empty() ? chosen_ : version;
+  if (use == "v1.DRAPlugin") {
+    return UnprepareWith<drav1::DRAPlugin, drav1::NodeUnprepareResourcesRequest,
+                         drav1::NodeUnprepareResourcesResponse>(endpoint_,
+                                                                claims);
+  }
+  if (use == "v1beta1.DRAPlugin") {
+    return UnprepareWith<drav1beta1::DRAPlugin,
+                         drav1beta1::NodeUnprepareResourcesRequest,
+                         drav1beta1::NodeUnprepareResourcesResponse>(endpoint_,
+                                                                     claims);
+  }
+  return FailedPreconditionError("no DRA service version \"" + use + "\"");
+}
+
+std::vector<std::vector<FakeDraKubelet::HealthEntry>>
+FakeDraKubelet::WatchHealth(const std::string& version, size_t count,
+                            std::chrono::milliseconds timeout) {
+  if (version == "v1") {
+    return Watch<::v1::DRAResourceHealth, ::v1::NodeWatchResourcesRequest,
+                 ::v1::NodeWatchResourcesResponse>(endpoint_, count, timeout);
+  }
+  return Watch<::v1alpha1::DRAResourceHealth,
+               ::v1alpha1::NodeWatchResourcesRequest,
+               ::v1alpha1::NodeWatchResourcesResponse>(endpoint_, count,
+                                                       timeout);
+}
+
+StatusOr<std::vector<FakeDraKubelet::HealthEntry>> FakeDraKubelet::FirstHealth(
+    const std::string& version, std::chrono::milliseconds timeout) {
+  auto messages = WatchHealth(version, 1, timeout);
+  if (messages.empty()) {
+    return DeadlineExceededError("no health message within " +
+                                 std::to_string(timeout.count()) + " ms");
+  }
+  return messages.front();
+}
+
+}  // namespace topology::testing

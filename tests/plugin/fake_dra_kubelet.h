@@ -1,0 +1,92 @@
+// The kubelet's DRA side, for tests, over real unix sockets: its plugin
+// watcher (finds <driver>-reg.sock in the registry directory, GetInfo,
+// chooses the first version it supports in the plugin's order, answers
+// NotifyRegistrationStatus, refusing a plugin that offers no DRA service it
+// knows and naming them) and its DRA manager (NodePrepareResources and
+// NodeUnprepareResources per claim UID with a deadline, calling again for
+// the claims a response left out, as the kubelet retries them; the health
+// stream).
+#ifndef TOPOLOGY_TESTS_PLUGIN_FAKE_DRA_KUBELET_H_
+#define TOPOLOGY_TESTS_PLUGIN_FAKE_DRA_KUBELET_H_
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "topology/status.h"
+
+namespace topology::testing {
+
+class FakeDraKubelet {
+ public:
+  struct Claim {
+    std::string ns;
+    std::string uid;
+    std::string name;
+  };
+  struct Device {
+    std::vector<std::string> request_names;
+    std::string pool;
+    std::string device;
+    std::vector<std::string> cdi_device_ids;
+  };
+  struct ClaimAnswer {
+    std::vector<Device> devices;
+    std::string error;
+  };
+  struct HealthEntry {
+    std::string pool;
+    std::string device;
+    int health = 0;  // 0 unknown, 1 healthy, 2 unhealthy
+    int64_t timeout_seconds = 0;
+    std::string message;
+  };
+
+  // The DRA service versions this kubelet knows, in its own terms.
+  explicit FakeDraKubelet(std::filesystem::path registry_dir,
+                          std::vector<std::string> known = {
+                              "v1.DRAPlugin", "v1beta1.DRAPlugin"});
+
+  // What the plugin watcher does for `driver`'s registration socket:
+  // GetInfo, the version choice, NotifyRegistrationStatus. The error says
+  // why the plugin was refused (also sent to it).
+  Status Register(const std::string& driver);
+  // After Register: what GetInfo said and what was chosen.
+  std::string type() const { return type_; }
+  std::string endpoint() const { return endpoint_; }
+  std::vector<std::string> supported_versions() const { return versions_; }
+  std::string chosen() const { return chosen_; }
+
+  // NodePrepareResources over the chosen version (or `version`), claims a
+  // response leaves out asked again (at most `attempts` calls).
+  StatusOr<std::map<std::string, ClaimAnswer>> Prepare(
+      const std::vector<Claim>& claims, const std::string& version = "",
+      int attempts = 3);
+  StatusOr<std::map<std::string, std::string>> Unprepare(
+      const std::vector<Claim>& claims, const std::string& version = "");
+
+  // The first message of a health stream ("v1" or "v1alpha1"), or an
+  // error when none comes within `timeout`.
+  StatusOr<std::vector<HealthEntry>> FirstHealth(
+      const std::string& version, std::chrono::milliseconds timeout);
+  // The messages of one health stream until `count` have come or
+  // `timeout` has passed.
+  std::vector<std::vector<HealthEntry>> WatchHealth(
+      const std::string& version, size_t count,
+      std::chrono::milliseconds timeout);
+
+ private:
+  std::filesystem::path registry_dir_;
+  std::vector<std::string> known_;
+  std::string type_;
+  std::string endpoint_;
+  std::vector<std::string> versions_;
+  std::string chosen_;
+};
+
+}  // namespace topology::testing
+
+#endif  // TOPOLOGY_TESTS_PLUGIN_FAKE_DRA_KUBELET_H_
