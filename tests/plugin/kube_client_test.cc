@@ -1,0 +1,354 @@
+// The Kubernetes API client of the DRA framework: kubeconfig and in-cluster
+// credentials, requests over real TLS to an in-process server (tokens,
+// client certificates, a wrong CA, retries, timeouts, limits), the
+// ResourceClaim reader and the ClaimSource on the API.
+#include "topology/draplugin/kube_client.h"
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <stdlib.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "topology/draplugin/kube_config.h"
+
+#include "fake_api_server.h"
+#include "status_matchers.h"
+#include "temp_dir.h"
+
+namespace topology::draplugin {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+using ::topology::testing::FakeApiServer;
+using ::topology::testing::IsOk;
+using ::topology::testing::StatusIs;
+using namespace std::chrono_literals;
+
+constexpr char kDriver[] = "pci.libtopology.dev";
+
+void Write(const std::filesystem::path& path, const std::string& text) {
+  std::filesystem::create_directories(path.parent_path());
+  std::ofstream(path) << text;
+}
+
+// --- kubeconfig
+// ---------------------------------------------------------------
+
+constexpr char kTokenConfig[] = R"(apiVersion: v1
+kind: Config
+current-context: node
+clusters:
+- name: local
+  cluster:
+    server: https://127.0.0.1:16443/
+    certificate-authority-data: LS0tLS1CRUdJTiBDRVJUSUZJQ0FURS0tLS0tCg==
+contexts:
+- name: node
+  context: {cluster: local, user: driver}
+users:
+- name: driver
+  user: {token: abc123}
+)";
+
+TEST(KubeConfigTest, TokenUserWithCaData) {
+  auto config = ParseKubeConfig(kTokenConfig, "/etc", "kubeconfig test");
+  ASSERT_THAT(config.status(), IsOk());
+  EXPECT_EQ(config->server, "https://127.0.0.1:16443");
+  EXPECT_EQ(config->ca_pem, "-----BEGIN CERTIFICATE-----\n");
+  EXPECT_EQ(config->token, "abc123");
+  EXPECT_EQ(config->source, "kubeconfig test, context node");
+}
+
+TEST(KubeConfigTest, FilesAreReadBesideTheKubeconfig) {
+  ::topology::testing::TempDir dir;
+  Write(dir.path() / "pki" / "ca.crt", "CA");
+  Write(dir.path() / "pki" / "client.crt", "CERT");
+  Write(dir.path() / "pki" / "client.key", "KEY");
+  Write(dir.path() / "token", "tok\n");
+  Write(dir.path() / "kubeconfig", R"(current-context: c
+clusters: [{name: k, cluster: {server: "https://api:6443", certificate-authority: pki/ca.crt}}]
+contexts: [{name: c, context: {cluster: k, user: u}}]
+users: [{name: u, user: {client-certificate: pki/client.crt, client-key: pki/client.key, tokenFile: token}}]
+)");
+  auto config = LoadKubeConfig(dir.path() / "kubeconfig");
+  ASSERT_THAT(config.status(), IsOk());
+  EXPECT_EQ(config->ca_pem, "CA");
+  EXPECT_EQ(config->client_certificate_pem, "CERT");
+  EXPECT_EQ(config->client_key_pem, "KEY");
+  EXPECT_EQ(config->token_file, dir.path() / "token");
+}
+
+TEST(KubeConfigTest, WhatCannotBeUsedIsNamed) {
+  const auto error = [](const std::string& yaml) {
+    return ParseKubeConfig(yaml, "/", "kubeconfig k").status();
+  };
+  EXPECT_THAT(error("{"), StatusIs(StatusCode::kInvalidArgument,
+                                   HasSubstr("kubeconfig k: not YAML")));
+  EXPECT_THAT(
+      error("clusters: []\n"),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("no current-context")));
+  std::string http = kTokenConfig;
+  http.replace(http.find("https://"), 8, "http://");
+  EXPECT_THAT(error(http), StatusIs(StatusCode::kInvalidArgument,
+                                    HasSubstr("is not an https:// URL")));
+  std::string exec = kTokenConfig;
+  exec.replace(exec.find("{token: abc123}"), 15, "{exec: {command: x}}");
+  EXPECT_THAT(error(exec), StatusIs(StatusCode::kInvalidArgument,
+                                    HasSubstr("exec and auth-provider")));
+  std::string insecure = kTokenConfig;
+  insecure.replace(insecure.find("    certificate-authority-data"), 0,
+                   "    insecure-skip-tls-verify: true\n");
+  EXPECT_THAT(error(insecure), StatusIs(StatusCode::kInvalidArgument,
+                                        HasSubstr("insecure-skip-tls-verify")));
+  std::string bad64 = kTokenConfig;
+  bad64.replace(bad64.find("LS0t"), 4, "L$0t");
+  EXPECT_THAT(error(bad64),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("not base64")));
+  std::string no_cluster = kTokenConfig;
+  no_cluster.replace(no_cluster.find("cluster: local"), 14, "cluster: other");
+  EXPECT_THAT(error(no_cluster),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("cluster \"other\" of context \"node\"")));
+  std::string half = kTokenConfig;
+  half.replace(half.find("{token: abc123}"), 15,
+               "{client-certificate-data: QQ==}");
+  EXPECT_THAT(error(half), StatusIs(StatusCode::kInvalidArgument,
+                                    HasSubstr("needs its key")));
+}
+
+TEST(KubeConfigTest, InClusterCredentials) {
+  ::topology::testing::TempDir root;
+  const auto dir = root.path() / "var/run/secrets/kubernetes.io/serviceaccount";
+  Write(dir / "token", "t");
+  Write(dir / "ca.crt", "CA");
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  EXPECT_THAT(InClusterConfig(root.path()).status(),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("KUBERNETES_SERVICE_HOST")));
+  setenv("KUBERNETES_SERVICE_HOST", "fd00::1", 1);
+  setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+  auto config = InClusterConfig(root.path());
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  unsetenv("KUBERNETES_SERVICE_PORT");
+  ASSERT_THAT(config.status(), IsOk());
+  EXPECT_EQ(config->server, "https://[fd00::1]:443");
+  EXPECT_EQ(config->ca_pem, "CA");
+  EXPECT_EQ(config->token_file, dir / "token");
+}
+
+// --- requests over TLS
+// ----------------------------------------------------------
+
+class KubeClientTest : public ::testing::Test {
+ protected:
+  void Serve(FakeApiServer::Handler handler, bool require_cert = false) {
+    auto server = FakeApiServer::Start(dir_.path() / "pki", std::move(handler),
+                                       require_cert);
+    ASSERT_THAT(server.status(), IsOk());
+    server_ = std::move(*server);
+  }
+  KubeConfig Config() const {
+    KubeConfig config;
+    config.server = server_->url();
+    config.ca_pem = server_->ca_pem();
+    config.token = "secret-token";
+    return config;
+  }
+  std::unique_ptr<KubeClient> Client(KubeConfig config,
+                                     KubeClient::Options options = {}) {
+    options.backoff = 10ms;
+    auto client = KubeClient::Create(std::move(config), options);
+    EXPECT_THAT(client.status(), IsOk());
+    return client.ok() ? std::move(*client) : nullptr;
+  }
+
+  ::topology::testing::TempDir dir_;
+  std::unique_ptr<FakeApiServer> server_;
+};
+
+TEST_F(KubeClientTest, SendsTheTokenAndReadsTheAnswer) {
+  Serve([](const FakeApiServer::Request& request) {
+    return FakeApiServer::Answer{200, "{\"kind\":\"" + request.method + "\"}"};
+  });
+  auto client = Client(Config());
+  auto answer = client->Request("POST", "/apis/x", "{}");
+  ASSERT_THAT(answer.status(), IsOk());
+  EXPECT_EQ(answer->status, 200);
+  EXPECT_EQ(answer->body, "{\"kind\":\"POST\"}");
+  ASSERT_THAT(server_->requests(), SizeIs(1));
+  EXPECT_EQ(server_->requests()[0].authorization, "Bearer secret-token");
+  EXPECT_EQ(server_->requests()[0].target, "/apis/x");
+  EXPECT_EQ(server_->requests()[0].body, "{}");
+}
+
+TEST_F(KubeClientTest, AClientCertificateIsPresented) {
+  Serve([](const FakeApiServer::Request&) { return FakeApiServer::Answer{}; },
+        /*require_cert=*/true);
+  KubeConfig config = Config();
+  config.token.clear();
+  EXPECT_THAT(Client(config)->Request("GET", "/api").status(),
+              StatusIs(StatusCode::kUnavailable));
+  config.client_certificate_pem = server_->client_certificate_pem();
+  config.client_key_pem = server_->client_key_pem();
+  ASSERT_THAT(Client(config)->Request("GET", "/api").status(), IsOk());
+  EXPECT_TRUE(server_->requests().back().client_certificate);
+}
+
+TEST_F(KubeClientTest, AServerTheCaDidNotSignIsRefused) {
+  Serve([](const FakeApiServer::Request&) { return FakeApiServer::Answer{}; });
+  KubeConfig config = Config();
+  config.ca_pem = server_->other_ca_pem();
+  KubeClient::Options options;
+  options.attempts = 1;
+  EXPECT_THAT(Client(config, options)->Request("GET", "/api").status(),
+              StatusIs(StatusCode::kUnavailable));
+  EXPECT_THAT(server_->requests(), SizeIs(0));
+}
+
+TEST_F(KubeClientTest, ServerErrorsAreRetriedWithBackoffOthersAreNot) {
+  std::atomic<int> calls{0};
+  Serve([&](const FakeApiServer::Request& request) {
+    if (request.target == "/flaky" && ++calls < 3) {
+      return FakeApiServer::Answer{503, "{}"};
+    }
+    if (request.target == "/missing") {
+      return FakeApiServer::Answer{
+          404,
+          R"({"kind":"Status","message":"resourceclaims \"x\" not found"})"};
+    }
+    return FakeApiServer::Answer{200, "{}"};
+  });
+  auto client = Client(Config());
+  auto flaky = client->Request("GET", "/flaky");
+  ASSERT_THAT(flaky.status(), IsOk());
+  EXPECT_EQ(flaky->status, 200);
+  EXPECT_EQ(calls.load(), 3);
+  auto missing = client->Request("GET", "/missing");
+  ASSERT_THAT(missing.status(), IsOk());
+  EXPECT_THAT(StatusOf(*missing, "GET x"),
+              StatusIs(StatusCode::kNotFound,
+                       HasSubstr("resourceclaims \"x\" not found")));
+  EXPECT_EQ(server_->requests().size(), 4u);
+  EXPECT_THAT(StatusOf({409, "{}"}, "POST", /*create=*/true),
+              StatusIs(StatusCode::kAlreadyExists));
+  EXPECT_THAT(StatusOf({409, "{}"}, "PUT"), StatusIs(StatusCode::kAborted));
+  EXPECT_THAT(StatusOf({422, "not json"}, "PUT"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("not json")));
+}
+
+TEST_F(KubeClientTest, AHungServerCostsTheDeadlinePerAttempt) {
+  Serve([](const FakeApiServer::Request&) {
+    return FakeApiServer::Answer{200, "{}", 2s};
+  });
+  KubeClient::Options options;
+  options.timeout = 200ms;
+  options.attempts = 2;
+  const auto start = std::chrono::steady_clock::now();
+  EXPECT_THAT(Client(Config(), options)->Request("GET", "/slow").status(),
+              StatusIs(StatusCode::kDeadlineExceeded,
+                       HasSubstr("no answer within 200 ms")));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 1500ms);
+}
+
+TEST_F(KubeClientTest, AnAnswerBeyondTheLimitIsRefused) {
+  Serve([](const FakeApiServer::Request&) {
+    return FakeApiServer::Answer{200, std::string(100000, 'x')};
+  });
+  KubeClient::Options options;
+  options.max_body = 1000;
+  EXPECT_THAT(Client(Config(), options)->Request("GET", "/big").status(),
+              StatusIs(StatusCode::kResourceExhausted,
+                       HasSubstr("larger than 1000 bytes")));
+}
+
+TEST_F(KubeClientTest, ATokenFileIsReadAtEveryRequest) {
+  Serve([](const FakeApiServer::Request&) { return FakeApiServer::Answer{}; });
+  KubeConfig config = Config();
+  config.token.clear();
+  config.token_file = dir_.path() / "token";
+  Write(config.token_file, "first\n");
+  auto client = Client(config);
+  ASSERT_THAT(client->Request("GET", "/a").status(), IsOk());
+  Write(config.token_file, "second");
+  ASSERT_THAT(client->Request("GET", "/b").status(), IsOk());
+  EXPECT_EQ(server_->requests()[0].authorization, "Bearer first");
+  EXPECT_EQ(server_->requests()[1].authorization, "Bearer second");
+}
+
+// --- ResourceClaims
+// -----------------------------------------------------------
+
+constexpr char kClaim[] = R"({
+  "apiVersion": "resource.k8s.io/v1", "kind": "ResourceClaim",
+  "metadata": {"name": "pair", "namespace": "ml", "uid": "u-1"},
+  "status": {"allocation": {"devices": {
+    "results": [
+      {"request": "gpu", "driver": "pci.libtopology.dev", "pool": "node-a", "device": "gpu-0"},
+      {"request": "nic", "driver": "pci.libtopology.dev", "pool": "node-a", "device": "nic-1"},
+      {"request": "other", "driver": "gpu.example.com", "pool": "p", "device": "d"}],
+    "config": [
+      {"source": "FromClaim", "opaque": {"driver": "pci.libtopology.dev", "parameters": {"mode": "shared"}}},
+      {"source": "FromClass", "opaque": {"driver": "gpu.example.com", "parameters": {}}}]}}}
+})";
+
+TEST(ResourceClaimTest, TheDriversResultsAndConfigs) {
+  auto claim = ParseResourceClaim(kClaim, {"ml", "u-1", "pair"}, kDriver);
+  ASSERT_THAT(claim.status(), IsOk());
+  ASSERT_THAT(claim->results, SizeIs(2));
+  EXPECT_EQ(claim->results[1],
+            (AllocationResult{"nic", kDriver, "node-a", "nic-1"}));
+  EXPECT_THAT(claim->configs, ElementsAre(R"({"mode":"shared"})"));
+}
+
+TEST(ResourceClaimTest, WhatCannotBePreparedIsSaid) {
+  EXPECT_THAT(ParseResourceClaim(kClaim, {"ml", "u-2", "pair"}, kDriver),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("UID u-2 differs from the object's (u-1)")));
+  EXPECT_THAT(
+      ParseResourceClaim(kClaim, {"ml", "u-1", "pair"}, "nic.example.com"),
+      StatusIs(StatusCode::kFailedPrecondition,
+               HasSubstr("nothing of the claim is allocated by "
+                         "nic.example.com")));
+  EXPECT_THAT(
+      ParseResourceClaim(R"({"metadata":{"uid":"u-1"},"status":{}})",
+                         {"ml", "u-1", "pair"}, kDriver),
+      StatusIs(StatusCode::kFailedPrecondition, HasSubstr("not allocated")));
+  EXPECT_THAT(ParseResourceClaim("[]", {"ml", "u-1", "pair"}, kDriver),
+              StatusIs(StatusCode::kInvalidArgument));
+  EXPECT_THAT(ParseResourceClaim(R"({"metadata":{"uid":7}})",
+                                 {"ml", "u-1", "pair"}, kDriver),
+              StatusIs(StatusCode::kInvalidArgument));
+}
+
+TEST_F(KubeClientTest, ClaimsComeFromTheApi) {
+  Serve([](const FakeApiServer::Request& request) {
+    if (request.target ==
+        "/apis/resource.k8s.io/v1/namespaces/ml/resourceclaims/pair") {
+      return FakeApiServer::Answer{200, kClaim};
+    }
+    return FakeApiServer::Answer{
+        404, R"({"kind":"Status","message":"resourceclaims not found"})"};
+  });
+  auto client = Client(Config());
+  ApiClaimSource source(client.get());
+  auto claim = source.Get({"ml", "u-1", "pair"}, kDriver);
+  ASSERT_THAT(claim.status(), IsOk());
+  EXPECT_THAT(claim->results, SizeIs(2));
+  EXPECT_THAT(source.Get({"ml", "u-9", "gone"}, kDriver).status(),
+              StatusIs(StatusCode::kNotFound));
+  // Names that are not names never reach a path.
+  EXPECT_THAT(source.Get({"ml", "u-1", "../../secrets"}, kDriver).status(),
+              StatusIs(StatusCode::kInvalidArgument));
+  EXPECT_EQ(server_->requests().size(), 2u);
+}
+
+}  // namespace
+}  // namespace topology::draplugin
