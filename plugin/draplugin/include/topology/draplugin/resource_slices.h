@@ -1,0 +1,123 @@
+// A node's devices published as resource.k8s.io/v1 ResourceSlices: one
+// pool for the node, split into slices of at most 128 devices (64 when a
+// device has taints), validated before anything is sent, kept in step
+// with the API server: an unchanged inventory sends nothing, a changed one
+// goes out as the pool's next generation, slices of this node and driver
+// that do not belong (other pools, older generations, leftovers) are
+// deleted, and slices deleted by someone else (the kubelet deletes its
+// node's slices at its start) are published again at the next resync.
+// Other nodes' and other drivers' slices are never touched.
+#ifndef TOPOLOGY_DRAPLUGIN_RESOURCE_SLICES_H_
+#define TOPOLOGY_DRAPLUGIN_RESOURCE_SLICES_H_
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <map>
+#include <string>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include "topology/draplugin/kube_client.h"
+#include "topology/status.h"
+#include "topology/thread_annotations.h"
+
+namespace topology::draplugin {
+
+// At most this many devices in one slice, and with taints.
+inline constexpr size_t kMaxDevicesPerSlice = 128;
+inline constexpr size_t kMaxTaintedDevicesPerSlice = 64;
+
+struct AttributeValue {
+  std::variant<std::string, int64_t, bool> value = {};
+  bool version = false;  // a string that is a semantic version
+  friend bool operator==(const AttributeValue&,
+                         const AttributeValue&) = default;
+};
+
+struct DeviceTaint {
+  std::string key = {};
+  std::string value = {};
+  std::string effect = "NoSchedule";  // NoSchedule or NoExecute
+  friend bool operator==(const DeviceTaint&, const DeviceTaint&) = default;
+};
+
+struct SliceDevice {
+  std::string name = {};  // a DNS label, unique in the pool
+  // Qualified names: "<domain>/<name>" or "<name>" (the driver's domain).
+  std::map<std::string, AttributeValue> attributes = {};
+  std::map<std::string, std::string> capacity = {};  // quantities ("1", "80Gi")
+  std::vector<DeviceTaint> taints = {};
+  friend bool operator==(const SliceDevice&, const SliceDevice&) = default;
+};
+
+// INVALID_ARGUMENT naming the device and what is wrong, by the API's
+// rules: names (DNS labels, unique), attribute names (a C identifier of at
+// most 32 characters, with the driver's domain or resource.kubernetes.io,
+// under which only the standard names), string and version values of at
+// most 64 characters, at most 32 attributes and capacities together, taint
+// keys and effects.
+Status ValidateDevices(const std::string& driver,
+                       const std::vector<SliceDevice>& devices);
+
+class SlicePublisher {
+ public:
+  struct Options {
+    // How often the published slices are compared with the API server's.
+    std::chrono::milliseconds resync = std::chrono::seconds(5);
+  };
+  struct Stats {
+    uint64_t syncs = 0;
+    uint64_t creates = 0;
+    uint64_t updates = 0;
+    uint64_t deletes = 0;
+  };
+
+  // `client` is not owned and must outlive the publisher.
+  SlicePublisher(KubeClient* client, std::string driver, std::string node,
+                 Options options);
+  ~SlicePublisher();
+  SlicePublisher(const SlicePublisher&) = delete;
+  SlicePublisher& operator=(const SlicePublisher&) = delete;
+
+  // Sets the pool's devices and brings the API server in step now.
+  // INVALID_ARGUMENT (nothing sent) for devices ValidateDevices refuses;
+  // the API server's error otherwise (the resync tries again).
+  Status Publish(std::string pool, std::vector<SliceDevice> devices)
+      TOPOLOGY_EXCLUDES(mu_);
+  // The resync thread; Stop ends it (within a second). Idempotent.
+  void Start() TOPOLOGY_EXCLUDES(mu_);
+  void Stop() TOPOLOGY_EXCLUDES(mu_);
+
+  // The last sync brought the API server in step.
+  bool published() const TOPOLOGY_EXCLUDES(mu_);
+  Stats stats() const TOPOLOGY_EXCLUDES(mu_);
+
+ private:
+  Status Sync() TOPOLOGY_EXCLUDES(mu_);
+  void Loop() TOPOLOGY_EXCLUDES(mu_);
+
+  KubeClient* const client_;
+  const std::string driver_;
+  const std::string node_;
+  const Options options_;
+
+  // Syncs one at a time (Publish and the resync thread).
+  Mutex sync_mu_ TOPOLOGY_ACQUIRED_BEFORE(mu_);
+  mutable Mutex mu_;
+  std::condition_variable_any wake_;
+  std::string pool_ TOPOLOGY_GUARDED_BY(mu_);
+  std::vector<SliceDevice> devices_ TOPOLOGY_GUARDED_BY(mu_);
+  bool have_devices_ TOPOLOGY_GUARDED_BY(mu_) = false;
+  bool published_ TOPOLOGY_GUARDED_BY(mu_) = false;
+  // The API server refused a field selector on spec.*: list and filter.
+  bool filter_here_ TOPOLOGY_GUARDED_BY(mu_) = false;
+  bool stopping_ TOPOLOGY_GUARDED_BY(mu_) = false;
+  Stats stats_ TOPOLOGY_GUARDED_BY(mu_);
+  std::thread loop_;
+};
+
+}  // namespace topology::draplugin
+
+#endif  // TOPOLOGY_DRAPLUGIN_RESOURCE_SLICES_H_

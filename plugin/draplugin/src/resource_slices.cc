@@ -1,0 +1,453 @@
+#include "topology/draplugin/resource_slices.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <exception>
+#include <set>
+#include <utility>
+
+#include <glog/logging.h>
+
+#include <nlohmann/json.hpp>
+
+#include "checksum.h"
+#include "deviceplugin/v1beta1/kubelet_api.h"
+
+namespace topology::draplugin {
+namespace {
+
+using nlohmann::json;
+
+constexpr char kSlices[] = "/apis/resource.k8s.io/v1/resourceslices";
+constexpr char kStandardDomain[] = "resource.kubernetes.io";
+constexpr size_t kMaxValueLength = 64;
+constexpr size_t kMaxAttributesAndCapacity = 32;
+constexpr size_t kMaxIdentifier = 32;
+
+bool IsDnsLabel(std::string_view text) {
+  return text.size() <= 63 && text.find('.') == std::string_view::npos &&
+         kubelet::IsDnsSubdomain(text);
+}
+
+bool IsCIdentifier(std::string_view text) {
+  if (text.empty() || text.size() > kMaxIdentifier) return false;
+  if (!std::isalpha(static_cast<unsigned char>(text[0])) && text[0] != '_') {
+    return false;
+  }
+  return std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+std::string Dump(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+json AttributeJson(const AttributeValue& attribute) {
+  if (const auto* text = std::get_if<std::string>(&attribute.value)) {
+    return {{attribute.version ? "version" : "string", *text}};
+  }
+  if (const auto* number = std::get_if<int64_t>(&attribute.value)) {
+    return {{"int", *number}};
+  }
+  return {{"bool", std::get<bool>(attribute.value)}};
+}
+
+json DeviceJson(const SliceDevice& device) {
+  json out = {{"name", device.name}};
+  if (!device.attributes.empty()) {
+    json attributes = json::object();
+    for (const auto& [name, value] : device.attributes) {
+      attributes[name] = AttributeJson(value);
+    }
+    out["attributes"] = std::move(attributes);
+  }
+  if (!device.capacity.empty()) {
+    json capacity = json::object();
+    for (const auto& [name, quantity] : device.capacity) {
+      capacity[name] = {{"value", quantity}};
+    }
+    out["capacity"] = std::move(capacity);
+  }
+  if (!device.taints.empty()) {
+    json taints = json::array();
+    for (const DeviceTaint& taint : device.taints) {
+      json t = {{"key", taint.key}, {"effect", taint.effect}};
+      if (!taint.value.empty()) t["value"] = taint.value;
+      taints.push_back(std::move(t));
+    }
+    out["taints"] = std::move(taints);
+  }
+  return out;
+}
+
+// What of a device the comparison looks at: the fields this publisher
+// sets (a server adds others, such as a taint's timeAdded).
+json Normal(const json& device) {
+  json out = {{"name", device.value("name", std::string())}};
+  if (device.contains("attributes")) out["attributes"] = device["attributes"];
+  if (device.contains("capacity") && device["capacity"].is_object()) {
+    json capacity = json::object();
+    for (const auto& [name, value] : device["capacity"].items()) {
+      capacity[name] = {{"value", value.is_object()
+                                      ? value.value("value", std::string())
+                                      : std::string()}};
+    }
+    out["capacity"] = std::move(capacity);
+  }
+  if (device.contains("taints") && device["taints"].is_array()) {
+    json taints = json::array();
+    for (const json& taint : device["taints"]) {
+      if (!taint.is_object()) continue;
+      json t = {{"key", taint.value("key", std::string())},
+                {"effect", taint.value("effect", std::string())}};
+      if (!taint.value("value", std::string()).empty()) {
+        t["value"] = taint["value"];
+      }
+      taints.push_back(std::move(t));
+    }
+    out["taints"] = std::move(taints);
+  }
+  return out;
+}
+
+// Slice names: "<node>-<driver>-<index>"; a DNS subdomain when both are.
+std::string SliceBase(const std::string& node, const std::string& driver) {
+  std::string base = node + "-" + driver;
+  if (base.size() > 240) {
+    base = base.substr(0, 223) + "-" + files::ChecksumHex(base);
+  }
+  return base;
+}
+
+struct Existing {
+  std::string name;
+  std::string resource_version;
+  std::string pool;
+  int64_t generation = 0;
+  int64_t count = 0;
+  json devices = json::array();  // normalised
+};
+
+}  // namespace
+
+Status ValidateDevices(const std::string& driver,
+                       const std::vector<SliceDevice>& devices) {
+  std::set<std::string> names;
+  for (const SliceDevice& device : devices) {
+    const std::string who = "device \"" + device.name + "\"";
+    const auto invalid = [&](const std::string& what) {
+      return InvalidArgumentError(who + ": " + what);
+    };
+    if (!IsDnsLabel(device.name)) {
+      return invalid(
+          "the name is not a DNS label (lower case, digits, '-', "
+          "at most 63 characters)");
+    }
+    if (!names.insert(device.name).second) return invalid("listed twice");
+    if (device.attributes.size() + device.capacity.size() >
+        kMaxAttributesAndCapacity) {
+      return invalid("more than 32 attributes and capacities");
+    }
+    for (const auto& [name, value] : device.attributes) {
+      const size_t slash = name.find('/');
+      const std::string domain =
+          slash == std::string::npos ? driver : name.substr(0, slash);
+      const std::string id =
+          slash == std::string::npos ? name : name.substr(slash + 1);
+      if (!IsCIdentifier(id)) {
+        return invalid("attribute \"" + name +
+                       "\": the name is not a C identifier of at most 32 "
+                       "characters");
+      }
+      if (domain == kStandardDomain) {
+        if (id != "pciBusID" && id != "pcieRoot" && id != "numaNode") {
+          return invalid("attribute \"" + name +
+                         "\": resource.kubernetes.io "
+                         "holds only the standard attributes");
+        }
+      } else if (domain != driver) {
+        return invalid("attribute \"" + name +
+                       "\": a driver's own attributes are unqualified or "
+                       "under its domain " +
+                       driver);
+      }
+      if (const auto* text = std::get_if<std::string>(&value.value);
+          text != nullptr && text->size() > kMaxValueLength) {
+        return invalid("attribute \"" + name +
+                       "\": the value is longer than "
+                       "64 characters");
+      }
+    }
+    for (const auto& [name, quantity] : device.capacity) {
+      if (!IsCIdentifier(name.substr(name.find('/') + 1)) || quantity.empty()) {
+        return invalid("capacity \"" + name + "\" is not a name and quantity");
+      }
+    }
+    for (const DeviceTaint& taint : device.taints) {
+      if (taint.key.empty() || taint.key.size() > 253 ||
+          (taint.effect != "NoSchedule" && taint.effect != "NoExecute")) {
+        return invalid("taint \"" + taint.key +
+                       "\": needs a key and the effect NoSchedule or "
+                       "NoExecute");
+      }
+    }
+  }
+  return OkStatus();
+}
+
+SlicePublisher::SlicePublisher(KubeClient* client, std::string driver,
+                               std::string node, Options options)
+    : client_(client),
+      driver_(std::move(driver)),
+      node_(std::move(node)),
+      options_(options) {}
+
+SlicePublisher::~SlicePublisher() { Stop(); }
+
+Status SlicePublisher::Publish(std::string pool,
+                               std::vector<SliceDevice> devices) {
+  if (!kubelet::IsDnsSubdomain(node_)) {
+    return InvalidArgumentError("node name \"" + node_ +
+                                "\" is not a DNS subdomain");
+  }
+  if (!kubelet::IsDnsSubdomain(pool)) {
+    return InvalidArgumentError("pool name \"" + pool +
+                                "\" is not a DNS subdomain");
+  }
+  if (Status valid = ValidateDevices(driver_, devices); !valid.ok()) {
+    return valid;
+  }
+  {
+    MutexLock lock(mu_);
+    pool_ = std::move(pool);
+    devices_ = std::move(devices);
+    have_devices_ = true;
+  }
+  Status synced = Sync();
+  // A conflict: someone changed the slices between the list and the write.
+  if (synced.code() == StatusCode::kAborted) synced = Sync();
+  return synced;
+}
+
+void SlicePublisher::Start() {
+  MutexLock lock(mu_);
+  if (stopping_ || loop_.joinable()) return;
+  loop_ = std::thread([this] { Loop(); });
+}
+
+void SlicePublisher::Stop() {
+  {
+    MutexLock lock(mu_);
+    stopping_ = true;
+  }
+  wake_.notify_all();
+  if (loop_.joinable()) loop_.join();
+}
+
+bool SlicePublisher::published() const {
+  MutexLock lock(mu_);
+  return published_;
+}
+
+SlicePublisher::Stats SlicePublisher::stats() const {
+  MutexLock lock(mu_);
+  return stats_;
+}
+
+void SlicePublisher::Loop() {
+  MutexLock lock(mu_);
+  while (!stopping_) {
+    // Sooner again after a failure.
+    wake_.wait_for(lock, published_
+                             ? options_.resync
+                             : std::min<std::chrono::milliseconds>(
+                                   options_.resync, std::chrono::seconds(1)));
+    if (stopping_) break;
+    if (!have_devices_) continue;
+    lock.unlock();
+    const Status synced = Sync();
+    if (!synced.ok()) LOG(WARNING) << driver_ << ": " << synced.message();
+    lock.lock();
+  }
+}
+
+Status SlicePublisher::Sync() {
+  MutexLock sync(sync_mu_);
+  std::string pool;
+  std::vector<SliceDevice> devices;
+  bool filter_here = false;
+  {
+    MutexLock lock(mu_);
+    pool = pool_;
+    devices = devices_;
+    filter_here = filter_here_;
+  }
+  const auto fail = [this](Status status) {
+    MutexLock lock(mu_);
+    published_ = false;
+    ++stats_.syncs;
+    return status;
+  };
+  // This node's and driver's slices.
+  const std::string selector =
+      "?fieldSelector=spec.nodeName%3D" + node_ + "%2Cspec.driver%3D" + driver_;
+  auto listed = client_->Request(
+      "GET", std::string(kSlices) + (filter_here ? "" : selector));
+  if (listed.ok() && listed->status == 400 && !filter_here) {
+    // No field selectors on spec.* here (custom resources): list all and
+    // keep ours.
+    LOG(INFO) << driver_
+              << ": the API server refuses a field selector on "
+                 "spec.nodeName; filtering slices here";
+    {
+      MutexLock lock(mu_);
+      filter_here_ = true;
+    }
+    listed = client_->Request("GET", kSlices);
+  }
+  if (!listed.ok()) return fail(listed.status());
+  if (Status status = StatusOf(*listed, "list resourceslices"); !status.ok()) {
+    return fail(status);
+  }
+  std::vector<Existing> existing;
+  try {
+    const json doc = json::parse(listed->body);
+    for (const json& item : doc.at("items")) {
+      const json& spec = item.at("spec");
+      if (spec.value("nodeName", std::string()) != node_ ||
+          spec.value("driver", std::string()) != driver_) {
+        continue;  // another node's or driver's: never touched
+      }
+      Existing e;
+      e.name = item.at("metadata").at("name").get<std::string>();
+      e.resource_version =
+          item.at("metadata").value("resourceVersion", std::string());
+      const json pool_json = spec.value("pool", json::object());
+      e.pool = pool_json.value("name", std::string());
+      e.generation = pool_json.value("generation", int64_t{0});
+      e.count = pool_json.value("resourceSliceCount", int64_t{0});
+      for (const json& device : spec.value("devices", json::array())) {
+        e.devices.push_back(Normal(device));
+      }
+      existing.push_back(std::move(e));
+    }
+  } catch (const std::exception& e) {
+    return fail(UnavailableError(std::string("list resourceslices: "
+                                             "unreadable answer: ") +
+                                 e.what()));
+  }
+
+  // What should be there.
+  const bool tainted =
+      std::any_of(devices.begin(), devices.end(),
+                  [](const SliceDevice& d) { return !d.taints.empty(); });
+  const size_t per_slice =
+      tainted ? kMaxTaintedDevicesPerSlice : kMaxDevicesPerSlice;
+  const size_t count =
+      std::max<size_t>(1, (devices.size() + per_slice - 1) / per_slice);
+  const std::string base = SliceBase(node_, driver_);
+  std::map<std::string, json> wanted;  // name -> devices (normalised)
+  for (size_t i = 0; i < count; ++i) {
+    json list = json::array();
+    for (size_t j = i * per_slice;
+         j < std::min(devices.size(), (i + 1) * per_slice); ++j) {
+      list.push_back(Normal(DeviceJson(devices[j])));
+    }
+    wanted[base + "-" + std::to_string(i)] = std::move(list);
+  }
+
+  int64_t generation = 0;
+  bool same = existing.size() == wanted.size();
+  for (const Existing& e : existing) {
+    if (e.pool == pool) generation = std::max(generation, e.generation);
+  }
+  for (const Existing& e : existing) {
+    const auto it = wanted.find(e.name);
+    same = same && e.pool == pool && e.generation == generation &&
+           e.count == static_cast<int64_t>(count) && it != wanted.end() &&
+           Dump(it->second) == Dump(e.devices);
+  }
+  if (same) {
+    MutexLock lock(mu_);
+    published_ = true;
+    ++stats_.syncs;
+    return OkStatus();
+  }
+  ++generation;
+  uint64_t creates = 0;
+  uint64_t updates = 0;
+  uint64_t deletes = 0;
+  for (const auto& [name, list] : wanted) {
+    json slice = {{"apiVersion", "resource.k8s.io/v1"},
+                  {"kind", "ResourceSlice"},
+                  {"metadata", {{"name", name}}},
+                  {"spec",
+                   {{"driver", driver_},
+                    {"nodeName", node_},
+                    {"pool",
+                     {{"name", pool},
+                      {"generation", generation},
+                      {"resourceSliceCount", count}}},
+                    {"devices", json::array()}}}};
+    // The devices as sent (not normalised: the same fields).
+    const size_t index =
+        static_cast<size_t>(std::stoul(name.substr(base.size() + 1)));
+    for (size_t j = index * per_slice;
+         j < std::min(devices.size(), (index + 1) * per_slice); ++j) {
+      slice["spec"]["devices"].push_back(DeviceJson(devices[j]));
+    }
+    const std::string& slice_name =
+        name;  // (a lambda cannot capture a binding)
+    const auto found =
+        std::find_if(existing.begin(), existing.end(),
+                     [&](const Existing& e) { return e.name == slice_name; });
+    StatusOr<HttpResponse> answer = UnavailableError("not sent");
+    if (found != existing.end()) {
+      slice["metadata"]["resourceVersion"] = found->resource_version;
+      answer = client_->Request("PUT", std::string(kSlices) + "/" + name,
+                                Dump(slice));
+      ++updates;
+    } else {
+      answer = client_->Request("POST", kSlices, Dump(slice));
+      ++creates;
+    }
+    if (!answer.ok()) return fail(answer.status());
+    if (Status status = StatusOf(*answer, "write resourceslice " + name,
+                                 /*create=*/found == existing.end());
+        !status.ok()) {
+      // A conflict or a slice created meanwhile: read again and retry.
+      if (status.code() == StatusCode::kAlreadyExists) {
+        return fail(Status(StatusCode::kAborted, status.message()));
+      }
+      return fail(status);
+    }
+  }
+  for (const Existing& e : existing) {
+    if (wanted.contains(e.name)) continue;
+    auto answer =
+        client_->Request("DELETE", std::string(kSlices) + "/" + e.name);
+    if (!answer.ok()) return fail(answer.status());
+    if (answer->status != 404) {
+      if (Status status = StatusOf(*answer, "delete resourceslice " + e.name);
+          !status.ok()) {
+        return fail(status);
+      }
+    }
+    ++deletes;
+  }
+  LOG(INFO) << driver_ << ": pool " << pool << " generation " << generation
+            << ": " << devices.size() << " device(s) in " << count
+            << " slice(s) (" << creates << " created, " << updates
+            << " updated, " << deletes << " deleted)";
+  MutexLock lock(mu_);
+  published_ = true;
+  ++stats_.syncs;
+  stats_.creates += creates;
+  stats_.updates += updates;
+  stats_.deletes += deletes;
+  return OkStatus();
+}
+
+}  // namespace topology::draplugin

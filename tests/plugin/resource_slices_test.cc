@@ -1,0 +1,324 @@
+// Publishing a node's devices as ResourceSlices, against an in-process
+// HTTPS server that stores slices as an API server does (resourceVersion,
+// 409 on a stale update or an existing name, field selectors optional).
+#include "topology/draplugin/resource_slices.h"
+
+#include <atomic>
+#include <chrono>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "fake_api_server.h"
+#include "status_matchers.h"
+#include "temp_dir.h"
+
+namespace topology::draplugin {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+using ::topology::testing::FakeApiServer;
+using ::topology::testing::IsOk;
+using ::topology::testing::StatusIs;
+using namespace std::chrono_literals;
+
+constexpr char kDriver[] = "pci.libtopology.dev";
+constexpr char kPrefix[] = "/apis/resource.k8s.io/v1/resourceslices";
+
+// ResourceSlices in memory, served as the API server serves them.
+class SliceStore {
+ public:
+  explicit SliceStore(bool field_selectors) : selectors_(field_selectors) {}
+
+  FakeApiServer::Answer Handle(const FakeApiServer::Request& request) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::string target = request.target;
+    if (request.method == "GET" && target.starts_with(kPrefix)) {
+      if (target.find("fieldSelector") != std::string::npos && !selectors_) {
+        return {
+            400,
+            R"({"kind":"Status","message":"field label not supported: spec.nodeName"})"};
+      }
+      json items = json::array();
+      for (const auto& [name, slice] : slices_) {
+        if (target.find("fieldSelector") != std::string::npos &&
+            (slice["spec"]["nodeName"] != "node-a" ||
+             slice["spec"]["driver"] != kDriver)) {
+          continue;
+        }
+        items.push_back(slice);
+      }
+      return {200,
+              json({{"kind", "ResourceSliceList"}, {"items", items}}).dump()};
+    }
+    const std::string name = target.size() > sizeof(kPrefix)
+                                 ? target.substr(sizeof(kPrefix))
+                                 : std::string();
+    if (request.method == "POST") {
+      json slice = json::parse(request.body);
+      const std::string key = slice["metadata"]["name"];
+      if (slices_.contains(key)) {
+        return {409, R"({"kind":"Status","message":"already exists"})"};
+      }
+      slice["metadata"]["resourceVersion"] = std::to_string(++version_);
+      slices_[key] = slice;
+      ++writes;
+      return {201, slice.dump()};
+    }
+    if (request.method == "PUT") {
+      json slice = json::parse(request.body);
+      auto it = slices_.find(name);
+      if (it == slices_.end()) return {404, "{}"};
+      if (conflicts > 0 || slice["metadata"]["resourceVersion"] !=
+                               it->second["metadata"]["resourceVersion"]) {
+        if (conflicts > 0) --conflicts;
+        return {
+            409,
+            R"({"kind":"Status","message":"the object has been modified"})"};
+      }
+      slice["metadata"]["resourceVersion"] = std::to_string(++version_);
+      it->second = slice;
+      ++writes;
+      return {200, slice.dump()};
+    }
+    if (request.method == "DELETE") {
+      ++writes;
+      return slices_.erase(name) > 0 ? FakeApiServer::Answer{200, "{}"}
+                                     : FakeApiServer::Answer{404, "{}"};
+    }
+    return {405, "{}"};
+  }
+
+  void Put(const std::string& name, const std::string& node,
+           const std::string& driver, const std::string& pool, int generation) {
+    std::lock_guard<std::mutex> lock(mu_);
+    slices_[name] = {
+        {"metadata",
+         {{"name", name}, {"resourceVersion", std::to_string(++version_)}}},
+        {"spec",
+         {{"driver", driver},
+          {"nodeName", node},
+          {"pool",
+           {{"name", pool},
+            {"generation", generation},
+            {"resourceSliceCount", 1}}},
+          {"devices", json::array()}}}};
+  }
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    slices_.clear();
+  }
+  std::map<std::string, json> slices() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return slices_;
+  }
+
+  std::atomic<int> writes{0};
+  std::atomic<int> conflicts{0};
+
+ private:
+  const bool selectors_;
+  mutable std::mutex mu_;
+  std::map<std::string, json> slices_;
+  int version_ = 0;
+};
+
+std::vector<SliceDevice> Devices(int count, bool taint_first = false) {
+  std::vector<SliceDevice> devices;
+  for (int i = 0; i < count; ++i) {
+    SliceDevice device;
+    device.name = "vf-" + std::to_string(i);
+    device.attributes["resource.kubernetes.io/pciBusID"] = {
+        std::string("0000:3b:00.") + std::to_string(i % 8), false};
+    device.attributes["resource.kubernetes.io/numaNode"] = {int64_t{i % 2},
+                                                            false};
+    device.attributes["resource"] = {std::string("example.com/vf"), false};
+    device.attributes["driverVersion"] = {std::string("1.2.3"), true};
+    device.attributes["sriov"] = {true, false};
+    if (taint_first && i == 0)
+      device.taints.push_back({"unhealthy", "", "NoSchedule"});
+    devices.push_back(std::move(device));
+  }
+  return devices;
+}
+
+class SlicePublisherTest : public ::testing::Test {
+ protected:
+  void Serve(bool field_selectors = true) {
+    store_ = std::make_unique<SliceStore>(field_selectors);
+    auto server = FakeApiServer::Start(
+        dir_.path() / "pki",
+        [this](const FakeApiServer::Request& r) { return store_->Handle(r); });
+    ASSERT_THAT(server.status(), IsOk());
+    server_ = std::move(*server);
+    KubeConfig config;
+    config.server = server_->url();
+    config.ca_pem = server_->ca_pem();
+    KubeClient::Options options;
+    options.backoff = 10ms;
+    auto client = KubeClient::Create(config, options);
+    ASSERT_THAT(client.status(), IsOk());
+    client_ = std::move(*client);
+    SlicePublisher::Options publish;
+    publish.resync = 100ms;
+    publisher_ = std::make_unique<SlicePublisher>(client_.get(), kDriver,
+                                                  "node-a", publish);
+  }
+  std::vector<json> Ours() const {
+    std::vector<json> out;
+    for (const auto& [name, slice] : store_->slices()) {
+      if (slice["spec"]["nodeName"] == "node-a" &&
+          slice["spec"]["driver"] == kDriver) {
+        out.push_back(slice);
+      }
+    }
+    return out;
+  }
+
+  ::topology::testing::TempDir dir_;
+  std::unique_ptr<SliceStore> store_;
+  std::unique_ptr<FakeApiServer> server_;
+  std::unique_ptr<KubeClient> client_;
+  std::unique_ptr<SlicePublisher> publisher_;
+};
+
+TEST_F(SlicePublisherTest, SlicesOf128DevicesOneGenerationTypedAttributes) {
+  Serve();
+  ASSERT_THAT(publisher_->Publish("node-a", Devices(300)), IsOk());
+  const auto slices = Ours();
+  ASSERT_THAT(slices, SizeIs(3));
+  size_t devices = 0;
+  for (const json& slice : slices) {
+    EXPECT_EQ(slice["spec"]["pool"]["name"], "node-a");
+    EXPECT_EQ(slice["spec"]["pool"]["generation"], 1);
+    EXPECT_EQ(slice["spec"]["pool"]["resourceSliceCount"], 3);
+    EXPECT_LE(slice["spec"]["devices"].size(), 128u);
+    devices += slice["spec"]["devices"].size();
+  }
+  EXPECT_EQ(devices, 300u);
+  const json& first = slices[0]["spec"]["devices"][0];
+  EXPECT_EQ(first["attributes"]["resource.kubernetes.io/numaNode"],
+            json({{"int", 0}}));
+  EXPECT_EQ(first["attributes"]["driverVersion"], json({{"version", "1.2.3"}}));
+  EXPECT_EQ(first["attributes"]["sriov"], json({{"bool", true}}));
+  EXPECT_TRUE(publisher_->published());
+}
+
+TEST_F(SlicePublisherTest, TaintsMeanSlicesOf64) {
+  Serve();
+  ASSERT_THAT(publisher_->Publish("node-a", Devices(130, true)), IsOk());
+  EXPECT_THAT(Ours(), SizeIs(3));
+}
+
+TEST_F(SlicePublisherTest, AnUnchangedInventorySendsNothing) {
+  Serve();
+  ASSERT_THAT(publisher_->Publish("node-a", Devices(200)), IsOk());
+  const int writes = store_->writes;
+  ASSERT_THAT(publisher_->Publish("node-a", Devices(200)), IsOk());
+  EXPECT_EQ(store_->writes, writes);
+  // A change goes out as the next generation, in every slice.
+  auto changed = Devices(200);
+  changed[150].attributes["sriov"] = {false, false};
+  ASSERT_THAT(publisher_->Publish("node-a", changed), IsOk());
+  for (const json& slice : Ours()) {
+    EXPECT_EQ(slice["spec"]["pool"]["generation"], 2);
+  }
+  // Fewer devices: the slice no longer needed is deleted.
+  ASSERT_THAT(publisher_->Publish("node-a", Devices(10)), IsOk());
+  EXPECT_THAT(Ours(), SizeIs(1));
+}
+
+TEST_F(SlicePublisherTest, OnlyThisNodesAndDriversSlicesAreTouched) {
+  Serve();
+  store_->Put("stale", "node-a", kDriver, "old-pool", 7);
+  store_->Put("older", "node-a", kDriver, "node-a", 1);
+  store_->Put("theirs", "node-b", kDriver, "node-b", 1);
+  store_->Put("other-driver", "node-a", "gpu.example.com", "node-a", 1);
+  ASSERT_THAT(publisher_->Publish("node-a", Devices(3)), IsOk());
+  const auto all = store_->slices();
+  EXPECT_FALSE(all.contains("stale"));
+  EXPECT_FALSE(all.contains("older"));
+  EXPECT_TRUE(all.contains("theirs"));
+  EXPECT_TRUE(all.contains("other-driver"));
+  ASSERT_THAT(Ours(), SizeIs(1));
+  // Above the old generation of the same pool.
+  EXPECT_EQ(Ours()[0]["spec"]["pool"]["generation"], 2);
+}
+
+TEST_F(SlicePublisherTest, DeletedSlicesArePublishedAgain) {
+  Serve();
+  ASSERT_THAT(publisher_->Publish("node-a", Devices(5)), IsOk());
+  publisher_->Start();
+  store_->Clear();  // the kubelet wipes its node's slices at its start
+  const auto end = std::chrono::steady_clock::now() + 5s;
+  while (Ours().empty() && std::chrono::steady_clock::now() < end) {
+    std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_THAT(Ours(), SizeIs(1));
+  EXPECT_THAT(Ours()[0]["spec"]["devices"], SizeIs(5));
+  publisher_->Stop();
+}
+
+TEST_F(SlicePublisherTest, AServerWithoutSpecFieldSelectorsIsFilteredHere) {
+  Serve(/*field_selectors=*/false);
+  store_->Put("theirs", "node-b", kDriver, "node-b", 1);
+  ASSERT_THAT(publisher_->Publish("node-a", Devices(3)), IsOk());
+  EXPECT_THAT(Ours(), SizeIs(1));
+  EXPECT_TRUE(store_->slices().contains("theirs"));
+}
+
+TEST_F(SlicePublisherTest, AConflictIsReadAgainAndRetried) {
+  Serve();
+  ASSERT_THAT(publisher_->Publish("node-a", Devices(3)), IsOk());
+  store_->conflicts = 1;
+  auto changed = Devices(3);
+  changed[0].attributes["sriov"] = {false, false};
+  ASSERT_THAT(publisher_->Publish("node-a", changed), IsOk());
+  EXPECT_EQ(Ours()[0]["spec"]["devices"][0]["attributes"]["sriov"],
+            json({{"bool", false}}));
+}
+
+TEST_F(SlicePublisherTest, InvalidDevicesAreRefusedBeforeAnythingIsSent) {
+  Serve();
+  const auto refused = [&](std::vector<SliceDevice> devices) {
+    return publisher_->Publish("node-a", std::move(devices));
+  };
+  auto devices = Devices(1);
+  devices[0].name = "VF_0";
+  EXPECT_THAT(refused(devices), StatusIs(StatusCode::kInvalidArgument,
+                                         HasSubstr("not a DNS label")));
+  devices = Devices(2);
+  devices[1].name = devices[0].name;
+  EXPECT_THAT(refused(devices), StatusIs(StatusCode::kInvalidArgument,
+                                         HasSubstr("listed twice")));
+  devices = Devices(1);
+  devices[0].attributes["resource.kubernetes.io/made-up"] = {int64_t{1}, false};
+  EXPECT_THAT(refused(devices),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("made-up")));
+  devices = Devices(1);
+  devices[0].attributes["gpu.example.com/model"] = {std::string("x"), false};
+  EXPECT_THAT(refused(devices), StatusIs(StatusCode::kInvalidArgument,
+                                         HasSubstr("under its domain")));
+  devices = Devices(1);
+  devices[0].attributes["model"] = {std::string(65, 'x'), false};
+  EXPECT_THAT(refused(devices), StatusIs(StatusCode::kInvalidArgument,
+                                         HasSubstr("longer than 64")));
+  devices = Devices(1);
+  for (int i = 0; i < 30; ++i) {
+    devices[0].attributes["a" + std::to_string(i)] = {int64_t{i}, false};
+  }
+  EXPECT_THAT(refused(devices), StatusIs(StatusCode::kInvalidArgument,
+                                         HasSubstr("more than 32")));
+  EXPECT_EQ(store_->writes, 0);
+  EXPECT_TRUE(server_->requests().empty());
+}
+
+}  // namespace
+}  // namespace topology::draplugin
