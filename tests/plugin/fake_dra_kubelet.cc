@@ -35,6 +35,19 @@ Status FromGrpc(const grpc::Status& status, const std::string& what) {
                 what + ": " + status.error_message());
 }
 
+// The claims of a request, as the kubelet names them.
+template <typename Request>
+Request ClaimsRequest(const std::vector<FakeDraKubelet::Claim>& claims) {
+  Request request;
+  for (const auto& claim : claims) {
+    auto* c = request.add_claims();
+    c->set_namespace_(claim.ns);
+    c->set_uid(claim.uid);
+    c->set_name(claim.name);
+  }
+  return request;
+}
+
 template <typename Stub, typename Request, typename Response>
 StatusOr<std::map<std::string, FakeDraKubelet::ClaimAnswer>> PrepareWith(
     const std::string& socket, const std::vector<FakeDraKubelet::Claim>& claims,
@@ -43,13 +56,7 @@ StatusOr<std::map<std::string, FakeDraKubelet::ClaimAnswer>> PrepareWith(
   std::vector<FakeDraKubelet::Claim> pending = claims;
   auto stub = Stub::NewStub(Dial(socket));
   for (int attempt = 0; attempt < attempts && !pending.empty(); ++attempt) {
-    Request request;
-    for (const auto& claim : pending) {
-      auto* c = request.add_claims();
-      c->set_namespace_(claim.ns);
-      c->set_uid(claim.uid);
-      c->set_name(claim.name);
-    }
+    const Request request = ClaimsRequest<Request>(pending);
     Response response;
     grpc::ClientContext context;
     Deadline(context);
@@ -91,13 +98,7 @@ StatusOr<std::map<std::string, std::string>> UnprepareWith(
     const std::string& socket,
     const std::vector<FakeDraKubelet::Claim>& claims) {
   auto stub = Stub::NewStub(Dial(socket));
-  Request request;
-  for (const auto& claim : claims) {
-    auto* c = request.add_claims();
-    c->set_namespace_(claim.ns);
-    c->set_uid(claim.uid);
-    c->set_name(claim.name);
-  }
+  const Request request = ClaimsRequest<Request>(claims);
   Response response;
   grpc::ClientContext context;
   Deadline(context);

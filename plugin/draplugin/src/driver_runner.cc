@@ -56,6 +56,19 @@ std::string Describe(const ClaimRef& ref) {
   return "claim " + ref.ns + "/" + ref.name + " (" + ref.uid + ")";
 }
 
+// Calls the driver's (or the claim source's) code: what it throws becomes
+// an INTERNAL error of that claim, never the end of the process.
+template <typename Call>
+auto Guarded(Call call) -> decltype(call()) {
+  try {
+    return call();
+  } catch (const std::exception& e) {
+    return InternalError(std::string("the driver threw: ") + e.what());
+  } catch (...) {
+    return InternalError("the driver threw");
+  }
+}
+
 // What one claim of a call came to.
 struct ClaimOutcome {
   std::vector<PreparedDevice> devices;
@@ -281,6 +294,24 @@ class DriverRunner::Impl {
   // Waits until no other call works on `uid`; false when stopping.
   bool AcquireClaim(const std::string& uid) TOPOLOGY_EXCLUDES(mu_);
   void ReleaseClaim(const std::string& uid) TOPOLOGY_EXCLUDES(mu_);
+  // A claim's turn: taken (unless stopping) and given back at the end of
+  // the scope.
+  class ClaimTurn {
+   public:
+    ClaimTurn(Impl* runner, const std::string& uid)
+        : runner_(runner), uid_(uid), held_(runner->AcquireClaim(uid)) {}
+    ~ClaimTurn() {
+      if (held_) runner_->ReleaseClaim(uid_);
+    }
+    ClaimTurn(const ClaimTurn&) = delete;
+    ClaimTurn& operator=(const ClaimTurn&) = delete;
+    bool held() const { return held_; }
+
+   private:
+    Impl* const runner_;
+    const std::string uid_;
+    const bool held_;
+  };
   // Writes claims_ as it is now; writes are ordered by write_mu_, each
   // with the state read inside it, so the last write holds the newest.
   Status Persist() TOPOLOGY_EXCLUDES(mu_);
@@ -603,15 +634,11 @@ ClaimOutcome DriverRunner::Impl::PrepareOne(const ClaimRef& ref) {
     outcome.error = "claim " + ref.ns + "/" + ref.name + " has no UID";
     return outcome;
   }
-  if (!AcquireClaim(ref.uid)) {
+  const ClaimTurn turn(this, ref.uid);
+  if (!turn.held()) {
     outcome.error = Describe(ref) + ": the driver is stopping";
     return outcome;
   }
-  struct Release {
-    Impl* runner;
-    const std::string& uid;
-    ~Release() { runner->ReleaseClaim(uid); }
-  } release{this, ref.uid};
   {
     MutexLock lock(mu_);
     if (auto it = claims_.find(ref.uid); it != claims_.end()) {
@@ -619,20 +646,14 @@ ClaimOutcome DriverRunner::Impl::PrepareOne(const ClaimRef& ref) {
       return outcome;
     }
   }
-  StatusOr<Claim> claim = UnavailableError("not read");
-  StatusOr<std::vector<PreparedDevice>> devices = InternalError("not called");
-  try {
-    claim = source_->Get(ref, options_.driver_name);
-    if (claim.ok()) devices = handler_->Prepare(*claim);
-  } catch (const std::exception& e) {
-    devices = InternalError(std::string("the driver threw: ") + e.what());
-  } catch (...) {
-    devices = InternalError("the driver threw");
-  }
+  const StatusOr<Claim> claim =
+      Guarded([&] { return source_->Get(ref, options_.driver_name); });
   if (!claim.ok()) {
     outcome.error = Describe(ref) + ": " + claim.status().message();
     return outcome;
   }
+  StatusOr<std::vector<PreparedDevice>> devices =
+      Guarded([&] { return handler_->Prepare(*claim); });
   if (!devices.ok()) {
     outcome.error = Describe(ref) + ": " + devices.status().message();
     return outcome;
@@ -659,12 +680,8 @@ ClaimOutcome DriverRunner::Impl::PrepareOne(const ClaimRef& ref) {
       MutexLock lock(mu_);
       claims_.erase(ref.uid);
     }
-    Status undone = OkStatus();
-    try {
-      undone = handler_->Unprepare(ref, *devices);
-    } catch (...) {
-      undone = InternalError("the driver threw");
-    }
+    const Status undone =
+        Guarded([&] { return handler_->Unprepare(ref, *devices); });
     LOG(ERROR) << Describe(ref) << ": " << saved.message()
                << (undone.ok() ? "; its preparation was undone"
                                : "; undoing it failed: " + undone.message());
@@ -680,12 +697,8 @@ std::string DriverRunner::Impl::UnprepareOne(const ClaimRef& ref) {
   if (ref.uid.empty()) {
     return "claim " + ref.ns + "/" + ref.name + " has no UID";
   }
-  if (!AcquireClaim(ref.uid)) return Describe(ref) + ": the driver is stopping";
-  struct Release {
-    Impl* runner;
-    const std::string& uid;
-    ~Release() { runner->ReleaseClaim(uid); }
-  } release{this, ref.uid};
+  const ClaimTurn turn(this, ref.uid);
+  if (!turn.held()) return Describe(ref) + ": the driver is stopping";
   std::optional<PreparedClaim> known;
   {
     MutexLock lock(mu_);
@@ -693,16 +706,11 @@ std::string DriverRunner::Impl::UnprepareOne(const ClaimRef& ref) {
       known = it->second;
     }
   }
-  Status undone = OkStatus();
-  try {
-    undone = handler_->Unprepare(
+  const Status undone = Guarded([&] {
+    return handler_->Unprepare(
         known ? known->ref : ref,
         known ? known->devices : std::vector<PreparedDevice>{});
-  } catch (const std::exception& e) {
-    undone = InternalError(std::string("the driver threw: ") + e.what());
-  } catch (...) {
-    undone = InternalError("the driver threw");
-  }
+  });
   if (!undone.ok()) return Describe(ref) + ": " + undone.message();
   if (!known) return "";  // not prepared (any more): nothing to forget
   {
