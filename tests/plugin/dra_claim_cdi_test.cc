@@ -1,0 +1,85 @@
+// One CDI spec per prepared claim: names with the claim's UID, the claim's
+// environment on every device, no variable with two values, removal.
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "topology/draplugin/claim_cdi.h"
+#include "topology/plugin/cdi.h"
+
+#include "status_matchers.h"
+#include "temp_dir.h"
+
+namespace topology::draplugin {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::topology::testing::IsOk;
+using ::topology::testing::StatusIs;
+
+constexpr char kDriver[] = "pci.libtopology.dev";
+constexpr char kKind[] = "pci.libtopology.dev/device";
+
+plugin::CdiDevice Vfio(const std::string& name, int group) {
+  plugin::CdiDevice device;
+  device.name = name;
+  device.device_nodes = {{"/dev/vfio/vfio", "/dev/vfio/vfio", "rw"},
+                         {"/dev/vfio/" + std::to_string(group),
+                          "/dev/vfio/" + std::to_string(group), "rw"}};
+  return device;
+}
+
+TEST(DraClaimCdiTest, OneSpecPerClaimWithTheClaimsEnvOnEveryDevice) {
+  ::topology::testing::TempDir dir;
+  auto ids = WriteClaimCdiSpec(
+      dir.path(), kDriver, kKind, "6f1c-uid",
+      {Vfio("0000-3b-00-0", 41), Vfio("0000-3b-00-1", 42)},
+      {{"PCIDEVICE_EXAMPLE_COM_VF", "0000:3b:00.0,0000:3b:00.1"}});
+  ASSERT_THAT(ids.status(), IsOk());
+  EXPECT_THAT(*ids, ElementsAre(std::string(kKind) + "=6f1c-uid-0000-3b-00-0",
+                                std::string(kKind) + "=6f1c-uid-0000-3b-00-1"));
+  const auto file = dir.path() / ClaimCdiFileName(kDriver, "6f1c-uid");
+  std::ifstream in(file);
+  const auto spec = nlohmann::json::parse(in);
+  ASSERT_EQ(spec["devices"].size(), 2u);
+  for (const auto& device : spec["devices"]) {
+    EXPECT_EQ(device["containerEdits"]["env"][0],
+              "PCIDEVICE_EXAMPLE_COM_VF=0000:3b:00.0,0000:3b:00.1");
+  }
+  // What a runtime would resolve.
+  std::vector<std::string> warnings;
+  const auto defined = plugin::CdiDefinedNames({dir.path()}, &warnings);
+  for (const std::string& id : *ids) EXPECT_TRUE(defined.contains(id)) << id;
+  ASSERT_THAT(RemoveClaimCdiSpec(dir.path(), kDriver, "6f1c-uid"), IsOk());
+  EXPECT_FALSE(std::filesystem::exists(file));
+  EXPECT_THAT(RemoveClaimCdiSpec(dir.path(), kDriver, "6f1c-uid"), IsOk());
+}
+
+TEST(DraClaimCdiTest, AVariableWithTwoValuesIsRefused) {
+  ::topology::testing::TempDir dir;
+  auto a = Vfio("a", 1);
+  a.env["MODE"] = "fast";
+  auto b = Vfio("b", 2);
+  b.env["MODE"] = "slow";
+  EXPECT_THAT(
+      WriteClaimCdiSpec(dir.path(), kDriver, kKind, "uid", {a, b}, {}).status(),
+      StatusIs(StatusCode::kInvalidArgument,
+               HasSubstr("MODE is \"fast\" for a and \"slow\" for b")));
+  auto c = Vfio("c", 3);
+  c.env["PCIDEVICE_X"] = "other";
+  EXPECT_THAT(
+      WriteClaimCdiSpec(dir.path(), kDriver, kKind, "uid", {c},
+                        {{"PCIDEVICE_X", "0000:01:00.0"}})
+          .status(),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("for the claim")));
+  EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+}  // namespace
+}  // namespace topology::draplugin
