@@ -117,6 +117,75 @@ StatusOr<std::vector<std::string>> NodePathsOf(
 
 }  // namespace
 
+StatusOr<plugin::ContainerAllocation> AllocationFor(
+    const ResourceConfig& config, const Snapshot& snapshot,
+    const std::filesystem::path& root,
+    const std::vector<std::string>& device_ids, bool cdi_spec_written) {
+  plugin::ContainerAllocation allocation;
+  allocation.envs[PciDeviceEnvName(config.name)] = Join(device_ids, ",");
+  std::vector<NvidiaGpuInformation> gpus;
+  std::set<std::string> nodes;
+  auto add_node = [&](const std::string& path) {
+    if (nodes.insert(path).second) {
+      allocation.devices.push_back({path, path, "rw"});
+    }
+  };
+  for (const std::string& id : device_ids) {
+    auto address = PciAddress::Parse(id);
+    if (!address.ok()) return address.status();
+    const PciDevice* device = snapshot.topology.FindDevice(*address);
+    if (device == nullptr) {
+      return NotFoundError("device " + id + " of " + config.name +
+                           " is no longer present");
+    }
+    auto paths = NodePathsOf(config, *device, root, nullptr);
+    if (!paths.ok()) return paths.status();
+    for (const std::string& path : *paths) add_node(path);
+    // Only names a spec defines: a CDI-enabled runtime refuses the rest.
+    const bool has_edits =
+        !paths->empty() ||
+        (config.nvidia && snapshot.nvidia.gpus.contains(*address));
+    if (!config.cdi_kind.empty() && has_edits && cdi_spec_written) {
+      allocation.cdi_devices.push_back(config.cdi_kind + "=" + id);
+    }
+    if (config.nvidia) {
+      if (const auto problem = snapshot.nvidia.problems.find(*address);
+          problem != snapshot.nvidia.problems.end()) {
+        return FailedPreconditionError(config.name + ": device " + id + ": " +
+                                       problem->second);
+      }
+      auto gpu = ReadNvidiaGpuInformation(root, *address);
+      if (!gpu.ok()) {
+        return Status(gpu.status().code(), config.name + ": device " + id +
+                                               ": " + gpu.status().message());
+      }
+      // Read again now: the driver may have been reloaded since the scan.
+      // No other GPU may have its node or UUID.
+      for (const auto& [other, info] : snapshot.nvidia.gpus) {
+        if (other != *address &&
+            (info.minor == gpu->minor || info.uuid == gpu->uuid)) {
+          return FailedPreconditionError(
+              config.name + ": device " + id +
+              ": the NVIDIA driver now "
+              "gives it the Device Minor or UUID of " +
+              other.ToString());
+        }
+      }
+      gpus.push_back(std::move(*gpu));
+    }
+  }
+  if (config.nvidia) {
+    AddNvidiaOutputs(gpus, NvidiaControlNodes(root), allocation);
+    // nvidia.com/gpu=<UUID> only where the node's specs (nvidia-ctk cdi
+    // generate) define it; the env and nodes serve the other runtimes.
+    std::erase_if(allocation.cdi_devices, [&](const std::string& name) {
+      return name.starts_with("nvidia.com/gpu=") &&
+             !snapshot.cdi_defined.contains(name);
+    });
+  }
+  return allocation;
+}
+
 // The framework's view of one configured resource.
 class TopologyDevicePlugin::Handler final : public plugin::ResourceHandler {
  public:
@@ -181,72 +250,13 @@ class TopologyDevicePlugin::Handler final : public plugin::ResourceHandler {
   StatusOr<plugin::ContainerAllocation> Allocate(
       const std::vector<std::string>& device_ids) override {
     const std::shared_ptr<const Snapshot> snapshot = plugin_->snapshot();
-    const std::filesystem::path& root = plugin_->options_.host_root;
-    plugin::ContainerAllocation allocation;
-    allocation.envs[PciDeviceEnvName(config_.name)] = Join(device_ids, ",");
-    std::vector<NvidiaGpuInformation> gpus;
-    std::set<std::string> nodes;
-    auto add_node = [&](const std::string& path) {
-      if (nodes.insert(path).second) {
-        allocation.devices.push_back({path, path, "rw"});
-      }
-    };
-    for (const std::string& id : device_ids) {
-      auto address = PciAddress::Parse(id);
-      if (!address.ok()) return address.status();
-      const PciDevice* device = snapshot->topology.FindDevice(*address);
-      if (device == nullptr) {
-        return NotFoundError("device " + id + " of " + config_.name +
-                             " is no longer present");
-      }
-      auto paths = NodePathsOf(config_, *device, root, nullptr);
-      if (!paths.ok()) return paths.status();
-      for (const std::string& path : *paths) add_node(path);
-      // Only names a spec defines: a CDI-enabled runtime refuses the rest.
-      const bool has_edits =
-          !paths->empty() ||
-          (config_.nvidia && snapshot->nvidia.gpus.contains(*address));
-      if (!config_.cdi_kind.empty() && has_edits &&
-          plugin_->cdi_spec_written(index_)) {
-        allocation.cdi_devices.push_back(config_.cdi_kind + "=" + id);
-      }
-      if (config_.nvidia) {
-        if (const auto problem = snapshot->nvidia.problems.find(*address);
-            problem != snapshot->nvidia.problems.end()) {
-          return FailedPreconditionError(config_.name + ": device " + id +
-                                         ": " + problem->second);
-        }
-        auto gpu = ReadNvidiaGpuInformation(root, *address);
-        if (!gpu.ok()) {
-          return Status(gpu.status().code(), config_.name + ": device " + id +
-                                                 ": " + gpu.status().message());
-        }
-        // Read again now: the driver may have been reloaded since the scan.
-        // No other GPU may have its node or UUID.
-        for (const auto& [other, info] : snapshot->nvidia.gpus) {
-          if (other != *address &&
-              (info.minor == gpu->minor || info.uuid == gpu->uuid)) {
-            return FailedPreconditionError(
-                config_.name + ": device " + id +
-                ": the NVIDIA driver now "
-                "gives it the Device Minor or UUID of " +
-                other.ToString());
-          }
-        }
-        gpus.push_back(std::move(*gpu));
-      }
+    auto allocation =
+        AllocationFor(config_, *snapshot, plugin_->options_.host_root,
+                      device_ids, plugin_->cdi_spec_written(index_));
+    if (allocation.ok()) {
+      VLOG(2) << config_.name << ": Allocate " << Join(device_ids, ",")
+              << " -> " << allocation->devices.size() << " device node(s)";
     }
-    if (config_.nvidia) {
-      AddNvidiaOutputs(gpus, NvidiaControlNodes(root), allocation);
-      // nvidia.com/gpu=<UUID> only where the node's specs (nvidia-ctk cdi
-      // generate) define it; the env and nodes serve the other runtimes.
-      std::erase_if(allocation.cdi_devices, [&](const std::string& name) {
-        return name.starts_with("nvidia.com/gpu=") &&
-               !snapshot->cdi_defined.contains(name);
-      });
-    }
-    VLOG(2) << config_.name << ": Allocate " << Join(device_ids, ",") << " -> "
-            << allocation.devices.size() << " device node(s)";
     return allocation;
   }
 

@@ -71,6 +71,18 @@ struct Snapshot {
   std::set<std::string> cdi_defined;
 };
 
+// What a container gets for `device_ids` of the resource configured as
+// `config` (the device plugin's Allocate answer): PCIDEVICE_<RESOURCE> with
+// every address, the device nodes (VFIO, the configured patterns under
+// `root`, NVIDIA's), NVIDIA's env and mounts, and the CDI names of a
+// resource with a cdiKind when its spec is written. Read from `snapshot`
+// and, for NVIDIA GPUs, the driver's information under `root` again. The
+// DRA driver gives a claim's devices the same edits.
+StatusOr<plugin::ContainerAllocation> AllocationFor(
+    const ResourceConfig& config, const Snapshot& snapshot,
+    const std::filesystem::path& root,
+    const std::vector<std::string>& device_ids, bool cdi_spec_written);
+
 class TopologyDevicePlugin {
  public:
   // Discovers the host once and assigns devices to resources.
