@@ -332,30 +332,37 @@ StatusOr<std::unique_ptr<TopologyDevicePlugin>> TopologyDevicePlugin::Create(
   return plugin;
 }
 
-StatusOr<std::shared_ptr<Snapshot>> TopologyDevicePlugin::Discover(
-    const Claims& previous) const {
+StatusOr<std::shared_ptr<Snapshot>> DiscoverSnapshot(
+    const Config& config, const std::filesystem::path& host_root,
+    const SysfsReader& sysfs, const std::filesystem::path& cdi_dir,
+    const Claims& previous) {
   DiscoveryOptions discovery;
-  discovery.host_root = options_.host_root;
+  discovery.host_root = host_root;
   discovery.use_hwloc = false;  // CPU topology is not needed here
   StatusOr<Topology> topology = topology::Discover(discovery);
   if (!topology.ok()) return topology.status();
   auto snapshot = std::make_shared<Snapshot>(std::move(*topology));
-  snapshot->claims =
-      AssignDevices(options_.config, snapshot->topology, *reader_, previous);
+  snapshot->claims = AssignDevices(config, snapshot->topology, sysfs, previous);
   std::vector<PciAddress> gpus;
   for (const auto& [address, index] : snapshot->claims) {
-    if (options_.config.resources[index].nvidia) gpus.push_back(address);
+    if (config.resources[index].nvidia) gpus.push_back(address);
   }
-  snapshot->nvidia = ReadNvidiaInventory(options_.host_root, gpus);
+  snapshot->nvidia = ReadNvidiaInventory(host_root, gpus);
   if (!gpus.empty()) {
     std::vector<std::string> warnings;
-    std::vector<std::filesystem::path> dirs = {
-        options_.host_root / "etc/cdi", options_.host_root / "var/run/cdi"};
-    if (!options_.cdi_dir.empty()) dirs.push_back(options_.cdi_dir);
+    std::vector<std::filesystem::path> dirs = {host_root / "etc/cdi",
+                                               host_root / "var/run/cdi"};
+    if (!cdi_dir.empty()) dirs.push_back(cdi_dir);
     snapshot->cdi_defined = plugin::CdiDefinedNames(dirs, &warnings);
     for (const std::string& warning : warnings) LOG(WARNING) << warning;
   }
   return snapshot;
+}
+
+StatusOr<std::shared_ptr<Snapshot>> TopologyDevicePlugin::Discover(
+    const Claims& previous) const {
+  return DiscoverSnapshot(options_.config, options_.host_root, *reader_,
+                          options_.cdi_dir, previous);
 }
 
 std::shared_ptr<const Snapshot> TopologyDevicePlugin::snapshot() const {

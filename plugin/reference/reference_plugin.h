@@ -71,6 +71,15 @@ struct Snapshot {
   std::set<std::string> cdi_defined;
 };
 
+// One discovery under `host_root` with what the plugin derives from it:
+// the config's claims (sticky for `previous`), the NVIDIA inventory, the
+// CDI names defined on the node. The device plugin and the DRA driver build
+// their inventory with it.
+StatusOr<std::shared_ptr<Snapshot>> DiscoverSnapshot(
+    const Config& config, const std::filesystem::path& host_root,
+    const SysfsReader& sysfs, const std::filesystem::path& cdi_dir,
+    const Claims& previous);
+
 // What a container gets for `device_ids` of the resource configured as
 // `config` (the device plugin's Allocate answer): PCIDEVICE_<RESOURCE> with
 // every address, the device nodes (VFIO, the configured patterns under

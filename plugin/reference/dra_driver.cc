@@ -1,0 +1,197 @@
+#include "dra_driver.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <map>
+#include <optional>
+#include <set>
+#include <utility>
+
+#include "topology/draplugin/claim_cdi.h"
+
+namespace topology::device_plugin {
+namespace {
+
+std::string Hex(unsigned value, int digits) {
+  char text[16];
+  std::snprintf(text, sizeof(text), "0x%0*x", digits, value);
+  return text;
+}
+
+// The device's NUMA node and the nodes nearest to it ("0,1"); empty when
+// the device has no node.
+std::string NearestNodes(const Topology& topology, const PciDevice& device) {
+  if (device.numa_nodes.empty()) return {};
+  const int own = device.numa_nodes.front();
+  std::optional<int> nearest;
+  for (const NumaNode& node : topology.numa_nodes()) {
+    if (node.id == own) continue;
+    if (auto d = topology.Distance(own, node.id)) {
+      nearest = nearest ? std::min(*nearest, *d) : *d;
+    }
+  }
+  std::set<int> nodes = {own};
+  for (const NumaNode& node : topology.numa_nodes()) {
+    if (node.id == own || !nearest) continue;
+    if (topology.Distance(own, node.id) == nearest) nodes.insert(node.id);
+  }
+  std::string out;
+  for (int node : nodes) out += (out.empty() ? "" : ",") + std::to_string(node);
+  return out;
+}
+
+}  // namespace
+
+std::string DraDeviceName(const PciAddress& address) {
+  std::string name = "pci-" + address.ToString();
+  std::replace(name.begin(), name.end(), ':', '-');
+  std::replace(name.begin(), name.end(), '.', '-');
+  return name;
+}
+
+std::vector<draplugin::SliceDevice> DraInventory(
+    const Config& config, const Snapshot& snapshot, const SysfsReader& sysfs,
+    dra::NumaAttributeForm numa_form, std::vector<std::string>* warnings) {
+  std::vector<draplugin::SliceDevice> devices;
+  for (const auto& [address, index] : snapshot.claims) {
+    const PciDevice* pci = snapshot.topology.FindDevice(address);
+    if (pci == nullptr) continue;
+    const std::string id = address.ToString();
+    draplugin::SliceDevice device;
+    device.name = DraDeviceName(address);
+    const dra::PciAttributes standard =
+        dra::StandardPciAttributes(sysfs, id, numa_form);
+    for (const dra::DeviceAttribute& attribute : standard.attributes) {
+      if (const auto* text = std::get_if<std::string>(&attribute.value)) {
+        device.attributes[attribute.name] = {*text, false};
+      } else if (const auto* number = std::get_if<int64_t>(&attribute.value)) {
+        device.attributes[attribute.name] = {*number, false};
+      } else {
+        // The list form (a cluster gate): its first node, the device's own.
+        const auto& list = std::get<std::vector<int64_t>>(attribute.value);
+        if (!list.empty()) device.attributes[attribute.name] = {list[0], false};
+      }
+    }
+    if (warnings != nullptr) {
+      for (const auto& [name, why] : standard.omitted) {
+        warnings->push_back(id + ": " + name +
+                            " not published: " + why.message());
+      }
+    }
+    device.attributes["resource"] = {config.resources[index].name, false};
+    device.attributes["vendorID"] = {Hex(pci->vendor_id, 4), false};
+    device.attributes["deviceID"] = {Hex(pci->device_id, 4), false};
+    device.attributes["class"] = {Hex(pci->class_code, 6), false};
+    for (size_t i = 0;
+         i < pci->upstream_bridges.size() && i < pci->upstream_is_switch.size();
+         ++i) {
+      if (pci->upstream_is_switch[i]) {
+        device.attributes["pcieSwitch"] = {pci->upstream_bridges[i].ToString(),
+                                           false};
+        break;
+      }
+    }
+    if (const std::string nearest = NearestNodes(snapshot.topology, *pci);
+        !nearest.empty()) {
+      device.attributes["nearestNumaNodes"] = {nearest, false};
+    }
+    devices.push_back(std::move(device));
+  }
+  std::sort(devices.begin(), devices.end(),
+            [](const auto& a, const auto& b) { return a.name < b.name; });
+  return devices;
+}
+
+DraHandler::DraHandler(Config config, std::filesystem::path host_root,
+                       std::filesystem::path cdi_dir, std::string driver,
+                       std::string pool, SnapshotSource snapshot)
+    : config_(std::move(config)),
+      host_root_(std::move(host_root)),
+      cdi_dir_(std::move(cdi_dir)),
+      driver_(std::move(driver)),
+      pool_(std::move(pool)),
+      snapshot_(std::move(snapshot)) {}
+
+StatusOr<std::vector<draplugin::PreparedDevice>> DraHandler::Prepare(
+    const draplugin::Claim& claim) {
+  const std::shared_ptr<const Snapshot> snapshot = snapshot_();
+  if (!snapshot) return UnavailableError("no inventory yet");
+  // This node's devices by DRA name.
+  std::map<std::string, std::pair<PciAddress, size_t>> known;
+  for (const auto& [address, index] : snapshot->claims) {
+    known.emplace(DraDeviceName(address), std::pair{address, index});
+  }
+  // The claim's devices, in result order, grouped by resource.
+  std::vector<std::pair<const draplugin::AllocationResult*, PciAddress>> chosen;
+  std::map<size_t, std::vector<std::string>> by_resource;
+  for (const draplugin::AllocationResult& result : claim.results) {
+    if (result.pool != pool_) {
+      return FailedPreconditionError("device " + result.device +
+                                     " is of pool " + result.pool +
+                                     ", not this node's (" + pool_ + ")");
+    }
+    const auto it = known.find(result.device);
+    if (it == known.end()) {
+      return FailedPreconditionError("device " + result.device +
+                                     " is not one this driver has on " + pool_);
+    }
+    chosen.emplace_back(&result, it->second.first);
+    auto& ids = by_resource[it->second.second];
+    const std::string id = it->second.first.ToString();
+    if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
+  }
+  // The environment of the claim: what Allocate gives each resource's
+  // devices together.
+  std::map<std::string, std::string> claim_env;
+  for (const auto& [index, ids] : by_resource) {
+    auto allocation = AllocationFor(config_.resources[index], *snapshot,
+                                    host_root_, ids, false);
+    if (!allocation.ok()) return allocation.status();
+    for (const auto& [key, value] : allocation->envs) {
+      auto [it, fresh] = claim_env.emplace(key, value);
+      if (!fresh && it->second != value) {
+        return FailedPreconditionError(
+            key + " would be set twice: the claim's resources disagree");
+      }
+    }
+  }
+  // Each device's own nodes and mounts.
+  std::vector<plugin::CdiDevice> cdi;
+  std::set<std::string> named;
+  for (const auto& [result, address] : chosen) {
+    const std::string name = DraDeviceName(address);
+    if (!named.insert(name).second) continue;
+    const size_t index = known.at(name).second;
+    auto allocation = AllocationFor(config_.resources[index], *snapshot,
+                                    host_root_, {address.ToString()}, false);
+    if (!allocation.ok()) return allocation.status();
+    plugin::CdiDevice device;
+    device.name = name;
+    device.device_nodes = allocation->devices;
+    device.mounts = allocation->mounts;
+    cdi.push_back(std::move(device));
+  }
+  auto ids = draplugin::WriteClaimCdiSpec(
+      cdi_dir_, driver_, cdi_kind(), claim.ref.uid, std::move(cdi), claim_env);
+  if (!ids.ok()) return ids.status();
+  std::map<std::string, std::string> id_of;  // device name -> CDI id
+  for (const std::string& id : *ids) {
+    id_of[id.substr(id.find('=') + 1 + claim.ref.uid.size() + 1)] = id;
+  }
+  std::vector<draplugin::PreparedDevice> prepared;
+  for (const auto& [result, address] : chosen) {
+    prepared.push_back({{result->request},
+                        result->pool,
+                        result->device,
+                        {id_of.at(DraDeviceName(address))}});
+  }
+  return prepared;
+}
+
+Status DraHandler::Unprepare(
+    const draplugin::ClaimRef& claim,
+    const std::vector<draplugin::PreparedDevice>& /*devices*/) {
+  return draplugin::RemoveClaimCdiSpec(cdi_dir_, driver_, claim.uid);
+}
+
+}  // namespace topology::device_plugin

@@ -1,0 +1,151 @@
+// The reference DRA driver's inventory and Prepare on a generated machine
+// (dual-socket-accel: vfio-pci VFs behind PCIe switches): the same devices
+// as the device plugin, the standard and own attributes, and a claim's CDI
+// spec with exactly the container edits the device plugin's Allocate gives.
+#include "dra_driver.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "topology/draplugin/claim_cdi.h"
+#include "topology/sysfs_reader.h"
+
+#include "status_matchers.h"
+#include "synthetic_machines.h"
+#include "temp_dir.h"
+
+namespace topology::device_plugin {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+using ::topology::testing::IsOk;
+using ::topology::testing::StatusIs;
+
+constexpr char kDriver[] = "pci.libtopology.dev";
+
+class DraDriverTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(testing::WriteMachine("dual-socket-accel", root_.path()));
+    auto config = ParseConfig(
+        "resources:\n"
+        "  - name: example.com/vf\n"
+        "    selectors: [{drivers: [vfio-pci]}]\n",
+        "test");
+    ASSERT_THAT(config.status(), IsOk());
+    config_ = *config;
+    sysfs_ = NewHostRootReader(root_.path());
+    auto snapshot =
+        DiscoverSnapshot(config_, root_.path(), *sysfs_, cdi_.path(), {});
+    ASSERT_THAT(snapshot.status(), IsOk());
+    snapshot_ = *snapshot;
+  }
+  DraHandler Handler() {
+    return DraHandler(config_, root_.path(), cdi_.path(), kDriver, "node-a",
+                      [this] { return snapshot_; });
+  }
+  std::vector<std::string> Vfs() const {
+    std::vector<std::string> ids;
+    for (const auto& [address, index] : snapshot_->claims) {
+      ids.push_back(address.ToString());
+    }
+    return ids;
+  }
+
+  ::topology::testing::TempDir root_;
+  ::topology::testing::TempDir cdi_;
+  Config config_;
+  std::unique_ptr<SysfsReader> sysfs_;
+  std::shared_ptr<Snapshot> snapshot_;
+};
+
+TEST_F(DraDriverTest, TheInventoryIsTheDevicePluginsWithTopologyAttributes) {
+  std::vector<std::string> warnings;
+  const auto devices = DraInventory(config_, *snapshot_, *sysfs_,
+                                    dra::NumaAttributeForm::kScalar, &warnings);
+  ASSERT_THAT(devices, SizeIs(Vfs().size()));
+  ASSERT_THAT(devices, SizeIs(8));
+  EXPECT_THAT(draplugin::ValidateDevices(kDriver, devices), IsOk());
+  for (const auto& device : devices) {
+    const auto& a = device.attributes;
+    EXPECT_TRUE(a.contains("resource.kubernetes.io/pciBusID")) << device.name;
+    EXPECT_TRUE(a.contains("resource.kubernetes.io/pcieRoot")) << device.name;
+    EXPECT_EQ(a.at("resource").value,
+              (draplugin::AttributeValue{std::string("example.com/vf"), false})
+                  .value);
+    // Behind a switch: the switch is named, tighter than the root.
+    EXPECT_TRUE(a.contains("pcieSwitch")) << device.name;
+    EXPECT_TRUE(a.contains("vendorID"));
+  }
+  // The name carries the address.
+  EXPECT_EQ(devices[0].name.substr(0, 4), "pci-");
+}
+
+TEST_F(DraDriverTest, PrepareGivesTheDevicePluginsEditsAsOneSpecPerClaim) {
+  const std::vector<std::string> vfs = Vfs();
+  ASSERT_GE(vfs.size(), 2u);
+  draplugin::Claim claim;
+  claim.ref = {"ml", "uid-1", "pair"};
+  for (size_t i = 0; i < 2; ++i) {
+    claim.results.push_back(
+        {"vf", kDriver, "node-a", DraDeviceName(*PciAddress::Parse(vfs[i]))});
+  }
+  DraHandler handler = Handler();
+  auto prepared = handler.Prepare(claim);
+  ASSERT_THAT(prepared.status(), IsOk());
+  ASSERT_THAT(*prepared, SizeIs(2));
+  EXPECT_EQ((*prepared)[0].request_names, std::vector<std::string>{"vf"});
+  ASSERT_THAT((*prepared)[0].cdi_device_ids, SizeIs(1));
+  EXPECT_EQ((*prepared)[0].cdi_device_ids[0],
+            std::string(kDriver) + "/pci=uid-1-" + claim.results[0].device);
+  // The spec against the device plugin's Allocate of the same two devices.
+  const auto allocation = AllocationFor(config_.resources[0], *snapshot_,
+                                        root_.path(), {vfs[0], vfs[1]}, false);
+  ASSERT_THAT(allocation.status(), IsOk());
+  const auto file = cdi_.path() / draplugin::ClaimCdiFileName(kDriver, "uid-1");
+  std::ifstream in(file);
+  const auto spec = nlohmann::json::parse(in);
+  std::set<std::string> spec_nodes;
+  for (const auto& device : spec["devices"]) {
+    for (const auto& node : device["containerEdits"]["deviceNodes"]) {
+      spec_nodes.insert(node["path"].get<std::string>());
+    }
+    // One variable, every address, on every device of the claim.
+    EXPECT_EQ(device["containerEdits"]["env"][0],
+              "PCIDEVICE_EXAMPLE_COM_VF=" + vfs[0] + "," + vfs[1]);
+  }
+  std::set<std::string> allocated_nodes;
+  for (const auto& node : allocation->devices) {
+    allocated_nodes.insert(node.container_path);
+  }
+  EXPECT_EQ(spec_nodes, allocated_nodes);
+  EXPECT_TRUE(spec_nodes.contains("/dev/vfio/vfio"));
+  ASSERT_THAT(handler.Unprepare(claim.ref, *prepared), IsOk());
+  EXPECT_FALSE(std::filesystem::exists(file));
+}
+
+TEST_F(DraDriverTest, DevicesThisDriverDoesNotHaveAreRefused) {
+  DraHandler handler = Handler();
+  draplugin::Claim claim;
+  claim.ref = {"ml", "uid-2", "x"};
+  claim.results.push_back({"vf", kDriver, "node-a", "pci-0000-ff-00-0"});
+  EXPECT_THAT(handler.Prepare(claim).status(),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("not one this driver has")));
+  claim.results[0] = {"vf", kDriver, "node-b",
+                      DraDeviceName(*PciAddress::Parse(Vfs()[0]))};
+  EXPECT_THAT(
+      handler.Prepare(claim).status(),
+      StatusIs(StatusCode::kFailedPrecondition, HasSubstr("not this node's")));
+  EXPECT_TRUE(std::filesystem::is_empty(cdi_.path()));
+}
+
+}  // namespace
+}  // namespace topology::device_plugin
