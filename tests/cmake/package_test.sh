@@ -45,7 +45,7 @@ run=$(mktemp -d /tmp/topology-package.XXXXXX)
 
 echo "== installed programs run from the prefix"
 for program in topology-info topology-manager topology-device-plugin \
-  topology-sysfs-fixture; do
+  topology-dra-driver topology-sysfs-fixture; do
   "$prefix/bin/$program" --version || fail "$program --version failed"
 done
 # The gRPC half of topology-manager, found by it in libexec/libtopology/.
@@ -53,6 +53,7 @@ done
   fail "libexec/libtopology/topology-manager-grpc --version failed"
 sh "$(dirname "$0")/runpath_test.sh" "$prefix/bin/topology-info" \
   "$prefix/bin/topology-manager" "$prefix/bin/topology-device-plugin" \
+  "$prefix/bin/topology-dra-driver" \
   "$prefix/bin/topology-sysfs-fixture" \
   "$prefix/libexec/libtopology/topology-manager-grpc" \
   "$prefix/$libdir"/libtopology*.so.[0-9]* ||

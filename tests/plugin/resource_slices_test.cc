@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fake_api_server.h"
+#include "fake_resource_store.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
 
@@ -30,105 +31,6 @@ using ::topology::testing::StatusIs;
 using namespace std::chrono_literals;
 
 constexpr char kDriver[] = "pci.libtopology.dev";
-constexpr char kPrefix[] = "/apis/resource.k8s.io/v1/resourceslices";
-
-// ResourceSlices in memory, served as the API server serves them.
-class SliceStore {
- public:
-  explicit SliceStore(bool field_selectors) : selectors_(field_selectors) {}
-
-  FakeApiServer::Answer Handle(const FakeApiServer::Request& request) {
-    std::lock_guard<std::mutex> lock(mu_);
-    const std::string target = request.target;
-    if (request.method == "GET" && target.starts_with(kPrefix)) {
-      if (target.find("fieldSelector") != std::string::npos && !selectors_) {
-        return {
-            400,
-            R"({"kind":"Status","message":"field label not supported: spec.nodeName"})"};
-      }
-      json items = json::array();
-      for (const auto& [name, slice] : slices_) {
-        if (target.find("fieldSelector") != std::string::npos &&
-            (slice["spec"]["nodeName"] != "node-a" ||
-             slice["spec"]["driver"] != kDriver)) {
-          continue;
-        }
-        items.push_back(slice);
-      }
-      return {200,
-              json({{"kind", "ResourceSliceList"}, {"items", items}}).dump()};
-    }
-    const std::string name = target.size() > sizeof(kPrefix)
-                                 ? target.substr(sizeof(kPrefix))
-                                 : std::string();
-    if (request.method == "POST") {
-      json slice = json::parse(request.body);
-      const std::string key = slice["metadata"]["name"];
-      if (slices_.contains(key)) {
-        return {409, R"({"kind":"Status","message":"already exists"})"};
-      }
-      slice["metadata"]["resourceVersion"] = std::to_string(++version_);
-      slices_[key] = slice;
-      ++writes;
-      return {201, slice.dump()};
-    }
-    if (request.method == "PUT") {
-      json slice = json::parse(request.body);
-      auto it = slices_.find(name);
-      if (it == slices_.end()) return {404, "{}"};
-      if (conflicts > 0 || slice["metadata"]["resourceVersion"] !=
-                               it->second["metadata"]["resourceVersion"]) {
-        if (conflicts > 0) --conflicts;
-        return {
-            409,
-            R"({"kind":"Status","message":"the object has been modified"})"};
-      }
-      slice["metadata"]["resourceVersion"] = std::to_string(++version_);
-      it->second = slice;
-      ++writes;
-      return {200, slice.dump()};
-    }
-    if (request.method == "DELETE") {
-      ++writes;
-      return slices_.erase(name) > 0 ? FakeApiServer::Answer{200, "{}"}
-                                     : FakeApiServer::Answer{404, "{}"};
-    }
-    return {405, "{}"};
-  }
-
-  void Put(const std::string& name, const std::string& node,
-           const std::string& driver, const std::string& pool, int generation) {
-    std::lock_guard<std::mutex> lock(mu_);
-    slices_[name] = {
-        {"metadata",
-         {{"name", name}, {"resourceVersion", std::to_string(++version_)}}},
-        {"spec",
-         {{"driver", driver},
-          {"nodeName", node},
-          {"pool",
-           {{"name", pool},
-            {"generation", generation},
-            {"resourceSliceCount", 1}}},
-          {"devices", json::array()}}}};
-  }
-  void Clear() {
-    std::lock_guard<std::mutex> lock(mu_);
-    slices_.clear();
-  }
-  std::map<std::string, json> slices() const {
-    std::lock_guard<std::mutex> lock(mu_);
-    return slices_;
-  }
-
-  std::atomic<int> writes{0};
-  std::atomic<int> conflicts{0};
-
- private:
-  const bool selectors_;
-  mutable std::mutex mu_;
-  std::map<std::string, json> slices_;
-  int version_ = 0;
-};
 
 std::vector<SliceDevice> Devices(int count, bool taint_first = false) {
   std::vector<SliceDevice> devices;
@@ -152,7 +54,8 @@ std::vector<SliceDevice> Devices(int count, bool taint_first = false) {
 class SlicePublisherTest : public ::testing::Test {
  protected:
   void Serve(bool field_selectors = true) {
-    store_ = std::make_unique<SliceStore>(field_selectors);
+    store_ = std::make_unique<::topology::testing::FakeResourceStore>(
+        "node-a", kDriver, field_selectors);
     auto server = FakeApiServer::Start(
         dir_.path() / "pki",
         [this](const FakeApiServer::Request& r) { return store_->Handle(r); });
@@ -183,7 +86,7 @@ class SlicePublisherTest : public ::testing::Test {
   }
 
   ::topology::testing::TempDir dir_;
-  std::unique_ptr<SliceStore> store_;
+  std::unique_ptr<::topology::testing::FakeResourceStore> store_;
   std::unique_ptr<FakeApiServer> server_;
   std::unique_ptr<KubeClient> client_;
   std::unique_ptr<SlicePublisher> publisher_;

@@ -1,0 +1,284 @@
+// topology-dra-driver: the reference DRA driver. The same configuration and
+// discovery as topology-device-plugin, published as this node's pool of
+// ResourceSlices; claims prepared with the device plugin's container edits
+// as one CDI spec each (dra_driver.h), on the DRA framework.
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <exception>
+#include <filesystem>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include <glog/logging.h>
+#include <sys/stat.h>
+
+#include <CLI/CLI.hpp>
+
+#include "topology/draplugin/driver.h"
+#include "topology/draplugin/kube_client.h"
+#include "topology/draplugin/kube_config.h"
+#include "topology/draplugin/resource_slices.h"
+#include "topology/plugin/duration.h"
+#include "topology/plugin/go_flags.h"
+#include "topology/plugin/http_endpoint.h"
+#include "topology/plugin/logging.h"
+#include "topology/plugin/plugin_runner.h"
+#include "topology/thread_annotations.h"
+
+#include "config.h"
+#include "dra_driver.h"
+#include "reference_plugin.h"
+
+namespace {
+
+namespace dp = topology::device_plugin;
+namespace dra = topology::draplugin;
+namespace plugin = topology::plugin;
+
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+
+// The inventory in force, replaced by each rescan.
+class Inventory {
+ public:
+  explicit Inventory(std::shared_ptr<const dp::Snapshot> snapshot)
+      : snapshot_(std::move(snapshot)) {}
+  std::shared_ptr<const dp::Snapshot> get() const {
+    topology::MutexLock lock(mu_);
+    return snapshot_;
+  }
+  void set(std::shared_ptr<const dp::Snapshot> snapshot) {
+    topology::MutexLock lock(mu_);
+    snapshot_ = std::move(snapshot);
+  }
+
+ private:
+  mutable topology::Mutex mu_;
+  std::shared_ptr<const dp::Snapshot> snapshot_ TOPOLOGY_GUARDED_BY(mu_);
+};
+
+int Run(int argc, char** argv) {
+  CLI::App app{
+      "The reference DRA driver: this node's PCI devices as ResourceSlices "
+      "with their NUMA and PCIe topology, claims prepared through CDI."};
+  app.set_version_flag("--version",
+                       std::string("topology-dra-driver ") + TOPOLOGY_VERSION);
+  std::string driver = dp::kDefaultDraDriverName;
+  std::string node;
+  std::string config_file;
+  std::string host_root = "/";
+  std::string kubeconfig;
+  std::string registry_dir = dra::kDefaultRegistryDir;
+  std::string plugin_dir;
+  std::string cdi_dir = "/var/run/cdi";
+  std::string state_dir;
+  std::string http_addr;
+  std::string numa_form = "scalar";
+  std::string rescan_interval = "30s";
+  int verbosity = 0;
+  app.add_option("--driver-name", driver, "DRA driver name (a DNS subdomain)")
+      ->capture_default_str();
+  app.add_option("--node-name", node, "This node's name (default: NODE_NAME)");
+  app.add_option("--config", config_file,
+                 "YAML configuration file (topology-device-plugin's)")
+      ->required();
+  app.add_option("--host-root", host_root, "Directory whose sys/ is the host's")
+      ->capture_default_str();
+  app.add_option("--kubeconfig", kubeconfig,
+                 "kubeconfig file (default: in-cluster credentials)");
+  app.add_option("--registry-dir", registry_dir,
+                 "The kubelet's plugin registration directory")
+      ->capture_default_str();
+  app.add_option("--plugin-dir", plugin_dir,
+                 "Where dra.sock goes (default: /var/lib/kubelet/plugins/"
+                 "<driver>)");
+  app.add_option("--cdi-dir", cdi_dir, "Where claims' CDI specs are written")
+      ->capture_default_str();
+  app.add_option("--state-dir", state_dir,
+                 "Where the checkpoint of prepared claims goes (default: the "
+                 "plugin directory)");
+  app.add_option("--http-addr", http_addr,
+                 "host:port of /healthz, /readyz and /metrics (empty "
+                 "disables)");
+  app.add_option("--numa-node-form", numa_form,
+                 "resource.kubernetes.io/numaNode as an int (scalar) or the "
+                 "nearest nodes (list: the first published)")
+      ->check(CLI::IsMember({"scalar", "list"}))
+      ->capture_default_str();
+  app.add_option("--rescan-interval", rescan_interval,
+                 "How often the devices are discovered again (Go duration; "
+                 "0 disables)")
+      ->capture_default_str();
+  app.add_option("-v,--v", verbosity, "Log verbosity (klog -v)")
+      ->capture_default_str();
+  try {
+    std::vector<std::string> go_style = plugin::GoStyleArguments(argc, argv);
+    std::vector<const char*> args;
+    args.reserve(go_style.size());
+    for (const std::string& arg : go_style) args.push_back(arg.c_str());
+    app.parse(static_cast<int>(args.size()), args.data());
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : kExitUsage;
+  }
+  const auto usage = [](const std::string& what) {
+    std::cerr << "topology-dra-driver: " << what << "\n";
+    return kExitUsage;
+  };
+  if (node.empty()) {
+    if (const char* env = std::getenv("NODE_NAME"); env != nullptr) node = env;
+  }
+  if (node.empty()) return usage("--node-name or NODE_NAME is needed");
+  auto interval = plugin::ParseDuration(rescan_interval);
+  if (!interval.ok()) {
+    return usage("--rescan-interval: " + interval.status().message());
+  }
+
+  umask(077);
+  plugin::InitLogging(argv[0], verbosity);
+  plugin::BlockShutdownSignals();
+  auto config = dp::LoadConfig(config_file);
+  if (!config.ok()) return usage(config.status().message());
+  auto credentials = kubeconfig.empty() ? dra::InClusterConfig()
+                                        : dra::LoadKubeConfig(kubeconfig);
+  if (!credentials.ok()) return usage(credentials.status().message());
+  auto client = dra::KubeClient::Create(std::move(*credentials));
+  if (!client.ok()) return usage(client.status().message());
+
+  // Runtimes read the specs: the directory is made readable to all (the
+  // specs themselves are written 0644).
+  if (std::error_code error;
+      !std::filesystem::is_directory(cdi_dir) &&
+      (!std::filesystem::create_directories(cdi_dir, error) ||
+       chmod(cdi_dir.c_str(), 0755) != 0)) {
+    LOG(ERROR) << "cannot create the CDI directory " << cdi_dir
+               << (error ? ": " + error.message() : "");
+    return kExitError;
+  }
+  const auto form = numa_form == "list"
+                        ? topology::dra::NumaAttributeForm::kList
+                        : topology::dra::NumaAttributeForm::kScalar;
+  auto sysfs = topology::NewHostRootReader(host_root);
+  auto discovered =
+      dp::DiscoverSnapshot(*config, host_root, *sysfs, cdi_dir, {});
+  if (!discovered.ok()) {
+    LOG(ERROR) << "discovery: " << discovered.status().message();
+    return kExitError;
+  }
+  Inventory inventory(*discovered);
+
+  dra::SlicePublisher publisher(client->get(), driver, node, {});
+  const auto publish = [&](const dp::Snapshot& snapshot) {
+    std::vector<std::string> warnings;
+    auto devices = dp::DraInventory(*config, snapshot, *sysfs, form, &warnings);
+    for (const std::string& warning : warnings) VLOG(1) << warning;
+    if (auto published = publisher.Publish(node, std::move(devices));
+        !published.ok()) {
+      LOG(ERROR) << "publishing: " << published.message();
+    }
+  };
+  publish(**discovered);
+  publisher.Start();
+
+  dp::DraHandler handler(*config, host_root, cdi_dir, driver, node,
+                         [&inventory] { return inventory.get(); });
+  dra::ApiClaimSource source(client->get());
+  dra::DriverOptions options;
+  options.driver_name = driver;
+  options.registry_dir = registry_dir;
+  options.plugin_dir = plugin_dir;
+  options.state_dir = state_dir;
+  auto runner = dra::DriverRunner::Create(options, &source, &handler);
+  if (!runner.ok()) return usage(runner.status().message());
+  if (auto started = (*runner)->Start(); !started.ok()) {
+    LOG(ERROR) << "cannot start: " << started.message();
+    return kExitError;
+  }
+
+  // Rescans: a new inventory, published (unchanged: nothing is sent).
+  topology::Mutex stop_mu;
+  std::condition_variable_any stop_wake;
+  bool stopping = false;
+  std::thread rescans([&] {
+    if (interval->count() <= 0) return;
+    topology::MutexLock lock(stop_mu);
+    while (!stopping) {
+      stop_wake.wait_for(lock, *interval);
+      if (stopping) break;
+      lock.unlock();
+      auto snapshot = dp::DiscoverSnapshot(*config, host_root, *sysfs, cdi_dir,
+                                           inventory.get()->claims);
+      if (snapshot.ok()) {
+        inventory.set(*snapshot);
+        publish(**snapshot);
+      } else {
+        LOG(WARNING) << "rescan: " << snapshot.status().message();
+      }
+      lock.lock();
+    }
+  });
+
+  std::unique_ptr<plugin::HttpEndpoint> http;
+  if (!http_addr.empty()) {
+    dra::DriverRunner& r = **runner;
+    auto endpoint = plugin::HttpEndpoint::Start(
+        http_addr,
+        {.health_problem = [] { return std::string(); },
+         .readiness_problem =
+             [&r, &publisher] {
+               if (!r.registered())
+                 return std::string("not registered with the kubelet");
+               if (!publisher.published())
+                 return std::string("ResourceSlices not published");
+               return std::string();
+             },
+         .metrics =
+             [&r, &publisher] {
+               const auto stats = publisher.stats();
+               return "# TYPE topology_dra_prepared_claims gauge\n"
+                      "topology_dra_prepared_claims " +
+                      std::to_string(r.PreparedClaims().size()) +
+                      "\n# TYPE topology_dra_slice_writes_total counter\n"
+                      "topology_dra_slice_writes_total " +
+                      std::to_string(stats.creates + stats.updates +
+                                     stats.deletes) +
+                      "\n";
+             },
+         .server_name = "topology-dra-driver"});
+    if (!endpoint.ok()) {
+      LOG(ERROR) << endpoint.status().message();
+    } else {
+      http = std::move(*endpoint);
+    }
+  }
+
+  const int signal = plugin::WaitForShutdownSignal();
+  LOG(INFO) << "received signal " << signal << "; shutting down";
+  plugin::ExitIfStillRunningAfter(std::chrono::milliseconds(4500), 0);
+  {
+    topology::MutexLock lock(stop_mu);
+    stopping = true;
+  }
+  stop_wake.notify_all();
+  rescans.join();
+  http.reset();
+  (*runner)->Stop();
+  publisher.Stop();
+  LOG(INFO) << "stopped";
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return Run(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "topology-dra-driver: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "topology-dra-driver: unknown exception\n";
+  }
+  return 1;
+}

@@ -1,0 +1,273 @@
+// topology-dra-driver as a process, end to end: a generated machine, an
+// in-process HTTPS API server (slices and claims stored as an API server
+// does), the kubelet's DRA side over real sockets. The driver publishes the
+// node's devices, registers, reports ready, prepares a claim allocated by
+// hand into CDI ids whose spec exists, stops on SIGTERM within 5 s removing
+// its sockets, and after a restart unprepares the claim, removing the spec.
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "topology/draplugin/claim_cdi.h"
+#include "topology/plugin/http_endpoint.h"
+
+#include "fake_api_server.h"
+#include "fake_dra_kubelet.h"
+#include "fake_resource_store.h"
+#include "status_matchers.h"
+#include "synthetic_machines.h"
+#include "temp_dir.h"
+
+extern char** environ;
+
+namespace topology::device_plugin {
+namespace {
+
+using nlohmann::json;
+using ::testing::SizeIs;
+using ::topology::testing::FakeApiServer;
+using ::topology::testing::FakeDraKubelet;
+using ::topology::testing::FakeResourceStore;
+using ::topology::testing::IsOk;
+using namespace std::chrono_literals;
+
+constexpr char kBinary[] = TOPOLOGY_DRA_DRIVER_BINARY;
+constexpr char kDriver[] = "pci.libtopology.dev";
+
+std::string Base64(const std::string& in) {
+  static const char kTable[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  for (size_t i = 0; i < in.size(); i += 3) {
+    uint32_t n = 0;
+    for (size_t j = 0; j < 3; ++j) {
+      n = (n << 8) |
+          (i + j < in.size()
+               ? static_cast<uint32_t>(static_cast<uint8_t>(in[i + j]))
+               : 0u);
+    }
+    const size_t chars = std::min<size_t>(in.size() - i, 3) + 1;
+    for (size_t k = 0; k < 4; ++k) {
+      out += k < chars ? kTable[(n >> (18 - 6 * k)) & 63] : '=';
+    }
+  }
+  return out;
+}
+
+int FreePort() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in address{};
+  address.sin_family = AF_INET;
+  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t length = sizeof(address);
+  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
+  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
+  const int port = ntohs(address.sin_port);
+  close(fd);
+  return port;
+}
+
+class DriverProcess {
+ public:
+  DriverProcess(std::vector<std::string> args, const std::string& log) {
+    args.insert(args.begin(), kBinary);
+    std::vector<char*> argv;
+    for (auto& arg : args) argv.push_back(arg.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(),
+                                     O_WRONLY | O_CREAT | O_APPEND, 0600);
+    EXPECT_EQ(
+        posix_spawn(&pid_, kBinary, &actions, nullptr, argv.data(), environ),
+        0);
+    posix_spawn_file_actions_destroy(&actions);
+  }
+  ~DriverProcess() {
+    if (pid_ > 0) {
+      kill(pid_, SIGKILL);
+      Wait(5s);
+    }
+  }
+  void Signal(int signal) { kill(pid_, signal); }
+  std::optional<int> Wait(std::chrono::milliseconds timeout) {
+    const auto end = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < end) {
+      int status = 0;
+      if (waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    return std::nullopt;
+  }
+
+ private:
+  pid_t pid_ = -1;
+};
+
+template <typename Predicate>
+bool WaitFor(Predicate predicate, std::chrono::milliseconds timeout) {
+  const auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    if (predicate()) return true;
+    std::this_thread::sleep_for(20ms);
+  }
+  return predicate();
+}
+
+class DraDriverBinaryTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(testing::WriteMachine("dual-socket-accel", root_.path()));
+    std::ofstream(work_.path() / "config.yaml")
+        << "resources:\n"
+           "  - name: example.com/vf\n"
+           "    selectors: [{drivers: [vfio-pci]}]\n";
+    auto server = FakeApiServer::Start(
+        work_.path() / "pki",
+        [this](const FakeApiServer::Request& r) { return store_.Handle(r); });
+    ASSERT_THAT(server.status(), IsOk());
+    server_ = std::move(*server);
+    std::ofstream(work_.path() / "kubeconfig")
+        << "current-context: node\n"
+           "clusters: [{name: c, cluster: {server: \""
+        << server_->url()
+        << "\", certificate-authority-data: " << Base64(server_->ca_pem())
+        << "}}]\n"
+           "contexts: [{name: node, context: {cluster: c, user: u}}]\n"
+           "users: [{name: u, user: {token: node-token}}]\n";
+    http_port_ = FreePort();
+  }
+  std::unique_ptr<DriverProcess> Start() {
+    return std::make_unique<DriverProcess>(
+        std::vector<std::string>{
+            "--config", (work_.path() / "config.yaml").string(), "--host-root",
+            root_.path().string(), "--kubeconfig",
+            (work_.path() / "kubeconfig").string(), "--node-name", "node-a",
+            "--registry-dir", (sockets_.path() / "registry").string(),
+            "--plugin-dir", (sockets_.path() / "plugin").string(), "--cdi-dir",
+            (work_.path() / "cdi").string(), "--http-addr",
+            "127.0.0.1:" + std::to_string(http_port_), "-v", "1"},
+        (work_.path() / "driver.log").string());
+  }
+  std::vector<json> Slices() const {
+    std::vector<json> out;
+    for (const auto& [name, slice] : store_.slices()) out.push_back(slice);
+    return out;
+  }
+  std::string Log() const {
+    std::ifstream in(work_.path() / "driver.log");
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  }
+
+  ::topology::testing::TempDir root_;
+  ::topology::testing::TempDir work_;
+  ::topology::testing::TempDir sockets_;
+  FakeResourceStore store_{"node-a", kDriver, true};
+  std::unique_ptr<FakeApiServer> server_;
+  int http_port_ = 0;
+};
+
+TEST_F(DraDriverBinaryTest,
+       PublishesRegistersPreparesStopsAndUnpreparesAfterARestart) {
+  auto driver = Start();
+  ASSERT_TRUE(WaitFor([&] { return !Slices().empty(); }, 10s)) << Log();
+  const json slice = Slices().front();
+  EXPECT_EQ(slice["spec"]["nodeName"], "node-a");
+  EXPECT_EQ(slice["spec"]["pool"]["name"], "node-a");
+  ASSERT_THAT(slice["spec"]["devices"], SizeIs(8));
+  const json& device = slice["spec"]["devices"][0];
+  EXPECT_TRUE(device["attributes"].contains("resource.kubernetes.io/pcieRoot"));
+  EXPECT_EQ(device["attributes"]["resource"]["string"], "example.com/vf");
+  EXPECT_TRUE(device["attributes"].contains("pcieSwitch"));
+  EXPECT_EQ(server_->requests().front().authorization, "Bearer node-token");
+
+  FakeDraKubelet kubelet(sockets_.path() / "registry");
+  ASSERT_TRUE(WaitFor([&] { return kubelet.Register(kDriver).ok(); }, 5s))
+      << Log();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto ready = plugin::HttpGet(http_port_, "/readyz");
+        return ready.ok() && ready->first == 200;
+      },
+      5s))
+      << Log();
+
+  // A claim allocated by hand: two VFs of this node.
+  const std::string first = slice["spec"]["devices"][0]["name"];
+  const std::string second = slice["spec"]["devices"][1]["name"];
+  store_.AddClaim(
+      "ml", "pair",
+      {{"metadata", {{"name", "pair"}, {"namespace", "ml"}, {"uid", "u-1"}}},
+       {"status",
+        {{"allocation",
+          {{"devices",
+            {{"results",
+              {{{"request", "vfs"},
+                {"driver", kDriver},
+                {"pool", "node-a"},
+                {"device", first}},
+               {{"request", "vfs"},
+                {"driver", kDriver},
+                {"pool", "node-a"},
+                {"device", second}}}}}}}}}}});
+  auto prepared = kubelet.Prepare({{"ml", "u-1", "pair"}});
+  ASSERT_THAT(prepared.status(), IsOk());
+  const auto& answer = prepared->at("u-1");
+  ASSERT_EQ(answer.error, "") << Log();
+  ASSERT_THAT(answer.devices, SizeIs(2));
+  EXPECT_EQ(answer.devices[0].request_names, std::vector<std::string>{"vfs"});
+  const auto spec =
+      work_.path() / "cdi" / draplugin::ClaimCdiFileName(kDriver, "u-1");
+  ASSERT_TRUE(std::filesystem::exists(spec));
+  std::ifstream in(spec);
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  for (const auto& d : answer.devices) {
+    ASSERT_THAT(d.cdi_device_ids, SizeIs(1));
+    const std::string name =
+        d.cdi_device_ids[0].substr(d.cdi_device_ids[0].find('=') + 1);
+    EXPECT_NE(text.find("\"" + name + "\""), std::string::npos) << name;
+  }
+
+  const auto stop = std::chrono::steady_clock::now();
+  driver->Signal(SIGTERM);
+  EXPECT_EQ(driver->Wait(5s), 0) << Log();
+  EXPECT_LT(std::chrono::steady_clock::now() - stop, 5s);
+  EXPECT_FALSE(
+      std::filesystem::exists(sockets_.path() / "plugin" / "dra.sock"));
+  EXPECT_FALSE(std::filesystem::exists(sockets_.path() / "registry" /
+                                       (std::string(kDriver) + "-reg.sock")));
+  EXPECT_TRUE(std::filesystem::exists(spec));  // the claim stays prepared
+
+  // After a restart, with no Prepare in between: Unprepare removes it.
+  driver = Start();
+  ASSERT_TRUE(WaitFor([&] { return kubelet.Register(kDriver).ok(); }, 10s))
+      << Log();
+  auto undone = kubelet.Unprepare({{"ml", "u-1", "pair"}});
+  ASSERT_THAT(undone.status(), IsOk());
+  EXPECT_EQ(undone->at("u-1"), "");
+  EXPECT_FALSE(std::filesystem::exists(spec));
+  driver->Signal(SIGTERM);
+  EXPECT_EQ(driver->Wait(5s), 0);
+}
+
+}  // namespace
+}  // namespace topology::device_plugin

@@ -1,0 +1,140 @@
+// ResourceSlices and ResourceClaims in memory, served through
+// FakeApiServer as an API server serves them: resourceVersion, 409 for a
+// stale update or an existing name, field selectors on spec.* served or
+// refused (400), GET of a claim.
+#ifndef TOPOLOGY_TESTS_PLUGIN_FAKE_RESOURCE_STORE_H_
+#define TOPOLOGY_TESTS_PLUGIN_FAKE_RESOURCE_STORE_H_
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "fake_api_server.h"
+
+namespace topology::testing {
+
+inline constexpr char kSlicesPath[] = "/apis/resource.k8s.io/v1/resourceslices";
+
+// ResourceSlices in memory, served as the API server serves them.
+class FakeResourceStore {
+ public:
+  FakeResourceStore(std::string node, std::string driver, bool field_selectors)
+      : node_(std::move(node)),
+        driver_(std::move(driver)),
+        selectors_(field_selectors) {}
+
+  // A ResourceClaim served at GET .../namespaces/<ns>/resourceclaims/<name>.
+  void AddClaim(const std::string& ns, const std::string& name,
+                const nlohmann::json& claim) {
+    std::lock_guard<std::mutex> lock(mu_);
+    claims_["/apis/resource.k8s.io/v1/namespaces/" + ns + "/resourceclaims/" +
+            name] = claim;
+  }
+
+  FakeApiServer::Answer Handle(const FakeApiServer::Request& request) {
+    std::lock_guard<std::mutex> lock(mu_);
+    const std::string target = request.target;
+    if (request.method == "GET" && claims_.contains(target)) {
+      return {200, claims_.at(target).dump()};
+    }
+    if (request.method == "GET" && target.starts_with(kSlicesPath)) {
+      if (target.find("fieldSelector") != std::string::npos && !selectors_) {
+        return {
+            400,
+            R"({"kind":"Status","message":"field label not supported: spec.nodeName"})"};
+      }
+      nlohmann::json items = nlohmann::json::array();
+      for (const auto& [name, slice] : slices_) {
+        if (target.find("fieldSelector") != std::string::npos &&
+            (slice["spec"]["nodeName"] != node_ ||
+             slice["spec"]["driver"] != driver_)) {
+          continue;
+        }
+        items.push_back(slice);
+      }
+      return {200,
+              nlohmann::json({{"kind", "ResourceSliceList"}, {"items", items}})
+                  .dump()};
+    }
+    const std::string name = target.size() > sizeof(kSlicesPath)
+                                 ? target.substr(sizeof(kSlicesPath))
+                                 : std::string();
+    if (request.method == "POST") {
+      nlohmann::json slice = nlohmann::json::parse(request.body);
+      const std::string key = slice["metadata"]["name"];
+      if (slices_.contains(key)) {
+        return {409, R"({"kind":"Status","message":"already exists"})"};
+      }
+      slice["metadata"]["resourceVersion"] = std::to_string(++version_);
+      slices_[key] = slice;
+      ++writes;
+      return {201, slice.dump()};
+    }
+    if (request.method == "PUT") {
+      nlohmann::json slice = nlohmann::json::parse(request.body);
+      auto it = slices_.find(name);
+      if (it == slices_.end()) return {404, "{}"};
+      if (conflicts > 0 || slice["metadata"]["resourceVersion"] !=
+                               it->second["metadata"]["resourceVersion"]) {
+        if (conflicts > 0) --conflicts;
+        return {
+            409,
+            R"({"kind":"Status","message":"the object has been modified"})"};
+      }
+      slice["metadata"]["resourceVersion"] = std::to_string(++version_);
+      it->second = slice;
+      ++writes;
+      return {200, slice.dump()};
+    }
+    if (request.method == "DELETE") {
+      ++writes;
+      return slices_.erase(name) > 0 ? FakeApiServer::Answer{200, "{}"}
+                                     : FakeApiServer::Answer{404, "{}"};
+    }
+    return {405, "{}"};
+  }
+
+  void Put(const std::string& name, const std::string& node,
+           const std::string& driver, const std::string& pool, int generation) {
+    std::lock_guard<std::mutex> lock(mu_);
+    slices_[name] = {
+        {"metadata",
+         {{"name", name}, {"resourceVersion", std::to_string(++version_)}}},
+        {"spec",
+         {{"driver", driver},
+          {"nodeName", node},
+          {"pool",
+           {{"name", pool},
+            {"generation", generation},
+            {"resourceSliceCount", 1}}},
+          {"devices", nlohmann::json::array()}}}};
+  }
+  void Clear() {
+    std::lock_guard<std::mutex> lock(mu_);
+    slices_.clear();
+  }
+  std::map<std::string, nlohmann::json> slices() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return slices_;
+  }
+
+  std::atomic<int> writes{0};
+  std::atomic<int> conflicts{0};
+
+ private:
+  const std::string node_;
+  const std::string driver_;
+  const bool selectors_;
+  std::map<std::string, nlohmann::json> claims_;
+  mutable std::mutex mu_;
+  std::map<std::string, nlohmann::json> slices_;
+  int version_ = 0;
+};
+
+}  // namespace topology::testing
+
+#endif  // TOPOLOGY_TESTS_PLUGIN_FAKE_RESOURCE_STORE_H_
