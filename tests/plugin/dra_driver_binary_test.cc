@@ -12,12 +12,8 @@
 #include <thread>
 #include <vector>
 
-#include <fcntl.h>
 #include <netinet/in.h>
-#include <signal.h>
-#include <spawn.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <gmock/gmock.h>
@@ -27,14 +23,13 @@
 #include "topology/draplugin/claim_cdi.h"
 #include "topology/plugin/http_endpoint.h"
 
+#include "child_process.h"
 #include "fake_api_server.h"
 #include "fake_dra_kubelet.h"
 #include "fake_resource_store.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
-
-extern char** environ;
 
 namespace topology::device_plugin {
 namespace {
@@ -83,44 +78,11 @@ int FreePort() {
   return port;
 }
 
-class DriverProcess {
+// The driver as a child process, its klog lines appended to `log`.
+class DriverProcess : public ::topology::testing::ChildProcess {
  public:
-  DriverProcess(std::vector<std::string> args, const std::string& log) {
-    args.insert(args.begin(), kBinary);
-    std::vector<char*> argv;
-    for (auto& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(),
-                                     O_WRONLY | O_CREAT | O_APPEND, 0600);
-    EXPECT_EQ(
-        posix_spawn(&pid_, kBinary, &actions, nullptr, argv.data(), environ),
-        0);
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~DriverProcess() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      Wait(5s);
-    }
-  }
-  void Signal(int signal) { kill(pid_, signal); }
-  std::optional<int> Wait(std::chrono::milliseconds timeout) {
-    const auto end = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < end) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    return std::nullopt;
-  }
-
- private:
-  pid_t pid_ = -1;
+  DriverProcess(std::vector<std::string> args, const std::string& log)
+      : ChildProcess(kBinary, std::move(args), log, /*append=*/true) {}
 };
 
 template <typename Predicate>

@@ -23,6 +23,7 @@
 
 #include "topology/testing/fake_kubelet.h"
 
+#include "child_process.h"
 #include "run_command.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
@@ -38,50 +39,13 @@ using ::testing::Not;
 
 constexpr char kBinary[] = TOPOLOGY_DEVICE_PLUGIN_BINARY;
 
-class PluginProcess {
+// The plugin binary as a child process.
+class PluginProcess : public ::topology::testing::ChildProcess {
  public:
   // With `log`, the process's stderr (its klog lines) goes to that file.
   explicit PluginProcess(std::vector<std::string> args,
-                         const std::string& log = "") {
-    std::vector<char*> argv;
-    args.insert(args.begin(), kBinary);
-    argv.reserve(args.size());
-    for (auto& arg : args) argv.push_back(arg.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t actions;
-    posix_spawn_file_actions_init(&actions);
-    if (!log.empty()) {
-      posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, log.c_str(),
-                                       O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    }
-    EXPECT_EQ(
-        posix_spawn(&pid_, kBinary, &actions, nullptr, argv.data(), environ),
-        0);
-    posix_spawn_file_actions_destroy(&actions);
-  }
-  ~PluginProcess() {
-    if (pid_ > 0) {
-      kill(pid_, SIGKILL);
-      Wait(5s);
-    }
-  }
-  void Signal(int signal) { kill(pid_, signal); }
-  // Exit status (or 128+signal), nullopt on timeout.
-  std::optional<int> Wait(std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    return std::nullopt;
-  }
-
- private:
-  pid_t pid_ = -1;
+                         const std::string& log = "")
+      : ChildProcess(kBinary, std::move(args), log) {}
 };
 
 class PluginBinaryTest : public ::testing::Test {
