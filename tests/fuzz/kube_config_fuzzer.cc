@@ -5,8 +5,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include "fuzz_check.h"
 #include "topology/draplugin/kube_config.h"
+
+#include "fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

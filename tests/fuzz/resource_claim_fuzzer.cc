@@ -5,8 +5,9 @@
 #include <cstdint>
 #include <string_view>
 
-#include "fuzz_check.h"
 #include "topology/draplugin/kube_client.h"
+
+#include "fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -14,10 +15,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto claim = topology::draplugin::ParseResourceClaim(
       text, {"ml", "u-1", "pair"}, driver);
   if (!claim.ok()) {
-    FUZZ_CHECK(claim.status().code() ==
-                   topology::StatusCode::kInvalidArgument ||
-               claim.status().code() ==
-                   topology::StatusCode::kFailedPrecondition);
+    FUZZ_CHECK(
+        claim.status().code() == topology::StatusCode::kInvalidArgument ||
+        claim.status().code() == topology::StatusCode::kFailedPrecondition);
     FUZZ_CHECK(!claim.status().message().empty());
     return 0;
   }
