@@ -30,6 +30,7 @@
 
 #include "config.h"
 #include "dra_driver.h"
+#include "program.h"
 #include "reference_plugin.h"
 
 namespace {
@@ -114,14 +115,8 @@ int Run(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("-v,--v", verbosity, "Log verbosity (klog -v)")
       ->capture_default_str();
-  try {
-    std::vector<std::string> go_style = plugin::GoStyleArguments(argc, argv);
-    std::vector<const char*> args;
-    args.reserve(go_style.size());
-    for (const std::string& arg : go_style) args.push_back(arg.c_str());
-    app.parse(static_cast<int>(args.size()), args.data());
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : kExitUsage;
+  if (auto done = dp::ParseCommandLine(app, argc, argv, kExitUsage)) {
+    return *done;
   }
   const auto usage = [](const std::string& what) {
     std::cerr << "topology-dra-driver: " << what << "\n";
@@ -273,12 +268,6 @@ int Run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  try {
-    return Run(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "topology-dra-driver: " << e.what() << "\n";
-  } catch (...) {
-    std::cerr << "topology-dra-driver: unknown exception\n";
-  }
-  return 1;
+  return topology::device_plugin::RunGuarded("topology-dra-driver",
+                                             [&] { return Run(argc, argv); });
 }

@@ -17,6 +17,7 @@
 #include "topology/plugin/logging.h"
 
 #include "config.h"
+#include "program.h"
 #include "reference_plugin.h"
 
 namespace {
@@ -80,15 +81,8 @@ int Run(int argc, char** argv) {
                "Print the devices each resource claims and exit");
   app.add_option("-v,--v", verbosity, "Log verbosity (klog -v)")
       ->capture_default_str();
-  try {
-    // "-v=2" and "-config=..." as Go's flags take them.
-    std::vector<std::string> go_style = plugin::GoStyleArguments(argc, argv);
-    std::vector<const char*> args;
-    args.reserve(go_style.size());
-    for (const std::string& arg : go_style) args.push_back(arg.c_str());
-    app.parse(static_cast<int>(args.size()), args.data());
-  } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : kExitUsage;
+  if (auto done = dp::ParseCommandLine(app, argc, argv, kExitUsage)) {
+    return *done;
   }
 
   // Sockets get explicit modes; the umask covers the window before.
@@ -169,15 +163,7 @@ int Run(int argc, char** argv) {
 
 }  // namespace
 
-// Anything thrown past Run (out of memory, a library's exception) is logged
-// and ends the process with exit 1 rather than an abort.
 int main(int argc, char** argv) {
-  try {
-    return Run(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "topology-device-plugin: " << e.what() << "\n";
-  } catch (...) {
-    std::cerr << "topology-device-plugin: unknown exception\n";
-  }
-  return 1;
+  return topology::device_plugin::RunGuarded("topology-device-plugin",
+                                             [&] { return Run(argc, argv); });
 }

@@ -1,0 +1,52 @@
+// What the reference programs (topology-device-plugin, topology-dra-driver)
+// do alike around their work: read the command line as Go's flags take it,
+// and end with one line rather than an abort when something is thrown.
+#ifndef TOPOLOGY_DEVICE_PLUGIN_PROGRAM_H_
+#define TOPOLOGY_DEVICE_PLUGIN_PROGRAM_H_
+
+#include <exception>
+#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "topology/plugin/go_flags.h"
+
+namespace topology::device_plugin {
+
+// Parses `argv` into `app`, "-v=2" and "-config=..." as Go's flags take
+// them. nullopt to go on; else the exit status: 0 after --help or
+// --version, `usage_exit` after a bad command line (said by CLI11).
+inline std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv,
+                                           int usage_exit) {
+  try {
+    std::vector<std::string> go_style = plugin::GoStyleArguments(argc, argv);
+    std::vector<const char*> args;
+    args.reserve(go_style.size());
+    for (const std::string& arg : go_style) args.push_back(arg.c_str());
+    app.parse(static_cast<int>(args.size()), args.data());
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : usage_exit;
+  }
+  return std::nullopt;
+}
+
+// Runs `run`; anything thrown past it (out of memory, a library's
+// exception) ends the program with one line naming it and exit 1.
+template <typename Run>
+int RunGuarded(const char* program, Run run) {
+  try {
+    return run();
+  } catch (const std::exception& e) {
+    std::cerr << program << ": " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << program << ": unknown exception\n";
+  }
+  return 1;
+}
+
+}  // namespace topology::device_plugin
+
+#endif  // TOPOLOGY_DEVICE_PLUGIN_PROGRAM_H_
