@@ -7,6 +7,8 @@
 #include <set>
 #include <utility>
 
+#include <glog/logging.h>
+
 #include "topology/draplugin/claim_cdi.h"
 
 namespace topology::device_plugin {
@@ -67,9 +69,9 @@ std::vector<draplugin::SliceDevice> DraInventory(
       } else if (const auto* number = std::get_if<int64_t>(&attribute.value)) {
         device.attributes[attribute.name] = {*number, false};
       } else {
-        // The list form (a cluster gate): its first node, the device's own.
-        const auto& list = std::get<std::vector<int64_t>>(attribute.value);
-        if (!list.empty()) device.attributes[attribute.name] = {list[0], false};
+        // The list form (the cluster's DRAListTypeAttributes gate).
+        device.attributes[attribute.name] = {
+            std::get<std::vector<int64_t>>(attribute.value), false};
       }
     }
     if (warnings != nullptr) {
@@ -100,6 +102,134 @@ std::vector<draplugin::SliceDevice> DraInventory(
   std::sort(devices.begin(), devices.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
   return devices;
+}
+
+bool DraHealth::Update(const Snapshot& snapshot, const PciAddress& address,
+                       plugin::HealthVerdict verdict) {
+  // A GPU whose driver information is missing or shared with another GPU
+  // would fail or reach the wrong GPU at Prepare.
+  if (const auto problem = snapshot.nvidia.problems.find(address);
+      problem != snapshot.nvidia.problems.end()) {
+    verdict.health = plugin::Health::kUnhealthy;
+    verdict.reason = problem->second;
+  }
+  const auto known = unhealthy_.find(address);
+  if (verdict.health == plugin::Health::kHealthy) {
+    if (known == unhealthy_.end()) return false;
+    LOG(INFO) << address.ToString() << " is Healthy again";
+    unhealthy_.erase(known);
+    return true;
+  }
+  if (verdict.reason.empty()) verdict.reason = "unhealthy";
+  if (known != unhealthy_.end() && known->second == verdict.reason) {
+    return false;
+  }
+  LOG(WARNING) << address.ToString() << " is Unhealthy: " << verdict.reason;
+  unhealthy_.insert_or_assign(address, verdict.reason);
+  return true;
+}
+
+bool DraHealth::Judge(const Snapshot& snapshot, const SysfsReader& sysfs) {
+  const auto now = plugin::HealthTracker::Clock::now();
+  bool changed = false;
+  for (const auto& [address, resource] : snapshot.claims) {
+    changed |= Update(
+        snapshot, address,
+        tracker_.Observe(address, plugin::ReadPciHealth(sysfs, address), now));
+  }
+  tracker_.ForgetIf([&](const PciAddress& address) {
+    return !snapshot.claims.contains(address);
+  });
+  for (auto it = unhealthy_.begin(); it != unhealthy_.end();) {
+    if (snapshot.claims.contains(it->first)) {
+      ++it;
+    } else {
+      it = unhealthy_.erase(it);
+      changed = true;
+    }
+  }
+  return changed;
+}
+
+bool DraHealth::Recheck(const Snapshot& snapshot, const SysfsReader& sysfs) {
+  const auto now = plugin::HealthTracker::Clock::now();
+  bool changed = false;
+  for (const PciAddress& address : tracker_.NeedRecheck()) {
+    if (!snapshot.claims.contains(address)) continue;
+    changed |=
+        Update(snapshot, address,
+               tracker_.Recheck(address,
+                                plugin::ReadPciAerFatal(sysfs, address), now));
+  }
+  return changed;
+}
+
+draplugin::DeviceTaint UnhealthyTaint(const std::string& driver) {
+  return {.key = driver + "/unhealthy", .value = {}, .effect = "NoSchedule"};
+}
+
+void TaintUnhealthy(const std::string& driver,
+                    const std::map<PciAddress, std::string>& unhealthy,
+                    std::vector<draplugin::SliceDevice>* devices) {
+  if (unhealthy.empty()) return;
+  std::set<std::string> names;
+  for (const auto& [address, reason] : unhealthy) {
+    names.insert(DraDeviceName(address));
+  }
+  for (draplugin::SliceDevice& device : *devices) {
+    if (names.contains(device.name)) {
+      device.taints.push_back(UnhealthyTaint(driver));
+    }
+  }
+}
+
+std::vector<draplugin::DeviceHealth> HealthReport(
+    const std::string& pool, const std::vector<draplugin::SliceDevice>& devices,
+    const std::map<PciAddress, std::string>& unhealthy) {
+  std::map<std::string, const std::string*> reasons;
+  for (const auto& [address, reason] : unhealthy) {
+    reasons[DraDeviceName(address)] = &reason;
+  }
+  std::vector<draplugin::DeviceHealth> report;
+  report.reserve(devices.size());
+  for (const draplugin::SliceDevice& device : devices) {
+    draplugin::DeviceHealth health;
+    health.pool = pool;
+    health.device = device.name;
+    const auto reason = reasons.find(device.name);
+    if (reason == reasons.end()) {
+      health.health = draplugin::HealthStatus::kHealthy;
+    } else {
+      health.health = draplugin::HealthStatus::kUnhealthy;
+      health.message = *reason->second;
+    }
+    report.push_back(std::move(health));
+  }
+  return report;
+}
+
+Status CheckNoOverlap(const Config& dra_config, const Snapshot& snapshot,
+                      const Config& device_plugin_config,
+                      const Snapshot& device_plugin) {
+  std::string shared;
+  size_t count = 0;
+  for (const auto& [address, resource] : snapshot.claims) {
+    const auto other = device_plugin.claims.find(address);
+    if (other == device_plugin.claims.end()) continue;
+    if (++count <= 8) {
+      shared += (shared.empty() ? "" : "; ") + address.ToString() + " (" +
+                dra_config.resources[resource].name + " here, " +
+                device_plugin_config.resources[other->second].name +
+                " in the device plugin's)";
+    }
+  }
+  if (count == 0) return OkStatus();
+  return FailedPreconditionError(
+      std::to_string(count) +
+      " device(s) selected by both this configuration and the device "
+      "plugin's, so both could hand them out: " +
+      shared + (count > 8 ? "; ..." : "") +
+      ". Give the two configurations distinct selectors.");
 }
 
 DraHandler::DraHandler(Config config, std::filesystem::path host_root,

@@ -6,8 +6,10 @@
 #ifndef TOPOLOGY_DEVICE_PLUGIN_DRA_DRIVER_H_
 #define TOPOLOGY_DEVICE_PLUGIN_DRA_DRIVER_H_
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -15,6 +17,7 @@
 #include "topology/dra_attributes.h"
 #include "topology/draplugin/driver.h"
 #include "topology/draplugin/resource_slices.h"
+#include "topology/plugin/health.h"
 #include "topology/sysfs_reader.h"
 
 #include "config.h"
@@ -38,6 +41,61 @@ std::string DraDeviceName(const PciAddress& address);
 std::vector<draplugin::SliceDevice> DraInventory(
     const Config& config, const Snapshot& snapshot, const SysfsReader& sysfs,
     dra::NumaAttributeForm numa_form, std::vector<std::string>* warnings);
+
+// Health from the device plugin's sources, judged the same way: the bound
+// driver and the AER fatal counter through plugin::HealthTracker (a
+// faulted device is Healthy again after a quiet period), and the NVIDIA
+// driver information a GPU lacks. Not thread-safe: one thread judges.
+class DraHealth {
+ public:
+  explicit DraHealth(std::chrono::nanoseconds quiet_period)
+      : tracker_(quiet_period) {}
+
+  // Reads every device `snapshot` assigns to a resource (at start and at
+  // each rescan); devices no longer there are forgotten. True when a
+  // verdict changed.
+  bool Judge(const Snapshot& snapshot, const SysfsReader& sysfs);
+  // Reads only what can change without a rescan: the AER counters of the
+  // devices that have one and of those not healthy (a quiet period may
+  // end). True when a verdict changed.
+  bool Recheck(const Snapshot& snapshot, const SysfsReader& sysfs);
+  // The devices that are not healthy, and why.
+  const std::map<PciAddress, std::string>& unhealthy() const {
+    return unhealthy_;
+  }
+
+ private:
+  bool Update(const Snapshot& snapshot, const PciAddress& address,
+              plugin::HealthVerdict verdict);
+
+  plugin::HealthTracker tracker_;
+  std::map<PciAddress, std::string> unhealthy_;
+};
+
+// The taint an unhealthy device carries in its slice: "<driver>/unhealthy",
+// effect NoSchedule (no new claim gets it; running pods keep it, as the
+// device plugin's Unhealthy does).
+draplugin::DeviceTaint UnhealthyTaint(const std::string& driver);
+
+// Adds UnhealthyTaint to every device of `devices` in `unhealthy`.
+void TaintUnhealthy(const std::string& driver,
+                    const std::map<PciAddress, std::string>& unhealthy,
+                    std::vector<draplugin::SliceDevice>* devices);
+
+// The health streams' complete list: every device of `devices`, Healthy or
+// Unhealthy with the reason.
+std::vector<draplugin::DeviceHealth> HealthReport(
+    const std::string& pool, const std::vector<draplugin::SliceDevice>& devices,
+    const std::map<PciAddress, std::string>& unhealthy);
+
+// One device must not be handed out by both paths on a node: the devices
+// that `snapshot` (the DRA driver's configuration) and `device_plugin`
+// (topology-device-plugin's configuration, on the same machine) both
+// select. FAILED_PRECONDITION naming each shared device (the first 8) and
+// the resource of each side; OK when none is shared.
+Status CheckNoOverlap(const Config& dra_config, const Snapshot& snapshot,
+                      const Config& device_plugin_config,
+                      const Snapshot& device_plugin);
 
 // Prepares claims on the node's devices: each allocated device of this
 // pool must be one the snapshot assigns to a configured resource; its CDI

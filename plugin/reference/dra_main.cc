@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -41,6 +42,9 @@ namespace plugin = topology::plugin;
 
 constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
+// Sent with each device's health: the kubelet takes Unknown after this long
+// without a report.
+constexpr std::chrono::seconds kHealthTimeout(60);
 
 // The inventory in force, replaced by each rescan.
 class Inventory {
@@ -79,6 +83,9 @@ int Run(int argc, char** argv) {
   std::string http_addr;
   std::string numa_form = "scalar";
   std::string rescan_interval = "30s";
+  std::string health_interval = "10s";
+  std::string recovery_period = "1m";
+  std::string device_plugin_config;
   int verbosity = 0;
   app.add_option("--driver-name", driver, "DRA driver name (a DNS subdomain)")
       ->capture_default_str();
@@ -106,13 +113,24 @@ int Run(int argc, char** argv) {
                  "disables)");
   app.add_option("--numa-node-form", numa_form,
                  "resource.kubernetes.io/numaNode as an int (scalar) or the "
-                 "nearest nodes (list: the first published)")
+                 "device's node and the nearest ones as a list of ints (list: "
+                 "clusters with the DRAListTypeAttributes gate)")
       ->check(CLI::IsMember({"scalar", "list"}))
       ->capture_default_str();
   app.add_option("--rescan-interval", rescan_interval,
                  "How often the devices are discovered again (Go duration; "
                  "0 disables)")
       ->capture_default_str();
+  app.add_option("--health-interval", health_interval,
+                 "How often AER counters and unhealthy devices are read "
+                 "again (Go duration)")
+      ->capture_default_str();
+  app.add_option("--recovery-period", recovery_period,
+                 "Quiet time before a faulted device is Healthy again")
+      ->capture_default_str();
+  app.add_option("--device-plugin-config", device_plugin_config,
+                 "topology-device-plugin's configuration on this node: the "
+                 "driver refuses to start when both select a device");
   app.add_option("-v,--v", verbosity, "Log verbosity (klog -v)")
       ->capture_default_str();
   if (auto done = dp::ParseCommandLine(app, argc, argv, kExitUsage)) {
@@ -129,6 +147,16 @@ int Run(int argc, char** argv) {
   auto interval = plugin::ParseDuration(rescan_interval);
   if (!interval.ok()) {
     return usage("--rescan-interval: " + interval.status().message());
+  }
+  auto health_every = plugin::ParseDuration(health_interval);
+  if (!health_every.ok() || health_every->count() <= 0) {
+    return usage("--health-interval: " +
+                 (health_every.ok() ? std::string("must be positive")
+                                    : health_every.status().message()));
+  }
+  auto recovery = plugin::ParseDuration(recovery_period);
+  if (!recovery.ok()) {
+    return usage("--recovery-period: " + recovery.status().message());
   }
 
   umask(077);
@@ -162,19 +190,52 @@ int Run(int argc, char** argv) {
     LOG(ERROR) << "discovery: " << discovered.status().message();
     return kExitError;
   }
+  // One device, one path: the device plugin's configuration on this node
+  // must not select a device this one selects.
+  std::optional<dp::Config> plugin_config;
+  const auto overlap = [&](const dp::Snapshot& snapshot) {
+    if (!plugin_config) return topology::OkStatus();
+    auto theirs =
+        dp::DiscoverSnapshot(*plugin_config, host_root, *sysfs, cdi_dir, {});
+    if (!theirs.ok()) return theirs.status();
+    return dp::CheckNoOverlap(*config, snapshot, *plugin_config, **theirs);
+  };
+  if (!device_plugin_config.empty()) {
+    auto loaded = dp::LoadConfig(device_plugin_config);
+    if (!loaded.ok()) {
+      return usage("--device-plugin-config: " + loaded.status().message());
+    }
+    plugin_config = std::move(*loaded);
+    if (auto status = overlap(**discovered); !status.ok()) {
+      return usage("--device-plugin-config " + device_plugin_config + ": " +
+                   status.message());
+    }
+  }
   Inventory inventory(*discovered);
+  dp::DraHealth health(*recovery);
+  health.Judge(**discovered, *sysfs);
 
   dra::SlicePublisher publisher(client->get(), driver, node, {});
-  const auto publish = [&](const dp::Snapshot& snapshot) {
+  // The slices and the health streams say the same: an unhealthy device is
+  // tainted and reported Unhealthy with the reason.
+  // The streams hear first: publishing waits on the API server.
+  std::vector<dra::SliceDevice> published;
+  const auto publish = [&](const dp::Snapshot& snapshot,
+                           dra::DriverRunner* runner) {
     std::vector<std::string> warnings;
     auto devices = dp::DraInventory(*config, snapshot, *sysfs, form, &warnings);
     for (const std::string& warning : warnings) VLOG(1) << warning;
-    if (auto published = publisher.Publish(node, std::move(devices));
-        !published.ok()) {
-      LOG(ERROR) << "publishing: " << published.message();
+    dp::TaintUnhealthy(driver, health.unhealthy(), &devices);
+    published = devices;
+    if (runner != nullptr) {
+      runner->SetHealth(dp::HealthReport(node, devices, health.unhealthy()));
+    }
+    if (auto status = publisher.Publish(node, std::move(devices));
+        !status.ok()) {
+      LOG(ERROR) << "publishing: " << status.message();
     }
   };
-  publish(**discovered);
+  publish(**discovered, nullptr);
   publisher.Start();
 
   dp::DraHandler handler(*config, host_root, cdi_dir, driver, node,
@@ -185,31 +246,55 @@ int Run(int argc, char** argv) {
   options.registry_dir = registry_dir;
   options.plugin_dir = plugin_dir;
   options.state_dir = state_dir;
+  options.health_timeout = kHealthTimeout;
   auto runner = dra::DriverRunner::Create(options, &source, &handler);
   if (!runner.ok()) return usage(runner.status().message());
   if (auto started = (*runner)->Start(); !started.ok()) {
     LOG(ERROR) << "cannot start: " << started.message();
     return kExitError;
   }
+  (*runner)->SetHealth(dp::HealthReport(node, published, health.unhealthy()));
 
-  // Rescans: a new inventory, published (unchanged: nothing is sent).
+  // Health every --health-interval (AER counters, unhealthy devices), a
+  // full rescan every --rescan-interval: a change is published as slices
+  // and on the health streams; the streams hear again at least every half
+  // health timeout, so the kubelet never takes Unknown.
   topology::Mutex stop_mu;
   std::condition_variable_any stop_wake;
   bool stopping = false;
   std::thread rescans([&] {
-    if (interval->count() <= 0) return;
+    using Clock = std::chrono::steady_clock;
+    auto next_rescan = Clock::now() + *interval;
+    auto last_report = Clock::now();
     topology::MutexLock lock(stop_mu);
     while (!stopping) {
-      stop_wake.wait_for(lock, *interval);
+      stop_wake.wait_for(lock, *health_every);
       if (stopping) break;
       lock.unlock();
-      auto snapshot = dp::DiscoverSnapshot(*config, host_root, *sysfs, cdi_dir,
-                                           inventory.get()->claims);
-      if (snapshot.ok()) {
-        inventory.set(*snapshot);
-        publish(**snapshot);
-      } else {
-        LOG(WARNING) << "rescan: " << snapshot.status().message();
+      std::shared_ptr<const dp::Snapshot> snapshot = inventory.get();
+      bool changed = health.Recheck(*snapshot, *sysfs);
+      if (interval->count() > 0 && Clock::now() >= next_rescan) {
+        next_rescan = Clock::now() + *interval;
+        auto fresh = dp::DiscoverSnapshot(*config, host_root, *sysfs, cdi_dir,
+                                          snapshot->claims);
+        if (!fresh.ok()) {
+          LOG(WARNING) << "rescan: " << fresh.status().message();
+        } else if (auto status = overlap(**fresh); !status.ok()) {
+          LOG(ERROR) << "rescan not used: " << status.message();
+        } else {
+          inventory.set(*fresh);
+          snapshot = *fresh;
+          health.Judge(*snapshot, *sysfs);
+          changed = true;  // unchanged slices send nothing
+        }
+      }
+      if (changed) {
+        publish(*snapshot, runner->get());
+        last_report = Clock::now();
+      } else if (Clock::now() - last_report >= kHealthTimeout / 2) {
+        (*runner)->SetHealth(
+            dp::HealthReport(node, published, health.unhealthy()));
+        last_report = Clock::now();
       }
       lock.lock();
     }

@@ -118,17 +118,28 @@ class DraDriverBinaryTest : public ::testing::Test {
            "users: [{name: u, user: {token: node-token}}]\n";
     http_port_ = FreePort();
   }
-  std::unique_ptr<DriverProcess> Start() {
+  std::unique_ptr<DriverProcess> Start(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args{"--config",
+                                  (work_.path() / "config.yaml").string(),
+                                  "--host-root",
+                                  root_.path().string(),
+                                  "--kubeconfig",
+                                  (work_.path() / "kubeconfig").string(),
+                                  "--node-name",
+                                  "node-a",
+                                  "--registry-dir",
+                                  (sockets_.path() / "registry").string(),
+                                  "--plugin-dir",
+                                  (sockets_.path() / "plugin").string(),
+                                  "--cdi-dir",
+                                  (work_.path() / "cdi").string(),
+                                  "--http-addr",
+                                  "127.0.0.1:" + std::to_string(http_port_),
+                                  "-v",
+                                  "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
     return std::make_unique<DriverProcess>(
-        std::vector<std::string>{
-            "--config", (work_.path() / "config.yaml").string(), "--host-root",
-            root_.path().string(), "--kubeconfig",
-            (work_.path() / "kubeconfig").string(), "--node-name", "node-a",
-            "--registry-dir", (sockets_.path() / "registry").string(),
-            "--plugin-dir", (sockets_.path() / "plugin").string(), "--cdi-dir",
-            (work_.path() / "cdi").string(), "--http-addr",
-            "127.0.0.1:" + std::to_string(http_port_), "-v", "1"},
-        (work_.path() / "driver.log").string());
+        std::move(args), (work_.path() / "driver.log").string());
   }
   std::vector<json> Slices() const {
     std::vector<json> out;
@@ -229,6 +240,71 @@ TEST_F(DraDriverBinaryTest,
   EXPECT_FALSE(std::filesystem::exists(spec));
   driver->Signal(SIGTERM);
   EXPECT_EQ(driver->Wait(5s), 0);
+}
+
+TEST_F(DraDriverBinaryTest, AFaultIsATaintOnTheSliceAndUnhealthyOnTheStream) {
+  // Every function has an AER counter, as on a real machine.
+  for (const auto& entry : std::filesystem::directory_iterator(
+           root_.path() / "sys/bus/pci/devices")) {
+    std::ofstream(entry.path() / "aer_dev_fatal") << "TOTAL_ERR_FATAL 0\n";
+  }
+  auto driver =
+      Start({"--health-interval", "100ms", "--recovery-period", "1h"});
+  ASSERT_TRUE(WaitFor([&] { return !Slices().empty(); }, 10s)) << Log();
+  const std::string first = Slices().front()["spec"]["devices"][0]["name"];
+  // "pci-0000-3b-00-0" names 0000:3b:00.0.
+  std::string address = first.substr(4);
+  address[4] = ':';
+  address[7] = ':';
+  address[10] = '.';
+  const auto aer =
+      root_.path() / "sys/bus/pci/devices" / address / "aer_dev_fatal";
+  FakeDraKubelet kubelet(sockets_.path() / "registry");
+  ASSERT_TRUE(WaitFor([&] { return kubelet.Register(kDriver).ok(); }, 5s))
+      << Log();
+  auto healthy = kubelet.FirstHealth("v1", 5s);
+  ASSERT_THAT(healthy.status(), IsOk());
+  ASSERT_THAT(*healthy, SizeIs(8));
+  for (const auto& entry : *healthy) {
+    EXPECT_EQ(entry.health, 1) << entry.device;
+    EXPECT_EQ(entry.pool, "node-a");
+  }
+
+  std::ofstream(aer) << "TOTAL_ERR_FATAL 2\n";
+  const auto tainted = [&] {
+    for (const json& slice : Slices()) {
+      for (const json& device : slice["spec"]["devices"]) {
+        if (device["name"] == first && device.contains("taints")) return true;
+      }
+    }
+    return false;
+  };
+  EXPECT_TRUE(WaitFor(tainted, 10s)) << Log();
+  // A stream opened now starts with the fault, its reason the message.
+  auto now = kubelet.FirstHealth("v1alpha1", 5s);
+  ASSERT_THAT(now.status(), IsOk());
+  ASSERT_THAT(*now, SizeIs(8));
+  for (const auto& entry : *now) {
+    EXPECT_EQ(entry.health, entry.device == first ? 2 : 1) << entry.device;
+    if (entry.device == first) {
+      EXPECT_THAT(entry.message, ::testing::HasSubstr("AER"));
+    }
+    EXPECT_EQ(entry.timeout_seconds, 60);
+  }
+  driver->Signal(SIGTERM);
+  EXPECT_EQ(driver->Wait(5s), 0);
+}
+
+TEST_F(DraDriverBinaryTest, SharingADeviceWithTheDevicePluginIsRefusedAtStart) {
+  std::ofstream(work_.path() / "device-plugin.yaml")
+      << "resources:\n"
+         "  - name: example.com/accel\n"
+         "    selectors: [{drivers: [vfio-pci]}]\n";
+  auto driver = Start({"--device-plugin-config",
+                       (work_.path() / "device-plugin.yaml").string()});
+  EXPECT_EQ(driver->Wait(10s), 2);
+  EXPECT_THAT(Log(), ::testing::HasSubstr("distinct selectors"));
+  EXPECT_TRUE(Slices().empty());
 }
 
 }  // namespace

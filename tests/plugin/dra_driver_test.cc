@@ -4,6 +4,7 @@
 // spec with exactly the container edits the device plugin's Allocate gives.
 #include "dra_driver.h"
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <set>
@@ -86,6 +87,105 @@ TEST_F(DraDriverTest, TheInventoryIsTheDevicePluginsWithTopologyAttributes) {
   }
   // The name carries the address.
   EXPECT_EQ(devices[0].name.substr(0, 4), "pci-");
+}
+
+TEST_F(DraDriverTest, AFaultTaintsTheDeviceAndReportsItUnhealthyUntilQuiet) {
+  const std::string vf = Vfs().front();
+  const auto aer = root_.path() / "sys/bus/pci/devices" / vf / "aer_dev_fatal";
+  std::ofstream(aer) << "DLP 0\nTOTAL_ERR_FATAL 0\n";
+  DraHealth health(std::chrono::nanoseconds(0));
+  EXPECT_FALSE(health.Judge(*snapshot_, *sysfs_));
+  EXPECT_TRUE(health.unhealthy().empty());
+
+  // The fatal counter moves: the device plugin's source and verdict.
+  std::ofstream(aer) << "DLP 1\nTOTAL_ERR_FATAL 1\n";
+  EXPECT_TRUE(health.Recheck(*snapshot_, *sysfs_));
+  const auto address = *PciAddress::Parse(vf);
+  ASSERT_THAT(health.unhealthy(), SizeIs(1));
+  ASSERT_TRUE(health.unhealthy().contains(address));
+  EXPECT_THAT(health.unhealthy().at(address), HasSubstr("AER"));
+
+  auto devices = DraInventory(config_, *snapshot_, *sysfs_,
+                              dra::NumaAttributeForm::kScalar, nullptr);
+  TaintUnhealthy(kDriver, health.unhealthy(), &devices);
+  size_t tainted = 0;
+  for (const auto& device : devices) {
+    if (device.taints.empty()) continue;
+    ++tainted;
+    EXPECT_EQ(device.name, DraDeviceName(address));
+    EXPECT_EQ(device.taints[0].key, "pci.libtopology.dev/unhealthy");
+    EXPECT_EQ(device.taints[0].effect, "NoSchedule");
+  }
+  EXPECT_EQ(tainted, 1u);
+  EXPECT_THAT(draplugin::ValidateDevices(kDriver, devices), IsOk());
+  const auto report = HealthReport("node-a", devices, health.unhealthy());
+  ASSERT_EQ(report.size(), devices.size());
+  for (const auto& entry : report) {
+    EXPECT_EQ(entry.pool, "node-a");
+    if (entry.device == DraDeviceName(address)) {
+      EXPECT_EQ(entry.health, draplugin::HealthStatus::kUnhealthy);
+      EXPECT_THAT(entry.message, HasSubstr("AER"));
+    } else {
+      EXPECT_EQ(entry.health, draplugin::HealthStatus::kHealthy);
+      EXPECT_EQ(entry.message, "");
+    }
+  }
+  // No new fault over the (here zero) quiet period: Healthy again.
+  EXPECT_TRUE(health.Recheck(*snapshot_, *sysfs_));
+  EXPECT_TRUE(health.unhealthy().empty());
+}
+
+TEST_F(DraDriverTest,
+       AConfigurationSharingADeviceWithTheDevicePluginIsRefused) {
+  auto theirs = ParseConfig(
+      "resources:\n"
+      "  - name: example.com/accel\n"
+      "    selectors: [{drivers: [vfio-pci]}]\n",
+      "device plugin");
+  ASSERT_THAT(theirs.status(), IsOk());
+  auto their_snapshot =
+      DiscoverSnapshot(*theirs, root_.path(), *sysfs_, cdi_.path(), {});
+  ASSERT_THAT(their_snapshot.status(), IsOk());
+  const Status refused =
+      CheckNoOverlap(config_, *snapshot_, *theirs, **their_snapshot);
+  EXPECT_THAT(refused, StatusIs(StatusCode::kFailedPrecondition,
+                                HasSubstr(Vfs().front())));
+  EXPECT_THAT(refused.message(), HasSubstr("8 device(s)"));
+  EXPECT_THAT(refused.message(), HasSubstr("example.com/accel"));
+  EXPECT_THAT(refused.message(), HasSubstr("distinct selectors"));
+
+  // Distinct selectors: both run.
+  auto other = ParseConfig(
+      "resources:\n"
+      "  - name: example.com/nvme\n"
+      "    selectors: [{drivers: [nvme]}]\n",
+      "device plugin");
+  ASSERT_THAT(other.status(), IsOk());
+  auto other_snapshot =
+      DiscoverSnapshot(*other, root_.path(), *sysfs_, cdi_.path(), {});
+  ASSERT_THAT(other_snapshot.status(), IsOk());
+  EXPECT_THAT(CheckNoOverlap(config_, *snapshot_, *other, **other_snapshot),
+              IsOk());
+}
+
+TEST_F(DraDriverTest, TheListFormPublishesTheNodeAndItsNearestAsInts) {
+  const auto scalar = DraInventory(config_, *snapshot_, *sysfs_,
+                                   dra::NumaAttributeForm::kScalar, nullptr);
+  const auto list = DraInventory(config_, *snapshot_, *sysfs_,
+                                 dra::NumaAttributeForm::kList, nullptr);
+  ASSERT_EQ(scalar.size(), list.size());
+  EXPECT_THAT(draplugin::ValidateDevices(kDriver, list), IsOk());
+  constexpr char kNuma[] = "resource.kubernetes.io/numaNode";
+  for (size_t i = 0; i < list.size(); ++i) {
+    ASSERT_TRUE(scalar[i].attributes.contains(kNuma)) << scalar[i].name;
+    const auto* nodes =
+        std::get_if<std::vector<int64_t>>(&list[i].attributes.at(kNuma).value);
+    ASSERT_NE(nodes, nullptr) << list[i].name;
+    ASSERT_FALSE(nodes->empty());
+    // The device's own node first.
+    EXPECT_EQ(nodes->front(),
+              std::get<int64_t>(scalar[i].attributes.at(kNuma).value));
+  }
 }
 
 TEST_F(DraDriverTest, PrepareGivesTheDevicePluginsEditsAsOneSpecPerClaim) {

@@ -256,8 +256,13 @@ TEST_F(KubeApiServerTest, TheSchemaRefusesWhatTheApiRefuses) {
   refused = admin_->Request("POST", kSlices, bad.dump());
   ASSERT_THAT(refused.status(), IsOk());
   EXPECT_EQ(refused->status, 422);
-  // What ValidateDevices lets through, the API server takes.
+  // What ValidateDevices lets through, the API server takes, the list
+  // form and a taint included.
   auto devices = Devices(3, "ok");
+  devices[0].attributes["resource.kubernetes.io/numaNode"] = {
+      std::vector<int64_t>{0, 1}, false};
+  devices[1].taints.push_back(
+      {std::string(kDriver) + "/unhealthy", "aer-fatal", "NoSchedule"});
   ASSERT_THAT(ValidateDevices(kDriver, devices), IsOk());
   SlicePublisher publisher(driver_.get(), kDriver, "node-valid", {});
   EXPECT_THAT(publisher.Publish("node-valid", devices), IsOk());

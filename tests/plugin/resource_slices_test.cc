@@ -114,6 +114,27 @@ TEST_F(SlicePublisherTest, SlicesOf128DevicesOneGenerationTypedAttributes) {
   EXPECT_TRUE(publisher_->published());
 }
 
+TEST_F(SlicePublisherTest, AListOfIntsGoesOutInTheListForm) {
+  Serve();
+  auto devices = Devices(2);
+  devices[0].attributes["resource.kubernetes.io/numaNode"] = {
+      std::vector<int64_t>{1, 0}, false};
+  ASSERT_THAT(publisher_->Publish("node-a", devices), IsOk());
+  const auto slices = Ours();
+  ASSERT_THAT(slices, SizeIs(1));
+  EXPECT_EQ(slices[0]["spec"]["devices"][0]["attributes"]
+                  ["resource.kubernetes.io/numaNode"],
+            json::parse(R"({"list": {"int": [1, 0]}})"));
+  // As the server gives it back, it is the same: nothing is sent again.
+  const int writes = store_->writes;
+  ASSERT_THAT(publisher_->Publish("node-a", devices), IsOk());
+  EXPECT_EQ(store_->writes, writes);
+  devices[0].attributes["resource.kubernetes.io/numaNode"] = {
+      std::vector<int64_t>{}, false};
+  EXPECT_THAT(publisher_->Publish("node-a", devices),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("1 to 64")));
+}
+
 TEST_F(SlicePublisherTest, TaintsMeanSlicesOf64) {
   Serve();
   ASSERT_THAT(publisher_->Publish("node-a", Devices(130, true)), IsOk());
@@ -219,6 +240,11 @@ TEST_F(SlicePublisherTest, InvalidDevicesAreRefusedBeforeAnythingIsSent) {
   }
   EXPECT_THAT(refused(devices), StatusIs(StatusCode::kInvalidArgument,
                                          HasSubstr("more than 32")));
+  devices = Devices(1);
+  devices[0].taints.push_back(
+      {"unhealthy", std::string(64, 'x'), "NoSchedule"});
+  EXPECT_THAT(refused(devices), StatusIs(StatusCode::kInvalidArgument,
+                                         HasSubstr("longer than 63")));
   EXPECT_EQ(store_->writes, 0);
   EXPECT_TRUE(server_->requests().empty());
 }

@@ -24,6 +24,8 @@ constexpr char kStandardDomain[] = "resource.kubernetes.io";
 constexpr size_t kMaxValueLength = 64;
 constexpr size_t kMaxAttributesAndCapacity = 32;
 constexpr size_t kMaxIdentifier = 32;
+constexpr size_t kMaxListLength = 64;
+constexpr size_t kMaxTaintValue = 63;
 
 bool IsDnsLabel(std::string_view text) {
   return text.size() <= 63 && text.find('.') == std::string_view::npos &&
@@ -50,6 +52,9 @@ json AttributeJson(const AttributeValue& attribute) {
   }
   if (const auto* number = std::get_if<int64_t>(&attribute.value)) {
     return {{"int", *number}};
+  }
+  if (const auto* list = std::get_if<std::vector<int64_t>>(&attribute.value)) {
+    return {{"list", {{"int", *list}}}};
   }
   return {{"bool", std::get<bool>(attribute.value)}};
 }
@@ -179,6 +184,11 @@ Status ValidateDevices(const std::string& driver,
                        "\": the value is longer than "
                        "64 characters");
       }
+      if (const auto* list = std::get_if<std::vector<int64_t>>(&value.value);
+          list != nullptr && (list->empty() || list->size() > kMaxListLength)) {
+        return invalid("attribute \"" + name +
+                       "\": a list holds 1 to 64 values");
+      }
     }
     for (const auto& [name, quantity] : device.capacity) {
       if (!IsCIdentifier(name.substr(name.find('/') + 1)) || quantity.empty()) {
@@ -191,6 +201,10 @@ Status ValidateDevices(const std::string& driver,
         return invalid("taint \"" + taint.key +
                        "\": needs a key and the effect NoSchedule or "
                        "NoExecute");
+      }
+      if (taint.value.size() > kMaxTaintValue) {
+        return invalid("taint \"" + taint.key +
+                       "\": the value is longer than 63 characters");
       }
     }
   }

@@ -29,8 +29,10 @@ namespace topology::draplugin {
 inline constexpr size_t kMaxDevicesPerSlice = 128;
 inline constexpr size_t kMaxTaintedDevicesPerSlice = 64;
 
+// One typed value; a list of ints goes out in the list form of KEP-5491
+// ({"list": {"int": [...]}}, behind the DRAListTypeAttributes gate).
 struct AttributeValue {
-  std::variant<std::string, int64_t, bool> value = {};
+  std::variant<std::string, int64_t, bool, std::vector<int64_t>> value = {};
   bool version = false;  // a string that is a semantic version
   friend bool operator==(const AttributeValue&,
                          const AttributeValue&) = default;
@@ -56,8 +58,8 @@ struct SliceDevice {
 // rules: names (DNS labels, unique), attribute names (a C identifier of at
 // most 32 characters, with the driver's domain or resource.kubernetes.io,
 // under which only the standard names), string and version values of at
-// most 64 characters, at most 32 attributes and capacities together, taint
-// keys and effects.
+// most 64 characters, lists of 1 to 64 ints, at most 32 attributes and
+// capacities together, taint keys, values and effects.
 Status ValidateDevices(const std::string& driver,
                        const std::vector<SliceDevice>& devices);
 
