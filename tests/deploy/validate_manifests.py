@@ -15,9 +15,15 @@
    select the plugin pods and name their metrics port.
 5. The Dockerfile's runtime stage installs the package of every shared
    library the shipped binaries need.
+6. The DRA component (components/dra), its patches applied here to the base
+   DaemonSet: the driver runs with the kubelet's plugin directories and the
+   CDI directory writable and nothing else, a ServiceAccount bound to a
+   ClusterRole with exactly the driver's verbs, a DeviceClass per resource
+   of the ConfigMap selecting the driver and the resource, and example
+   claim templates pairing classes that exist on pcieRoot and pcieSwitch.
 
 Usage: validate_manifests.py SOURCE_DIR PLUGIN_BINARY TOPOLOGY_INFO LIBTOPOLOGY
-                             FIXTURE_ROOT
+                             FIXTURE_ROOT [DRA_DRIVER_BINARY]
 """
 
 import datetime
@@ -42,6 +48,10 @@ KINDS = {
     ("apps/v1", "DaemonSet"): "V1DaemonSet",
     ("v1", "ConfigMap"): "V1ConfigMap",
     ("networking.k8s.io/v1", "NetworkPolicy"): "V1NetworkPolicy",
+    ("v1", "ServiceAccount"): "V1ServiceAccount",
+    ("rbac.authorization.k8s.io/v1", "ClusterRole"): "V1ClusterRole",
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding"):
+        "V1ClusterRoleBinding",
 }
 
 
@@ -174,7 +184,13 @@ def check_nfd_examples(source, configmap):
                                 f"selects {sorted(classes)} of vendor {vendor}")
 
 
-def check_baseline(daemonset, where):
+DEVICE_PLUGIN_WRITABLE = ["/var/lib/kubelet/device-plugins", "/var/run/cdi"]
+DRA_WRITABLE = ["/var/lib/kubelet/plugins", "/var/lib/kubelet/plugins_registry",
+                "/var/run/cdi"]
+
+
+def check_baseline(daemonset, where, expected_writable=None):
+    expected_writable = expected_writable or DEVICE_PLUGIN_WRITABLE
     spec = daemonset["spec"]["template"]["spec"]
     if spec.get("priorityClassName") != "system-node-critical":
         error(where, "priorityClassName must be system-node-critical")
@@ -207,10 +223,9 @@ def check_baseline(daemonset, where):
                 error(c, "/sys must be mounted read-only")
             if host is not None and not mount.get("readOnly"):
                 writable.append(host)
-        if sorted(writable) != ["/var/lib/kubelet/device-plugins",
-                                "/var/run/cdi"]:
-            error(c, "only /var/lib/kubelet/device-plugins (sockets) and "
-                     f"/var/run/cdi (CDI specs) may be writable, found {writable}")
+        if sorted(writable) != expected_writable:
+            error(c, f"only {expected_writable} (sockets, state and CDI "
+                     f"specs) may be writable, found {sorted(writable)}")
         args = container.get("args", [])
         cdi_mounted = any(volumes.get(m["name"], {}).get("hostPath", {})
                           .get("path") == "/var/run/cdi"
@@ -375,6 +390,215 @@ def check_monitoring_component(daemonset_dir):
             error("components/monitoring", f"{doc['kind']} is not in kube-system")
 
 
+def json_patch(document, operations, where):
+    """Applies JSON patch operations (add, replace, remove; RFC 6902 paths)
+    as kustomize does, or reports why one cannot apply."""
+    import copy
+    document = copy.deepcopy(document)
+    for op in operations:
+        parts = [p.replace("~1", "/").replace("~0", "~")
+                 for p in op["path"].split("/")[1:]]
+        parent = document
+        try:
+            for part in parts[:-1]:
+                parent = parent[int(part)] if isinstance(parent, list) \
+                    else parent[part]
+            last = parts[-1]
+            if isinstance(parent, list):
+                index = len(parent) if last == "-" else int(last)
+                if op["op"] == "add":
+                    parent.insert(index, op["value"])
+                elif op["op"] == "replace":
+                    parent[index] = op["value"]
+                else:
+                    del parent[index]
+            else:
+                if op["op"] == "replace" and last not in parent:
+                    raise KeyError(last)
+                if op["op"] in ("add", "replace"):
+                    parent[last] = op["value"]
+                else:
+                    del parent[last]
+        except (KeyError, IndexError, ValueError, TypeError) as e:
+            error(where, f"patch {op['op']} {op['path']} does not apply: {e!r}")
+    return document
+
+
+def check_dra_component(daemonset_dir, base_objects, dra_binary):
+    where = "components/dra"
+    directory = os.path.join(daemonset_dir, "components", "dra")
+    if not os.path.isdir(directory):
+        error(where, "missing")
+        return
+    kustomization = yaml.safe_load(
+        open(os.path.join(directory, "kustomization.yaml")))
+    if kustomization.get("kind") != "Component":
+        error(where, "kustomization.yaml is not a Component")
+    objects = []
+    for resource in kustomization.get("resources", []):
+        for doc in load_objects(os.path.join(directory, resource)):
+            objects.append(doc)
+            model = KINDS.get((doc.get("apiVersion"), doc.get("kind")))
+            if model:
+                check_type(doc, model, f"{where}/{resource}")
+            elif (doc.get("apiVersion"), doc.get("kind")) != \
+                    ("resource.k8s.io/v1", "DeviceClass"):
+                error(f"{where}/{resource}", "unexpected apiVersion/kind")
+    daemonsets = [d for _, d in base_objects if d["kind"] == "DaemonSet"]
+    configmaps = [d for _, d in base_objects if d["kind"] == "ConfigMap"]
+    if len(daemonsets) != 1 or len(configmaps) != 1:
+        error(where, "the base needs one DaemonSet and one ConfigMap")
+        return
+    daemonset = daemonsets[0]
+    for patch in kustomization.get("patches", []):
+        target = patch.get("target", {})
+        if target.get("kind") != "DaemonSet" or \
+                target.get("name") != daemonset["metadata"]["name"]:
+            error(where, f"a patch targets {target}, not the base DaemonSet")
+            continue
+        daemonset = json_patch(daemonset, yaml.safe_load(patch["patch"]), where)
+    check_type(daemonset, "V1DaemonSet", f"{where} DaemonSet")
+    check_baseline(daemonset, f"{where} DaemonSet", DRA_WRITABLE)
+    pod = daemonset["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    if container.get("command") != ["/usr/bin/topology-dra-driver"]:
+        error(where, "the container must run /usr/bin/topology-dra-driver")
+    args = dict(a.split("=", 1) for a in container.get("args", [])
+                if a.startswith("--") and "=" in a)
+    driver = args.get("--driver-name", "pci.libtopology.dev")
+    if args.get("--plugin-dir") != f"/var/lib/kubelet/plugins/{driver}":
+        error(where, "--plugin-dir must be /var/lib/kubelet/plugins/<driver>")
+    if args.get("--registry-dir", "/var/lib/kubelet/plugins_registry") != \
+            "/var/lib/kubelet/plugins_registry":
+        error(where, "--registry-dir must be the kubelet's plugins_registry")
+    mounts = {m["mountPath"] for m in container.get("volumeMounts", [])}
+    for path in ("/var/lib/kubelet/plugins_registry",
+                 "/var/lib/kubelet/plugins", "/var/run/cdi"):
+        if path not in mounts:
+            error(where, f"{path} is not mounted where the driver uses it")
+    if not pod.get("automountServiceAccountToken"):
+        error(where, "the driver needs its ServiceAccount token (in-cluster "
+                     "credentials)")
+    accounts = [o for o in objects if o["kind"] == "ServiceAccount"]
+    if [a["metadata"]["name"] for a in accounts] != \
+            [pod.get("serviceAccountName")]:
+        error(where, "serviceAccountName must be the component's "
+                     "ServiceAccount")
+    roles = {o["metadata"]["name"]: o for o in objects
+             if o["kind"] == "ClusterRole"}
+    bindings = [o for o in objects if o["kind"] == "ClusterRoleBinding"]
+    verbs = {}
+    for binding in bindings:
+        role = roles.get(binding["roleRef"]["name"])
+        bound = any(s.get("kind") == "ServiceAccount" and
+                    s.get("name") == pod.get("serviceAccountName") and
+                    s.get("namespace") == "kube-system"
+                    for s in binding.get("subjects", []))
+        if role is None or not bound:
+            continue
+        for rule in role.get("rules", []):
+            for group in rule.get("apiGroups", []):
+                for resource in rule.get("resources", []):
+                    verbs.setdefault((group, resource), set()).update(
+                        rule.get("verbs", []))
+    wanted = {("resource.k8s.io", "resourceclaims"): {"get"},
+              ("resource.k8s.io", "resourceslices"):
+                  {"get", "list", "watch", "create", "update", "delete"}}
+    if verbs != wanted:
+        error(where, f"the driver's ServiceAccount must be granted exactly "
+                     f"{wanted}, found {verbs}")
+    # A DeviceClass per resource of the configuration.
+    config = yaml.safe_load(configmaps[0]["data"]["config.yaml"])
+    resources = {r["name"] for r in config.get("resources", [])}
+    classes = {}
+    for doc in (o for o in objects if o["kind"] == "DeviceClass"):
+        expressions = [s.get("cel", {}).get("expression", "")
+                       for s in doc.get("spec", {}).get("selectors", [])]
+        selected = [r for r in resources
+                    if any(f'device.driver == "{driver}"' in e and
+                           f'device.attributes["{driver}"].resource == "{r}"'
+                           in e for e in expressions)]
+        if len(selected) != 1:
+            error(where, f"DeviceClass {doc['metadata']['name']} must select "
+                         "the driver and one resource of the ConfigMap")
+            continue
+        classes[doc["metadata"]["name"]] = selected[0]
+    if set(classes.values()) != resources:
+        error(where, f"DeviceClasses cover {sorted(set(classes.values()))}, "
+                     f"the ConfigMap has {sorted(resources)}")
+    # The examples: a GPU and a NIC on one PCIe root, and on one switch.
+    examples = load_objects(os.path.join(directory,
+                                         "example-claimtemplates.yaml"))
+    matched = set()
+    for template in examples:
+        name = template["metadata"]["name"]
+        if template.get("kind") != "ResourceClaimTemplate":
+            error(where, f"example {name} is not a ResourceClaimTemplate")
+            continue
+        devices = template["spec"]["spec"]["devices"]
+        requests = {r["name"]: r["exactly"]["deviceClassName"]
+                    for r in devices["requests"]}
+        for request, device_class in requests.items():
+            if device_class not in classes:
+                error(where, f"example {name}: request {request} names "
+                             f"DeviceClass {device_class}, which is not here")
+        for constraint in devices.get("constraints", []):
+            if set(constraint.get("requests", [])) != set(requests):
+                error(where, f"example {name}: the constraint must cover "
+                             "every request")
+            matched.add(constraint.get("matchAttribute"))
+    for attribute in ("resource.kubernetes.io/pcieRoot",
+                      f"{driver}/pcieSwitch"):
+        if attribute not in matched:
+            error(where, f"no example pairs devices on {attribute}")
+    # kustomize itself gives the same DaemonSet (where kubectl exists).
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        print("kubectl not found: DRA component rendering skipped")
+    else:
+        with tempfile.TemporaryDirectory() as overlay:
+            with open(os.path.join(overlay, "kustomization.yaml"), "w") as f:
+                yaml.safe_dump({
+                    "apiVersion": "kustomize.config.k8s.io/v1beta1",
+                    "kind": "Kustomization",
+                    "resources": [os.path.relpath(daemonset_dir, overlay)],
+                    "components": [os.path.relpath(directory, overlay)],
+                }, f)
+            result = subprocess.run([kubectl, "kustomize", overlay],
+                                    capture_output=True, text=True)
+        if result.returncode != 0:
+            error(where, "kubectl kustomize failed: " + result.stderr.strip())
+        else:
+            rendered = [d for d in yaml.safe_load_all(result.stdout) if d]
+            kinds = sorted(d["kind"] for d in rendered)
+            for kind in ("ClusterRole", "ClusterRoleBinding", "DeviceClass",
+                         "ServiceAccount"):
+                if kind not in kinds:
+                    error(where, f"renders no {kind}")
+            for doc in rendered:
+                if doc["kind"] == "DaemonSet":
+                    spec = doc["spec"]["template"]["spec"]
+                    rendered_container = spec["containers"][0]
+                    if any(rendered_container.get(k) != container.get(k)
+                           for k in ("command", "args", "volumeMounts",
+                                     "securityContext")) or \
+                            spec["volumes"] != pod["volumes"] or \
+                            spec.get("serviceAccountName") != \
+                            pod.get("serviceAccountName"):
+                        error(where, "kustomize renders another DaemonSet "
+                                     "than the patches applied here")
+                if doc["kind"] in ("ServiceAccount", "DaemonSet") and \
+                        doc["metadata"].get("namespace") != "kube-system":
+                    error(where, f"{doc['kind']} is not in kube-system")
+    # The driver takes the arguments (flags and values) it is given.
+    if dra_binary:
+        result = subprocess.run([dra_binary, "--help"], capture_output=True,
+                                text=True)
+        for flag in args:
+            if flag not in result.stdout:
+                error(where, f"topology-dra-driver has no flag {flag}")
+
+
 def check_dockerfile(path, binaries):
     text = open(path).read()
     stages = re.split(r"(?m)^FROM ", text)
@@ -447,6 +671,7 @@ def main():
     if sys.argv[1:] == ["--self-test"]:
         return self_test()
     source, binary, info, libtopology, fixture = sys.argv[1:6]
+    dra_binary = sys.argv[6] if len(sys.argv) > 6 else None
     daemonset_dir = os.path.join(source, "daemonset")
     objects = []
     kustomization = yaml.safe_load(
@@ -489,12 +714,14 @@ def main():
     check_exposure(objects)
     rendered = check_kustomize(daemonset_dir)
     check_monitoring_component(daemonset_dir)
+    check_dra_component(daemonset_dir, objects, dra_binary)
     for doc in rendered:
         model = KINDS.get((doc.get("apiVersion"), doc.get("kind")))
         if model:
             check_type(doc, model, f"rendered {doc['kind']}")
     check_dockerfile(os.path.join(source, "deploy", "Dockerfile"),
-                     [binary, info, libtopology])
+                     [binary, info, libtopology] +
+                     ([dra_binary] if dra_binary else []))
     # "COPY . ." must not ship build trees or the repository history.
     ignore_path = os.path.join(source, ".dockerignore")
     if not os.path.exists(ignore_path):

@@ -241,6 +241,36 @@ TEST_F(KubeApiServerTest, TheDriversRoleIsEnoughAndNoMore) {
   EXPECT_EQ(nodes->status, 403);
 }
 
+TEST_F(KubeApiServerTest, TheDeploymentsClassesAndExampleTemplatesAreServed) {
+  // scripts/kube-apiserver created daemonset/components/dra's DeviceClasses
+  // and example claim templates; nothing of them was pruned as unknown.
+  for (const std::string resource : {"gpu", "nic"}) {
+    auto got =
+        admin_->Request("GET", "/apis/resource.k8s.io/v1/deviceclasses/" +
+                                   resource + ".example.com");
+    ASSERT_THAT(got.status(), IsOk());
+    ASSERT_EQ(got->status, 200) << got->body;
+    const json found = json::parse(got->body);
+    EXPECT_THAT(
+        found["spec"]["selectors"][0]["cel"]["expression"].get<std::string>(),
+        HasSubstr("\"example.com/" + resource + "\""));
+  }
+  for (const auto& [name, attribute] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"gpu-nic-same-root", "resource.kubernetes.io/pcieRoot"},
+           {"gpu-nic-same-switch", "pci.libtopology.dev/pcieSwitch"}}) {
+    auto got = admin_->Request(
+        "GET",
+        "/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates/" +
+            name);
+    ASSERT_THAT(got.status(), IsOk());
+    ASSERT_EQ(got->status, 200) << got->body;
+    const json devices = json::parse(got->body)["spec"]["spec"]["devices"];
+    EXPECT_EQ(devices["constraints"][0]["matchAttribute"], attribute);
+    EXPECT_THAT(devices["requests"], SizeIs(2));
+  }
+}
+
 TEST_F(KubeApiServerTest, TheSchemaRefusesWhatTheApiRefuses) {
   // The transcribed schema is real validation: a device name that is not a
   // DNS label and an over-long string value are 422s naming the field.
