@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
-"""Checks that docs/plugin-author-guide.md quotes examples/accel-plugin/.
+"""Checks that a guide quotes its example: docs/plugin-author-guide.md
+examples/accel-plugin/, docs/dra-driver-guide.md examples/accel-dra-driver/.
 
-Usage: guide_quotes_example.py PROGRAM... GUIDE (main.cc and the test).
+Usage: guide_quotes_example.py PROGRAM... GUIDE.
 Every block between "// guide:<name>" and "// guide:end" in a program must
 appear, verbatim and in full, inside a ```cpp block of the guide, and the
 guide must quote no C++ block that is not from the programs (apart from blocks

@@ -20,7 +20,8 @@
 #      topology-sysfs-fixture writing the machine above;
 #   7. a program on the installed DRA framework builds through
 #      find_package(libtopology COMPONENTS draplugin) and pkg-config
-#      libtopology-draplugin, serves its sockets and stops.
+#      libtopology-draplugin, serves its sockets and stops; so does
+#      examples/accel-dra-driver (the DRA guide's), which then runs.
 # Usage: package_test.sh PREFIX LIBDIR EXAMPLES_DIR WORK_DIR GENERATOR CXX
 #                        CXXFLAGS LDFLAGS
 set -euo pipefail
@@ -233,4 +234,18 @@ cmake -S "$consumer" -B "$work/draplugin-build" -G "$generator" \
   fail "the DRA consumer does not build through pkg-config"
 "$work/draplugin-consumer-pc" "$run/dra-pc" ||
   fail "the DRA consumer (pkg-config build) did not serve and stop"
+echo "== accel-dra-driver, through find_package and pkg-config"
+cmake -S "$examples/accel-dra-driver" -B "$work/dra-example-build" -G "$generator" \
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_CXX_FLAGS="$cxxflags" -DCMAKE_EXE_LINKER_FLAGS="$ldflags" \
+  >"$work/dra-example-cmake.log" 2>&1 &&
+  cmake --build "$work/dra-example-build" >>"$work/dra-example-cmake.log" 2>&1 ||
+  fail "accel-dra-driver does not build through find_package ($work/dra-example-cmake.log)"
+PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" make -s -C "$examples/accel-dra-driver" \
+  OUT="$work/pc-accel-dra-driver" CXX="$cxx" CXXFLAGS="$cxxflags" \
+  LDFLAGS="$ldflags" >"$work/dra-example-pc.log" 2>&1 ||
+  fail "accel-dra-driver does not build through pkg-config ($work/dra-example-pc.log)"
+for program in "$work/dra-example-build/accel-dra-driver" "$work/pc-accel-dra-driver"; do
+  "$program" --version >/dev/null || fail "$program does not start"
+done
 echo "package test passed"

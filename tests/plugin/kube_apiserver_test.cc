@@ -137,9 +137,10 @@ class KubeApiServerTest : public ::testing::Test {
     }
     return out;
   }
-  size_t DevicesOf(const std::string& node) const {
+  size_t DevicesOf(const std::string& node,
+                   const std::string& driver = kDriver) const {
     size_t n = 0;
-    for (const json& slice : SlicesOf(node)) {
+    for (const json& slice : SlicesOf(node, driver)) {
       n += slice["spec"].value("devices", json::array()).size();
     }
     return n;
@@ -503,6 +504,100 @@ TEST_F(DriverAgainstApiServerTest, PublishesPreparesAndUnpreparesAfterRestart) {
   driver->Signal(SIGTERM);
   EXPECT_EQ(driver->Wait(5s), 0);
   auto removed = admin_->Request("DELETE", claims + "/vf-pair");
+  ASSERT_THAT(removed.status(), IsOk());
+}
+
+// examples/accel-dra-driver, the program docs/dra-driver-guide.md walks
+// through, does what the guide says against the real API server: the
+// node's eight accelerators published with the standard attributes, and a
+// claim of two prepared into one CDI spec whose variable lists both.
+TEST_F(DriverAgainstApiServerTest, TheGuidesExamplePublishesAndPrepares) {
+  constexpr char kExample[] = "accel.example.com";
+  constexpr char kExampleNode[] = "node-example";
+  ::topology::testing::ChildProcess driver(
+      ACCEL_DRA_DRIVER_BINARY,
+      {"--driver-name", kExample, "--class", "1200", "--node-name",
+       kExampleNode, "--kubeconfig", env_["KUBECONFIG_DRIVER"], "--host-root",
+       root_.path().string(), "--registry-dir",
+       (sockets_.path() / "registry").string(), "--plugin-dir",
+       (sockets_.path() / "example").string(), "--cdi-dir",
+       (work_.path() / "cdi").string()},
+      (work_.path() / "example.log").string(), /*append=*/true);
+  const auto log = [&] {
+    std::ifstream in(work_.path() / "example.log");
+    return std::string((std::istreambuf_iterator<char>(in)), {});
+  };
+  ASSERT_TRUE(
+      WaitFor([&] { return DevicesOf(kExampleNode, kExample) == 8; }, 15s))
+      << log();
+  const json slice = SlicesOf(kExampleNode, kExample).front();
+  std::vector<std::string> names;
+  for (const json& device : slice["spec"]["devices"]) {
+    EXPECT_TRUE(
+        device["attributes"].contains("resource.kubernetes.io/pcieRoot"));
+    EXPECT_TRUE(
+        device["attributes"].contains("resource.kubernetes.io/pciBusID"));
+    names.push_back(device["name"]);
+  }
+  FakeDraKubelet kubelet(sockets_.path() / "registry");
+  ASSERT_TRUE(WaitFor([&] { return kubelet.Register(kExample).ok(); }, 10s))
+      << log();
+
+  const std::string claims =
+      "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims";
+  json claim = {{"apiVersion", "resource.k8s.io/v1"},
+                {"kind", "ResourceClaim"},
+                {"metadata", {{"name", "accel-pair"}}},
+                {"spec",
+                 {{"devices",
+                   {{"requests",
+                     {{{"name", "accel"},
+                       {"exactly", {{"deviceClassName", "accel"}}}}}}}}}}};
+  auto made = admin_->Request("POST", claims, claim.dump());
+  ASSERT_THAT(made.status(), IsOk());
+  ASSERT_EQ(made->status, 201) << made->body;
+  claim = json::parse(made->body);
+  const std::string uid = claim["metadata"]["uid"];
+  claim["status"] = {{"allocation",
+                      {{"devices",
+                        {{"results",
+                          {{{"request", "accel"},
+                            {"driver", kExample},
+                            {"pool", kExampleNode},
+                            {"device", names[0]}},
+                           {{"request", "accel"},
+                            {"driver", kExample},
+                            {"pool", kExampleNode},
+                            {"device", names[1]}}}}}}}}};
+  auto allocated =
+      admin_->Request("PUT", claims + "/accel-pair/status", claim.dump());
+  ASSERT_THAT(allocated.status(), IsOk());
+  ASSERT_EQ(allocated->status, 200) << allocated->body;
+
+  auto prepared = kubelet.Prepare({{"default", uid, "accel-pair"}});
+  ASSERT_THAT(prepared.status(), IsOk());
+  ASSERT_EQ(prepared->at(uid).error, "") << log();
+  ASSERT_THAT(prepared->at(uid).devices, SizeIs(2));
+  std::ifstream in(work_.path() / "cdi" / ClaimCdiFileName(kExample, uid));
+  const json spec = json::parse(in);
+  EXPECT_EQ(spec["kind"], "accel.example.com/accel");
+  const std::string both = slice["spec"]["devices"][0]["attributes"]
+                                ["resource.kubernetes.io/pciBusID"]["string"]
+                                    .get<std::string>() +
+                           "," +
+                           slice["spec"]["devices"][1]["attributes"]
+                                ["resource.kubernetes.io/pciBusID"]["string"]
+                                    .get<std::string>();
+  for (const json& device : spec["devices"]) {
+    EXPECT_THAT(device["containerEdits"]["env"].dump(),
+                HasSubstr("ACCEL_VISIBLE_DEVICES=" + both));
+  }
+  auto undone = kubelet.Unprepare({{"default", uid, "accel-pair"}});
+  ASSERT_THAT(undone.status(), IsOk());
+  EXPECT_EQ(undone->at(uid), "");
+  driver.Signal(SIGTERM);
+  EXPECT_EQ(driver.Wait(5s), 0) << log();
+  auto removed = admin_->Request("DELETE", claims + "/accel-pair");
   ASSERT_THAT(removed.status(), IsOk());
 }
 
