@@ -27,6 +27,7 @@
 #include "topology/plugin/http_endpoint.h"
 #include "topology/plugin/logging.h"
 #include "topology/plugin/plugin_runner.h"
+#include "topology/plugin/uevent_monitor.h"
 #include "topology/thread_annotations.h"
 
 #include "config.h"
@@ -45,6 +46,8 @@ constexpr int kExitUsage = 2;
 // Sent with each device's health: the kubelet takes Unknown after this long
 // without a report.
 constexpr std::chrono::seconds kHealthTimeout(60);
+// A burst of uevents (a PF's VFs created) is one rescan.
+constexpr std::chrono::milliseconds kUeventDebounce(500);
 
 // The inventory in force, replaced by each rescan.
 class Inventory {
@@ -83,6 +86,7 @@ int Run(int argc, char** argv) {
   std::string http_addr;
   std::string numa_form = "scalar";
   std::string rescan_interval = "30s";
+  bool watch_uevents = true;
   std::string health_interval = "10s";
   std::string recovery_period = "1m";
   std::string device_plugin_config;
@@ -118,8 +122,11 @@ int Run(int argc, char** argv) {
       ->check(CLI::IsMember({"scalar", "list"}))
       ->capture_default_str();
   app.add_option("--rescan-interval", rescan_interval,
-                 "How often the devices are discovered again (Go duration; "
-                 "0 disables)")
+                 "How often the devices are discovered again while no "
+                 "uevents are watched (Go duration; 0 disables)")
+      ->capture_default_str();
+  app.add_flag("--uevents,!--no-uevents", watch_uevents,
+               "Rescan on PCI uevents (else every --rescan-interval)")
       ->capture_default_str();
   app.add_option("--health-interval", health_interval,
                  "How often AER counters and unhealthy devices are read "
@@ -255,26 +262,69 @@ int Run(int argc, char** argv) {
   }
   (*runner)->SetHealth(dp::HealthReport(node, published, health.unhealthy()));
 
-  // Health every --health-interval (AER counters, unhealthy devices), a
-  // full rescan every --rescan-interval: a change is published as slices
-  // and on the health streams; the streams hear again at least every half
-  // health timeout, so the kubelet never takes Unknown.
-  topology::Mutex stop_mu;
-  std::condition_variable_any stop_wake;
+  // Health every --health-interval (AER counters, unhealthy devices); a
+  // full rescan shortly after a PCI uevent (a device added or removed, a
+  // driver bound or unbound), and every --rescan-interval only while no
+  // uevents come (none in a user namespace, or --no-uevents), as the device
+  // plugin does. A change is published as slices and on the health
+  // streams; the streams hear again at least every half health timeout, so
+  // the kubelet never takes Unknown.
+  using Clock = std::chrono::steady_clock;
+  topology::Mutex loop_mu;
+  std::condition_variable_any loop_wake;
   bool stopping = false;
+  std::optional<Clock::time_point> uevent_rescan_at;
+  bool uevents_live = false;
+  std::unique_ptr<plugin::UeventMonitor> uevents;
+  if (watch_uevents) {
+    auto monitor = plugin::UeventMonitor::Start(
+        [&](const std::string& action, const std::string& devpath) {
+          VLOG(2) << "uevent " << action << " " << devpath;
+          {
+            topology::MutexLock lock(loop_mu);
+            if (action == "closed") uevents_live = false;
+            if (!uevent_rescan_at) {
+              uevent_rescan_at = Clock::now() + kUeventDebounce;
+            }
+          }
+          loop_wake.notify_all();
+        });
+    if (monitor.ok()) {
+      uevents = std::move(*monitor);
+      uevents_live = true;
+    } else {
+      LOG(WARNING) << "no uevents (" << monitor.status().message()
+                   << "); full rescans every " << rescan_interval;
+    }
+  }
   std::thread rescans([&] {
-    using Clock = std::chrono::steady_clock;
     auto next_rescan = Clock::now() + *interval;
+    auto next_health = Clock::now() + *health_every;
     auto last_report = Clock::now();
-    topology::MutexLock lock(stop_mu);
+    topology::MutexLock lock(loop_mu);
     while (!stopping) {
-      stop_wake.wait_for(lock, *health_every);
+      auto wake = next_health;
+      if (uevent_rescan_at && *uevent_rescan_at < wake) {
+        wake = *uevent_rescan_at;
+      }
+      loop_wake.wait_until(lock, wake);
       if (stopping) break;
+      const auto now = Clock::now();
+      const bool uevent_due = uevent_rescan_at && now >= *uevent_rescan_at;
+      const bool periodic_due =
+          !uevents_live && interval->count() > 0 && now >= next_rescan;
+      const bool health_due = now >= next_health;
+      if (!uevent_due && !periodic_due && !health_due) continue;
+      if (uevent_due) uevent_rescan_at.reset();
       lock.unlock();
       std::shared_ptr<const dp::Snapshot> snapshot = inventory.get();
-      bool changed = health.Recheck(*snapshot, *sysfs);
-      if (interval->count() > 0 && Clock::now() >= next_rescan) {
-        next_rescan = Clock::now() + *interval;
+      bool changed = false;
+      if (health_due) {
+        next_health = now + *health_every;
+        changed = health.Recheck(*snapshot, *sysfs);
+      }
+      if (uevent_due || periodic_due) {
+        next_rescan = now + *interval;
         auto fresh = dp::DiscoverSnapshot(*config, host_root, *sysfs, cdi_dir,
                                           snapshot->claims);
         if (!fresh.ok()) {
@@ -337,11 +387,12 @@ int Run(int argc, char** argv) {
   const int signal = plugin::WaitForShutdownSignal();
   LOG(INFO) << "received signal " << signal << "; shutting down";
   plugin::ExitIfStillRunningAfter(std::chrono::milliseconds(4500), 0);
+  uevents.reset();
   {
-    topology::MutexLock lock(stop_mu);
+    topology::MutexLock lock(loop_mu);
     stopping = true;
   }
-  stop_wake.notify_all();
+  loop_wake.notify_all();
   rescans.join();
   http.reset();
   (*runner)->Stop();

@@ -344,9 +344,19 @@ TEST_F(KubeApiServerTest, PublishesInSlicesKeepsOthersAndSendsNothingTwice) {
   EXPECT_GT(next[0]["spec"]["pool"]["generation"].get<int64_t>(),
             slices[0]["spec"]["pool"]["generation"].get<int64_t>());
 
+  // Idle, the resync reads names and resource versions only (the server's
+  // metadata-only list) and finds them as they were: no full list, no write.
+  publisher.Start();
+  ASSERT_TRUE(WaitFor([&] { return publisher.stats().checks >= 3; }, 10s));
+  const auto idle = publisher.stats();
+  ASSERT_TRUE(WaitFor(
+      [&] { return publisher.stats().checks >= idle.checks + 3; }, 10s));
+  EXPECT_EQ(publisher.stats().syncs, idle.syncs);
+  EXPECT_EQ(publisher.stats().creates + publisher.stats().updates,
+            idle.creates + idle.updates);
+
   // The kubelet deletes its node's slices at its start: the resync
   // publishes them again within seconds.
-  publisher.Start();
   for (const json& slice : next) {
     auto deleted = admin_->Request(
         "DELETE", std::string(kSlices) + "/" +

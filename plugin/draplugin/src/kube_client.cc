@@ -80,7 +80,8 @@ StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(KubeConfig config,
 
 StatusOr<HttpResponse> KubeClient::Once(std::string_view method,
                                         std::string_view path,
-                                        std::string_view body) {
+                                        std::string_view body,
+                                        std::string_view accept) {
   std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
   if (!curl) return InternalError("cannot make an HTTP client");
   CURL* c = curl.get();
@@ -111,7 +112,8 @@ StatusOr<HttpResponse> KubeClient::Once(std::string_view method,
   const auto add = [&](const std::string& header) {
     headers.reset(curl_slist_append(headers.release(), header.c_str()));
   };
-  add("Accept: application/json");
+  add("Accept: " +
+      (accept.empty() ? std::string("application/json") : std::string(accept)));
   if (!body.empty()) add("Content-Type: application/json");
   std::string token = config_.token;
   if (!config_.token_file.empty()) {
@@ -167,7 +169,8 @@ StatusOr<HttpResponse> KubeClient::Once(std::string_view method,
 
 StatusOr<HttpResponse> KubeClient::Request(std::string_view method,
                                            std::string_view path,
-                                           std::string_view body) {
+                                           std::string_view body,
+                                           std::string_view accept) {
   auto backoff = options_.backoff;
   StatusOr<HttpResponse> last = UnavailableError("not sent");
   for (int attempt = 0; attempt < options_.attempts; ++attempt) {
@@ -175,7 +178,7 @@ StatusOr<HttpResponse> KubeClient::Request(std::string_view method,
       std::this_thread::sleep_for(backoff);
       backoff *= 2;
     }
-    last = Once(method, path, body);
+    last = Once(method, path, body, accept);
     if (!last.ok()) {
       const StatusCode code = last.status().code();
       if (code == StatusCode::kUnavailable ||

@@ -281,10 +281,54 @@ void SlicePublisher::Loop() {
     if (stopping_) break;
     if (!have_devices_) continue;
     lock.unlock();
+    if (Unchanged()) {
+      lock.lock();
+      ++stats_.checks;
+      continue;
+    }
     const Status synced = Sync();
     if (!synced.ok()) LOG(WARNING) << driver_ << ": " << synced.message();
     lock.lock();
   }
+}
+
+bool SlicePublisher::Unchanged() {
+  std::map<std::string, std::string> seen;
+  bool filter_here = false;
+  {
+    MutexLock lock(mu_);
+    if (seen_.empty() || !published_) return false;
+    seen = seen_;
+    filter_here = filter_here_;
+  }
+  const std::string selector =
+      "?fieldSelector=spec.nodeName%3D" + node_ + "%2Cspec.driver%3D" + driver_;
+  auto listed = client_->Request(
+      "GET", std::string(kSlices) + (filter_here ? "" : selector), {},
+      "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
+      "application/json");
+  if (!listed.ok() || listed->status != 200) return false;
+  // Without the field selector every node's slices come: ours are the
+  // ones named after this node and driver.
+  const std::string base = SliceBase(node_, driver_) + "-";
+  std::map<std::string, std::string> now;
+  try {
+    const json doc = json::parse(listed->body);
+    for (const json& item : doc.at("items")) {
+      const json& metadata = item.at("metadata");
+      const std::string name = metadata.at("name").get<std::string>();
+      if (filter_here &&
+          (!name.starts_with(base) || name.size() == base.size() ||
+           name.find_first_not_of("0123456789", base.size()) !=
+               std::string::npos)) {
+        continue;
+      }
+      now[name] = metadata.value("resourceVersion", std::string());
+    }
+  } catch (const std::exception&) {
+    return false;
+  }
+  return now == seen;
 }
 
 Status SlicePublisher::Sync() {
@@ -301,6 +345,7 @@ Status SlicePublisher::Sync() {
   const auto fail = [this](Status status) {
     MutexLock lock(mu_);
     published_ = false;
+    seen_.clear();
     ++stats_.syncs;
     return status;
   };
@@ -384,9 +429,12 @@ Status SlicePublisher::Sync() {
            Dump(it->second) == Dump(e.devices);
   }
   if (same) {
+    std::map<std::string, std::string> seen;
+    for (const Existing& e : existing) seen[e.name] = e.resource_version;
     MutexLock lock(mu_);
     published_ = true;
     ++stats_.syncs;
+    seen_ = std::move(seen);
     return OkStatus();
   }
   ++generation;
@@ -457,6 +505,7 @@ Status SlicePublisher::Sync() {
             << " updated, " << deletes << " deleted)";
   MutexLock lock(mu_);
   published_ = true;
+  seen_.clear();  // the next resync lists in full once, to learn them
   ++stats_.syncs;
   stats_.creates += creates;
   stats_.updates += updates;

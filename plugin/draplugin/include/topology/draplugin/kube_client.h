@@ -44,16 +44,18 @@ class KubeClient {
   // is sent as JSON when not empty. Retried, the back-off doubling, on a
   // connection error, a timeout, 429 and 5xx; the last answer otherwise.
   // UNAVAILABLE when no answer came; DEADLINE_EXCEEDED on a timeout.
-  // Thread-safe.
+  // `accept` replaces "application/json" as the Accept header (e.g. a
+  // metadata-only list). Thread-safe.
   StatusOr<HttpResponse> Request(std::string_view method, std::string_view path,
-                                 std::string_view body = {});
+                                 std::string_view body = {},
+                                 std::string_view accept = {});
 
   const KubeConfig& config() const { return config_; }
 
  private:
   KubeClient(KubeConfig config, Options options);
   StatusOr<HttpResponse> Once(std::string_view method, std::string_view path,
-                              std::string_view body);
+                              std::string_view body, std::string_view accept);
   const KubeConfig config_;
   const Options options_;
 };
