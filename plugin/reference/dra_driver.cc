@@ -104,6 +104,19 @@ std::vector<draplugin::SliceDevice> DraInventory(
   return devices;
 }
 
+std::optional<PciAddress> AddressOfDraDevice(std::string_view name) {
+  // "pci-0000-3b-00-0" -> "0000:3b:00.0"
+  if (name.size() != 16 || !name.starts_with("pci-")) return std::nullopt;
+  std::string text(name.substr(4));
+  if (text[4] != '-' || text[7] != '-' || text[10] != '-') return std::nullopt;
+  text[4] = ':';
+  text[7] = ':';
+  text[10] = '.';
+  auto address = PciAddress::Parse(text);
+  if (!address.ok() || DraDeviceName(*address) != name) return std::nullopt;
+  return *address;
+}
+
 bool DraHealth::Update(const Snapshot& snapshot, const PciAddress& address,
                        plugin::HealthVerdict verdict) {
   // A GPU whose driver information is missing or shared with another GPU
@@ -184,24 +197,21 @@ void TaintUnhealthy(const std::string& driver,
 }
 
 std::vector<draplugin::DeviceHealth> HealthReport(
-    const std::string& pool, const std::vector<draplugin::SliceDevice>& devices,
+    const std::string& pool, const Snapshot& snapshot,
     const std::map<PciAddress, std::string>& unhealthy) {
-  std::map<std::string, const std::string*> reasons;
-  for (const auto& [address, reason] : unhealthy) {
-    reasons[DraDeviceName(address)] = &reason;
-  }
   std::vector<draplugin::DeviceHealth> report;
-  report.reserve(devices.size());
-  for (const draplugin::SliceDevice& device : devices) {
+  report.reserve(snapshot.claims.size());
+  for (const auto& [address, resource] : snapshot.claims) {
+    if (snapshot.topology.FindDevice(address) == nullptr) continue;
     draplugin::DeviceHealth health;
     health.pool = pool;
-    health.device = device.name;
-    const auto reason = reasons.find(device.name);
-    if (reason == reasons.end()) {
+    health.device = DraDeviceName(address);
+    const auto reason = unhealthy.find(address);
+    if (reason == unhealthy.end()) {
       health.health = draplugin::HealthStatus::kHealthy;
     } else {
       health.health = draplugin::HealthStatus::kUnhealthy;
-      health.message = *reason->second;
+      health.message = reason->second;
     }
     report.push_back(std::move(health));
   }
@@ -246,11 +256,16 @@ StatusOr<std::vector<draplugin::PreparedDevice>> DraHandler::Prepare(
     const draplugin::Claim& claim) {
   const std::shared_ptr<const Snapshot> snapshot = snapshot_();
   if (!snapshot) return UnavailableError("no inventory yet");
-  // This node's devices by DRA name.
-  std::map<std::string, std::pair<PciAddress, size_t>> known;
-  for (const auto& [address, index] : snapshot->claims) {
-    known.emplace(DraDeviceName(address), std::pair{address, index});
-  }
+  // A device of this node by its DRA name: the name carries the address,
+  // so a claim costs its own devices, not a walk of the node's 10,000.
+  const auto find = [&](const std::string& name)
+      -> std::optional<std::pair<PciAddress, size_t>> {
+    auto address = AddressOfDraDevice(name);
+    if (!address) return std::nullopt;
+    const auto it = snapshot->claims.find(*address);
+    if (it == snapshot->claims.end()) return std::nullopt;
+    return std::pair{*address, it->second};
+  };
   // The claim's devices, in result order, grouped by resource.
   std::vector<std::pair<const draplugin::AllocationResult*, PciAddress>> chosen;
   std::map<size_t, std::vector<std::string>> by_resource;
@@ -260,14 +275,14 @@ StatusOr<std::vector<draplugin::PreparedDevice>> DraHandler::Prepare(
                                      " is of pool " + result.pool +
                                      ", not this node's (" + pool_ + ")");
     }
-    const auto it = known.find(result.device);
-    if (it == known.end()) {
+    const auto found = find(result.device);
+    if (!found) {
       return FailedPreconditionError("device " + result.device +
                                      " is not one this driver has on " + pool_);
     }
-    chosen.emplace_back(&result, it->second.first);
-    auto& ids = by_resource[it->second.second];
-    const std::string id = it->second.first.ToString();
+    chosen.emplace_back(&result, found->first);
+    auto& ids = by_resource[found->second];
+    const std::string id = found->first.ToString();
     if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
   }
   // The environment of the claim: what Allocate gives each resource's
@@ -291,7 +306,7 @@ StatusOr<std::vector<draplugin::PreparedDevice>> DraHandler::Prepare(
   for (const auto& [result, address] : chosen) {
     const std::string name = DraDeviceName(address);
     if (!named.insert(name).second) continue;
-    const size_t index = known.at(name).second;
+    const size_t index = find(name)->second;
     auto allocation = AllocationFor(config_.resources[index], *snapshot,
                                     host_root_, {address.ToString()}, false);
     if (!allocation.ok()) return allocation.status();

@@ -11,7 +11,9 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "topology/dra_attributes.h"
@@ -29,6 +31,8 @@ inline constexpr char kDefaultDraDriverName[] = "pci.libtopology.dev";
 
 // A PCI function's DRA device name: "pci-0000-3b-00-0" (a DNS label).
 std::string DraDeviceName(const PciAddress& address);
+// The address a DRA device name names; nullopt for any other text.
+std::optional<PciAddress> AddressOfDraDevice(std::string_view name);
 
 // Every device `snapshot` assigns to a resource of `config`, as a slice
 // device of `driver`: resource.kubernetes.io/pciBusID, pcieRoot and
@@ -82,10 +86,10 @@ void TaintUnhealthy(const std::string& driver,
                     const std::map<PciAddress, std::string>& unhealthy,
                     std::vector<draplugin::SliceDevice>* devices);
 
-// The health streams' complete list: every device of `devices`, Healthy or
-// Unhealthy with the reason.
+// The health streams' complete list: every device DraInventory publishes
+// from `snapshot`, Healthy or Unhealthy with the reason.
 std::vector<draplugin::DeviceHealth> HealthReport(
-    const std::string& pool, const std::vector<draplugin::SliceDevice>& devices,
+    const std::string& pool, const Snapshot& snapshot,
     const std::map<PciAddress, std::string>& unhealthy);
 
 // One device must not be handed out by both paths on a node: the devices

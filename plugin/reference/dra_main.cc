@@ -167,7 +167,10 @@ int Run(int argc, char** argv) {
   }
 
   umask(077);
+  // As the device plugin: gRPC's poll engine (docs/performance.md).
+  const std::string engine = plugin::ChooseGrpcPollEngine();
   plugin::InitLogging(argv[0], verbosity);
+  VLOG(1) << "gRPC polling engine: " << engine;
   plugin::BlockShutdownSignals();
   auto config = dp::LoadConfig(config_file);
   if (!config.ok()) return usage(config.status().message());
@@ -226,16 +229,14 @@ int Run(int argc, char** argv) {
   // The slices and the health streams say the same: an unhealthy device is
   // tainted and reported Unhealthy with the reason.
   // The streams hear first: publishing waits on the API server.
-  std::vector<dra::SliceDevice> published;
   const auto publish = [&](const dp::Snapshot& snapshot,
                            dra::DriverRunner* runner) {
     std::vector<std::string> warnings;
     auto devices = dp::DraInventory(*config, snapshot, *sysfs, form, &warnings);
     for (const std::string& warning : warnings) VLOG(1) << warning;
     dp::TaintUnhealthy(driver, health.unhealthy(), &devices);
-    published = devices;
     if (runner != nullptr) {
-      runner->SetHealth(dp::HealthReport(node, devices, health.unhealthy()));
+      runner->SetHealth(dp::HealthReport(node, snapshot, health.unhealthy()));
     }
     if (auto status = publisher.Publish(node, std::move(devices));
         !status.ok()) {
@@ -260,7 +261,8 @@ int Run(int argc, char** argv) {
     LOG(ERROR) << "cannot start: " << started.message();
     return kExitError;
   }
-  (*runner)->SetHealth(dp::HealthReport(node, published, health.unhealthy()));
+  (*runner)->SetHealth(
+      dp::HealthReport(node, **discovered, health.unhealthy()));
 
   // Health every --health-interval (AER counters, unhealthy devices); a
   // full rescan shortly after a PCI uevent (a device added or removed, a
@@ -343,7 +345,7 @@ int Run(int argc, char** argv) {
         last_report = Clock::now();
       } else if (Clock::now() - last_report >= kHealthTimeout / 2) {
         (*runner)->SetHealth(
-            dp::HealthReport(node, published, health.unhealthy()));
+            dp::HealthReport(node, *snapshot, health.unhealthy()));
         last_report = Clock::now();
       }
       lock.lock();

@@ -32,6 +32,7 @@
 
 #include "context_switches.h"
 #include "http_attack.h"
+#include "process_stats.h"
 #include "reference_plugin.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
@@ -40,6 +41,9 @@ extern char** environ;
 
 namespace topology::device_plugin {
 namespace {
+
+using ::topology::benchmarks::MeasureIdleProcess;
+using ::topology::benchmarks::ReportPercentiles;
 
 using namespace std::chrono_literals;
 
@@ -78,18 +82,6 @@ struct Setup {
   std::vector<std::string> ids;
   std::vector<std::string> node0_ids;  // what an admission offers
 };
-
-void ReportPercentiles(benchmark::State& state, std::vector<double>& micros) {
-  std::sort(micros.begin(), micros.end());
-  auto at = [&](double q) {
-    return micros[std::min(
-        micros.size() - 1,
-        static_cast<size_t>(q * static_cast<double>(micros.size())))];
-  };
-  state.counters["p50_us"] = at(0.50);
-  state.counters["p99_us"] = at(0.99);
-  state.counters["max_us"] = micros.back();
-}
 
 // Offers every device, or with `node0_only` those of NUMA node 0 (what the
 // kubelet offers a single-numa-node admission).
@@ -215,29 +207,6 @@ void BM_ListAndWatch10000(benchmark::State& state) {
 }
 BENCHMARK(BM_ListAndWatch10000)->Unit(benchmark::kMillisecond)->Iterations(50);
 
-// CPU time of every thread of `pid` so far (nanoseconds on a CPU, from
-// /proc/<pid>/task/*/schedstat: precise where utime counts 10 ms ticks).
-double ThreadCpuNanoseconds(pid_t pid) {
-  double total = 0;
-  std::error_code error;
-  for (const auto& task : std::filesystem::directory_iterator(
-           "/proc/" + std::to_string(pid) + "/task", error)) {
-    std::ifstream schedstat(task.path() / "schedstat");
-    double on_cpu = 0;
-    if (schedstat >> on_cpu) total += on_cpu;
-  }
-  return total;
-}
-
-double ResidentKilobytes(pid_t pid, std::string_view field) {
-  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.starts_with(field)) return std::stod(line.substr(field.size()));
-  }
-  return 0;
-}
-
 // The topology-device-plugin process serving every VF of `machine`,
 // registered with a fake kubelet whose ListAndWatch stream stays open,
 // then left alone: its CPU over `idle` and its resident memory at the end.
@@ -284,18 +253,7 @@ void IdlePlugin(benchmark::State& state, const std::string& machine,
       state.SkipWithError("the plugin did not register");
     }
     std::this_thread::sleep_for(3s);  // the start-up rescan settles
-    const double cpu_before = ThreadCpuNanoseconds(pid);
-    const auto start = std::chrono::steady_clock::now();
-    std::this_thread::sleep_for(idle);
-    const double cpu_after = ThreadCpuNanoseconds(pid);
-    const double wall = std::chrono::duration<double, std::nano>(
-                            std::chrono::steady_clock::now() - start)
-                            .count();
-    state.counters["rss_mb"] = ResidentKilobytes(pid, "VmRSS:") / 1024.0;
-    state.counters["anon_mb"] = ResidentKilobytes(pid, "RssAnon:") / 1024.0;
-    state.counters["file_mb"] = ResidentKilobytes(pid, "RssFile:") / 1024.0;
-    state.counters["cpu_percent"] = 100.0 * (cpu_after - cpu_before) / wall;
-    state.counters["cpu_ms"] = (cpu_after - cpu_before) / 1e6;
+    MeasureIdleProcess(state, pid, idle);
     kill(pid, SIGTERM);
     int wstatus = 0;
     waitpid(pid, &wstatus, 0);

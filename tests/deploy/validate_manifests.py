@@ -306,17 +306,9 @@ def check_kustomize(directory):
     return rendered
 
 
-def check_monitoring_component(daemonset_dir):
-    """Renders base + components/monitoring and checks that the Service and
-    the PodMonitor reach the plugin pods' metrics port."""
-    kubectl = shutil.which("kubectl")
-    component = os.path.join(daemonset_dir, "components", "monitoring")
-    if not os.path.isdir(component):
-        error("components/monitoring", "missing")
-        return
-    if kubectl is None:
-        print("kubectl not found: monitoring component rendering skipped")
-        return
+def render_with_component(kubectl, daemonset_dir, component, where):
+    """`kubectl kustomize` of an overlay of the base with `component`: the
+    rendered objects, or None (reported) when kustomize fails."""
     with tempfile.TemporaryDirectory() as overlay:
         with open(os.path.join(overlay, "kustomization.yaml"), "w") as f:
             yaml.safe_dump({
@@ -328,10 +320,26 @@ def check_monitoring_component(daemonset_dir):
         result = subprocess.run([kubectl, "kustomize", overlay],
                                 capture_output=True, text=True)
     if result.returncode != 0:
-        error("components/monitoring",
-              "kubectl kustomize failed: " + result.stderr.strip())
+        error(where, "kubectl kustomize failed: " + result.stderr.strip())
+        return None
+    return [d for d in yaml.safe_load_all(result.stdout) if d]
+
+
+def check_monitoring_component(daemonset_dir):
+    """Renders base + components/monitoring and checks that the Service and
+    the PodMonitor reach the plugin pods' metrics port."""
+    kubectl = shutil.which("kubectl")
+    component = os.path.join(daemonset_dir, "components", "monitoring")
+    if not os.path.isdir(component):
+        error("components/monitoring", "missing")
         return
-    docs = [d for d in yaml.safe_load_all(result.stdout) if d]
+    if kubectl is None:
+        print("kubectl not found: monitoring component rendering skipped")
+        return
+    docs = render_with_component(kubectl, daemonset_dir, component,
+                                 "components/monitoring")
+    if docs is None:
+        return
     by_kind = {d["kind"]: d for d in docs}
     for kind in ("DaemonSet", "Service", "PodMonitor", "NetworkPolicy"):
         if kind not in by_kind:
@@ -556,20 +564,9 @@ def check_dra_component(daemonset_dir, base_objects, dra_binary):
     if kubectl is None:
         print("kubectl not found: DRA component rendering skipped")
     else:
-        with tempfile.TemporaryDirectory() as overlay:
-            with open(os.path.join(overlay, "kustomization.yaml"), "w") as f:
-                yaml.safe_dump({
-                    "apiVersion": "kustomize.config.k8s.io/v1beta1",
-                    "kind": "Kustomization",
-                    "resources": [os.path.relpath(daemonset_dir, overlay)],
-                    "components": [os.path.relpath(directory, overlay)],
-                }, f)
-            result = subprocess.run([kubectl, "kustomize", overlay],
-                                    capture_output=True, text=True)
-        if result.returncode != 0:
-            error(where, "kubectl kustomize failed: " + result.stderr.strip())
-        else:
-            rendered = [d for d in yaml.safe_load_all(result.stdout) if d]
+        rendered = render_with_component(kubectl, daemonset_dir, directory,
+                                         where)
+        if rendered is not None:
             kinds = sorted(d["kind"] for d in rendered)
             for kind in ("ClusterRole", "ClusterRoleBinding", "DeviceClass",
                          "ServiceAccount"):

@@ -27,6 +27,7 @@
 #include "fake_api_server.h"
 #include "fake_dra_kubelet.h"
 #include "fake_resource_store.h"
+#include "socket_util.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
@@ -63,19 +64,6 @@ std::string Base64(const std::string& in) {
     }
   }
   return out;
-}
-
-int FreePort() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address));
-  getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length);
-  const int port = ntohs(address.sin_port);
-  close(fd);
-  return port;
 }
 
 // The driver as a child process, its klog lines appended to `log`.
@@ -116,7 +104,7 @@ class DraDriverBinaryTest : public ::testing::Test {
         << "}}]\n"
            "contexts: [{name: node, context: {cluster: c, user: u}}]\n"
            "users: [{name: u, user: {token: node-token}}]\n";
-    http_port_ = FreePort();
+    http_port_ = testing::FreeLoopbackPort();
   }
   std::unique_ptr<DriverProcess> Start(std::vector<std::string> extra = {}) {
     std::vector<std::string> args{"--config",

@@ -118,7 +118,7 @@ TEST_F(DraDriverTest, AFaultTaintsTheDeviceAndReportsItUnhealthyUntilQuiet) {
   }
   EXPECT_EQ(tainted, 1u);
   EXPECT_THAT(draplugin::ValidateDevices(kDriver, devices), IsOk());
-  const auto report = HealthReport("node-a", devices, health.unhealthy());
+  const auto report = HealthReport("node-a", *snapshot_, health.unhealthy());
   ASSERT_EQ(report.size(), devices.size());
   for (const auto& entry : report) {
     EXPECT_EQ(entry.pool, "node-a");
@@ -166,6 +166,17 @@ TEST_F(DraDriverTest,
   ASSERT_THAT(other_snapshot.status(), IsOk());
   EXPECT_THAT(CheckNoOverlap(config_, *snapshot_, *other, **other_snapshot),
               IsOk());
+}
+
+TEST(DraDeviceNameTest, ANameIsReadBackToItsAddressAndNothingElse) {
+  const auto address = *PciAddress::Parse("0000:3b:00.1");
+  EXPECT_EQ(DraDeviceName(address), "pci-0000-3b-00-1");
+  EXPECT_EQ(AddressOfDraDevice("pci-0000-3b-00-1"), address);
+  for (const char* other :
+       {"", "pci-0000-3b-00-8", "pci-0000:3b:00.1", "PCI-0000-3B-00-1",
+        "pci-0000-3b-00-1-", "accel-0000-3b-00-1", "pci-0000-3B-00-1"}) {
+    EXPECT_EQ(AddressOfDraDevice(other), std::nullopt) << other;
+  }
 }
 
 TEST_F(DraDriverTest, TheListFormPublishesTheNodeAndItsNearestAsInts) {

@@ -18,6 +18,9 @@ std::unique_ptr<grpc::Server> ServeOnUnixSocket(
 // Leaves a unix socket file at `path` that nobody listens on.
 void MakeDeadSocket(const std::filesystem::path& path);
 
+// A loopback TCP port nobody listens on at the time of the call.
+int FreeLoopbackPort();
+
 // Threads and open file descriptors of this process.
 size_t CountThreads();
 size_t CountOpenFds();

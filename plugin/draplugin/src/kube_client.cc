@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <exception>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <thread>
 #include <utility>
@@ -35,9 +37,6 @@ size_t Collect(char* data, size_t size, size_t count, void* user) {
   return bytes;
 }
 
-struct CurlDeleter {
-  void operator()(CURL* curl) const { curl_easy_cleanup(curl); }
-};
 struct SlistDeleter {
   void operator()(curl_slist* list) const { curl_slist_free_all(list); }
 };
@@ -62,7 +61,36 @@ std::string ServerMessage(const std::string& body) {
 KubeClient::KubeClient(KubeConfig config, Options options)
     : config_(std::move(config)), options_(options) {}
 
-KubeClient::~KubeClient() = default;
+KubeClient::~KubeClient() {
+  MutexLock lock(mu_);
+  for (void* handle : idle_) curl_easy_cleanup(static_cast<CURL*>(handle));
+}
+
+void* KubeClient::TakeHandle() {
+  {
+    MutexLock lock(mu_);
+    if (!idle_.empty()) {
+      void* handle = idle_.back();
+      idle_.pop_back();
+      return handle;
+    }
+  }
+  return curl_easy_init();
+}
+
+void KubeClient::GiveBack(void* handle) {
+  constexpr size_t kMaxIdle = 4;
+  auto* curl = static_cast<CURL*>(handle);
+  curl_easy_reset(curl);  // options gone; connection and TLS session kept
+  {
+    MutexLock lock(mu_);
+    if (idle_.size() < kMaxIdle) {
+      idle_.push_back(curl);
+      return;
+    }
+  }
+  curl_easy_cleanup(curl);
+}
 
 StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(KubeConfig config,
                                                          Options options) {
@@ -82,9 +110,11 @@ StatusOr<HttpResponse> KubeClient::Once(std::string_view method,
                                         std::string_view path,
                                         std::string_view body,
                                         std::string_view accept) {
-  std::unique_ptr<CURL, CurlDeleter> curl(curl_easy_init());
-  if (!curl) return InternalError("cannot make an HTTP client");
-  CURL* c = curl.get();
+  CURL* c = static_cast<CURL*>(TakeHandle());
+  if (c == nullptr) return InternalError("cannot make an HTTP client");
+  // Back to the pool however this returns.
+  const std::unique_ptr<CURL, std::function<void(CURL*)>> curl(
+      c, [this](CURL* handle) { GiveBack(handle); });
   const std::string url = config_.server + std::string(path);
   const std::string verb(method);
   char error[CURL_ERROR_SIZE] = {};

@@ -10,10 +10,12 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "topology/draplugin/driver.h"
 #include "topology/draplugin/kube_config.h"
 #include "topology/status.h"
+#include "topology/thread_annotations.h"
 
 namespace topology::draplugin {
 
@@ -56,8 +58,15 @@ class KubeClient {
   KubeClient(KubeConfig config, Options options);
   StatusOr<HttpResponse> Once(std::string_view method, std::string_view path,
                               std::string_view body, std::string_view accept);
+  // Handles kept between requests keep their connection (and TLS session)
+  // to the API server: an idle driver's resyncs cost no handshake.
+  void* TakeHandle() TOPOLOGY_EXCLUDES(mu_);
+  void GiveBack(void* handle) TOPOLOGY_EXCLUDES(mu_);
+
   const KubeConfig config_;
   const Options options_;
+  Mutex mu_;
+  std::vector<void*> idle_ TOPOLOGY_GUARDED_BY(mu_);  // CURL*
 };
 
 // What an answer means: OK for 2xx; NOT_FOUND (404), ALREADY_EXISTS (409

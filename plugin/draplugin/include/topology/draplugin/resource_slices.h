@@ -16,6 +16,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <variant>
@@ -86,7 +87,9 @@ class SlicePublisher {
   SlicePublisher(const SlicePublisher&) = delete;
   SlicePublisher& operator=(const SlicePublisher&) = delete;
 
-  // Sets the pool's devices and brings the API server in step now.
+  // Sets the pool's devices and brings the API server in step now. The
+  // same devices again, with the slices as the last full list found them,
+  // cost one metadata-only list.
   // INVALID_ARGUMENT (nothing sent) for devices ValidateDevices refuses;
   // the API server's error otherwise (the resync tries again).
   Status Publish(std::string pool, std::vector<SliceDevice> devices)
@@ -117,7 +120,12 @@ class SlicePublisher {
   mutable Mutex mu_;
   std::condition_variable_any wake_;
   std::string pool_ TOPOLOGY_GUARDED_BY(mu_);
-  std::vector<SliceDevice> devices_ TOPOLOGY_GUARDED_BY(mu_);
+  // The devices, each as the JSON it is sent as.
+  struct Encoded {
+    std::vector<std::string> devices;
+    bool tainted = false;  // a device has taints: 64 a slice
+  };
+  std::shared_ptr<const Encoded> devices_ TOPOLOGY_GUARDED_BY(mu_);
   bool have_devices_ TOPOLOGY_GUARDED_BY(mu_) = false;
   bool published_ TOPOLOGY_GUARDED_BY(mu_) = false;
   // The API server refused a field selector on spec.*: list and filter.
