@@ -229,11 +229,16 @@ class TableSource : public draplugin::ClaimSource {
 
 // NodePrepareResources of a claim of 8 VFs (of 10,000) through the
 // kubelet's socket: the claim read, the CDI spec written, the checkpoint
-// made durable, the answer; each claim unprepared after (not timed).
+// made durable, the answer; each claim unprepared after (not timed). As on
+// a node, the CDI directory is on a tmpfs (/var/run) and the checkpoint on
+// disk (/var/lib/kubelet).
 void BM_PrepareClaimOf8(benchmark::State& state) {
   Inventory& inventory = Inventory::Get();
   testing::TempDir sockets;
-  testing::TempDir cdi;
+  const std::filesystem::path tmpfs = "/dev/shm";
+  testing::TempDir cdi = std::filesystem::is_directory(tmpfs)
+                             ? testing::TempDir(tmpfs)
+                             : testing::TempDir();
   TableSource source;
   DraHandler handler(inventory.config, inventory.root.path(), cdi.path(),
                      kDriver, "bench-node",

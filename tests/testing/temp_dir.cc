@@ -8,9 +8,12 @@ namespace topology::testing {
 
 // std::filesystem has no unique-name generator; Boost.Filesystem's
 // unique_path() is the well-kept one.
-TempDir::TempDir() {
+TempDir::TempDir()
+    : TempDir(boost::filesystem::temp_directory_path().string()) {}
+
+TempDir::TempDir(const std::filesystem::path& parent) {
   const boost::filesystem::path unique =
-      boost::filesystem::unique_path(boost::filesystem::temp_directory_path() /
+      boost::filesystem::unique_path(boost::filesystem::path(parent.string()) /
                                      "topology-test-%%%%-%%%%-%%%%");
   path_ = unique.string();
   std::filesystem::create_directories(path_);

@@ -10,6 +10,9 @@ namespace topology::testing {
 class TempDir {
  public:
   TempDir();
+  // Below `parent` (e.g. a tmpfs) instead of the system's temporary
+  // directory.
+  explicit TempDir(const std::filesystem::path& parent);
   TempDir(const TempDir&) = delete;
   TempDir& operator=(const TempDir&) = delete;
   ~TempDir();
