@@ -131,6 +131,10 @@ StatusOr<HttpResponse> KubeClient::Once(std::string_view method,
       c, CURLOPT_CONNECTTIMEOUT_MS,
       static_cast<long>(std::min<int64_t>(options_.timeout.count(), 5000)));
   curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, verb.c_str());
+  // A kept connection is reused; a new one starts a new TLS session (a
+  // resumed one is refused by servers that verify client certificates
+  // without a session context, and gains little here).
+  curl_easy_setopt(c, CURLOPT_SSL_SESSIONID_CACHE, 0L);
   if (!body.empty()) {
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
     curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
