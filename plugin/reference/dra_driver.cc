@@ -11,6 +11,8 @@
 
 #include "topology/draplugin/claim_cdi.h"
 
+#include "selectors.h"
+
 namespace topology::device_plugin {
 namespace {
 
@@ -220,12 +222,15 @@ std::vector<draplugin::DeviceHealth> HealthReport(
 
 Status CheckNoOverlap(const Config& dra_config, const Snapshot& snapshot,
                       const Config& device_plugin_config,
-                      const Snapshot& device_plugin) {
+                      const SysfsReader& sysfs) {
+  // The device plugin's selection on the machine already discovered.
+  const Claims theirs =
+      AssignDevices(device_plugin_config, snapshot.topology, sysfs, {});
   std::string shared;
   size_t count = 0;
   for (const auto& [address, resource] : snapshot.claims) {
-    const auto other = device_plugin.claims.find(address);
-    if (other == device_plugin.claims.end()) continue;
+    const auto other = theirs.find(address);
+    if (other == theirs.end()) continue;
     if (++count <= 8) {
       shared += (shared.empty() ? "" : "; ") + address.ToString() + " (" +
                 dra_config.resources[resource].name + " here, " +

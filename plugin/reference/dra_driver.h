@@ -93,13 +93,13 @@ std::vector<draplugin::DeviceHealth> HealthReport(
     const std::map<PciAddress, std::string>& unhealthy);
 
 // One device must not be handed out by both paths on a node: the devices
-// that `snapshot` (the DRA driver's configuration) and `device_plugin`
-// (topology-device-plugin's configuration, on the same machine) both
-// select. FAILED_PRECONDITION naming each shared device (the first 8) and
-// the resource of each side; OK when none is shared.
+// that `snapshot` assigns to the DRA driver's configuration and that
+// `device_plugin_config` (topology-device-plugin's) selects on the same
+// discovered machine. FAILED_PRECONDITION naming each shared device (the
+// first 8) and the resource of each side; OK when none is shared.
 Status CheckNoOverlap(const Config& dra_config, const Snapshot& snapshot,
                       const Config& device_plugin_config,
-                      const Snapshot& device_plugin);
+                      const SysfsReader& sysfs);
 
 // Prepares claims on the node's devices: each allocated device of this
 // pool must be one the snapshot assigns to a configured resource; its CDI

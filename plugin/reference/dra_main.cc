@@ -205,10 +205,7 @@ int Run(int argc, char** argv) {
   std::optional<dp::Config> plugin_config;
   const auto overlap = [&](const dp::Snapshot& snapshot) {
     if (!plugin_config) return topology::OkStatus();
-    auto theirs =
-        dp::DiscoverSnapshot(*plugin_config, host_root, *sysfs, cdi_dir, {});
-    if (!theirs.ok()) return theirs.status();
-    return dp::CheckNoOverlap(*config, snapshot, *plugin_config, **theirs);
+    return dp::CheckNoOverlap(*config, snapshot, *plugin_config, *sysfs);
   };
   if (!device_plugin_config.empty()) {
     auto loaded = dp::LoadConfig(device_plugin_config);
