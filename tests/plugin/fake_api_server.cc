@@ -3,9 +3,11 @@
 #include <chrono>
 #include <fstream>
 #include <iterator>
+#include <set>
 #include <utility>
 
 #include <openssl/ssl.h>
+#include <sys/socket.h>
 
 #include <boost/asio.hpp>
 #include <boost/asio/ssl.hpp>
@@ -44,6 +46,11 @@ class FakeApiServer::Impl {
     wake.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port_),
                  ignored);
     if (acceptor_thread_.joinable()) acceptor_thread_.join();
+    {
+      // Kept connections end: their workers stop waiting for requests.
+      std::lock_guard<std::mutex> lock(mu_);
+      for (int fd : open_) ::shutdown(fd, SHUT_RDWR);
+    }
     for (std::thread& worker : workers_) worker.join();
   }
 
@@ -57,7 +64,7 @@ class FakeApiServer::Impl {
         " -keyout ca.key -out ca.crt -days 2 -subj /CN=fake-api-ca; " +
         "openssl req " + ec +
         " -keyout server.key -out server.csr -subj /CN=127.0.0.1; " +
-        "printf 'subjectAltName=IP:127.0.0.1\\n' > server.ext; " +
+        "printf 'subjectAltName=IP:127.0.0.1,DNS:api.test\\n' > server.ext; " +
         "openssl x509 -req -in server.csr -CA ca.crt -CAkey ca.key "
         "-CAcreateserial -out server.crt -days 2 -extfile server.ext; " +
         "openssl req " + ec +
@@ -108,44 +115,59 @@ class FakeApiServer::Impl {
       acceptor_.accept(socket, error);
       if (stopping_) break;
       if (error) continue;
-      workers_.emplace_back(
-          [this, s = std::move(socket)]() mutable { Serve(std::move(s)); });
+      const int number = ++connections_;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        open_.insert(socket.native_handle());
+      }
+      workers_.emplace_back([this, number, s = std::move(socket)]() mutable {
+        const int fd = s.native_handle();
+        Serve(std::move(s), number);
+        std::lock_guard<std::mutex> lock(mu_);
+        open_.erase(fd);
+      });
     }
   }
 
-  void Serve(tcp::socket socket) {
+  void Serve(tcp::socket socket, int number) {
     beast::ssl_stream<tcp::socket> stream(std::move(socket), context_);
     beast::error_code error;
     stream.handshake(ssl::stream_base::server, error);
     if (error) return;
     beast::flat_buffer buffer;
-    http::request<http::string_body> request;
-    http::read(stream, buffer, request, error);
-    if (error) return;
-    Request seen;
-    seen.method = std::string(request.method_string());
-    seen.target = std::string(request.target());
-    seen.body = request.body();
-    seen.authorization = std::string(request[http::field::authorization]);
-    X509* peer = SSL_get1_peer_certificate(stream.native_handle());
-    seen.client_certificate = peer != nullptr;
-    X509_free(peer);
-    {
-      std::lock_guard<std::mutex> lock(mu_);
-      requests_.push_back(seen);
+    for (;;) {
+      http::request<http::string_body> request;
+      http::read(stream, buffer, request, error);
+      if (error) break;
+      Request seen;
+      seen.method = std::string(request.method_string());
+      seen.target = std::string(request.target());
+      seen.body = request.body();
+      seen.authorization = std::string(request[http::field::authorization]);
+      X509* peer = SSL_get1_peer_certificate(stream.native_handle());
+      seen.client_certificate = peer != nullptr;
+      X509_free(peer);
+      seen.connection = number;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        requests_.push_back(seen);
+      }
+      const Answer answer = handler_(seen);
+      const auto until = std::chrono::steady_clock::now() + answer.delay;
+      while (std::chrono::steady_clock::now() < until && !stopping_) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      }
+      http::response<http::string_body> response{
+          static_cast<http::status>(answer.status), 11};
+      response.set(http::field::content_type, "application/json");
+      response.body() = answer.body;
+      response.keep_alive(request.keep_alive());
+      response.prepare_payload();
+      http::write(stream, response, error);
+      if (error || answer.drop_after || !request.keep_alive() || stopping_) {
+        break;
+      }
     }
-    const Answer answer = handler_(seen);
-    const auto until = std::chrono::steady_clock::now() + answer.delay;
-    while (std::chrono::steady_clock::now() < until && !stopping_) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));
-    }
-    http::response<http::string_body> response{
-        static_cast<http::status>(answer.status), 11};
-    response.set(http::field::content_type, "application/json");
-    response.body() = answer.body;
-    response.keep_alive(false);
-    response.prepare_payload();
-    http::write(stream, response, error);
     stream.shutdown(error);
   }
 
@@ -157,10 +179,12 @@ class FakeApiServer::Impl {
   tcp::acceptor acceptor_{io_};
   unsigned short port_ = 0;
   std::atomic<bool> stopping_{false};
+  std::atomic<int> connections_{0};
   std::thread acceptor_thread_;
   std::vector<std::thread> workers_;  // the acceptor's until it returns
   mutable std::mutex mu_;
   std::vector<Request> requests_;
+  std::set<int> open_;  // sockets of connections being served
 };
 
 StatusOr<std::unique_ptr<FakeApiServer>> FakeApiServer::Start(

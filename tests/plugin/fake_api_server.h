@@ -1,8 +1,9 @@
 // An in-process HTTPS server for the Kubernetes API client's tests: real
 // TLS (a CA, a server certificate for 127.0.0.1 and a client certificate,
-// made with the openssl command), one request per connection, answers from
-// a handler, every request recorded. For the paths a real API server makes
-// hard to reach: timeouts, 5xx, malformed bodies, a wrong certificate.
+// made with the openssl command), HTTP/1.1 with kept connections, answers
+// from a handler, every request recorded with the connection it came on. For
+// the paths a real API server makes hard to reach: timeouts, 5xx, malformed
+// bodies, a wrong certificate.
 #ifndef TOPOLOGY_TESTS_PLUGIN_FAKE_API_SERVER_H_
 #define TOPOLOGY_TESTS_PLUGIN_FAKE_API_SERVER_H_
 
@@ -28,12 +29,16 @@ class FakeApiServer {
     std::string body;
     std::string authorization;
     bool client_certificate = false;  // the client presented one
+    int connection = 0;  // connections are numbered from 1 as accepted
   };
   struct Answer {
     int status = 200;
     std::string body;
     // Held this long before answering (a slow or hung server).
     std::chrono::milliseconds delay{0};
+    // After this answer the connection is closed without a word (as by a
+    // server whose idle timeout ran out): the answer keeps it alive.
+    bool drop_after = false;
   };
   using Handler = std::function<Answer(const Request&)>;
 

@@ -1,6 +1,7 @@
 // The Kubernetes API client of the DRA framework: kubeconfig and in-cluster
 // credentials, requests over real TLS to an in-process server (tokens,
-// client certificates, a wrong CA, retries, timeouts, limits), the
+// client certificates, a wrong CA or name, kept connections, a proxy,
+// retries, timeouts, limits), the
 // ResourceClaim reader and the ClaimSource on the API.
 #include "topology/draplugin/kube_client.h"
 
@@ -8,10 +9,15 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <string>
+#include <thread>
 
 #include <stdlib.h>
 
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
@@ -31,6 +37,10 @@ using ::topology::testing::FakeApiServer;
 using ::topology::testing::IsOk;
 using ::topology::testing::StatusIs;
 using namespace std::chrono_literals;
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using tcp = boost::asio::ip::tcp;
 
 constexpr char kDriver[] = "pci.libtopology.dev";
 
@@ -281,6 +291,227 @@ TEST_F(KubeClientTest, ATokenFileIsReadAtEveryRequest) {
   ASSERT_THAT(client->Request("GET", "/b").status(), IsOk());
   EXPECT_EQ(server_->requests()[0].authorization, "Bearer first");
   EXPECT_EQ(server_->requests()[1].authorization, "Bearer second");
+}
+
+TEST_F(KubeClientTest, ConnectionsAreKeptBetweenRequests) {
+  Serve([](const FakeApiServer::Request&) { return FakeApiServer::Answer{}; });
+  auto client = Client(Config());
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_THAT(client->Request("GET", "/api").status(), IsOk());
+  }
+  ASSERT_THAT(server_->requests(), SizeIs(3));
+  for (const auto& request : server_->requests()) {
+    EXPECT_EQ(request.connection, 1);
+  }
+}
+
+TEST_F(KubeClientTest, AKeptConnectionTheServerClosedIsReplacedAtOnce) {
+  Serve([](const FakeApiServer::Request&) {
+    FakeApiServer::Answer answer;
+    answer.drop_after = true;
+    return answer;
+  });
+  KubeClient::Options options;
+  options.attempts = 1;  // the replacement is not a retry
+  auto client = Client(Config(), options);
+  ASSERT_THAT(client->Request("GET", "/a").status(), IsOk());
+  std::this_thread::sleep_for(50ms);  // the server's close arrives
+  ASSERT_THAT(client->Request("POST", "/b", "{}").status(), IsOk());
+  ASSERT_THAT(server_->requests(), SizeIs(2));
+  EXPECT_EQ(server_->requests()[1].connection, 2);
+  EXPECT_EQ(server_->requests()[1].body, "{}");
+}
+
+TEST_F(KubeClientTest, TheServersNameIsVerified) {
+  Serve([](const FakeApiServer::Request&) { return FakeApiServer::Answer{}; });
+  KubeConfig config = Config();
+  // The certificate names 127.0.0.1 and api.test, not localhost.
+  config.server.replace(config.server.find("127.0.0.1"), 9, "localhost");
+  KubeClient::Options options;
+  options.attempts = 1;
+  EXPECT_THAT(Client(config, options)->Request("GET", "/api").status(),
+              StatusIs(StatusCode::kUnavailable,
+                       HasSubstr("TLS handshake (hostname mismatch)")));
+  EXPECT_THAT(server_->requests(), SizeIs(0));
+}
+
+TEST_F(KubeClientTest, ThePathOfTheServerUrlPrefixesRequests) {
+  Serve([](const FakeApiServer::Request&) { return FakeApiServer::Answer{}; });
+  KubeConfig config = Config();
+  config.server += "/k8s/clusters/c-1";
+  ASSERT_THAT(Client(config)->Request("GET", "/api/v1").status(), IsOk());
+  EXPECT_EQ(server_->requests().back().target, "/k8s/clusters/c-1/api/v1");
+}
+
+// An HTTP proxy that tunnels one connection with CONNECT to 127.0.0.1,
+// whatever host it is asked for, and records what it was asked.
+class ConnectProxy {
+ public:
+  ConnectProxy() {
+    acceptor_.open(tcp::v4());
+    acceptor_.bind(tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    acceptor_.listen();
+    port_ = acceptor_.local_endpoint().port();
+    thread_ = std::thread([this] { Tunnel(); });
+  }
+  ~ConnectProxy() {
+    boost::system::error_code ignored;
+    tcp::socket wake(io_);
+    wake.connect(acceptor_.local_endpoint(), ignored);
+    thread_.join();
+  }
+  std::string url() const {
+    return "http://user:pw@127.0.0.1:" + std::to_string(port_);
+  }
+  std::string target() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return target_;
+  }
+  std::string authorization() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return authorization_;
+  }
+
+ private:
+  void Tunnel() {
+    tcp::socket client(io_);
+    boost::system::error_code error;
+    acceptor_.accept(client, error);
+    beast::flat_buffer buffer;
+    http::request_parser<http::empty_body> parser;
+    http::read(client, buffer, parser, error);
+    if (error) return;
+    const std::string target(parser.get().target());
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      target_ = target;
+      authorization_ =
+          std::string(parser.get()[http::field::proxy_authorization]);
+    }
+    tcp::socket server(io_);
+    const auto port = static_cast<unsigned short>(
+        std::stoi(target.substr(target.rfind(':') + 1)));
+    server.connect(tcp::endpoint(asio::ip::make_address("127.0.0.1"), port),
+                   error);
+    if (error) return;
+    asio::write(client,
+                asio::buffer(std::string_view(
+                    "HTTP/1.1 200 Connection established\r\n\r\n")),
+                error);
+    const auto relay = [](tcp::socket& from, tcp::socket& to) {
+      char chunk[4096];
+      boost::system::error_code e;
+      for (;;) {
+        const size_t n = from.read_some(asio::buffer(chunk), e);
+        if (e || asio::write(to, asio::buffer(chunk, n), e) != n || e) break;
+      }
+      to.shutdown(tcp::socket::shutdown_send, e);
+    };
+    std::thread back([&] { relay(server, client); });
+    relay(client, server);
+    back.join();
+  }
+
+  asio::io_context io_;
+  tcp::acceptor acceptor_{io_};
+  unsigned short port_ = 0;
+  std::thread thread_;
+  std::mutex mu_;
+  std::string target_;
+  std::string authorization_;
+};
+
+TEST_F(KubeClientTest, AnHttpProxyFromTheEnvironmentTunnelsTheRequests) {
+  Serve([](const FakeApiServer::Request&) { return FakeApiServer::Answer{}; });
+  ConnectProxy proxy;
+  KubeConfig config = Config();
+  // A name only the proxy resolves (to the server); the certificate has it.
+  const std::string port = config.server.substr(config.server.rfind(':') + 1);
+  config.server = "https://api.test:" + port;
+  setenv("HTTPS_PROXY", proxy.url().c_str(), 1);
+  auto client = Client(config);
+  unsetenv("HTTPS_PROXY");
+  ASSERT_THAT(client->Request("GET", "/api").status(), IsOk());
+  ASSERT_THAT(client->Request("GET", "/apis").status(), IsOk());
+  EXPECT_EQ(proxy.target(), "api.test:" + port);
+  EXPECT_EQ(proxy.authorization(), "Basic dXNlcjpwdw==");  // user:pw
+  ASSERT_THAT(server_->requests(), SizeIs(2));
+  EXPECT_EQ(server_->requests()[1].connection, 1);
+}
+
+TEST(ServerUrlTest, HostPortAndPath) {
+  auto a = ParseServerUrl("https://api.example.com");
+  ASSERT_THAT(a.status(), IsOk());
+  EXPECT_EQ(a->host, "api.example.com");
+  EXPECT_EQ(a->port, 443);
+  EXPECT_EQ(a->path, "");
+  auto b = ParseServerUrl("HTTPS://[fd00::1]:6443/prefix/");
+  ASSERT_THAT(b.status(), IsOk());
+  EXPECT_EQ(b->host, "fd00::1");
+  EXPECT_EQ(b->port, 6443);
+  EXPECT_EQ(b->path, "/prefix");
+  for (const char* bad : {"http://a", "https://", "https://:443", "https://a:0",
+                          "https://a:99999", "https://a:", "https://u:p@a",
+                          "https://a?x=1", "https://fd00::1",
+                          "https://[fd00::1", "https://a b", "https://a:44x"}) {
+    EXPECT_THAT(ParseServerUrl(bad),
+                StatusIs(StatusCode::kInvalidArgument,
+                         HasSubstr("is not an https:// URL")))
+        << bad;
+  }
+}
+
+TEST(ProxyTest, ChosenAsClientGoChoosesIt) {
+  const auto proxied = [](const std::string& host, std::string_view no_proxy) {
+    ServerAddress server{host, 6443, ""};
+    auto proxy = ProxyFor(server, "proxy.corp:3128", no_proxy);
+    EXPECT_THAT(proxy.status(), IsOk());
+    return proxy.ok() && proxy->has_value();
+  };
+  EXPECT_TRUE(proxied("api.example.com", ""));
+  EXPECT_FALSE(proxied("127.0.0.1", ""));  // loopback: never
+  EXPECT_FALSE(proxied("::1", ""));
+  EXPECT_FALSE(proxied("localhost", ""));
+  EXPECT_FALSE(proxied("api.example.com", "*"));
+  EXPECT_FALSE(proxied("api.example.com", "other, example.com"));
+  EXPECT_FALSE(proxied("example.com", "example.com"));
+  EXPECT_FALSE(proxied("api.example.com", ".example.com"));
+  EXPECT_TRUE(proxied("example.com", ".example.com"));  // subdomains only
+  EXPECT_FALSE(proxied("API.Example.com", "*.example.com"));
+  EXPECT_TRUE(proxied("badexample.com", "example.com"));
+  EXPECT_FALSE(proxied("10.1.2.3", "10.0.0.0/8"));
+  EXPECT_TRUE(proxied("11.1.2.3", "10.0.0.0/8"));
+  EXPECT_FALSE(proxied("fd00::5", "fd00::/16"));
+  EXPECT_FALSE(proxied("10.96.0.1", "10.96.0.1"));
+  EXPECT_FALSE(proxied("api.example.com", "api.example.com:6443"));
+  EXPECT_TRUE(proxied("api.example.com", "api.example.com:443"));
+
+  ServerAddress server{"api.example.com", 443, ""};
+  auto plain = ProxyFor(server, "proxy.corp", "");
+  ASSERT_THAT(plain.status(), IsOk());
+  ASSERT_TRUE(plain->has_value());
+  EXPECT_EQ((*plain)->host, "proxy.corp");
+  EXPECT_EQ((*plain)->port, 80);
+  EXPECT_EQ((*plain)->authorization, "");
+  auto with_user = ProxyFor(server, "http://a:b@[fd00::9]:8080/", "");
+  ASSERT_THAT(with_user.status(), IsOk());
+  EXPECT_EQ((*with_user)->host, "fd00::9");
+  EXPECT_EQ((*with_user)->port, 8080);
+  EXPECT_EQ((*with_user)->authorization, "Basic YTpi");
+  EXPECT_THAT(ProxyFor(server, "socks5://proxy:1080", ""),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("only http:// proxies")));
+  EXPECT_THAT(ProxyFor(server, "http://:1080", ""),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("no host")));
+}
+
+TEST(Base64Test, EncodesWhatDecodes) {
+  for (const std::string text : {"", "a", "ab", "abc", "abcd", "user:pw"}) {
+    auto back = DecodeBase64(EncodeBase64(text));
+    ASSERT_THAT(back.status(), IsOk());
+    EXPECT_EQ(*back, text);
+  }
+  EXPECT_EQ(EncodeBase64("user:pw"), "dXNlcjpwdw==");
 }
 
 // --- ResourceClaims

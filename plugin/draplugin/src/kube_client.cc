@@ -2,14 +2,21 @@
 
 #include <algorithm>
 #include <exception>
-#include <functional>
 #include <memory>
-#include <mutex>
+#include <optional>
 #include <thread>
 #include <utility>
 
-#include <curl/curl.h>
+#include <openssl/ssl.h>
+#include <openssl/x509v3.h>
 
+#include <boost/asio/connect.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl/ssl_stream.hpp>
 #include <nlohmann/json.hpp>
 
 #include "deviceplugin/v1beta1/kubelet_api.h"
@@ -18,33 +25,17 @@
 namespace topology::draplugin {
 namespace {
 
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+namespace ssl = boost::asio::ssl;
+using tcp = boost::asio::ip::tcp;
+using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
-struct Body {
-  std::string text;
-  size_t limit = 0;
-  bool too_large = false;
-};
-
-size_t Collect(char* data, size_t size, size_t count, void* user) {
-  auto* body = static_cast<Body*>(user);
-  const size_t bytes = size * count;
-  if (body->text.size() + bytes > body->limit) {
-    body->too_large = true;
-    return 0;  // ends the transfer (CURLE_WRITE_ERROR)
-  }
-  body->text.append(data, bytes);
-  return bytes;
-}
-
-struct SlistDeleter {
-  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
-};
-
-void GlobalInit() {
-  static std::once_flag once;
-  std::call_once(once, [] { curl_global_init(CURL_GLOBAL_DEFAULT); });
-}
+constexpr size_t kMaxIdle = 4;
+constexpr size_t kMaxHeaderBytes = 64 * 1024;
+constexpr auto kMaxConnect = std::chrono::seconds(5);
 
 // The server's own explanation, when the body is a metav1.Status.
 std::string ServerMessage(const std::string& body) {
@@ -56,99 +47,175 @@ std::string ServerMessage(const std::string& body) {
   return body.substr(0, 256);
 }
 
+bool IsIpAddress(const std::string& host) {
+  boost::system::error_code error;
+  asio::ip::make_address(host, error);
+  return !error;
+}
+
+// host:port as a Host header or a CONNECT target (IPv6 in brackets).
+std::string Authority(const std::string& host, uint16_t port) {
+  const std::string name =
+      host.find(':') != std::string::npos ? "[" + host + "]" : host;
+  return name + ":" + std::to_string(port);
+}
+
+// How a request failed: the deadline, the body limit, or what the step
+// met (asio's messages carry OpenSSL's reasons).
+Status Failure(const std::string& what, std::string_view step,
+               const beast::error_code& error, bool timed_out,
+               const KubeClient::Options& options) {
+  if (timed_out) {
+    return DeadlineExceededError(what + ": no answer within " +
+                                 std::to_string(options.timeout.count()) +
+                                 " ms");
+  }
+  if (error == http::error::body_limit) {
+    return ResourceExhaustedError(what + ": the answer is larger than " +
+                                  std::to_string(options.max_body) + " bytes");
+  }
+  return UnavailableError(what + ": " + std::string(step) + ": " +
+                          error.message());
+}
+
 }  // namespace
 
-KubeClient::KubeClient(KubeConfig config, Options options)
-    : config_(std::move(config)), options_(options) {}
+struct KubeClient::Transport {
+  ServerAddress server;
+  std::optional<ProxyAddress> proxy;
+  ssl::context tls{ssl::context::tls_client};
+};
 
-KubeClient::~KubeClient() {
+// One connection: its own io_context (a request runs on the calling
+// thread, bounded by its deadline; no thread of the client's own), the TLS
+// stream over TCP, and the read buffer.
+struct KubeClient::Connection {
+  explicit Connection(ssl::context& tls) : stream(io, tls) {}
+
+  // Runs the operation `start` begins until it completes or `deadline`
+  // passes; then `cancel` runs (by default the socket is closed), the
+  // operation ends aborted and `timed_out` is set.
+  template <typename Start, typename Cancel>
+  beast::error_code Run(Clock::time_point deadline, bool& timed_out,
+                        Start start, Cancel cancel) {
+    beast::error_code result = asio::error::would_block;
+    io.restart();
+    start([&result](beast::error_code error, auto&&...) { result = error; });
+    io.run_until(deadline);
+    if (!io.stopped()) {
+      timed_out = true;
+      cancel();
+      io.run();
+    }
+    return result;
+  }
+  template <typename Start>
+  beast::error_code Run(Clock::time_point deadline, bool& timed_out,
+                        Start start) {
+    return Run(deadline, timed_out, std::move(start), [this] {
+      beast::error_code ignored;
+      stream.next_layer().close(ignored);
+    });
+  }
+
+  // TCP to the server (or to the proxy, then CONNECT through it), then
+  // TLS with the server's name or address verified.
+  Status Open(const Transport& t, Clock::time_point deadline, bool& timed_out,
+              const std::string& what, const Options& options);
+
+  asio::io_context io{1};
+  beast::ssl_stream<tcp::socket> stream;
+  beast::flat_buffer buffer;
+};
+
+KubeClient::KubeClient(KubeConfig config, Options options,
+                       std::unique_ptr<Transport> transport)
+    : config_(std::move(config)),
+      options_(options),
+      transport_(std::move(transport)) {}
+
+KubeClient::~KubeClient() = default;
+
+std::unique_ptr<KubeClient::Connection> KubeClient::TakeIdle() {
   MutexLock lock(mu_);
-  for (void* handle : idle_) curl_easy_cleanup(static_cast<CURL*>(handle));
+  if (idle_.empty()) return nullptr;
+  std::unique_ptr<Connection> connection = std::move(idle_.back());
+  idle_.pop_back();
+  return connection;
 }
 
-void* KubeClient::TakeHandle() {
-  {
-    MutexLock lock(mu_);
-    if (!idle_.empty()) {
-      void* handle = idle_.back();
-      idle_.pop_back();
-      return handle;
-    }
-  }
-  return curl_easy_init();
-}
-
-void KubeClient::GiveBack(void* handle) {
-  constexpr size_t kMaxIdle = 4;
-  auto* curl = static_cast<CURL*>(handle);
-  curl_easy_reset(curl);  // options gone; connection and TLS session kept
-  {
-    MutexLock lock(mu_);
-    if (idle_.size() < kMaxIdle) {
-      idle_.push_back(curl);
-      return;
-    }
-  }
-  curl_easy_cleanup(curl);
+void KubeClient::GiveBack(std::unique_ptr<Connection> connection) {
+  connection->buffer.shrink_to_fit();
+  MutexLock lock(mu_);
+  if (idle_.size() < kMaxIdle) idle_.push_back(std::move(connection));
 }
 
 StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(KubeConfig config,
                                                          Options options) {
-  if (!config.server.starts_with("https://")) {
-    return InvalidArgumentError("the API server " + config.server +
-                                " is not an https:// URL");
-  }
+  auto server = ParseServerUrl(config.server);
+  if (!server.ok()) return server.status();
   if (options.attempts < 1 || options.timeout.count() <= 0) {
     return InvalidArgumentError("a client needs one attempt and a timeout");
   }
-  GlobalInit();
+  auto proxy = ProxyFromEnvironment(*server);
+  if (!proxy.ok()) return proxy.status();
+  auto transport = std::make_unique<Transport>();
+  transport->server = std::move(*server);
+  transport->proxy = std::move(*proxy);
+  const std::string what =
+      "the API server's credentials (" + config.source + ")";
+  try {
+    ssl::context& tls = transport->tls;
+    SSL_CTX_set_min_proto_version(tls.native_handle(), TLS1_2_VERSION);
+    // Idle connections give their TLS buffers back; a new connection
+    // starts a new session (a resumed one is refused by servers that
+    // verify client certificates without a session context).
+    SSL_CTX_set_mode(tls.native_handle(), SSL_MODE_RELEASE_BUFFERS);
+    SSL_CTX_set_session_cache_mode(tls.native_handle(), SSL_SESS_CACHE_OFF);
+    tls.set_verify_mode(ssl::verify_peer);
+    if (config.ca_pem.empty()) {
+      tls.set_default_verify_paths();
+    } else {
+      tls.add_certificate_authority(asio::buffer(config.ca_pem));
+    }
+    if (!config.client_certificate_pem.empty()) {
+      tls.use_certificate_chain(asio::buffer(config.client_certificate_pem));
+      tls.use_private_key(asio::buffer(config.client_key_pem),
+                          ssl::context::pem);
+    }
+  } catch (const boost::system::system_error& e) {
+    return InvalidArgumentError(what + ": " + e.code().message());
+  }
   return std::unique_ptr<KubeClient>(
-      new KubeClient(std::move(config), options));
+      new KubeClient(std::move(config), options, std::move(transport)));
 }
 
 StatusOr<HttpResponse> KubeClient::Once(std::string_view method,
                                         std::string_view path,
                                         std::string_view body,
                                         std::string_view accept) {
-  CURL* c = static_cast<CURL*>(TakeHandle());
-  if (c == nullptr) return InternalError("cannot make an HTTP client");
-  // Back to the pool however this returns.
-  const std::unique_ptr<CURL, std::function<void(CURL*)>> curl(
-      c, [this](CURL* handle) { GiveBack(handle); });
-  const std::string url = config_.server + std::string(path);
-  const std::string verb(method);
-  char error[CURL_ERROR_SIZE] = {};
-  Body answer;
-  answer.limit = options_.max_body;
-  curl_easy_setopt(c, CURLOPT_URL, url.c_str());
-  curl_easy_setopt(c, CURLOPT_PROTOCOLS_STR, "https");
-  curl_easy_setopt(c, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt(c, CURLOPT_ERRORBUFFER, error);
-  curl_easy_setopt(c, CURLOPT_TIMEOUT_MS,
-                   static_cast<long>(options_.timeout.count()));
-  curl_easy_setopt(
-      c, CURLOPT_CONNECTTIMEOUT_MS,
-      static_cast<long>(std::min<int64_t>(options_.timeout.count(), 5000)));
-  curl_easy_setopt(c, CURLOPT_CUSTOMREQUEST, verb.c_str());
-  // A kept connection is reused; a new one starts a new TLS session (a
-  // resumed one is refused by servers that verify client certificates
-  // without a session context, and gains little here).
-  curl_easy_setopt(c, CURLOPT_SSL_SESSIONID_CACHE, 0L);
-  if (!body.empty()) {
-    curl_easy_setopt(c, CURLOPT_POSTFIELDS, body.data());
-    curl_easy_setopt(c, CURLOPT_POSTFIELDSIZE_LARGE,
-                     static_cast<curl_off_t>(body.size()));
+  const Transport& t = *transport_;
+  const std::string what =
+      std::string(method) + " " + config_.server + std::string(path);
+  const Clock::time_point deadline = Clock::now() + options_.timeout;
+  bool timed_out = false;
+
+  http::request<http::string_body> request;
+  const beast::string_view verb_text(method.data(), method.size());
+  const http::verb verb = http::string_to_verb(verb_text);
+  if (verb == http::verb::unknown) {
+    request.method_string(verb_text);
+  } else {
+    request.method(verb);
   }
-  curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &Collect);
-  curl_easy_setopt(c, CURLOPT_WRITEDATA, &answer);
-  std::unique_ptr<curl_slist, SlistDeleter> headers;
-  const auto add = [&](const std::string& header) {
-    headers.reset(curl_slist_append(headers.release(), header.c_str()));
-  };
-  add("Accept: " +
-      (accept.empty() ? std::string("application/json") : std::string(accept)));
-  if (!body.empty()) add("Content-Type: application/json");
+  request.target(t.server.path + std::string(path));
+  request.version(11);
+  request.set(http::field::host, Authority(t.server.host, t.server.port));
+  request.set(http::field::user_agent, "libtopology-draplugin");
+  request.set(http::field::accept,
+              accept.empty()
+                  ? beast::string_view("application/json")
+                  : beast::string_view(accept.data(), accept.size()));
   std::string token = config_.token;
   if (!config_.token_file.empty()) {
     // Projected tokens rotate: read at every request.
@@ -162,43 +229,148 @@ StatusOr<HttpResponse> KubeClient::Once(std::string_view method,
       token.pop_back();
     }
   }
-  if (!token.empty()) add("Authorization: Bearer " + token);
-  curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers.get());
-  if (!config_.ca_pem.empty()) {
-    curl_blob ca{const_cast<char*>(config_.ca_pem.data()),
-                 config_.ca_pem.size(), CURL_BLOB_COPY};
-    curl_easy_setopt(c, CURLOPT_CAINFO_BLOB, &ca);
+  if (!token.empty()) {
+    request.set(http::field::authorization, "Bearer " + token);
   }
-  if (!config_.client_certificate_pem.empty()) {
-    curl_blob cert{const_cast<char*>(config_.client_certificate_pem.data()),
-                   config_.client_certificate_pem.size(), CURL_BLOB_COPY};
-    curl_blob key{const_cast<char*>(config_.client_key_pem.data()),
-                  config_.client_key_pem.size(), CURL_BLOB_COPY};
-    curl_easy_setopt(c, CURLOPT_SSLCERT_BLOB, &cert);
-    curl_easy_setopt(c, CURLOPT_SSLCERTTYPE, "PEM");
-    curl_easy_setopt(c, CURLOPT_SSLKEY_BLOB, &key);
-    curl_easy_setopt(c, CURLOPT_SSLKEYTYPE, "PEM");
+  if (!body.empty()) {
+    request.set(http::field::content_type, "application/json");
+    request.body() = std::string(body);
   }
-  const CURLcode code = curl_easy_perform(c);
-  const std::string what = verb + " " + url;
-  if (answer.too_large) {
-    return ResourceExhaustedError(what + ": the answer is larger than " +
-                                  std::to_string(options_.max_body) + " bytes");
+  request.keep_alive(true);
+  request.prepare_payload();
+
+  std::unique_ptr<Connection> c = TakeIdle();
+  bool reused = c != nullptr;
+  for (;;) {
+    if (c == nullptr) {
+      c = std::make_unique<Connection>(transport_->tls);
+      if (Status opened = c->Open(t, deadline, timed_out, what, options_);
+          !opened.ok()) {
+        return opened;
+      }
+    }
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(options_.max_body);
+    parser.header_limit(kMaxHeaderBytes);
+    std::string_view step = "send";
+    beast::error_code error = c->Run(deadline, timed_out, [&](auto done) {
+      http::async_write(c->stream, request, std::move(done));
+    });
+    if (!error) {
+      step = "answer";
+      error = c->Run(deadline, timed_out, [&](auto done) {
+        http::async_read(c->stream, c->buffer, parser, std::move(done));
+      });
+    }
+    if (error && reused && !timed_out && !parser.got_some()) {
+      // The server closed the kept connection meanwhile: a new one.
+      c.reset();
+      reused = false;
+      continue;
+    }
+    if (error) return Failure(what, step, error, timed_out, options_);
+    HttpResponse response;
+    response.status = static_cast<long>(parser.get().result_int());
+    const bool keep = parser.get().keep_alive();
+    response.body = std::move(parser.get().body());
+    if (keep) GiveBack(std::move(c));
+    return response;
   }
-  if (code == CURLE_OPERATION_TIMEDOUT) {
-    return DeadlineExceededError(what + ": no answer within " +
-                                 std::to_string(options_.timeout.count()) +
-                                 " ms");
+}
+
+Status KubeClient::Connection::Open(const Transport& t,
+                                    Clock::time_point deadline, bool& timed_out,
+                                    const std::string& what,
+                                    const Options& options) {
+  const std::string& host = t.proxy ? t.proxy->host : t.server.host;
+  const uint16_t port = t.proxy ? t.proxy->port : t.server.port;
+  const std::string peer = (t.proxy ? "proxy " : "") + Authority(host, port);
+  // Reaching the peer has its own, shorter bound: a dead address should
+  // leave time for another attempt.
+  const Clock::time_point connect_by =
+      std::min(deadline, Clock::now() + kMaxConnect);
+  tcp::resolver resolver(io);
+  tcp::resolver::results_type endpoints;
+  beast::error_code error = Run(
+      connect_by, timed_out,
+      [&](auto done) {
+        resolver.async_resolve(
+            host, std::to_string(port),
+            [&endpoints, done = std::move(done)](
+                beast::error_code e, tcp::resolver::results_type r) mutable {
+              endpoints = std::move(r);
+              done(e);
+            });
+      },
+      [&resolver] { resolver.cancel(); });
+  if (!error) {
+    error = Run(connect_by, timed_out, [&](auto done) {
+      asio::async_connect(stream.next_layer(), endpoints, std::move(done));
+    });
   }
-  if (code != CURLE_OK) {
+  if (timed_out && Clock::now() < deadline) {
+    timed_out = false;
     return UnavailableError(
-        what + ": " +
-        (error[0] != '\0' ? std::string(error) : curl_easy_strerror(code)));
+        what + ": no connection to " + peer + " within " +
+        std::to_string(
+            std::chrono::duration_cast<std::chrono::milliseconds>(kMaxConnect)
+                .count()) +
+        " ms");
   }
-  HttpResponse response;
-  curl_easy_getinfo(c, CURLINFO_RESPONSE_CODE, &response.status);
-  response.body = std::move(answer.text);
-  return response;
+  if (error)
+    return Failure(what, "connect to " + peer, error, timed_out, options);
+
+  if (t.proxy) {
+    const std::string target = Authority(t.server.host, t.server.port);
+    http::request<http::empty_body> connect{http::verb::connect, target, 11};
+    connect.set(http::field::host, target);
+    if (!t.proxy->authorization.empty()) {
+      connect.set(http::field::proxy_authorization, t.proxy->authorization);
+    }
+    http::response_parser<http::empty_body> answer;
+    answer.skip(true);  // a tunnel follows, no body
+    beast::flat_buffer proxy_buffer;
+    error = Run(deadline, timed_out, [&](auto done) {
+      http::async_write(stream.next_layer(), connect, std::move(done));
+    });
+    if (!error) {
+      error = Run(deadline, timed_out, [&](auto done) {
+        http::async_read(stream.next_layer(), proxy_buffer, answer,
+                         std::move(done));
+      });
+    }
+    if (error)
+      return Failure(what, "CONNECT through " + peer, error, timed_out,
+                     options);
+    if (answer.get().result_int() != 200 || proxy_buffer.size() != 0) {
+      return UnavailableError(what + ": " + peer + " answered CONNECT " +
+                              target + " with " +
+                              std::to_string(answer.get().result_int()) + " " +
+                              std::string(answer.get().reason()));
+    }
+  }
+
+  SSL* tls = stream.native_handle();
+  const std::string& name = t.server.host;
+  if (IsIpAddress(name)) {
+    X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(tls), name.c_str());
+  } else {
+    // SNI (SSL_set_tlsext_host_name, a macro with a C cast).
+    SSL_ctrl(tls, SSL_CTRL_SET_TLSEXT_HOSTNAME, TLSEXT_NAMETYPE_host_name,
+             const_cast<char*>(name.c_str()));
+    SSL_set1_host(tls, name.c_str());
+  }
+  error = Run(deadline, timed_out, [&](auto done) {
+    stream.async_handshake(ssl::stream_base::client, std::move(done));
+  });
+  if (error) {
+    std::string step = "TLS handshake";
+    if (const long verify = SSL_get_verify_result(tls); verify != X509_V_OK) {
+      step += std::string(" (") + X509_verify_cert_error_string(verify) + ")";
+    }
+    return Failure(what, step, error, timed_out, options);
+  }
+  return OkStatus();
 }
 
 StatusOr<HttpResponse> KubeClient::Request(std::string_view method,

@@ -1,9 +1,13 @@
 #include "topology/draplugin/kube_config.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <exception>
 #include <optional>
+#include <utility>
+#include <vector>
 
+#include <arpa/inet.h>
 #include <yaml-cpp/yaml.h>
 
 #include "safe_file.h"
@@ -79,6 +83,260 @@ StatusOr<std::string> DecodeBase64(std::string_view text) {
   return out;
 }
 
+std::string EncodeBase64(std::string_view bytes) {
+  static constexpr char kAlphabet[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string out;
+  out.reserve((bytes.size() + 2) / 3 * 4);
+  for (size_t i = 0; i < bytes.size(); i += 3) {
+    const size_t n = std::min<size_t>(3, bytes.size() - i);
+    uint32_t bits = 0;
+    for (size_t j = 0; j < 3; ++j) {
+      bits =
+          (bits << 8) | (j < n ? static_cast<unsigned char>(bytes[i + j]) : 0U);
+    }
+    for (size_t j = 0; j < 4; ++j) {
+      out.push_back(j <= n ? kAlphabet[(bits >> (18 - 6 * j)) & 0x3f] : '=');
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// The bytes of an IPv4 or IPv6 address (4 or 16), or nothing.
+std::optional<std::vector<unsigned char>> IpBytes(const std::string& text) {
+  unsigned char buffer[16];
+  if (inet_pton(AF_INET, text.c_str(), buffer) == 1) {
+    return std::vector<unsigned char>(buffer, buffer + 4);
+  }
+  if (inet_pton(AF_INET6, text.c_str(), buffer) == 1) {
+    return std::vector<unsigned char>(buffer, buffer + 16);
+  }
+  return std::nullopt;
+}
+
+bool IsLoopback(const std::string& host) {
+  if (host == "localhost") return true;
+  const auto ip = IpBytes(host);
+  if (!ip) return false;
+  if (ip->size() == 4) return (*ip)[0] == 127;
+  static constexpr unsigned char kV6Loopback[16] = {0, 0, 0, 0, 0, 0, 0, 0,
+                                                    0, 0, 0, 0, 0, 0, 0, 1};
+  return std::equal(ip->begin(), ip->end(), kV6Loopback);
+}
+
+// "10.0.0.0/8" holds `ip`.
+bool InCidr(const std::string& cidr, const std::vector<unsigned char>& ip) {
+  const size_t slash = cidr.find('/');
+  const auto net = IpBytes(cidr.substr(0, slash));
+  if (!net || net->size() != ip.size()) return false;
+  const std::string bits_text = cidr.substr(slash + 1);
+  if (bits_text.empty() || bits_text.size() > 3 ||
+      bits_text.find_first_not_of("0123456789") != std::string::npos) {
+    return false;
+  }
+  const size_t bits = std::stoul(bits_text);
+  if (bits > ip.size() * 8) return false;
+  for (size_t i = 0; i < bits; ++i) {
+    const unsigned char mask = static_cast<unsigned char>(0x80 >> (i % 8));
+    if (((*net)[i / 8] & mask) != (ip[i / 8] & mask)) return false;
+  }
+  return true;
+}
+
+std::string Lower(std::string_view text) {
+  std::string out(text);
+  for (char& c : out) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+  }
+  return out;
+}
+
+std::string Trim(std::string_view text) {
+  const size_t begin = text.find_first_not_of(" \t");
+  if (begin == std::string_view::npos) return {};
+  const size_t end = text.find_last_not_of(" \t");
+  return std::string(text.substr(begin, end - begin + 1));
+}
+
+// host[:port] or [v6][:port]: the host (brackets removed) and the port
+// text (empty when none); nullopt when malformed.
+std::optional<std::pair<std::string, std::string>> SplitHostPort(
+    std::string_view authority) {
+  if (authority.starts_with('[')) {
+    const size_t close = authority.find(']');
+    if (close == std::string_view::npos) return std::nullopt;
+    const std::string_view rest = authority.substr(close + 1);
+    if (!rest.empty() && !rest.starts_with(':')) return std::nullopt;
+    return std::make_pair(std::string(authority.substr(1, close - 1)),
+                          std::string(rest.empty() ? rest : rest.substr(1)));
+  }
+  const size_t colon = authority.rfind(':');
+  if (colon == std::string_view::npos) {
+    return std::make_pair(std::string(authority), std::string());
+  }
+  if (authority.find(':') != colon) return std::nullopt;  // a bare IPv6
+  return std::make_pair(std::string(authority.substr(0, colon)),
+                        std::string(authority.substr(colon + 1)));
+}
+
+std::optional<uint16_t> Port(const std::string& text) {
+  if (text.empty() || text.size() > 5 ||
+      text.find_first_not_of("0123456789") != std::string::npos) {
+    return std::nullopt;
+  }
+  const unsigned long port = std::stoul(text);
+  if (port == 0 || port > 65535) return std::nullopt;
+  return static_cast<uint16_t>(port);
+}
+
+bool IsHostName(const std::string& host) {
+  if (host.empty() || host.size() > 253) return false;
+  return host.find_first_not_of(
+             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+             "0123456789-.") == std::string::npos;
+}
+
+// NO_PROXY exempts `server` (Go's httpproxy rules).
+bool Exempt(const ServerAddress& server, std::string_view no_proxy) {
+  const std::string host = Lower(server.host);
+  const auto ip = IpBytes(host);
+  size_t start = 0;
+  while (start <= no_proxy.size()) {
+    size_t comma = no_proxy.find(',', start);
+    if (comma == std::string_view::npos) comma = no_proxy.size();
+    std::string entry = Lower(Trim(no_proxy.substr(start, comma - start)));
+    start = comma + 1;
+    if (entry.empty()) continue;
+    if (entry == "*") return true;
+    if (entry.find('/') != std::string::npos) {
+      if (ip && InCidr(entry, *ip)) return true;
+      continue;
+    }
+    if (const auto entry_ip = IpBytes(entry)) {
+      if (ip && *entry_ip == *ip) return true;
+      continue;
+    }
+    std::string name = entry;
+    if (auto split = SplitHostPort(entry); split && !split->second.empty()) {
+      const auto port = Port(split->second);
+      if (!port || *port != server.port) continue;
+      name = split->first;
+    }
+    if (auto entry_ip = IpBytes(name)) {  // "[::1]:443", "10.0.0.1:443"
+      if (ip && *entry_ip == *ip) return true;
+      continue;
+    }
+    if (name.starts_with("*.")) name = name.substr(1);
+    if (name.empty()) continue;
+    const bool subdomains_only = name.front() == '.';
+    const std::string suffix = subdomains_only ? name : "." + name;
+    if (host.ends_with(suffix) ||
+        (!subdomains_only && host == suffix.substr(1))) {
+      return true;
+    }
+  }
+  return false;
+}
+
+}  // namespace
+
+StatusOr<ServerAddress> ParseServerUrl(std::string_view url) {
+  const auto invalid = [&](std::string_view why) {
+    return InvalidArgumentError(
+        "server \"" + std::string(url) +
+        "\" is not an https:// URL: " + std::string(why));
+  };
+  constexpr std::string_view kScheme = "https://";
+  if (url.size() < kScheme.size() ||
+      Lower(url.substr(0, kScheme.size())) != kScheme) {
+    return invalid("another scheme");
+  }
+  std::string_view rest = url.substr(kScheme.size());
+  if (rest.find_first_of("?#") != std::string_view::npos) {
+    return invalid("a query or fragment");
+  }
+  const size_t slash = rest.find('/');
+  const std::string_view authority = rest.substr(0, slash);
+  std::string path(slash == std::string_view::npos ? std::string_view()
+                                                   : rest.substr(slash));
+  while (!path.empty() && path.back() == '/') path.pop_back();
+  if (authority.find('@') != std::string_view::npos) {
+    return invalid("user info in the URL");
+  }
+  const auto split = SplitHostPort(authority);
+  if (!split || split->first.empty()) return invalid("no host");
+  ServerAddress address;
+  address.host = split->first;
+  address.path = std::move(path);
+  if (!IsHostName(address.host) && !IpBytes(address.host)) {
+    return invalid("a malformed host");
+  }
+  if (IpBytes(address.host) && IpBytes(address.host)->size() == 16 &&
+      !authority.starts_with('[')) {
+    return invalid("an IPv6 address without brackets");
+  }
+  if (!split->second.empty()) {
+    const auto port = Port(split->second);
+    if (!port) return invalid("a port that is not 1-65535");
+    address.port = *port;
+  } else if (authority.ends_with(':')) {
+    return invalid("an empty port");
+  }
+  return address;
+}
+
+StatusOr<std::optional<ProxyAddress>> ProxyFor(const ServerAddress& server,
+                                               std::string_view https_proxy,
+                                               std::string_view no_proxy) {
+  const std::string value = Trim(https_proxy);
+  if (value.empty() || IsLoopback(Lower(server.host)) ||
+      Exempt(server, no_proxy)) {
+    return std::optional<ProxyAddress>();
+  }
+  const auto invalid = [&](std::string_view why) {
+    return InvalidArgumentError("HTTPS_PROXY \"" + value +
+                                "\": " + std::string(why));
+  };
+  std::string_view rest = value;
+  if (const size_t scheme = rest.find("://"); scheme != std::string::npos) {
+    if (Lower(rest.substr(0, scheme)) != "http") {
+      return invalid("only http:// proxies are supported");
+    }
+    rest = rest.substr(scheme + 3);
+  }
+  rest = rest.substr(0, rest.find('/'));
+  ProxyAddress proxy;
+  if (const size_t at = rest.rfind('@'); at != std::string_view::npos) {
+    proxy.authorization = "Basic " + EncodeBase64(rest.substr(0, at));
+    rest = rest.substr(at + 1);
+  }
+  const auto split = SplitHostPort(rest);
+  if (!split || split->first.empty() ||
+      (!IsHostName(split->first) && !IpBytes(split->first))) {
+    return invalid("no host");
+  }
+  proxy.host = split->first;
+  if (!split->second.empty()) {
+    const auto port = Port(split->second);
+    if (!port) return invalid("a port that is not 1-65535");
+    proxy.port = *port;
+  }
+  return std::optional<ProxyAddress>(std::move(proxy));
+}
+
+StatusOr<std::optional<ProxyAddress>> ProxyFromEnvironment(
+    const ServerAddress& server) {
+  const auto first = [](const char* upper, const char* lower) {
+    const char* value = std::getenv(upper);
+    if (value == nullptr || *value == '\0') value = std::getenv(lower);
+    return std::string(value == nullptr ? "" : value);
+  };
+  return ProxyFor(server, first("HTTPS_PROXY", "https_proxy"),
+                  first("NO_PROXY", "no_proxy"));
+}
+
 StatusOr<KubeConfig> ParseKubeConfig(std::string_view yaml,
                                      const std::filesystem::path& base_dir,
                                      std::string_view source) {
@@ -141,9 +399,9 @@ StatusOr<KubeConfig> ParseKubeConfig(std::string_view yaml,
     while (!config.server.empty() && config.server.back() == '/') {
       config.server.pop_back();
     }
-    if (!config.server.starts_with("https://") || config.server.size() <= 8) {
-      return invalid("cluster \"" + cluster_name + "\": server \"" +
-                     config.server + "\" is not an https:// URL");
+    if (auto address = ParseServerUrl(config.server); !address.ok()) {
+      return invalid("cluster \"" + cluster_name +
+                     "\": " + address.status().message());
     }
     if (Scalar(cluster, "insecure-skip-tls-verify").value_or("false") ==
         "true") {
@@ -215,6 +473,11 @@ StatusOr<KubeConfig> InClusterConfig(const std::filesystem::path& root) {
   config.server = "https://" +
                   (h.find(':') != std::string::npos ? "[" + h + "]" : h) + ":" +
                   port;
+  if (auto address = ParseServerUrl(config.server); !address.ok()) {
+    return FailedPreconditionError(
+        "KUBERNETES_SERVICE_HOST and KUBERNETES_SERVICE_PORT: " +
+        address.status().message());
+  }
   const std::filesystem::path dir = root / kServiceAccountDir;
   config.token_file = dir / "token";
   auto token = files::ReadRegularFile(config.token_file, kMaxFileBytes);

@@ -1,8 +1,10 @@
-// A small Kubernetes API client: HTTPS + JSON over libcurl, with the
-// credentials of a KubeConfig, a deadline on every request and retries
-// with back-off where the API server asks for them (connection errors,
-// timeouts, 429, 5xx). And the one read a DRA driver needs at Prepare:
-// ApiClaimSource, the ClaimSource on `GET resourceclaims`.
+// A small Kubernetes API client: HTTP/1.1 + JSON over TLS (Boost.Beast on
+// OpenSSL), with the credentials of a KubeConfig, kept connections, an
+// HTTP proxy from the environment as client-go takes it, a deadline on
+// every request and retries with back-off where the API server asks for
+// them (connection errors, timeouts, 429, 5xx). And the one read a DRA
+// driver needs at Prepare: ApiClaimSource, the ClaimSource on
+// `GET resourceclaims`.
 #ifndef TOPOLOGY_DRAPLUGIN_KUBE_CLIENT_H_
 #define TOPOLOGY_DRAPLUGIN_KUBE_CLIENT_H_
 
@@ -42,10 +44,13 @@ class KubeClient {
   KubeClient(const KubeClient&) = delete;
   KubeClient& operator=(const KubeClient&) = delete;
 
-  // One request (`path` from the server's root, e.g. "/apis/..."); `body`
+  // One request (`path` from the API's root, e.g. "/apis/..."); `body`
   // is sent as JSON when not empty. Retried, the back-off doubling, on a
   // connection error, a timeout, 429 and 5xx; the last answer otherwise.
-  // UNAVAILABLE when no answer came; DEADLINE_EXCEEDED on a timeout.
+  // UNAVAILABLE when no answer came; DEADLINE_EXCEEDED on a timeout (the
+  // deadline covers the connection, TLS handshake, request and answer).
+  // A kept connection the server has closed meanwhile is replaced at once
+  // (not an attempt).
   // `accept` replaces "application/json" as the Accept header (e.g. a
   // metadata-only list). Thread-safe.
   StatusOr<HttpResponse> Request(std::string_view method, std::string_view path,
@@ -55,18 +60,22 @@ class KubeClient {
   const KubeConfig& config() const { return config_; }
 
  private:
-  KubeClient(KubeConfig config, Options options);
+  struct Transport;   // the server, the proxy and the TLS context
+  struct Connection;  // one TLS connection to the server
+  KubeClient(KubeConfig config, Options options,
+             std::unique_ptr<Transport> transport);
   StatusOr<HttpResponse> Once(std::string_view method, std::string_view path,
                               std::string_view body, std::string_view accept);
-  // Handles kept between requests keep their connection (and TLS session)
-  // to the API server: an idle driver's resyncs cost no handshake.
-  void* TakeHandle() TOPOLOGY_EXCLUDES(mu_);
-  void GiveBack(void* handle) TOPOLOGY_EXCLUDES(mu_);
+  // Connections kept between requests (at most a few): an idle driver's
+  // resyncs cost no handshake.
+  std::unique_ptr<Connection> TakeIdle() TOPOLOGY_EXCLUDES(mu_);
+  void GiveBack(std::unique_ptr<Connection> connection) TOPOLOGY_EXCLUDES(mu_);
 
   const KubeConfig config_;
   const Options options_;
+  const std::unique_ptr<Transport> transport_;
   Mutex mu_;
-  std::vector<void*> idle_ TOPOLOGY_GUARDED_BY(mu_);  // CURL*
+  std::vector<std::unique_ptr<Connection>> idle_ TOPOLOGY_GUARDED_BY(mu_);
 };
 
 // What an answer means: OK for 2xx; NOT_FOUND (404), ALREADY_EXISTS (409

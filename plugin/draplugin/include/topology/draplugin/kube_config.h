@@ -7,7 +7,9 @@
 #ifndef TOPOLOGY_DRAPLUGIN_KUBE_CONFIG_H_
 #define TOPOLOGY_DRAPLUGIN_KUBE_CONFIG_H_
 
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -45,8 +47,46 @@ StatusOr<KubeConfig> LoadKubeConfig(const std::filesystem::path& path);
 // FAILED_PRECONDITION naming what is missing.
 StatusOr<KubeConfig> InClusterConfig(const std::filesystem::path& root = "/");
 
+// An https:// server URL in parts: the host (a name, or an IP address,
+// IPv6 without brackets), the port (443 when none is given) and the path the
+// API is served under ("" or "/prefix", as behind some proxies).
+struct ServerAddress {
+  std::string host = {};
+  uint16_t port = 443;
+  std::string path = {};
+};
+
+// INVALID_ARGUMENT naming the URL for what is not https://host[:port][/path]:
+// another scheme, user info, a query or fragment, an empty or malformed
+// host, a port that is not 1-65535.
+StatusOr<ServerAddress> ParseServerUrl(std::string_view url);
+
+// An HTTP proxy reached with CONNECT; `authorization` is the
+// Proxy-Authorization value ("Basic ...") when the proxy URL has user info.
+struct ProxyAddress {
+  std::string host = {};
+  uint16_t port = 80;
+  std::string authorization = {};
+};
+
+// The proxy for `server` as client-go's transport chooses it from the
+// environment: `https_proxy` (HTTPS_PROXY, then https_proxy), unless
+// `no_proxy` (NO_PROXY, then no_proxy) exempts the server: "*", an IP
+// address, a CIDR, or a host name that matches itself and its subdomains
+// (".name" only subdomains), optionally with a port; "localhost" and
+// loopback addresses never go through a proxy. nullopt for a direct
+// connection; INVALID_ARGUMENT naming the variable for a proxy URL that is
+// not http:// (HTTPS and SOCKS proxies are not supported).
+StatusOr<std::optional<ProxyAddress>> ProxyFor(const ServerAddress& server,
+                                               std::string_view https_proxy,
+                                               std::string_view no_proxy);
+// The same with the process's environment.
+StatusOr<std::optional<ProxyAddress>> ProxyFromEnvironment(
+    const ServerAddress& server);
+
 // RFC 4648 base64 (kubeconfig *-data fields); nullopt-like error when not.
 StatusOr<std::string> DecodeBase64(std::string_view text);
+std::string EncodeBase64(std::string_view bytes);
 
 }  // namespace topology::draplugin
 
