@@ -341,8 +341,7 @@ int Run(int argc, char** argv) {
         publish(*snapshot, runner->get());
         last_report = Clock::now();
       } else if (Clock::now() - last_report >= kHealthTimeout / 2) {
-        (*runner)->SetHealth(
-            dp::HealthReport(node, *snapshot, health.unhealthy()));
+        (*runner)->RefreshHealth();
         last_report = Clock::now();
       }
       lock.lock();

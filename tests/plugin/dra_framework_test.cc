@@ -436,6 +436,38 @@ TEST_F(DraFrameworkTest, HealthStreamsSendTheCompleteList) {
   EXPECT_EQ(messages[1][0].message, "gone");
 }
 
+// A refresh sends the same list (every pool, every device, in order) with a
+// new time, so that the kubelet does not take Unknown.
+TEST_F(DraFrameworkTest, ARefreshSendsTheListAgainUpdated) {
+  Start();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  runner_->SetHealth({{"node-a", "gpu-0", HealthStatus::kHealthy, ""},
+                      {"node-b", "nic-long-device-name-7",
+                       HealthStatus::kUnhealthy, "link down"},
+                      {"node-a", "gpu-2", HealthStatus::kUnknown, ""}});
+  auto watching = std::async(std::launch::async,
+                             [&] { return kubelet_.WatchHealth("v1", 2, 5s); });
+  std::this_thread::sleep_for(1100ms);  // the time has a second's grain
+  runner_->RefreshHealth();
+  const auto messages = watching.get();
+  ASSERT_THAT(messages, SizeIs(2));
+  for (const auto& message : messages) {
+    ASSERT_THAT(message, SizeIs(3));
+    EXPECT_EQ(message[0].pool, "node-a");
+    EXPECT_EQ(message[0].device, "gpu-0");
+    EXPECT_EQ(message[0].health, 1);
+    EXPECT_EQ(message[0].message, "");
+    EXPECT_EQ(message[1].pool, "node-b");
+    EXPECT_EQ(message[1].device, "nic-long-device-name-7");
+    EXPECT_EQ(message[1].health, 2);
+    EXPECT_EQ(message[1].message, "link down");
+    EXPECT_EQ(message[2].pool, "node-a");
+    EXPECT_EQ(message[2].device, "gpu-2");
+    EXPECT_EQ(message[2].health, 0);
+  }
+  EXPECT_GT(messages[1][0].last_updated, messages[0][0].last_updated);
+}
+
 TEST_F(DraFrameworkTest, WithoutHealthNoHealthServiceIsAdvertised) {
   auto options = Options();
   options.serve_health = false;

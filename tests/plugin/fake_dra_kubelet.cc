@@ -131,7 +131,8 @@ std::vector<std::vector<FakeDraKubelet::HealthEntry>> Watch(
     for (const auto& d : response.devices()) {
       entries.push_back({d.device().pool_name(), d.device().device_name(),
                          static_cast<int>(d.health()),
-                         d.health_check_timeout_seconds(), d.message()});
+                         d.health_check_timeout_seconds(), d.message(),
+                         d.last_updated_time()});
     }
     messages.push_back(std::move(entries));
   }

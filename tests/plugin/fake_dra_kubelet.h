@@ -43,6 +43,7 @@ class FakeDraKubelet {
     int health = 0;  // 0 unknown, 1 healthy, 2 unhealthy
     int64_t timeout_seconds = 0;
     std::string message;
+    int64_t last_updated = 0;  // seconds since the epoch
   };
 
   // The DRA service versions this kubelet knows, in its own terms.

@@ -106,6 +106,15 @@ TEST_F(SlicePublisherTest, SlicesOf128DevicesOneGenerationTypedAttributes) {
     devices += slice["spec"]["devices"].size();
   }
   EXPECT_EQ(devices, 300u);
+  // Every device once, in order: slice i has devices 128 i to 128 i + 127.
+  const auto sent = Devices(300);
+  size_t k = 0;
+  for (const json& slice : slices) {
+    for (const json& device : slice["spec"]["devices"]) {
+      ASSERT_LT(k, sent.size());
+      EXPECT_EQ(device["name"], sent[k++].name);
+    }
+  }
   const json& first = slices[0]["spec"]["devices"][0];
   EXPECT_EQ(first["attributes"]["resource.kubernetes.io/numaNode"],
             json({{"int", 0}}));
@@ -138,7 +147,18 @@ TEST_F(SlicePublisherTest, AListOfIntsGoesOutInTheListForm) {
 TEST_F(SlicePublisherTest, TaintsMeanSlicesOf64) {
   Serve();
   ASSERT_THAT(publisher_->Publish("node-a", Devices(130, true)), IsOk());
-  EXPECT_THAT(Ours(), SizeIs(3));
+  const auto slices = Ours();
+  ASSERT_THAT(slices, SizeIs(3));
+  const auto sent = Devices(130, true);
+  size_t k = 0;
+  for (const json& slice : slices) {
+    EXPECT_LE(slice["spec"]["devices"].size(), 64u);
+    for (const json& device : slice["spec"]["devices"]) {
+      ASSERT_LT(k, sent.size());
+      EXPECT_EQ(device["name"], sent[k++].name);
+    }
+  }
+  EXPECT_EQ(k, 130u);
 }
 
 TEST_F(SlicePublisherTest, AnUnchangedInventorySendsNothing) {

@@ -162,6 +162,10 @@ class DriverRunner {
   // Every device's health, the complete list: sent to every health stream
   // now and to every stream that opens later.
   void SetHealth(std::vector<DeviceHealth> devices);
+  // The list of the last SetHealth sent again to every stream, updated
+  // now: what a driver calls well within health_timeout when nothing
+  // changed, so that the kubelet never takes Unknown.
+  void RefreshHealth();
   // The claims prepared now (from the checkpoint and this run).
   std::vector<ClaimRef> PreparedClaims() const;
 

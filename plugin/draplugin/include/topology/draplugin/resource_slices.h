@@ -120,9 +120,21 @@ class SlicePublisher {
   mutable Mutex mu_;
   std::condition_variable_any wake_;
   std::string pool_ TOPOLOGY_GUARDED_BY(mu_);
-  // The devices, each as the JSON it is sent as.
+  // The devices as the JSON they are sent as, in blocks of
+  // kMaxTaintedDevicesPerSlice ("{...},{...}"), each kept deflated: a
+  // slice is one block or two, and an idle driver's inventory costs a tenth
+  // of its JSON.
+  struct Block {
+    std::string bytes;  // deflated (or, where zlib failed, the text)
+    size_t size = 0;    // of the text
+    bool deflated = false;
+    friend bool operator==(const Block&, const Block&) = default;
+  };
+  static Block Deflate(const std::string& text);
+  static std::string Inflate(const Block& block);
   struct Encoded {
-    std::vector<std::string> devices;
+    std::vector<Block> blocks;
+    size_t count = 0;      // devices
     bool tainted = false;  // a device has taints: 64 a slice
   };
   std::shared_ptr<const Encoded> devices_ TOPOLOGY_GUARDED_BY(mu_);
