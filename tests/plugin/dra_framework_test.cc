@@ -468,6 +468,17 @@ TEST_F(DraFrameworkTest, ARefreshSendsTheListAgainUpdated) {
   EXPECT_GT(messages[1][0].last_updated, messages[0][0].last_updated);
 }
 
+TEST_F(DraFrameworkTest, AnEmptyListIsSentAsAnEmptyMessage) {
+  Start();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  runner_->SetHealth({});
+  for (const char* version : {"v1", "v1alpha1"}) {
+    auto first = kubelet_.FirstHealth(version, 5s);
+    ASSERT_THAT(first.status(), IsOk()) << version;
+    EXPECT_THAT(*first, IsEmpty());
+  }
+}
+
 TEST_F(DraFrameworkTest, WithoutHealthNoHealthServiceIsAdvertised) {
   auto options = Options();
   options.serve_health = false;

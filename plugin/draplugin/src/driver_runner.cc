@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstring>
 #include <ctime>
 #include <exception>
 #include <map>
@@ -10,7 +11,9 @@
 #include <utility>
 
 #include <glog/logging.h>
+#include <google/protobuf/io/coded_stream.h>
 #include <grpcpp/grpcpp.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -100,8 +103,9 @@ class DriverRunner::Impl {
         registration_(this),
         dra_v1_(this),
         dra_v1beta1_(this),
-        health_v1_(this),
-        health_v1alpha1_(this) {}
+        health_v1_(this, "/v1.DRAResourceHealth/NodeWatchResources"),
+        health_v1alpha1_(this,
+                         "/v1alpha1.DRAResourceHealth/NodeWatchResources") {}
 
   ~Impl() { Stop(); }
 
@@ -122,7 +126,7 @@ class DriverRunner::Impl {
     devices.shrink_to_fit();
     {
       MutexLock lock(mu_);
-      health_ = std::move(list);
+      health_ = std::make_shared<const HealthList>(std::move(list));
       health_time_ = static_cast<int64_t>(std::time(nullptr));
       ++health_version_;
     }
@@ -251,58 +255,55 @@ class DriverRunner::Impl {
         drav1beta1::NodeUnprepareResourcesResponse;
   };
 
-  template <typename Service, typename Request, typename Response,
-            typename HealthEnum>
-  class HealthService final : public Service {
+  // The health stream, v1 and v1alpha1 alike (the same messages): a raw
+  // method that sends the list as protobuf encodes it, written straight
+  // from the packed list at every send (EncodeHealth), instead of a message
+  // of a few objects a device built and serialized again at every refresh.
+  class HealthService final : public grpc::Service {
    public:
-    explicit HealthService(Impl* runner) : runner_(runner) {}
-    grpc::Status NodeWatchResources(
-        grpc::ServerContext* context, const Request* /*request*/,
-        grpc::ServerWriter<Response>* writer) override {
+    // `method`: "/<package>.DRAResourceHealth/NodeWatchResources".
+    HealthService(Impl* runner, const char* method) : runner_(runner) {
+      AddMethod(new grpc::internal::RpcServiceMethod(
+          method, grpc::internal::RpcMethod::SERVER_STREAMING,
+          new grpc::internal::ServerStreamingHandler<
+              HealthService, grpc::ByteBuffer, grpc::ByteBuffer>(
+              [](HealthService* service, grpc::ServerContext* context,
+                 const grpc::ByteBuffer* /*request: no fields*/,
+                 grpc::ServerWriter<grpc::ByteBuffer>* writer) {
+                return service->Watch(context, writer);
+              },
+              this)));
+    }
+
+   private:
+    grpc::Status Watch(grpc::ServerContext* context,
+                       grpc::ServerWriter<grpc::ByteBuffer>* writer) {
       uint64_t sent = 0;
       while (true) {
-        Response message;
+        std::shared_ptr<const HealthList> list;
+        int64_t time = 0;
         {
           MutexLock lock(runner_->mu_);
-          // Woken by SetHealth and Stop; a cancelled stream is noticed
-          // within the wait's bound.
+          // Woken by SetHealth, RefreshHealth and Stop; a cancelled stream
+          // (the sync API says so only when asked) is noticed within the
+          // wait's bound, a second: an idle stream wakes once a second.
           while (!runner_->stopping_ && runner_->health_version_ == sent &&
                  !context->IsCancelled()) {
-            runner_->changed_.wait_for(lock, std::chrono::milliseconds(200));
+            runner_->changed_.wait_for(lock, std::chrono::seconds(1));
           }
           if (runner_->stopping_ || context->IsCancelled()) break;
           sent = runner_->health_version_;
-          const HealthList& list = runner_->health_;
-          message.mutable_devices()->Reserve(
-              static_cast<int>(list.entries.size()));
-          size_t name_begin = 0;
-          for (size_t i = 0; i < list.entries.size(); ++i) {
-            const HealthList::Entry& entry = list.entries[i];
-            auto* out = message.add_devices();
-            out->mutable_device()->set_pool_name(list.pools[entry.pool]);
-            out->mutable_device()->set_device_name(
-                list.names.substr(name_begin, entry.name_end - name_begin));
-            name_begin = entry.name_end;
-            out->set_health(entry.health == HealthStatus::kHealthy
-                                ? HealthEnum::HEALTHY
-                            : entry.health == HealthStatus::kUnhealthy
-                                ? HealthEnum::UNHEALTHY
-                                : HealthEnum::UNKNOWN);
-            out->set_last_updated_time(runner_->health_time_);
-            out->set_health_check_timeout_seconds(
-                runner_->options_.health_timeout.count());
-            if (const auto it = list.messages.find(i);
-                it != list.messages.end()) {
-              out->set_message(it->second);
-            }
-          }
+          list = runner_->health_;
+          time = runner_->health_time_;
         }
+        // Encoded and sent outside the lock: Prepare does not wait on it.
+        const grpc::ByteBuffer message =
+            list->Encode(time, runner_->options_.health_timeout.count());
         if (!writer->Write(message)) break;
       }
       return grpc::Status::OK;
     }
 
-   private:
     Impl* const runner_;
   };
 
@@ -357,15 +358,8 @@ class DriverRunner::Impl {
   RegistrationService registration_;
   DraService<DraV1> dra_v1_;
   DraService<DraV1beta1> dra_v1beta1_;
-  HealthService<::v1::DRAResourceHealth::Service,
-                ::v1::NodeWatchResourcesRequest,
-                ::v1::NodeWatchResourcesResponse, ::v1::HealthStatus>
-      health_v1_;
-  HealthService<::v1alpha1::DRAResourceHealth::Service,
-                ::v1alpha1::NodeWatchResourcesRequest,
-                ::v1alpha1::NodeWatchResourcesResponse,
-                ::v1alpha1::HealthStatus>
-      health_v1alpha1_;
+  HealthService health_v1_;
+  HealthService health_v1alpha1_;
 
   mutable Mutex mu_;
   std::condition_variable_any changed_;  // busy_, health_, stopping_
@@ -384,6 +378,110 @@ class DriverRunner::Impl {
     std::string names;
     std::vector<Entry> entries;
     std::map<size_t, std::string> messages;  // entry -> message, when any
+
+    // The NodeWatchResourcesResponse of every device as protobuf encodes it
+    // (zero and empty fields left out), in a mapping of its own that is
+    // unmapped once gRPC has sent it: about 60 bytes a device, nothing left
+    // behind on the heap.
+    grpc::ByteBuffer Encode(int64_t time, int64_t timeout) const {
+      using google::protobuf::io::CodedOutputStream;
+      const auto varint = [](uint64_t v) {
+        return CodedOutputStream::VarintSize64(v);
+      };
+      const auto text = [&](size_t size) {  // tag, length, bytes
+        return 1 + varint(size) + size;
+      };
+      const auto scalar = [&](uint64_t v) {  // tag, value; nothing for 0
+        return v == 0 ? 0 : 1 + varint(v);
+      };
+      // HealthStatus on the wire: UNKNOWN 0, HEALTHY 1, UNHEALTHY 2.
+      const auto wire = [](HealthStatus health) -> uint64_t {
+        switch (health) {
+          case HealthStatus::kHealthy:
+            return 1;
+          case HealthStatus::kUnhealthy:
+            return 2;
+          case HealthStatus::kUnknown:
+            break;
+        }
+        return 0;
+      };
+      // Sizes first: each device's DeviceIdentifier and DeviceHealth.
+      std::vector<std::pair<uint32_t, uint32_t>> sizes(entries.size());
+      size_t total = 0;
+      uint32_t begin = 0;
+      for (size_t i = 0; i < entries.size(); ++i) {
+        const Entry& e = entries[i];
+        const size_t id = text(pools[e.pool].size()) + text(e.name_end - begin);
+        const size_t health =
+            text(id) + scalar(wire(e.health)) +
+            scalar(static_cast<uint64_t>(time)) +
+            scalar(static_cast<uint64_t>(timeout)) +
+            (messages.contains(i) ? text(messages.at(i).size()) : 0);
+        sizes[i] = {static_cast<uint32_t>(id), static_cast<uint32_t>(health)};
+        total += text(health);
+        begin = e.name_end;
+      }
+      struct Mapping {
+        void* address;
+        size_t size;
+      };
+      if (total == 0) {  // no device: the empty list
+        grpc::Slice empty;
+        return grpc::ByteBuffer(&empty, 1);
+      }
+      void* address = mmap(nullptr, total, PROT_READ | PROT_WRITE,
+                           MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+      // Without a mapping, on the heap (copied into gRPC's slice).
+      std::unique_ptr<uint8_t[]> heap;
+      if (address == MAP_FAILED) {
+        heap = std::make_unique<uint8_t[]>(total);
+        address = heap.get();
+      }
+      auto* out = static_cast<uint8_t*>(address);
+      const auto put_text = [&](uint32_t field, const char* data, size_t size) {
+        *out++ = static_cast<uint8_t>(field << 3 | 2);
+        out = CodedOutputStream::WriteVarint64ToArray(size, out);
+        std::memcpy(out, data, size);
+        out += size;
+      };
+      const auto put_scalar = [&](uint32_t field, uint64_t v) {
+        if (v == 0) return;
+        *out++ = static_cast<uint8_t>(field << 3);
+        out = CodedOutputStream::WriteVarint64ToArray(v, out);
+      };
+      begin = 0;
+      for (size_t i = 0; i < entries.size(); ++i) {
+        const Entry& e = entries[i];
+        *out++ = 1 << 3 | 2;  // devices
+        out = CodedOutputStream::WriteVarint64ToArray(sizes[i].second, out);
+        *out++ = 1 << 3 | 2;  // device
+        out = CodedOutputStream::WriteVarint64ToArray(sizes[i].first, out);
+        put_text(1, pools[e.pool].data(), pools[e.pool].size());
+        put_text(2, names.data() + begin, e.name_end - begin);
+        put_scalar(2, wire(e.health));
+        put_scalar(3, static_cast<uint64_t>(time));
+        put_scalar(4, static_cast<uint64_t>(timeout));
+        if (const auto it = messages.find(i); it != messages.end()) {
+          put_text(5, it->second.data(), it->second.size());
+        }
+        begin = e.name_end;
+      }
+      if (heap != nullptr) {
+        grpc::Slice copy(heap.get(), total);
+        return grpc::ByteBuffer(&copy, 1);
+      }
+      auto* mapping = new Mapping{address, total};
+      grpc::Slice slice(
+          address, total,
+          [](void* user) {
+            auto* m = static_cast<Mapping*>(user);
+            munmap(m->address, m->size);
+            delete m;
+          },
+          mapping);
+      return grpc::ByteBuffer(&slice, 1);
+    }
 
     static HealthList Of(const std::vector<DeviceHealth>& devices) {
       HealthList list;
@@ -407,7 +505,8 @@ class DriverRunner::Impl {
       return list;
     }
   };
-  HealthList health_ TOPOLOGY_GUARDED_BY(mu_);
+  std::shared_ptr<const HealthList> health_ TOPOLOGY_GUARDED_BY(mu_) =
+      std::make_shared<const HealthList>();
   int64_t health_time_ TOPOLOGY_GUARDED_BY(mu_) = 0;
   uint64_t health_version_ TOPOLOGY_GUARDED_BY(mu_) = 0;
   bool registered_ TOPOLOGY_GUARDED_BY(mu_) = false;
