@@ -308,6 +308,11 @@ Status KubeClient::Connection::Open(const Transport& t,
       asio::async_connect(stream.next_layer(), endpoints, std::move(done));
     });
   }
+  if (!error) {
+    // Requests go out whole at once (a header and a body in two writes
+    // would wait on the server's delayed acknowledgement otherwise).
+    stream.next_layer().set_option(tcp::no_delay(true), error);
+  }
   if (timed_out && Clock::now() < deadline) {
     timed_out = false;
     return UnavailableError(
