@@ -14,6 +14,7 @@
 #include <thread>
 
 #include <glog/logging.h>
+#include <malloc.h>
 #include <sys/stat.h>
 
 #include <CLI/CLI.hpp>
@@ -239,6 +240,10 @@ int Run(int argc, char** argv) {
         !status.ok()) {
       LOG(ERROR) << "publishing: " << status.message();
     }
+    // The inventory, the health list and the slices were built from
+    // scratch: what they freed goes back to the system, so that the idle
+    // driver's resident memory is what it keeps.
+    malloc_trim(0);
   };
   publish(**discovered, nullptr);
   publisher.Start();
@@ -260,6 +265,7 @@ int Run(int argc, char** argv) {
   }
   (*runner)->SetHealth(
       dp::HealthReport(node, **discovered, health.unhealthy()));
+  malloc_trim(0);
 
   // Health every --health-interval (AER counters, unhealthy devices); a
   // full rescan shortly after a PCI uevent (a device added or removed, a
@@ -402,6 +408,11 @@ int Run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  // One malloc arena: the driver's threads (gRPC's, the resync, the health
+  // streams) mostly sleep and seldom allocate at once, and an arena of
+  // their own each kept what they once freed (0.5 MiB idle at 10,000
+  // devices).
+  mallopt(M_ARENA_MAX, 1);
   return topology::device_plugin::RunGuarded("topology-dra-driver",
                                              [&] { return Run(argc, argv); });
 }

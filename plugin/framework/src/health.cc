@@ -168,6 +168,9 @@ void HealthTracker::ForgetIf(
   std::erase_if(states_, [&](const auto& entry) { return gone(entry.first); });
   std::erase_if(reasons_, [&](const auto& entry) { return gone(entry.first); });
   std::erase_if(recheck_, gone);
+  // After a rescan the devices are known: no room kept for more (a vector
+  // grown one device at a time holds up to twice what it needs).
+  states_.shrink_to_fit();
 }
 
 std::vector<PciAddress> HealthTracker::NeedRecheck() const {
