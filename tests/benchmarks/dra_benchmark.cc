@@ -319,7 +319,8 @@ BENCHMARK(BM_ClaimGetFromApiServer)
     ->UseRealTime();
 
 // topology-dra-driver serving 10,000 VFs: published, registered with a
-// fake kubelet, ready; then left alone for 60 s.
+// fake kubelet that watches the health stream, ready; then left alone for
+// 60 s.
 void BM_IdleDraDriver10000(benchmark::State& state) {
   ApiServer* server = ApiServer::OrSkip(state);
   if (server == nullptr) return;
@@ -370,10 +371,17 @@ void BM_IdleDraDriver10000(benchmark::State& state) {
       state.SkipWithError("the driver did not get ready");
       return;
     }
+    // A kubelet with resource health status watches the health stream: the
+    // complete list at once and again at every refresh.
+    size_t health_messages = 0;
+    std::thread watcher(
+        [&] { health_messages = kubelet.WatchHealth("v1", 1000, 90s).size(); });
     std::this_thread::sleep_for(3s);  // the start settles
     MeasureIdleProcess(state, pid, 60s);
     kill(pid, SIGTERM);
     waitpid(pid, nullptr, 0);
+    watcher.join();
+    state.counters["health_messages"] = static_cast<double>(health_messages);
   }
   state.counters["devices"] = static_cast<double>(inventory.devices.size());
 }
