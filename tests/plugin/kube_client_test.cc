@@ -462,29 +462,35 @@ TEST(ServerUrlTest, HostPortAndPath) {
 }
 
 TEST(ProxyTest, ChosenAsClientGoChoosesIt) {
-  const auto proxied = [](const std::string& host, std::string_view no_proxy) {
-    ServerAddress server{host, 6443, ""};
-    auto proxy = ProxyFor(server, "proxy.corp:3128", no_proxy);
-    EXPECT_THAT(proxy.status(), IsOk());
-    return proxy.ok() && proxy->has_value();
+  // Server host (port 6443), NO_PROXY, through the proxy.
+  const struct {
+    const char* host;
+    const char* no_proxy;
+    bool proxied;
+  } cases[] = {
+      {"api.example.com", "", true},
+      {"127.0.0.1", "", false},  // loopback: never
+      {"::1", "", false},
+      {"localhost", "", false},
+      {"api.example.com", "*", false},
+      {"api.example.com", "other, example.com", false},
+      {"example.com", "example.com", false},
+      {"api.example.com", ".example.com", false},
+      {"example.com", ".example.com", true},  // subdomains only
+      {"API.Example.com", "*.example.com", false},
+      {"badexample.com", "example.com", true},
+      {"10.1.2.3", "10.0.0.0/8", false},
+      {"11.1.2.3", "10.0.0.0/8", true},
+      {"fd00::5", "fd00::/16", false},
+      {"10.96.0.1", "10.96.0.1", false},
+      {"api.example.com", "api.example.com:6443", false},
+      {"api.example.com", "api.example.com:443", true},
   };
-  EXPECT_TRUE(proxied("api.example.com", ""));
-  EXPECT_FALSE(proxied("127.0.0.1", ""));  // loopback: never
-  EXPECT_FALSE(proxied("::1", ""));
-  EXPECT_FALSE(proxied("localhost", ""));
-  EXPECT_FALSE(proxied("api.example.com", "*"));
-  EXPECT_FALSE(proxied("api.example.com", "other, example.com"));
-  EXPECT_FALSE(proxied("example.com", "example.com"));
-  EXPECT_FALSE(proxied("api.example.com", ".example.com"));
-  EXPECT_TRUE(proxied("example.com", ".example.com"));  // subdomains only
-  EXPECT_FALSE(proxied("API.Example.com", "*.example.com"));
-  EXPECT_TRUE(proxied("badexample.com", "example.com"));
-  EXPECT_FALSE(proxied("10.1.2.3", "10.0.0.0/8"));
-  EXPECT_TRUE(proxied("11.1.2.3", "10.0.0.0/8"));
-  EXPECT_FALSE(proxied("fd00::5", "fd00::/16"));
-  EXPECT_FALSE(proxied("10.96.0.1", "10.96.0.1"));
-  EXPECT_FALSE(proxied("api.example.com", "api.example.com:6443"));
-  EXPECT_TRUE(proxied("api.example.com", "api.example.com:443"));
+  for (const auto& c : cases) {
+    auto proxy = ProxyFor({c.host, 6443, ""}, "proxy.corp:3128", c.no_proxy);
+    ASSERT_THAT(proxy.status(), IsOk()) << c.host << " " << c.no_proxy;
+    EXPECT_EQ(proxy->has_value(), c.proxied) << c.host << " " << c.no_proxy;
+  }
 
   ServerAddress server{"api.example.com", 443, ""};
   auto plain = ProxyFor(server, "proxy.corp", "");

@@ -24,8 +24,6 @@
 #include "deviceplugin/v1beta1/kubelet_api.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "dra/v1beta1/api.grpc.pb.h"
-#include "drahealth/v1/api.grpc.pb.h"
-#include "drahealth/v1alpha1/api.grpc.pb.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
 #include "safe_file.h"
 

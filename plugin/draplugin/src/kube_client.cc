@@ -289,24 +289,37 @@ Status KubeClient::Connection::Open(const Transport& t,
   // leave time for another attempt.
   const Clock::time_point connect_by =
       std::min(deadline, Clock::now() + kMaxConnect);
-  tcp::resolver resolver(io);
-  tcp::resolver::results_type endpoints;
-  beast::error_code error = Run(
-      connect_by, timed_out,
-      [&](auto done) {
-        resolver.async_resolve(
-            host, std::to_string(port),
-            [&endpoints, done = std::move(done)](
-                beast::error_code e, tcp::resolver::results_type r) mutable {
-              endpoints = std::move(r);
-              done(e);
-            });
-      },
-      [&resolver] { resolver.cancel(); });
-  if (!error) {
+  beast::error_code error;
+  boost::system::error_code not_an_address;
+  const asio::ip::address address =
+      asio::ip::make_address(host, not_an_address);
+  if (!not_an_address) {
+    // An address (the in-cluster service's, most kubeconfigs'): no name
+    // to resolve, and no resolver thread for this connection.
     error = Run(connect_by, timed_out, [&](auto done) {
-      asio::async_connect(stream.next_layer(), endpoints, std::move(done));
+      stream.next_layer().async_connect(tcp::endpoint(address, port),
+                                        std::move(done));
     });
+  } else {
+    tcp::resolver resolver(io);
+    tcp::resolver::results_type endpoints;
+    error = Run(
+        connect_by, timed_out,
+        [&](auto done) {
+          resolver.async_resolve(
+              host, std::to_string(port),
+              [&endpoints, done = std::move(done)](
+                  beast::error_code e, tcp::resolver::results_type r) mutable {
+                endpoints = std::move(r);
+                done(e);
+              });
+        },
+        [&resolver] { resolver.cancel(); });
+    if (!error) {
+      error = Run(connect_by, timed_out, [&](auto done) {
+        asio::async_connect(stream.next_layer(), endpoints, std::move(done));
+      });
+    }
   }
   if (!error) {
     // Requests go out whole at once (a header and a body in two writes
