@@ -68,7 +68,10 @@ class ApiServer {
   }
   ~ApiServer() {
     if (started_) {
-      (void)std::system(("'" + Script() + "' stop '" + dir_.path().string() +
+      // The directory it was started in: the server and etcd stop, none
+      // left running after the program.
+      (void)std::system(("'" + Script() + "' stop '" +
+                         (dir_.path() / "server").string() +
                          "' >/dev/null 2>&1")
                             .c_str());
     }
