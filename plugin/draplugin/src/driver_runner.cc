@@ -255,8 +255,9 @@ class DriverRunner::Impl {
 
   // The health stream, v1 and v1alpha1 alike (the same messages): a raw
   // method that sends the list as protobuf encodes it, written straight
-  // from the packed list at every send (EncodeHealth), instead of a message
-  // of a few objects a device built and serialized again at every refresh.
+  // from the packed list at every send (HealthList::Encode), instead of a
+  // message of a few objects a device built and serialized again at every
+  // refresh.
   class HealthService final : public grpc::Service {
    public:
     // `method`: "/<package>.DRAResourceHealth/NodeWatchResources".
