@@ -1252,6 +1252,13 @@ TEST_F(FrameworkTest, P52_ReRegistersWhenTheStreamIsGone) {
   auto first = Connection();
   ASSERT_NE(first, nullptr);
   ASSERT_TRUE(first->WaitForMessages(1, 2s));
+  // As the kubelet, which answers Register before it dials the plugin, the
+  // stream may come before the plugin has the answer; the gap starts at the
+  // later of the two, so the clock moves only once the plugin has both.
+  for (int i = 0; i < 500 && publisher_->stats().registrations == 0; ++i) {
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_EQ(publisher_->stats().registrations, 1u);
   first->Cancel();  // the kubelet dropped the stream without a restart
   // The plugin has seen the stream go (the gap starts then).
   for (int i = 0; i < 500 && publisher_->stats().open_streams > 0; ++i) {

@@ -996,11 +996,13 @@ void ResourceServer::Supervise() {
       if (stopping_) break;
       if (restart_requested_) continue;
       if (status.ok()) {
-        registrations_.fetch_add(1);
         failures_in_a_row_ = 0;
         registered_ = true;
         registered_at_ = options_.clock->Now();
         backoff_ = options_.initial_backoff;
+        // Counted once dated: whoever sees the count sees the stream gap
+        // measured from this registration.
+        registrations_.fetch_add(1);
         LOG(INFO) << name_ << ": registered endpoint " << endpoint
                   << " with the kubelet";
         if (!retiring_.empty()) {
