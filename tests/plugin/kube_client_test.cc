@@ -30,6 +30,7 @@
 namespace topology::draplugin {
 namespace {
 
+using ::testing::AllOf;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
@@ -152,6 +153,53 @@ TEST(KubeConfigTest, InClusterCredentials) {
   EXPECT_EQ(config->server, "https://[fd00::1]:443");
   EXPECT_EQ(config->ca_pem, "CA");
   EXPECT_EQ(config->token_file, dir / "token");
+}
+
+TEST(KubeConfigTest, ATokenIsTrimmedAndOneThatCannotBeAHeaderIsRefused) {
+  const auto trimmed = BearerToken(" \t tok en\r\n\n", "t");
+  ASSERT_THAT(trimmed.status(), IsOk());
+  EXPECT_EQ(*trimmed, "tok en");
+  const auto blank = BearerToken("\n\r ", "t");
+  ASSERT_THAT(blank.status(), IsOk());
+  EXPECT_EQ(*blank, "");
+  for (const std::string& token :
+       {std::string("a\r\nX-Injected: 1"), std::string("a\nb"),
+        std::string("a\0b", 3), std::string("a\x7f")}) {
+    EXPECT_THAT(BearerToken(token, "where"),
+                StatusIs(StatusCode::kInvalidArgument,
+                         AllOf(HasSubstr("where: the token has a control "
+                                         "character"),
+                               HasSubstr("at byte 1"))))
+        << token;
+  }
+  // Inline, from a token file, in-cluster: each names where it came from.
+  std::string inline_token = kTokenConfig;
+  inline_token.replace(inline_token.find("{token: abc123}"), 15,
+                       "{token: \"abc\\r\\nX-Injected: 1\"}");
+  EXPECT_THAT(ParseKubeConfig(inline_token, "/", "kubeconfig k").status(),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("kubeconfig k: user \"driver\": the token has "
+                                 "a control character (0x0d) at byte 3")));
+  ::topology::testing::TempDir dir;
+  Write(dir.path() / "token", "tok\nX-Injected: 1\n");
+  std::string file_token = kTokenConfig;
+  file_token.replace(file_token.find("{token: abc123}"), 15,
+                     "{tokenFile: token}");
+  EXPECT_THAT(
+      ParseKubeConfig(file_token, dir.path(), "kubeconfig k").status(),
+      StatusIs(StatusCode::kInvalidArgument,
+               HasSubstr("tokenFile " + (dir.path() / "token").string() +
+                         ": the token has a control character")));
+  const auto sa = dir.path() / "var/run/secrets/kubernetes.io/serviceaccount";
+  Write(sa / "token", "t\x01");
+  Write(sa / "ca.crt", "CA");
+  setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1", 1);
+  setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+  const Status in_cluster = InClusterConfig(dir.path()).status();
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  unsetenv("KUBERNETES_SERVICE_PORT");
+  EXPECT_THAT(in_cluster, StatusIs(StatusCode::kFailedPrecondition,
+                                   HasSubstr("in-cluster token")));
 }
 
 // --- requests over TLS
@@ -291,6 +339,29 @@ TEST_F(KubeClientTest, ATokenFileIsReadAtEveryRequest) {
   ASSERT_THAT(client->Request("GET", "/b").status(), IsOk());
   EXPECT_EQ(server_->requests()[0].authorization, "Bearer first");
   EXPECT_EQ(server_->requests()[1].authorization, "Bearer second");
+}
+
+TEST_F(KubeClientTest, ATokenThatWouldInjectAHeaderIsNeverSent) {
+  Serve([](const FakeApiServer::Request&) { return FakeApiServer::Answer{}; });
+  KubeConfig config = Config();
+  config.token = "abc\r\nX-Injected: 1";
+  EXPECT_THAT(
+      KubeClient::Create(config, {}).status(),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("control character")));
+  // A rotated token file is read at each request: a bad one fails that
+  // request, naming the file, and nothing reaches the server.
+  config.token.clear();
+  config.token_file = dir_.path() / "token";
+  Write(config.token_file, "good\n");
+  auto client = Client(config);
+  ASSERT_THAT(client->Request("GET", "/a").status(), IsOk());
+  Write(config.token_file, "bad\r\nX-Injected: 1\n");
+  EXPECT_THAT(client->Request("GET", "/b").status(),
+              StatusIs(StatusCode::kUnavailable,
+                       AllOf(HasSubstr(config.token_file.string()),
+                             HasSubstr("control character"))));
+  ASSERT_EQ(server_->requests().size(), 1u);
+  EXPECT_EQ(server_->requests()[0].authorization, "Bearer good");
 }
 
 TEST_F(KubeClientTest, ConnectionsAreKeptBetweenRequests) {

@@ -157,6 +157,9 @@ StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(KubeConfig config,
   if (options.attempts < 1 || options.timeout.count() <= 0) {
     return InvalidArgumentError("a client needs one attempt and a timeout");
   }
+  auto token = BearerToken(config.token, "the token of " + config.source);
+  if (!token.ok()) return token.status();
+  config.token = std::move(*token);
   auto proxy = ProxyFromEnvironment(*server);
   if (!proxy.ok()) return proxy.status();
   auto transport = std::make_unique<Transport>();
@@ -224,10 +227,10 @@ StatusOr<HttpResponse> KubeClient::Once(std::string_view method,
       return UnavailableError("token " + config_.token_file.string() + ": " +
                               read.status().message());
     }
-    token = std::move(*read);
-    while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) {
-      token.pop_back();
-    }
+    auto checked =
+        BearerToken(*read, "token file " + config_.token_file.string());
+    if (!checked.ok()) return UnavailableError(checked.status().message());
+    token = std::move(*checked);
   }
   if (!token.empty()) {
     request.set(http::field::authorization, "Bearer " + token);

@@ -1,6 +1,7 @@
 #include "topology/draplugin/kube_config.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <exception>
 #include <optional>
@@ -81,6 +82,28 @@ StatusOr<std::string> DecodeBase64(std::string_view text) {
     out.push_back(static_cast<char>((bits >> 2) & 0xff));
   }
   return out;
+}
+
+StatusOr<std::string> BearerToken(std::string_view text,
+                                  std::string_view where) {
+  // strings.TrimSpace's ASCII white space (and U+0085, U+00A0 are not
+  // taken: they are not single bytes).
+  constexpr std::string_view kSpace = " \t\n\v\f\r";
+  const size_t first = text.find_first_not_of(kSpace);
+  if (first == std::string_view::npos) return std::string();
+  text = text.substr(first, text.find_last_not_of(kSpace) - first + 1);
+  for (size_t i = 0; i < text.size(); ++i) {
+    const auto c = static_cast<unsigned char>(text[i]);
+    if ((c < 0x20 && c != '\t') || c == 0x7f) {
+      char code[8];
+      std::snprintf(code, sizeof code, "0x%02x", c);
+      return InvalidArgumentError(
+          std::string(where) + ": the token has a control character (" + code +
+          ") at byte " + std::to_string(first + i) +
+          "; it cannot be sent as an HTTP header");
+    }
+  }
+  return std::string(text);
 }
 
 std::string EncodeBase64(std::string_view bytes) {
@@ -424,12 +447,18 @@ StatusOr<KubeConfig> ParseKubeConfig(std::string_view yaml,
                        "\": exec and auth-provider credentials are not "
                        "supported (give a token or a client certificate)");
       }
-      config.token = Scalar(user, "token").value_or("");
+      auto inline_token = BearerToken(Scalar(user, "token").value_or(""),
+                                      where + ": user \"" + user_name + "\"");
+      if (!inline_token.ok()) return inline_token.status();
+      config.token = std::move(*inline_token);
       if (auto file = Scalar(user, "tokenFile")) {
         std::filesystem::path path(*file);
         config.token_file = path.is_relative() ? base_dir / path : path;
         auto token = read("tokenFile", config.token_file.string());
         if (!token.ok()) return token.status();
+        auto checked = BearerToken(
+            *token, where + ": tokenFile " + config.token_file.string());
+        if (!checked.ok()) return checked.status();
       }
       auto cert = material(user, "client-certificate");
       if (!cert.ok()) return cert.status();
@@ -485,6 +514,11 @@ StatusOr<KubeConfig> InClusterConfig(const std::filesystem::path& root) {
     return FailedPreconditionError("in-cluster token " +
                                    config.token_file.string() + ": " +
                                    token.status().message());
+  }
+  if (auto checked =
+          BearerToken(*token, "in-cluster token " + config.token_file.string());
+      !checked.ok()) {
+    return FailedPreconditionError(checked.status().message());
   }
   auto ca = files::ReadRegularFile(dir / "ca.crt", kMaxFileBytes);
   if (!ca.ok()) {

@@ -84,6 +84,14 @@ StatusOr<std::optional<ProxyAddress>> ProxyFor(const ServerAddress& server,
 StatusOr<std::optional<ProxyAddress>> ProxyFromEnvironment(
     const ServerAddress& server);
 
+// A bearer token as client-go takes it from its text (an inline token, a
+// token file): white space at either end removed, as strings.TrimSpace
+// does. INVALID_ARGUMENT naming `where` for a token that cannot be an HTTP
+// header value, as Go's net/http refuses it: a control character (a line
+// break, NUL...) other than a tab, or DEL. Empty text is an empty token.
+StatusOr<std::string> BearerToken(std::string_view text,
+                                  std::string_view where);
+
 // RFC 4648 base64 (kubeconfig *-data fields); nullopt-like error when not.
 StatusOr<std::string> DecodeBase64(std::string_view text);
 std::string EncodeBase64(std::string_view bytes);
