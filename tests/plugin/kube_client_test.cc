@@ -521,10 +521,11 @@ TEST(ServerUrlTest, HostPortAndPath) {
   EXPECT_EQ(b->host, "fd00::1");
   EXPECT_EQ(b->port, 6443);
   EXPECT_EQ(b->path, "/prefix");
-  for (const char* bad : {"http://a", "https://", "https://:443", "https://a:0",
-                          "https://a:99999", "https://a:", "https://u:p@a",
-                          "https://a?x=1", "https://fd00::1",
-                          "https://[fd00::1", "https://a b", "https://a:44x"}) {
+  for (const char* bad :
+       {"http://a", "https://", "https://:443", "https://a:0",
+        "https://a:99999", "https://a:", "https://u:p@a", "https://a?x=1",
+        "https://fd00::1", "https://[fd00::1", "https://a b", "https://a:44x",
+        "https://a/p q", "https://a/p\r\nX-Injected: 1", "https://a/\x7f"}) {
     EXPECT_THAT(ParseServerUrl(bad),
                 StatusIs(StatusCode::kInvalidArgument,
                          HasSubstr("is not an https:// URL")))

@@ -285,6 +285,13 @@ StatusOr<ServerAddress> ParseServerUrl(std::string_view url) {
   std::string path(slash == std::string_view::npos ? std::string_view()
                                                    : rest.substr(slash));
   while (!path.empty() && path.back() == '/') path.pop_back();
+  // The path prefixes every request line: printable ASCII without spaces.
+  if (std::any_of(path.begin(), path.end(), [](char c) {
+        const auto byte = static_cast<unsigned char>(c);
+        return byte <= ' ' || byte >= 0x7f;
+      })) {
+    return invalid("a space or control character in the path");
+  }
   if (authority.find('@') != std::string_view::npos) {
     return invalid("user info in the URL");
   }
