@@ -25,6 +25,7 @@
 #include "fake_dra_kubelet.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
+#include "time_scale.h"
 
 namespace topology::draplugin {
 namespace {
@@ -35,6 +36,7 @@ using ::testing::IsEmpty;
 using ::testing::SizeIs;
 using ::topology::testing::FakeDraKubelet;
 using ::topology::testing::IsOk;
+using ::topology::testing::Scaled;
 using ::topology::testing::StatusIs;
 using namespace std::chrono_literals;
 
@@ -502,7 +504,8 @@ TEST_F(DraFrameworkTest, DeletedSocketsAreServedAgain) {
       },
       3s));
   EXPECT_FALSE(runner_->registered());
-  ASSERT_TRUE(WaitFor([&] { return kubelet_.Register(kDriver).ok(); }, 3s));
+  ASSERT_TRUE(
+      WaitFor([&] { return kubelet_.Register(kDriver).ok(); }, Scaled(3s)));
   EXPECT_TRUE(runner_->registered());
   auto answers = kubelet_.Prepare({Kubelet(GpuClaim("u1"))});
   ASSERT_THAT(answers.status(), IsOk());

@@ -420,7 +420,7 @@ TEST_F(EndToEndTest, PluginKilledThenBack) {
   ASSERT_TRUE(pod["admitted"].get<bool>());
   const auto killed = std::chrono::steady_clock::now();
   plugin_->Stop(SIGKILL);
-  ASSERT_TRUE(WaitAllocatable("example.com/gpu", 0, 1s));
+  ASSERT_TRUE(WaitAllocatable("example.com/gpu", 0, Scaled(1s)));
   EXPECT_LT(std::chrono::steady_clock::now() - killed, 1s);
   StartPlugin();
   ASSERT_TRUE(WaitAllocatable("example.com/gpu", 8));

@@ -191,7 +191,7 @@ TEST_F(FrameworkTest, P04_MethodPathsAndUnknownMethod) {
   EXPECT_EQ(call("/v1beta2.DevicePlugin/Allocate", allocate).error_code(),
             grpc::StatusCode::UNIMPLEMENTED);
   // ListAndWatch answers on its path too (it is server-streaming).
-  EXPECT_TRUE(connection->WaitForMessages(1, 2s));
+  EXPECT_TRUE(connection->WaitForMessages(1, Scaled(2s)));
 }
 
 // GetPreferredAllocation reads its request itself (into an arena): bytes
@@ -234,7 +234,7 @@ TEST_F(FrameworkTest, P05_NoDeadlockWhileRegisterPending) {
   auto connection = Connection(1, 5s);
   ASSERT_NE(connection, nullptr);
   // Options were read and the list streamed while Register was held.
-  EXPECT_TRUE(connection->WaitForMessages(1, 2s));
+  EXPECT_TRUE(connection->WaitForMessages(1, Scaled(2s)));
   EXPECT_LT(connection->messages()[0].received - start, 2500ms);
   EXPECT_TRUE(OptionsAnswer(*connection));
   for (int i = 0; i < 40 && !publisher_->registered(); ++i) {
@@ -247,7 +247,7 @@ TEST_F(FrameworkTest, P06_ListAndWatchBeforeRegisterReply) {
   kubelet_.SetReplyDelay(1s);
   auto connection = Connected(MakeDevices(3));
   ASSERT_NE(connection, nullptr);
-  ASSERT_TRUE(connection->WaitForMessages(1, 2s));
+  ASSERT_TRUE(connection->WaitForMessages(1, Scaled(2s)));
   for (int i = 0; i < 30 && !publisher_->registered(); ++i) {
     std::this_thread::sleep_for(100ms);
   }
@@ -395,7 +395,7 @@ TEST_F(FrameworkTest, P14_StaleOwnSocketsAreRemoved) {
               ::testing::MatchesRegex("topology-example\\.com_dev-" +
                                       std::to_string(getpid()) +
                                       "-[0-9a-f]{8}-0\\.sock"));
-  EXPECT_TRUE(connection->WaitForMessages(1, 2s));
+  EXPECT_TRUE(connection->WaitForMessages(1, Scaled(2s)));
 }
 
 // A surge rollout: a second instance starts beside the first in the same
@@ -452,7 +452,7 @@ TEST_F(FrameworkTest, TwoInstancesOverlapAndTheFirstOutlivesTheSecond) {
   connection = Connection(3, 5s);
   ASSERT_NE(connection, nullptr);
   EXPECT_EQ(connection->request().endpoint(), first_endpoint);
-  EXPECT_TRUE(connection->WaitForMessages(1, 2s));
+  EXPECT_TRUE(connection->WaitForMessages(1, Scaled(2s)));
   EXPECT_EQ(connection->latest()->devices_size(), 2);
   EXPECT_TRUE(until([&] {
     return (*first_resource)->registered() && !(*first_resource)->superseded();
@@ -505,7 +505,7 @@ TEST_F(FrameworkTest, P15_OptionsAreStable) {
 TEST_F(FrameworkTest, P16_FirstMessageIsImmediateAndFull) {
   auto connection = Connected(MakeDevices(16));
   ASSERT_NE(connection, nullptr);
-  ASSERT_TRUE(connection->WaitForMessages(1, 1s));
+  ASSERT_TRUE(connection->WaitForMessages(1, Scaled(1s)));
   const auto first = connection->messages()[0];
   EXPECT_LT(first.received - connection->stream_opened(), 1s);
   EXPECT_THAT(Ids(first.response), SizeIs(16));
@@ -520,7 +520,7 @@ TEST_F(FrameworkTest, P17_P18_HealthStringsIdsAndTopology) {
   StartPlugin(devices);
   auto connection = Connection();
   ASSERT_NE(connection, nullptr);
-  ASSERT_TRUE(connection->WaitForMessages(1, 2s));
+  ASSERT_TRUE(connection->WaitForMessages(1, Scaled(2s)));
   std::set<std::string> ids;
   const v1beta1::ListAndWatchResponse latest = *connection->latest();
   for (const auto& device : latest.devices()) {
@@ -564,11 +564,11 @@ TEST_F(FrameworkTest, P19_HealthChangeStreamsTheFullList) {
   StartPlugin(devices);
   auto connection = Connection();
   ASSERT_NE(connection, nullptr);
-  ASSERT_TRUE(connection->WaitForMessages(1, 2s));
+  ASSERT_TRUE(connection->WaitForMessages(1, Scaled(2s)));
   devices[5].health = plugin::Health::kUnhealthy;
   const auto changed = std::chrono::steady_clock::now();
   ASSERT_THAT(publisher_->SetDevices(devices), IsOk());
-  ASSERT_TRUE(connection->WaitForMessages(2, 1s));
+  ASSERT_TRUE(connection->WaitForMessages(2, Scaled(1s)));
   const auto messages = connection->messages();
   EXPECT_LT(messages[1].received - changed, 1s);
   ASSERT_EQ(messages[1].response.devices_size(), 8);
@@ -590,10 +590,10 @@ TEST_F(FrameworkTest, P20_RemovalSendsTheRemainingDevices) {
   StartPlugin(devices);
   auto connection = Connection();
   ASSERT_NE(connection, nullptr);
-  ASSERT_TRUE(connection->WaitForMessages(1, 2s));
+  ASSERT_TRUE(connection->WaitForMessages(1, Scaled(2s)));
   devices.erase(devices.begin() + 1);
   ASSERT_THAT(publisher_->SetDevices(devices), IsOk());
-  ASSERT_TRUE(connection->WaitForMessages(2, 1s));
+  ASSERT_TRUE(connection->WaitForMessages(2, Scaled(1s)));
   EXPECT_THAT(Ids(*connection->latest()),
               ElementsAre("dev-0", "dev-2", "dev-3"));
 }
@@ -601,7 +601,7 @@ TEST_F(FrameworkTest, P20_RemovalSendsTheRemainingDevices) {
 TEST_F(FrameworkTest, P21_IdleStreamStaysOpen) {
   auto connection = Connected(MakeDevices(2));
   ASSERT_NE(connection, nullptr);
-  ASSERT_TRUE(connection->WaitForMessages(1, 2s));
+  ASSERT_TRUE(connection->WaitForMessages(1, Scaled(2s)));
   // Nothing changes for a while: the stream neither ends nor repeats.
   EXPECT_FALSE(connection->WaitForEnd(3s).has_value());
   EXPECT_THAT(connection->messages(), SizeIs(1));
@@ -613,7 +613,7 @@ TEST_F(FrameworkTest, P22_P23_NewStreamsGetTheCurrentList) {
   StartPlugin(devices);
   auto first = Connection();
   ASSERT_NE(first, nullptr);
-  ASSERT_TRUE(first->WaitForMessages(1, 2s));
+  ASSERT_TRUE(first->WaitForMessages(1, Scaled(2s)));
   // A second stream on the same socket while the first lives (takeover).
   grpc::ClientContext context;
   auto second = first->stub().ListAndWatch(&context, v1beta1::Empty());
@@ -624,7 +624,7 @@ TEST_F(FrameworkTest, P22_P23_NewStreamsGetTheCurrentList) {
   ASSERT_THAT(publisher_->SetDevices(devices), IsOk());
   ASSERT_TRUE(second->Read(&response));
   EXPECT_THAT(Ids(response), SizeIs(2));
-  ASSERT_TRUE(first->WaitForMessages(2, 1s));
+  ASSERT_TRUE(first->WaitForMessages(2, Scaled(1s)));
   EXPECT_EQ(publisher_->stats().open_streams, 2u);
   // The first stream is cancelled; later changes reach the second.
   first->Cancel();
@@ -680,7 +680,7 @@ std::vector<plugin::Device> LongIdDevices(int count) {
 TEST_F(FrameworkTest, P25_TenThousandDevicesInOneMessage) {
   auto connection = Connected(LongIdDevices(10000));
   ASSERT_NE(connection, nullptr);
-  ASSERT_TRUE(connection->WaitForMessages(1, 2s));
+  ASSERT_TRUE(connection->WaitForMessages(1, Scaled(2s)));
   const auto first = connection->messages()[0];
   EXPECT_EQ(first.response.devices_size(), 10000);
   EXPECT_LT(first.response.ByteSizeLong(), 4u << 20);
@@ -690,7 +690,7 @@ TEST_F(FrameworkTest, P25_TenThousandDevicesInOneMessage) {
 TEST_F(FrameworkTest, P26_OversizedListIsRefusedNotSent) {
   auto connection = Connected(MakeDevices(2));
   ASSERT_NE(connection, nullptr);
-  ASSERT_TRUE(connection->WaitForMessages(1, 2s));
+  ASSERT_TRUE(connection->WaitForMessages(1, Scaled(2s)));
   EXPECT_THAT(publisher_->SetDevices(LongIdDevices(60000)),
               StatusIs(StatusCode::kResourceExhausted,
                        HasSubstr("more than the kubelet receives")));
@@ -716,7 +716,7 @@ class FrameworkRpcTest : public FrameworkTest {
     StartPlugin(MakeDevices(8));
     connection_ = Connection();
     ASSERT_NE(connection_, nullptr);
-    ASSERT_TRUE(connection_->WaitForMessages(1, 2s));
+    ASSERT_TRUE(connection_->WaitForMessages(1, Scaled(2s)));
   }
 
   grpc::Status Preferred(const std::vector<std::string>& available,
@@ -938,7 +938,7 @@ TEST_F(FrameworkRpcTest, P39_UnhealthyIdRejected) {
   auto devices = MakeDevices(8);
   devices[3].health = plugin::Health::kUnhealthy;
   ASSERT_THAT(publisher_->SetDevices(devices), IsOk());
-  ASSERT_TRUE(connection_->WaitForMessages(2, 1s));
+  ASSERT_TRUE(connection_->WaitForMessages(2, Scaled(1s)));
   v1beta1::AllocateResponse response;
   grpc::Status status = Allocate({{"dev-3"}}, &response);
   EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
@@ -1211,7 +1211,7 @@ TEST_F(FrameworkTest, P49_KubeletRestartInTheRealOrder) {
   EXPECT_NE(second->request().endpoint(), first->request().endpoint());
   EXPECT_TRUE(
       std::filesystem::exists(dir_.path() / second->request().endpoint()));
-  ASSERT_TRUE(second->WaitForMessages(1, 1s));
+  ASSERT_TRUE(second->WaitForMessages(1, Scaled(1s)));
   EXPECT_THAT(Ids(*second->latest()), SizeIs(5));
 }
 
@@ -1224,13 +1224,13 @@ TEST_F(FrameworkTest, P50_OnlyKubeletSocketRecreated) {
   kubelet_.Start();
   auto second = Connection(2, 15s);
   ASSERT_NE(second, nullptr);
-  EXPECT_TRUE(second->WaitForMessages(1, 1s));
+  EXPECT_TRUE(second->WaitForMessages(1, Scaled(1s)));
 }
 
 TEST_F(FrameworkTest, P51_OnlyPluginSocketDeleted) {
   auto first = Connected(MakeDevices(3));
   ASSERT_NE(first, nullptr);
-  ASSERT_TRUE(first->WaitForMessages(1, 2s));
+  ASSERT_TRUE(first->WaitForMessages(1, Scaled(2s)));
   kubelet_.SetReplyDelay(1s);
   std::filesystem::remove(dir_.path() / first->request().endpoint());
   auto second = Connection(2, 15s);
@@ -1251,7 +1251,7 @@ TEST_F(FrameworkTest, P52_ReRegistersWhenTheStreamIsGone) {
   StartPlugin(MakeDevices(2), options);
   auto first = Connection();
   ASSERT_NE(first, nullptr);
-  ASSERT_TRUE(first->WaitForMessages(1, 2s));
+  ASSERT_TRUE(first->WaitForMessages(1, Scaled(2s)));
   // As the kubelet, which answers Register before it dials the plugin, the
   // stream may come before the plugin has the answer; the gap starts at the
   // later of the two, so the clock moves only once the plugin has both.
@@ -1271,7 +1271,7 @@ TEST_F(FrameworkTest, P52_ReRegistersWhenTheStreamIsGone) {
   clock_.Advance(1min);
   auto second = Connection(2, 5s);
   ASSERT_NE(second, nullptr);
-  EXPECT_TRUE(second->WaitForMessages(1, 1s));
+  EXPECT_TRUE(second->WaitForMessages(1, Scaled(1s)));
 }
 
 TEST_F(FrameworkTest, P55_P56_DeniedTwiceThenAcceptedOnce) {
@@ -1305,7 +1305,7 @@ TEST_F(FrameworkTest, KubeletRestartsFiftyTimesWithoutLeaks) {
     kubelet_.Restart(50ms);
     auto connection = Connection(i, 15s);
     ASSERT_NE(connection, nullptr) << "restart " << i - 1;
-    ASSERT_TRUE(connection->WaitForMessages(1, 2s));
+    ASSERT_TRUE(connection->WaitForMessages(1, Scaled(2s)));
     if (i == 6) {  // after warm-up
       std::this_thread::sleep_for(300ms);
       threads = CountThreads();
@@ -1327,7 +1327,7 @@ TEST_F(FrameworkTest, KubeletRestartsFiftyTimesWithoutLeaks) {
 TEST_F(FrameworkTest, P54_StopClosesStreamsAndRemovesSockets) {
   auto connection = Connected(MakeDevices(2));
   ASSERT_NE(connection, nullptr);
-  ASSERT_TRUE(connection->WaitForMessages(1, 2s));
+  ASSERT_TRUE(connection->WaitForMessages(1, Scaled(2s)));
   const auto socket = dir_.path() / connection->request().endpoint();
   const auto start = std::chrono::steady_clock::now();
   runner_->Stop();
@@ -1349,7 +1349,7 @@ TEST_F(FrameworkTest, SocketDeletedAtStartupIsServedAgain) {
   kubelet_.Start();
   auto connection = Connection(1, 10s);
   ASSERT_NE(connection, nullptr);
-  EXPECT_TRUE(connection->WaitForMessages(1, 2s));
+  EXPECT_TRUE(connection->WaitForMessages(1, Scaled(2s)));
   EXPECT_TRUE(OptionsAnswer(*connection));
   EXPECT_TRUE(
       std::filesystem::exists(dir_.path() / connection->request().endpoint()));

@@ -31,6 +31,7 @@
 #include "status_matchers.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
+#include "time_scale.h"
 #include "topologymanager/v1alpha1/control.grpc.pb.h"
 
 namespace topology::host {
@@ -44,6 +45,7 @@ using ::topology::testing::FakePlugin;
 using ::topology::testing::IsOk;
 using ::topology::testing::MakeDeadSocket;
 using ::topology::testing::MakeDevice;
+using ::topology::testing::Scaled;
 using ::topology::testing::StatusIs;
 
 constexpr char kGpu[] = "example.com/gpu";
@@ -455,7 +457,7 @@ TEST_F(HostTest, K19_K20_DisconnectZeroesAllocatableThenGraceThenReturn) {
   const PodResult first = host_->Admit(MakePod("first", {{kGpu, 1}}), false);
   ASSERT_TRUE(first.admitted);
   plugin->EndStreams(grpc::Status(grpc::StatusCode::INTERNAL, "crash"));
-  ASSERT_TRUE(WaitFor([&] { return View().stopped; }, 1s));
+  ASSERT_TRUE(WaitFor([&] { return View().stopped; }, Scaled(1s)));
   EXPECT_EQ(View().allocatable, 0u);
   EXPECT_EQ(View().capacity, 4u);
   const PodResult refused = host_->Admit(MakePod("second", {{kGpu, 1}}), false);
@@ -484,13 +486,13 @@ TEST_F(HostTest, K19_K42_ResourceRemovedAfterTheGracePeriod) {
   auto plugin = Plugin("a.sock", FourGpus());
   ASSERT_TRUE(WaitFor([&] { return View().capacity == 4; }));
   plugin->Stop();
-  ASSERT_TRUE(WaitFor([&] { return View().stopped; }, 1s));
+  ASSERT_TRUE(WaitFor([&] { return View().stopped; }, Scaled(1s)));
   // A second short of the grace period: still there, however long the
   // collector looks.
   clock_.Advance(5min - 1s);
   EXPECT_FALSE(WaitFor([&] { return !Has(); }, 100ms));
   clock_.Advance(1s);
-  EXPECT_TRUE(WaitFor([&] { return !Has(); }, 2s));
+  EXPECT_TRUE(WaitFor([&] { return !Has(); }, Scaled(2s)));
 }
 
 TEST_F(HostTest, K21_CheckpointFollowsEveryListUpdate) {
@@ -705,7 +707,7 @@ TEST_F(HostTest, K36_StalledAllocateDoesNotBlockListUpdates) {
   plugin->SetDevices({MakeDevice("gpu-0", {0}), MakeDevice("gpu-1", {0}),
                       MakeDevice("gpu-2", {1}), MakeDevice("gpu-3", {1}),
                       MakeDevice("gpu-4", {1})});
-  EXPECT_TRUE(WaitFor([&] { return View().capacity == 5; }, 1s));
+  EXPECT_TRUE(WaitFor([&] { return View().capacity == 5; }, Scaled(1s)));
   release.set_value();
   EXPECT_TRUE(admission.get().admitted);
 }

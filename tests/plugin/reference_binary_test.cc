@@ -27,6 +27,7 @@
 #include "run_command.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
+#include "time_scale.h"
 
 extern char** environ;
 
@@ -77,7 +78,7 @@ TEST_F(PluginBinaryTest, P53_CrashMidStreamThenRestart) {
   auto first_process = std::make_unique<PluginProcess>(Args());
   auto first = kubelet_.WaitForConnection("example.com/gpu", 10s);
   ASSERT_NE(first, nullptr);
-  ASSERT_TRUE(first->WaitForMessages(1, 2s));
+  ASSERT_TRUE(first->WaitForMessages(1, Scaled(2s)));
   const auto stale = plugins_.path() / first->request().endpoint();
   first_process->Signal(SIGKILL);
   auto end = first->WaitForEnd(5s);
@@ -88,7 +89,7 @@ TEST_F(PluginBinaryTest, P53_CrashMidStreamThenRestart) {
   PluginProcess second_process(Args());
   auto second = kubelet_.WaitForConnection("example.com/gpu", 10s, 2);
   ASSERT_NE(second, nullptr);
-  ASSERT_TRUE(second->WaitForMessages(1, 2s));
+  ASSERT_TRUE(second->WaitForMessages(1, Scaled(2s)));
   EXPECT_EQ(second->latest()->devices_size(), 8);
   EXPECT_FALSE(std::filesystem::exists(stale));  // cleaned at start-up
 }
@@ -99,7 +100,7 @@ TEST_F(PluginBinaryTest, P54_SigtermEndsStreamsRemovesSocketExitsZero) {
   PluginProcess process(Args(), log);
   auto connection = kubelet_.WaitForConnection("example.com/gpu", 10s);
   ASSERT_NE(connection, nullptr);
-  ASSERT_TRUE(connection->WaitForMessages(1, 2s));
+  ASSERT_TRUE(connection->WaitForMessages(1, Scaled(2s)));
   const auto socket = plugins_.path() / connection->request().endpoint();
   process.Signal(SIGTERM);
   EXPECT_EQ(process.Wait(5s), std::optional<int>(0));
@@ -126,12 +127,12 @@ TEST_F(PluginBinaryTest, SurgeRolloutKeepsTheResourceServed) {
   PluginProcess first_process(Args());
   auto first = kubelet_.WaitForConnection("example.com/gpu", 10s);
   ASSERT_NE(first, nullptr);
-  ASSERT_TRUE(first->WaitForMessages(1, 2s));
+  ASSERT_TRUE(first->WaitForMessages(1, Scaled(2s)));
   const auto first_socket = plugins_.path() / first->request().endpoint();
   auto second_process = std::make_unique<PluginProcess>(Args());
   auto second = kubelet_.WaitForConnection("example.com/gpu", 10s, 2);
   ASSERT_NE(second, nullptr);
-  ASSERT_TRUE(second->WaitForMessages(1, 2s));
+  ASSERT_TRUE(second->WaitForMessages(1, Scaled(2s)));
   EXPECT_NE(second->request().endpoint(), first->request().endpoint());
   std::this_thread::sleep_for(500ms);
   EXPECT_EQ(kubelet_.accepted_registrations(), 2U);  // no tug of war
@@ -141,7 +142,7 @@ TEST_F(PluginBinaryTest, SurgeRolloutKeepsTheResourceServed) {
   auto again = kubelet_.WaitForConnection("example.com/gpu", 10s, 3);
   ASSERT_NE(again, nullptr);
   EXPECT_EQ(again->request().endpoint(), first->request().endpoint());
-  ASSERT_TRUE(again->WaitForMessages(1, 2s));
+  ASSERT_TRUE(again->WaitForMessages(1, Scaled(2s)));
   EXPECT_EQ(again->latest()->devices_size(), 8);
 }
 
@@ -195,7 +196,7 @@ TEST_F(PluginBinaryTest, StopWithStalledClientsOnEverySocketIsPrompt) {
                                "example.com/gpu-c", "example.com/gpu-d"}) {
     auto connection = kubelet_.WaitForConnection(resource, 10s);
     ASSERT_NE(connection, nullptr) << resource;
-    ASSERT_TRUE(connection->WaitForMessages(1, 2s)) << resource;
+    ASSERT_TRUE(connection->WaitForMessages(1, Scaled(2s))) << resource;
     const int fd =
         StalledClient(plugins_.path() / connection->request().endpoint());
     ASSERT_GE(fd, 0) << resource;

@@ -29,6 +29,7 @@
 #include "status_matchers.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
+#include "time_scale.h"
 
 namespace topology::device_plugin {
 namespace {
@@ -43,6 +44,7 @@ using ::testing::UnorderedElementsAre;
 using ::topology::testing::FakeKubelet;
 using ::topology::testing::IsOk;
 using ::topology::testing::PluginConnection;
+using ::topology::testing::Scaled;
 using ::topology::testing::StatusIs;
 
 constexpr char kGpu[] = "example.com/gpu";
@@ -117,7 +119,7 @@ class ReferencePluginTest : public ::testing::Test {
     ASSERT_THAT(plugin_->Start(), IsOk());
     gpu_ = kubelet_.WaitForConnection(kGpu, 10s);
     ASSERT_NE(gpu_, nullptr);
-    ASSERT_TRUE(gpu_->WaitForMessages(1, 2s));
+    ASSERT_TRUE(gpu_->WaitForMessages(1, Scaled(2s)));
   }
 
   std::filesystem::path DeviceDir(const std::string& address) const {
@@ -192,7 +194,7 @@ TEST_F(ReferencePluginTest, ListsDevicesWithTheirNumaNodes) {
   for (const auto& id : kNode1Gpus) EXPECT_THAT(nodes.at(id), ElementsAre(1));
   auto nic = kubelet_.WaitForConnection(kNic, 5s);
   ASSERT_NE(nic, nullptr);
-  ASSERT_TRUE(nic->WaitForMessages(1, 2s));
+  ASSERT_TRUE(nic->WaitForMessages(1, Scaled(2s)));
   EXPECT_THAT(NodesById(*nic->latest()), SizeIs(4));
   EXPECT_TRUE(gpu_->options().get_preferred_allocation_available());
   EXPECT_FALSE(gpu_->options().pre_start_required());
@@ -236,7 +238,7 @@ TEST(ReferencePluginLocalityTest, MixedLocalityReportsNoTopologyAtAll) {
   ASSERT_THAT((*plugin)->Start(), IsOk());
   auto gpu = kubelet.WaitForConnection(kGpu, 10s);
   ASSERT_NE(gpu, nullptr);
-  ASSERT_TRUE(gpu->WaitForMessages(1, 2s));
+  ASSERT_TRUE(gpu->WaitForMessages(1, Scaled(2s)));
   const auto nodes = NodesById(*gpu->latest());
   ASSERT_THAT(nodes, SizeIs(2));
   for (const auto& [id, list] : nodes) EXPECT_THAT(list, ElementsAre()) << id;
@@ -629,7 +631,7 @@ TEST_F(ReferencePluginTest, P39_UnboundDriverIsUnhealthyThenRecovers) {
     }
     return false;
   };
-  ASSERT_TRUE(WaitForList(unhealthy, 1s));
+  ASSERT_TRUE(WaitForList(unhealthy, Scaled(1s)));
   EXPECT_THAT(NodesById(*gpu_->latest()), SizeIs(8));  // still listed
   v1beta1::AllocateRequest request;
   request.add_container_requests()->add_devices_ids("0000:3d:00.0");
@@ -665,7 +667,7 @@ TEST_F(ReferencePluginTest, P19_FaultInjectionFlipsOneDevice) {
   ASSERT_THAT(
       plugin_->SetHealthOverride("0000:1b:00.0", plugin::Health::kUnhealthy),
       IsOk());
-  ASSERT_TRUE(gpu_->WaitForMessages(2, 1s));
+  ASSERT_TRUE(gpu_->WaitForMessages(2, Scaled(1s)));
   const auto list = *gpu_->latest();
   ASSERT_EQ(list.devices_size(), 8);
   for (const auto& device : list.devices()) {
@@ -717,7 +719,7 @@ TEST_F(ReferencePluginTest, PeriodicRescanFindsChangesWithoutUevents) {
   ASSERT_THAT((*plugin)->Start(), IsOk());
   gpu_ = kubelet_.WaitForConnection(kGpu, 10s);
   ASSERT_NE(gpu_, nullptr);
-  ASSERT_TRUE(gpu_->WaitForMessages(1, 2s));
+  ASSERT_TRUE(gpu_->WaitForMessages(1, Scaled(2s)));
   std::filesystem::remove(DeviceDir("0000:1a:00.0") / "driver");
   EXPECT_TRUE(WaitForList(
       [](const auto& list) {

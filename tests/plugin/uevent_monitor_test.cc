@@ -31,11 +31,13 @@
 #include "reference_plugin.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
+#include "time_scale.h"
 
 namespace topology::plugin {
 namespace {
 
 using namespace std::chrono_literals;
+using ::topology::testing::Scaled;
 
 class Events {
  public:
@@ -90,7 +92,7 @@ TEST(UeventMonitorTest, DeliversTheKernelsPciUevents) {
       });
   ASSERT_TRUE(monitor.ok()) << monitor.status().ToString();
   ASSERT_TRUE(Trigger(function));
-  EXPECT_TRUE(events.WaitFor("change", function, 2s)) << function;
+  EXPECT_TRUE(events.WaitFor("change", function, Scaled(2s))) << function;
 }
 
 TEST(UeventMonitorTest, DeliversInANetworkNamespaceOfItsOwn) {
@@ -114,7 +116,7 @@ TEST(UeventMonitorTest, DeliversInANetworkNamespaceOfItsOwn) {
   if (unshare_error != 0) GTEST_SKIP() << "cannot create a network namespace";
   ASSERT_TRUE(monitor.ok()) << monitor.status().ToString();
   ASSERT_TRUE(Trigger(function));
-  EXPECT_TRUE(events.WaitFor("change", function, 2s)) << function;
+  EXPECT_TRUE(events.WaitFor("change", function, Scaled(2s))) << function;
 }
 
 TEST(UeventMonitorTest, OnlyTheInitialUserNamespaceGetsUevents) {
