@@ -86,8 +86,8 @@ StatusOr<std::string> DecodeBase64(std::string_view text) {
 
 StatusOr<std::string> BearerToken(std::string_view text,
                                   std::string_view where) {
-  // strings.TrimSpace's ASCII white space (and U+0085, U+00A0 are not
-  // taken: they are not single bytes).
+  // strings.TrimSpace's ASCII white space; its Unicode spaces (U+0085,
+  // U+00A0) are left, as no token contains them.
   constexpr std::string_view kSpace = " \t\n\v\f\r";
   const size_t first = text.find_first_not_of(kSpace);
   if (first == std::string_view::npos) return std::string();
