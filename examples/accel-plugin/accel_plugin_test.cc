@@ -102,7 +102,9 @@ class AccelPluginTest : public ::testing::Test {
   }
 
   void TearDown() override {
-    if (plugin_) EXPECT_EQ(plugin_->Terminate(5s), 0);
+    if (plugin_) {
+      EXPECT_EQ(plugin_->Terminate(5s), 0);
+    }
     connection_.reset();
     kubelet_.reset();
     fs::remove_all(dir_);

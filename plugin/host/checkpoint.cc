@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checksum.h"
+#include "json_fields.h"
 
 namespace topology::host {
 namespace {
@@ -19,6 +20,7 @@ namespace {
 using nlohmann::json;
 
 using files::Fnv1a64;
+namespace jf = json_fields;
 
 std::string Checksum(const json& data) {
   return files::ChecksumHex(
@@ -32,13 +34,14 @@ json ContainerJson(const manager::Container& c) {
 
 manager::Container ContainerFromJson(const json& j) {
   manager::Container c;
-  c.name = j.at("name").get<std::string>();
-  c.restartable = j.value("restartable", false);
-  c.limits = j.at("limits").get<std::map<std::string, int64_t>>();
-  for (const auto& [resource, quantity] : c.limits) {
-    if (quantity < 0) {
+  c.name = jf::String(j, "name");
+  c.restartable = jf::BoolOr(j, "restartable", false);
+  for (const auto& [resource, quantity] : jf::Object(j, "limits").items()) {
+    const int64_t value = jf::AsInt(quantity, "limits." + resource);
+    if (value < 0) {
       throw std::invalid_argument("negative limit of " + resource);
     }
+    c.limits[resource] = value;
   }
   return c;
 }
@@ -78,32 +81,33 @@ json PodJson(const CheckpointPod& record) {
 // a bad CPU list is an invalid_argument naming the pod.
 CheckpointPod PodFromJson(const json& p) {
   CheckpointPod record;
-  record.pod.uid = p.at("uid").get<std::string>();
-  record.pod.ns = p.at("namespace").get<std::string>();
-  record.pod.name = p.at("name").get<std::string>();
-  record.pod.guaranteed = p.at("guaranteed").get<bool>();
-  record.pod.topology_policy = p.value("topology_policy", std::string());
+  record.pod.uid = jf::String(p, "uid");
+  record.pod.ns = jf::String(p, "namespace");
+  record.pod.name = jf::String(p, "name");
+  record.pod.guaranteed = jf::Bool(p, "guaranteed");
+  record.pod.topology_policy = jf::StringOr(p, "topology_policy", "");
   record.pod.topology_policy_source =
-      p.value("topology_policy_source", std::string());
-  for (const json& c : p.at("init_containers")) {
+      jf::StringOr(p, "topology_policy_source", "");
+  for (const json& c : jf::Array(p, "init_containers")) {
     record.pod.init_containers.push_back(ContainerFromJson(c));
   }
-  for (const json& c : p.at("containers")) {
+  for (const json& c : jf::Array(p, "containers")) {
     record.pod.containers.push_back(ContainerFromJson(c));
   }
-  for (const json& c : p.at("result").at("containers")) {
+  for (const json& c : jf::Array(jf::Object(p, "result"), "containers")) {
     CheckpointContainer container;
-    container.name = c.at("name").get<std::string>();
-    container.devices =
-        c.at("devices").get<std::map<std::string, std::vector<std::string>>>();
-    auto cpus = CpuSet::ParseList(c.at("cpus").get<std::string>());
+    container.name = jf::String(c, "name");
+    for (const auto& [resource, ids] : jf::Object(c, "devices").items()) {
+      container.devices[resource] = jf::AsStringList(ids, resource);
+    }
+    auto cpus = CpuSet::ParseList(jf::String(c, "cpus"));
     if (!cpus.ok()) {
       throw std::invalid_argument("bad CPU list of pod " + record.pod.uid +
                                   ": " + cpus.status().message());
     }
     container.cpus = *cpus;
-    if (!c.at("numa_nodes").is_null()) {
-      container.numa_nodes = c.at("numa_nodes").get<std::vector<int>>();
+    if (jf::OptionalField(c, "numa_nodes") != nullptr) {
+      container.numa_nodes = jf::IntList(c, "numa_nodes", 0, 1023);
     }
     record.containers.push_back(std::move(container));
   }
@@ -173,21 +177,28 @@ StatusOr<Checkpoint> DecodeVersion1(std::string_view text) {
       !doc.contains("checksum")) {
     return DataLossError("not a checkpoint document");
   }
-  if (doc.value("version", 0) != 1) {
-    return DataLossError("unknown checkpoint version " +
-                         doc["version"].dump().substr(0, 32));
-  }
-  if (doc["checksum"] != Checksum(doc["data"])) {
-    return DataLossError("checksum mismatch");
-  }
   Checkpoint out;
   try {
-    const json& data = doc["data"];
-    for (const json& p : data.at("pods")) {
+    const json* version = jf::OptionalField(doc, "version");
+    if (version == nullptr || !version->is_number_integer() ||
+        *version != 1) {
+      return DataLossError(
+          "unknown checkpoint version " +
+          (version == nullptr ? std::string("(none)")
+                              : version->dump(-1, ' ', false,
+                                              json::error_handler_t::replace)
+                                    .substr(0, 32)));
+    }
+    const json& data = jf::Field(doc, "data");
+    const json& checksum = jf::Field(doc, "checksum");
+    if (!checksum.is_string() || checksum.get<std::string>() != Checksum(data)) {
+      return DataLossError("checksum mismatch");
+    }
+    for (const json& p : jf::Array(data, "pods")) {
       out.pods.push_back(PodFromJson(p));
     }
-    for (const auto& [name, ids] : data.at("registered").items()) {
-      out.registered[name] = ids.get<std::vector<std::string>>();
+    for (const auto& [name, ids] : jf::Object(data, "registered").items()) {
+      out.registered[name] = jf::AsStringList(ids, name);
     }
   } catch (const std::exception& e) {
     return DataLossError(e.what());
@@ -249,7 +260,7 @@ SnapshotPart DecodePart(std::string_view text, size_t first_number) {
       ++part.records;
       json record = ReadFramed(text, &offset, &why, &cut_short);
       if (!why.empty()) break;
-      const std::string op = record.at("op").get<std::string>();
+      const std::string op = jf::String(record, "op");
       if (number == 1) {
         if (op == "snapshot") {
           part.header = std::move(record);
@@ -257,11 +268,10 @@ SnapshotPart DecodePart(std::string_view text, size_t first_number) {
           why = "not a checkpoint snapshot";
         }
       } else if (op == "admit") {
-        part.pods.push_back(PodFromJson(record.at("pod")));
+        part.pods.push_back(PodFromJson(jf::Field(record, "pod")));
       } else if (op == "resource") {
-        part.resources.emplace_back(
-            record.at("name").get<std::string>(),
-            record.at("healthy").get<std::vector<std::string>>());
+        part.resources.emplace_back(jf::String(record, "name"),
+                                    jf::StringList(record, "healthy"));
       } else {
         why = "unexpected record " + op.substr(0, 32);
       }
@@ -311,12 +321,18 @@ StatusOr<Checkpoint> DecodeCheckpoint(std::string_view text) {
   uint64_t pods = 0;
   uint64_t resources = 0;
   try {
-    if (header.at("version").get<int>() != 2) {
-      return DataLossError("unknown checkpoint version " +
-                           header["version"].dump().substr(0, 32));
+    const json* version = jf::OptionalField(header, "version");
+    if (version == nullptr || !version->is_number_integer() ||
+        *version != 2) {
+      return DataLossError(
+          "record 1: unknown checkpoint version " +
+          (version == nullptr ? std::string("(none)")
+                              : version->dump(-1, ' ', false,
+                                              json::error_handler_t::replace)
+                                    .substr(0, 32)));
     }
-    pods = header.at("pods").get<uint64_t>();
-    resources = header.at("resources").get<uint64_t>();
+    pods = static_cast<uint64_t>(jf::Int(header, "pods", 0));
+    resources = static_cast<uint64_t>(jf::Int(header, "resources", 0));
   } catch (const std::exception& e) {
     return DataLossError(std::string("record 1: ") + e.what());
   }
@@ -386,17 +402,17 @@ std::vector<ParsedRecord> ParseJournal(std::string_view text, size_t base) {
       break;
     }
     try {
-      const std::string op = record.at("op").get<std::string>();
+      const std::string op = jf::String(record, "op");
       if (op == "admit") {
         parsed.op = ParsedRecord::Op::kAdmit;
-        parsed.pod = PodFromJson(record.at("pod"));
+        parsed.pod = PodFromJson(jf::Field(record, "pod"));
       } else if (op == "release") {
         parsed.op = ParsedRecord::Op::kRelease;
-        parsed.key = record.at("uid").get<std::string>();
+        parsed.key = jf::String(record, "uid");
       } else if (op == "resource") {
         parsed.op = ParsedRecord::Op::kResource;
-        parsed.healthy = record.at("healthy").get<std::vector<std::string>>();
-        parsed.key = record.at("name").get<std::string>();
+        parsed.healthy = jf::StringList(record, "healthy");
+        parsed.key = jf::String(record, "name");
       } else {
         throw std::invalid_argument("unknown operation " + op.substr(0, 32));
       }

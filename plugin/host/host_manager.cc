@@ -356,10 +356,11 @@ void HostManager::UnlockAdmission() {
 
 PodResult HostManager::Admit(const manager::Pod& pod, bool explain,
                              const std::function<bool()>& cancelled) {
+  const uint64_t request = NextRequest();
   std::string record;
   std::vector<PodResult> results;
-  results.push_back(AdmitOne(pod, explain, cancelled, &record));
-  Commit(record, results);
+  results.push_back(AdmitOne(pod, explain, cancelled, request, &record));
+  Commit(request, record, results);
   return std::move(results.front());
 }
 
@@ -369,22 +370,37 @@ std::vector<PodResult> HostManager::AdmitAll(
   std::vector<PodResult> results;
   results.reserve(pods.size());
   // One append and one sync for the whole request.
+  const uint64_t request = NextRequest();
   std::string records;
   for (const manager::Pod& pod : pods) {
-    results.push_back(AdmitOne(pod, explain, cancelled, &records));
+    results.push_back(AdmitOne(pod, explain, cancelled, request, &records));
   }
-  Commit(records, results);
+  Commit(request, records, results);
   return results;
 }
 
-void HostManager::Commit(const std::string& records,
+std::vector<std::string> HostManager::RestoreWarnings() const {
+  MutexLock lock(mu_);
+  return restore_warnings_;
+}
+
+uint64_t HostManager::NextRequest() {
+  MutexLock lock(mu_);
+  return ++last_request_;
+}
+
+void HostManager::Commit(uint64_t request, const std::string& records,
                          std::vector<PodResult>& results) {
-  // The pods this request admitted: pending, each busy, none visible yet.
+  // The pods this request admitted: pending under it, each busy, none
+  // visible yet. A pod pending under another request is that request's to
+  // commit or undo, even when this one was answered with it.
   std::vector<std::string> uids;
   {
     MutexLock lock(mu_);
     for (const PodResult& result : results) {
-      if (result.admitted && pending_.contains(result.uid) &&
+      const auto it = pending_.find(result.uid);
+      if (result.admitted && it != pending_.end() &&
+          it->second.request == request &&
           std::find(uids.begin(), uids.end(), result.uid) == uids.end()) {
         uids.push_back(result.uid);
       }
@@ -397,6 +413,8 @@ void HostManager::Commit(const std::string& records,
     MutexLock lock(mu_);
     for (const std::string& uid : uids) {
       auto node = pending_.extract(uid);
+      if (node.empty()) continue;  // owned by this request: cannot happen
+      node.mapped().request = 0;
       pods_.insert_or_assign(uid, std::move(node.mapped()));
       busy_.erase(uid);
     }
@@ -436,7 +454,7 @@ void HostManager::Commit(const std::string& records,
 
 PodResult HostManager::AdmitOne(const manager::Pod& pod, bool explain,
                                 const std::function<bool()>& cancelled,
-                                std::string* record) {
+                                uint64_t request, std::string* record) {
   const auto refuse = [&](std::string reason, std::string message) {
     PodResult result;
     result.uid = pod.uid;
@@ -460,8 +478,10 @@ PodResult HostManager::AdmitOne(const manager::Pod& pod, bool explain,
       return it->second.result;
     }
     // Admitted earlier in the same request: the same answer, committed
-    // with it.
-    if (auto it = pending_.find(pod.uid); it != pending_.end()) {
+    // with it. Pending under another request, the pod is busy (below): that
+    // answer is not durable yet.
+    if (auto it = pending_.find(pod.uid);
+        it != pending_.end() && it->second.request == request) {
       return it->second.result;
     }
     if (!busy_.insert(pod.uid).second) {
@@ -471,7 +491,7 @@ PodResult HostManager::AdmitOne(const manager::Pod& pod, bool explain,
                         "again");
     }
   }
-  PodResult result = AdmitInSlot(pod, explain, record);
+  PodResult result = AdmitInSlot(pod, explain, request, record);
   // An admitted pod stays busy (and pending) until Commit has made its
   // record durable.
   if (!result.admitted) {
@@ -482,7 +502,7 @@ PodResult HostManager::AdmitOne(const manager::Pod& pod, bool explain,
 }
 
 PodResult HostManager::AdmitInSlot(const manager::Pod& pod, bool explain,
-                                   std::string* record) {
+                                   uint64_t request, std::string* record) {
   std::vector<manager::MergeTrace> traces;
   const manager::AdmitResult admitted =
       topology_manager_->Admit(pod, explain ? &traces : nullptr);
@@ -593,7 +613,7 @@ PodResult HostManager::AdmitInSlot(const manager::Pod& pod, bool explain,
   LOG(INFO) << "pod " << pod.ns << "/" << pod.name << " admitted";
   record->append(EncodeAdmitRecord({pod, Holdings(result.containers)}));
   MutexLock lock(mu_);
-  pending_[pod.uid] = {pod, result};
+  pending_[pod.uid] = {pod, result, request};
   return result;
 }
 
@@ -822,11 +842,17 @@ Status HostManager::RestoreCheckpoint() {
   {
     MutexLock lock(mu_);
     std::map<std::pair<std::string, std::string>, std::string> owner;
-    // The resources the checkpoint has a plugin record of.
-    std::set<std::string> offered;
+    // The resources the checkpoint has a plugin record of, with the devices
+    // that record lists.
+    std::map<std::string, std::set<std::string>> offered;
     for (const auto& [name, ids] : checkpoint->registered) {
-      offered.insert(name);
+      offered[name].insert(ids.begin(), ids.end());
     }
+    std::vector<std::string> warnings;
+    const auto warn = [&warnings](const std::string& line) {
+      LOG(WARNING) << line;
+      if (warnings.size() < kMaxRestoreWarnings) warnings.push_back(line);
+    };
     for (CheckpointPod& entry : checkpoint->pods) {
       const manager::Pod& pod = entry.pod;
       const std::string who = "checkpoint " + path.string() + ": pod " +
@@ -872,11 +898,20 @@ Status HostManager::RestoreCheckpoint() {
             // plugin may come back), but said, at most 16 lines (the count
             // is in the summary). A device merely absent from the healthy
             // list is not suspect: it may have turned unhealthy.
-            if (listed_by == offered.end() && ++unknown <= 16) {
-              LOG(WARNING) << who << " container " << Quoted(listed.name)
-                           << " holds " << resource << " device " << Quoted(id)
-                           << ", but no plugin of " << resource
-                           << " is recorded in the checkpoint";
+            if (listed_by == offered.end()) {
+              ++unknown;
+              warn(who + " container " + Quoted(listed.name) + " holds " +
+                   resource + " device " + Quoted(id) + ", but no plugin of " +
+                   resource + " is recorded in the checkpoint; kept");
+            } else if (!listed_by->second.contains(id)) {
+              // Kept, as the kubelet keeps it: the plugin's last list may
+              // have left it out as unhealthy. Said, since it may also be
+              // a device the plugin never offered.
+              ++unknown;
+              warn(who + " container " + Quoted(listed.name) + " holds " +
+                   resource + " device " + Quoted(id) + ", which the last " +
+                   "list of " + resource + "'s plugin in the checkpoint " +
+                   "does not offer (unhealthy, or never offered); kept");
             }
             auto [it, fresh] = owner.emplace(std::pair{resource, id}, pod.uid);
             if (!fresh && it->second != pod.uid) {
@@ -906,6 +941,7 @@ Status HostManager::RestoreCheckpoint() {
       }
       pods_[pod.uid] = std::move(record);
     }
+    restore_warnings_ = std::move(warnings);
     for (const auto& [name, ids] : checkpoint->registered) {
       // Known from before the restart, but without a plugin: capacity 0
       // until it registers again, removed after the grace period.
@@ -918,8 +954,8 @@ Status HostManager::RestoreCheckpoint() {
                                     " conflicting entries dropped"
                               : "")
               << (unknown > 0 ? "; " + std::to_string(unknown) +
-                                    " device(s) held of resources no plugin "
-                                    "is recorded for"
+                                    " device(s) held that no recorded plugin "
+                                    "list offers"
                               : "");
   }
   return restored(dropped > 0);

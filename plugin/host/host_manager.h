@@ -136,11 +136,19 @@ class HostManager {
   };
   std::map<std::string, ResourceView> Resources() const;
   const HostConfig& config() const { return config_; }
+  // What the last restore kept but found suspect (a held device that no
+  // recorded plugin list offers), one line each naming pod, container,
+  // resource and device; at most kMaxRestoreWarnings.
+  std::vector<std::string> RestoreWarnings() const TOPOLOGY_EXCLUDES(mu_);
+  static constexpr size_t kMaxRestoreWarnings = 16;
 
  private:
   struct PodRecord {
     manager::Pod pod;
     PodResult result;
+    // The admission request that made a pending record; only that request
+    // answers with it and commits it (0 once committed).
+    uint64_t request = 0;
   };
 
   HostManager(HostConfig config, Topology topology, manager::NumaInfo numa);
@@ -149,17 +157,23 @@ class HostManager {
   void OnResourceChange(const std::string& resource,
                         PluginRegistry::Change change) TOPOLOGY_EXCLUDES(mu_);
   // An admitted pod's checkpoint record is appended to `*record` and the
-  // pod is left pending (busy, not visible); the caller commits it.
+  // pod is left pending (busy, not visible) under `request`; that request
+  // commits it. A pod pending under another request is refused as busy:
+  // its answer is not durable yet.
   PodResult AdmitOne(const manager::Pod& pod, bool explain,
-                     const std::function<bool()>& cancelled,
+                     const std::function<bool()>& cancelled, uint64_t request,
                      std::string* record);
   // REQUIRES: the admission slot held, the pod marked busy.
   PodResult AdmitInSlot(const manager::Pod& pod, bool explain,
-                        std::string* record);
-  // Makes the admissions of one request durable (one append and sync of
+                        uint64_t request, std::string* record);
+  // Makes the admissions of `request` durable (one append and sync of
   // `records`), then visible; when they cannot be, undoes them and turns
-  // their results into UnexpectedAdmissionError.
-  void Commit(const std::string& records, std::vector<PodResult>& results);
+  // their results into UnexpectedAdmissionError. Pods pending under other
+  // requests are never touched.
+  void Commit(uint64_t request, const std::string& records,
+              std::vector<PodResult>& results);
+  // A new admission request's identity (never 0).
+  uint64_t NextRequest();
   // Waits for the admission slot; false when cancelled or stopping.
   bool LockAdmission(const std::function<bool()>& cancelled);
   void UnlockAdmission();
@@ -199,6 +213,8 @@ class HostManager {
   std::map<std::string, PodRecord> pending_ TOPOLOGY_GUARDED_BY(mu_);
   // uids being admitted or released
   std::set<std::string> busy_ TOPOLOGY_GUARDED_BY(mu_);
+  uint64_t last_request_ TOPOLOGY_GUARDED_BY(mu_) = 0;
+  std::vector<std::string> restore_warnings_ TOPOLOGY_GUARDED_BY(mu_);
   size_t pods_high_water_ = 0;  // most pods held since the last heap trim
   static constexpr size_t kTrimAfterPods = 64;
   // Pods are admitted one at a time: the admission slot.

@@ -12,7 +12,7 @@
 #include "topology/text_file.h"
 
 #include "text_util.h"
-#include "yaml_keys.h"
+#include "yaml_load.h"
 
 namespace topology::host {
 namespace {
@@ -323,14 +323,12 @@ StatusOr<std::vector<manager::Pod>> ParsePodManifests(std::string_view text,
                                 ByteSize(kMaxManifestBytes) +
                                 ", the limit of a manifest");
   }
+  auto loaded = yaml::LoadAll(text, source);
+  if (!loaded.ok()) return loaded.status();
   try {
-    const std::vector<YAML::Node> docs = YAML::LoadAll(std::string(text));
+    const std::vector<YAML::Node>& docs = *loaded;
     for (size_t i = 0; i < docs.size(); ++i) {
       if (docs[i].IsNull()) continue;
-      Status keys = plugin::CheckNoDuplicateKeys(
-          docs[i],
-          std::string(source) + " (document " + std::to_string(i + 1) + ")");
-      if (!keys.ok()) return keys;
       auto pod = Parser(source, i).Parse(docs[i]);
       if (!pod.ok()) return pod.status();
       pods.push_back(std::move(*pod));

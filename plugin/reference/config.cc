@@ -10,7 +10,7 @@
 #include "topology/plugin/resource_name.h"
 #include "topology/text_file.h"
 
-#include "yaml_keys.h"
+#include "yaml_load.h"
 
 namespace topology::device_plugin {
 namespace {
@@ -293,11 +293,10 @@ class Parser {
 
 StatusOr<Config> ParseConfig(std::string_view text, std::string_view source) {
   Parser parser(source);
+  auto root = yaml::Load(text, source);
+  if (!root.ok()) return root.status();
   try {
-    const YAML::Node root = YAML::Load(std::string(text));
-    Status keys = plugin::CheckNoDuplicateKeys(root, source);
-    if (!keys.ok()) return keys;
-    return parser.Parse(root);
+    return parser.Parse(*root);
   } catch (const YAML::Exception& e) {
     std::string where(source);
     if (!e.mark.is_null()) {

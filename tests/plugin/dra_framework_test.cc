@@ -243,6 +243,31 @@ TEST_F(DraFrameworkTest, PrepareAnswersEveryClaimAndRequestNames) {
               ElementsAre("pci.libtopology.dev/device=u1-gpu-u1-0"));
 }
 
+// A claim allocated from a prioritized list (firstAvailable) has results
+// whose request is "<request>/<subrequest>"; the kubelet picks a
+// container's CDI ids by the top-level request name, so the answer names
+// the base request (once), whatever the driver wrote.
+TEST_F(DraFrameworkTest, SubrequestsAreAnsweredAsTheirTopLevelRequest) {
+  Start();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  const ClaimRef ref{"default", "u1", "claim-u1"};
+  source_.Add(ref, {{"gpu/big", kDriver, "node-a", "gpu-0"},
+                    {"nic", kDriver, "node-a", "nic-0"}});
+  auto answers = kubelet_.Prepare({Kubelet(ref)});
+  ASSERT_THAT(answers.status(), IsOk());
+  const auto& answer = answers->at("u1");
+  ASSERT_EQ(answer.error, "");
+  ASSERT_THAT(answer.devices, SizeIs(2));
+  EXPECT_THAT(answer.devices[0].request_names, ElementsAre("gpu"));
+  EXPECT_THAT(answer.devices[1].request_names, ElementsAre("nic"));
+  EXPECT_THAT(FakeDraKubelet::ContainerCdiIds(answer, "gpu"),
+              ElementsAre("pci.libtopology.dev/device=u1-gpu-0"));
+  EXPECT_THAT(FakeDraKubelet::ContainerCdiIds(answer, "nic"),
+              ElementsAre("pci.libtopology.dev/device=u1-nic-0"));
+  EXPECT_EQ(BaseRequestName("gpu/big"), "gpu");
+  EXPECT_EQ(BaseRequestName("gpu"), "gpu");
+}
+
 // A call with bad claims still succeeds: each bad one has its own error
 // naming it, the good ones are prepared.
 TEST_F(DraFrameworkTest, EachBadClaimHasItsOwnErrorAndTheOthersArePrepared) {

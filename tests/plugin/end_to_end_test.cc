@@ -8,7 +8,9 @@
 #include <fstream>
 #include <future>
 #include <map>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <set>
 #include <string>
@@ -701,7 +703,11 @@ TEST_F(EndToEndTest, CallsOnOneConnectionDoNotWaitForEachOther) {
 // every pod answered admitted is present with the devices it was given,
 // every pod answered released is absent, no device is held twice, and the
 // devices in use are exactly those the pods hold. Calls cut by the kill may
-// have happened or not; the restored state settles them. Rounds:
+// have happened or not; the restored state settles them. Storms: a pod is
+// admitted by every client at once (every admitted answer names the same
+// devices), then released by every client at once (at most one release
+// succeeds), and the process is never found dead of anything but the kill.
+// Rounds:
 // TOPOLOGY_MODEL_ROUNDS (CI: a few; the "long" label runs many), seed:
 // TOPOLOGY_MODEL_SEED.
 TEST_F(EndToEndTest, RandomisedCrashesKeepEveryAnswer) {
@@ -814,6 +820,90 @@ TEST_F(EndToEndTest, RandomisedCrashesKeepEveryAnswer) {
 
     // Clients until the kill.
     std::atomic<bool> killed{false};
+    // The storm of this round: one pod every client admits, then every
+    // client releases. Its answers settle at the restart like cut calls.
+    struct Storm {
+      std::string uid;
+      bool releasing = false;  // no admission of it starts any more
+      int admitting = 0;       // admissions of it in flight
+      int released = 0;        // releases answered OK
+      std::optional<std::vector<std::string>> held;
+    };
+    std::shared_ptr<Storm> current_storm;
+    int storms = 0;
+    // One storm step of a client: true when it took its turn.
+    const auto storm_step = [&](SeededRandom& mine, tm::Control::Stub& stub) {
+      std::unique_lock lock(mu);
+      if (!current_storm ||
+          (current_storm->releasing && current_storm->admitting == 0 &&
+           current_storm->released != 0)) {
+        current_storm = std::make_shared<Storm>();
+        current_storm->uid = "uid-storm-" + std::to_string(round) + "-" +
+                             std::to_string(storms++);
+        unsure.insert(current_storm->uid);
+      }
+      const std::shared_ptr<Storm> storm = current_storm;
+      const std::string uid = storm->uid;
+      grpc::ClientContext context;
+      context.set_deadline(std::chrono::system_clock::now() + 5s);
+      tm::JsonReply reply;
+      if (!storm->releasing && !mine.Chance(25)) {
+        ++storm->admitting;
+        lock.unlock();
+        tm::AdmitRequest request;
+        auto* manifest = request.add_manifests();
+        manifest->set_source("storm.yaml");
+        manifest->set_yaml(
+            "apiVersion: v1\nkind: Pod\nmetadata: {name: " + uid.substr(4) +
+            ", uid: " + uid +
+            "}\nspec:\n  containers:\n  - name: main\n    resources:\n"
+            "      limits: {example.com/gpu: 1}\n");
+        const grpc::Status done = stub.Admit(&context, request, &reply);
+        lock.lock();
+        --storm->admitting;
+        if (!done.ok()) return;
+        const json results = json::parse(reply.json(), nullptr, false);
+        if (!results.is_array() || results.size() != 1) {
+          ADD_FAILURE() << reply.json();
+          return;
+        }
+        const json& result = results[0];
+        if (!result.value("admitted", false)) return;
+        std::vector<std::string> held;
+        for (const json& id : result["containers"][0]["devices"]["example.com/gpu"]) {
+          held.push_back(id);
+        }
+        if (storm->held) {
+          EXPECT_EQ(held, *storm->held) << uid << ": two answers disagree";
+        }
+        storm->held = held;
+        ++admitted_total;
+        return;
+      }
+      // Releases start once no admission of the pod is in flight: from
+      // then on the pod can only go.
+      storm->releasing = true;
+      while (storm->admitting > 0 && !killed.load()) {
+        lock.unlock();
+        std::this_thread::sleep_for(1ms);
+        lock.lock();
+      }
+      lock.unlock();
+      tm::ReleaseRequest request;
+      request.set_pod(uid);
+      const grpc::Status done = stub.Release(&context, request, &reply);
+      lock.lock();
+      if (done.ok()) {
+        ++storm->released;
+        ++released_total;
+        EXPECT_EQ(storm->released, 1) << uid << " released twice";
+        unsure.erase(uid);
+        absent.insert(uid);
+      } else if (done.error_code() == grpc::StatusCode::NOT_FOUND &&
+                 storm->released == 0) {
+        storm->released = -1;  // never admitted, or gone: the next storm
+      }
+    };
     auto channel = grpc::CreateChannel("unix:" + control(),
                                        grpc::InsecureChannelCredentials());
     std::vector<std::thread> clients;
@@ -824,6 +914,10 @@ TEST_F(EndToEndTest, RandomisedCrashesKeepEveryAnswer) {
         SeededRandom mine(client_seeds[client]);
         auto stub = tm::Control::NewStub(channel);
         while (!killed.load()) {
+          if (mine.Chance(30)) {
+            storm_step(mine, *stub);
+            continue;
+          }
           grpc::ClientContext context;
           context.set_deadline(std::chrono::system_clock::now() + 5s);
           tm::JsonReply reply;
@@ -903,7 +997,8 @@ TEST_F(EndToEndTest, RandomisedCrashesKeepEveryAnswer) {
           std::chrono::milliseconds(random.Uniform(10, 80)));
       if (random.Chance(30)) register_plugin();
     }
-    manager_->Stop(SIGKILL);
+    EXPECT_EQ(manager_->Stop(SIGKILL), 128 + SIGKILL)
+        << "serve died before the kill";
     killed.store(true);
     for (std::thread& client : clients) client.join();
   }

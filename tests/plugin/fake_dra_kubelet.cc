@@ -255,4 +255,19 @@ StatusOr<std::vector<FakeDraKubelet::HealthEntry>> FakeDraKubelet::FirstHealth(
   return messages.front();
 }
 
+std::vector<std::string> FakeDraKubelet::ContainerCdiIds(
+    const ClaimAnswer& answer, const std::string& request) {
+  std::vector<std::string> ids;
+  for (const Device& device : answer.devices) {
+    if (!device.request_names.empty() &&
+        std::find(device.request_names.begin(), device.request_names.end(),
+                  request) == device.request_names.end()) {
+      continue;
+    }
+    ids.insert(ids.end(), device.cdi_device_ids.begin(),
+               device.cdi_device_ids.end());
+  }
+  return ids;
+}
+
 }  // namespace topology::testing

@@ -69,6 +69,13 @@ class FakeDraKubelet {
   StatusOr<std::map<std::string, std::string>> Unprepare(
       const std::vector<Claim>& claims, const std::string& version = "");
 
+  // The CDI ids the kubelet gives a container that names `request` of the
+  // claim (its top-level request name, as a pod's resourceClaims entry
+  // does): those of every device whose request_names hold it, or that has
+  // none (all requests). claiminfo.go, cdiDevicesAsList.
+  static std::vector<std::string> ContainerCdiIds(const ClaimAnswer& answer,
+                                                  const std::string& request);
+
   // The first message of a health stream ("v1" or "v1alpha1"), or an
   // error when none comes within `timeout`.
   StatusOr<std::vector<HealthEntry>> FirstHealth(

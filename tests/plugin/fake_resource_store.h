@@ -1,7 +1,10 @@
 // ResourceSlices and ResourceClaims in memory, served through
 // FakeApiServer as an API server serves them: resourceVersion, 409 for a
-// stale update or an existing name, field selectors on spec.* served or
-// refused (400), GET of a claim.
+// stale update or an existing name, generateName, 422 for a slice the API
+// server's validation refuses (ValidateResourceSlice), a taint's timeAdded
+// set when absent, field selectors on spec.* served or refused (400), GET of
+// a claim and of the Node. With drop_taints, taints are dropped as a server
+// with the DRADeviceTaints gate off drops them.
 #ifndef TOPOLOGY_TESTS_PLUGIN_FAKE_RESOURCE_STORE_H_
 #define TOPOLOGY_TESTS_PLUGIN_FAKE_RESOURCE_STORE_H_
 
@@ -14,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fake_api_server.h"
+#include "topology/draplugin/slice_validation.h"
 
 namespace topology::testing {
 
@@ -41,6 +45,13 @@ class FakeResourceStore {
     if (request.method == "GET" && claims_.contains(target)) {
       return {200, claims_.at(target).dump()};
     }
+    if (request.method == "GET" && target == "/api/v1/nodes/" + node_) {
+      if (node_uid.empty()) return {404, R"({"kind":"Status"})"};
+      return {200, nlohmann::json({{"kind", "Node"},
+                                   {"metadata",
+                                    {{"name", node_}, {"uid", node_uid}}}})
+                       .dump()};
+    }
     if (request.method == "GET" && target.starts_with(kSlicesPath)) {
       if (target.find("fieldSelector") != std::string::npos && !selectors_) {
         return {
@@ -63,9 +74,26 @@ class FakeResourceStore {
     const std::string name = target.size() > sizeof(kSlicesPath)
                                  ? target.substr(sizeof(kSlicesPath))
                                  : std::string();
+    if (request.method == "POST" || request.method == "PUT") {
+      if (topology::Status valid =
+              topology::draplugin::ValidateResourceSlice(request.body);
+          !valid.ok()) {
+        ++refused;
+        return {422, nlohmann::json({{"kind", "Status"},
+                                     {"reason", "Invalid"},
+                                     {"message", valid.message()}})
+                         .dump()};
+      }
+    }
     if (request.method == "POST") {
       nlohmann::json slice = nlohmann::json::parse(request.body);
-      const std::string key = slice["metadata"]["name"];
+      auto& metadata = slice["metadata"];
+      if (!metadata.contains("name") && metadata.contains("generateName")) {
+        metadata["name"] = metadata["generateName"].get<std::string>() +
+                           std::to_string(10000 + ++generated_);
+      }
+      Store(slice);
+      const std::string key = metadata["name"];
       if (slices_.contains(key)) {
         return {409, R"({"kind":"Status","message":"already exists"})"};
       }
@@ -85,6 +113,7 @@ class FakeResourceStore {
             409,
             R"({"kind":"Status","message":"the object has been modified"})"};
       }
+      Store(slice);
       slice["metadata"]["resourceVersion"] = std::to_string(++version_);
       it->second = slice;
       ++writes;
@@ -124,8 +153,30 @@ class FakeResourceStore {
 
   std::atomic<int> writes{0};
   std::atomic<int> conflicts{0};
+  std::atomic<int> refused{0};    // writes refused as invalid (422)
+  std::atomic<bool> drop_taints{false};
+  std::string node_uid;  // the Node's, served when set (before Serve)
 
  private:
+  // What the server does to a slice it stores.
+  void Store(nlohmann::json& slice) {
+    auto& devices = slice["spec"]["devices"];
+    if (!devices.is_array()) return;
+    for (auto& device : devices) {
+      if (!device.contains("taints")) continue;
+      if (drop_taints) {
+        device.erase("taints");
+        continue;
+      }
+      for (auto& taint : device["taints"]) {
+        if (!taint.contains("timeAdded")) {
+          taint["timeAdded"] = "2026-01-01T00:00:" +
+                               std::to_string(10 + (++version_ % 50)) + "Z";
+        }
+      }
+    }
+  }
+
   const std::string node_;
   const std::string driver_;
   const bool selectors_;
@@ -133,6 +184,7 @@ class FakeResourceStore {
   mutable std::mutex mu_;
   std::map<std::string, nlohmann::json> slices_;
   int version_ = 0;
+  int generated_ = 0;
 };
 
 }  // namespace topology::testing

@@ -687,6 +687,72 @@ TEST_F(HostTest, K35_ConcurrentAdmissionsNeverShareADevice) {
   EXPECT_THAT(plugin->allocate_requests(), SizeIs(32));
 }
 
+// Many clients admit the same pod at once, then release it at once, round
+// after round: the kubelet's pod workers never do, but clients of the
+// control socket may. One request admits and commits the pod; every other
+// answer is either the same admission (same devices) or "being admitted",
+// never a second allocation; one release succeeds, the others say the pod
+// is busy or gone. (A request answered from another's pending admission
+// once committed it too, and the second commit found nothing to move.)
+TEST_F(HostTest, SamePodAdmittedAndReleasedFromManyClientsAtOnce) {
+  StartHost();
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  constexpr int kClients = 20;
+  for (int round = 0; round < 10; ++round) {
+    SCOPED_TRACE("round " + std::to_string(round));
+    const manager::Pod pod = MakePod("same", {{kGpu, 2}});
+    std::vector<std::future<PodResult>> admits;
+    admits.reserve(kClients);
+    for (int i = 0; i < kClients; ++i) {
+      admits.push_back(std::async(std::launch::async, [&, i] {
+        // Some as a batch naming the pod twice: one request, one answer.
+        return i % 4 == 0 ? host_->AdmitAll(std::vector<manager::Pod>{pod, pod}, false, nullptr).back()
+                          : host_->Admit(pod, false);
+      }));
+    }
+    std::set<std::vector<std::string>> held;
+    int admitted = 0;
+    for (auto& future : admits) {
+      const PodResult result = future.get();
+      if (result.admitted) {
+        ++admitted;
+        ASSERT_THAT(result.containers, SizeIs(1));
+        held.insert(result.containers[0].devices.at(kGpu));
+      } else {
+        EXPECT_EQ(result.reason, "UnexpectedAdmissionError");
+        EXPECT_THAT(result.message, HasSubstr("is being admitted"));
+      }
+    }
+    EXPECT_GE(admitted, 1);
+    EXPECT_THAT(held, SizeIs(1)) << "one allocation, whoever answered";
+    EXPECT_EQ(View().allocatable, 4u);
+    std::vector<std::future<Status>> releases;
+    releases.reserve(kClients);
+    for (int i = 0; i < kClients; ++i) {
+      releases.push_back(std::async(std::launch::async, [&, i] {
+        return host_->Release(i % 2 == 0 ? pod.uid : pod.name);
+      }));
+    }
+    int released = 0;
+    for (auto& future : releases) {
+      const Status status = future.get();
+      if (status.ok()) {
+        ++released;
+      } else {
+        EXPECT_THAT(status.code(), ::testing::AnyOf(StatusCode::kNotFound,
+                                                    StatusCode::kUnavailable))
+            << status.message();
+      }
+    }
+    EXPECT_EQ(released, 1);
+    if (::testing::Test::HasFailure()) return;
+  }
+  // Every allocation was made once per round, and nothing is held now.
+  EXPECT_THAT(plugin->allocate_requests(), SizeIs(10));
+  EXPECT_TRUE(host_->Admit(MakePod("after", {{kGpu, 4}}), false).admitted);
+}
+
 TEST_F(HostTest, K36_StalledAllocateDoesNotBlockListUpdates) {
   StartHost();
   auto plugin = Plugin("a.sock", FourGpus());
@@ -1112,6 +1178,45 @@ TEST_F(HostTest, ConflictingCheckpointIsNeverDoubleBooked) {
   // Three more GPUs are free, exactly.
   EXPECT_TRUE(host_->Admit(MakePod("c", {{kGpu, 3}}), false).admitted);
   EXPECT_FALSE(host_->Admit(MakePod("d", {{kGpu, 1}}), false).admitted);
+}
+
+// A checkpoint whose pod holds a device its resource's recorded plugin list
+// never offered: kept, as the kubelet keeps it (the list holds healthy
+// devices only), but said, naming pod, container, resource and device; a
+// device of a resource no plugin is recorded for likewise.
+TEST_F(HostTest, RestoreNamesAHeldDeviceNoRecordedListOffers) {
+  StartHost();
+  auto plugin = Plugin("a.sock", FourGpus());
+  ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
+  ASSERT_TRUE(host_->Admit(MakePod("a", {{kGpu, 1}}), false).admitted);
+  host_->Stop();
+  host_.reset();
+  std::ifstream in(dir() / kCheckpointFile);
+  auto checkpoint =
+      DecodeCheckpoint(std::string(std::istreambuf_iterator<char>(in), {}));
+  ASSERT_THAT(checkpoint.status(), IsOk());
+  ASSERT_THAT(checkpoint->pods, SizeIs(1));
+  ASSERT_TRUE(checkpoint->registered.contains(kGpu));
+  checkpoint->pods[0].containers[0].devices[kGpu] = {"no-such-device"};
+  checkpoint->pods[0].containers[0].devices["example.com/gone"] = {"g-0"};
+  std::ofstream(dir() / kCheckpointFile, std::ios::trunc)
+      << EncodeCheckpoint(*checkpoint);
+  StartHost();
+  EXPECT_THAT(
+      host_->RestoreWarnings(),
+      ElementsAre(
+          HasSubstr("pod default/a (uid-a) container \"main\" holds "
+                    "example.com/gone device \"g-0\", but no plugin of "
+                    "example.com/gone is recorded"),
+          HasSubstr("pod default/a (uid-a) container \"main\" holds "
+                    "example.com/gpu device \"no-such-device\", which the "
+                    "last list of example.com/gpu's plugin in the checkpoint "
+                    "does not offer")));
+  // Kept: the pod still holds it.
+  const auto status = host_->StatusJson();
+  ASSERT_THAT(status["pods"], SizeIs(1));
+  EXPECT_EQ(status["pods"][0]["containers"][0]["devices"][kGpu][0],
+            "no-such-device");
 }
 
 // A crash (no Stop, so no compaction): what was admitted and released since

@@ -102,7 +102,7 @@ TEST(KubeConfigTest, WhatCannotBeUsedIsNamed) {
     return ParseKubeConfig(yaml, "/", "kubeconfig k").status();
   };
   EXPECT_THAT(error("{"), StatusIs(StatusCode::kInvalidArgument,
-                                   HasSubstr("kubeconfig k: not YAML")));
+                                   HasSubstr("kubeconfig k:1:1: end of map flow not found")));
   EXPECT_THAT(
       error("clusters: []\n"),
       StatusIs(StatusCode::kInvalidArgument, HasSubstr("no current-context")));

@@ -123,17 +123,28 @@ TEST_F(SlicePublisherTest, SlicesOf128DevicesOneGenerationTypedAttributes) {
   EXPECT_TRUE(publisher_->published());
 }
 
-TEST_F(SlicePublisherTest, AListOfIntsGoesOutInTheListForm) {
+// KEP-5491's list values as resource/v1 spells them: "ints", "bools",
+// "strings", "versions" (a server without the gate drops them and refuses
+// the slice: "exactly one value must be specified").
+TEST_F(SlicePublisherTest, ListAttributesGoOutAsTheApiSpellsThem) {
   Serve();
   auto devices = Devices(2);
   devices[0].attributes["resource.kubernetes.io/numaNode"] = {
       std::vector<int64_t>{1, 0}, false};
+  devices[0].attributes["links"] = {std::vector<std::string>{"a", "b"}, false};
+  devices[0].attributes["firmware"] = {
+      std::vector<std::string>{"1.0.0", "2.0.0-rc.1"}, true};
+  devices[0].attributes["lanes"] = {std::vector<bool>{true, false}, false};
   ASSERT_THAT(publisher_->Publish("node-a", devices), IsOk());
   const auto slices = Ours();
   ASSERT_THAT(slices, SizeIs(1));
-  EXPECT_EQ(slices[0]["spec"]["devices"][0]["attributes"]
-                  ["resource.kubernetes.io/numaNode"],
-            json::parse(R"({"list": {"int": [1, 0]}})"));
+  const json& attributes = slices[0]["spec"]["devices"][0]["attributes"];
+  EXPECT_EQ(attributes["resource.kubernetes.io/numaNode"],
+            json::parse(R"({"ints": [1, 0]})"));
+  EXPECT_EQ(attributes["links"], json::parse(R"({"strings": ["a", "b"]})"));
+  EXPECT_EQ(attributes["firmware"],
+            json::parse(R"({"versions": ["1.0.0", "2.0.0-rc.1"]})"));
+  EXPECT_EQ(attributes["lanes"], json::parse(R"({"bools": [true, false]})"));
   // As the server gives it back, it is the same: nothing is sent again.
   const int writes = store_->writes;
   ASSERT_THAT(publisher_->Publish("node-a", devices), IsOk());
@@ -141,7 +152,28 @@ TEST_F(SlicePublisherTest, AListOfIntsGoesOutInTheListForm) {
   devices[0].attributes["resource.kubernetes.io/numaNode"] = {
       std::vector<int64_t>{}, false};
   EXPECT_THAT(publisher_->Publish("node-a", devices),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("1 to 64")));
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("must not be empty")));
+  devices[0].attributes["resource.kubernetes.io/numaNode"] = {
+      std::vector<int64_t>{0}, false};
+  devices[0].attributes["firmware"] = {std::vector<std::string>{"1.0"}, true};
+  EXPECT_THAT(publisher_->Publish("node-a", devices),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("semver")));
+}
+
+// A list attribute, like a taint, means slices of at most 64 devices.
+TEST_F(SlicePublisherTest, AListAttributeMeansSlicesOf64) {
+  Serve();
+  auto devices = Devices(65);
+  devices[64].attributes["resource.kubernetes.io/numaNode"] = {
+      std::vector<int64_t>{0, 1}, false};
+  ASSERT_THAT(publisher_->Publish("node-a", devices), IsOk());
+  const auto slices = Ours();
+  ASSERT_THAT(slices, SizeIs(2));
+  for (const json& slice : slices) {
+    EXPECT_LE(slice["spec"]["devices"].size(), 64u);
+  }
+  EXPECT_EQ(store_->refused, 0);
 }
 
 TEST_F(SlicePublisherTest, TaintsMeanSlicesOf64) {
@@ -187,13 +219,15 @@ TEST_F(SlicePublisherTest, OnlyThisNodesAndDriversSlicesAreTouched) {
   store_->Put("other-driver", "node-a", "gpu.example.com", "node-a", 1);
   ASSERT_THAT(publisher_->Publish("node-a", Devices(3)), IsOk());
   const auto all = store_->slices();
+  // Another pool's slice is deleted; this pool's is updated in place.
   EXPECT_FALSE(all.contains("stale"));
-  EXPECT_FALSE(all.contains("older"));
+  ASSERT_TRUE(all.contains("older"));
   EXPECT_TRUE(all.contains("theirs"));
   EXPECT_TRUE(all.contains("other-driver"));
   ASSERT_THAT(Ours(), SizeIs(1));
   // Above the old generation of the same pool.
-  EXPECT_EQ(Ours()[0]["spec"]["pool"]["generation"], 2);
+  EXPECT_EQ(all.at("older")["spec"]["pool"]["generation"], 2);
+  EXPECT_THAT(all.at("older")["spec"]["devices"], SizeIs(3));
 }
 
 TEST_F(SlicePublisherTest, DeletedSlicesArePublishedAgain) {
@@ -229,6 +263,7 @@ TEST_F(SlicePublisherTest, AConflictIsReadAgainAndRetried) {
             json({{"bool", false}}));
 }
 
+// The API server's rules (validation.go), checked before anything is sent.
 TEST_F(SlicePublisherTest, InvalidDevicesAreRefusedBeforeAnythingIsSent) {
   Serve();
   const auto refused = [&](std::vector<SliceDevice> devices) {
@@ -236,8 +271,9 @@ TEST_F(SlicePublisherTest, InvalidDevicesAreRefusedBeforeAnythingIsSent) {
   };
   auto devices = Devices(1);
   devices[0].name = "VF_0";
-  EXPECT_THAT(refused(devices), StatusIs(StatusCode::kInvalidArgument,
-                                         HasSubstr("not a DNS label")));
+  EXPECT_THAT(refused(devices),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("device \"VF_0\": name: Invalid value")));
   devices = Devices(2);
   devices[1].name = devices[0].name;
   EXPECT_THAT(refused(devices), StatusIs(StatusCode::kInvalidArgument,
@@ -245,28 +281,207 @@ TEST_F(SlicePublisherTest, InvalidDevicesAreRefusedBeforeAnythingIsSent) {
   devices = Devices(1);
   devices[0].attributes["resource.kubernetes.io/made-up"] = {int64_t{1}, false};
   EXPECT_THAT(refused(devices),
-              StatusIs(StatusCode::kInvalidArgument, HasSubstr("made-up")));
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("attributes: Invalid value: "
+                                 "\"resource.kubernetes.io/made-up\": a "
+                                 "valid C identifier")));
   devices = Devices(1);
-  devices[0].attributes["gpu.example.com/model"] = {std::string("x"), false};
+  devices[0].attributes["Not_A_Domain/model"] = {std::string("x"), false};
   EXPECT_THAT(refused(devices), StatusIs(StatusCode::kInvalidArgument,
-                                         HasSubstr("under its domain")));
+                                         HasSubstr("RFC 1123 subdomain")));
+  devices = Devices(1);
+  devices[0].attributes["a/b/c"] = {std::string("x"), false};
+  EXPECT_THAT(refused(devices), StatusIs(StatusCode::kInvalidArgument,
+                                         HasSubstr("more than one slash")));
   devices = Devices(1);
   devices[0].attributes["model"] = {std::string(65, 'x'), false};
-  EXPECT_THAT(refused(devices), StatusIs(StatusCode::kInvalidArgument,
-                                         HasSubstr("longer than 64")));
+  EXPECT_THAT(refused(devices),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("attributes[model].string: Too long: may "
+                                 "not be more than 64 bytes")));
   devices = Devices(1);
-  for (int i = 0; i < 30; ++i) {
+  devices[0].attributes["firmware"] = {std::string("1.2"), true};
+  EXPECT_THAT(refused(devices), StatusIs(StatusCode::kInvalidArgument,
+                                         HasSubstr("semver.org spec 2.0.0")));
+  // 33 attributes and capacities (5 of Devices() and 28 more).
+  devices = Devices(1);
+  for (int i = 0; i < 28; ++i) {
     devices[0].attributes["a" + std::to_string(i)] = {int64_t{i}, false};
   }
-  EXPECT_THAT(refused(devices), StatusIs(StatusCode::kInvalidArgument,
-                                         HasSubstr("more than 32")));
+  EXPECT_THAT(refused(devices),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("the total number of attributes and "
+                                 "capacities must not exceed 32")));
+  // 49 attribute values: a list of 45 and the 4 other attributes.
+  devices = Devices(1);
+  devices[0].attributes["resource.kubernetes.io/numaNode"] = {
+      std::vector<int64_t>(45, 0), false};
+  EXPECT_THAT(refused(devices),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("the total number of attribute values must "
+                                 "not exceed 48")));
   devices = Devices(1);
   devices[0].taints.push_back(
       {"unhealthy", std::string(64, 'x'), "NoSchedule"});
   EXPECT_THAT(refused(devices), StatusIs(StatusCode::kInvalidArgument,
-                                         HasSubstr("longer than 63")));
+                                         HasSubstr("taints[0].value")));
+  devices = Devices(1);
+  devices[0].taints.push_back({"not a key", "", "NoSchedule"});
+  EXPECT_THAT(refused(devices), StatusIs(StatusCode::kInvalidArgument,
+                                         HasSubstr("taints[0].key")));
+  devices = Devices(1);
+  devices[0].taints.push_back({"gpu.example.com/hot", "", "Sometimes"});
+  EXPECT_THAT(refused(devices),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("taints[0].effect: Unsupported value")));
+  devices = Devices(1);
+  for (int i = 0; i < 17; ++i) {
+    devices[0].taints.push_back({"t" + std::to_string(i), "", "NoSchedule"});
+  }
+  EXPECT_THAT(refused(devices),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("taints: Too many: 17: must have at most 16")));
   EXPECT_EQ(store_->writes, 0);
   EXPECT_TRUE(server_->requests().empty());
+  // Legal: attributes in any domain, the effect None, 16 taints.
+  devices = Devices(1);
+  devices[0].attributes["gpu.example.com/model"] = {std::string("x"), false};
+  for (int i = 0; i < 15; ++i) {
+    devices[0].taints.push_back({"t" + std::to_string(i), "", "NoSchedule"});
+  }
+  devices[0].taints.push_back({"example.com/note", "v1.2_x", "None"});
+  EXPECT_THAT(refused(devices), IsOk());
+  EXPECT_EQ(store_->refused, 0);
+}
+
+// The API server allows driver names of at most 63 characters
+// (DriverNameMaxLength): a longer one is refused before anything is sent.
+TEST_F(SlicePublisherTest, ADriverNameOfSixtyFourCharactersIsRefused) {
+  Serve();
+  const std::string driver = std::string(60, 'a') + ".dev";
+  ASSERT_EQ(driver.size(), 64u);
+  SlicePublisher publisher(client_.get(), driver, "node-a", {});
+  EXPECT_THAT(publisher.Publish("node-a", Devices(1)),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("driver name: Too long")));
+  EXPECT_THAT(ValidateDriverName(std::string(59, 'a') + ".dev"), IsOk());
+  EXPECT_TRUE(server_->requests().empty());
+}
+
+// Slices are created with generateName and recognised by their spec: a
+// slice of another node or driver holding the name this publisher once
+// used ("<node>-<driver>-0") blocks nothing.
+TEST_F(SlicePublisherTest, ASliceHoldingOurOldNameBlocksNothing) {
+  Serve();
+  store_->Put(std::string("node-a-") + kDriver + "-0", "node-b", kDriver,
+              "node-b", 1);
+  store_->Put(std::string("node-a-") + kDriver + "-1", "node-a",
+              "other.example.com", "node-a", 1);
+  ASSERT_THAT(publisher_->Publish("node-a", Devices(200)), IsOk());
+  const auto ours = Ours();
+  ASSERT_THAT(ours, SizeIs(2));
+  for (const json& slice : ours) {
+    EXPECT_TRUE(slice["metadata"]["name"].get<std::string>().starts_with(
+        std::string("node-a-") + kDriver + "-"));
+  }
+  EXPECT_EQ(store_->slices().size(), 4u);
+  // In the filtering mode too (no field selectors on spec.*).
+  Serve(/*field_selectors=*/false);
+  store_->Put(std::string("node-a-") + kDriver + "-0", "node-b", kDriver,
+              "node-b", 1);
+  ASSERT_THAT(publisher_->Publish("node-a", Devices(3)), IsOk());
+  EXPECT_THAT(Ours(), SizeIs(1));
+}
+
+// Slices are owned by their Node (a controller reference, as the Go
+// controller sets it), so they go when the Node goes; without the right to
+// read the Node they are published without one.
+TEST_F(SlicePublisherTest, SlicesAreOwnedByTheirNode) {
+  Serve();
+  ASSERT_THAT(publisher_->Publish("node-a", Devices(3)), IsOk());
+  EXPECT_FALSE(Ours()[0]["metadata"].contains("ownerReferences"));
+  store_->node_uid = "8d5c2d1e-0000-4000-8000-000000000001";
+  // The next change reads the Node again and the slices are rewritten
+  // with the reference.
+  auto changed = Devices(3);
+  changed[0].attributes["sriov"] = {false, false};
+  ASSERT_THAT(publisher_->Publish("node-a", changed), IsOk());
+  const json owners = Ours()[0]["metadata"]["ownerReferences"];
+  EXPECT_EQ(owners, json::parse(R"([{"apiVersion": "v1", "kind": "Node",
+      "name": "node-a", "uid": "8d5c2d1e-0000-4000-8000-000000000001",
+      "controller": true}])"));
+}
+
+// A taint's timeAdded is the server's, kept at every republish (the Go
+// controller's copyTaintTimeAdded): a NoExecute toleration's seconds do not
+// start again.
+TEST_F(SlicePublisherTest, ATaintKeepsItsTimeAcrossRepublishes) {
+  Serve();
+  auto devices = Devices(3, /*taint_first=*/true);
+  ASSERT_THAT(publisher_->Publish("node-a", devices), IsOk());
+  const std::string added =
+      Ours()[0]["spec"]["devices"][0]["taints"][0]["timeAdded"];
+  ASSERT_FALSE(added.empty());
+  devices[1].attributes["sriov"] = {false, false};
+  ASSERT_THAT(publisher_->Publish("node-a", devices), IsOk());
+  EXPECT_EQ(Ours()[0]["spec"]["pool"]["generation"], 2);
+  EXPECT_EQ(Ours()[0]["spec"]["devices"][0]["taints"][0]["timeAdded"], added);
+}
+
+// A server that drops fields (taints with the gate off) is not written to
+// again and again: what it stored counts as in step, and is said.
+TEST_F(SlicePublisherTest, FieldsTheServerDropsAreNotRewrittenForever) {
+  Serve();
+  store_->drop_taints = true;
+  ASSERT_THAT(publisher_->Publish("node-a", Devices(3, true)), IsOk());
+  EXPECT_FALSE(Ours()[0]["spec"]["devices"][0].contains("taints"));
+  const int writes = store_->writes;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_THAT(publisher_->Publish("node-a", Devices(3, true)), IsOk());
+  }
+  EXPECT_EQ(store_->writes, writes);
+  EXPECT_EQ(Ours()[0]["spec"]["pool"]["generation"], 1);
+}
+
+// Answers of a hostile API server: nesting 100,000 deep, a resourceVersion
+// that is a number, items that are not objects. Each is an error of that
+// sync, never a crash, and the next good answer is used.
+TEST_F(SlicePublisherTest, HostileListAnswersAreErrorsNotCrashes) {
+  std::atomic<int> mode{0};
+  auto server = FakeApiServer::Start(
+      dir_.path() / "pki", [&](const FakeApiServer::Request& request) {
+        if (request.method == "GET" &&
+            request.target.starts_with(::topology::testing::kSlicesPath)) {
+          switch (mode.load()) {
+            case 0:
+              return FakeApiServer::Answer{
+                  200, "{\"items\": " + std::string(100000, '[') +
+                           std::string(100000, ']') + "}"};
+            case 1:
+              return FakeApiServer::Answer{
+                  200, R"({"items": [{"metadata": {"name": "x",
+                      "resourceVersion": 7}, "spec": {"nodeName": "node-a",
+                      "driver": "pci.libtopology.dev", "pool": {"name":
+                      "node-a", "generation": 1, "resourceSliceCount": 1}}}]})"};
+            default:
+              return FakeApiServer::Answer{200, R"({"items": [1, "x", null]})"};
+          }
+        }
+        return FakeApiServer::Answer{404, "{}"};
+      });
+  ASSERT_THAT(server.status(), IsOk());
+  KubeConfig config;
+  config.server = (*server)->url();
+  config.ca_pem = (*server)->ca_pem();
+  auto client = KubeClient::Create(config, {});
+  ASSERT_THAT(client.status(), IsOk());
+  SlicePublisher publisher(client->get(), kDriver, "node-a", {});
+  for (int m = 0; m < 3; ++m) {
+    mode = m;
+    EXPECT_THAT(publisher.Publish("node-a", Devices(1)),
+                StatusIs(StatusCode::kUnavailable, HasSubstr("unreadable")))
+        << "mode " << m;
+  }
 }
 
 }  // namespace

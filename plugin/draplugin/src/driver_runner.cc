@@ -815,16 +815,23 @@ ClaimOutcome DriverRunner::Impl::PrepareOne(const ClaimRef& ref) {
     return outcome;
   }
   // request_names: the allocation result's request, when the driver left
-  // them out.
+  // them out; each as its top-level request, as the kubelet matches them.
   for (PreparedDevice& device : *devices) {
-    if (!device.request_names.empty()) continue;
-    for (const AllocationResult& result : claim->results) {
-      if (result.pool == device.pool && result.device == device.device &&
-          std::find(device.request_names.begin(), device.request_names.end(),
-                    result.request) == device.request_names.end()) {
-        device.request_names.push_back(result.request);
+    if (device.request_names.empty()) {
+      for (const AllocationResult& result : claim->results) {
+        if (result.pool == device.pool && result.device == device.device) {
+          device.request_names.push_back(result.request);
+        }
       }
     }
+    std::vector<std::string> base;
+    for (const std::string& name : device.request_names) {
+      const std::string top(BaseRequestName(name));
+      if (std::find(base.begin(), base.end(), top) == base.end()) {
+        base.push_back(top);
+      }
+    }
+    device.request_names = std::move(base);
   }
   {
     MutexLock lock(mu_);

@@ -11,6 +11,8 @@
 #include <arpa/inet.h>
 #include <yaml-cpp/yaml.h>
 
+#include "yaml_load.h"
+
 #include "safe_file.h"
 
 namespace topology::draplugin {
@@ -374,12 +376,9 @@ StatusOr<KubeConfig> ParseKubeConfig(std::string_view yaml,
   const auto invalid = [&](const std::string& what) {
     return InvalidArgumentError(where + ": " + what);
   };
-  YAML::Node doc;
-  try {
-    doc = YAML::Load(std::string(yaml));
-  } catch (const std::exception& e) {
-    return invalid(std::string("not YAML: ") + e.what());
-  }
+  auto loaded = yaml::Load(yaml, where);
+  if (!loaded.ok()) return loaded.status();
+  const YAML::Node doc = *loaded;
   if (!doc.IsMap()) return invalid("not a kubeconfig (no mapping)");
   try {
     std::string context_name = Scalar(doc, "current-context").value_or("");

@@ -16,7 +16,9 @@
 #include <nlohmann/json.hpp>
 
 #include "checksum.h"
-#include "deviceplugin/v1beta1/kubelet_api.h"
+#include "json_fields.h"
+#include "k8s_names.h"
+#include "slice_validation_json.h"
 
 namespace topology::draplugin {
 namespace {
@@ -24,27 +26,8 @@ namespace {
 using nlohmann::json;
 
 constexpr char kSlices[] = "/apis/resource.k8s.io/v1/resourceslices";
-constexpr char kStandardDomain[] = "resource.kubernetes.io";
-constexpr size_t kMaxValueLength = 64;
-constexpr size_t kMaxAttributesAndCapacity = 32;
-constexpr size_t kMaxIdentifier = 32;
-constexpr size_t kMaxListLength = 64;
-constexpr size_t kMaxTaintValue = 63;
-
-bool IsDnsLabel(std::string_view text) {
-  return text.size() <= 63 && text.find('.') == std::string_view::npos &&
-         kubelet::IsDnsSubdomain(text);
-}
-
-bool IsCIdentifier(std::string_view text) {
-  if (text.empty() || text.size() > kMaxIdentifier) return false;
-  if (!std::isalpha(static_cast<unsigned char>(text[0])) && text[0] != '_') {
-    return false;
-  }
-  return std::all_of(text.begin(), text.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  });
-}
+// Hostile or broken answers are read with bounded nesting.
+constexpr int kMaxAnswerDepth = 64;
 
 std::string Dump(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -57,8 +40,15 @@ json AttributeJson(const AttributeValue& attribute) {
   if (const auto* number = std::get_if<int64_t>(&attribute.value)) {
     return {{"int", *number}};
   }
-  if (const auto* list = std::get_if<std::vector<int64_t>>(&attribute.value)) {
-    return {{"list", {{"int", *list}}}};
+  if (const auto* ints = std::get_if<std::vector<int64_t>>(&attribute.value)) {
+    return {{"ints", *ints}};
+  }
+  if (const auto* bools = std::get_if<std::vector<bool>>(&attribute.value)) {
+    return {{"bools", *bools}};
+  }
+  if (const auto* texts =
+          std::get_if<std::vector<std::string>>(&attribute.value)) {
+    return {{attribute.version ? "versions" : "strings", *texts}};
   }
   return {{"bool", std::get<bool>(attribute.value)}};
 }
@@ -92,42 +82,110 @@ json DeviceJson(const SliceDevice& device) {
 }
 
 // What of a device the comparison looks at: the fields this publisher
-// sets (a server adds others, such as a taint's timeAdded).
+// sets (a server adds others, such as a taint's timeAdded). Never throws.
 json Normal(const json& device) {
-  json out = {{"name", device.value("name", std::string())}};
-  if (device.contains("attributes")) out["attributes"] = device["attributes"];
-  if (device.contains("capacity") && device["capacity"].is_object()) {
-    json capacity = json::object();
-    for (const auto& [name, value] : device["capacity"].items()) {
-      capacity[name] = {{"value", value.is_object()
-                                      ? value.value("value", std::string())
-                                      : std::string()}};
-    }
-    out["capacity"] = std::move(capacity);
+  if (!device.is_object()) return json();
+  json out = json::object();
+  if (const auto name = device.find("name"); name != device.end()) {
+    out["name"] = *name;
   }
-  if (device.contains("taints") && device["taints"].is_array()) {
-    json taints = json::array();
-    for (const json& taint : device["taints"]) {
-      if (!taint.is_object()) continue;
-      json t = {{"key", taint.value("key", std::string())},
-                {"effect", taint.value("effect", std::string())}};
-      if (!taint.value("value", std::string()).empty()) {
-        t["value"] = taint["value"];
-      }
-      taints.push_back(std::move(t));
+  if (const auto attributes = device.find("attributes");
+      attributes != device.end()) {
+    out["attributes"] = *attributes;
+  }
+  if (const auto capacity = device.find("capacity");
+      capacity != device.end() && capacity->is_object()) {
+    json normal = json::object();
+    for (const auto& [name, value] : capacity->items()) {
+      const auto quantity =
+          value.is_object() ? value.find("value") : value.end();
+      normal[name] = {{"value", value.is_object() && quantity != value.end()
+                                    ? *quantity
+                                    : json()}};
     }
-    out["taints"] = std::move(taints);
+    out["capacity"] = std::move(normal);
+  }
+  if (const auto taints = device.find("taints");
+      taints != device.end() && taints->is_array()) {
+    json normal = json::array();
+    for (const json& taint : *taints) {
+      if (!taint.is_object()) {
+        normal.push_back(taint);
+        continue;
+      }
+      json t = json::object();
+      for (const char* key : {"key", "value", "effect"}) {
+        const auto it = taint.find(key);
+        if (it == taint.end()) continue;
+        if (std::string_view(key) == "value" && it->is_string() &&
+            it->get<std::string>().empty()) {
+          continue;
+        }
+        t[key] = *it;
+      }
+      normal.push_back(std::move(t));
+    }
+    out["taints"] = std::move(normal);
   }
   return out;
 }
 
-// Slice names: "<node>-<driver>-<index>"; a DNS subdomain when both are.
-std::string SliceBase(const std::string& node, const std::string& driver) {
-  std::string base = node + "-" + driver;
-  if (base.size() > 240) {
-    base = base.substr(0, 223) + "-" + files::ChecksumHex(base);
+// The stored taints' times, by device name and taint: a taint this
+// publisher sends again keeps the time the server first gave it (the Go
+// controller's copyTaintTimeAdded), so a NoExecute toleration's seconds
+// do not start again at each republish.
+using TaintTimes = std::map<std::string, std::map<std::string, json>>;
+
+std::string TaintKey(const json& taint) {
+  const auto field = [&](const char* key) {
+    const auto it = taint.find(key);
+    return it != taint.end() && it->is_string() ? it->get<std::string>()
+                                                : std::string();
+  };
+  return field("key") + "=" + field("value") + ":" + field("effect");
+}
+
+void CollectTaintTimes(const json& device, TaintTimes* times) {
+  const auto name = device.find("name");
+  const auto taints = device.find("taints");
+  if (name == device.end() || !name->is_string() || taints == device.end() ||
+      !taints->is_array()) {
+    return;
   }
-  return base;
+  for (const json& taint : *taints) {
+    if (!taint.is_object()) continue;
+    const auto added = taint.find("timeAdded");
+    if (added != taint.end() && added->is_string()) {
+      (*times)[name->get<std::string>()][TaintKey(taint)] = *added;
+    }
+  }
+}
+
+void KeepTaintTimes(const TaintTimes& times, json* devices) {
+  for (json& device : *devices) {
+    const auto name = device.find("name");
+    const auto taints = device.find("taints");
+    if (name == device.end() || taints == device.end()) continue;
+    const auto known = times.find(name->get<std::string>());
+    if (known == times.end()) continue;
+    for (json& taint : *taints) {
+      const auto added = known->second.find(TaintKey(taint));
+      if (added != known->second.end()) taint["timeAdded"] = added->second;
+    }
+  }
+}
+
+// Slices are created with generateName "<node>-<driver>-" (the server adds
+// a random suffix, as for the Go controller's slices): a fixed name could be
+// taken by anyone who can create a slice, another node's or driver's
+// included, and every create would then fail. Slices are recognised by
+// their spec (node and driver), never by their name.
+std::string SlicePrefix(const std::string& node, const std::string& driver) {
+  std::string base = node + "-" + driver;
+  if (base.size() > 200) {
+    base = base.substr(0, 183) + "-" + files::ChecksumHex(base);
+  }
+  return base + "-";
 }
 
 struct Existing {
@@ -136,6 +194,7 @@ struct Existing {
   std::string pool;
   int64_t generation = 0;
   int64_t count = 0;
+  std::string owner_uid;         // of its controller ownerReference
   json devices = json::array();  // normalised
 };
 
@@ -231,73 +290,24 @@ std::optional<std::map<std::string, std::string>> ListedVersions(
 
 Status ValidateDevices(const std::string& driver,
                        const std::vector<SliceDevice>& devices) {
+  if (Status valid = ValidateDriverName(driver); !valid.ok()) {
+    return InvalidArgumentError("driver name: " + valid.message());
+  }
   std::set<std::string> names;
   for (const SliceDevice& device : devices) {
-    const std::string who = "device \"" + device.name + "\"";
-    const auto invalid = [&](const std::string& what) {
-      return InvalidArgumentError(who + ": " + what);
-    };
-    if (!IsDnsLabel(device.name)) {
-      return invalid(
-          "the name is not a DNS label (lower case, digits, '-', "
-          "at most 63 characters)");
+    const std::string who = "device \"" + device.name.substr(0, 80) + "\"";
+    if (Status valid = ValidateDeviceJson(DeviceJson(device)); !valid.ok()) {
+      // "device.attributes[x]: ..." -> "device "gpu-0": attributes[x]: ..."
+      std::string message = valid.message();
+      if (message.starts_with("device.")) {
+        message = message.substr(7);
+      } else if (message.starts_with("device: ")) {
+        message = message.substr(8);
+      }
+      return InvalidArgumentError(who + ": " + message);
     }
-    if (!names.insert(device.name).second) return invalid("listed twice");
-    if (device.attributes.size() + device.capacity.size() >
-        kMaxAttributesAndCapacity) {
-      return invalid("more than 32 attributes and capacities");
-    }
-    for (const auto& [name, value] : device.attributes) {
-      const size_t slash = name.find('/');
-      const std::string domain =
-          slash == std::string::npos ? driver : name.substr(0, slash);
-      const std::string id =
-          slash == std::string::npos ? name : name.substr(slash + 1);
-      if (!IsCIdentifier(id)) {
-        return invalid("attribute \"" + name +
-                       "\": the name is not a C identifier of at most 32 "
-                       "characters");
-      }
-      if (domain == kStandardDomain) {
-        if (id != "pciBusID" && id != "pcieRoot" && id != "numaNode") {
-          return invalid("attribute \"" + name +
-                         "\": resource.kubernetes.io "
-                         "holds only the standard attributes");
-        }
-      } else if (domain != driver) {
-        return invalid("attribute \"" + name +
-                       "\": a driver's own attributes are unqualified or "
-                       "under its domain " +
-                       driver);
-      }
-      if (const auto* text = std::get_if<std::string>(&value.value);
-          text != nullptr && text->size() > kMaxValueLength) {
-        return invalid("attribute \"" + name +
-                       "\": the value is longer than "
-                       "64 characters");
-      }
-      if (const auto* list = std::get_if<std::vector<int64_t>>(&value.value);
-          list != nullptr && (list->empty() || list->size() > kMaxListLength)) {
-        return invalid("attribute \"" + name +
-                       "\": a list holds 1 to 64 values");
-      }
-    }
-    for (const auto& [name, quantity] : device.capacity) {
-      if (!IsCIdentifier(name.substr(name.find('/') + 1)) || quantity.empty()) {
-        return invalid("capacity \"" + name + "\" is not a name and quantity");
-      }
-    }
-    for (const DeviceTaint& taint : device.taints) {
-      if (taint.key.empty() || taint.key.size() > 253 ||
-          (taint.effect != "NoSchedule" && taint.effect != "NoExecute")) {
-        return invalid("taint \"" + taint.key +
-                       "\": needs a key and the effect NoSchedule or "
-                       "NoExecute");
-      }
-      if (taint.value.size() > kMaxTaintValue) {
-        return invalid("taint \"" + taint.key +
-                       "\": the value is longer than 63 characters");
-      }
+    if (!names.insert(device.name).second) {
+      return InvalidArgumentError(who + ": listed twice");
     }
   }
   return OkStatus();
@@ -340,11 +350,11 @@ SlicePublisher::~SlicePublisher() { Stop(); }
 
 Status SlicePublisher::Publish(std::string pool,
                                std::vector<SliceDevice> devices) {
-  if (!kubelet::IsDnsSubdomain(node_)) {
+  if (!k8s::IsDns1123Subdomain(node_)) {
     return InvalidArgumentError("node name \"" + node_ +
                                 "\" is not a DNS subdomain");
   }
-  if (!kubelet::IsDnsSubdomain(pool)) {
+  if (!k8s::IsDns1123Subdomain(pool)) {
     return InvalidArgumentError("pool name \"" + pool +
                                 "\" is not a DNS subdomain");
   }
@@ -355,13 +365,14 @@ Status SlicePublisher::Publish(std::string pool,
   // comparisons and the writes need, in a tenth of its size.
   auto encoded = std::make_shared<Encoded>();
   encoded->count = devices.size();
-  encoded->blocks.reserve(devices.size() / kMaxTaintedDevicesPerSlice + 1);
+  encoded->blocks.reserve(devices.size() / kMaxAdvancedDevicesPerSlice + 1);
   std::string text;
   for (size_t i = 0; i < devices.size(); ++i) {
     if (!text.empty()) text += ',';
-    text += Dump(DeviceJson(devices[i]));
-    encoded->tainted = encoded->tainted || !devices[i].taints.empty();
-    if ((i + 1) % kMaxTaintedDevicesPerSlice == 0 || i + 1 == devices.size()) {
+    const json device = DeviceJson(devices[i]);
+    text += Dump(device);
+    encoded->advanced = encoded->advanced || HasAdvancedFeatures(device);
+    if ((i + 1) % kMaxAdvancedDevicesPerSlice == 0 || i + 1 == devices.size()) {
       encoded->blocks.push_back(Deflate(text));
       text.clear();
     }
@@ -456,18 +467,52 @@ bool SlicePublisher::Unchanged() {
       "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
       "application/json");
   if (!listed.ok() || listed->status != 200) return false;
-  // Without the field selector every node's slices come: ours are the
-  // ones named after this node and driver.
-  const std::string base = SliceBase(node_, driver_) + "-";
+  // Without the field selector every node's slices come, and names say
+  // nothing of whose they are: ours are those the last full list found
+  // (their spec said so). A slice of ours created by someone else is found
+  // by the next full list, after any change.
   const auto ours = [&](const std::string& name) {
-    return !filter_here ||
-           (name.starts_with(base) && name.size() > base.size() &&
-            name.find_first_not_of("0123456789", base.size()) ==
-                std::string::npos);
+    return !filter_here || seen.contains(name);
   };
   auto now = ListedVersions(listed->body, ours);
   if (!now) return false;
   return *now == seen;
+}
+
+void SlicePublisher::LookUpOwner() {
+  if (!owner_.empty()) return;
+  auto answer = client_->Request("GET", "/api/v1/nodes/" + node_);
+  std::string why;
+  if (!answer.ok()) {
+    why = answer.status().message();
+  } else if (answer->status != 200) {
+    why = "HTTP " + std::to_string(answer->status);
+  } else {
+    const json node = json_fields::ParseBounded(answer->body, kMaxAnswerDepth);
+    try {
+      const json& metadata = json_fields::Object(node, "metadata");
+      const std::string uid = json_fields::String(metadata, "uid");
+      if (json_fields::String(metadata, "name") != node_ || uid.empty()) {
+        throw json_fields::JsonFieldError("metadata: another node's");
+      }
+      owner_ = Dump(json::array({{{"apiVersion", "v1"},
+                                  {"kind", "Node"},
+                                  {"name", node_},
+                                  {"uid", uid},
+                                  {"controller", true}}}));
+      return;
+    } catch (const std::exception& e) {
+      why = std::string("unreadable Node: ") + e.what();
+    }
+  }
+  if (!owner_warned_) {
+    owner_warned_ = true;
+    LOG(WARNING) << driver_ << ": the Node " << node_
+                 << " cannot be read (" << why
+                 << "); slices are published without an owner reference "
+                    "and outlive a deleted Node (the driver needs \"get "
+                    "nodes\")";
+  }
 }
 
 Status SlicePublisher::Sync() {
@@ -494,7 +539,13 @@ Status SlicePublisher::Sync() {
     ++stats_.syncs;
     return status;
   };
-  // This node's and driver's slices.
+  LookUpOwner();
+  std::string owner_uid;
+  if (!owner_.empty()) {
+    owner_uid = json::parse(owner_)[0]["uid"].get<std::string>();
+  }
+
+  // Phase 1, what is there: this node's and driver's slices.
   const std::string selector =
       "?fieldSelector=spec.nodeName%3D" + node_ + "%2Cspec.driver%3D" + driver_;
   auto listed = client_->Request(
@@ -516,24 +567,43 @@ Status SlicePublisher::Sync() {
     return fail(status);
   }
   std::vector<Existing> existing;
+  TaintTimes taint_times;
   try {
-    const json doc = json::parse(listed->body);
-    for (const json& item : doc.at("items")) {
-      const json& spec = item.at("spec");
-      if (spec.value("nodeName", std::string()) != node_ ||
-          spec.value("driver", std::string()) != driver_) {
+    namespace jf = json_fields;
+    const json doc = jf::ParseBounded(listed->body, kMaxAnswerDepth);
+    if (doc.is_discarded()) {
+      throw jf::JsonFieldError("not JSON, or nested too deep");
+    }
+    for (const json& item : jf::Array(doc, "items")) {
+      const json& spec = jf::Object(item, "spec");
+      if (jf::StringOr(spec, "nodeName", "") != node_ ||
+          jf::StringOr(spec, "driver", "") != driver_) {
         continue;  // another node's or driver's: never touched
       }
+      const json& metadata = jf::Object(item, "metadata");
       Existing e;
-      e.name = item.at("metadata").at("name").get<std::string>();
-      e.resource_version =
-          item.at("metadata").value("resourceVersion", std::string());
-      const json pool_json = spec.value("pool", json::object());
-      e.pool = pool_json.value("name", std::string());
-      e.generation = pool_json.value("generation", int64_t{0});
-      e.count = pool_json.value("resourceSliceCount", int64_t{0});
-      for (const json& device : spec.value("devices", json::array())) {
-        e.devices.push_back(Normal(device));
+      e.name = jf::String(metadata, "name");
+      e.resource_version = jf::StringOr(metadata, "resourceVersion", "");
+      if (const json* owners = jf::OptionalField(metadata, "ownerReferences");
+          owners != nullptr && owners->is_array()) {
+        for (const json& owner : *owners) {
+          if (owner.is_object() && jf::BoolOr(owner, "controller", false)) {
+            e.owner_uid = jf::StringOr(owner, "uid", "");
+          }
+        }
+      }
+      const json& pool_json = jf::Object(spec, "pool");
+      e.pool = jf::StringOr(pool_json, "name", "");
+      e.generation = jf::Int(pool_json, "generation", 0);
+      e.count = jf::Int(pool_json, "resourceSliceCount", 0);
+      if (const json* devices = jf::OptionalField(spec, "devices")) {
+        if (!devices->is_array()) {
+          throw jf::JsonFieldError("spec.devices: not a list");
+        }
+        for (const json& device : *devices) {
+          e.devices.push_back(Normal(device));
+          CollectTaintTimes(device, &taint_times);
+        }
       }
       existing.push_back(std::move(e));
     }
@@ -542,17 +612,27 @@ Status SlicePublisher::Sync() {
                                              "unreadable answer: ") +
                                  e.what()));
   }
+  // This pool's slices first (they are updated in place, oldest names
+  // first); another pool's are obsolete and go.
+  std::sort(existing.begin(), existing.end(),
+            [&](const Existing& a, const Existing& b) {
+              return std::pair(a.pool != pool, a.name) <
+                     std::pair(b.pool != pool, b.name);
+            });
+  const size_t updatable = static_cast<size_t>(
+      std::count_if(existing.begin(), existing.end(),
+                    [&](const Existing& e) { return e.pool == pool; }));
 
-  // What should be there.
+  // Phase 2, what should be there: the devices in slices.
   const size_t per_slice =
-      encoded->tainted ? kMaxTaintedDevicesPerSlice : kMaxDevicesPerSlice;
+      encoded->advanced ? kMaxAdvancedDevicesPerSlice : kMaxDevicesPerSlice;
   const size_t count =
       std::max<size_t>(1, (encoded->count + per_slice - 1) / per_slice);
-  const size_t blocks_per_slice = per_slice / kMaxTaintedDevicesPerSlice;
-  const std::string base = SliceBase(node_, driver_);
-  // name -> the slice's devices as the comparison dumps them (a device's
-  // JSON as sent is already what Normal() keeps of it).
-  std::map<std::string, std::string> wanted;
+  const size_t blocks_per_slice = per_slice / kMaxAdvancedDevicesPerSlice;
+  // Each slice's devices as the comparison dumps them (a device's JSON as
+  // sent is already what Normal() keeps of it).
+  std::vector<std::string> wanted;
+  wanted.reserve(count);
   for (size_t i = 0; i < count; ++i) {
     std::string list = "[";
     for (size_t b = i * blocks_per_slice;
@@ -561,19 +641,35 @@ Status SlicePublisher::Sync() {
       if (list.size() > 1) list += ',';
       list += Inflate(encoded->blocks[b]);
     }
-    wanted[base + "-" + std::to_string(i)] = list + "]";
+    wanted.push_back(list + "]");
   }
 
+  // Phase 3, compare: the same slices (as multisets of device lists, each
+  // as the server stores what we send), one generation, owned as they
+  // should be.
   int64_t generation = 0;
-  bool same = existing.size() == wanted.size();
   for (const Existing& e : existing) {
     if (e.pool == pool) generation = std::max(generation, e.generation);
   }
-  for (const Existing& e : existing) {
-    const auto it = wanted.find(e.name);
-    same = same && e.pool == pool && e.generation == generation &&
-           e.count == static_cast<int64_t>(count) && it != wanted.end() &&
-           it->second == Dump(e.devices);
+  bool same = existing.size() == wanted.size();
+  {
+    std::multiset<std::string> expected;
+    for (const std::string& list : wanted) {
+      const auto stored = stored_as_.find(list);
+      expected.insert(stored == stored_as_.end() ? list : stored->second);
+    }
+    for (const Existing& e : existing) {
+      same = same && e.pool == pool && e.generation == generation &&
+             e.count == static_cast<int64_t>(count) &&
+             e.owner_uid == owner_uid;
+      if (!same) break;
+      const auto it = expected.find(Dump(e.devices));
+      if (it == expected.end()) {
+        same = false;
+        break;
+      }
+      expected.erase(it);
+    }
   }
   if (same) {
     std::map<std::string, std::string> seen;
@@ -584,62 +680,17 @@ Status SlicePublisher::Sync() {
     seen_ = std::move(seen);
     return OkStatus();
   }
+
+  // Phase 4, apply, in the Go controller's order: obsolete slices deleted,
+  // then the kept ones updated, then new ones created.
   ++generation;
   uint64_t creates = 0;
   uint64_t updates = 0;
   uint64_t deletes = 0;
   std::map<std::string, std::string> written_versions;
-  for (const auto& [name, list] : wanted) {
-    json slice = {{"apiVersion", "resource.k8s.io/v1"},
-                  {"kind", "ResourceSlice"},
-                  {"metadata", {{"name", name}}},
-                  {"spec",
-                   {{"driver", driver_},
-                    {"nodeName", node_},
-                    {"pool",
-                     {{"name", pool},
-                      {"generation", generation},
-                      {"resourceSliceCount", count}}},
-                    {"devices", json::array()}}}};
-    // The devices as sent (not normalised: the same fields).
-    slice["spec"]["devices"] = json::parse(list);
-    const std::string& slice_name =
-        name;  // (a lambda cannot capture a binding)
-    const auto found =
-        std::find_if(existing.begin(), existing.end(),
-                     [&](const Existing& e) { return e.name == slice_name; });
-    StatusOr<HttpResponse> answer = UnavailableError("not sent");
-    if (found != existing.end()) {
-      slice["metadata"]["resourceVersion"] = found->resource_version;
-      answer = client_->Request("PUT", std::string(kSlices) + "/" + name,
-                                Dump(slice));
-      ++updates;
-    } else {
-      answer = client_->Request("POST", kSlices, Dump(slice));
-      ++creates;
-    }
-    if (!answer.ok()) return fail(answer.status());
-    if (Status status = StatusOf(*answer, "write resourceslice " + name,
-                                 /*create=*/found == existing.end());
-        !status.ok()) {
-      // A conflict or a slice created meanwhile: read again and retry.
-      if (status.code() == StatusCode::kAlreadyExists) {
-        return fail(Status(StatusCode::kAborted, status.message()));
-      }
-      return fail(status);
-    }
-    // The version the server gave it: the resync's cheap look needs no
-    // full list to learn what was just written.
-    const json written =
-        json::parse(answer->body, nullptr, /*allow_exceptions=*/false);
-    if (written.is_object() && written.contains("metadata") &&
-        written["metadata"].is_object()) {
-      written_versions[name] =
-          written["metadata"].value("resourceVersion", std::string());
-    }
-  }
-  for (const Existing& e : existing) {
-    if (wanted.contains(e.name)) continue;
+  const size_t kept = std::min(updatable, wanted.size());
+  for (size_t i = kept; i < existing.size(); ++i) {
+    const Existing& e = existing[i];
     auto answer =
         client_->Request("DELETE", std::string(kSlices) + "/" + e.name);
     if (!answer.ok()) return fail(answer.status());
@@ -650,6 +701,94 @@ Status SlicePublisher::Sync() {
       }
     }
     ++deletes;
+  }
+  const std::string prefix = SlicePrefix(node_, driver_);
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    const bool update = i < kept;
+    json slice = {{"apiVersion", "resource.k8s.io/v1"},
+                  {"kind", "ResourceSlice"},
+                  {"metadata", json::object()},
+                  {"spec",
+                   {{"driver", driver_},
+                    {"nodeName", node_},
+                    {"pool",
+                     {{"name", pool},
+                      {"generation", generation},
+                      {"resourceSliceCount", count}}},
+                    {"devices", json::parse(wanted[i])}}}};
+    KeepTaintTimes(taint_times, &slice["spec"]["devices"]);
+    if (!owner_.empty()) {
+      slice["metadata"]["ownerReferences"] = json::parse(owner_);
+    }
+    if (update) {
+      slice["metadata"]["name"] = existing[i].name;
+      slice["metadata"]["resourceVersion"] = existing[i].resource_version;
+    } else {
+      slice["metadata"]["generateName"] = prefix;
+    }
+    // Every slice as the API server will judge it, before it is sent.
+    if (Status valid = ValidateResourceSliceJson(slice); !valid.ok()) {
+      return fail(InvalidArgumentError("resourceslice of pool " + pool +
+                                       " not sent: " + valid.message()));
+    }
+    const std::string what =
+        update ? "update resourceslice " + existing[i].name
+               : "create resourceslice " + prefix + "*";
+    StatusOr<HttpResponse> answer =
+        update ? client_->Request("PUT",
+                                  std::string(kSlices) + "/" + existing[i].name,
+                                  Dump(slice))
+               : client_->Request("POST", kSlices, Dump(slice));
+    if (!answer.ok()) return fail(answer.status());
+    if (Status status = StatusOf(*answer, what, /*create=*/!update);
+        !status.ok()) {
+      // A conflict: someone changed the slice meanwhile; read again.
+      if (status.code() == StatusCode::kAlreadyExists) {
+        return fail(Status(StatusCode::kAborted, status.message()));
+      }
+      return fail(status);
+    }
+    if (update) {
+      ++updates;
+    } else {
+      ++creates;
+    }
+    // What the server stored: its name and version (the resync's cheap
+    // look needs no full list to learn them), and the devices as kept,
+    // which differ from what was sent when the server dropped fields.
+    const json written =
+        json_fields::ParseBounded(answer->body, kMaxAnswerDepth);
+    try {
+      namespace jf = json_fields;
+      const json& metadata = jf::Object(written, "metadata");
+      const std::string name = jf::String(metadata, "name");
+      written_versions[name] = jf::StringOr(metadata, "resourceVersion", "");
+      json stored = json::array();
+      const json& spec = jf::Object(written, "spec");
+      if (const json* devices = jf::OptionalField(spec, "devices")) {
+        for (const json& device : *devices) stored.push_back(Normal(device));
+      }
+      const std::string stored_text = Dump(stored);
+      if (stored_text != wanted[i]) {
+        if (!stored_as_.contains(wanted[i])) {
+          LOG(WARNING) << driver_ << ": the API server dropped fields of "
+                       << "resourceslice " << name
+                       << " (a feature gate off?): what it stored differs "
+                          "from what was sent; kept as stored, not sent "
+                          "again until the devices change";
+        }
+        stored_as_[wanted[i]] = stored_text;
+      }
+    } catch (const std::exception& e) {
+      LOG(WARNING) << driver_ << ": " << what
+                   << ": unreadable answer: " << e.what();
+    }
+  }
+  // Forget stored forms of device lists no longer published.
+  for (auto it = stored_as_.begin(); it != stored_as_.end();) {
+    it = std::find(wanted.begin(), wanted.end(), it->first) == wanted.end()
+             ? stored_as_.erase(it)
+             : std::next(it);
   }
   LOG(INFO) << driver_ << ": pool " << pool << " generation " << generation
             << ": " << encoded->count << " device(s) in " << count

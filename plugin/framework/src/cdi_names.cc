@@ -7,14 +7,18 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "yaml_load.h"
+
 #include "topology/text_file.h"
 
 namespace topology::plugin {
 
 StatusOr<std::set<std::string>> CdiNamesOf(std::string_view text) {
   std::set<std::string> names;
+  auto loaded = yaml::Load(text, "spec");
+  if (!loaded.ok()) return loaded.status();
   try {
-    const YAML::Node spec = YAML::Load(std::string(text));
+    const YAML::Node& spec = *loaded;
     const YAML::Node kind = spec.IsMap() ? spec["kind"] : YAML::Node();
     const YAML::Node devices = spec.IsMap() ? spec["devices"] : YAML::Node();
     if (!kind || !kind.IsScalar() || !devices || !devices.IsSequence()) {

@@ -29,6 +29,7 @@
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "topology/status.h"
@@ -50,8 +51,19 @@ struct ClaimRef {
   friend bool operator==(const ClaimRef&, const ClaimRef&) = default;
 };
 
+// The top-level request of a result's request reference: "gpu" of
+// "gpu/big" (a subrequest of a prioritized list, firstAvailable), the name
+// itself otherwise. The kubelet gives a container the CDI ids of devices
+// whose request_names hold its claim's top-level request name
+// (claiminfo.go), so NodePrepareResources answers base names, as the Go
+// helper's resourceclaim.BaseRequestRef does.
+inline std::string_view BaseRequestName(std::string_view request) {
+  return request.substr(0, request.find('/'));
+}
+
 // One entry of a claim's status.allocation.devices.results.
 struct AllocationResult {
+  // As the API server writes it: "<request>" or "<request>/<subrequest>".
   std::string request = {};
   std::string driver = {};
   std::string pool = {};
@@ -83,7 +95,8 @@ class ClaimSource {
 // One prepared device, as NodePrepareResources answers it.
 struct PreparedDevice {
   // The claim's requests this device serves; the runner fills in the
-  // allocation result's request when left empty.
+  // allocation result's request when left empty, and answers every name as
+  // its top-level request (BaseRequestName), once.
   std::vector<std::string> request_names = {};
   std::string pool = {};
   std::string device = {};

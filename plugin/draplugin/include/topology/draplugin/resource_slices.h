@@ -23,20 +23,27 @@
 #include <vector>
 
 #include "topology/draplugin/kube_client.h"
+#include "topology/draplugin/slice_validation.h"
 #include "topology/status.h"
 #include "topology/thread_annotations.h"
 
 namespace topology::draplugin {
 
-// At most this many devices in one slice, and with taints.
-inline constexpr size_t kMaxDevicesPerSlice = 128;
-inline constexpr size_t kMaxTaintedDevicesPerSlice = 64;
+// At most this many devices in one slice, and when a device of the pool
+// has taints or a list attribute (the API's
+// ResourceSliceMaxDevicesWithAdvancedFeatures).
+inline constexpr size_t kMaxDevicesPerSlice = kResourceSliceMaxDevices;
+inline constexpr size_t kMaxAdvancedDevicesPerSlice =
+    kResourceSliceMaxDevicesWithAdvancedFeatures;
 
-// One typed value; a list of ints goes out in the list form of KEP-5491
-// ({"list": {"int": [...]}}, behind the DRAListTypeAttributes gate).
+// One typed value. Lists go out in the list form of KEP-5491 (gate
+// DRAListTypeAttributes): {"ints": [...]}, {"bools": [...]},
+// {"strings": [...]} or, with `version`, {"versions": [...]}.
 struct AttributeValue {
-  std::variant<std::string, int64_t, bool, std::vector<int64_t>> value = {};
-  bool version = false;  // a string that is a semantic version
+  std::variant<std::string, int64_t, bool, std::vector<int64_t>,
+               std::vector<bool>, std::vector<std::string>>
+      value = {};
+  bool version = false;  // strings that are semantic versions
   friend bool operator==(const AttributeValue&,
                          const AttributeValue&) = default;
 };
@@ -44,7 +51,7 @@ struct AttributeValue {
 struct DeviceTaint {
   std::string key = {};
   std::string value = {};
-  std::string effect = "NoSchedule";  // NoSchedule or NoExecute
+  std::string effect = "NoSchedule";  // NoSchedule, NoExecute or None
   friend bool operator==(const DeviceTaint&, const DeviceTaint&) = default;
 };
 
@@ -57,12 +64,12 @@ struct SliceDevice {
   friend bool operator==(const SliceDevice&, const SliceDevice&) = default;
 };
 
-// INVALID_ARGUMENT naming the device and what is wrong, by the API's
-// rules: names (DNS labels, unique), attribute names (a C identifier of at
-// most 32 characters, with the driver's domain or resource.kubernetes.io,
-// under which only the standard names), string and version values of at
-// most 64 characters, lists of 1 to 64 ints, at most 32 attributes and
-// capacities together, taint keys, values and effects.
+// INVALID_ARGUMENT naming the driver or the device and what is wrong, by
+// the API server's rules (ValidateDriverName, and for each device those of
+// ValidateResourceSlice: DNS-label names, unique; qualified attribute and
+// capacity names in any domain; values; at most 32 attributes and
+// capacities and 48 attribute values; at most 16 taints with label keys and
+// values and the effects NoSchedule, NoExecute, None).
 Status ValidateDevices(const std::string& driver,
                        const std::vector<SliceDevice>& devices);
 
@@ -104,6 +111,8 @@ class SlicePublisher {
 
  private:
   Status Sync() TOPOLOGY_EXCLUDES(mu_);
+  // The Node's ownerReference, read once it can be. REQUIRES: sync_mu_.
+  void LookUpOwner() TOPOLOGY_REQUIRES(sync_mu_) TOPOLOGY_EXCLUDES(mu_);
   // The resync's cheap look: this node's slices' names and resource
   // versions only (a metadata-only list); true when they are exactly those
   // the last full list found with nothing to write.
@@ -121,7 +130,7 @@ class SlicePublisher {
   std::condition_variable_any wake_;
   std::string pool_ TOPOLOGY_GUARDED_BY(mu_);
   // The devices as the JSON they are sent as, in blocks of
-  // kMaxTaintedDevicesPerSlice ("{...},{...}"), each kept deflated: a
+  // kMaxAdvancedDevicesPerSlice ("{...},{...}"), each kept deflated: a
   // slice is one block or two, and an idle driver's inventory costs a tenth
   // of its JSON.
   struct Block {
@@ -135,7 +144,7 @@ class SlicePublisher {
   struct Encoded {
     std::vector<Block> blocks;
     size_t count = 0;      // devices
-    bool tainted = false;  // a device has taints: 64 a slice
+    bool advanced = false;  // a device has taints or a list attribute
   };
   std::shared_ptr<const Encoded> devices_ TOPOLOGY_GUARDED_BY(mu_);
   bool have_devices_ TOPOLOGY_GUARDED_BY(mu_) = false;
@@ -148,6 +157,16 @@ class SlicePublisher {
   bool stopping_ TOPOLOGY_GUARDED_BY(mu_) = false;
   Stats stats_ TOPOLOGY_GUARDED_BY(mu_);
   std::thread loop_;
+  // The Node's ownerReference (JSON text), once the Node was read: slices
+  // are owned by their Node, as the Go controller sets it, and go with it.
+  // Empty while unknown (no "get nodes" right, no such Node): the slices
+  // are published without, and the next sync asks again.
+  std::string owner_ TOPOLOGY_GUARDED_BY(sync_mu_);
+  bool owner_warned_ TOPOLOGY_GUARDED_BY(sync_mu_) = false;
+  // A slice's devices as sent -> as the API server stored them, where it
+  // dropped fields (a feature gate off): the stored form counts as in step,
+  // said once, instead of a new generation written at every sync.
+  std::map<std::string, std::string> stored_as_ TOPOLOGY_GUARDED_BY(sync_mu_);
 };
 
 }  // namespace topology::draplugin
