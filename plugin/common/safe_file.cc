@@ -36,8 +36,19 @@ class Fd {
 
 StatusOr<std::string> ReadRegularFile(const std::filesystem::path& path,
                                       size_t max_bytes) {
+  return ReadBoundedFile(path, max_bytes, /*follow_links=*/false);
+}
+
+StatusOr<std::string> ReadMountedFile(const std::filesystem::path& path,
+                                      size_t max_bytes) {
+  return ReadBoundedFile(path, max_bytes, /*follow_links=*/true);
+}
+
+StatusOr<std::string> ReadBoundedFile(const std::filesystem::path& path,
+                                      size_t max_bytes, bool follow_links) {
   // O_NONBLOCK: opening a FIFO for reading never waits for a writer.
-  Fd fd(open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  Fd fd(open(path.c_str(), O_RDONLY | (follow_links ? 0 : O_NOFOLLOW) |
+                               O_NONBLOCK | O_CLOEXEC));
   if (fd.get() < 0) {
     if (errno == ENOENT)
       return NotFoundError(path.string() + " does not exist");
@@ -178,6 +189,34 @@ StatusOr<int> CreateFileAtomically(const std::filesystem::path& path,
                          Errno());
   }
   return fd.Release();
+}
+
+size_t RemoveTemporaryLeftovers(const std::filesystem::path& path) {
+  const std::filesystem::path dir = path.parent_path().empty()
+                                        ? std::filesystem::path(".")
+                                        : path.parent_path();
+  const std::string prefix = "." + path.filename().string() + ".";
+  Fd dir_fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (dir_fd.get() < 0) return 0;
+  std::error_code error;
+  size_t removed = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
+    const std::string name = entry.path().filename().string();
+    // ".<name>.<16 hex digits>.tmp", as CreateFileAtomically names them.
+    if (!name.starts_with(prefix) || !name.ends_with(".tmp") ||
+        name.size() != prefix.size() + 16 + 4) {
+      continue;
+    }
+    const std::string_view hex =
+        std::string_view(name).substr(prefix.size(), 16);
+    if (hex.find_first_not_of("0123456789abcdef") != std::string_view::npos) {
+      continue;
+    }
+    // unlinkat never follows a link: a planted one is removed, not its
+    // target.
+    if (unlinkat(dir_fd.get(), name.c_str(), 0) == 0) ++removed;
+  }
+  return removed;
 }
 
 }  // namespace topology::files

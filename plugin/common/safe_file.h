@@ -1,7 +1,9 @@
 // Files in directories that others can write (the device plugin directory
 // is writable by every plugin): read without following links and only when
 // regular and bounded; written to a fresh temporary file (O_EXCL), with an
-// explicit mode, fsynced and renamed into place.
+// explicit mode, fsynced and renamed into place. Files Kubernetes mounts
+// for us are read through their links (ReadMountedFile), still regular and
+// bounded.
 #ifndef TOPOLOGY_FILES_SAFE_FILE_H_
 #define TOPOLOGY_FILES_SAFE_FILE_H_
 
@@ -23,6 +25,18 @@ namespace topology::files {
 StatusOr<std::string> ReadRegularFile(const std::filesystem::path& path,
                                       size_t max_bytes);
 
+// As ReadRegularFile, but links are followed: for files Kubernetes mounts
+// for us (the service-account token and CA, projected volumes, ConfigMaps
+// and Secrets), which are symbolic links into "..data/" that the kubelet
+// swaps atomically. Only what an administrator or the kubelet placed, never
+// a file in a directory others can write.
+StatusOr<std::string> ReadMountedFile(const std::filesystem::path& path,
+                                      size_t max_bytes);
+
+// The two above: `follow_links` chooses.
+StatusOr<std::string> ReadBoundedFile(const std::filesystem::path& path,
+                                      size_t max_bytes, bool follow_links);
+
 // Replaces `path` with `contents` atomically: a new temporary file beside it
 // (created with O_EXCL|O_NOFOLLOW relative to the directory, opened once
 // with O_NOFOLLOW, so a planted link or file is never written through),
@@ -36,6 +50,12 @@ Status WriteFileAtomically(const std::filesystem::path& path,
 // offset at the end) and its descriptor is returned, the caller's to close.
 StatusOr<int> CreateFileAtomically(const std::filesystem::path& path,
                                    std::string_view contents, mode_t mode);
+
+// Removes the temporary files a write of `path` left behind when its
+// process was killed between creating and renaming them (".<name>.<16 hex
+// digits>.tmp" beside it); links among them are removed, never followed.
+// Returns how many were removed. For a daemon's start.
+size_t RemoveTemporaryLeftovers(const std::filesystem::path& path);
 
 // Writes all of `contents` at the descriptor's offset, retrying short
 // writes and EINTR; false with errno set on failure.

@@ -91,6 +91,7 @@ int Run(int argc, char** argv) {
   std::string health_interval = "10s";
   std::string recovery_period = "1m";
   std::string device_plugin_config;
+  std::string pod_uid;
   int verbosity = 0;
   app.add_option("--driver-name", driver, "DRA driver name (a DNS subdomain)")
       ->capture_default_str();
@@ -139,6 +140,10 @@ int Run(int argc, char** argv) {
   app.add_option("--device-plugin-config", device_plugin_config,
                  "topology-device-plugin's configuration on this node: the "
                  "driver refuses to start when both select a device");
+  app.add_option("--pod-uid", pod_uid,
+                 "This pod's UID (default: POD_UID, from the downward API): "
+                 "per-pod socket names, so that two instances on a node both "
+                 "serve during a rolling update (kubelet 1.33+)");
   app.add_option("-v,--v", verbosity, "Log verbosity (klog -v)")
       ->capture_default_str();
   if (auto done = dp::ParseCommandLine(app, argc, argv, kExitUsage)) {
@@ -152,6 +157,11 @@ int Run(int argc, char** argv) {
     if (const char* env = std::getenv("NODE_NAME"); env != nullptr) node = env;
   }
   if (node.empty()) return usage("--node-name or NODE_NAME is needed");
+  if (pod_uid.empty()) {
+    if (const char* env = std::getenv("POD_UID"); env != nullptr) {
+      pod_uid = env;
+    }
+  }
   auto interval = plugin::ParseDuration(rescan_interval);
   if (!interval.ok()) {
     return usage("--rescan-interval: " + interval.status().message());
@@ -256,6 +266,7 @@ int Run(int argc, char** argv) {
   options.registry_dir = registry_dir;
   options.plugin_dir = plugin_dir;
   options.state_dir = state_dir;
+  options.pod_uid = pod_uid;
   options.health_timeout = kHealthTimeout;
   auto runner = dra::DriverRunner::Create(options, &source, &handler);
   if (!runner.ok()) return usage(runner.status().message());
@@ -362,8 +373,16 @@ int Run(int argc, char** argv) {
         {.health_problem = [] { return std::string(); },
          .readiness_problem =
              [&r, &publisher] {
-               if (!r.registered())
-                 return std::string("not registered with the kubelet");
+               if (!r.registered()) {
+                 // The kubelet's reason, when it refused (an old kubelet:
+                 // "no handler registered for plugin type: DRAPlugin").
+                 const std::string why = r.registration_error();
+                 return why.empty()
+                            ? std::string("not registered with the kubelet")
+                            : "not registered with the kubelet: the kubelet "
+                              "refused the registration: " +
+                                  why;
+               }
                if (!publisher.published())
                  return std::string("ResourceSlices not published");
                return std::string();

@@ -511,7 +511,8 @@ def check_dra_component(daemonset_dir, base_objects, dra_binary):
                         rule.get("verbs", []))
     wanted = {("resource.k8s.io", "resourceclaims"): {"get"},
               ("resource.k8s.io", "resourceslices"):
-                  {"get", "list", "watch", "create", "update", "delete"}}
+                  {"get", "list", "watch", "create", "update", "delete"},
+              ("", "nodes"): {"get"}}
     if verbs != wanted:
         error(where, f"the driver's ServiceAccount must be granted exactly "
                      f"{wanted}, found {verbs}")

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include <netinet/in.h>
+#include <sys/stat.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -21,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "topology/draplugin/claim_cdi.h"
+#include "topology/draplugin/driver.h"
 #include "topology/plugin/http_endpoint.h"
 
 #include "child_process.h"
@@ -31,16 +33,20 @@
 #include "status_matchers.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
+#include "time_scale.h"
 
 namespace topology::device_plugin {
 namespace {
 
 using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::SizeIs;
 using ::topology::testing::FakeApiServer;
 using ::topology::testing::FakeDraKubelet;
 using ::topology::testing::FakeResourceStore;
 using ::topology::testing::IsOk;
+using ::topology::testing::Scaled;
 using namespace std::chrono_literals;
 
 constexpr char kBinary[] = TOPOLOGY_DRA_DRIVER_BINARY;
@@ -106,7 +112,9 @@ class DraDriverBinaryTest : public ::testing::Test {
            "users: [{name: u, user: {token: node-token}}]\n";
     http_port_ = testing::FreeLoopbackPort();
   }
-  std::unique_ptr<DriverProcess> Start(std::vector<std::string> extra = {}) {
+  std::unique_ptr<DriverProcess> Start(std::vector<std::string> extra = {},
+                                       int http_port = 0) {
+    if (http_port == 0) http_port = http_port_;
     std::vector<std::string> args{"--config",
                                   (work_.path() / "config.yaml").string(),
                                   "--host-root",
@@ -122,7 +130,7 @@ class DraDriverBinaryTest : public ::testing::Test {
                                   "--cdi-dir",
                                   (work_.path() / "cdi").string(),
                                   "--http-addr",
-                                  "127.0.0.1:" + std::to_string(http_port_),
+                                  "127.0.0.1:" + std::to_string(http_port),
                                   "-v",
                                   "1"};
     args.insert(args.end(), extra.begin(), extra.end());
@@ -228,6 +236,111 @@ TEST_F(DraDriverBinaryTest,
   EXPECT_FALSE(std::filesystem::exists(spec));
   driver->Signal(SIGTERM);
   EXPECT_EQ(driver->Wait(5s), 0);
+}
+
+// A kubelet that refuses the registration (one without the DRA handler:
+// "no handler registered for plugin type: DRAPlugin") is named in /readyz
+// with its reason.
+TEST_F(DraDriverBinaryTest, ReadyzSaysWhyTheKubeletRefused) {
+  auto driver = Start();
+  FakeDraKubelet old_kubelet(sockets_.path() / "registry");
+  old_kubelet.set_refusal("no handler registered for plugin type: DRAPlugin");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return old_kubelet.Register(kDriver).code() ==
+               StatusCode::kFailedPrecondition;
+      },
+      Scaled(10s)))
+      << Log();
+  std::string body;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto ready = plugin::HttpGet(http_port_, "/readyz");
+        if (!ready.ok() || ready->first == 200) return false;
+        body = ready->second;
+        return body.find("no handler registered") != std::string::npos;
+      },
+      Scaled(5s)))
+      << body << Log();
+  EXPECT_THAT(body, HasSubstr("the kubelet refused the registration: no "
+                              "handler registered for plugin type: "
+                              "DRAPlugin"));
+  driver->Signal(SIGTERM);
+  EXPECT_EQ(driver->Wait(5s), 0);
+}
+
+// Two driver processes in one plugin directory, each with its pod UID (a
+// rolling update with surge): both serve and register, no socket is ever
+// replaced, a claim prepared through one is unprepared through the other,
+// and killing either leaves the other serving.
+TEST_F(DraDriverBinaryTest, TwoProcessesWithTheirPodUidsShareANode) {
+  const std::string uid_a = "0a0a0a0a-0000-4000-8000-00000000000a";
+  const std::string uid_b = "0b0b0b0b-0000-4000-8000-00000000000b";
+  auto a = Start({"--pod-uid", uid_a});
+  ASSERT_TRUE(WaitFor([&] { return !Slices().empty(); }, Scaled(10s)))
+      << Log();
+  const int port_b = testing::FreeLoopbackPort();
+  auto b = Start({"--pod-uid", uid_b}, port_b);
+  const auto registry = sockets_.path() / "registry";
+  const auto socket_a =
+      draplugin::RollingUpdateRegistrationSocket(registry, kDriver, uid_a);
+  const auto socket_b =
+      draplugin::RollingUpdateRegistrationSocket(registry, kDriver, uid_b);
+  FakeDraKubelet through_a(registry);
+  FakeDraKubelet through_b(registry);
+  ASSERT_TRUE(WaitFor([&] { return through_a.RegisterSocket(socket_a, kDriver).ok(); },
+                      Scaled(10s)))
+      << Log();
+  ASSERT_TRUE(WaitFor([&] { return through_b.RegisterSocket(socket_b, kDriver).ok(); },
+                      Scaled(10s)))
+      << Log();
+  const auto inode = [](const std::filesystem::path& path) {
+    struct stat info {};
+    return lstat(path.c_str(), &info) == 0 ? info.st_ino : ino_t{0};
+  };
+  const auto dra_a = sockets_.path() / "plugin" / ("dra-" + uid_a + ".sock");
+  const auto dra_b = sockets_.path() / "plugin" / ("dra-" + uid_b + ".sock");
+  const std::vector<ino_t> before = {inode(socket_a), inode(socket_b),
+                                     inode(dra_a), inode(dra_b)};
+  for (ino_t i : before) EXPECT_NE(i, ino_t{0});
+  const json slice = Slices().front();
+  store_.AddClaim(
+      "ml", "one",
+      {{"metadata", {{"name", "one"}, {"namespace", "ml"}, {"uid", "u-1"}}},
+       {"status",
+        {{"allocation",
+          {{"devices",
+            {{"results",
+              {{{"request", "vf"},
+                {"driver", kDriver},
+                {"pool", "node-a"},
+                {"device", slice["spec"]["devices"][0]["name"]}}}}}}}}}}});
+  auto prepared = through_a.Prepare({{"ml", "u-1", "one"}});
+  ASSERT_THAT(prepared.status(), IsOk());
+  ASSERT_EQ(prepared->at("u-1").error, "") << Log();
+  const auto spec =
+      work_.path() / "cdi" / draplugin::ClaimCdiFileName(kDriver, "u-1");
+  ASSERT_TRUE(std::filesystem::exists(spec));
+  auto undone = through_b.Unprepare({{"ml", "u-1", "one"}});
+  ASSERT_THAT(undone.status(), IsOk());
+  EXPECT_EQ(undone->at("u-1"), "") << Log();
+  EXPECT_FALSE(std::filesystem::exists(spec));
+  // Several socket checks (one a second) later, nothing was replaced.
+  std::this_thread::sleep_for(Scaled(3s));
+  EXPECT_EQ((std::vector<ino_t>{inode(socket_a), inode(socket_b), inode(dra_a),
+                                inode(dra_b)}),
+            before);
+  EXPECT_THAT(Log(), Not(HasSubstr("serving it again")));
+  // Killing one leaves the other serving.
+  a->Signal(SIGKILL);
+  a->Wait(5s);
+  auto again = through_b.Prepare({{"ml", "u-1", "one"}});
+  ASSERT_THAT(again.status(), IsOk());
+  EXPECT_EQ(again->at("u-1").error, "") << Log();
+  EXPECT_TRUE(std::filesystem::exists(spec));
+  b->Signal(SIGTERM);
+  EXPECT_EQ(b->Wait(5s), 0);
+  EXPECT_FALSE(std::filesystem::exists(dra_b));
 }
 
 TEST_F(DraDriverBinaryTest, AFaultIsATaintOnTheSliceAndUnhealthyOnTheStream) {

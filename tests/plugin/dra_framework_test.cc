@@ -22,6 +22,7 @@
 
 #include "topology/draplugin/driver.h"
 
+#include "claim_checkpoint.h"
 #include "fake_dra_kubelet.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
@@ -394,9 +395,11 @@ TEST_F(DraFrameworkTest, PreparedClaimsSurviveARestart) {
 TEST_F(DraFrameworkTest, AClaimThatCannotBeCheckpointedIsUndone) {
   Start();
   ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
-  // Something that is not a file where the checkpoint goes.
+  // Something that is not a file where the checkpoint goes (after the
+  // start, which writes it once to know the directory can hold it).
   const auto checkpoint =
       dir_.path() / "plugins" / kDriver / "prepared-claims.json";
+  std::filesystem::remove(checkpoint);
   std::filesystem::create_directories(checkpoint / "x");
   const ClaimRef claim = GpuClaim("u1");
   auto answers = kubelet_.Prepare({Kubelet(claim)}, "", 1);
@@ -449,7 +452,8 @@ TEST_F(DraFrameworkTest, HealthStreamsSendTheCompleteList) {
     EXPECT_EQ((*first)[0].health, 1);
     EXPECT_EQ((*first)[1].health, 2);
     EXPECT_EQ((*first)[1].timeout_seconds, 30);
-    EXPECT_EQ((*first)[1].message.size(), 1024u);
+    // Cut as the kubelet cuts it: 1,021 characters and "...".
+    EXPECT_EQ((*first)[1].message, std::string(1021, 'x') + "...");
   }
   // A change reaches an open stream.
   auto watching = std::async(std::launch::async,
@@ -461,6 +465,34 @@ TEST_F(DraFrameworkTest, HealthStreamsSendTheCompleteList) {
   ASSERT_THAT(messages[1], SizeIs(1));
   EXPECT_EQ(messages[1][0].health, 2);
   EXPECT_EQ(messages[1][0].message, "gone");
+}
+
+// A message is cut in characters, never inside one, and always valid UTF-8
+// (a proto3 string that is not would make the kubelet refuse the whole
+// stream message).
+TEST_F(DraFrameworkTest, HealthMessagesAreCutInCharactersAndValidUtf8) {
+  std::string accents;
+  for (int i = 0; i < 1100; ++i) accents += "\xc3\xa9";  // é
+  std::string expected;
+  for (int i = 0; i < 1021; ++i) expected += "\xc3\xa9";
+  EXPECT_EQ(HealthMessage(accents), expected + "...");
+  EXPECT_EQ(HealthMessage(std::string(1024, 'x')), std::string(1024, 'x'));
+  EXPECT_EQ(HealthMessage(std::string(1025, 'x')),
+            std::string(1021, 'x') + "...");
+  EXPECT_EQ(HealthMessage("bad \xff byte, cut \xe2\x82"),
+            "bad \xef\xbf\xbd byte, cut \xef\xbf\xbd\xef\xbf\xbd");
+  EXPECT_EQ(HealthMessage("\xed\xa0\x80"),  // a surrogate
+            "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+  Start();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  runner_->SetHealth(
+      {{"node-a", "gpu-0", HealthStatus::kUnhealthy, accents},
+       {"node-a", "gpu-1", HealthStatus::kUnhealthy, "bad \xff byte"}});
+  auto first = kubelet_.FirstHealth("v1", 5s);
+  ASSERT_THAT(first.status(), IsOk());
+  ASSERT_THAT(*first, SizeIs(2));
+  EXPECT_EQ((*first)[0].message, expected + "...");
+  EXPECT_EQ((*first)[1].message, "bad \xef\xbf\xbd byte");
 }
 
 // A refresh sends the same list (every pool, every device, in order) with a
@@ -557,7 +589,14 @@ TEST_F(DraFrameworkTest, BadOptionsAreRefusedNamingThem) {
   options.driver_name = "Not_A_Domain";
   EXPECT_THAT(DriverRunner::Create(options, &source_, &handler_).status(),
               StatusIs(StatusCode::kInvalidArgument,
-                       HasSubstr("\"Not_A_Domain\" is not a DNS subdomain")));
+                       HasSubstr("\"Not_A_Domain\" is not one the API server "
+                                 "accepts")));
+  // The API server allows driver names of at most 63 characters: a longer
+  // one would register and then fail every slice write.
+  options.driver_name = std::string(60, 'a') + ".dev";
+  EXPECT_THAT(DriverRunner::Create(options, &source_, &handler_).status(),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("at most 63 characters")));
   options = Options();
   options.plugin_dir = "relative/dir";
   EXPECT_THAT(DriverRunner::Create(options, &source_, &handler_).status(),
@@ -567,6 +606,215 @@ TEST_F(DraFrameworkTest, BadOptionsAreRefusedNamingThem) {
   options.registry_dir = "/" + std::string(120, 'r');
   EXPECT_THAT(DriverRunner::Create(options, &source_, &handler_).status(),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("107 bytes")));
+}
+
+// A claim UID names files (CDI specs): one that could leave its directory
+// is refused before any handler sees it, in Prepare and in Unprepare.
+TEST_F(DraFrameworkTest, AUidThatCouldLeaveItsDirectoryIsRefused) {
+  Start();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  const FakeDraKubelet::Claim hostile{"default", "x/../../victim", "c"};
+  auto unprepared = kubelet_.Unprepare({hostile});
+  ASSERT_THAT(unprepared.status(), IsOk());
+  EXPECT_THAT(unprepared->at("x/../../victim"),
+              HasSubstr("the UID is not a Kubernetes UID"));
+  auto prepared = kubelet_.Prepare({hostile});
+  ASSERT_THAT(prepared.status(), IsOk());
+  EXPECT_THAT(prepared->at("x/../../victim").error,
+              HasSubstr("the UID is not a Kubernetes UID"));
+  EXPECT_EQ(handler_.unprepares(), 0);
+  EXPECT_EQ(handler_.prepares(), 0);
+  EXPECT_EQ(source_.gets(), 0);
+}
+
+// Each kubelet call has a deadline (45 s): a call that waits for another
+// call on the same claim waits no longer than its own deadline, and says
+// why; the kubelet calls again.
+TEST_F(DraFrameworkTest, AWaitForTheClaimEndsAtTheKubeletsDeadline) {
+  Start();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  const ClaimRef claim = GpuClaim("u1");
+  handler_.set_delay(Scaled(1500ms));
+  auto slow = std::async(std::launch::async,
+                         [&] { return kubelet_.Prepare({Kubelet(claim)}); });
+  ASSERT_TRUE(WaitFor([&] { return handler_.prepares() == 1; }, Scaled(2s)));
+  FakeDraKubelet hurried(dir_.path() / "plugins_registry");
+  ASSERT_THAT(hurried.Register(kDriver), IsOk());
+  hurried.set_call_timeout(Scaled(300ms));
+  auto answer = hurried.Prepare({Kubelet(claim)}, "", 1);
+  // Either the runner answered at its deadline or gRPC cut the call at the
+  // same moment; never an answer after the first call's end.
+  if (answer.ok()) {
+    EXPECT_THAT(answer->at("u1").error,
+                HasSubstr("the kubelet's deadline passed"));
+  } else {
+    EXPECT_EQ(answer.status().code(), StatusCode::kDeadlineExceeded);
+  }
+  ASSERT_THAT(slow.get().status(), IsOk());
+  EXPECT_EQ(handler_.prepares(), 1);
+}
+
+// Unprepare is said durably before the handler undoes anything: a process
+// killed between the undo (the CDI spec removed) and the checkpoint write
+// finds the claim "unpreparing", finishes the undo, and prepares it afresh
+// instead of answering CDI ids no runtime can resolve.
+TEST_F(DraFrameworkTest, AnUnprepareCutShortIsFinishedBeforeAPrepare) {
+  Start();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  const ClaimRef claim = GpuClaim("u1");
+  ASSERT_THAT(kubelet_.Prepare({Kubelet(claim)}).status(), IsOk());
+  runner_.reset();
+  // The checkpoint as a kill after the handler's undo leaves it.
+  const auto checkpoint =
+      dir_.path() / "plugins" / kDriver / "prepared-claims.json";
+  std::ifstream in(checkpoint);
+  std::string text((std::istreambuf_iterator<char>(in)), {});
+  in.close();
+  auto claims = DecodeClaims(text);
+  ASSERT_THAT(claims.status(), IsOk());
+  claims->at("u1").unpreparing = true;
+  ASSERT_THAT(SaveClaims(checkpoint, *claims), IsOk());
+  // And a temporary file of a write that was killed.
+  const auto leftover = checkpoint.parent_path() /
+                        ".prepared-claims.json.0123456789abcdef.tmp";
+  std::ofstream(leftover) << "{";
+  Start();
+  EXPECT_FALSE(std::filesystem::exists(leftover));
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  auto again = kubelet_.Prepare({Kubelet(claim)});
+  ASSERT_THAT(again.status(), IsOk());
+  EXPECT_EQ(again->at("u1").error, "");
+  EXPECT_EQ(handler_.unprepares(), 1);  // the undo finished
+  EXPECT_EQ(handler_.prepares(), 2);    // and prepared again
+  auto reloaded = LoadClaims(checkpoint);
+  ASSERT_THAT(reloaded.status(), IsOk());
+  EXPECT_FALSE(reloaded->at("u1").unpreparing);
+}
+
+// A state directory that is a link would fail every Prepare (files there
+// are written without following links): refused at start, saying so.
+TEST_F(DraFrameworkTest, AStateDirectoryThatIsALinkIsRefusedAtStart) {
+  const auto real = dir_.path() / "real-state";
+  std::filesystem::create_directories(real);
+  std::filesystem::create_directory_symlink(real, dir_.path() / "state");
+  DriverOptions options = Options();
+  options.state_dir = dir_.path() / "state";
+  auto runner = DriverRunner::Create(options, &source_, &handler_);
+  ASSERT_THAT(runner.status(), IsOk());
+  EXPECT_THAT((*runner)->Start(),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("is a symbolic link")));
+}
+
+// Rolling updates: two instances with their pod UIDs in one plugin
+// directory both serve, on their own sockets, and neither replaces the
+// other's; a claim prepared through one is unprepared through the other
+// (each call reads the shared checkpoint under serialize.lock); stopping one
+// leaves the other serving.
+TEST_F(DraFrameworkTest, TwoInstancesWithTheirPodUidsBothServe) {
+  DriverOptions a = Options();
+  a.pod_uid = "0a0a0a0a-0000-4000-8000-00000000000a";
+  DriverOptions b = Options();
+  b.pod_uid = "0b0b0b0b-0000-4000-8000-00000000000b";
+  auto first = DriverRunner::Create(a, &source_, &handler_);
+  auto second = DriverRunner::Create(b, &source_, &handler_);
+  ASSERT_THAT(first.status(), IsOk());
+  ASSERT_THAT(second.status(), IsOk());
+  ASSERT_THAT((*first)->Start(), IsOk());
+  ASSERT_THAT((*second)->Start(), IsOk());
+  EXPECT_EQ((*first)->registration_socket(),
+            RollingUpdateRegistrationSocket(dir_.path() / "plugins_registry",
+                                            kDriver, a.pod_uid));
+  // "<driver>-<uid>-reg.sock"; shorter, hashed, where a socket path could
+  // not hold it.
+  EXPECT_EQ(RollingUpdateRegistrationSocket("/r", kDriver, a.pod_uid),
+            "/r/" + std::string(kDriver) + "-" + a.pod_uid + "-reg.sock");
+  EXPECT_LE(RollingUpdateRegistrationSocket("/" + std::string(60, 'r'),
+                                            kDriver, a.pod_uid)
+                .string()
+                .size(),
+            107u);
+  EXPECT_EQ((*second)->dra_socket(),
+            dir_.path() / "plugins" / kDriver / ("dra-" + b.pod_uid + ".sock"));
+  FakeDraKubelet through_a(dir_.path() / "plugins_registry");
+  FakeDraKubelet through_b(dir_.path() / "plugins_registry");
+  ASSERT_THAT(through_a.RegisterSocket((*first)->registration_socket(), kDriver),
+              IsOk());
+  ASSERT_THAT(
+      through_b.RegisterSocket((*second)->registration_socket(), kDriver),
+      IsOk());
+  EXPECT_TRUE((*first)->registered());
+  EXPECT_TRUE((*second)->registered());
+  struct stat before_a {};
+  struct stat before_b {};
+  ASSERT_EQ(lstat((*first)->dra_socket().c_str(), &before_a), 0);
+  ASSERT_EQ(lstat((*second)->dra_socket().c_str(), &before_b), 0);
+  const ClaimRef claim = GpuClaim("u1", 2);
+  auto prepared = through_a.Prepare({Kubelet(claim)});
+  ASSERT_THAT(prepared.status(), IsOk());
+  ASSERT_EQ(prepared->at("u1").error, "");
+  // Prepared through a: b answers the repeat from the shared checkpoint.
+  auto repeat = through_b.Prepare({Kubelet(claim)});
+  ASSERT_THAT(repeat.status(), IsOk());
+  EXPECT_EQ(handler_.prepares(), 1);
+  auto undone = through_b.Unprepare({Kubelet(claim)});
+  ASSERT_THAT(undone.status(), IsOk());
+  EXPECT_EQ(undone->at("u1"), "");
+  ASSERT_TRUE(handler_.unprepared().contains("u1"));
+  EXPECT_THAT(handler_.unprepared().at("u1"), SizeIs(2));
+  EXPECT_THAT((*first)->PreparedClaims(), SizeIs(1));  // until it looks
+  // A few socket checks later neither socket was replaced.
+  std::this_thread::sleep_for(Scaled(200ms));
+  struct stat after_a {};
+  struct stat after_b {};
+  ASSERT_EQ(lstat((*first)->dra_socket().c_str(), &after_a), 0);
+  ASSERT_EQ(lstat((*second)->dra_socket().c_str(), &after_b), 0);
+  EXPECT_EQ(after_a.st_ino, before_a.st_ino);
+  EXPECT_EQ(after_b.st_ino, before_b.st_ino);
+  // Stopping one removes its own sockets only; the other still serves.
+  first->reset();
+  EXPECT_TRUE(std::filesystem::exists((*second)->dra_socket()));
+  EXPECT_TRUE(std::filesystem::exists((*second)->registration_socket()));
+  const ClaimRef next = GpuClaim("u2");
+  auto later = through_b.Prepare({Kubelet(next)});
+  ASSERT_THAT(later.status(), IsOk());
+  EXPECT_EQ(later->at("u2").error, "");
+}
+
+// Without pod UIDs a second instance does not take the first one's live
+// sockets: it refuses to start, saying how to run two.
+TEST_F(DraFrameworkTest, ASecondInstanceNeverReplacesALiveSocket) {
+  Start();
+  struct stat before {};
+  ASSERT_EQ(lstat(runner_->dra_socket().c_str(), &before), 0);
+  auto second = DriverRunner::Create(Options(), &source_, &handler_);
+  ASSERT_THAT(second.status(), IsOk());
+  EXPECT_THAT((*second)->Start(),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("another process serves")));
+  struct stat after {};
+  ASSERT_EQ(lstat(runner_->dra_socket().c_str(), &after), 0);
+  EXPECT_EQ(after.st_ino, before.st_ino);
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+}
+
+// A socket that could not be served again once (its directory gone for a
+// moment) is tried again at the next look, and registration follows.
+TEST_F(DraFrameworkTest, ASocketThatFailedToBeServedAgainIsRetried) {
+  Start();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  const auto plugin_dir = dir_.path() / "plugins" / kDriver;
+  // The directory goes (and with it the socket) and comes back a little
+  // later: the first attempts fail.
+  std::filesystem::rename(plugin_dir, dir_.path() / "moved");
+  std::this_thread::sleep_for(Scaled(150ms));
+  std::filesystem::create_directories(plugin_dir);
+  ASSERT_TRUE(WaitFor(
+      [&] { return std::filesystem::exists(runner_->dra_socket()); },
+      Scaled(3s)));
+  ASSERT_TRUE(WaitFor([&] { return kubelet_.Register(kDriver).ok(); },
+                      Scaled(3s)));
+  EXPECT_TRUE(runner_->registered());
 }
 
 }  // namespace

@@ -17,16 +17,18 @@ namespace {
 namespace drav1 = ::k8s::io::kubelet::pkg::apis::dra::v1;
 namespace drav1beta1 = ::k8s::io::kubelet::pkg::apis::dra::v1beta1;
 
-// The kubelet's DRA calls have a deadline; so do these.
-constexpr auto kCallTimeout = std::chrono::seconds(10);
+// The kubelet's DRA calls have a deadline (defaultClientCallTimeout, 45 s
+// in pkg/kubelet/cm/dra/plugin); so do these.
+constexpr auto kCallTimeout = std::chrono::seconds(45);
 
 std::shared_ptr<grpc::Channel> Dial(const std::string& socket) {
   return grpc::CreateChannel("unix:" + socket,
                              grpc::InsecureChannelCredentials());
 }
 
-void Deadline(grpc::ClientContext& context) {
-  context.set_deadline(std::chrono::system_clock::now() + kCallTimeout);
+void Deadline(grpc::ClientContext& context,
+              std::chrono::milliseconds timeout = kCallTimeout) {
+  context.set_deadline(std::chrono::system_clock::now() + timeout);
 }
 
 Status FromGrpc(const grpc::Status& status, const std::string& what) {
@@ -51,7 +53,7 @@ Request ClaimsRequest(const std::vector<FakeDraKubelet::Claim>& claims) {
 template <typename Stub, typename Request, typename Response>
 StatusOr<std::map<std::string, FakeDraKubelet::ClaimAnswer>> PrepareWith(
     const std::string& socket, const std::vector<FakeDraKubelet::Claim>& claims,
-    int attempts) {
+    int attempts, std::chrono::milliseconds timeout) {
   std::map<std::string, FakeDraKubelet::ClaimAnswer> answers;
   std::vector<FakeDraKubelet::Claim> pending = claims;
   auto stub = Stub::NewStub(Dial(socket));
@@ -59,7 +61,7 @@ StatusOr<std::map<std::string, FakeDraKubelet::ClaimAnswer>> PrepareWith(
     const Request request = ClaimsRequest<Request>(pending);
     Response response;
     grpc::ClientContext context;
-    Deadline(context);
+    Deadline(context, timeout);
     const grpc::Status status =
         stub->NodePrepareResources(&context, request, &response);
     if (!status.ok()) return FromGrpc(status, "NodePrepareResources");
@@ -95,13 +97,13 @@ StatusOr<std::map<std::string, FakeDraKubelet::ClaimAnswer>> PrepareWith(
 
 template <typename Stub, typename Request, typename Response>
 StatusOr<std::map<std::string, std::string>> UnprepareWith(
-    const std::string& socket,
-    const std::vector<FakeDraKubelet::Claim>& claims) {
+    const std::string& socket, const std::vector<FakeDraKubelet::Claim>& claims,
+    std::chrono::milliseconds timeout) {
   auto stub = Stub::NewStub(Dial(socket));
   const Request request = ClaimsRequest<Request>(claims);
   Response response;
   grpc::ClientContext context;
-  Deadline(context);
+  Deadline(context, timeout);
   const grpc::Status status =
       stub->NodeUnprepareResources(&context, request, &response);
   if (!status.ok()) return FromGrpc(status, "NodeUnprepareResources");
@@ -148,7 +150,12 @@ FakeDraKubelet::FakeDraKubelet(std::filesystem::path registry_dir,
     : registry_dir_(std::move(registry_dir)), known_(std::move(known)) {}
 
 Status FakeDraKubelet::Register(const std::string& driver) {
-  const std::string socket = (registry_dir_ / (driver + "-reg.sock")).string();
+  return RegisterSocket(registry_dir_ / (driver + "-reg.sock"), driver);
+}
+
+Status FakeDraKubelet::RegisterSocket(const std::filesystem::path& path,
+                                      const std::string& driver) {
+  const std::string socket = path.string();
   auto stub = pluginregistration::Registration::NewStub(Dial(socket));
   pluginregistration::PluginInfo info;
   {
@@ -164,7 +171,9 @@ Status FakeDraKubelet::Register(const std::string& driver) {
                    info.supported_versions().end());
   chosen_.clear();
   std::string error;
-  if (type_ != "DRAPlugin") {
+  if (!refusal_.empty()) {
+    error = refusal_;
+  } else if (type_ != "DRAPlugin") {
     error = "plugin type \"" + type_ + "\" is not DRAPlugin";
   } else if (info.name() != driver) {
     error = "plugin name \"" + info.name() + "\" is not the socket's driver";
@@ -203,14 +212,14 @@ FakeDraKubelet::Prepare(const std::vector<Claim>& claims,
   const std::string use = version.empty() ? chosen_ : version;
   if (use == "v1.DRAPlugin") {
     return PrepareWith<drav1::DRAPlugin, drav1::NodePrepareResourcesRequest,
-                       drav1::NodePrepareResourcesResponse>(endpoint_, claims,
-                                                            attempts);
+                       drav1::NodePrepareResourcesResponse>(
+        endpoint_, claims, attempts, call_timeout_);
   }
   if (use == "v1beta1.DRAPlugin") {
     return PrepareWith<drav1beta1::DRAPlugin,
                        drav1beta1::NodePrepareResourcesRequest,
                        drav1beta1::NodePrepareResourcesResponse>(
-        endpoint_, claims, attempts);
+        endpoint_, claims, attempts, call_timeout_);
   }
   return FailedPreconditionError("no DRA service version \"" + use + "\"");
 }
@@ -220,14 +229,14 @@ StatusOr<std::map<std::string, std::string>> FakeDraKubelet::Unprepare(
   const std::string use = version.empty() ? chosen_ : version;
   if (use == "v1.DRAPlugin") {
     return UnprepareWith<drav1::DRAPlugin, drav1::NodeUnprepareResourcesRequest,
-                         drav1::NodeUnprepareResourcesResponse>(endpoint_,
-                                                                claims);
+                         drav1::NodeUnprepareResourcesResponse>(
+        endpoint_, claims, call_timeout_);
   }
   if (use == "v1beta1.DRAPlugin") {
     return UnprepareWith<drav1beta1::DRAPlugin,
                          drav1beta1::NodeUnprepareResourcesRequest,
-                         drav1beta1::NodeUnprepareResourcesResponse>(endpoint_,
-                                                                     claims);
+                         drav1beta1::NodeUnprepareResourcesResponse>(
+        endpoint_, claims, call_timeout_);
   }
   return FailedPreconditionError("no DRA service version \"" + use + "\"");
 }

@@ -14,6 +14,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "topology/status.h"
@@ -55,11 +56,25 @@ class FakeDraKubelet {
   // GetInfo, the version choice, NotifyRegistrationStatus. The error says
   // why the plugin was refused (also sent to it).
   Status Register(const std::string& driver);
+  // The same for the registration socket at `socket` (a rolling-update
+  // instance's "<driver>-<uid>-reg.sock": the watcher takes any *.sock).
+  Status RegisterSocket(const std::filesystem::path& socket,
+                        const std::string& driver);
+  // Every registration is refused with `error`, as a kubelet without the
+  // DRA handler refuses it ("no handler registered for plugin type:
+  // DRAPlugin", pluginwatcher).
+  void set_refusal(std::string error) { refusal_ = std::move(error); }
   // After Register: what GetInfo said and what was chosen.
   std::string type() const { return type_; }
   std::string endpoint() const { return endpoint_; }
   std::vector<std::string> supported_versions() const { return versions_; }
   std::string chosen() const { return chosen_; }
+
+  // The deadline of each Prepare and Unprepare call: the kubelet's 45 s
+  // unless a test shortens it.
+  void set_call_timeout(std::chrono::milliseconds timeout) {
+    call_timeout_ = timeout;
+  }
 
   // NodePrepareResources over the chosen version (or `version`), claims a
   // response leaves out asked again (at most `attempts` calls).
@@ -93,6 +108,8 @@ class FakeDraKubelet {
   std::string endpoint_;
   std::vector<std::string> versions_;
   std::string chosen_;
+  std::chrono::milliseconds call_timeout_ = std::chrono::seconds(45);
+  std::string refusal_;
 };
 
 }  // namespace topology::testing

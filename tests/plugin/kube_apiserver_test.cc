@@ -26,6 +26,7 @@
 #include "topology/draplugin/kube_client.h"
 #include "topology/draplugin/kube_config.h"
 #include "topology/draplugin/resource_slices.h"
+#include "topology/draplugin/slice_validation.h"
 #include "topology/plugin/http_endpoint.h"
 
 #include "child_process.h"
@@ -38,6 +39,7 @@ namespace topology::draplugin {
 namespace {
 
 using nlohmann::json;
+using ::testing::Not;
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
 using ::topology::testing::FakeDraKubelet;
@@ -223,7 +225,7 @@ TEST_F(KubeApiServerTest, TokensCertificatesAndTheCaAreTheServersOwn) {
 
 TEST_F(KubeApiServerTest, TheDriversRoleIsEnoughAndNoMore) {
   // The deployment's ClusterRole, bound to the driver's user: slices yes,
-  // claims only read, nothing else.
+  // claims and nodes only read (one by one), nothing else.
   auto slices = driver_->Request("GET", kSlices);
   ASSERT_THAT(slices.status(), IsOk());
   EXPECT_EQ(slices->status, 200);
@@ -239,7 +241,10 @@ TEST_F(KubeApiServerTest, TheDriversRoleIsEnoughAndNoMore) {
   EXPECT_EQ(write->status, 403);
   auto nodes = driver_->Request("GET", "/api/v1/nodes");
   ASSERT_THAT(nodes.status(), IsOk());
-  EXPECT_EQ(nodes->status, 403);
+  EXPECT_EQ(nodes->status, 403);  // no list
+  auto node = driver_->Request("GET", "/api/v1/nodes/none");
+  ASSERT_THAT(node.status(), IsOk());
+  EXPECT_EQ(node->status, 404);  // allowed, just absent
 }
 
 TEST_F(KubeApiServerTest, TheDeploymentsClassesAndExampleTemplatesAreServed) {
@@ -287,6 +292,62 @@ TEST_F(KubeApiServerTest, TheSchemaRefusesWhatTheApiRefuses) {
   refused = admin_->Request("POST", kSlices, bad.dump());
   ASSERT_THAT(refused.status(), IsOk());
   EXPECT_EQ(refused->status, 422);
+  // What the real API server refuses, the tests' server refuses too, and
+  // so does ValidateResourceSlice (which the publisher runs before every
+  // write): an attribute value under a field the API does not know (the
+  // old list spelling: pruned, then no value), a driver name of 64
+  // characters, 129 devices, 33 attributes on one device.
+  std::vector<std::pair<std::string, json>> refusals;
+  json unknown = Slice("bad-unknown", "node-bad", kDriver, 1);
+  unknown["spec"]["devices"] = {
+      {{"name", "ok"},
+       {"attributes", {{"numa", {{"list", {{"int", {0, 1}}}}}}}}}};
+  refusals.emplace_back("unknown value field", unknown);
+  json long_driver = Slice("bad-driver", "node-bad",
+                           std::string(60, 'a') + ".dev", 1);
+  refusals.emplace_back("64-character driver", long_driver);
+  json many = Slice("bad-many", "node-bad", kDriver, 1);
+  many["spec"]["devices"] = json::array();
+  for (int i = 0; i < 129; ++i) {
+    many["spec"]["devices"].push_back({{"name", "d" + std::to_string(i)}});
+  }
+  refusals.emplace_back("129 devices", many);
+  json wide = Slice("bad-wide", "node-bad", kDriver, 1);
+  json attributes = json::object();
+  for (int i = 0; i < 33; ++i) {
+    attributes["a" + std::to_string(i)] = {{"int", i}};
+  }
+  wide["spec"]["devices"] = {{{"name", "ok"}, {"attributes", attributes}}};
+  refusals.emplace_back("33 attributes", wide);
+  for (const auto& [what, slice] : refusals) {
+    auto answer = admin_->Request("POST", kSlices, slice.dump());
+    ASSERT_THAT(answer.status(), IsOk()) << what;
+    EXPECT_EQ(answer->status, 422) << what << ": " << answer->body;
+    EXPECT_THAT(ValidateResourceSlice(slice.dump()),
+                StatusIs(StatusCode::kInvalidArgument))
+        << what;
+  }
+  // Rules a CRD schema cannot say, kept by ValidateResourceSlice before
+  // anything is sent: 65 devices when one has a list attribute, 49
+  // attribute values on one device.
+  json listed = Slice("bad-listed", "node-bad", kDriver, 1);
+  listed["spec"]["devices"] = json::array();
+  for (int i = 0; i < 65; ++i) {
+    listed["spec"]["devices"].push_back({{"name", "d" + std::to_string(i)}});
+  }
+  listed["spec"]["devices"][64]["attributes"] = {{"numa", {{"ints", {0, 1}}}}};
+  EXPECT_THAT(ValidateResourceSlice(listed.dump()),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("must have at most 64 items")));
+  json values = Slice("bad-values", "node-bad", kDriver, 1);
+  values["spec"]["devices"] = {
+      {{"name", "ok"},
+       {"attributes",
+        {{"a", {{"ints", std::vector<int>(40, 0)}}},
+         {"b", {{"ints", std::vector<int>(9, 0)}}}}}}};
+  EXPECT_THAT(ValidateResourceSlice(values.dump()),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("must not exceed 48")));
   // What ValidateDevices lets through, the API server takes, the list
   // form and a taint included.
   auto devices = Devices(3, "ok");
@@ -406,13 +467,15 @@ class DriverAgainstApiServerTest : public KubeApiServerTest {
            "  - name: example.com/vf\n"
            "    selectors: [{drivers: [vfio-pci]}]\n";
   }
-  std::unique_ptr<::topology::testing::ChildProcess> Start() {
+  std::unique_ptr<::topology::testing::ChildProcess> Start(
+      std::string kubeconfig = "", std::string node = kNode) {
+    if (kubeconfig.empty()) kubeconfig = env_["KUBECONFIG_DRIVER"];
     return std::make_unique<::topology::testing::ChildProcess>(
         TOPOLOGY_DRA_DRIVER_BINARY,
         std::vector<std::string>{
             "--config", (work_.path() / "config.yaml").string(), "--host-root",
-            root_.path().string(), "--kubeconfig", env_["KUBECONFIG_DRIVER"],
-            "--node-name", kNode, "--registry-dir",
+            root_.path().string(), "--kubeconfig", kubeconfig,
+            "--node-name", node, "--registry-dir",
             (sockets_.path() / "registry").string(), "--plugin-dir",
             (sockets_.path() / "plugin").string(), "--cdi-dir",
             (work_.path() / "cdi").string(), "-v", "1"},
@@ -427,6 +490,37 @@ class DriverAgainstApiServerTest : public KubeApiServerTest {
   ::topology::testing::TempDir work_;
   ::topology::testing::TempDir sockets_;
 };
+
+// Kubernetes mounts a Secret, a ConfigMap or a projected service-account
+// token as symbolic links into a "..data" directory it swaps atomically
+// (kubeconfig -> ..data/kubeconfig, ..data -> ..2026_11_27_...). The driver
+// reads its kubeconfig, token file and CA through those links and starts.
+TEST_F(DriverAgainstApiServerTest, StartsFromCredentialsMountedAsKubernetesMountsThem) {
+  namespace fs = std::filesystem;
+  const fs::path mount = work_.path() / "credentials";
+  const fs::path data = mount / "..2026_11_27_22_00_00.000000001";
+  fs::create_directories(data);
+  std::ofstream(data / "kubeconfig")
+      << "apiVersion: v1\nkind: Config\nclusters:\n- name: c\n  cluster:\n"
+      << "    server: " << env_["KUBE_URL"] << "\n"
+      << "    certificate-authority: ca.crt\n"
+      << "users:\n- name: u\n  user:\n    tokenFile: token\n"
+      << "contexts:\n- name: x\n  context: {cluster: c, user: u}\n"
+      << "current-context: x\n";
+  std::ofstream(data / "token") << env_["KUBE_DRIVER_TOKEN"] << "\n";
+  fs::copy_file(env_["KUBE_CA"], data / "ca.crt");
+  fs::create_directory_symlink(data.filename(), mount / "..data");
+  for (const char* name : {"kubeconfig", "token", "ca.crt"}) {
+    fs::create_symlink(fs::path("..data") / name, mount / name);
+  }
+  // A node of its own: tests run side by side on one API server.
+  const std::string node = "node-mounted";
+  auto driver = Start((mount / "kubeconfig").string(), node);
+  ASSERT_TRUE(WaitFor([&] { return DevicesOf(node) == 8; }, 15s)) << Log();
+  EXPECT_THAT(Log(), Not(HasSubstr("symbolic link")));
+  driver->Signal(SIGTERM);
+  EXPECT_EQ(driver->Wait(5s), 0);
+}
 
 TEST_F(DriverAgainstApiServerTest, PublishesPreparesAndUnpreparesAfterRestart) {
   auto driver = Start();

@@ -155,6 +155,34 @@ TEST(KubeConfigTest, InClusterCredentials) {
   EXPECT_EQ(config->token_file, dir / "token");
 }
 
+// The service-account token and CA as the kubelet mounts them: links into
+// a "..data" directory that it swaps atomically when the token rotates.
+TEST(KubeConfigTest, InClusterCredentialsMountedAsLinksAreReadThroughThem) {
+  ::topology::testing::TempDir root;
+  const auto dir = root.path() / "var/run/secrets/kubernetes.io/serviceaccount";
+  const auto first = dir / "..2026_11_27_22_00_00.000000001";
+  Write(first / "token", "t1");
+  Write(first / "ca.crt", "CA");
+  std::filesystem::create_directory_symlink(first.filename(), dir / "..data");
+  std::filesystem::create_symlink("..data/token", dir / "token");
+  std::filesystem::create_symlink("..data/ca.crt", dir / "ca.crt");
+  setenv("KUBERNETES_SERVICE_HOST", "10.0.0.1", 1);
+  setenv("KUBERNETES_SERVICE_PORT", "443", 1);
+  auto config = InClusterConfig(root.path());
+  unsetenv("KUBERNETES_SERVICE_HOST");
+  unsetenv("KUBERNETES_SERVICE_PORT");
+  ASSERT_THAT(config.status(), IsOk());
+  EXPECT_EQ(config->ca_pem, "CA");
+  // A kubeconfig in a ConfigMap, its token file in a projected volume.
+  const auto mount = root.path() / "kubeconfig";
+  const auto data = mount / "..2026_11_27_22_00_00.000000002";
+  Write(data / "config", std::string(kTokenConfig));
+  std::filesystem::create_directory_symlink(data.filename(), mount / "..data");
+  std::filesystem::create_symlink("..data/config", mount / "config");
+  auto loaded = LoadKubeConfig(mount / "config");
+  EXPECT_THAT(loaded.status(), IsOk());
+}
+
 TEST(KubeConfigTest, ATokenIsTrimmedAndOneThatCannotBeAHeaderIsRefused) {
   const auto trimmed = BearerToken(" \t tok en\r\n\n", "t");
   ASSERT_THAT(trimmed.status(), IsOk());

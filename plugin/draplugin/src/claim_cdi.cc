@@ -53,6 +53,13 @@ StatusOr<std::vector<std::string>> WriteClaimCdiSpec(
 Status RemoveClaimCdiSpec(const std::filesystem::path& dir,
                           const std::string& driver,
                           const std::string& claim_uid) {
+  // The UID names a file: one that could leave `dir` ("x/../../victim") is
+  // refused as the writer refuses it.
+  if (Status name = plugin::ValidateCdiDeviceName(claim_uid); !name.ok()) {
+    return InvalidArgumentError("claim UID \"" + claim_uid.substr(0, 64) +
+                                "\" cannot name a CDI spec: " +
+                                name.message());
+  }
   return plugin::RemoveCdiSpec(dir, ClaimCdiFileName(driver, claim_uid));
 }
 

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checksum.h"
+#include "json_fields.h"
 #include "safe_file.h"
 
 namespace topology::draplugin {
@@ -31,10 +32,12 @@ json ClaimsJson(const PreparedClaims& claims) {
                          {"device", device.device},
                          {"cdi", device.cdi_device_ids}});
     }
-    out.push_back({{"uid", uid},
-                   {"namespace", claim.ref.ns},
-                   {"name", claim.ref.name},
-                   {"devices", std::move(devices)}});
+    json entry = {{"uid", uid},
+                  {"namespace", claim.ref.ns},
+                  {"name", claim.ref.name},
+                  {"devices", std::move(devices)}};
+    if (claim.unpreparing) entry["state"] = "unpreparing";
+    out.push_back(std::move(entry));
   }
   return out;
 }
@@ -72,7 +75,7 @@ std::string EncodeClaims(const PreparedClaims& claims) {
 }
 
 StatusOr<PreparedClaims> DecodeClaims(std::string_view text) {
-  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  const json doc = json_fields::ParseBounded(text, 16);
   if (doc.is_discarded() || !doc.is_object()) {
     return DataLossError("not a JSON object");
   }
@@ -101,6 +104,13 @@ StatusOr<PreparedClaims> DecodeClaims(std::string_view text) {
         claim.ref.ns = String(entry, "namespace");
         claim.ref.name = String(entry, "name");
         if (claim.ref.uid.empty()) throw std::invalid_argument("empty uid");
+        if (const auto state = entry.find("state"); state != entry.end()) {
+          if (!state->is_string() || (*state != "unpreparing" &&
+                                      *state != "prepared")) {
+            throw std::invalid_argument("unknown \"state\"");
+          }
+          claim.unpreparing = *state == "unpreparing";
+        }
         const auto devices = entry.find("devices");
         if (devices == entry.end() || !devices->is_array()) {
           throw std::invalid_argument("\"devices\" is missing or not a list");

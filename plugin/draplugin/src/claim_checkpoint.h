@@ -1,8 +1,13 @@
 // The DRA runner's checkpoint of prepared claims: one JSON document,
 // replaced atomically at every change (files::WriteFileAtomically, 0600).
 //
-//   {"version":1,"claims":[{"uid","namespace","name","devices":[{"requests":
-//    [...],"pool","device","cdi":[...]}]}],"checksum":"<FNV-1a 64 of claims>"}
+//   {"version":1,"claims":[{"uid","namespace","name",["state":"unpreparing",]
+//    "devices":[{"requests":[...],"pool","device","cdi":[...]}]}],
+//    "checksum":"<FNV-1a 64 of claims>"}
+//
+// A claim being unprepared is written so before its handler undoes it, and
+// removed after: a process killed in between finds it "unpreparing" and
+// finishes the undo before answering for it again.
 #ifndef TOPOLOGY_DRAPLUGIN_CLAIM_CHECKPOINT_H_
 #define TOPOLOGY_DRAPLUGIN_CLAIM_CHECKPOINT_H_
 
@@ -22,6 +27,7 @@ inline constexpr char kClaimCheckpointFile[] = "prepared-claims.json";
 struct PreparedClaim {
   ClaimRef ref = {};
   std::vector<PreparedDevice> devices = {};
+  bool unpreparing = false;
 };
 
 // By claim UID.

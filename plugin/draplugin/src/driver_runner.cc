@@ -4,7 +4,9 @@
 #include <cstring>
 #include <ctime>
 #include <exception>
+#include <chrono>
 #include <map>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <thread>
@@ -15,11 +17,17 @@
 #include <grpcpp/grpcpp.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/un.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "topology/draplugin/driver.h"
+#include "topology/draplugin/slice_validation.h"
 #include "topology/thread_annotations.h"
 
+#include "checksum.h"
 #include "claim_checkpoint.h"
 #include "deviceplugin/v1beta1/kubelet_api.h"
 #include "dra/v1/api.grpc.pb.h"
@@ -37,8 +45,46 @@ constexpr char kDraV1[] = "v1.DRAPlugin";
 constexpr char kDraV1beta1[] = "v1beta1.DRAPlugin";
 constexpr char kHealthV1[] = "v1.DRAResourceHealth";
 constexpr char kHealthV1alpha1[] = "v1alpha1.DRAResourceHealth";
-// The kubelet keeps at most this much of a health message.
+// Rolling-update instances serialise their calls on this file in the
+// plugin directory (the Go helper's lock file).
+constexpr char kSerializeLock[] = "serialize.lock";
+
+// The kubelet keeps at most this many characters of a health message.
 constexpr size_t kMaxHealthMessage = 1024;
+
+// The length of the UTF-8 sequence at `text[i]`, 0 when it is not a valid
+// one (overlong forms, surrogates and values past U+10FFFF included).
+size_t Utf8Length(std::string_view text, size_t i) {
+  const auto byte = [&](size_t k) {
+    return static_cast<unsigned char>(text[k]);
+  };
+  const unsigned char c = byte(i);
+  if (c < 0x80) return 1;
+  size_t length = 0;
+  uint32_t value = 0;
+  if (c >= 0xc2 && c <= 0xdf) {
+    length = 2;
+    value = c & 0x1fu;
+  } else if (c >= 0xe0 && c <= 0xef) {
+    length = 3;
+    value = c & 0x0fu;
+  } else if (c >= 0xf0 && c <= 0xf4) {
+    length = 4;
+    value = c & 0x07u;
+  } else {
+    return 0;
+  }
+  if (i + length > text.size()) return 0;
+  for (size_t k = 1; k < length; ++k) {
+    if ((byte(i + k) & 0xc0u) != 0x80u) return 0;
+    value = (value << 6) | (byte(i + k) & 0x3fu);
+  }
+  if ((length == 3 && value < 0x800) || (length == 4 && value < 0x10000) ||
+      (value >= 0xd800 && value <= 0xdfff) || value > 0x10ffff) {
+    return 0;
+  }
+  return length;
+}
 
 struct SocketIdentity {
   dev_t dev = 0;
@@ -94,9 +140,16 @@ class DriverRunner::Impl {
       : options_(std::move(options)),
         source_(source),
         handler_(handler),
-        registration_socket_(options_.registry_dir /
-                             (options_.driver_name + "-reg.sock")),
-        dra_socket_(options_.plugin_dir / kDraSocket),
+        registration_socket_(
+            options_.pod_uid.empty()
+                ? options_.registry_dir / (options_.driver_name + "-reg.sock")
+                : RollingUpdateRegistrationSocket(options_.registry_dir,
+                                                  options_.driver_name,
+                                                  options_.pod_uid)),
+        dra_socket_(options_.pod_uid.empty()
+                        ? options_.plugin_dir / kDraSocket
+                        : options_.plugin_dir /
+                              ("dra-" + options_.pod_uid + ".sock")),
         checkpoint_(options_.state_dir / kClaimCheckpointFile),
         registration_(this),
         dra_v1_(this),
@@ -105,7 +158,10 @@ class DriverRunner::Impl {
         health_v1alpha1_(this,
                          "/v1alpha1.DRAResourceHealth/NodeWatchResources") {}
 
-  ~Impl() { Stop(); }
+  ~Impl() {
+    Stop();
+    if (instance_lock_fd_ >= 0) close(instance_lock_fd_);
+  }
 
   Status Start() TOPOLOGY_EXCLUDES(mu_);
   void Stop() TOPOLOGY_EXCLUDES(mu_);
@@ -186,11 +242,11 @@ class DriverRunner::Impl {
    public:
     explicit DraService(Impl* runner) : runner_(runner) {}
     grpc::Status NodePrepareResources(
-        grpc::ServerContext* /*context*/,
+        grpc::ServerContext* context,
         const typename Api::NodePrepareResourcesRequest* request,
         typename Api::NodePrepareResourcesResponse* response) override {
-      for (const auto& [uid, outcome] :
-           runner_->PrepareClaims(Refs(request->claims()))) {
+      for (const auto& [uid, outcome] : runner_->PrepareClaims(
+               Refs(request->claims()), DeadlineOf(context))) {
         auto& out = (*response->mutable_claims())[uid];
         if (!outcome.error.empty()) {
           out.set_error(outcome.error);
@@ -211,11 +267,11 @@ class DriverRunner::Impl {
       return grpc::Status::OK;
     }
     grpc::Status NodeUnprepareResources(
-        grpc::ServerContext* /*context*/,
+        grpc::ServerContext* context,
         const typename Api::NodeUnprepareResourcesRequest* request,
         typename Api::NodeUnprepareResourcesResponse* response) override {
-      for (const auto& [uid, error] :
-           runner_->UnprepareClaims(Refs(request->claims()))) {
+      for (const auto& [uid, error] : runner_->UnprepareClaims(
+               Refs(request->claims()), DeadlineOf(context))) {
         (*response->mutable_claims())[uid].set_error(error);
       }
       return grpc::Status::OK;
@@ -307,36 +363,77 @@ class DriverRunner::Impl {
   };
 
   // --- claims ----------------------------------------------------------------
+  using Deadline = std::chrono::steady_clock::time_point;
+  // The kubelet's deadline of a call (45 s by default), as a steady time.
+  static Deadline DeadlineOf(const grpc::ServerContext* context) {
+    const auto left = context->deadline() - std::chrono::system_clock::now();
+    // No deadline, or one beyond any wait that makes sense.
+    constexpr auto kLongest = std::chrono::hours(1);
+    return std::chrono::steady_clock::now() +
+           (left > kLongest ? kLongest
+                            : std::chrono::duration_cast<
+                                  std::chrono::steady_clock::duration>(left));
+  }
   std::map<std::string, ClaimOutcome> PrepareClaims(
-      const std::vector<ClaimRef>& refs) TOPOLOGY_EXCLUDES(mu_);
+      const std::vector<ClaimRef>& refs, Deadline deadline)
+      TOPOLOGY_EXCLUDES(mu_);
   std::map<std::string, std::string> UnprepareClaims(
-      const std::vector<ClaimRef>& refs) TOPOLOGY_EXCLUDES(mu_);
-  ClaimOutcome PrepareOne(const ClaimRef& ref) TOPOLOGY_EXCLUDES(mu_);
-  std::string UnprepareOne(const ClaimRef& ref) TOPOLOGY_EXCLUDES(mu_);
-  // Waits until no other call works on `uid`; false when stopping.
-  bool AcquireClaim(const std::string& uid) TOPOLOGY_EXCLUDES(mu_);
+      const std::vector<ClaimRef>& refs, Deadline deadline)
+      TOPOLOGY_EXCLUDES(mu_);
+  ClaimOutcome PrepareOne(const ClaimRef& ref, Deadline deadline)
+      TOPOLOGY_EXCLUDES(mu_);
+  std::string UnprepareOne(const ClaimRef& ref, Deadline deadline)
+      TOPOLOGY_EXCLUDES(mu_);
+  // Why no call can work on this claim: a UID that could not be a path
+  // component, or "" when it is fine.
+
+ public:
+  static std::string RefusedUid(const ClaimRef& ref);
+
+ private:
+  // Waits until no other call works on `uid`; false when stopping or when
+  // `deadline` passes first (`*expired` says which).
+  bool AcquireClaim(const std::string& uid, Deadline deadline, bool* expired)
+      TOPOLOGY_EXCLUDES(mu_);
   void ReleaseClaim(const std::string& uid) TOPOLOGY_EXCLUDES(mu_);
-  // A claim's turn: taken (unless stopping) and given back at the end of
-  // the scope.
+  // A claim's turn: taken (unless stopping or out of time) and given back
+  // at the end of the scope.
   class ClaimTurn {
    public:
-    ClaimTurn(Impl* runner, const std::string& uid)
-        : runner_(runner), uid_(uid), held_(runner->AcquireClaim(uid)) {}
+    ClaimTurn(Impl* runner, const std::string& uid, Deadline deadline)
+        : runner_(runner),
+          uid_(uid),
+          held_(runner->AcquireClaim(uid, deadline, &expired_)) {}
     ~ClaimTurn() {
       if (held_) runner_->ReleaseClaim(uid_);
     }
     ClaimTurn(const ClaimTurn&) = delete;
     ClaimTurn& operator=(const ClaimTurn&) = delete;
     bool held() const { return held_; }
+    // Why the turn was not had.
+    std::string why() const {
+      return expired_ ? "the kubelet's deadline passed while another call "
+                        "worked on the claim"
+                      : "the driver is stopping";
+    }
 
    private:
     Impl* const runner_;
     const std::string uid_;
+    bool expired_ = false;
     const bool held_;
   };
-  // Writes claims_ as it is now; writes are ordered by write_mu_, each
-  // with the state read inside it, so the last write holds the newest.
-  Status Persist() TOPOLOGY_EXCLUDES(mu_);
+  // Rolling updates: takes <plugin_dir>/serialize.lock (by `deadline`) and
+  // reads the shared checkpoint; an error when it cannot be had.
+  // REQUIRES: instance_mu_.
+  std::string LockInstances(Deadline deadline) TOPOLOGY_EXCLUDES(mu_);
+  void UnlockInstances();
+  // Makes the claim `uid` `claim` (or forgets it) durably, then visibly:
+  // the checkpoint is written first, claims_ changed only once it is.
+  // Writes are ordered by write_mu_ and each starts from the last durable
+  // state, so no write loses another claim's change.
+  Status Commit(const std::string& uid, std::optional<PreparedClaim> claim)
+      TOPOLOGY_EXCLUDES(mu_);
 
   void OnRegistrationStatus(bool registered, const std::string& error)
       TOPOLOGY_EXCLUDES(mu_);
@@ -498,7 +595,7 @@ class DriverRunner::Impl {
                                 pool->second, device.health});
         if (!device.message.empty()) {
           list.messages[list.entries.size() - 1] =
-              device.message.substr(0, kMaxHealthMessage);
+              HealthMessage(device.message);
         }
       }
       return list;
@@ -514,6 +611,8 @@ class DriverRunner::Impl {
   bool stopping_ TOPOLOGY_GUARDED_BY(mu_) = false;
 
   Mutex write_mu_ TOPOLOGY_ACQUIRED_BEFORE(mu_);
+  // The claims as the checkpoint holds them.
+  draplugin::PreparedClaims durable_ TOPOLOGY_GUARDED_BY(write_mu_);
 
   // The servers and the sockets they made; the watcher thread replaces a
   // server whose socket is gone.
@@ -524,7 +623,13 @@ class DriverRunner::Impl {
   std::optional<SocketIdentity> dra_identity_ TOPOLOGY_GUARDED_BY(server_mu_);
   std::optional<SocketIdentity> registration_identity_
       TOPOLOGY_GUARDED_BY(server_mu_);
+  bool taken_warned_ TOPOLOGY_GUARDED_BY(server_mu_) = false;
   std::thread watcher_;
+  // Rolling updates: <plugin_dir>/serialize.lock, open while started.
+  int instance_lock_fd_ = -1;
+  // Calls of this process, one at a time while they hold the instance lock
+  // (flock serialises processes, not the threads of one).
+  Mutex instance_mu_ TOPOLOGY_ACQUIRED_BEFORE(write_mu_);
 };
 
 // --- start and stop ----------------------------------------------------------
@@ -549,8 +654,38 @@ Status DriverRunner::Impl::Start() {
     return FailedPreconditionError("cannot set the mode of " +
                                    options_.plugin_dir.string());
   }
+  for (const auto& [what, dir] :
+       {std::pair<const char*, const std::filesystem::path*>{
+            "registry directory", &options_.registry_dir},
+        {"plugin directory", &options_.plugin_dir},
+        {"state directory", &options_.state_dir}}) {
+    std::error_code error;
+    if (std::filesystem::is_symlink(*dir, error)) {
+      return FailedPreconditionError(
+          std::string("the ") + what + " " + dir->string() +
+          " is a symbolic link: files are written there without following "
+          "links; give the directory it names");
+    }
+  }
+  if (!options_.pod_uid.empty()) {
+    const std::filesystem::path lock = options_.plugin_dir / kSerializeLock;
+    instance_lock_fd_ = open(lock.c_str(),
+                             O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (instance_lock_fd_ < 0) {
+      return FailedPreconditionError("cannot open " + lock.string() + ": " +
+                                     std::strerror(errno));
+    }
+  }
+  if (const size_t removed = files::RemoveTemporaryLeftovers(checkpoint_);
+      removed > 0) {
+    LOG(INFO) << options_.driver_name << ": removed " << removed
+              << " temporary file(s) an interrupted write left beside "
+              << checkpoint_.string();
+  }
   auto loaded = LoadClaims(checkpoint_);
   if (loaded.ok()) {
+    MutexLock write(write_mu_);
+    durable_ = *loaded;
     MutexLock lock(mu_);
     claims_ = std::move(*loaded);
     LOG(INFO) << options_.driver_name << ": " << claims_.size()
@@ -563,6 +698,17 @@ Status DriverRunner::Impl::Start() {
     if (text.ok()) (void)files::WriteFileAtomically(aside, *text, 0600);
     LOG(ERROR) << loaded.status().message() << "; starting without it"
                << (text.ok() ? " (a copy is at " + aside.string() + ")" : "");
+  }
+  // The state directory can hold the checkpoint: found now, not at the
+  // first Prepare.
+  {
+    MutexLock write(write_mu_);
+    if (Status saved = SaveClaims(checkpoint_, durable_); !saved.ok()) {
+      return FailedPreconditionError("the state directory " +
+                                     options_.state_dir.string() +
+                                     " cannot hold the claim checkpoint: " +
+                                     saved.message());
+    }
   }
   if (Status served = ServeDra(); !served.ok()) return served;
   if (Status served = ServeRegistration(); !served.ok()) {
@@ -614,10 +760,38 @@ namespace {
 
 // A server on `socket`: a stale socket there is removed first (only a
 // socket); the new one gets `mode` whatever the umask.
+// Someone accepts connections on `socket` (a live server, not a stale
+// file a killed process left).
+bool Listening(const std::filesystem::path& socket) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const std::string path = socket.string();
+  if (path.size() >= sizeof(address.sun_path)) {
+    close(fd);
+    return false;
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  const bool live =
+      connect(fd, reinterpret_cast<const sockaddr*>(&address),
+              sizeof(address)) == 0;
+  close(fd);
+  return live;
+}
+
 StatusOr<std::pair<std::unique_ptr<grpc::Server>, SocketIdentity>> Serve(
     const std::filesystem::path& socket,
     const std::vector<grpc::Service*>& services, mode_t mode) {
   if (SocketAt(socket)) {
+    // Another instance's socket is never replaced: two drivers on one
+    // node would take the kubelet's registration from each other.
+    if (Listening(socket)) {
+      return FailedPreconditionError(
+          "another process serves " + socket.string() +
+          "; two instances on one node need their own sockets (give each "
+          "its pod UID: --pod-uid, from the downward API)");
+    }
     std::error_code ignored;
     std::filesystem::remove(socket, ignored);
   }
@@ -692,13 +866,33 @@ void DriverRunner::Impl::WatchSockets() {
     changed_.wait_for(lock, options_.socket_check);
     if (stopping_) break;
     lock.unlock();
+    // Served again when the socket is gone, or when serving it failed
+    // before (its directory missing for a moment): retried at every look.
+    // A socket another process put at the path is left alone.
     bool dra_gone = false;
     bool registration_gone = false;
     {
       MutexLock servers(server_mu_);
-      dra_gone = SocketAt(dra_socket_) != dra_identity_;
+      const auto dra_now = SocketAt(dra_socket_);
+      const auto registration_now = SocketAt(registration_socket_);
+      dra_gone = !dra_server_ ? !dra_now || !Listening(dra_socket_)
+                              : dra_now != dra_identity_ &&
+                                    (!dra_now || !Listening(dra_socket_));
       registration_gone =
-          SocketAt(registration_socket_) != registration_identity_;
+          !registration_server_
+              ? !registration_now || !Listening(registration_socket_)
+              : registration_now != registration_identity_ &&
+                    (!registration_now || !Listening(registration_socket_));
+      const bool taken =
+          (dra_server_ && dra_now && dra_now != dra_identity_ && !dra_gone) ||
+          (registration_server_ && registration_now &&
+           registration_now != registration_identity_ && !registration_gone);
+      if (taken && !taken_warned_) {
+        taken_warned_ = true;
+        LOG(ERROR) << options_.driver_name
+                   << ": another process replaced this driver's socket; it "
+                      "is left alone (run each instance with its pod UID)";
+      }
     }
     // The DRA socket first: registration names it.
     if (dra_gone) {
@@ -738,9 +932,16 @@ void DriverRunner::Impl::OnRegistrationStatus(bool registered,
 
 // --- claims ------------------------------------------------------------------
 
-bool DriverRunner::Impl::AcquireClaim(const std::string& uid) {
+bool DriverRunner::Impl::AcquireClaim(const std::string& uid,
+                                      Deadline deadline, bool* expired) {
   MutexLock lock(mu_);
-  while (busy_.contains(uid) && !stopping_) changed_.wait(lock);
+  while (busy_.contains(uid) && !stopping_) {
+    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout &&
+        busy_.contains(uid) && !stopping_) {
+      *expired = true;
+      return false;
+    }
+  }
   if (stopping_) return false;
   busy_.insert(uid);
   return true;
@@ -754,51 +955,151 @@ void DriverRunner::Impl::ReleaseClaim(const std::string& uid) {
   changed_.notify_all();
 }
 
-Status DriverRunner::Impl::Persist() {
+Status DriverRunner::Impl::Commit(const std::string& uid,
+                                  std::optional<PreparedClaim> claim) {
   MutexLock write(write_mu_);
-  draplugin::PreparedClaims copy;
-  {
-    MutexLock lock(mu_);
-    copy = claims_;
+  draplugin::PreparedClaims next = durable_;
+  if (claim) {
+    next[uid] = *claim;
+  } else {
+    next.erase(uid);
   }
-  return SaveClaims(checkpoint_, copy);
+  if (Status saved = SaveClaims(checkpoint_, next); !saved.ok()) return saved;
+  durable_ = std::move(next);
+  MutexLock lock(mu_);
+  if (claim) {
+    claims_[uid] = std::move(*claim);
+  } else {
+    claims_.erase(uid);
+  }
+  return OkStatus();
+}
+
+std::string DriverRunner::Impl::RefusedUid(const ClaimRef& ref) {
+  // A UID names files (CDI specs, the checkpoint's entries): the API
+  // server's are RFC 4122 UUIDs; anything that could leave a directory or
+  // is not printable is refused before any handler sees it.
+  const std::string who = "claim " + ref.ns + "/" + ref.name;
+  if (ref.uid.empty()) return who + " has no UID";
+  if (ref.uid.size() > 128 ||
+      ref.uid.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                                "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") !=
+          std::string::npos) {
+    return who + ": the UID is not a Kubernetes UID (letters, digits and "
+                 "'-', at most 128): " +
+           "\"" + ref.uid.substr(0, 64) + "\"";
+  }
+  return "";
+}
+
+std::string DriverRunner::Impl::LockInstances(Deadline deadline) {
+  // flock's wait cannot be bounded; polled, with the kubelet's deadline.
+  while (flock(instance_lock_fd_, LOCK_EX | LOCK_NB) != 0) {
+    if (errno != EWOULDBLOCK && errno != EINTR) {
+      return std::string("cannot lock ") +
+             (options_.plugin_dir / kSerializeLock).string() + ": " +
+             std::strerror(errno);
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      return "the kubelet's deadline passed while another instance of the "
+             "driver held " +
+             (options_.plugin_dir / kSerializeLock).string();
+    }
+    MutexLock lock(mu_);
+    if (stopping_) return "the driver is stopping";
+    changed_.wait_for(lock, std::chrono::milliseconds(5));
+  }
+  // What the other instance did since: the checkpoint is the truth.
+  auto loaded = LoadClaims(checkpoint_);
+  if (!loaded.ok() && loaded.status().code() != StatusCode::kNotFound) {
+    LOG(ERROR) << loaded.status().message()
+               << "; the claims this instance knows are kept";
+    return "";
+  }
+  draplugin::PreparedClaims claims =
+      loaded.ok() ? std::move(*loaded) : draplugin::PreparedClaims();
+  MutexLock write(write_mu_);
+  durable_ = claims;
+  MutexLock lock(mu_);
+  claims_ = std::move(claims);
+  return "";
+}
+
+void DriverRunner::Impl::UnlockInstances() {
+  (void)flock(instance_lock_fd_, LOCK_UN);
 }
 
 std::map<std::string, ClaimOutcome> DriverRunner::Impl::PrepareClaims(
-    const std::vector<ClaimRef>& refs) {
+    const std::vector<ClaimRef>& refs, Deadline deadline) {
   std::map<std::string, ClaimOutcome> out;
+  std::optional<MutexLock> instances;
+  if (instance_lock_fd_ >= 0) {
+    instances.emplace(instance_mu_);
+    if (std::string error = LockInstances(deadline); !error.empty()) {
+      for (const ClaimRef& ref : refs) out[ref.uid].error = error;
+      return out;
+    }
+  }
   for (const ClaimRef& ref : refs) {
     if (out.contains(ref.uid)) continue;  // listed twice: one answer
-    out[ref.uid] = PrepareOne(ref);
+    out[ref.uid] = PrepareOne(ref, deadline);
   }
+  if (instances) UnlockInstances();
   return out;
 }
 
 std::map<std::string, std::string> DriverRunner::Impl::UnprepareClaims(
-    const std::vector<ClaimRef>& refs) {
+    const std::vector<ClaimRef>& refs, Deadline deadline) {
   std::map<std::string, std::string> out;
+  std::optional<MutexLock> instances;
+  if (instance_lock_fd_ >= 0) {
+    instances.emplace(instance_mu_);
+    if (std::string error = LockInstances(deadline); !error.empty()) {
+      for (const ClaimRef& ref : refs) out[ref.uid] = error;
+      return out;
+    }
+  }
   for (const ClaimRef& ref : refs) {
     if (out.contains(ref.uid)) continue;
-    out[ref.uid] = UnprepareOne(ref);
+    out[ref.uid] = UnprepareOne(ref, deadline);
   }
+  if (instances) UnlockInstances();
   return out;
 }
 
-ClaimOutcome DriverRunner::Impl::PrepareOne(const ClaimRef& ref) {
+ClaimOutcome DriverRunner::Impl::PrepareOne(const ClaimRef& ref,
+                                            Deadline deadline) {
   ClaimOutcome outcome;
-  if (ref.uid.empty()) {
-    outcome.error = "claim " + ref.ns + "/" + ref.name + " has no UID";
+  if (std::string refused = RefusedUid(ref); !refused.empty()) {
+    outcome.error = std::move(refused);
     return outcome;
   }
-  const ClaimTurn turn(this, ref.uid);
+  const ClaimTurn turn(this, ref.uid, deadline);
   if (!turn.held()) {
-    outcome.error = Describe(ref) + ": the driver is stopping";
+    outcome.error = Describe(ref) + ": " + turn.why();
     return outcome;
   }
+  std::optional<PreparedClaim> known;
   {
     MutexLock lock(mu_);
     if (auto it = claims_.find(ref.uid); it != claims_.end()) {
-      outcome.devices = it->second.devices;  // prepared before: the same
+      known = it->second;
+    }
+  }
+  if (known && !known->unpreparing) {
+    outcome.devices = known->devices;  // prepared before: the same
+    return outcome;
+  }
+  if (known) {
+    // An unprepare that was cut short (the process was killed): finished
+    // first, so that nothing of the old preparation is answered again.
+    const Status undone =
+        Guarded([&] { return handler_->Unprepare(known->ref, known->devices); });
+    Status forgotten = undone.ok() ? Commit(ref.uid, std::nullopt) : undone;
+    if (!forgotten.ok()) {
+      outcome.error = Describe(ref) +
+                      ": an earlier unprepare could not be finished: " +
+                      forgotten.message();
       return outcome;
     }
   }
@@ -833,16 +1134,9 @@ ClaimOutcome DriverRunner::Impl::PrepareOne(const ClaimRef& ref) {
     }
     device.request_names = std::move(base);
   }
-  {
-    MutexLock lock(mu_);
-    claims_[ref.uid] = {ref, *devices};
-  }
-  // Durable before answered.
-  if (Status saved = Persist(); !saved.ok()) {
-    {
-      MutexLock lock(mu_);
-      claims_.erase(ref.uid);
-    }
+  // Durable before answered (and before another call can see it).
+  if (Status saved = Commit(ref.uid, PreparedClaim{ref, *devices, false});
+      !saved.ok()) {
     const Status undone =
         Guarded([&] { return handler_->Unprepare(ref, *devices); });
     LOG(ERROR) << Describe(ref) << ": " << saved.message()
@@ -856,17 +1150,25 @@ ClaimOutcome DriverRunner::Impl::PrepareOne(const ClaimRef& ref) {
   return outcome;
 }
 
-std::string DriverRunner::Impl::UnprepareOne(const ClaimRef& ref) {
-  if (ref.uid.empty()) {
-    return "claim " + ref.ns + "/" + ref.name + " has no UID";
-  }
-  const ClaimTurn turn(this, ref.uid);
-  if (!turn.held()) return Describe(ref) + ": the driver is stopping";
+std::string DriverRunner::Impl::UnprepareOne(const ClaimRef& ref,
+                                             Deadline deadline) {
+  if (std::string refused = RefusedUid(ref); !refused.empty()) return refused;
+  const ClaimTurn turn(this, ref.uid, deadline);
+  if (!turn.held()) return Describe(ref) + ": " + turn.why();
   std::optional<PreparedClaim> known;
   {
     MutexLock lock(mu_);
     if (auto it = claims_.find(ref.uid); it != claims_.end()) {
       known = it->second;
+    }
+  }
+  // Said durably before anything is undone: a process killed halfway finds
+  // the claim "unpreparing", never "prepared" with its CDI spec gone.
+  if (known && !known->unpreparing) {
+    known->unpreparing = true;
+    if (Status marked = Commit(ref.uid, *known); !marked.ok()) {
+      return Describe(ref) + ": cannot checkpoint the unprepare (" +
+             marked.message() + ")";
     }
   }
   const Status undone = Guarded([&] {
@@ -876,29 +1178,58 @@ std::string DriverRunner::Impl::UnprepareOne(const ClaimRef& ref) {
   });
   if (!undone.ok()) return Describe(ref) + ": " + undone.message();
   if (!known) return "";  // not prepared (any more): nothing to forget
-  {
-    MutexLock lock(mu_);
-    claims_.erase(ref.uid);
-  }
-  if (Status saved = Persist(); !saved.ok()) {
-    {
-      MutexLock lock(mu_);
-      claims_.emplace(ref.uid, *known);
-    }
+  if (Status saved = Commit(ref.uid, std::nullopt); !saved.ok()) {
     return Describe(ref) + ": cannot checkpoint the unprepared claim (" +
            saved.message() + ")";
   }
   return "";
 }
 
+std::filesystem::path RollingUpdateRegistrationSocket(
+    const std::filesystem::path& registry_dir, const std::string& driver,
+    const std::string& pod_uid) {
+  const std::filesystem::path plain =
+      registry_dir / (driver + "-" + pod_uid + "-reg.sock");
+  if (plain.string().size() <= 107) return plain;
+  const std::string hash = files::ChecksumHex(driver + "/" + pod_uid);
+  return registry_dir / (driver.substr(0, 16) + "-" + hash + "-reg.sock");
+}
+
+std::string HealthMessage(std::string_view message) {
+  std::string out;
+  out.reserve(std::min(message.size(), kMaxHealthMessage * 4));
+  std::vector<size_t> ends;  // where each character ends in `out`
+  size_t characters = 0;
+  for (size_t i = 0; i < message.size();) {
+    const size_t length = Utf8Length(message, i);
+    if (length == 0) {
+      out += "\xef\xbf\xbd";  // U+FFFD
+      ++i;
+    } else {
+      out.append(message.substr(i, length));
+      i += length;
+    }
+    ++characters;
+    if (characters <= kMaxHealthMessage - 3) ends.push_back(out.size());
+    if (characters > kMaxHealthMessage) {
+      out.resize(ends.back());
+      return out + "...";
+    }
+  }
+  return out;
+}
+
 // --- DriverRunner ------------------------------------------------------------
 
 StatusOr<std::unique_ptr<DriverRunner>> DriverRunner::Create(
     DriverOptions options, ClaimSource* source, DriverHandler* handler) {
-  if (!kubelet::IsDnsSubdomain(options.driver_name)) {
+  if (Status valid = ValidateDriverName(options.driver_name); !valid.ok() ||
+      !kubelet::IsDnsSubdomain(options.driver_name)) {
     return InvalidArgumentError(
-        "driver name \"" + options.driver_name +
-        "\" is not a DNS subdomain (lower case, dots, at most 253 characters)");
+        "driver name \"" + options.driver_name.substr(0, 80) +
+        "\" is not one the API server accepts (a lower-case DNS subdomain of "
+        "at most 63 characters)" +
+        (valid.ok() ? std::string() : ": " + valid.message()));
   }
   if (source == nullptr || handler == nullptr) {
     return InvalidArgumentError("a claim source and a handler are needed");
@@ -918,12 +1249,25 @@ StatusOr<std::unique_ptr<DriverRunner>> DriverRunner::Create(
                                   dir->string() + " is not absolute");
     }
   }
+  if (!options.pod_uid.empty() &&
+      !Impl::RefusedUid({"", options.pod_uid, "pod"}).empty()) {
+    return InvalidArgumentError("pod UID \"" + options.pod_uid.substr(0, 64) +
+                                "\" is not a Kubernetes UID");
+  }
   // A unix socket path is at most 107 bytes.
-  const auto longest =
-      std::max((options.registry_dir / (options.driver_name + "-reg.sock"))
-                   .string()
-                   .size(),
-               (options.plugin_dir / kDraSocket).string().size());
+  const auto longest = std::max(
+      (options.pod_uid.empty()
+           ? options.registry_dir / (options.driver_name + "-reg.sock")
+           : RollingUpdateRegistrationSocket(options.registry_dir,
+                                             options.driver_name,
+                                             options.pod_uid))
+          .string()
+          .size(),
+      (options.plugin_dir / (options.pod_uid.empty()
+                                 ? std::string(kDraSocket)
+                                 : "dra-" + options.pod_uid + ".sock"))
+          .string()
+          .size());
   if (longest > 107) {
     return InvalidArgumentError(
         "socket paths of at most 107 bytes are "

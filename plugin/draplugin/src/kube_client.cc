@@ -222,7 +222,7 @@ StatusOr<HttpResponse> KubeClient::Once(std::string_view method,
   std::string token = config_.token;
   if (!config_.token_file.empty()) {
     // Projected tokens rotate: read at every request.
-    auto read = files::ReadRegularFile(config_.token_file, size_t{1} << 20);
+    auto read = files::ReadMountedFile(config_.token_file, size_t{1} << 20);
     if (!read.ok()) {
       return UnavailableError("token " + config_.token_file.string() + ": " +
                               read.status().message());

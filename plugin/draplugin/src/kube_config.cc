@@ -405,7 +405,7 @@ StatusOr<KubeConfig> ParseKubeConfig(std::string_view yaml,
                           const std::string& file) -> StatusOr<std::string> {
       std::filesystem::path path(file);
       if (path.is_relative()) path = base_dir / path;
-      auto text = files::ReadRegularFile(path, kMaxFileBytes);
+      auto text = files::ReadMountedFile(path, kMaxFileBytes);
       if (!text.ok()) {
         return invalid(key + ": " + path.string() + ": " +
                        text.status().message());
@@ -485,7 +485,7 @@ StatusOr<KubeConfig> ParseKubeConfig(std::string_view yaml,
 }
 
 StatusOr<KubeConfig> LoadKubeConfig(const std::filesystem::path& path) {
-  auto text = files::ReadRegularFile(path, kMaxFileBytes);
+  auto text = files::ReadMountedFile(path, kMaxFileBytes);
   if (!text.ok()) {
     return Status(text.status().code(), "kubeconfig " + path.string() + ": " +
                                             text.status().message());
@@ -515,7 +515,7 @@ StatusOr<KubeConfig> InClusterConfig(const std::filesystem::path& root) {
   }
   const std::filesystem::path dir = root / kServiceAccountDir;
   config.token_file = dir / "token";
-  auto token = files::ReadRegularFile(config.token_file, kMaxFileBytes);
+  auto token = files::ReadMountedFile(config.token_file, kMaxFileBytes);
   if (!token.ok()) {
     return FailedPreconditionError("in-cluster token " +
                                    config.token_file.string() + ": " +
@@ -526,7 +526,7 @@ StatusOr<KubeConfig> InClusterConfig(const std::filesystem::path& root) {
       !checked.ok()) {
     return FailedPreconditionError(checked.status().message());
   }
-  auto ca = files::ReadRegularFile(dir / "ca.crt", kMaxFileBytes);
+  auto ca = files::ReadMountedFile(dir / "ca.crt", kMaxFileBytes);
   if (!ca.ok()) {
     return FailedPreconditionError("in-cluster CA " +
                                    (dir / "ca.crt").string() + ": " +

@@ -61,6 +61,13 @@ inline std::string_view BaseRequestName(std::string_view request) {
   return request.substr(0, request.find('/'));
 }
 
+// A health message as the health streams send it: valid UTF-8 (a proto3
+// string that is not is refused by the kubelet, and the whole message with
+// it; each invalid byte becomes U+FFFD) of at most 1,024 characters, a
+// longer one cut to 1,021 characters and "..." as the kubelet cuts it
+// (characters, never inside one).
+std::string HealthMessage(std::string_view message);
+
 // One entry of a claim's status.allocation.devices.results.
 struct AllocationResult {
   // As the API server writes it: "<request>" or "<request>/<subrequest>".
@@ -128,7 +135,7 @@ struct DeviceHealth {
   std::string pool = {};
   std::string device = {};
   HealthStatus health = HealthStatus::kUnknown;
-  std::string message = {};  // at most 1024 characters are sent
+  std::string message = {};  // sent as HealthMessage(message)
 };
 
 struct DriverOptions {
@@ -146,7 +153,25 @@ struct DriverOptions {
   std::chrono::seconds health_timeout = std::chrono::seconds(30);
   // How often the sockets are checked (re-created when deleted).
   std::chrono::milliseconds socket_check = std::chrono::seconds(1);
+  // Rolling updates (kubelet 1.33+), as the Go helper's RollingUpdate: with
+  // the pod's UID (from the downward API) the sockets are
+  // RollingUpdateRegistrationSocket(...) and dra-<uid>.sock, so that two
+  // instances on one node (a rollout with surge) both serve; the kubelet
+  // uses the newest. Calls are then serialised across the instances by a
+  // lock on <plugin_dir>/serialize.lock, and each call reads the shared
+  // claim checkpoint first: the kubelet may prepare a claim through one
+  // instance and unprepare it through the other. Empty: the fixed names,
+  // one instance.
+  std::string pod_uid = {};
 };
+
+// The registration socket of a rolling-update instance:
+// "<registry_dir>/<driver>-<uid>-reg.sock", or, where that path would be
+// longer than a unix socket path may be (107 bytes), a shorter name made
+// of the driver name's start and a hash of driver and UID.
+std::filesystem::path RollingUpdateRegistrationSocket(
+    const std::filesystem::path& registry_dir, const std::string& driver,
+    const std::string& pod_uid);
 
 class DriverRunner {
  public:
