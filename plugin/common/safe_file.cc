@@ -192,24 +192,32 @@ StatusOr<int> CreateFileAtomically(const std::filesystem::path& path,
 }
 
 size_t RemoveTemporaryLeftovers(const std::filesystem::path& path) {
-  const std::filesystem::path dir = path.parent_path().empty()
-                                        ? std::filesystem::path(".")
-                                        : path.parent_path();
-  const std::string prefix = "." + path.filename().string() + ".";
+  return RemoveTemporaryLeftoversIn(
+      path.parent_path().empty() ? std::filesystem::path(".")
+                                 : path.parent_path(),
+      path.filename().string(), /*exact=*/true);
+}
+
+size_t RemoveTemporaryLeftoversIn(const std::filesystem::path& dir,
+                                  const std::string& name_prefix, bool exact) {
   Fd dir_fd(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (dir_fd.get() < 0) return 0;
+  const std::string prefix = "." + name_prefix;
   std::error_code error;
   size_t removed = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir, error)) {
     const std::string name = entry.path().filename().string();
     // ".<name>.<16 hex digits>.tmp", as CreateFileAtomically names them.
+    constexpr size_t kTail = 1 + 16 + 4;  // ".<hex>.tmp"
     if (!name.starts_with(prefix) || !name.ends_with(".tmp") ||
-        name.size() != prefix.size() + 16 + 4) {
+        name.size() < prefix.size() + kTail ||
+        (exact && name.size() != prefix.size() + kTail)) {
       continue;
     }
-    const std::string_view hex =
-        std::string_view(name).substr(prefix.size(), 16);
-    if (hex.find_first_not_of("0123456789abcdef") != std::string_view::npos) {
+    const std::string_view tail =
+        std::string_view(name).substr(name.size() - kTail);
+    if (tail[0] != '.' || tail.substr(1, 16).find_first_not_of(
+                              "0123456789abcdef") != std::string_view::npos) {
       continue;
     }
     // unlinkat never follows a link: a planted one is removed, not its

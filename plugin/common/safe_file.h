@@ -56,6 +56,12 @@ StatusOr<int> CreateFileAtomically(const std::filesystem::path& path,
 // digits>.tmp" beside it); links among them are removed, never followed.
 // Returns how many were removed. For a daemon's start.
 size_t RemoveTemporaryLeftovers(const std::filesystem::path& path);
+// The same for every file of `dir` whose name starts with `name_prefix`
+// (`exact`: whose name is `name_prefix`), such as every CDI spec of one
+// driver.
+size_t RemoveTemporaryLeftoversIn(const std::filesystem::path& dir,
+                                  const std::string& name_prefix,
+                                  bool exact = false);
 
 // Writes all of `contents` at the descriptor's offset, retrying short
 // writes and EINTR; false with errno set on failure.

@@ -70,6 +70,9 @@ StatusOr<Checkpoint> CheckpointStore::Load(std::string* warning) {
     std::filesystem::rename(path, kept, error);
     return kept;
   };
+  // Temporary files of writes a crash interrupted: never read, removed.
+  files::RemoveTemporaryLeftovers(snapshot_);
+  files::RemoveTemporaryLeftovers(journal_);
   auto snapshot_text = files::ReadRegularFile(snapshot_, max_bytes_);
   auto journal_text = files::ReadRegularFile(journal_, max_bytes_);
   const bool no_snapshot =

@@ -29,6 +29,8 @@
 #include "topology/plugin/logging.h"
 #include "topology/plugin/plugin_runner.h"
 #include "topology/plugin/uevent_monitor.h"
+
+#include "safe_file.h"
 #include "topology/thread_annotations.h"
 
 #include "config.h"
@@ -200,6 +202,13 @@ int Run(int argc, char** argv) {
     LOG(ERROR) << "cannot create the CDI directory " << cdi_dir
                << (error ? ": " + error.message() : "");
     return kExitError;
+  }
+  // Temporary files of this driver's spec writes that a kill interrupted.
+  if (const size_t removed =
+          topology::files::RemoveTemporaryLeftoversIn(cdi_dir, driver + "-");
+      removed > 0) {
+    LOG(INFO) << "removed " << removed << " temporary CDI spec file(s) of "
+              << driver << " that an interrupted write left in " << cdi_dir;
   }
   const auto form = numa_form == "list"
                         ? topology::dra::NumaAttributeForm::kList

@@ -226,6 +226,31 @@ TEST_F(StoreTest, AppendsReplayOverTheSnapshotAndCompactionFoldsThemIn) {
   EXPECT_EQ(EncodeCheckpoint(*again), EncodeCheckpoint(*loaded));
 }
 
+// A crash between creating a temporary file and renaming it leaves
+// ".<name>.<16 hex>.tmp" beside the file: removed at the next load (a
+// link among them removed, its target untouched); other files stay.
+TEST_F(StoreTest, TemporaryFilesOfAnInterruptedWriteAreRemovedAtLoad) {
+  const auto leftover = dir_.path() / ".cp.0123456789abcdef.tmp";
+  const auto journal_leftover =
+      dir_.path() / ".cp.journal.fedcba9876543210.tmp";
+  const auto victim = dir_.path() / "victim";
+  const auto planted = dir_.path() / ".cp.00000000deadbeef.tmp";
+  const auto unrelated = dir_.path() / ".cp.not-ours.tmp";
+  std::ofstream(leftover) << "half";
+  std::ofstream(journal_leftover) << "half";
+  std::ofstream(victim) << "precious";
+  std::ofstream(unrelated) << "kept";
+  std::filesystem::create_symlink(victim, planted);
+  CheckpointStore store(snapshot(), 1 << 20);
+  std::string warning;
+  EXPECT_THAT(store.Load(&warning).status(), StatusIs(StatusCode::kNotFound));
+  EXPECT_FALSE(std::filesystem::exists(leftover));
+  EXPECT_FALSE(std::filesystem::exists(journal_leftover));
+  EXPECT_FALSE(std::filesystem::is_symlink(planted));
+  EXPECT_EQ(Read(victim), "precious");
+  EXPECT_TRUE(std::filesystem::exists(unrelated));
+}
+
 TEST_F(StoreTest, ATornLastRecordIsIgnoredADamagedJournalIsKept) {
   {
     CheckpointStore store(snapshot(), 1 << 20);

@@ -1,8 +1,9 @@
 #include "topology/plugin/cdi.h"
 
+#include "safe_file.h"
+
 #include <cerrno>
 #include <cstring>
-#include <random>
 #include <set>
 
 #include <fcntl.h>
@@ -37,39 +38,11 @@ std::string Shown(std::string_view text) {
 
 std::string Errno() { return std::strerror(errno); }
 
-// Writes all of `text` to `fd`; false on an error.
-bool WriteAll(int fd, std::string_view text) {
-  while (!text.empty()) {
-    const ssize_t n = write(fd, text.data(), text.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return false;
-    text.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
-
 // The current contents of a regular file `path`, or "" (absent, a link,
 // not regular, larger than `max`).
 std::string CurrentText(const std::filesystem::path& path, size_t max) {
-  const int fd =
-      open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return {};
-  std::string text;
-  struct stat info {};
-  if (fstat(fd, &info) == 0 && S_ISREG(info.st_mode) &&
-      static_cast<uint64_t>(info.st_size) <= max) {
-    text.resize(static_cast<size_t>(info.st_size));
-    size_t done = 0;
-    while (done < text.size()) {
-      const ssize_t n = read(fd, text.data() + done, text.size() - done);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      done += static_cast<size_t>(n);
-    }
-    text.resize(done);
-  }
-  close(fd);
-  return text;
+  auto text = files::ReadRegularFile(path, max);
+  return text.ok() ? std::move(*text) : std::string();
 }
 
 }  // namespace
@@ -214,30 +187,13 @@ Status WriteCdiSpec(const std::filesystem::path& dir,
   if (!text.ok()) return text.status();
   const std::filesystem::path path = dir / file_name;
   if (CurrentText(path, text->size() + 1) == *text) return OkStatus();
-  std::random_device random;
-  const std::filesystem::path temporary =
-      dir / ("." + file_name + "." + std::to_string(random()) + ".tmp");
-  const int fd =
-      open(temporary.c_str(),
-           O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
-  if (fd < 0) {
-    return FailedPreconditionError("cannot create " + temporary.string() +
-                                   ": " + Errno());
-  }
-  const bool written =
-      fchmod(fd, 0644) == 0 && WriteAll(fd, *text) && fsync(fd) == 0;
-  const std::string write_error = written ? "" : Errno();
-  close(fd);
-  if (!written || rename(temporary.c_str(), path.c_str()) != 0) {
-    const std::string error = written ? Errno() : write_error;
-    unlink(temporary.c_str());
+  // The project's one writer for directories others may write: an O_EXCL
+  // temporary relative to the directory (no link followed, the directory
+  // itself not a link), 0644 for the runtime, fsync, rename, fsync.
+  if (Status written = files::WriteFileAtomically(path, *text, 0644);
+      !written.ok()) {
     return FailedPreconditionError("cannot write the CDI spec " +
-                                   path.string() + ": " + error);
-  }
-  const int dir_fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir_fd >= 0) {
-    fsync(dir_fd);
-    close(dir_fd);
+                                   path.string() + ": " + written.message());
   }
   return OkStatus();
 }
