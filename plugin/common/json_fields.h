@@ -61,8 +61,7 @@ inline const nlohmann::json* OptionalField(const nlohmann::json& object,
   return &*it;
 }
 
-inline std::string AsString(const nlohmann::json& value,
-                            std::string_view key) {
+inline std::string AsString(const nlohmann::json& value, std::string_view key) {
   if (!value.is_string()) {
     Fail(key, std::string("a ") + TypeName(value) + ", not a string");
   }

@@ -130,7 +130,8 @@ bool AllDotted(std::string_view text, const Check& check) {
 inline bool IsSemver(std::string_view text) {
   const size_t plus = text.find('+');
   if (plus != std::string_view::npos &&
-      !internal::AllDotted(text.substr(plus + 1), internal::IsBuildIdentifier)) {
+      !internal::AllDotted(text.substr(plus + 1),
+                           internal::IsBuildIdentifier)) {
     return false;
   }
   text = text.substr(0, plus);

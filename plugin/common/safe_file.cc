@@ -192,10 +192,10 @@ StatusOr<int> CreateFileAtomically(const std::filesystem::path& path,
 }
 
 size_t RemoveTemporaryLeftovers(const std::filesystem::path& path) {
-  return RemoveTemporaryLeftoversIn(
-      path.parent_path().empty() ? std::filesystem::path(".")
-                                 : path.parent_path(),
-      path.filename().string(), /*exact=*/true);
+  return RemoveTemporaryLeftoversIn(path.parent_path().empty()
+                                        ? std::filesystem::path(".")
+                                        : path.parent_path(),
+                                    path.filename().string(), /*exact=*/true);
 }
 
 size_t RemoveTemporaryLeftoversIn(const std::filesystem::path& dir,

@@ -180,18 +180,18 @@ StatusOr<Checkpoint> DecodeVersion1(std::string_view text) {
   Checkpoint out;
   try {
     const json* version = jf::OptionalField(doc, "version");
-    if (version == nullptr || !version->is_number_integer() ||
-        *version != 1) {
+    if (version == nullptr || !version->is_number_integer() || *version != 1) {
       return DataLossError(
           "unknown checkpoint version " +
-          (version == nullptr ? std::string("(none)")
-                              : version->dump(-1, ' ', false,
-                                              json::error_handler_t::replace)
-                                    .substr(0, 32)));
+          (version == nullptr
+               ? std::string("(none)")
+               : version->dump(-1, ' ', false, json::error_handler_t::replace)
+                     .substr(0, 32)));
     }
     const json& data = jf::Field(doc, "data");
     const json& checksum = jf::Field(doc, "checksum");
-    if (!checksum.is_string() || checksum.get<std::string>() != Checksum(data)) {
+    if (!checksum.is_string() ||
+        checksum.get<std::string>() != Checksum(data)) {
       return DataLossError("checksum mismatch");
     }
     for (const json& p : jf::Array(data, "pods")) {
@@ -322,14 +322,13 @@ StatusOr<Checkpoint> DecodeCheckpoint(std::string_view text) {
   uint64_t resources = 0;
   try {
     const json* version = jf::OptionalField(header, "version");
-    if (version == nullptr || !version->is_number_integer() ||
-        *version != 2) {
+    if (version == nullptr || !version->is_number_integer() || *version != 2) {
       return DataLossError(
           "record 1: unknown checkpoint version " +
-          (version == nullptr ? std::string("(none)")
-                              : version->dump(-1, ' ', false,
-                                              json::error_handler_t::replace)
-                                    .substr(0, 32)));
+          (version == nullptr
+               ? std::string("(none)")
+               : version->dump(-1, ' ', false, json::error_handler_t::replace)
+                     .substr(0, 32)));
     }
     pods = static_cast<uint64_t>(jf::Int(header, "pods", 0));
     resources = static_cast<uint64_t>(jf::Int(header, "resources", 0));

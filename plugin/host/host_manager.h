@@ -164,8 +164,8 @@ class HostManager {
                      const std::function<bool()>& cancelled, uint64_t request,
                      std::string* record);
   // REQUIRES: the admission slot held, the pod marked busy.
-  PodResult AdmitInSlot(const manager::Pod& pod, bool explain,
-                        uint64_t request, std::string* record);
+  PodResult AdmitInSlot(const manager::Pod& pod, bool explain, uint64_t request,
+                        std::string* record);
   // Makes the admissions of `request` durable (one append and sync of
   // `records`), then visible; when they cannot be, undoes them and turns
   // their results into UnexpectedAdmissionError. Pods pending under other

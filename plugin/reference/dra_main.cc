@@ -29,14 +29,13 @@
 #include "topology/plugin/logging.h"
 #include "topology/plugin/plugin_runner.h"
 #include "topology/plugin/uevent_monitor.h"
-
-#include "safe_file.h"
 #include "topology/thread_annotations.h"
 
 #include "config.h"
 #include "dra_driver.h"
 #include "program.h"
 #include "reference_plugin.h"
+#include "safe_file.h"
 
 namespace {
 

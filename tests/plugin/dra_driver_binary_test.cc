@@ -13,8 +13,8 @@
 #include <vector>
 
 #include <netinet/in.h>
-#include <sys/stat.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gmock/gmock.h>
@@ -277,8 +277,7 @@ TEST_F(DraDriverBinaryTest, TwoProcessesWithTheirPodUidsShareANode) {
   const std::string uid_a = "0a0a0a0a-0000-4000-8000-00000000000a";
   const std::string uid_b = "0b0b0b0b-0000-4000-8000-00000000000b";
   auto a = Start({"--pod-uid", uid_a});
-  ASSERT_TRUE(WaitFor([&] { return !Slices().empty(); }, Scaled(10s)))
-      << Log();
+  ASSERT_TRUE(WaitFor([&] { return !Slices().empty(); }, Scaled(10s))) << Log();
   const int port_b = testing::FreeLoopbackPort();
   auto b = Start({"--pod-uid", uid_b}, port_b);
   const auto registry = sockets_.path() / "registry";
@@ -288,11 +287,13 @@ TEST_F(DraDriverBinaryTest, TwoProcessesWithTheirPodUidsShareANode) {
       draplugin::RollingUpdateRegistrationSocket(registry, kDriver, uid_b);
   FakeDraKubelet through_a(registry);
   FakeDraKubelet through_b(registry);
-  ASSERT_TRUE(WaitFor([&] { return through_a.RegisterSocket(socket_a, kDriver).ok(); },
-                      Scaled(10s)))
+  ASSERT_TRUE(
+      WaitFor([&] { return through_a.RegisterSocket(socket_a, kDriver).ok(); },
+              Scaled(10s)))
       << Log();
-  ASSERT_TRUE(WaitFor([&] { return through_b.RegisterSocket(socket_b, kDriver).ok(); },
-                      Scaled(10s)))
+  ASSERT_TRUE(
+      WaitFor([&] { return through_b.RegisterSocket(socket_b, kDriver).ok(); },
+              Scaled(10s)))
       << Log();
   const auto inode = [](const std::filesystem::path& path) {
     struct stat info {};

@@ -675,8 +675,8 @@ TEST_F(DraFrameworkTest, AnUnprepareCutShortIsFinishedBeforeAPrepare) {
   claims->at("u1").unpreparing = true;
   ASSERT_THAT(SaveClaims(checkpoint, *claims), IsOk());
   // And a temporary file of a write that was killed.
-  const auto leftover = checkpoint.parent_path() /
-                        ".prepared-claims.json.0123456789abcdef.tmp";
+  const auto leftover =
+      checkpoint.parent_path() / ".prepared-claims.json.0123456789abcdef.tmp";
   std::ofstream(leftover) << "{";
   Start();
   EXPECT_FALSE(std::filesystem::exists(leftover));
@@ -701,9 +701,8 @@ TEST_F(DraFrameworkTest, AStateDirectoryThatIsALinkIsRefusedAtStart) {
   options.state_dir = dir_.path() / "state";
   auto runner = DriverRunner::Create(options, &source_, &handler_);
   ASSERT_THAT(runner.status(), IsOk());
-  EXPECT_THAT((*runner)->Start(),
-              StatusIs(StatusCode::kFailedPrecondition,
-                       HasSubstr("is a symbolic link")));
+  EXPECT_THAT((*runner)->Start(), StatusIs(StatusCode::kFailedPrecondition,
+                                           HasSubstr("is a symbolic link")));
 }
 
 // Rolling updates: two instances with their pod UIDs in one plugin
@@ -729,8 +728,8 @@ TEST_F(DraFrameworkTest, TwoInstancesWithTheirPodUidsBothServe) {
   // not hold it.
   EXPECT_EQ(RollingUpdateRegistrationSocket("/r", kDriver, a.pod_uid),
             "/r/" + std::string(kDriver) + "-" + a.pod_uid + "-reg.sock");
-  EXPECT_LE(RollingUpdateRegistrationSocket("/" + std::string(60, 'r'),
-                                            kDriver, a.pod_uid)
+  EXPECT_LE(RollingUpdateRegistrationSocket("/" + std::string(60, 'r'), kDriver,
+                                            a.pod_uid)
                 .string()
                 .size(),
             107u);
@@ -738,8 +737,9 @@ TEST_F(DraFrameworkTest, TwoInstancesWithTheirPodUidsBothServe) {
             dir_.path() / "plugins" / kDriver / ("dra-" + b.pod_uid + ".sock"));
   FakeDraKubelet through_a(dir_.path() / "plugins_registry");
   FakeDraKubelet through_b(dir_.path() / "plugins_registry");
-  ASSERT_THAT(through_a.RegisterSocket((*first)->registration_socket(), kDriver),
-              IsOk());
+  ASSERT_THAT(
+      through_a.RegisterSocket((*first)->registration_socket(), kDriver),
+      IsOk());
   ASSERT_THAT(
       through_b.RegisterSocket((*second)->registration_socket(), kDriver),
       IsOk());
@@ -809,11 +809,11 @@ TEST_F(DraFrameworkTest, ASocketThatFailedToBeServedAgainIsRetried) {
   std::filesystem::rename(plugin_dir, dir_.path() / "moved");
   std::this_thread::sleep_for(Scaled(150ms));
   std::filesystem::create_directories(plugin_dir);
-  ASSERT_TRUE(WaitFor(
-      [&] { return std::filesystem::exists(runner_->dra_socket()); },
-      Scaled(3s)));
-  ASSERT_TRUE(WaitFor([&] { return kubelet_.Register(kDriver).ok(); },
-                      Scaled(3s)));
+  ASSERT_TRUE(
+      WaitFor([&] { return std::filesystem::exists(runner_->dra_socket()); },
+              Scaled(3s)));
+  ASSERT_TRUE(
+      WaitFor([&] { return kubelet_.Register(kDriver).ok(); }, Scaled(3s)));
   EXPECT_TRUE(runner_->registered());
 }
 

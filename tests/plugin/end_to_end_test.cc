@@ -879,7 +879,8 @@ TEST_F(EndToEndTest, RandomisedCrashesKeepEveryAnswer) {
         const json& result = results[0];
         if (!result.value("admitted", false)) return;
         std::vector<std::string> held;
-        for (const json& id : result["containers"][0]["devices"]["example.com/gpu"]) {
+        for (const json& id :
+             result["containers"][0]["devices"]["example.com/gpu"]) {
           held.push_back(id);
         }
         if (storm->held) {

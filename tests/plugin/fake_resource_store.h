@@ -16,8 +16,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "fake_api_server.h"
 #include "topology/draplugin/slice_validation.h"
+
+#include "fake_api_server.h"
 
 namespace topology::testing {
 
@@ -47,9 +48,9 @@ class FakeResourceStore {
     }
     if (request.method == "GET" && target == "/api/v1/nodes/" + node_) {
       if (node_uid.empty()) return {404, R"({"kind":"Status"})"};
-      return {200, nlohmann::json({{"kind", "Node"},
-                                   {"metadata",
-                                    {{"name", node_}, {"uid", node_uid}}}})
+      return {200, nlohmann::json(
+                       {{"kind", "Node"},
+                        {"metadata", {{"name", node_}, {"uid", node_uid}}}})
                        .dump()};
     }
     if (request.method == "GET" && target.starts_with(kSlicesPath)) {
@@ -153,7 +154,7 @@ class FakeResourceStore {
 
   std::atomic<int> writes{0};
   std::atomic<int> conflicts{0};
-  std::atomic<int> refused{0};    // writes refused as invalid (422)
+  std::atomic<int> refused{0};  // writes refused as invalid (422)
   std::atomic<bool> drop_taints{false};
   std::string node_uid;  // the Node's, served when set (before Serve)
 
@@ -170,8 +171,9 @@ class FakeResourceStore {
       }
       for (auto& taint : device["taints"]) {
         if (!taint.contains("timeAdded")) {
-          taint["timeAdded"] = "2026-01-01T00:00:" +
-                               std::to_string(10 + (++version_ % 50)) + "Z";
+          taint["timeAdded"] =
+              "2026-01-01T00:00:" + std::to_string(10 + (++version_ % 50)) +
+              "Z";
         }
       }
     }

@@ -707,7 +707,10 @@ TEST_F(HostTest, SamePodAdmittedAndReleasedFromManyClientsAtOnce) {
     for (int i = 0; i < kClients; ++i) {
       admits.push_back(std::async(std::launch::async, [&, i] {
         // Some as a batch naming the pod twice: one request, one answer.
-        return i % 4 == 0 ? host_->AdmitAll(std::vector<manager::Pod>{pod, pod}, false, nullptr).back()
+        return i % 4 == 0 ? host_
+                                ->AdmitAll(std::vector<manager::Pod>{pod, pod},
+                                           false, nullptr)
+                                .back()
                           : host_->Admit(pod, false);
       }));
     }

@@ -39,8 +39,8 @@ namespace topology::draplugin {
 namespace {
 
 using nlohmann::json;
-using ::testing::Not;
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::SizeIs;
 using ::topology::testing::FakeDraKubelet;
 using ::topology::testing::IsOk;
@@ -303,8 +303,8 @@ TEST_F(KubeApiServerTest, TheSchemaRefusesWhatTheApiRefuses) {
       {{"name", "ok"},
        {"attributes", {{"numa", {{"list", {{"int", {0, 1}}}}}}}}}};
   refusals.emplace_back("unknown value field", unknown);
-  json long_driver = Slice("bad-driver", "node-bad",
-                           std::string(60, 'a') + ".dev", 1);
+  json long_driver =
+      Slice("bad-driver", "node-bad", std::string(60, 'a') + ".dev", 1);
   refusals.emplace_back("64-character driver", long_driver);
   json many = Slice("bad-many", "node-bad", kDriver, 1);
   many["spec"]["devices"] = json::array();
@@ -340,14 +340,13 @@ TEST_F(KubeApiServerTest, TheSchemaRefusesWhatTheApiRefuses) {
               StatusIs(StatusCode::kInvalidArgument,
                        HasSubstr("must have at most 64 items")));
   json values = Slice("bad-values", "node-bad", kDriver, 1);
-  values["spec"]["devices"] = {
-      {{"name", "ok"},
-       {"attributes",
-        {{"a", {{"ints", std::vector<int>(40, 0)}}},
-         {"b", {{"ints", std::vector<int>(9, 0)}}}}}}};
-  EXPECT_THAT(ValidateResourceSlice(values.dump()),
-              StatusIs(StatusCode::kInvalidArgument,
-                       HasSubstr("must not exceed 48")));
+  values["spec"]["devices"] = {{{"name", "ok"},
+                                {"attributes",
+                                 {{"a", {{"ints", std::vector<int>(40, 0)}}},
+                                  {"b", {{"ints", std::vector<int>(9, 0)}}}}}}};
+  EXPECT_THAT(
+      ValidateResourceSlice(values.dump()),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("must not exceed 48")));
   // What ValidateDevices lets through, the API server takes, the list
   // form and a taint included.
   auto devices = Devices(3, "ok");
@@ -474,10 +473,9 @@ class DriverAgainstApiServerTest : public KubeApiServerTest {
         TOPOLOGY_DRA_DRIVER_BINARY,
         std::vector<std::string>{
             "--config", (work_.path() / "config.yaml").string(), "--host-root",
-            root_.path().string(), "--kubeconfig", kubeconfig,
-            "--node-name", node, "--registry-dir",
-            (sockets_.path() / "registry").string(), "--plugin-dir",
-            (sockets_.path() / "plugin").string(), "--cdi-dir",
+            root_.path().string(), "--kubeconfig", kubeconfig, "--node-name",
+            node, "--registry-dir", (sockets_.path() / "registry").string(),
+            "--plugin-dir", (sockets_.path() / "plugin").string(), "--cdi-dir",
             (work_.path() / "cdi").string(), "-v", "1"},
         (work_.path() / "driver.log").string(), /*append=*/true);
   }
@@ -495,7 +493,8 @@ class DriverAgainstApiServerTest : public KubeApiServerTest {
 // token as symbolic links into a "..data" directory it swaps atomically
 // (kubeconfig -> ..data/kubeconfig, ..data -> ..2026_11_27_...). The driver
 // reads its kubeconfig, token file and CA through those links and starts.
-TEST_F(DriverAgainstApiServerTest, StartsFromCredentialsMountedAsKubernetesMountsThem) {
+TEST_F(DriverAgainstApiServerTest,
+       StartsFromCredentialsMountedAsKubernetesMountsThem) {
   namespace fs = std::filesystem;
   const fs::path mount = work_.path() / "credentials";
   const fs::path data = mount / "..2026_11_27_22_00_00.000000001";

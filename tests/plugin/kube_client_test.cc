@@ -101,8 +101,10 @@ TEST(KubeConfigTest, WhatCannotBeUsedIsNamed) {
   const auto error = [](const std::string& yaml) {
     return ParseKubeConfig(yaml, "/", "kubeconfig k").status();
   };
-  EXPECT_THAT(error("{"), StatusIs(StatusCode::kInvalidArgument,
-                                   HasSubstr("kubeconfig k:1:1: end of map flow not found")));
+  EXPECT_THAT(
+      error("{"),
+      StatusIs(StatusCode::kInvalidArgument,
+               HasSubstr("kubeconfig k:1:1: end of map flow not found")));
   EXPECT_THAT(
       error("clusters: []\n"),
       StatusIs(StatusCode::kInvalidArgument, HasSubstr("no current-context")));

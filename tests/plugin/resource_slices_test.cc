@@ -151,9 +151,9 @@ TEST_F(SlicePublisherTest, ListAttributesGoOutAsTheApiSpellsThem) {
   EXPECT_EQ(store_->writes, writes);
   devices[0].attributes["resource.kubernetes.io/numaNode"] = {
       std::vector<int64_t>{}, false};
-  EXPECT_THAT(publisher_->Publish("node-a", devices),
-              StatusIs(StatusCode::kInvalidArgument,
-                       HasSubstr("must not be empty")));
+  EXPECT_THAT(
+      publisher_->Publish("node-a", devices),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("must not be empty")));
   devices[0].attributes["resource.kubernetes.io/numaNode"] = {
       std::vector<int64_t>{0}, false};
   devices[0].attributes["firmware"] = {std::vector<std::string>{"1.0"}, true};
@@ -338,9 +338,10 @@ TEST_F(SlicePublisherTest, InvalidDevicesAreRefusedBeforeAnythingIsSent) {
   for (int i = 0; i < 17; ++i) {
     devices[0].taints.push_back({"t" + std::to_string(i), "", "NoSchedule"});
   }
-  EXPECT_THAT(refused(devices),
-              StatusIs(StatusCode::kInvalidArgument,
-                       HasSubstr("taints: Too many: 17: must have at most 16")));
+  EXPECT_THAT(
+      refused(devices),
+      StatusIs(StatusCode::kInvalidArgument,
+               HasSubstr("taints: Too many: 17: must have at most 16")));
   EXPECT_EQ(store_->writes, 0);
   EXPECT_TRUE(server_->requests().empty());
   // Legal: attributes in any domain, the effect None, 16 taints.

@@ -3,6 +3,8 @@
 // whose aliases expand to hundreds of millions of nodes) is refused by
 // each, naming the document, instead of walked without end; aliases of a
 // normal size are still read.
+#include "yaml_load.h"
+
 #include <string>
 
 #include <gmock/gmock.h>
@@ -14,7 +16,6 @@
 #include "config.h"
 #include "pod_manifest.h"
 #include "status_matchers.h"
-#include "yaml_load.h"
 
 namespace topology::yaml {
 namespace {
@@ -26,7 +27,8 @@ using ::topology::testing::StatusIs;
 // Nine levels of nine aliases: 9^9 (387 million) scalars once expanded,
 // under `key` of a mapping whose other lines are `prefix`.
 std::string Laughs(const std::string& prefix, const std::string& key) {
-  std::string text = prefix + "l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
+  std::string text =
+      prefix + "l0: &l0 [lol, lol, lol, lol, lol, lol, lol, lol, lol]\n";
   for (int level = 1; level <= 8; ++level) {
     const std::string below = "*l" + std::to_string(level - 1);
     text += "l" + std::to_string(level) + ": &l" + std::to_string(level) + " [";
@@ -45,15 +47,16 @@ TEST(YamlLoadTest, AliasBombIsRefusedBeforeAnyWalk) {
   // The bound is for the whole stream: many documents, each under it.
   std::string stream;
   for (int i = 0; i < 40; ++i) {
-    stream += "---\nl0: &l0 [a, a, a, a, a, a, a, a]\n"
-              "l1: &l1 [*l0, *l0, *l0, *l0, *l0, *l0, *l0, *l0]\n"
-              "l2: &l2 [*l1, *l1, *l1, *l1, *l1, *l1, *l1, *l1]\n"
-              "l3: &l3 [*l2, *l2, *l2, *l2, *l2, *l2, *l2, *l2]\n"
-              "l4: [*l3, *l3, *l3, *l3, *l3, *l3, *l3, *l3]\n";
+    stream +=
+        "---\nl0: &l0 [a, a, a, a, a, a, a, a]\n"
+        "l1: &l1 [*l0, *l0, *l0, *l0, *l0, *l0, *l0, *l0]\n"
+        "l2: &l2 [*l1, *l1, *l1, *l1, *l1, *l1, *l1, *l1]\n"
+        "l3: &l3 [*l2, *l2, *l2, *l2, *l2, *l2, *l2, *l2]\n"
+        "l4: [*l3, *l3, *l3, *l3, *l3, *l3, *l3, *l3]\n";
   }
-  EXPECT_THAT(LoadAll(stream, "stream.yaml").status(),
-              StatusIs(StatusCode::kInvalidArgument,
-                       HasSubstr("excessive aliasing")));
+  EXPECT_THAT(
+      LoadAll(stream, "stream.yaml").status(),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("excessive aliasing")));
 }
 
 TEST(YamlLoadTest, AliasesOfANormalSizeAndKeysGivenTwice) {
@@ -78,18 +81,18 @@ TEST(YamlLoadTest, EveryReaderRefusesTheBomb) {
                   .status(),
               StatusIs(StatusCode::kInvalidArgument,
                        HasSubstr("pod.yaml (document 1): more than")));
-  EXPECT_THAT(
-      device_plugin::ParseConfig(Laughs("", "resources"), "config.yaml")
-          .status(),
-      StatusIs(StatusCode::kInvalidArgument, HasSubstr("config.yaml: more than")));
-  EXPECT_THAT(
-      draplugin::ParseKubeConfig(Laughs("current-context: a\n", "contexts"),
-                                 "/", "kubeconfig")
-          .status(),
-      StatusIs(StatusCode::kInvalidArgument, HasSubstr("kubeconfig: more than")));
-  EXPECT_THAT(plugin::CdiNamesOf(Laughs("kind: a.com/b\n", "devices")).status(),
+  EXPECT_THAT(device_plugin::ParseConfig(Laughs("", "resources"), "config.yaml")
+                  .status(),
               StatusIs(StatusCode::kInvalidArgument,
-                       HasSubstr("excessive aliasing")));
+                       HasSubstr("config.yaml: more than")));
+  EXPECT_THAT(draplugin::ParseKubeConfig(
+                  Laughs("current-context: a\n", "contexts"), "/", "kubeconfig")
+                  .status(),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("kubeconfig: more than")));
+  EXPECT_THAT(
+      plugin::CdiNamesOf(Laughs("kind: a.com/b\n", "devices")).status(),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("excessive aliasing")));
 }
 
 }  // namespace

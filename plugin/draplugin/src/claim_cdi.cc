@@ -57,8 +57,7 @@ Status RemoveClaimCdiSpec(const std::filesystem::path& dir,
   // refused as the writer refuses it.
   if (Status name = plugin::ValidateCdiDeviceName(claim_uid); !name.ok()) {
     return InvalidArgumentError("claim UID \"" + claim_uid.substr(0, 64) +
-                                "\" cannot name a CDI spec: " +
-                                name.message());
+                                "\" cannot name a CDI spec: " + name.message());
   }
   return plugin::RemoveCdiSpec(dir, ClaimCdiFileName(driver, claim_uid));
 }

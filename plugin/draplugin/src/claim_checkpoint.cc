@@ -105,8 +105,8 @@ StatusOr<PreparedClaims> DecodeClaims(std::string_view text) {
         claim.ref.name = String(entry, "name");
         if (claim.ref.uid.empty()) throw std::invalid_argument("empty uid");
         if (const auto state = entry.find("state"); state != entry.end()) {
-          if (!state->is_string() || (*state != "unpreparing" &&
-                                      *state != "prepared")) {
+          if (!state->is_string() ||
+              (*state != "unpreparing" && *state != "prepared")) {
             throw std::invalid_argument("unknown \"state\"");
           }
           claim.unpreparing = *state == "unpreparing";

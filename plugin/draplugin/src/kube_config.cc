@@ -11,9 +11,8 @@
 #include <arpa/inet.h>
 #include <yaml-cpp/yaml.h>
 
-#include "yaml_load.h"
-
 #include "safe_file.h"
+#include "yaml_load.h"
 
 namespace topology::draplugin {
 namespace {

@@ -507,8 +507,8 @@ void SlicePublisher::LookUpOwner() {
   }
   if (!owner_warned_) {
     owner_warned_ = true;
-    LOG(WARNING) << driver_ << ": the Node " << node_
-                 << " cannot be read (" << why
+    LOG(WARNING) << driver_ << ": the Node " << node_ << " cannot be read ("
+                 << why
                  << "); slices are published without an owner reference "
                     "and outlive a deleted Node (the driver needs \"get "
                     "nodes\")";
@@ -660,8 +660,7 @@ Status SlicePublisher::Sync() {
     }
     for (const Existing& e : existing) {
       same = same && e.pool == pool && e.generation == generation &&
-             e.count == static_cast<int64_t>(count) &&
-             e.owner_uid == owner_uid;
+             e.count == static_cast<int64_t>(count) && e.owner_uid == owner_uid;
       if (!same) break;
       const auto it = expected.find(Dump(e.devices));
       if (it == expected.end()) {
@@ -731,9 +730,8 @@ Status SlicePublisher::Sync() {
       return fail(InvalidArgumentError("resourceslice of pool " + pool +
                                        " not sent: " + valid.message()));
     }
-    const std::string what =
-        update ? "update resourceslice " + existing[i].name
-               : "create resourceslice " + prefix + "*";
+    const std::string what = update ? "update resourceslice " + existing[i].name
+                                    : "create resourceslice " + prefix + "*";
     StatusOr<HttpResponse> answer =
         update ? client_->Request("PUT",
                                   std::string(kSlices) + "/" + existing[i].name,

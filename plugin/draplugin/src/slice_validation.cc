@@ -32,8 +32,8 @@ bool IsQuantity(std::string_view text) {
   if (digits == 0) return false;
   const std::string_view suffix = text.substr(i);
   static const std::set<std::string_view> kSuffixes = {
-      "",   "n",  "u",  "m",  "k",  "M",  "G",  "T",
-      "P",  "E",  "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
+      "",  "n", "u",  "m",  "k",  "M",  "G",  "T",
+      "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei"};
   if (kSuffixes.contains(suffix)) return true;
   if (suffix.front() != 'e' && suffix.front() != 'E') return false;
   std::string_view exponent = suffix.substr(1);
@@ -118,8 +118,8 @@ class Checker {
     }
     if (capacity != nullptr) {
       const json* multiple = Member(device, "allowMultipleAllocations");
-      const bool shared =
-          multiple != nullptr && multiple->is_boolean() && multiple->get<bool>();
+      const bool shared = multiple != nullptr && multiple->is_boolean() &&
+                          multiple->get<bool>();
       for (const auto& [key, value] : capacity->items()) {
         const std::string at = path + ".capacity[" + key + "]";
         if (Status s = QualifiedName(key, path + ".capacity"); !s.ok()) {
@@ -129,9 +129,10 @@ class Checker {
             value.is_object() ? Member(value, "value") : nullptr;
         if (quantity == nullptr || !quantity->is_string() ||
             !IsQuantity(quantity->get<std::string>())) {
-          return Fail(at + ".value",
-                      "Invalid value: quantities must match the regular "
-                      "expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'");
+          return Fail(
+              at + ".value",
+              "Invalid value: quantities must match the regular "
+              "expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'");
         }
         if (!shared && Member(value, "requestPolicy") != nullptr) {
           return Fail(at + ".requestPolicy",
@@ -147,8 +148,8 @@ class Checker {
                         ": must have at most 16 items");
       }
       for (size_t i = 0; i < taints->size(); ++i) {
-        if (Status s =
-                Taint((*taints)[i], path + ".taints[" + std::to_string(i) + "]");
+        if (Status s = Taint((*taints)[i],
+                             path + ".taints[" + std::to_string(i) + "]");
             !s.ok()) {
           return s;
         }
@@ -295,8 +296,7 @@ class Checker {
     if (devices->size() > max) {
       return Fail("spec.devices",
                   "Too many: " + std::to_string(devices->size()) +
-                      ": must have at most " + std::to_string(max) +
-                      " items" +
+                      ": must have at most " + std::to_string(max) + " items" +
                       (advanced ? " (a device has taints, counters or a list "
                                   "attribute)"
                                 : ""));
@@ -334,8 +334,8 @@ class Checker {
       }
     }
     if (id.size() > kDeviceMaxIdLength) {
-      return Fail(path, "Too long: " + Shown(name) +
-                            ": may not be more than 32 bytes");
+      return Fail(
+          path, "Too long: " + Shown(name) + ": may not be more than 32 bytes");
     }
     if (!k8s::IsCIdentifier(id)) {
       return Fail(path, "Invalid value: " + Shown(name) +
@@ -346,8 +346,7 @@ class Checker {
     return OkStatus();
   }
 
-  static Status Text(const json& value, const std::string& path,
-                     bool version) {
+  static Status Text(const json& value, const std::string& path, bool version) {
     if (!value.is_string()) return Fail(path, "not a string");
     const std::string text = value.get<std::string>();
     if (version && !k8s::IsSemver(text)) {
@@ -389,8 +388,7 @@ class Checker {
             return Fail(element, "not a boolean");
           }
           if (key == "strings" || key == "versions") {
-            if (Status s = Text(item[i], element, key == "versions");
-                !s.ok()) {
+            if (Status s = Text(item[i], element, key == "versions"); !s.ok()) {
               return s;
             }
           }
@@ -405,11 +403,11 @@ class Checker {
     }
     ++*values;
     if (fields != 1) {
-      return Fail(path, "Invalid value: exactly one value must be specified" +
-                            (unknown.empty()
-                                 ? std::string()
-                                 : " (unknown field " + Shown(unknown) +
-                                       " is dropped by the server)"));
+      return Fail(path,
+                  "Invalid value: exactly one value must be specified" +
+                      (unknown.empty() ? std::string()
+                                       : " (unknown field " + Shown(unknown) +
+                                             " is dropped by the server)"));
     }
     return OkStatus();
   }
@@ -430,7 +428,8 @@ class Checker {
                       "prefix and '/'");
     }
     if (const json* value = Member(taint, "value"); value != nullptr) {
-      if (!value->is_string() || !k8s::IsLabelValue(value->get<std::string>())) {
+      if (!value->is_string() ||
+          !k8s::IsLabelValue(value->get<std::string>())) {
         return Fail(path + ".value",
                     "Invalid value: a valid label must be an empty string or "
                     "consist of alphanumeric characters, '-', '_' or '.', "
@@ -481,7 +480,6 @@ Status ValidateResourceSlice(std::string_view slice_json) {
   if (slice.is_discarded()) return InvalidArgumentError("not JSON");
   return ValidateResourceSliceJson(slice);
 }
-
 
 Status ValidateResourceSliceJson(const nlohmann::json& slice) {
   return Checker().Slice(slice);

@@ -1,7 +1,5 @@
 #include "topology/plugin/cdi.h"
 
-#include "safe_file.h"
-
 #include <cerrno>
 #include <cstring>
 #include <set>
@@ -11,6 +9,8 @@
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
+
+#include "safe_file.h"
 
 namespace topology::plugin {
 namespace {

@@ -7,9 +7,9 @@
 
 #include <yaml-cpp/yaml.h>
 
-#include "yaml_load.h"
-
 #include "topology/text_file.h"
+
+#include "yaml_load.h"
 
 namespace topology::plugin {
 

@@ -143,7 +143,7 @@ class SlicePublisher {
   static std::string Inflate(const Block& block);
   struct Encoded {
     std::vector<Block> blocks;
-    size_t count = 0;      // devices
+    size_t count = 0;       // devices
     bool advanced = false;  // a device has taints or a list attribute
   };
   std::shared_ptr<const Encoded> devices_ TOPOLOGY_GUARDED_BY(mu_);

@@ -36,18 +36,18 @@ Status ValidateDriverName(std::string_view driver);
 // OK when `slice_json` is a ResourceSlice the API server accepts as far as
 // its spec goes: the driver name; the pool (name of '/'-separated DNS
 // subdomains, at most 253 characters, generation >= 0, resourceSliceCount
-// > 0); exactly one of nodeName, nodeSelector, allNodes, perDeviceNodeSelection;
-// at most 128 devices (64 when one has taints, counters or a list
-// attribute), names DNS labels and unique; per device at most 32 attributes
-// and capacities and 48 attribute values (list items counted), attribute and
-// capacity names qualified (a C identifier of at most 32 characters, with an
-// optional domain that is a valid driver name), each attribute exactly one
-// of int, bool, string, version, ints, bools, strings, versions (lists not
-// empty, strings at most 64 characters, versions semver 2.0.0 of at most 64);
-// at most 16 taints, keys label names, values label values, effects
-// NoSchedule, NoExecute or None. Unknown fields are ignored, as the server
-// prunes them, so a value under an unknown field counts as no value.
-// INVALID_ARGUMENT "<field path>: <what>" for the first violation.
+// > 0); exactly one of nodeName, nodeSelector, allNodes,
+// perDeviceNodeSelection; at most 128 devices (64 when one has taints, counters
+// or a list attribute), names DNS labels and unique; per device at most 32
+// attributes and capacities and 48 attribute values (list items counted),
+// attribute and capacity names qualified (a C identifier of at most 32
+// characters, with an optional domain that is a valid driver name), each
+// attribute exactly one of int, bool, string, version, ints, bools, strings,
+// versions (lists not empty, strings at most 64 characters, versions
+// semver 2.0.0 of at most 64); at most 16 taints, keys label names, values
+// label values, effects NoSchedule, NoExecute or None. Unknown fields are
+// ignored, as the server prunes them, so a value under an unknown field counts
+// as no value. INVALID_ARGUMENT "<field path>: <what>" for the first violation.
 Status ValidateResourceSlice(std::string_view slice_json);
 
 }  // namespace topology::draplugin
