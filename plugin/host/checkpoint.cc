@@ -162,7 +162,7 @@ json ReadFramed(std::string_view text, size_t* offset, std::string* why,
     *why = "checksum mismatch";
     return json();
   }
-  json record = json::parse(body, nullptr, false);
+  json record = jf::ParseBounded(body, 32);
   if (record.is_discarded() || !record.is_object()) {
     *why = "not a JSON object";
     return json();
@@ -172,7 +172,7 @@ json ReadFramed(std::string_view text, size_t* offset, std::string* why,
 
 // The first version: one JSON document with a checksum of its data.
 StatusOr<Checkpoint> DecodeVersion1(std::string_view text) {
-  const json doc = json::parse(text, nullptr, false);
+  const json doc = jf::ParseBounded(text, 32);
   if (doc.is_discarded() || !doc.is_object() || !doc.contains("data") ||
       !doc.contains("checksum")) {
     return DataLossError("not a checkpoint document");

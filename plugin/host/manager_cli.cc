@@ -16,6 +16,7 @@
 #include "topology/text_file.h"
 
 #include "control_client.h"
+#include "json_fields.h"
 #include "merge_case.h"
 #include "pod_manifest.h"
 #include "text_util.h"
@@ -33,7 +34,7 @@ int RunMerge(const std::string& file, const std::string& engine, bool explain) {
     std::cerr << "topology-manager merge: " << text.status().message() << "\n";
     return kExitUsage;
   }
-  const json doc = json::parse(*text, nullptr, false);
+  const json doc = json_fields::ParseBounded(*text, 64);
   if (doc.is_discarded()) {
     std::cerr << "topology-manager merge: input: not valid JSON\n";
     return kExitUsage;
@@ -65,7 +66,7 @@ topology::StatusOr<json> Call(const std::string& socket,
                               std::chrono::milliseconds timeout) {
   auto reply = CallControl(socket, method, request, timeout);
   if (!reply.ok()) return reply.status();
-  json doc = json::parse(*reply, nullptr, false);
+  json doc = json_fields::ParseBounded(*reply, 64);
   if (doc.is_discarded()) {
     return topology::InternalError("the " + std::string(method) +
                                    " reply is not JSON");

@@ -659,6 +659,17 @@ TEST(ResourceClaimTest, WhatCannotBePreparedIsSaid) {
   EXPECT_THAT(ParseResourceClaim(R"({"metadata":{"uid":7}})",
                                  {"ml", "u-1", "pair"}, kDriver),
               StatusIs(StatusCode::kInvalidArgument));
+  // A hostile API server's claim nested 100,000 deep (in the opaque
+  // parameters a driver copies): an error, never a stack overflow.
+  const std::string deep =
+      R"({"metadata":{"uid":"u-1"},"status":{"allocation":{"devices":{)"
+      R"("results":[{"request":"r","driver":")" +
+      std::string(kDriver) +
+      R"(","pool":"p","device":"d"}],"config":[{"opaque":{"driver":")" +
+      std::string(kDriver) + R"(","parameters":)" + std::string(100000, '[') +
+      std::string(100000, ']') + "}}]}}}}";
+  EXPECT_THAT(ParseResourceClaim(deep, {"ml", "u-1", "pair"}, kDriver),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("nested")));
 }
 
 TEST_F(KubeClientTest, ClaimsComeFromTheApi) {

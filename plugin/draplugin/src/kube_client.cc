@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include "deviceplugin/v1beta1/kubelet_api.h"
+#include "json_fields.h"
 #include "safe_file.h"
 
 namespace topology::draplugin {
@@ -36,10 +37,13 @@ using nlohmann::json;
 constexpr size_t kMaxIdle = 4;
 constexpr size_t kMaxHeaderBytes = 64 * 1024;
 constexpr auto kMaxConnect = std::chrono::seconds(5);
+// The deepest nesting read from an answer (a claim's opaque parameters
+// included).
+constexpr int kMaxAnswerDepth = 128;
 
 // The server's own explanation, when the body is a metav1.Status.
 std::string ServerMessage(const std::string& body) {
-  const json doc = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const json doc = json_fields::ParseBounded(body, kMaxAnswerDepth);
   if (doc.is_object()) {
     const auto it = doc.find("message");
     if (it != doc.end() && it->is_string()) return it->get<std::string>();
@@ -448,9 +452,13 @@ Status StatusOf(const HttpResponse& response, std::string_view what,
 
 StatusOr<Claim> ParseResourceClaim(std::string_view text, const ClaimRef& ref,
                                    const std::string& driver) {
-  const json doc = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  // Nesting is bounded while parsing: a hostile answer nested 100,000
+  // deep would overflow the stack in any copy of it.
+  const json doc = json_fields::ParseBounded(text, kMaxAnswerDepth);
   if (!doc.is_object()) {
-    return InvalidArgumentError("the ResourceClaim is not a JSON object");
+    return InvalidArgumentError(
+        "the ResourceClaim is not a JSON object (or is nested more than " +
+        std::to_string(kMaxAnswerDepth) + " deep)");
   }
   try {
     const json& metadata = doc.at("metadata");
