@@ -432,6 +432,44 @@ def json_patch(document, operations, where):
     return document
 
 
+def check_admission_policy(objects, account, where):
+    """The policy that keeps each node's driver to its own node's slices:
+    bound with Deny, matching the driver's ServiceAccount, comparing the
+    token's node with the slice's spec.nodeName (oldObject on DELETE) and
+    refusing a token bound to no node."""
+    policies = [o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"]
+    bindings = [o for o in objects
+                if o["kind"] == "ValidatingAdmissionPolicyBinding"]
+    if len(policies) != 1 or len(bindings) != 1:
+        error(where, "one ValidatingAdmissionPolicy and one binding are needed "
+                     "(each node's driver writes only its node's slices)")
+        return
+    policy, binding = policies[0], bindings[0]
+    spec = policy.get("spec", {})
+    if binding["spec"].get("policyName") != policy["metadata"]["name"] or \
+            binding["spec"].get("validationActions") != ["Deny"]:
+        error(where, "the binding must name the policy and Deny")
+    if spec.get("failurePolicy") != "Fail":
+        error(where, "the policy must fail closed (failurePolicy: Fail)")
+    rules = spec.get("matchConstraints", {}).get("resourceRules", [])
+    if not any("resourceslices" in r.get("resources", []) and
+               set(r.get("operations", [])) >= {"CREATE", "UPDATE", "DELETE"}
+               for r in rules):
+        error(where, "the policy must cover creating, updating and deleting "
+                     "resourceslices")
+    user = f"system:serviceaccount:kube-system:{account}"
+    if not any(user in c.get("expression", "")
+               for c in spec.get("matchConditions", [])):
+        error(where, f"the policy must match the driver's user {user}")
+    text = " ".join(v.get("expression", "") for v in spec.get("variables", []))
+    text += " ".join(v.get("expression", "") for v in spec.get("validations",
+                                                               []))
+    for needed in ("authentication.kubernetes.io/node-name", "oldObject",
+                   "spec.?nodeName", "!= ''"):
+        if needed not in text:
+            error(where, f"the policy's CEL lacks {needed!r}")
+
+
 def check_dra_component(daemonset_dir, base_objects, dra_binary):
     where = "components/dra"
     directory = os.path.join(daemonset_dir, "components", "dra")
@@ -449,6 +487,12 @@ def check_dra_component(daemonset_dir, base_objects, dra_binary):
             model = KINDS.get((doc.get("apiVersion"), doc.get("kind")))
             if model:
                 check_type(doc, model, f"{where}/{resource}")
+            elif (doc.get("apiVersion"), doc.get("kind")) in (
+                    ("admissionregistration.k8s.io/v1",
+                     "ValidatingAdmissionPolicy"),
+                    ("admissionregistration.k8s.io/v1",
+                     "ValidatingAdmissionPolicyBinding")):
+                pass  # checked below (the client here predates their models)
             elif (doc.get("apiVersion"), doc.get("kind")) != \
                     ("resource.k8s.io/v1", "DeviceClass"):
                 error(f"{where}/{resource}", "unexpected apiVersion/kind")
@@ -516,6 +560,7 @@ def check_dra_component(daemonset_dir, base_objects, dra_binary):
     if verbs != wanted:
         error(where, f"the driver's ServiceAccount must be granted exactly "
                      f"{wanted}, found {verbs}")
+    check_admission_policy(objects, pod.get("serviceAccountName"), where)
     # A DeviceClass per resource of the configuration.
     config = yaml.safe_load(configmaps[0]["data"]["config.yaml"])
     resources = {r["name"] for r in config.get("resources", [])}
