@@ -344,4 +344,44 @@ Status DraHandler::Unprepare(
   return draplugin::RemoveClaimCdiSpec(cdi_dir_, driver_, claim.uid);
 }
 
+std::string DeviceClassName(const std::string& resource) {
+  const size_t slash = resource.find('/');
+  std::string name = slash == std::string::npos
+                         ? resource
+                         : resource.substr(slash + 1) + "." +
+                               resource.substr(0, slash);
+  for (char& c : name) {
+    if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
+    if (c == '_') c = '-';
+  }
+  return name;
+}
+
+std::string DeviceClassesYaml(const Config& config, const std::string& driver) {
+  std::string out;
+  for (const ResourceConfig& resource : config.resources) {
+    const std::string name = DeviceClassName(resource.name);
+    if (!out.empty()) out += "---\n";
+    out += "# The devices of the ConfigMap's resource " + resource.name +
+           ". A claim asks for\n# them with deviceClassName: " + name +
+           ".\n"
+           "apiVersion: resource.k8s.io/v1\n"
+           "kind: DeviceClass\n"
+           "metadata:\n"
+           "  name: " +
+           name +
+           "\n"
+           "spec:\n"
+           "  selectors:\n"
+           "    - cel:\n"
+           "        expression: >-\n"
+           "          device.driver == \"" +
+           driver +
+           "\" &&\n"
+           "          device.attributes[\"" +
+           driver + "\"].resource == \"" + resource.name + "\"\n";
+  }
+  return out;
+}
+
 }  // namespace topology::device_plugin

@@ -108,6 +108,16 @@ Status CheckNoOverlap(const Config& dra_config, const Snapshot& snapshot,
 // every device of the claim the environment Allocate gives the claim's
 // devices of each resource together (PCIDEVICE_<RESOURCE>=<all addresses>,
 // NVIDIA_VISIBLE_DEVICES...). Unprepare removes the spec.
+// The DeviceClass of a resource of the configuration: its name
+// ("example.com/gpu" -> "gpu.example.com", lower case, '_' as '-').
+std::string DeviceClassName(const std::string& resource);
+// The DeviceClasses of every resource of `config`, as YAML documents
+// separated by "---": each selects the devices `driver` publishes for that
+// resource (CEL on the driver and its "resource" attribute). What
+// topology-dra-driver --print-device-classes writes; the DaemonSet's DRA
+// component ships exactly this output for its ConfigMap.
+std::string DeviceClassesYaml(const Config& config, const std::string& driver);
+
 class DraHandler final : public draplugin::DriverHandler {
  public:
   using SnapshotSource = std::function<std::shared_ptr<const Snapshot>()>;

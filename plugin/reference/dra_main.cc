@@ -93,6 +93,7 @@ int Run(int argc, char** argv) {
   std::string recovery_period = "1m";
   std::string device_plugin_config;
   std::string pod_uid;
+  bool print_device_classes = false;
   int verbosity = 0;
   app.add_option("--driver-name", driver, "DRA driver name (a DNS subdomain)")
       ->capture_default_str();
@@ -145,6 +146,9 @@ int Run(int argc, char** argv) {
                  "This pod's UID (default: POD_UID, from the downward API): "
                  "per-pod socket names, so that two instances on a node both "
                  "serve during a rolling update (kubelet 1.33+)");
+  app.add_flag("--print-device-classes", print_device_classes,
+               "Print the DeviceClasses of --config's resources (YAML) and "
+               "exit");
   app.add_option("-v,--v", verbosity, "Log verbosity (klog -v)")
       ->capture_default_str();
   if (auto done = dp::ParseCommandLine(app, argc, argv, kExitUsage)) {
@@ -154,6 +158,12 @@ int Run(int argc, char** argv) {
     std::cerr << "topology-dra-driver: " << what << "\n";
     return kExitUsage;
   };
+  if (print_device_classes) {
+    auto config = dp::LoadConfig(config_file);
+    if (!config.ok()) return usage(config.status().message());
+    std::cout << dp::DeviceClassesYaml(*config, driver);
+    return std::cout.flush() ? 0 : kExitError;
+  }
   if (node.empty()) {
     if (const char* env = std::getenv("NODE_NAME"); env != nullptr) node = env;
   }

@@ -580,6 +580,28 @@ def check_dra_component(daemonset_dir, base_objects, dra_binary):
     if set(classes.values()) != resources:
         error(where, f"DeviceClasses cover {sorted(set(classes.values()))}, "
                      f"the ConfigMap has {sorted(resources)}")
+    # One source of truth: the shipped DeviceClasses are exactly what
+    # `topology-dra-driver --print-device-classes` writes for the ConfigMap.
+    if dra_binary:
+        with tempfile.TemporaryDirectory() as work:
+            config_path = os.path.join(work, "config.yaml")
+            with open(config_path, "w") as out:
+                out.write(configmaps[0]["data"]["config.yaml"])
+            printed = subprocess.run(
+                [dra_binary, "--print-device-classes", "--config", config_path,
+                 f"--driver-name={driver}"],
+                capture_output=True, text=True, check=False)
+        if printed.returncode != 0:
+            error(where, f"--print-device-classes failed: {printed.stderr}")
+        else:
+            shipped = "---\n".join(
+                open(os.path.join(directory, resource)).read()
+                for resource in kustomization.get("resources", [])
+                if resource.startswith("deviceclass-"))
+            if shipped != printed.stdout:
+                error(where, "the shipped DeviceClasses differ from "
+                             "`topology-dra-driver --print-device-classes` for "
+                             "the ConfigMap; write them with it")
     # The examples: a GPU and a NIC on one PCIe root, and on one switch.
     examples = load_objects(os.path.join(directory,
                                          "example-claimtemplates.yaml"))
