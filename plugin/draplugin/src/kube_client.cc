@@ -34,7 +34,8 @@ using tcp = boost::asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
-constexpr size_t kMaxIdle = 4;
+// As many as a publisher has writes in flight.
+constexpr size_t kMaxIdle = 8;
 constexpr size_t kMaxHeaderBytes = 64 * 1024;
 constexpr auto kMaxConnect = std::chrono::seconds(5);
 // The deepest nesting read from an answer (a claim's opaque parameters
@@ -146,6 +147,18 @@ std::unique_ptr<KubeClient::Connection> KubeClient::TakeIdle() {
   std::unique_ptr<Connection> connection = std::move(idle_.back());
   idle_.pop_back();
   return connection;
+}
+
+void KubeClient::CloseIdle(size_t keep) {
+  std::vector<std::unique_ptr<Connection>> closing;
+  {
+    MutexLock lock(mu_);
+    while (idle_.size() > keep) {
+      closing.push_back(std::move(idle_.back()));
+      idle_.pop_back();
+    }
+  }
+  // Closed outside the lock (a TLS shutdown may write).
 }
 
 void KubeClient::GiveBack(std::unique_ptr<Connection> connection) {

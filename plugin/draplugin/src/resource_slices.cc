@@ -1,6 +1,9 @@
 #include "topology/draplugin/resource_slices.h"
 
 #include <algorithm>
+#include <thread>
+#include <system_error>
+#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <exception>
@@ -28,6 +31,8 @@ using nlohmann::json;
 constexpr char kSlices[] = "/apis/resource.k8s.io/v1/resourceslices";
 // Hostile or broken answers are read with bounded nesting.
 constexpr int kMaxAnswerDepth = 64;
+// Slice writes in flight at once (each on a connection of its own).
+constexpr size_t kWritesInFlight = 8;
 
 std::string Dump(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);
@@ -173,6 +178,34 @@ void KeepTaintTimes(const TaintTimes& times, json* devices) {
       if (added != known->second.end()) taint["timeAdded"] = added->second;
     }
   }
+}
+
+// Runs `work(i)` for every i < n on up to kWritesInFlight threads (this one
+// included); where no thread can be had, the rest run here. False when a
+// `work` threw (what it threw is not lost in a thread: the call fails).
+template <typename Work>
+bool ParallelFor(size_t n, const Work& work) {
+  std::atomic<size_t> next{0};
+  std::atomic<bool> threw{false};
+  const auto run = [&] {
+    for (size_t i = next++; i < n; i = next++) {
+      try {
+        work(i);
+      } catch (...) {
+        threw = true;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  try {
+    for (size_t k = 1; k < std::min(kWritesInFlight, n); ++k) {
+      threads.emplace_back(run);
+    }
+  } catch (const std::system_error&) {
+  }
+  run();
+  for (std::thread& thread : threads) thread.join();
+  return !threw;
 }
 
 // Slices are created with generateName "<node>-<driver>-" (the server adds
@@ -702,8 +735,29 @@ Status SlicePublisher::Sync() {
     ++deletes;
   }
   const std::string prefix = SlicePrefix(node_, driver_);
-  for (size_t i = 0; i < wanted.size(); ++i) {
-    const bool update = i < kept;
+  // Every slice built and judged as the API server will judge it before
+  // any is sent; then several writes in flight, each on a kept connection
+  // of its own, their answers read where they arrive: the API server works
+  // on them at once, and a pool of 10,000 devices goes out at the server's
+  // pace, not at one round trip a slice.
+  struct Write {
+    bool update = false;
+    std::string path;
+    std::string body;
+    std::string what;
+    Status valid = OkStatus();
+    StatusOr<HttpResponse> answer = UnavailableError("not sent");
+    Status status = OkStatus();  // of the answer
+    std::string name;            // as the server stored it
+    std::string version;
+    std::string stored;  // its devices as Normal() keeps them
+    std::string unreadable;
+  };
+  std::vector<Write> writes(wanted.size());
+  const std::string owner = owner_;
+  const bool built = ParallelFor(writes.size(), [&](size_t i) {
+    Write& write = writes[i];
+    write.update = i < kept;
     json slice = {{"apiVersion", "resource.k8s.io/v1"},
                   {"kind", "ResourceSlice"},
                   {"metadata", json::object()},
@@ -716,71 +770,113 @@ Status SlicePublisher::Sync() {
                       {"resourceSliceCount", count}}},
                     {"devices", json::parse(wanted[i])}}}};
     KeepTaintTimes(taint_times, &slice["spec"]["devices"]);
-    if (!owner_.empty()) {
-      slice["metadata"]["ownerReferences"] = json::parse(owner_);
+    if (!owner.empty()) {
+      slice["metadata"]["ownerReferences"] = json::parse(owner);
     }
-    if (update) {
+    if (write.update) {
       slice["metadata"]["name"] = existing[i].name;
       slice["metadata"]["resourceVersion"] = existing[i].resource_version;
+      write.path = std::string(kSlices) + "/" + existing[i].name;
+      write.what = "update resourceslice " + existing[i].name;
     } else {
       slice["metadata"]["generateName"] = prefix;
+      write.path = kSlices;
+      write.what = "create resourceslice " + prefix + "*";
     }
-    // Every slice as the API server will judge it, before it is sent.
-    if (Status valid = ValidateResourceSliceJson(slice); !valid.ok()) {
+    write.valid = ValidateResourceSliceJson(slice);
+    if (write.valid.ok()) write.body = Dump(slice);
+  });
+  if (!built) {
+    return fail(InternalError("building the slices of pool " + pool +
+                              " failed"));
+  }
+  for (const Write& write : writes) {
+    if (!write.valid.ok()) {
       return fail(InvalidArgumentError("resourceslice of pool " + pool +
-                                       " not sent: " + valid.message()));
+                                       " not sent: " + write.valid.message()));
     }
-    const std::string what = update ? "update resourceslice " + existing[i].name
-                                    : "create resourceslice " + prefix + "*";
-    StatusOr<HttpResponse> answer =
-        update ? client_->Request("PUT",
-                                  std::string(kSlices) + "/" + existing[i].name,
-                                  Dump(slice))
-               : client_->Request("POST", kSlices, Dump(slice));
-    if (!answer.ok()) return fail(answer.status());
-    if (Status status = StatusOf(*answer, what, /*create=*/!update);
-        !status.ok()) {
-      // A conflict: someone changed the slice meanwhile; read again.
-      if (status.code() == StatusCode::kAlreadyExists) {
-        return fail(Status(StatusCode::kAborted, status.message()));
-      }
-      return fail(status);
-    }
-    if (update) {
-      ++updates;
-    } else {
-      ++creates;
-    }
-    // What the server stored: its name and version (the resync's cheap
-    // look needs no full list to learn them), and the devices as kept,
-    // which differ from what was sent when the server dropped fields.
+  }
+  const bool sent = ParallelFor(writes.size(), [&](size_t i) {
+    Write& write = writes[i];
+    write.answer = client_->Request(write.update ? "PUT" : "POST", write.path,
+                                    write.body);
+    write.body.clear();
+    write.body.shrink_to_fit();
+    if (!write.answer.ok()) return;
+    write.status =
+        StatusOf(*write.answer, write.what, /*create=*/!write.update);
+    if (!write.status.ok()) return;
     const json written =
-        json_fields::ParseBounded(answer->body, kMaxAnswerDepth);
+        json_fields::ParseBounded(write.answer->body, kMaxAnswerDepth);
+    write.answer->body.clear();
     try {
       namespace jf = json_fields;
       const json& metadata = jf::Object(written, "metadata");
-      const std::string name = jf::String(metadata, "name");
-      written_versions[name] = jf::StringOr(metadata, "resourceVersion", "");
+      write.name = jf::String(metadata, "name");
+      write.version = jf::StringOr(metadata, "resourceVersion", "");
       json stored = json::array();
       const json& spec = jf::Object(written, "spec");
       if (const json* devices = jf::OptionalField(spec, "devices")) {
         for (const json& device : *devices) stored.push_back(Normal(device));
       }
-      const std::string stored_text = Dump(stored);
-      if (stored_text != wanted[i]) {
-        if (!stored_as_.contains(wanted[i])) {
-          LOG(WARNING) << driver_ << ": the API server dropped fields of "
-                       << "resourceslice " << name
-                       << " (a feature gate off?): what it stored differs "
-                          "from what was sent; kept as stored, not sent "
-                          "again until the devices change";
-        }
-        stored_as_[wanted[i]] = stored_text;
-      }
+      write.stored = Dump(stored);
     } catch (const std::exception& e) {
-      LOG(WARNING) << driver_ << ": " << what
-                   << ": unreadable answer: " << e.what();
+      write.unreadable = e.what();
     }
+  });
+  // An idle driver needs one connection for its resyncs.
+  client_->CloseIdle(1);
+  Status failed =
+      sent ? OkStatus() : InternalError("writing the slices of pool " + pool +
+                                        " failed");
+  for (size_t i = 0; i < writes.size(); ++i) {
+    Write& write = writes[i];
+    if (!write.answer.ok()) {
+      if (failed.ok()) failed = write.answer.status();
+      continue;
+    }
+    if (!write.status.ok()) {
+      // A conflict: someone changed the slice meanwhile; read again.
+      if (failed.ok()) {
+        failed = write.status.code() == StatusCode::kAlreadyExists
+                     ? Status(StatusCode::kAborted, write.status.message())
+                     : write.status;
+      }
+      continue;
+    }
+    if (write.update) {
+      ++updates;
+    } else {
+      ++creates;
+    }
+    if (!write.unreadable.empty()) {
+      LOG(WARNING) << driver_ << ": " << write.what
+                   << ": unreadable answer: " << write.unreadable;
+      continue;
+    }
+    // What the server stored: its name and version (the resync's cheap
+    // look needs no full list to learn them), and the devices as kept,
+    // which differ from what was sent when the server dropped fields.
+    written_versions[write.name] = write.version;
+    if (write.stored != wanted[i]) {
+      if (!stored_as_.contains(wanted[i])) {
+        LOG(WARNING) << driver_ << ": the API server dropped fields of "
+                     << "resourceslice " << write.name
+                     << " (a feature gate off?): what it stored differs from "
+                        "what was sent; kept as stored, not sent again until "
+                        "the devices change";
+      }
+      stored_as_[wanted[i]] = write.stored;
+    }
+  }
+  if (!failed.ok()) {
+    {
+      MutexLock lock(mu_);
+      stats_.creates += creates;
+      stats_.updates += updates;
+      stats_.deletes += deletes;
+    }
+    return fail(failed);
   }
   // Forget stored forms of device lists no longer published.
   for (auto it = stored_as_.begin(); it != stored_as_.end();) {

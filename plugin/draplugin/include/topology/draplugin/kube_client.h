@@ -57,6 +57,10 @@ class KubeClient {
                                  std::string_view body = {},
                                  std::string_view accept = {});
 
+  // Closes kept connections beyond `keep` (after a burst of requests in
+  // parallel, an idle driver keeps one). Thread-safe.
+  void CloseIdle(size_t keep) TOPOLOGY_EXCLUDES(mu_);
+
   const KubeConfig& config() const { return config_; }
 
  private:
