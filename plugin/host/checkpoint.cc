@@ -170,6 +170,22 @@ json ReadFramed(std::string_view text, size_t* offset, std::string* why,
   return record;
 }
 
+// DATA_LOSS "<where>unknown checkpoint version <v>" unless `doc` has the
+// integer version `expected` (a missing or mistyped one included).
+Status CheckVersion(const json& doc, int expected, const std::string& where) {
+  const json* version = jf::OptionalField(doc, "version");
+  if (version != nullptr && version->is_number_integer() &&
+      *version == expected) {
+    return OkStatus();
+  }
+  return DataLossError(
+      where + "unknown checkpoint version " +
+      (version == nullptr
+           ? std::string("(none)")
+           : version->dump(-1, ' ', false, json::error_handler_t::replace)
+                 .substr(0, 32)));
+}
+
 // The first version: one JSON document with a checksum of its data.
 StatusOr<Checkpoint> DecodeVersion1(std::string_view text) {
   const json doc = jf::ParseBounded(text, 32);
@@ -179,14 +195,8 @@ StatusOr<Checkpoint> DecodeVersion1(std::string_view text) {
   }
   Checkpoint out;
   try {
-    const json* version = jf::OptionalField(doc, "version");
-    if (version == nullptr || !version->is_number_integer() || *version != 1) {
-      return DataLossError(
-          "unknown checkpoint version " +
-          (version == nullptr
-               ? std::string("(none)")
-               : version->dump(-1, ' ', false, json::error_handler_t::replace)
-                     .substr(0, 32)));
+    if (Status version = CheckVersion(doc, 1, ""); !version.ok()) {
+      return version;
     }
     const json& data = jf::Field(doc, "data");
     const json& checksum = jf::Field(doc, "checksum");
@@ -321,14 +331,9 @@ StatusOr<Checkpoint> DecodeCheckpoint(std::string_view text) {
   uint64_t pods = 0;
   uint64_t resources = 0;
   try {
-    const json* version = jf::OptionalField(header, "version");
-    if (version == nullptr || !version->is_number_integer() || *version != 2) {
-      return DataLossError(
-          "record 1: unknown checkpoint version " +
-          (version == nullptr
-               ? std::string("(none)")
-               : version->dump(-1, ' ', false, json::error_handler_t::replace)
-                     .substr(0, 32)));
+    if (Status version = CheckVersion(header, 2, "record 1: ");
+        !version.ok()) {
+      return version;
     }
     pods = static_cast<uint64_t>(jf::Int(header, "pods", 0));
     resources = static_cast<uint64_t>(jf::Int(header, "resources", 0));

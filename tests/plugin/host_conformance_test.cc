@@ -139,6 +139,17 @@ class HostTest : public ::testing::Test {
 
   std::filesystem::path dir() const { return dir_.path() / "device-plugins"; }
 
+  // The checkpoint snapshot on disk (after a Stop, which compacts into it),
+  // read and written whole.
+  StatusOr<Checkpoint> ReadCheckpoint() const {
+    std::ifstream in(dir() / kCheckpointFile);
+    return DecodeCheckpoint(std::string(std::istreambuf_iterator<char>(in), {}));
+  }
+  void WriteCheckpoint(const Checkpoint& checkpoint) const {
+    std::ofstream(dir() / kCheckpointFile, std::ios::trunc)
+        << EncodeCheckpoint(checkpoint);
+  }
+
   // A crash: the checkpoint's files as they are now come back after the
   // host and `plugin` have stopped (whatever a clean stop wrote), and the
   // host starts again on them.
@@ -1162,17 +1173,14 @@ TEST_F(HostTest, ConflictingCheckpointIsNeverDoubleBooked) {
   ASSERT_TRUE(host_->Admit(MakePod("b", {{kGpu, 1}}), false).admitted);
   host_->Stop();
   host_.reset();
-  std::ifstream in(dir() / kCheckpointFile);
-  auto checkpoint =
-      DecodeCheckpoint(std::string(std::istreambuf_iterator<char>(in), {}));
+  auto checkpoint = ReadCheckpoint();
   ASSERT_THAT(checkpoint.status(), IsOk());
   auto& pods = checkpoint->pods;
   ASSERT_EQ(pods.size(), 2u);
   pods[1].containers[0].devices[kGpu][0] =
       pods[0].containers[0].devices[kGpu][0];
   pods[1].containers[0].cpus = *CpuSet::ParseList("4000-4001");
-  std::ofstream(dir() / kCheckpointFile, std::ios::trunc)
-      << EncodeCheckpoint(*checkpoint);
+  WriteCheckpoint(*checkpoint);
   StartHost();
   auto back = Plugin("b.sock", FourGpus());
   ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
@@ -1194,16 +1202,13 @@ TEST_F(HostTest, RestoreNamesAHeldDeviceNoRecordedListOffers) {
   ASSERT_TRUE(host_->Admit(MakePod("a", {{kGpu, 1}}), false).admitted);
   host_->Stop();
   host_.reset();
-  std::ifstream in(dir() / kCheckpointFile);
-  auto checkpoint =
-      DecodeCheckpoint(std::string(std::istreambuf_iterator<char>(in), {}));
+  auto checkpoint = ReadCheckpoint();
   ASSERT_THAT(checkpoint.status(), IsOk());
   ASSERT_THAT(checkpoint->pods, SizeIs(1));
   ASSERT_TRUE(checkpoint->registered.contains(kGpu));
   checkpoint->pods[0].containers[0].devices[kGpu] = {"no-such-device"};
   checkpoint->pods[0].containers[0].devices["example.com/gone"] = {"g-0"};
-  std::ofstream(dir() / kCheckpointFile, std::ios::trunc)
-      << EncodeCheckpoint(*checkpoint);
+  WriteCheckpoint(*checkpoint);
   StartHost();
   EXPECT_THAT(
       host_->RestoreWarnings(),
@@ -1593,17 +1598,14 @@ TEST_F(HostTest, RestoreDropsADeviceListedTwiceInAContainer) {
   host_->Stop();
   host_.reset();
   plugin->Stop();
-  std::ifstream in(dir() / kCheckpointFile);
-  auto checkpoint =
-      DecodeCheckpoint(std::string(std::istreambuf_iterator<char>(in), {}));
+  auto checkpoint = ReadCheckpoint();
   ASSERT_THAT(checkpoint.status(), IsOk());
   auto& ids = checkpoint->pods.at(0).containers.at(0).devices[kGpu];
   ASSERT_THAT(ids, SizeIs(1));
   ids.push_back(ids[0]);
   // And one the plugin never offered, kept but said.
   ids.push_back("gpu-unknown");
-  std::ofstream(dir() / kCheckpointFile, std::ios::trunc)
-      << EncodeCheckpoint(*checkpoint);
+  WriteCheckpoint(*checkpoint);
   StartHost();
   const auto status = host_->StatusJson();
   ASSERT_THAT(status["pods"], SizeIs(1));
