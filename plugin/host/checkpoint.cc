@@ -331,8 +331,7 @@ StatusOr<Checkpoint> DecodeCheckpoint(std::string_view text) {
   uint64_t pods = 0;
   uint64_t resources = 0;
   try {
-    if (Status version = CheckVersion(header, 2, "record 1: ");
-        !version.ok()) {
+    if (Status version = CheckVersion(header, 2, "record 1: "); !version.ok()) {
       return version;
     }
     pods = static_cast<uint64_t>(jf::Int(header, "pods", 0));

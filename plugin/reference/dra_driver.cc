@@ -346,10 +346,10 @@ Status DraHandler::Unprepare(
 
 std::string DeviceClassName(const std::string& resource) {
   const size_t slash = resource.find('/');
-  std::string name = slash == std::string::npos
-                         ? resource
-                         : resource.substr(slash + 1) + "." +
-                               resource.substr(0, slash);
+  std::string name =
+      slash == std::string::npos
+          ? resource
+          : resource.substr(slash + 1) + "." + resource.substr(0, slash);
   for (char& c : name) {
     if (c >= 'A' && c <= 'Z') c = static_cast<char>(c - 'A' + 'a');
     if (c == '_') c = '-';

@@ -237,16 +237,15 @@ void BM_Publish10000DevicesFloor(benchmark::State& state) {
   const json all = json::parse(listed->body);
   for (const json& item : all["items"]) {
     if (item["spec"].value("nodeName", "") != "floor-source") continue;
-    slices.push_back(
-        {{"apiVersion", "resource.k8s.io/v1"},
-         {"kind", "ResourceSlice"},
-         {"metadata", json::object()},
-         {"spec", item["spec"]}});
+    slices.push_back({{"apiVersion", "resource.k8s.io/v1"},
+                      {"kind", "ResourceSlice"},
+                      {"metadata", json::object()},
+                      {"spec", item["spec"]}});
   }
   if (slices.empty()) {
-    state.SkipWithError(("no source slices among " +
-                         std::to_string(all["items"].size()))
-                            .c_str());
+    state.SkipWithError(
+        ("no source slices among " + std::to_string(all["items"].size()))
+            .c_str());
     return;
   }
   constexpr size_t kInFlight = 8;

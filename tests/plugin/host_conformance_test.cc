@@ -143,7 +143,8 @@ class HostTest : public ::testing::Test {
   // read and written whole.
   StatusOr<Checkpoint> ReadCheckpoint() const {
     std::ifstream in(dir() / kCheckpointFile);
-    return DecodeCheckpoint(std::string(std::istreambuf_iterator<char>(in), {}));
+    return DecodeCheckpoint(
+        std::string(std::istreambuf_iterator<char>(in), {}));
   }
   void WriteCheckpoint(const Checkpoint& checkpoint) const {
     std::ofstream(dir() / kCheckpointFile, std::ios::trunc)

@@ -1,0 +1,179 @@
+// HostManager's start from its checkpoint: the snapshot and journal read,
+// every entry checked against itself and the machine, conflicts dropped and
+// suspect devices named.
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <glog/logging.h>
+
+#include "checkpoint.h"
+#include "checkpoint_store.h"
+#include "host_manager.h"
+#include "text_util.h"
+
+namespace topology::host {
+
+Status HostManager::RestoreCheckpoint() {
+  const auto path = store_->snapshot_path();
+  std::string warning;
+  // Never follows a link, never blocks on a FIFO, never reads unbounded.
+  auto checkpoint = store_->Load(&warning);
+  if (!warning.empty()) LOG(WARNING) << warning;
+  // Appends go to a fresh journal from here on. Entries dropped as
+  // conflicting are dropped on disk too, by a new snapshot; otherwise the
+  // files read are the state in force and are not encoded again.
+  const auto restored = [this](bool rewrite) {
+    {
+      MutexLock lock(mu_);
+      restored_ = true;
+    }
+    if (rewrite) return Compact();
+    Status resumed = store_->Resume([this] {
+      MutexLock lock(mu_);
+      return EncodeSnapshot();
+    });
+    if (!resumed.ok()) LOG(ERROR) << resumed.message();
+    return resumed;
+  };
+  if (!checkpoint.ok()) {
+    if (checkpoint.status().code() == StatusCode::kNotFound) {
+      LOG(INFO) << "no checkpoint at " << path.string() << ": starting empty";
+    } else if (checkpoint.status().code() == StatusCode::kDataLoss) {
+      LOG(WARNING) << checkpoint.status().message();
+    } else {
+      // Unreadable (not corrupt): left alone, nothing written over it.
+      return checkpoint.status();
+    }
+    return restored(false);
+  }
+
+  // Checked against itself and the machine: a device claimed by a second
+  // pod is dropped from that pod, CPUs that cannot be restored are dropped;
+  // nothing is ever double-booked.
+  size_t dropped = 0;
+  size_t unknown = 0;
+  {
+    MutexLock lock(mu_);
+    std::map<std::pair<std::string, std::string>, std::string> owner;
+    // The resources the checkpoint has a plugin record of, with the devices
+    // that record lists.
+    std::map<std::string, std::set<std::string>> offered;
+    for (const auto& [name, ids] : checkpoint->registered) {
+      offered[name].insert(ids.begin(), ids.end());
+    }
+    std::vector<std::string> warnings;
+    const auto warn = [&warnings](const std::string& line) {
+      LOG(WARNING) << line;
+      if (warnings.size() < kMaxRestoreWarnings) warnings.push_back(line);
+    };
+    for (CheckpointPod& entry : checkpoint->pods) {
+      const manager::Pod& pod = entry.pod;
+      const std::string who = "checkpoint " + path.string() + ": pod " +
+                              pod.ns + "/" + pod.name + " (" + pod.uid + ")";
+      if (pods_.contains(pod.uid)) {
+        LOG(WARNING) << who << " listed twice; the second entry is dropped";
+        ++dropped;
+        continue;
+      }
+      PodRecord record;
+      record.pod = pod;
+      record.result.uid = pod.uid;
+      record.result.ns = pod.ns;
+      record.result.name = pod.name;
+      record.result.admitted = true;
+      if (!pod.topology_policy.empty() &&
+          !manager::IsPodTopologyPolicy(pod.topology_policy)) {
+        LOG(WARNING) << who << ": unknown topology policy "
+                     << Quoted(pod.topology_policy) << "; none assumed";
+        record.pod.topology_policy.clear();
+      }
+      record.result.policy = topology_manager_->Effective(record.pod);
+      for (const CheckpointContainer& listed : entry.containers) {
+        ContainerResult container;
+        container.name = listed.name;
+        container.numa_nodes = listed.numa_nodes;
+        for (const auto& [resource, ids] : listed.devices) {
+          std::vector<std::string> kept;
+          std::set<std::string> seen;
+          const auto listed_by = offered.find(resource);
+          for (const std::string& id : ids) {
+            // One device twice in one container's list: a container holds
+            // a device once (init and app containers of one pod may share
+            // it; that is reuse, not a duplicate).
+            if (!seen.insert(id).second) {
+              LOG(WARNING) << who << " container " << Quoted(listed.name)
+                           << ": " << resource << " device " << Quoted(id)
+                           << " listed twice; the second is dropped";
+              ++dropped;
+              continue;
+            }
+            // A resource the checkpoint never had a plugin for: kept (its
+            // plugin may come back), but said, at most 16 lines (the count
+            // is in the summary). A device merely absent from the healthy
+            // list is not suspect: it may have turned unhealthy.
+            if (listed_by == offered.end()) {
+              ++unknown;
+              warn(who + " container " + Quoted(listed.name) + " holds " +
+                   resource + " device " + Quoted(id) + ", but no plugin of " +
+                   resource + " is recorded in the checkpoint; kept");
+            } else if (!listed_by->second.contains(id)) {
+              // Kept, as the kubelet keeps it: the plugin's last list may
+              // have left it out as unhealthy. Said, since it may also be
+              // a device the plugin never offered.
+              ++unknown;
+              warn(who + " container " + Quoted(listed.name) + " holds " +
+                   resource + " device " + Quoted(id) + ", which the last " +
+                   "list of " + resource + "'s plugin in the checkpoint " +
+                   "does not offer (unhealthy, or never offered); kept");
+            }
+            auto [it, fresh] = owner.emplace(std::pair{resource, id}, pod.uid);
+            if (!fresh && it->second != pod.uid) {
+              LOG(WARNING) << who << " container " << Quoted(container.name)
+                           << ": " << resource << " device " << Quoted(id)
+                           << " is already held by pod " << it->second
+                           << "; dropped from this pod";
+              ++dropped;
+              continue;
+            }
+            kept.push_back(id);
+          }
+          if (kept.empty()) continue;
+          device_manager_->Restore(pod.uid, container.name, resource, kept);
+          container.devices[resource] = std::move(kept);
+        }
+        if (Status cpus_restored =
+                cpu_manager_->Restore(pod.uid, container.name, listed.cpus);
+            !cpus_restored.ok()) {
+          LOG(WARNING) << who << ": " << cpus_restored.message()
+                       << "; its exclusive CPUs are dropped";
+          ++dropped;
+        } else {
+          container.cpus = listed.cpus;
+        }
+        record.result.containers.push_back(std::move(container));
+      }
+      pods_[pod.uid] = std::move(record);
+    }
+    restore_warnings_ = std::move(warnings);
+    for (const auto& [name, ids] : checkpoint->registered) {
+      // Known from before the restart, but without a plugin: capacity 0
+      // until it registers again, removed after the grace period.
+      registry_->AddRestored(name);
+    }
+    LOG(INFO) << "restored " << pods_.size() << " pod(s) and "
+              << checkpoint->registered.size() << " resource(s) from "
+              << path.string()
+              << (dropped > 0 ? "; " + std::to_string(dropped) +
+                                    " conflicting entries dropped"
+                              : "")
+              << (unknown > 0 ? "; " + std::to_string(unknown) +
+                                    " device(s) held that no recorded plugin "
+                                    "list offers"
+                              : "");
+  }
+  return restored(dropped > 0);
+}
+
+}  // namespace topology::host
