@@ -1,5 +1,6 @@
 #include "hwloc_support.h"
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -204,6 +205,21 @@ std::atomic<int> FifoInterrupter::fired_{0};
 struct sigaction FifoInterrupter::displaced_ {};
 
 }  // namespace
+
+std::vector<HugePages> HugePagesFromHwloc(hwloc_obj_t node) {
+  std::vector<HugePages> out;
+  const auto& attr = node->attr->numanode;
+  for (unsigned i = 1; i < attr.page_types_len && attr.page_types != nullptr;
+       ++i) {
+    if (attr.page_types[i].size == 0) continue;
+    out.push_back(HugePages{.page_size_bytes = attr.page_types[i].size,
+                            .total_pages = attr.page_types[i].count});
+  }
+  std::sort(out.begin(), out.end(), [](const HugePages& a, const HugePages& b) {
+    return a.page_size_bytes < b.page_size_bytes;
+  });
+  return out;
+}
 
 CpuSet CpuSetFromHwloc(hwloc_const_bitmap_t bitmap) {
   CpuSet set;

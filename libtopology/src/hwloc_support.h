@@ -10,6 +10,7 @@
 #include <hwloc.h>
 
 #include "topology/cpu_info.h"
+#include "topology/numa_node.h"
 #include "topology/status.h"
 #include "topology/sysfs_reader.h"
 
@@ -32,6 +33,11 @@ class HwlocTopology {
 
 // Converts an hwloc bitmap (ids at or above CpuSet::kMaxCpus are dropped).
 CpuSet CpuSetFromHwloc(hwloc_const_bitmap_t bitmap);
+
+// The huge pages of a NUMANode object: its page types after the first,
+// which hwloc's Linux back-end gives to normal pages. Free counts are not
+// known (nullopt).
+std::vector<HugePages> HugePagesFromHwloc(hwloc_obj_t node);
 
 // One CpuInfo per PU of a loaded topology (numa_node left unset). Packages
 // are hwloc's Package objects, which it groups by the siblings masks: their

@@ -66,6 +66,7 @@ std::vector<NumaNode> NodesFromHwloc(hwloc_topology_t topology,
     }
     taken = taken.Union(node.cpus);
     node.memory_bytes = node_obj->attr->numanode.local_memory;
+    node.hugepages = internal::HugePagesFromHwloc(node_obj);
     // A CPU-less node is attached where hwloc found it nearest.
     if (node.cpus.empty()) node.near_cpus = cpus;
     nodes.push_back(std::move(node));

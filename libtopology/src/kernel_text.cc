@@ -114,4 +114,24 @@ StatusOr<uint64_t> ParseNodeMemTotal(std::string_view text) {
   return kib * 1024;
 }
 
+StatusOr<uint64_t> ParseHugePagesDirName(std::string_view name) {
+  static constexpr std::string_view kPrefix = "hugepages-";
+  static constexpr std::string_view kSuffix = "kB";
+  if (!name.starts_with(kPrefix) || !name.ends_with(kSuffix) ||
+      name.size() <= kPrefix.size() + kSuffix.size()) {
+    return InvalidArgumentError(QuoteText(name) +
+                                " is not a hugepages-<size>kB entry");
+  }
+  const std::string_view digits = name.substr(
+      kPrefix.size(), name.size() - kPrefix.size() - kSuffix.size());
+  uint64_t kib = 0;
+  auto [ptr, ec] =
+      std::from_chars(digits.data(), digits.data() + digits.size(), kib);
+  if (ec != std::errc() || ptr != digits.data() + digits.size() || kib == 0 ||
+      kib > std::numeric_limits<uint64_t>::max() / 1024) {
+    return InvalidArgumentError("bad page size in " + QuoteText(name));
+  }
+  return kib * 1024;
+}
+
 }  // namespace topology::internal

@@ -36,6 +36,9 @@ StatusOr<std::vector<int>> ParseDistanceRow(std::string_view text);
 // returns bytes.
 StatusOr<uint64_t> ParseNodeMemTotal(std::string_view text);
 
+// The page size in bytes of a nodeN/hugepages entry ("hugepages-2048kB").
+StatusOr<uint64_t> ParseHugePagesDirName(std::string_view name);
+
 }  // namespace topology::internal
 
 #endif  // TOPOLOGY_SRC_KERNEL_TEXT_H_

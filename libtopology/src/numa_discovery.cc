@@ -106,6 +106,50 @@ std::vector<int> ReadInitiators(const SysfsReader& reader, int id) {
   return out;
 }
 
+// nodeN/hugepages/hugepages-<kB>kB/{nr,free}_hugepages, by page size; a
+// malformed entry is skipped with a warning naming it.
+std::vector<HugePages> ReadHugePages(const SysfsReader& reader, int id,
+                                     std::vector<std::string>* warnings) {
+  std::vector<HugePages> out;
+  const std::string dir = NodeDir(id) + "/hugepages";
+  auto entries = reader.ListDirectory(dir);
+  if (!entries.ok()) return out;
+  for (const std::string& entry : *entries) {
+    const std::string path = dir + "/" + entry;
+    auto size = ParseHugePagesDirName(entry);
+    if (!size.ok()) {
+      warnings->push_back(reader.Describe(path) + ": " +
+                          size.status().message() + "; skipped");
+      continue;
+    }
+    const auto count = [&](const char* file) -> StatusOr<uint64_t> {
+      auto text = reader.ReadFile(path + "/" + file);
+      if (!text.ok()) return text.status();
+      auto value = ParseDecimal(*text);
+      if (!value.ok()) return value.status();
+      if (*value < 0) return InvalidArgumentError("negative page count");
+      return static_cast<uint64_t>(*value);
+    };
+    HugePages pages;
+    pages.page_size_bytes = *size;
+    auto total = count("nr_hugepages");
+    if (!total.ok()) {
+      warnings->push_back(reader.Describe(path + "/nr_hugepages") + ": " +
+                          total.status().message() + "; skipped");
+      continue;
+    }
+    pages.total_pages = *total;
+    if (auto free = count("free_hugepages"); free.ok()) {
+      pages.free_pages = *free;
+    }
+    out.push_back(pages);
+  }
+  std::sort(out.begin(), out.end(), [](const HugePages& a, const HugePages& b) {
+    return a.page_size_bytes < b.page_size_bytes;
+  });
+  return out;
+}
+
 }  // namespace
 
 NumaFacts ReadNumaFacts(const SysfsReader& reader,
@@ -160,6 +204,7 @@ NumaFacts ReadNumaFacts(const SysfsReader& reader,
                             bytes.status().message());
       }
     }
+    node.hugepages = ReadHugePages(reader, id, warnings);
     // Column k of a distance row is the k-th listed node, not node k.
     if (distances_usable) {
       auto text = reader.ReadFile(dir + "/distance");

@@ -1,7 +1,9 @@
 #include "topology/topology.h"
 
 #include <algorithm>
+#include <iterator>
 #include <numeric>
+#include <string>
 #include <utility>
 
 namespace topology {
@@ -100,6 +102,21 @@ const PciDevice* Topology::FindDevice(const PciAddress& address) const {
       [](const PciDevice& d, const PciAddress& a) { return d.address < a; });
   if (it == parts_.pci_devices.end() || it->address != address) return nullptr;
   return &*it;
+}
+
+std::string BinaryQuantity(uint64_t bytes) {
+  static constexpr const char* kSuffixes[] = {"", "Ki", "Mi", "Gi",
+                                              "Ti", "Pi", "Ei"};
+  size_t suffix = 0;
+  while (bytes != 0 && bytes % 1024 == 0 && suffix + 1 < std::size(kSuffixes)) {
+    bytes /= 1024;
+    ++suffix;
+  }
+  return std::to_string(bytes) + kSuffixes[suffix];
+}
+
+std::string HugePagesResourceName(uint64_t page_size_bytes) {
+  return "hugepages-" + BinaryQuantity(page_size_bytes);
 }
 
 }  // namespace topology

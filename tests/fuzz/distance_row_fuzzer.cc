@@ -1,4 +1,4 @@
-// Fuzzes the NUMA distance-row and node meminfo parsers.
+// Fuzzes the NUMA distance-row, node meminfo and hugepages-entry parsers.
 #include <cstdint>
 #include <string_view>
 
@@ -13,6 +13,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     for (int d : *row) FUZZ_CHECK(d > 0);
   }
   (void)topology::internal::ParseNodeMemTotal(text);
+  if (auto page = topology::internal::ParseHugePagesDirName(text); page.ok()) {
+    FUZZ_CHECK(*page > 0 && *page % 1024 == 0);
+  }
   (void)topology::internal::ParseDecimal(text);
   (void)topology::internal::ParseHex(text, 24);
   return 0;

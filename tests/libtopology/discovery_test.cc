@@ -17,6 +17,7 @@
 #include "synthetic_machines.h"
 #include "sysfs_discovery.h"
 #include "temp_dir.h"
+#include "topology/testing/sysfs_tree_builder.h"
 
 namespace topology {
 namespace {
@@ -57,6 +58,22 @@ TEST(DiscoveryTest, DualSocketEightGpus) {
   EXPECT_EQ(t.numa_nodes()[1].cpus.ToList(), "8-15,24-31");
   EXPECT_EQ(t.numa_nodes()[0].memory_bytes, 256ULL << 30);
   EXPECT_EQ(*t.Distance(0, 1), 21);
+  // Huge pages per node and size, by increasing size, free pages too.
+  ASSERT_EQ(t.numa_nodes()[0].hugepages.size(), 2u);
+  EXPECT_EQ(t.numa_nodes()[0].hugepages[0],
+            (HugePages{.page_size_bytes = 2ULL << 20,
+                       .total_pages = 4096,
+                       .free_pages = 4096}));
+  EXPECT_EQ(t.numa_nodes()[0].hugepages[1],
+            (HugePages{.page_size_bytes = 1ULL << 30,
+                       .total_pages = 16,
+                       .free_pages = 12}));
+  EXPECT_EQ(t.numa_nodes()[1].hugepages[1].free_pages, 16u);
+  EXPECT_EQ(HugePagesResourceName(t.numa_nodes()[0].hugepages[0].page_size_bytes),
+            "hugepages-2Mi");
+  EXPECT_EQ(HugePagesResourceName(1ULL << 30), "hugepages-1Gi");
+  EXPECT_EQ(BinaryQuantity(1536), "1536");
+  EXPECT_EQ(BinaryQuantity(64 * 1024), "64Ki");
 
   // hwloc: 32 CPUs, 2 packages, SMT siblings.
   ASSERT_EQ(t.cpus().size(), 32u);
@@ -455,6 +472,29 @@ TEST(DiscoveryTest, MissingTreeIsNotFound) {
   options.host_root = dir.path() / "nothing-here";
   EXPECT_THAT(Discover(options),
               StatusIs(StatusCode::kNotFound, HasSubstr("not a sysfs tree")));
+}
+
+TEST(DiscoveryTest, MalformedHugePagesEntriesAreSkippedWithAWarning) {
+  TempDir dir;
+  testing::SysfsTreeBuilder b(dir.path());
+  b.AddCpu(0, 0, 0, "0");
+  b.AddNode(0, "0", 8ULL << 30);
+  b.AddHugePages(0, 2ULL << 20, 512, 500);
+  b.WriteFile("devices/system/node/node0/hugepages/hugepages-xkB/nr_hugepages",
+              "1\n");
+  b.WriteFile(
+      "devices/system/node/node0/hugepages/hugepages-1048576kB/nr_hugepages",
+      "lots\n");
+  b.Finish();
+  const Topology t = DiscoverOrDie(dir.path());
+  ASSERT_EQ(t.numa_nodes().size(), 1u);
+  ASSERT_EQ(t.numa_nodes()[0].hugepages.size(), 1u);
+  EXPECT_EQ(t.numa_nodes()[0].hugepages[0].total_pages, 512u);
+  EXPECT_EQ(t.numa_nodes()[0].hugepages[0].free_pages, 500u);
+  std::string all;
+  for (const std::string& w : t.warnings()) all += w + "\n";
+  EXPECT_THAT(all, HasSubstr("hugepages-xkB"));
+  EXPECT_THAT(all, HasSubstr("hugepages-1048576kB/nr_hugepages"));
 }
 
 }  // namespace

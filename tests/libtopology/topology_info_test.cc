@@ -54,6 +54,10 @@ TEST_F(TopologyInfoTest, JsonKeepsTheContractKeys) {
   EXPECT_EQ(node["id"], 1);
   EXPECT_EQ(node["cpus"], "8-15,24-31");
   EXPECT_EQ(node["memory_bytes"], 256ULL << 30);
+  ASSERT_EQ(node["hugepages"].size(), 2u);
+  EXPECT_EQ(node["hugepages"][1]["page_size_bytes"], 1ULL << 30);
+  EXPECT_EQ(node["hugepages"][1]["total_pages"], 16);
+  EXPECT_EQ(node["hugepages"][1]["free_pages"], 16);
   EXPECT_EQ(node["distances"]["0"], 21);
   EXPECT_EQ(node["distances"]["1"], 10);
   ASSERT_EQ(doc["pci_devices"].size(), 32u);
@@ -179,6 +183,10 @@ TEST_F(TopologyInfoTest, TextShowsNodesDistancesAndCostMatrix) {
   const CommandResult run = Info("--class 0302");
   ASSERT_EQ(run.exit_code, 0) << run.out;
   EXPECT_THAT(run.out, HasSubstr("NUMA distances (SLIT)"));
+  // node, size, pages, free
+  EXPECT_THAT(run.out, HasSubstr("Huge pages"));
+  EXPECT_THAT(run.out, HasSubstr("  0     1Gi         16        12\n"));
+  EXPECT_THAT(run.out, HasSubstr("  1     2Mi         4096      4096\n"));
   EXPECT_THAT(run.out, HasSubstr("Device cost matrix"));
   EXPECT_THAT(run.out, HasSubstr("PIX/20"));
   EXPECT_THAT(run.out, HasSubstr("SYS/100"));

@@ -12,6 +12,7 @@
 namespace topology::testing {
 namespace {
 
+constexpr uint64_t kMiB = 1024ULL * 1024;
 constexpr uint64_t kGiB = 1024ULL * 1024 * 1024;
 
 std::string Bdf(int bus, int dev, int fn = 0) {
@@ -137,6 +138,12 @@ void WriteDualSocketGpuMachine(const std::filesystem::path& root) {
   AddCpus(b, 2, 8);
   b.AddNode(0, SocketCpus(0, 8, 2), 256 * kGiB);
   b.AddNode(1, SocketCpus(1, 8, 2), 256 * kGiB);
+  // Huge pages as a DPDK or training node sets them aside: 2 MiB pages on
+  // both sockets, 1 GiB pages on each, some in use on node 0.
+  b.AddHugePages(0, 2 * kMiB, 4096, 4096);
+  b.AddHugePages(0, kGiB, 16, 12);
+  b.AddHugePages(1, 2 * kMiB, 4096, 4096);
+  b.AddHugePages(1, kGiB, 16, 16);
   b.SetDistances({{10, 21}, {21, 10}});
   int group = 10;
   // Socket 0: host bridges 0x17 and 0x3a; socket 1: 0x97 and 0xb7.

@@ -98,6 +98,16 @@ void SysfsTreeBuilder::AddNode(int id, const std::string& cpulist,
                 std::to_string(id) + " MemFree:        1024 kB\n");
 }
 
+void SysfsTreeBuilder::AddHugePages(int node, uint64_t page_size_bytes,
+                                    uint64_t total, uint64_t free) {
+  const std::string dir = "devices/system/node/node" + std::to_string(node) +
+                          "/hugepages/hugepages-" +
+                          std::to_string(page_size_bytes / 1024) + "kB";
+  WriteFile(dir + "/nr_hugepages", std::to_string(total) + "\n");
+  WriteFile(dir + "/free_hugepages", std::to_string(free) + "\n");
+  WriteFile(dir + "/surplus_hugepages", "0\n");
+}
+
 void SysfsTreeBuilder::SetDistances(std::vector<std::vector<int>> rows) {
   distances_ = std::move(rows);
 }

@@ -159,6 +159,15 @@ json NodeJson(const Topology& topology, const NumaNode& node) {
   n["id"] = node.id;
   n["cpus"] = node.cpus.ToList();
   n["memory_bytes"] = node.memory_bytes;
+  json hugepages = json::array();
+  for (const HugePages& pages : node.hugepages) {
+    hugepages.push_back(
+        {{"page_size_bytes", pages.page_size_bytes},
+         {"total_pages", pages.total_pages},
+         {"free_pages",
+          pages.free_pages ? json(*pages.free_pages) : json(nullptr)}});
+  }
+  n["hugepages"] = std::move(hugepages);
   n["near_cpus"] =
       node.has_cpus() ? json(nullptr) : json(node.near_cpus.ToList());
   if (topology.has_distances()) {
@@ -482,6 +491,22 @@ std::string RenderText(const Topology& topology, const DeviceFilter& filter) {
       out << "(no CPUs; near "
           << (node.near_cpus.empty() ? "unknown" : node.near_cpus.ToList())
           << ")\n";
+    }
+  }
+  bool any_hugepages = false;
+  for (const NumaNode& node : topology.numa_nodes()) {
+    any_hugepages = any_hugepages || !node.hugepages.empty();
+  }
+  if (any_hugepages) {
+    out << "\nHuge pages\n  node  size        pages     free\n";
+    for (const NumaNode& node : topology.numa_nodes()) {
+      for (const HugePages& pages : node.hugepages) {
+        out << "  " << PadRight(std::to_string(node.id), 6)
+            << PadRight(BinaryQuantity(pages.page_size_bytes), 12)
+            << PadRight(std::to_string(pages.total_pages), 10)
+            << (pages.free_pages ? std::to_string(*pages.free_pages) : "?")
+            << "\n";
+      }
     }
   }
   if (topology.has_distances()) {

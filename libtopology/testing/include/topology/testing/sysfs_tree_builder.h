@@ -44,6 +44,9 @@ class SysfsTreeBuilder {
   // Adds one online node with its cpulist and memory. Distances are written
   // by Finish().
   void AddNode(int id, const std::string& cpulist, uint64_t memory_bytes);
+  // Writes nodeN/hugepages/hugepages-<kB>kB/{nr,free,surplus}_hugepages.
+  void AddHugePages(int node, uint64_t page_size_bytes, uint64_t total,
+                    uint64_t free);
   // SLIT rows in the order of node ids.
   void SetDistances(std::vector<std::vector<int>> rows);
   // Adds a CPU with its topology files.

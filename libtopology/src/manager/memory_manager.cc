@@ -1,0 +1,292 @@
+// MemoryManager (memory_manager.go): policy choice, the reserved-memory
+// checks done at start, the requests of containers and pods, and the
+// HintProvider around StaticMemoryPolicy.
+#include "topology/manager/memory_manager.h"
+
+#include <algorithm>
+#include <set>
+
+namespace topology::manager {
+namespace {
+
+// The exhaustive hints enumerate every subset of nodes, as the kubelet
+// does; beyond this many nodes that is not a computation to run on an
+// admission path.
+constexpr size_t kMaxStaticNodes = 16;
+
+uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
+  uint64_t sum = 0;
+  return __builtin_add_overflow(a, b, &sum) ? UINT64_MAX : sum;
+}
+
+}  // namespace
+
+bool IsHugePagesResource(std::string_view name) {
+  return name.starts_with(kHugePagesPrefix) &&
+         name.size() > std::string_view(kHugePagesPrefix).size();
+}
+
+bool IsMemoryResource(std::string_view name) {
+  return name == kMemoryResource || IsHugePagesResource(name);
+}
+
+const std::vector<MemoryBlock>* MemoryState::Blocks(
+    const std::string& pod_uid, const std::string& container) const {
+  const auto pod = assignments.find(pod_uid);
+  if (pod == assignments.end()) return nullptr;
+  const auto it = pod->second.find(container);
+  return it == pod->second.end() ? nullptr : &it->second;
+}
+
+std::map<std::string, uint64_t> ContainerRequestedMemory(
+    const Container& container) {
+  std::map<std::string, uint64_t> out;
+  for (const auto& [name, value] : container.limits) {
+    if (!IsMemoryResource(name) || value < 0) continue;
+    out[name] = static_cast<uint64_t>(value);
+  }
+  return out;
+}
+
+std::map<std::string, uint64_t> PodRequestedMemory(const Pod& pod) {
+  std::map<std::string, uint64_t> init_peak;
+  std::map<std::string, uint64_t> restartable;
+  for (const Container& c : pod.init_containers) {
+    for (const auto& [type, size] : ContainerRequestedMemory(c)) {
+      init_peak.try_emplace(type, 0);
+      if (c.restartable) {
+        restartable[type] = SaturatingAdd(restartable[type], size);
+      } else if (SaturatingAdd(restartable[type], size) > init_peak[type]) {
+        init_peak[type] = SaturatingAdd(restartable[type], size);
+      }
+    }
+  }
+  std::map<std::string, uint64_t> apps;
+  for (const Container& c : pod.containers) {
+    for (const auto& [type, size] : ContainerRequestedMemory(c)) {
+      apps[type] = SaturatingAdd(apps[type], size);
+    }
+  }
+  // Only types the app containers ask for, as upstream.
+  std::map<std::string, uint64_t> out;
+  for (const auto& [type, size] : apps) {
+    const auto r = restartable.find(type);
+    const auto i = init_peak.find(type);
+    uint64_t total =
+        SaturatingAdd(size, r == restartable.end() ? 0 : r->second);
+    if (i != init_peak.end()) total = std::max(total, i->second);
+    out[type] = total;
+  }
+  return out;
+}
+
+Status ValidateReservedMemory(
+    const std::vector<NumaNode>& nodes,
+    const std::map<std::string, uint64_t>& node_allocatable_reservation,
+    const std::vector<MemoryReservation>& reservations) {
+  std::set<int> ids;
+  for (const NumaNode& node : nodes) ids.insert(node.id);
+  std::map<std::string, uint64_t> total;
+  for (const MemoryReservation& reservation : reservations) {
+    if (!ids.contains(reservation.numa_node)) {
+      return InvalidArgumentError(
+          "the reserved memory configuration references a NUMA node " +
+          std::to_string(reservation.numa_node) +
+          " that does not exist on this machine");
+    }
+    for (const auto& [type, size] : reservation.limits) {
+      total[type] = SaturatingAdd(total[type], size);
+    }
+  }
+  std::set<std::string> types;
+  for (const auto& [type, size] : total) types.insert(type);
+  for (const auto& [type, size] : node_allocatable_reservation) {
+    if (IsMemoryResource(type)) types.insert(type);
+  }
+  for (const std::string& type : types) {
+    const auto a = node_allocatable_reservation.find(type);
+    const auto r = total.find(type);
+    const uint64_t allocatable =
+        a == node_allocatable_reservation.end() ? 0 : a->second;
+    const uint64_t reserved = r == total.end() ? 0 : r->second;
+    if (allocatable != reserved) {
+      return InvalidArgumentError(
+          "the total amount \"" + BinaryQuantity(reserved) + "\" of type \"" +
+          type + "\" is not equal to the value \"" +
+          BinaryQuantity(allocatable) +
+          "\" determined by Node Allocatable feature");
+    }
+  }
+  return OkStatus();
+}
+
+ReservedMemory ConvertReservedMemory(
+    const std::vector<NumaNode>& nodes,
+    const std::vector<MemoryReservation>& reservations) {
+  ReservedMemory out;
+  for (const NumaNode& node : nodes) out[node.id];
+  for (const MemoryReservation& reservation : reservations) {
+    for (const auto& [type, size] : reservation.limits) {
+      out[reservation.numa_node][type] = size;
+    }
+  }
+  return out;
+}
+
+StatusOr<std::unique_ptr<MemoryManager>> MemoryManager::Create(
+    const Options& options, const std::vector<NumaNode>& nodes,
+    const Store* store) {
+  if (options.policy == kMemoryPolicyNone) {
+    return std::unique_ptr<MemoryManager>(
+        new MemoryManager(options.policy, nullptr, store));
+  }
+  if (options.policy != kMemoryPolicyStatic) {
+    return InvalidArgumentError("unknown policy: \"" + options.policy + "\"");
+  }
+  if (nodes.size() > kMaxStaticNodes) {
+    return InvalidArgumentError(
+        "the Static memory policy lists every subset of NUMA nodes, as the "
+        "kubelet does; this machine has " +
+        std::to_string(nodes.size()) + " nodes, more than " +
+        std::to_string(kMaxStaticNodes));
+  }
+  for (const NumaNode& node : nodes) {
+    if (node.id >= NumaMask::kMaxNodes) {
+      return InvalidArgumentError("NUMA node " + std::to_string(node.id) +
+                                  " is beyond the 64 nodes a mask holds");
+    }
+  }
+  if (Status valid = ValidateReservedMemory(
+          nodes, options.node_allocatable_reservation, options.reserved_memory);
+      !valid.ok()) {
+    return valid;
+  }
+  auto policy = StaticMemoryPolicy::Create(
+      nodes, ConvertReservedMemory(nodes, options.reserved_memory));
+  if (!policy.ok()) return policy.status();
+  std::unique_ptr<MemoryManager> manager(new MemoryManager(
+      options.policy,
+      std::make_unique<StaticMemoryPolicy>(std::move(*policy)), store));
+  MutexLock lock(manager->mutex_);
+  if (Status started = manager->policy_->Start(manager->state_);
+      !started.ok()) {
+    return started;
+  }
+  return manager;
+}
+
+MemoryManager::MemoryManager(std::string policy_name,
+                             std::unique_ptr<StaticMemoryPolicy> policy,
+                             const Store* store)
+    : policy_name_(std::move(policy_name)),
+      store_(store),
+      policy_(std::move(policy)) {}
+
+ProviderHints MemoryManager::GetTopologyHints(const Pod& pod,
+                                              const Container& container) {
+  MutexLock lock(mutex_);
+  if (!policy_) return {};
+  return policy_->GetTopologyHints(state_, pod, container);
+}
+
+ProviderHints MemoryManager::GetPodTopologyHints(const Pod& pod) {
+  MutexLock lock(mutex_);
+  if (!policy_) return {};
+  return policy_->GetPodTopologyHints(state_, pod);
+}
+
+Status MemoryManager::Allocate(const Pod& pod, const Container& container) {
+  MutexLock lock(mutex_);
+  if (!policy_) return OkStatus();
+  const TopologyHint affinity =
+      store_ != nullptr ? store_->GetAffinity(pod.uid, container.name)
+                        : TopologyHint{};
+  return policy_->Allocate(state_, pod, container, affinity);
+}
+
+void MemoryManager::RemoveContainer(const std::string& pod_uid,
+                                    const std::string& container) {
+  MutexLock lock(mutex_);
+  if (policy_) policy_->RemoveContainer(state_, pod_uid, container);
+}
+
+void MemoryManager::RemovePod(const std::string& pod_uid) {
+  MutexLock lock(mutex_);
+  if (!policy_) return;
+  const auto pod = state_.assignments.find(pod_uid);
+  if (pod == state_.assignments.end()) return;
+  std::vector<std::string> containers;
+  for (const auto& [name, blocks] : pod->second) containers.push_back(name);
+  for (const std::string& name : containers) {
+    policy_->RemoveContainer(state_, pod_uid, name);
+  }
+}
+
+Status MemoryManager::Restore(const std::string& pod_uid,
+                              const std::string& container,
+                              const std::vector<MemoryBlock>& blocks) {
+  MutexLock lock(mutex_);
+  const std::string who = "pod " + pod_uid + " container " + container;
+  if (!policy_) {
+    return InvalidArgumentError(who +
+                                " holds pinned memory, but the memory manager "
+                                "policy is None");
+  }
+  if (state_.Blocks(pod_uid, container) != nullptr) {
+    return InvalidArgumentError(who + " already holds memory");
+  }
+  // Rebuilt as validateState rebuilds the expected state, then checked.
+  MemoryMachineState machine = state_.machine;
+  for (const MemoryBlock& block : blocks) {
+    if (block.numa_affinity.empty()) {
+      return InvalidArgumentError(who + ": a " + block.type +
+                                  " block with no NUMA node");
+    }
+    uint64_t requested = block.size;
+    for (int id : block.numa_affinity) {
+      const auto node = machine.find(id);
+      if (node == machine.end()) {
+        return InvalidArgumentError(
+            who + ": the memory assignment uses NUMA node " +
+            std::to_string(id) + ", which does not exist");
+      }
+      const auto table = node->second.memory.find(block.type);
+      if (table == node->second.memory.end()) {
+        return InvalidArgumentError(who + ": the memory assignment uses " +
+                                    block.type + ", which node " +
+                                    std::to_string(id) + " does not have");
+      }
+      MemoryTable& t = table->second;
+      node->second.assignments++;
+      node->second.cells = block.numa_affinity;
+      const uint64_t take = std::min(t.free, requested);
+      t.free -= take;
+      t.reserved += take;
+      requested -= take;
+    }
+    if (requested != 0) {
+      return InvalidArgumentError(
+          who + ": " + std::to_string(block.size) + " bytes of " + block.type +
+          " on NUMA nodes " +
+          NumaMask::FromIds(block.numa_affinity).value_or(NumaMask()).ToString() +
+          " do not fit what is free there");
+    }
+  }
+  state_.machine = std::move(machine);
+  state_.assignments[pod_uid][container] = blocks;
+  return OkStatus();
+}
+
+std::vector<MemoryBlock> MemoryManager::ContainerBlocks(
+    const std::string& pod_uid, const std::string& container) const {
+  MutexLock lock(mutex_);
+  const auto* blocks = state_.Blocks(pod_uid, container);
+  return blocks ? *blocks : std::vector<MemoryBlock>{};
+}
+
+MemoryState MemoryManager::State() const {
+  MutexLock lock(mutex_);
+  return state_;
+}
+
+}  // namespace topology::manager

@@ -1,0 +1,560 @@
+// StaticMemoryPolicy: policy_static.go of the kubelet's Memory Manager, one
+// function for each of its functions, in its order of decisions.
+#include <algorithm>
+#include <cstdio>
+
+#include "topology/manager/memory_manager.h"
+
+namespace topology::manager {
+namespace {
+
+// The kubelet's bitmask String(): binary digits, padded to an even width
+// ("01" for node 0, "0101" for nodes 0 and 2). The reusable-memory keys.
+std::string GoMaskString(NumaMask mask) {
+  const uint64_t bits = mask.bits();
+  int width = 2;
+  for (int shift = 62; shift > 0; shift -= 2) {
+    if (bits > (uint64_t{1} << shift)) {
+      width = shift + 2;
+      break;
+    }
+  }
+  std::string out;
+  for (int bit = 63; bit >= 0; --bit) {
+    if (((bits >> bit) & 1U) != 0 || !out.empty() || bit < width) {
+      out += ((bits >> bit) & 1U) != 0 ? '1' : '0';
+    }
+  }
+  return out;
+}
+
+NumaMask MaskOf(const std::vector<int>& ids) {
+  uint64_t bits = 0;
+  for (int id : ids) {
+    if (id >= 0 && id < NumaMask::kMaxNodes) bits |= uint64_t{1} << id;
+  }
+  return NumaMask::FromBits(bits);
+}
+
+bool AreGroupsEqual(std::vector<int> a, std::vector<int> b) {
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  return a == b;
+}
+
+// Sums of free memory of `mask` cover every request (isAffinitySatisfyRequest).
+bool IsAffinitySatisfyRequest(const MemoryMachineState& machine, NumaMask mask,
+                              const std::map<std::string, uint64_t>& requests) {
+  for (const auto& [type, size] : requests) {
+    uint64_t free = 0;
+    for (int id : mask.Ids()) {
+      const auto node = machine.find(id);
+      if (node == machine.end()) continue;
+      const auto table = node->second.memory.find(type);
+      if (table != node->second.memory.end()) free += table->second.free;
+    }
+    if (free < size) return false;
+  }
+  return true;
+}
+
+// findBestHint: preferred first, then the narrowest.
+TopologyHint FindBestHint(const std::vector<TopologyHint>& hints) {
+  TopologyHint best;
+  for (const TopologyHint& hint : hints) {
+    if (!best.affinity) {
+      best = hint;
+      continue;
+    }
+    if (hint.preferred && !best.preferred) {
+      best = hint;
+      continue;
+    }
+    if (hint.preferred == best.preferred && hint.affinity &&
+        hint.affinity->IsNarrowerThan(*best.affinity)) {
+      best = hint;
+    }
+  }
+  return best;
+}
+
+// updateMachineState: node by node in mask order; every node of the mask
+// counts the assignment and joins the group.
+void UpdateMachineState(MemoryMachineState& machine,
+                        const std::vector<int>& affinity,
+                        const std::string& type, uint64_t requested) {
+  for (int id : affinity) {
+    MemoryNodeState& node = machine[id];
+    ++node.assignments;
+    node.cells = affinity;
+    if (requested == 0) continue;
+    MemoryTable& table = node.memory[type];
+    if (table.free == 0) continue;
+    if (table.free >= requested) {
+      table.reserved += requested;
+      table.free -= requested;
+      requested = 0;
+      continue;
+    }
+    requested -= table.free;
+    table.reserved += table.free;
+    table.free = 0;
+  }
+}
+
+bool IsRegularInitContainer(const Pod& pod, const Container& container) {
+  for (const Container& init : pod.init_containers) {
+    if (init.name == container.name) return !init.restartable;
+  }
+  return false;
+}
+
+// regenerateHints: the hints of memory already allocated (a restart), or
+// none (nil) when the blocks do not match the request.
+ProviderHints RegenerateHints(const std::vector<MemoryBlock>& blocks,
+                              const std::map<std::string, uint64_t>& requests) {
+  std::map<std::string, std::vector<TopologyHint>> hints;
+  for (const auto& [type, size] : requests) hints[type];
+  if (blocks.size() != requests.size()) return {};
+  for (const MemoryBlock& block : blocks) {
+    const auto it = requests.find(block.type);
+    if (it == requests.end() || block.size != it->second) return {};
+    auto mask = NumaMask::FromIds(block.numa_affinity);
+    if (!mask.ok()) return {};
+    hints[block.type].push_back(TopologyHint{*mask, true});
+  }
+  ProviderHints out;
+  for (auto& [type, list] : hints) out[type] = HintList(std::move(list));
+  return out;
+}
+
+ProviderHints ToProviderHints(
+    std::map<std::string, std::vector<TopologyHint>> hints) {
+  ProviderHints out;
+  for (auto& [type, list] : hints) out[type] = HintList(std::move(list));
+  return out;
+}
+
+// areMachineStatesEqual, with the kubelet's tolerance: memory of a group
+// may sit on any of its nodes, so free and reserved are compared as sums
+// over each node's group.
+bool AreMachineStatesEqual(const MemoryMachineState& a,
+                           const MemoryMachineState& b) {
+  if (a.size() != b.size()) return false;
+  for (const auto& [id, node_a] : a) {
+    const auto it = b.find(id);
+    if (it == b.end()) return false;
+    const MemoryNodeState& node_b = it->second;
+    if (node_a.assignments != node_b.assignments) return false;
+    if (!AreGroupsEqual(node_a.cells, node_b.cells)) return false;
+    if (node_a.memory.size() != node_b.memory.size()) return false;
+    for (const auto& [type, table_a] : node_a.memory) {
+      const auto table_b = node_b.memory.find(type);
+      if (table_b == node_b.memory.end()) return false;
+      if (table_a.total != table_b->second.total ||
+          table_a.system_reserved != table_b->second.system_reserved ||
+          table_a.allocatable != table_b->second.allocatable) {
+        return false;
+      }
+      uint64_t free_a = 0, reserved_a = 0, free_b = 0, reserved_b = 0;
+      for (int cell : node_a.cells) {
+        const auto in_a = a.find(cell);
+        const auto in_b = b.find(cell);
+        if (in_a == a.end() || in_b == b.end()) return false;
+        const auto ta = in_a->second.memory.find(type);
+        const auto tb = in_b->second.memory.find(type);
+        if (ta != in_a->second.memory.end()) {
+          free_a += ta->second.free;
+          reserved_a += ta->second.reserved;
+        }
+        if (tb != in_b->second.memory.end()) {
+          free_b += tb->second.free;
+          reserved_b += tb->second.reserved;
+        }
+      }
+      if (free_a != free_b || reserved_a != reserved_b) return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+bool IsAffinityViolatingNumaAllocations(const MemoryMachineState& machine,
+                                        NumaMask mask) {
+  const std::vector<int> ids = mask.Ids();
+  if (ids.size() == 1) return false;
+  for (int id : ids) {
+    const auto node = machine.find(id);
+    if (node == machine.end() || node->second.assignments == 0) continue;
+    if (node->second.cells.size() == 1) return true;
+    if (!AreGroupsEqual(node->second.cells, ids)) return true;
+  }
+  return false;
+}
+
+StatusOr<StaticMemoryPolicy> StaticMemoryPolicy::Create(
+    std::vector<NumaNode> nodes, ReservedMemory reserved) {
+  uint64_t total = 0;
+  for (const auto& [id, types] : reserved) {
+    const auto it = types.find(kMemoryResource);
+    if (it != types.end()) total += it->second;
+  }
+  if (total == 0) {
+    return InvalidArgumentError(
+        "[memorymanager] you should specify the system reserved memory");
+  }
+  return StaticMemoryPolicy(std::move(nodes), std::move(reserved));
+}
+
+MemoryMachineState StaticMemoryPolicy::DefaultMachineState() const {
+  const auto system_reserved = [&](int id, const std::string& type) {
+    const auto node = reserved_.find(id);
+    if (node == reserved_.end()) return uint64_t{0};
+    const auto it = node->second.find(type);
+    return it == node->second.end() ? uint64_t{0} : it->second;
+  };
+  // Beyond the kubelet, whose unsigned subtraction wraps: a reservation
+  // larger than the memory leaves nothing allocatable.
+  const auto minus = [](uint64_t a, uint64_t b) { return a > b ? a - b : 0; };
+  MemoryMachineState machine;
+  for (const NumaNode& node : nodes_) {
+    MemoryNodeState& state = machine[node.id];
+    state.cells = {node.id};
+    uint64_t hugepages = 0;
+    for (const HugePages& pages : node.hugepages) {
+      const std::string type = HugePagesResourceName(pages.page_size_bytes);
+      const uint64_t total = pages.total_pages * pages.page_size_bytes;
+      const uint64_t reserved = system_reserved(node.id, type);
+      const uint64_t allocatable = minus(total, reserved);
+      state.memory[type] = MemoryTable{.total = total,
+                                       .system_reserved = reserved,
+                                       .allocatable = allocatable,
+                                       .reserved = 0,
+                                       .free = allocatable};
+      hugepages += total;
+    }
+    const uint64_t reserved = system_reserved(node.id, kMemoryResource);
+    const uint64_t allocatable =
+        minus(minus(node.memory_bytes, reserved), hugepages);
+    state.memory[kMemoryResource] = MemoryTable{.total = node.memory_bytes,
+                                                .system_reserved = reserved,
+                                                .allocatable = allocatable,
+                                                .reserved = 0,
+                                                .free = allocatable};
+  }
+  return machine;
+}
+
+Status StaticMemoryPolicy::Start(MemoryState& state) const {
+  if (state.machine.empty()) {
+    if (!state.assignments.empty()) {
+      return FailedPreconditionError(
+          "[memorymanager] machine state can not be empty when it has memory "
+          "assignments");
+    }
+    state.machine = DefaultMachineState();
+    return OkStatus();
+  }
+  MemoryMachineState expected = DefaultMachineState();
+  for (const auto& [pod, containers] : state.assignments) {
+    for (const auto& [container, blocks] : containers) {
+      for (const MemoryBlock& block : blocks) {
+        uint64_t requested = block.size;
+        for (int id : block.numa_affinity) {
+          const auto node = expected.find(id);
+          if (node == expected.end()) {
+            return FailedPreconditionError(
+                "[memorymanager] (pod: " + pod + ", container: " + container +
+                ") the memory assignment uses the NUMA that does not exist");
+          }
+          node->second.assignments++;
+          node->second.cells = block.numa_affinity;
+          const auto table = node->second.memory.find(block.type);
+          if (table == node->second.memory.end()) {
+            return FailedPreconditionError(
+                "[memorymanager] (pod: " + pod + ", container: " + container +
+                ") the memory assignment uses memory resource that does not "
+                "exist");
+          }
+          if (requested == 0 || table->second.free == 0) continue;
+          MemoryTable& t = table->second;
+          if (t.free >= requested) {
+            t.reserved += requested;
+            t.free -= requested;
+            requested = 0;
+            continue;
+          }
+          requested -= t.free;
+          t.reserved += t.free;
+          t.free = 0;
+        }
+      }
+    }
+  }
+  if (!AreMachineStatesEqual(state.machine, expected)) {
+    return FailedPreconditionError(
+        "[memorymanager] the expected machine state is different from the "
+        "real one");
+  }
+  return OkStatus();
+}
+
+uint64_t StaticMemoryPolicy::Reusable(const std::string& pod_uid,
+                                      NumaMask mask,
+                                      const std::string& type) const {
+  const auto pod = reusable_.find(pod_uid);
+  if (pod == reusable_.end()) return 0;
+  const auto numa = pod->second.find(GoMaskString(mask));
+  if (numa == pod->second.end()) return 0;
+  const auto it = numa->second.find(type);
+  return it == numa->second.end() ? 0 : it->second;
+}
+
+std::map<std::string, std::vector<TopologyHint>>
+StaticMemoryPolicy::CalculateHints(
+    const MemoryMachineState& machine, const std::string& pod_uid,
+    const std::map<std::string, uint64_t>& requests) const {
+  std::vector<int> ids;
+  for (const auto& [id, node] : machine) ids.push_back(id);
+  int min_affinity_size = static_cast<int>(ids.size());
+  std::map<std::string, std::vector<TopologyHint>> hints;
+  const auto table = [&](int id, const std::string& type) -> const MemoryTable* {
+    const auto node = machine.find(id);
+    if (node == machine.end()) return nullptr;
+    const auto it = node->second.memory.find(type);
+    return it == node->second.memory.end() ? nullptr : &it->second;
+  };
+  IterateMasks(ids, [&](NumaMask mask) {
+    const std::vector<int> bits = mask.Ids();
+    const bool single = bits.size() == 1;
+    for (const auto& [type, size] : requests) {
+      uint64_t allocatable = 0;
+      for (int id : bits) {
+        if (const MemoryTable* t = table(id, type)) allocatable += t->allocatable;
+      }
+      if (allocatable < size) return;
+    }
+    min_affinity_size = std::min(min_affinity_size, mask.Count());
+    if (single && machine.at(bits[0]).cells.size() > 1) return;
+    for (int id : bits) {
+      const MemoryNodeState& node = machine.at(id);
+      if (!single && node.assignments > 0) {
+        if (node.cells.size() == 1) return;
+        if (!AreGroupsEqual(node.cells, bits)) return;
+      }
+    }
+    for (const auto& [type, size] : requests) {
+      uint64_t free = 0;
+      for (int id : bits) {
+        if (const MemoryTable* t = table(id, type)) free += t->free;
+      }
+      if (free + Reusable(pod_uid, mask, type) < size) return;
+    }
+    for (const auto& [type, size] : requests) {
+      hints[type].push_back(TopologyHint{mask, false});
+    }
+  });
+  for (auto& [type, list] : hints) {
+    for (TopologyHint& hint : list) {
+      hint.preferred = hint.affinity->Count() == min_affinity_size;
+    }
+  }
+  return hints;
+}
+
+ProviderHints StaticMemoryPolicy::GetTopologyHints(
+    const MemoryState& state, const Pod& pod,
+    const Container& container) const {
+  if (!pod.guaranteed) return {};
+  const std::map<std::string, uint64_t> requests =
+      ContainerRequestedMemory(container);
+  if (const auto* blocks = state.Blocks(pod.uid, container.name)) {
+    return RegenerateHints(*blocks, requests);
+  }
+  return ToProviderHints(CalculateHints(state.machine, pod.uid, requests));
+}
+
+ProviderHints StaticMemoryPolicy::GetPodTopologyHints(const MemoryState& state,
+                                                      const Pod& pod) const {
+  if (!pod.guaranteed) return {};
+  const std::map<std::string, uint64_t> requests = PodRequestedMemory(pod);
+  for (const auto* list : {&pod.init_containers, &pod.containers}) {
+    for (const Container& container : *list) {
+      if (const auto* blocks = state.Blocks(pod.uid, container.name)) {
+        return RegenerateHints(*blocks, requests);
+      }
+    }
+  }
+  return ToProviderHints(CalculateHints(state.machine, pod.uid, requests));
+}
+
+StatusOr<TopologyHint> StaticMemoryPolicy::DefaultHint(
+    const MemoryMachineState& machine, const std::string& pod_uid,
+    const std::map<std::string, uint64_t>& requests) const {
+  auto hints = CalculateHints(machine, pod_uid, requests);
+  if (hints.empty()) {
+    return ResourceExhaustedError(
+        "[memorymanager] failed to get the default NUMA affinity, no NUMA "
+        "nodes with enough memory is available");
+  }
+  // Every type has the same list; the kubelet reads "memory"'s.
+  return FindBestHint(hints[kMemoryResource]);
+}
+
+StatusOr<TopologyHint> StaticMemoryPolicy::ExtendHint(
+    const MemoryMachineState& machine, const std::string& pod_uid,
+    const std::map<std::string, uint64_t>& requests, NumaMask mask) const {
+  auto hints = CalculateHints(machine, pod_uid, requests);
+  std::vector<TopologyHint> filtered;
+  for (const TopologyHint& hint : hints[kMemoryResource]) {
+    if (mask.IsSubsetOf(*hint.affinity)) filtered.push_back(hint);
+  }
+  if (filtered.empty()) {
+    return ResourceExhaustedError(
+        "[memorymanager] failed to find NUMA nodes to extend the current "
+        "topology hint");
+  }
+  return FindBestHint(filtered);
+}
+
+Status StaticMemoryPolicy::Allocate(MemoryState& state, const Pod& pod,
+                                    const Container& container,
+                                    const TopologyHint& affinity) {
+  if (!pod.guaranteed) return OkStatus();
+  if (const auto* blocks = state.Blocks(pod.uid, container.name)) {
+    UpdateReusable(pod, container, *blocks);
+    return OkStatus();
+  }
+  const std::map<std::string, uint64_t> requests =
+      ContainerRequestedMemory(container);
+  MemoryMachineState machine = state.machine;
+  TopologyHint best = affinity;
+  if (!affinity.affinity) {
+    auto hint = DefaultHint(machine, pod.uid, requests);
+    if (!hint.ok()) return hint.status();
+    if (!hint->preferred && best.preferred) {
+      return ResourceExhaustedError(
+          "[memorymanager] failed to find the default preferred hint");
+    }
+    best = *hint;
+  }
+  // A merged hint may be narrower than the memory needs (restricted AND-ed
+  // it with other providers'): extend it to a hint that holds it.
+  if (!best.affinity ||
+      !IsAffinitySatisfyRequest(machine, *best.affinity, requests)) {
+    auto hint = ExtendHint(machine, pod.uid, requests,
+                           best.affinity.value_or(NumaMask()));
+    if (!hint.ok()) return hint.status();
+    if (!hint->preferred && best.preferred) {
+      return ResourceExhaustedError(
+          "[memorymanager] failed to find the extended preferred hint");
+    }
+    best = *hint;
+  }
+  if (!best.affinity ||
+      IsAffinityViolatingNumaAllocations(machine, *best.affinity)) {
+    return ResourceExhaustedError(
+        "[memorymanager] preferred hint violates NUMA node allocation");
+  }
+  const std::vector<int> bits = best.affinity->Ids();
+  std::vector<MemoryBlock> blocks;
+  for (const auto& [type, size] : requests) {
+    blocks.push_back(MemoryBlock{bits, type, size});
+    const uint64_t reusable = Reusable(pod.uid, *best.affinity, type);
+    UpdateMachineState(machine, bits, type,
+                       reusable >= size ? 0 : size - reusable);
+  }
+  UpdateReusable(pod, container, blocks);
+  state.machine = std::move(machine);
+  state.assignments[pod.uid][container.name] = blocks;
+  UpdateInitContainersBlocks(state, pod, container, blocks);
+  return OkStatus();
+}
+
+void StaticMemoryPolicy::UpdateReusable(const Pod& pod,
+                                        const Container& container,
+                                        const std::vector<MemoryBlock>& blocks) {
+  for (auto it = reusable_.begin(); it != reusable_.end();) {
+    it = it->first != pod.uid ? reusable_.erase(it) : std::next(it);
+  }
+  if (IsRegularInitContainer(pod, container)) {
+    auto& by_mask = reusable_[pod.uid];
+    for (const MemoryBlock& block : blocks) {
+      uint64_t& held =
+          by_mask[GoMaskString(MaskOf(block.numa_affinity))][block.type];
+      held = std::max(held, block.size);
+    }
+    return;
+  }
+  for (const MemoryBlock& block : blocks) {
+    const NumaMask mask = MaskOf(block.numa_affinity);
+    const uint64_t reusable = Reusable(pod.uid, mask, block.type);
+    if (reusable == 0) continue;
+    uint64_t& held = reusable_[pod.uid][GoMaskString(mask)][block.type];
+    held = block.size >= reusable ? 0 : held - block.size;
+  }
+}
+
+void StaticMemoryPolicy::UpdateInitContainersBlocks(
+    MemoryState& state, const Pod& pod, const Container& container,
+    const std::vector<MemoryBlock>& blocks) const {
+  for (const MemoryBlock& block : blocks) {
+    uint64_t size = block.size;
+    for (const Container& init : pod.init_containers) {
+      if (init.name == container.name || size == 0) break;
+      if (init.restartable) continue;
+      auto pod_it = state.assignments.find(pod.uid);
+      if (pod_it == state.assignments.end()) continue;
+      auto it = pod_it->second.find(init.name);
+      if (it == pod_it->second.end() || it->second.empty()) continue;
+      for (MemoryBlock& held : it->second) {
+        if (held.size == 0 || held.type != block.type) continue;
+        if (MaskOf(held.numa_affinity) != MaskOf(block.numa_affinity)) continue;
+        if (held.size > size) {
+          held.size -= size;
+          size = 0;
+        } else {
+          size -= held.size;
+          held.size = 0;
+        }
+      }
+    }
+  }
+}
+
+void StaticMemoryPolicy::RemoveContainer(MemoryState& state,
+                                         const std::string& pod_uid,
+                                         const std::string& container) const {
+  auto pod = state.assignments.find(pod_uid);
+  if (pod == state.assignments.end()) return;
+  auto it = pod->second.find(container);
+  if (it == pod->second.end()) return;
+  const std::vector<MemoryBlock> blocks = std::move(it->second);
+  pod->second.erase(it);
+  if (pod->second.empty()) state.assignments.erase(pod);
+  for (const MemoryBlock& block : blocks) {
+    uint64_t released = block.size;
+    for (int id : block.numa_affinity) {
+      const auto node_it = state.machine.find(id);
+      if (node_it == state.machine.end()) continue;
+      MemoryNodeState& node = node_it->second;
+      --node.assignments;
+      if (node.assignments == 0) node.cells = {id};
+      if (released == 0) continue;
+      MemoryTable& table = node.memory[block.type];
+      if (table.reserved == 0) continue;
+      if (table.reserved < released) {
+        released -= table.reserved;
+        table.free += table.reserved;
+        table.reserved = 0;
+        continue;
+      }
+      table.free += released;
+      table.reserved -= released;
+      released = 0;
+    }
+  }
+}
+
+}  // namespace topology::manager
