@@ -1,0 +1,970 @@
+// The kubelet's Memory Manager tables (pkg/kubelet/cm/memorymanager:
+// policy_static_test.go, memory_manager_test.go) as our tests: each upstream
+// test function is a TEST of the same name, each case a row with the
+// upstream description, run as upstream runs it (initTests: the policy over
+// a state set directly, without Start, unless the test is about Start).
+#include "topology/manager/memory_manager.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <optional>
+#include <tuple>
+
+#include "status_matchers.h"
+
+namespace topology::manager {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::StatusIs;
+
+constexpr uint64_t mb = 1024 * 1024;
+constexpr uint64_t gb = 1024 * mb;
+const std::string kMem = kMemoryResource;
+const std::string kHp1g = "hugepages-1Gi";
+const std::string kHp2m = "hugepages-2Mi";
+
+// state.MemoryTable in upstream's field order:
+// Allocatable, Free, Reserved, SystemReserved, TotalMemSize.
+MemoryTable T(uint64_t allocatable, uint64_t free, uint64_t reserved,
+              uint64_t system_reserved, uint64_t total) {
+  return MemoryTable{.total = total,
+                     .system_reserved = system_reserved,
+                     .allocatable = allocatable,
+                     .reserved = reserved,
+                     .free = free};
+}
+
+MemoryNodeState N(std::map<std::string, MemoryTable> memory,
+                  std::vector<int> cells, int assignments) {
+  return MemoryNodeState{std::move(memory), assignments, std::move(cells)};
+}
+
+MemoryBlock B(std::vector<int> affinity, const std::string& type,
+              uint64_t size) {
+  return MemoryBlock{std::move(affinity), type, size};
+}
+
+// cadvisor's machine node: memory and 1Gi pages.
+NumaNode MachineNode(int id, uint64_t memory, uint64_t pages_1g) {
+  NumaNode node;
+  node.id = id;
+  node.memory_bytes = memory;
+  node.hugepages = {HugePages{.page_size_bytes = gb, .total_pages = pages_1g}};
+  return node;
+}
+
+Container C(const std::string& name, uint64_t memory, uint64_t hugepages,
+            const std::string& hugepages_type = kHp1g) {
+  Container c;
+  c.name = name;
+  c.limits = {{"cpu", 1000},
+              {kMem, static_cast<int64_t>(memory)},
+              {hugepages_type, static_cast<int64_t>(hugepages)}};
+  return c;
+}
+
+// getPod with requirementsGuaranteed (1Gi memory, 1Gi of 1Gi pages) or
+// requirementsBurstable.
+Pod GetPod(const std::string& uid, const std::string& container,
+           bool guaranteed = true) {
+  Pod pod;
+  pod.uid = uid;
+  pod.name = uid;
+  pod.guaranteed = guaranteed;
+  pod.containers = {guaranteed ? C(container, gb, gb)
+                               : C(container, 2 * gb, 2 * gb)};
+  return pod;
+}
+
+Pod GetPodWithInitContainers(const std::string& uid,
+                             std::vector<Container> containers,
+                             std::vector<Container> init_containers) {
+  Pod pod;
+  pod.uid = uid;
+  pod.name = uid;
+  pod.guaranteed = true;
+  pod.containers = std::move(containers);
+  pod.init_containers = std::move(init_containers);
+  return pod;
+}
+
+struct Case {
+  std::string description;
+  ContainerMemoryAssignments assignments = {};
+  std::optional<ContainerMemoryAssignments> expected_assignments = {};
+  MemoryMachineState machine_state = {};
+  std::optional<MemoryMachineState> expected_machine_state = {};
+  ReservedMemory system_reserved = {};
+  std::string expected_error = {};
+  std::vector<NumaNode> machine_info = {};
+  Pod pod = {};
+  TopologyHint topology_hint = {};
+  ProviderHints expected_hints = {};
+};
+
+// initTests: a policy over the case's state, set without validation.
+struct Setup {
+  std::optional<StaticMemoryPolicy> policy;
+  MemoryState state;
+};
+StatusOr<Setup> InitTests(const Case& c) {
+  auto policy = StaticMemoryPolicy::Create(c.machine_info, c.system_reserved);
+  if (!policy.ok()) return policy.status();
+  Setup setup;
+  setup.policy = std::move(*policy);
+  setup.state.machine = c.machine_state;
+  setup.state.assignments = c.assignments;
+  return setup;
+}
+
+// areContainerMemoryAssignmentsEqual: blocks compared in any order.
+ContainerMemoryAssignments Normalized(ContainerMemoryAssignments a) {
+  for (auto& [pod, containers] : a) {
+    for (auto& [name, blocks] : containers) {
+      std::sort(blocks.begin(), blocks.end(),
+                [](const MemoryBlock& x, const MemoryBlock& y) {
+                  return std::tie(x.type, x.numa_affinity, x.size) <
+                         std::tie(y.type, y.numa_affinity, y.size);
+                });
+    }
+  }
+  return a;
+}
+
+// areMachineStatesEqual of the tests: every field per node.
+void ExpectMachineState(const MemoryMachineState& actual,
+                        const MemoryMachineState& expected) {
+  ASSERT_EQ(actual.size(), expected.size());
+  for (const auto& [id, node] : expected) {
+    SCOPED_TRACE("node " + std::to_string(id));
+    ASSERT_TRUE(actual.contains(id));
+    const MemoryNodeState& got = actual.at(id);
+    EXPECT_EQ(got.assignments, node.assignments);
+    std::vector<int> a = got.cells, b = node.cells;
+    std::sort(a.begin(), a.end());
+    std::sort(b.begin(), b.end());
+    EXPECT_EQ(a, b);
+    EXPECT_EQ(got.memory, node.memory);
+  }
+}
+
+std::string HintsText(const ProviderHints& hints) {
+  std::string out;
+  for (const auto& [type, list] : hints) {
+    out += type + ":";
+    if (!list) {
+      out += " nil";
+    } else {
+      for (const TopologyHint& h : *list) out += " " + h.ToString();
+    }
+    out += "\n";
+  }
+  return out.empty() ? "(none)" : out;
+}
+
+// Two NUMA nodes with 512Mi of memory each and one 1Gi page (the machine
+// most RemoveContainer and multi-node cases use).
+std::map<std::string, MemoryTable> Fresh(uint64_t allocatable, uint64_t total,
+                                         uint64_t reserved_sys = 512 * mb) {
+  return {{kMem, T(allocatable, allocatable, 0, reserved_sys, total)},
+          {kHp1g, T(gb, gb, 0, 0, gb)}};
+}
+
+TEST(MemoryManagerTest, TestStaticPolicyNew) {
+  {
+    SCOPED_TRACE(
+        "should fail, when machine does not have reserved memory for the "
+        "system workloads");
+    EXPECT_THAT(StaticMemoryPolicy::Create({}, {}).status(),
+                StatusIs(StatusCode::kInvalidArgument,
+                         "[memorymanager] you should specify the system "
+                         "reserved memory"));
+  }
+  {
+    SCOPED_TRACE(
+        "should succeed, when at least one NUMA node has reserved memory");
+    EXPECT_TRUE(
+        StaticMemoryPolicy::Create({}, {{0, {}}, {1, {{kMem, 512 * mb}}}})
+            .ok());
+  }
+}
+
+TEST(MemoryManagerTest, TestStaticPolicyStart) {
+  const ReservedMemory reserved0 = {{0, {{kMem, 512 * mb}}}};
+  const std::vector<Case> cases = {
+      {.description = "should fail, if machine state is empty, but it has "
+                      "memory assignments",
+       .assignments = {{"pod", {{"container1", {B({0}, kMem, 512 * mb)}}}}},
+       .system_reserved = reserved0,
+       .expected_error = "[memorymanager] machine state can not be empty when "
+                         "it has memory assignments"},
+      {.description = "should fill the state with default values, when the "
+                      "state is empty",
+       .expected_assignments = ContainerMemoryAssignments{},
+       .expected_machine_state =
+           MemoryMachineState{
+               {0, N({{kMem, T(1536 * mb, 1536 * mb, 0, 512 * mb, 3 * gb)},
+                      {kHp1g, T(gb, gb, 0, 0, gb)}},
+                     {0}, 0)}},
+       .system_reserved = reserved0,
+       .machine_info = {MachineNode(0, 3 * gb, 1)}},
+      {.description =
+           "should fail when machine state does not have all NUMA nodes",
+       .machine_state = {{0, N({{kMem, T(1536 * mb, 1536 * mb, 0, 512 * mb,
+                                         2 * gb)},
+                                {kHp1g, T(gb, gb, 0, 0, gb)}},
+                               {0}, 0)}},
+       .system_reserved = reserved0,
+       .expected_error = "[memorymanager] the expected machine state is "
+                         "different from the real one",
+       .machine_info = {MachineNode(0, 2 * gb, 1), MachineNode(1, 2 * gb, 1)}},
+      {.description =
+           "should fail when machine state does not have memory resource",
+       .machine_state = {{0, N({{kHp1g, T(gb, gb, 0, 0, gb)}}, {0}, 0)}},
+       .system_reserved = reserved0,
+       .expected_error = "[memorymanager] the expected machine state is "
+                         "different from the real one",
+       .machine_info = {MachineNode(0, 2 * gb, 1)}},
+      {.description =
+           "should fail when machine state has wrong size of total memory",
+       .machine_state = {{0, N({{kMem, T(1536 * mb, 1536 * mb, 0, 512 * mb,
+                                         1536 * mb)}},
+                               {0}, 0)}},
+       .system_reserved = reserved0,
+       .expected_error = "[memorymanager] the expected machine state is "
+                         "different from the real one",
+       .machine_info = {MachineNode(0, 2 * gb, 1)}},
+      {.description = "should fail when machine state has wrong size of "
+                      "system reserved memory",
+       .machine_state = {{0, N({{kMem, T(1536 * mb, 1536 * mb, 0, 1024,
+                                         2 * gb)}},
+                               {0}, 0)}},
+       .system_reserved = reserved0,
+       .expected_error = "[memorymanager] the expected machine state is "
+                         "different from the real one",
+       .machine_info = {MachineNode(0, 2 * gb, 1)}},
+      {.description = "should fail when machine state reserved memory is "
+                      "different from the memory of all containers memory "
+                      "assignments",
+       .assignments = {{"pod", {{"container1", {B({0}, kMem, 512 * mb)}}}}},
+       .machine_state = {{0, N({{kMem, T(1536 * mb, 1536 * mb, 0, 512 * mb,
+                                         2 * gb)}},
+                               {0}, 1)}},
+       .system_reserved = reserved0,
+       .expected_error = "[memorymanager] the expected machine state is "
+                         "different from the real one",
+       .machine_info = {MachineNode(0, 2 * gb, 1)}},
+      {.description =
+           "should fail when machine state has wrong size of hugepages",
+       .machine_state = {{0, N({{kMem, T(1536 * mb, 1536 * mb, 0, 512 * mb,
+                                         2 * gb)},
+                                {kHp1g, T(gb, gb, 0, 0, gb)}},
+                               {0}, 0)}},
+       .system_reserved = reserved0,
+       .expected_error = "[memorymanager] the expected machine state is "
+                         "different from the real one",
+       .machine_info = {MachineNode(0, 2 * gb, 2)}},
+      {.description = "should fail when machine state has wrong size of "
+                      "system reserved hugepages",
+       .machine_state = {{0, N({{kMem, T(1536 * mb, 1536 * mb, 0, 512 * mb,
+                                         2 * gb)},
+                                {kHp1g, T(gb, gb, 0, gb, 2 * gb)}},
+                               {0}, 0)}},
+       .system_reserved = reserved0,
+       .expected_error = "[memorymanager] the expected machine state is "
+                         "different from the real one",
+       .machine_info = {MachineNode(0, 2 * gb, 2)}},
+      {.description = "should fail when the hugepages reserved machine state "
+                      "is different from the hugepages of all containers "
+                      "memory assignments",
+       .assignments = {{"pod1", {{"container1", {B({0}, kHp1g, gb)}}}},
+                       {"pod2", {{"container2", {B({0}, kHp1g, gb)}}}}},
+       .machine_state = {{0, N({{kMem, T(1536 * mb, 1536 * mb, 0, 512 * mb,
+                                         2 * gb)},
+                                {kHp1g, T(4 * gb, gb, 3 * gb, 0, 4 * gb)}},
+                               {0}, 2)}},
+       .system_reserved = reserved0,
+       .expected_error = "[memorymanager] the expected machine state is "
+                         "different from the real one",
+       .machine_info = {MachineNode(0, 2 * gb, 4)}},
+      {.description = "should fail when machine state does not have NUMA "
+                      "node that used under the memory assignment",
+       .assignments = {{"pod1", {{"container1", {B({1}, kMem, gb)}}}}},
+       .machine_state = {{0, N({{kMem, T(1536 * mb, 1536 * mb, 0, 512 * mb,
+                                         2 * gb)},
+                                {kHp1g, T(gb, gb, 0, 0, gb)}},
+                               {0}, 0)}},
+       .system_reserved = reserved0,
+       .expected_error = "[memorymanager] (pod: pod1, container: container1) "
+                         "the memory assignment uses the NUMA that does not "
+                         "exist",
+       .machine_info = {MachineNode(0, 2 * gb, 1)}},
+      {.description = "should fail when machine state does not have resource "
+                      "that used under the memory assignment",
+       .assignments = {{"pod1",
+                        {{"container1",
+                          {B({0}, kMem, gb), B({0}, kHp2m, gb)}}}}},
+       .machine_state = {{0, N({{kMem, T(1536 * mb, 1536 * mb, 0, 512 * mb,
+                                         2 * gb)},
+                                {kHp1g, T(gb, gb, 0, 0, gb)}},
+                               {0}, 2)}},
+       .system_reserved = reserved0,
+       .expected_error = "[memorymanager] (pod: pod1, container: container1) "
+                         "the memory assignment uses memory resource that "
+                         "does not exist",
+       .machine_info = {MachineNode(0, 2 * gb, 1)}},
+      {.description = "should fail when machine state number of assignments "
+                      "is different from the expected one",
+       .assignments = {{"pod1",
+                        {{"container1",
+                          {B({0}, kMem, gb), B({0}, kHp1g, gb)}}}}},
+       .machine_state = {{0, N({{kMem, T(1536 * mb, 1536 * mb, 0, 512 * mb,
+                                         2 * gb)},
+                                {kHp1g, T(gb, gb, 0, 0, gb)}},
+                               {0}, 1)}},
+       .system_reserved = reserved0,
+       .expected_error = "[memorymanager] the expected machine state is "
+                         "different from the real one",
+       .machine_info = {MachineNode(0, 2 * gb, 1)}},
+      {.description = "should validate cross NUMA reserved memory vs "
+                      "container assignments",
+       .assignments = {{"pod1",
+                        {{"container1",
+                          {B({0, 1}, kMem, 768 * mb), B({0, 1}, kHp1g, gb)}}}},
+                       {"pod2",
+                        {{"container2", {B({0, 1}, kMem, 256 * mb),
+                                         B({0, 1}, kHp1g, gb)}}}}},
+       .expected_assignments =
+           ContainerMemoryAssignments{
+               {"pod1",
+                {{"container1",
+                  {B({0, 1}, kMem, 768 * mb), B({0, 1}, kHp1g, gb)}}}},
+               {"pod2",
+                {{"container2",
+                  {B({0, 1}, kMem, 256 * mb), B({0, 1}, kHp1g, gb)}}}}},
+       .machine_state =
+           {{0, N({{kMem, T(640 * mb, 0, 640 * mb, 512 * mb, 2176 * mb)},
+                   {kHp1g, T(gb, 0, gb, 0, gb)}},
+                  {0, 1}, 4)},
+            {1, N({{kMem, T(640 * mb, 256 * mb, 384 * mb, 512 * mb,
+                            2176 * mb)},
+                   {kHp1g, T(gb, 0, gb, 0, gb)}},
+                  {0, 1}, 4)}},
+       .expected_machine_state =
+           MemoryMachineState{
+               {0, N({{kMem, T(640 * mb, 0, 640 * mb, 512 * mb, 2176 * mb)},
+                      {kHp1g, T(gb, 0, gb, 0, gb)}},
+                     {0, 1}, 4)},
+               {1, N({{kMem, T(640 * mb, 256 * mb, 384 * mb, 512 * mb,
+                               2176 * mb)},
+                      {kHp1g, T(gb, 0, gb, 0, gb)}},
+                     {0, 1}, 4)}},
+       .system_reserved = {{0, {{kMem, 512 * mb}}}, {1, {{kMem, 512 * mb}}}},
+       .machine_info = {MachineNode(0, 2176 * mb, 1),
+                        MachineNode(1, 2176 * mb, 1)}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.description);
+    auto setup = InitTests(c);
+    ASSERT_TRUE(setup.ok()) << setup.status().message();
+    const Status status = setup->policy->Start(setup->state);
+    EXPECT_EQ(status.message(), c.expected_error);
+    if (!status.ok()) continue;
+    if (c.expected_assignments) {
+      EXPECT_EQ(Normalized(setup->state.assignments),
+                Normalized(*c.expected_assignments));
+    }
+    if (c.expected_machine_state) {
+      ExpectMachineState(setup->state.machine, *c.expected_machine_state);
+    }
+  }
+}
+
+TEST(MemoryManagerTest, TestStaticPolicyAllocate) {
+  const ReservedMemory reserved0 = {{0, {{kMem, 512 * mb}}}};
+  const ReservedMemory reserved012 = {{0, {{kMem, 512 * mb}}},
+                                      {1, {{kMem, 512 * mb}}},
+                                      {2, {{kMem, 512 * mb}}}};
+  const auto three_nodes_one_used = [] {
+    return MemoryMachineState{
+        {0, N({{kMem, T(gb, 512 * mb, 512 * mb, 512 * mb, 1536 * mb)},
+               {kHp1g, T(gb, gb, 0, 0, gb)}},
+              {0}, 1)},
+        {1, N(Fresh(512 * mb, 1536 * mb), {1}, 0)},
+        {2, N(Fresh(512 * mb, 1536 * mb), {2}, 0)}};
+  };
+  const std::vector<Case> cases = {
+      {.description = "should do nothing for non-guaranteed pods",
+       .expected_assignments = ContainerMemoryAssignments{},
+       .machine_state = {{0, N(Fresh(1536 * mb, 2 * gb), {}, 0)}},
+       .expected_machine_state =
+           MemoryMachineState{{0, N(Fresh(1536 * mb, 2 * gb), {}, 0)}},
+       .system_reserved = reserved0,
+       .pod = GetPod("pod1", "container1", false)},
+      {.description =
+           "should do nothing once container already exists under the state "
+           "file",
+       .assignments = {{"pod1", {{"container1", {B({0}, kMem, gb)}}}}},
+       .expected_assignments =
+           ContainerMemoryAssignments{
+               {"pod1", {{"container1", {B({0}, kMem, gb)}}}}},
+       .machine_state = {{0, N({{kMem, T(1536 * mb, 512 * mb, 1024 * mb,
+                                         512 * mb, 2 * gb)},
+                                {kHp1g, T(gb, gb, 0, 0, gb)}},
+                               {}, 0)}},
+       .expected_machine_state =
+           MemoryMachineState{
+               {0, N({{kMem, T(1536 * mb, 512 * mb, 1024 * mb, 512 * mb,
+                               2 * gb)},
+                      {kHp1g, T(gb, gb, 0, 0, gb)}},
+                     {}, 0)}},
+       .system_reserved = reserved0,
+       .pod = GetPod("pod1", "container1")},
+      {.description = "should calculate a default topology hint when no NUMA "
+                      "affinity was provided by the topology manager hint",
+       .expected_assignments =
+           ContainerMemoryAssignments{
+               {"pod1",
+                {{"container1", {B({0}, kMem, gb), B({0}, kHp1g, gb)}}}}},
+       .machine_state = {{0, N(Fresh(1536 * mb, 2 * gb), {0}, 0)}},
+       .expected_machine_state =
+           MemoryMachineState{
+               {0, N({{kMem, T(1536 * mb, 512 * mb, 1024 * mb, 512 * mb,
+                               2 * gb)},
+                      {kHp1g, T(gb, 0, gb, 0, gb)}},
+                     {0}, 2)}},
+       .system_reserved = reserved0,
+       .pod = GetPod("pod1", "container1")},
+      {.description = "should fail when no NUMA affinity was provided under "
+                      "the topology manager hint and calculation of the "
+                      "default hint failed",
+       .assignments = {{"pod1",
+                        {{"container1",
+                          {B({0}, kMem, gb), B({0}, kHp1g, gb)}}}}},
+       .machine_state = {{0, N({{kMem, T(1536 * mb, 512 * mb, 1024 * mb,
+                                         512 * mb, 2 * gb)},
+                                {kHp1g, T(gb, 0, gb, 0, gb)}},
+                               {0}, 2)}},
+       .system_reserved = reserved0,
+       .expected_error = "[memorymanager] failed to get the default NUMA "
+                         "affinity, no NUMA nodes with enough memory is "
+                         "available",
+       .pod = GetPod("pod2", "container2")},
+      {.description = "should fail when no NUMA affinity was provided under "
+                      "the topology manager preferred hint and default hint "
+                      "has preferred false",
+       .assignments = {{"pod1", {{"container1", {B({0}, kMem, 512 * mb)}}}}},
+       .machine_state = three_nodes_one_used(),
+       .system_reserved = reserved012,
+       .expected_error =
+           "[memorymanager] failed to find the default preferred hint",
+       .pod = GetPod("pod2", "container2"),
+       .topology_hint = TopologyHint{std::nullopt, true}},
+      {.description = "should fail when NUMA affinity provided under the "
+                      "topology manager hint did not satisfy container "
+                      "requirements and extended hint generation failed",
+       .machine_state =
+           {{0, N(Fresh(512 * mb, gb), {0}, 0)},
+            {1, N({{kMem, T(1536 * mb, 512 * mb, gb, 512 * mb, 2 * gb)},
+                   {kHp1g, T(gb, gb, 0, 0, gb)}},
+                  {1, 2}, 1)},
+            {2, N({{kMem, T(1536 * mb, 512 * mb, gb, 512 * mb, 2 * gb)},
+                   {kHp1g, T(gb, gb, 0, 0, gb)}},
+                  {1, 2}, 1)}},
+       .system_reserved = reserved012,
+       .expected_error = "[memorymanager] failed to find NUMA nodes to extend "
+                         "the current topology hint",
+       .pod = GetPod("pod1", "container1"),
+       .topology_hint = TopologyHint{NumaMask::FromBits(1), false}},
+      {.description = "should fail when the topology manager provided the "
+                      "preferred hint and extended hint has preferred false",
+       .assignments = {{"pod1", {{"container1", {B({0}, kMem, 512 * mb)}}}}},
+       .machine_state = three_nodes_one_used(),
+       .system_reserved = reserved012,
+       .expected_error =
+           "[memorymanager] failed to find the extended preferred hint",
+       .pod = GetPod("pod2", "container2"),
+       .topology_hint = TopologyHint{NumaMask::FromBits(2), true}},
+      {.description =
+           "should succeed to allocate memory from multiple NUMA nodes",
+       .expected_assignments =
+           ContainerMemoryAssignments{
+               {"pod1",
+                {{"container1",
+                  {B({0, 1}, kMem, gb), B({0, 1}, kHp1g, gb)}}}}},
+       .machine_state = {{0, N(Fresh(512 * mb, gb), {0}, 0)},
+                         {1, N(Fresh(512 * mb, gb), {1}, 0)},
+                         {2, N(Fresh(512 * mb, gb), {2}, 0)},
+                         {3, N(Fresh(512 * mb, gb), {3}, 0)}},
+       .expected_machine_state =
+           MemoryMachineState{
+               {0, N({{kMem, T(512 * mb, 0, 512 * mb, 512 * mb, gb)},
+                      {kHp1g, T(gb, 0, gb, 0, gb)}},
+                     {0, 1}, 2)},
+               {1, N({{kMem, T(512 * mb, 0, 512 * mb, 512 * mb, gb)},
+                      {kHp1g, T(gb, gb, 0, 0, gb)}},
+                     {0, 1}, 2)},
+               {2, N(Fresh(512 * mb, gb), {2}, 0)},
+               {3, N(Fresh(512 * mb, gb), {3}, 0)}},
+       .system_reserved = {{0, {{kMem, 512 * mb}}},
+                           {1, {{kMem, 512 * mb}}},
+                           {2, {{kMem, 512 * mb}}},
+                           {3, {{kMem, 512 * mb}}}},
+       .pod = GetPod("pod1", "container1"),
+       .topology_hint = TopologyHint{std::nullopt, true}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.description);
+    auto setup = InitTests(c);
+    ASSERT_TRUE(setup.ok()) << setup.status().message();
+    const Status status = setup->policy->Allocate(
+        setup->state, c.pod, c.pod.containers[0], c.topology_hint);
+    EXPECT_EQ(status.message(), c.expected_error);
+    if (!status.ok()) continue;
+    if (c.expected_assignments) {
+      EXPECT_EQ(Normalized(setup->state.assignments),
+                Normalized(*c.expected_assignments));
+    }
+    if (c.expected_machine_state) {
+      ExpectMachineState(setup->state.machine, *c.expected_machine_state);
+    }
+  }
+}
+
+TEST(MemoryManagerTest, TestStaticPolicyAllocateWithInitContainers) {
+  struct InitCase {
+    std::string description;
+    std::vector<uint64_t> init;  // Gi of memory and of 1Gi pages each
+    std::vector<uint64_t> apps;
+    // Blocks after every container is allocated, by container.
+    std::map<std::string, uint64_t> expected_gi;
+    uint64_t expected_reserved_gi;
+  };
+  const std::vector<InitCase> cases = {
+      {"should re-use init containers memory, init containers requests 1Gi "
+       "and 2Gi, apps containers 3Gi and 4Gi",
+       {1, 2},
+       {3, 4},
+       {{"initContainer1", 0},
+        {"initContainer2", 0},
+        {"container1", 3},
+        {"container2", 4}},
+       7},
+      {"should re-use init containers memory, init containers requests 4Gi "
+       "and 3Gi, apps containers 2Gi and 1Gi",
+       {4, 3},
+       {2, 1},
+       {{"initContainer1", 0},
+        {"initContainer2", 1},
+        {"container1", 2},
+        {"container2", 1}},
+       4},
+      {"should re-use init containers memory, init containers requests 7Gi "
+       "and 4Gi, apps containers 4Gi and 3Gi",
+       {7, 4},
+       {4, 3},
+       {{"initContainer1", 0},
+        {"initContainer2", 0},
+        {"container1", 4},
+        {"container2", 3}},
+       7},
+      {"should re-use init containers memory, init containers requests 7Gi "
+       "and 4Gi, apps containers 5Gi and 2Gi",
+       {7, 4},
+       {5, 2},
+       {{"initContainer1", 0},
+        {"initContainer2", 0},
+        {"container1", 5},
+        {"container2", 2}},
+       7},
+  };
+  for (const InitCase& c : cases) {
+    SCOPED_TRACE(c.description);
+    std::vector<Container> init, apps;
+    for (size_t i = 0; i < c.init.size(); ++i) {
+      init.push_back(C("initContainer" + std::to_string(i + 1), c.init[i] * gb,
+                       c.init[i] * gb));
+    }
+    for (size_t i = 0; i < c.apps.size(); ++i) {
+      apps.push_back(C("container" + std::to_string(i + 1), c.apps[i] * gb,
+                       c.apps[i] * gb));
+    }
+    const Pod pod = GetPodWithInitContainers("pod1", apps, init);
+    auto policy = StaticMemoryPolicy::Create({}, {{0, {{kMem, 512 * mb}}}});
+    ASSERT_TRUE(policy.ok());
+    // A reusable entry of another pod is dropped by the first Allocate.
+    policy->set_reusable_memory({{"pod0", {}}});
+    MemoryState state;
+    state.machine = {{0, N({{kMem, T(7680 * mb, 7680 * mb, 0, 512 * mb,
+                                     8 * gb)},
+                            {kHp1g, T(8 * gb, 8 * gb, 0, 0, 8 * gb)}},
+                           {0}, 0)}};
+    for (const Container& container : init) {
+      ASSERT_TRUE(policy->Allocate(state, pod, container, {}).ok());
+    }
+    for (const Container& container : apps) {
+      ASSERT_TRUE(policy->Allocate(state, pod, container, {}).ok());
+    }
+    EXPECT_FALSE(policy->reusable_memory().contains("pod0"));
+    ContainerMemoryAssignments expected;
+    for (const auto& [name, size] : c.expected_gi) {
+      expected["pod1"][name] = {B({0}, kHp1g, size * gb),
+                                B({0}, kMem, size * gb)};
+    }
+    EXPECT_EQ(Normalized(state.assignments), Normalized(expected));
+    const uint64_t reserved = c.expected_reserved_gi * gb;
+    ExpectMachineState(
+        state.machine,
+        {{0, N({{kMem, T(7680 * mb, 7680 * mb - reserved, reserved, 512 * mb,
+                         8 * gb)},
+                {kHp1g, T(8 * gb, 8 * gb - reserved, reserved, 0, 8 * gb)}},
+               {0}, 8)}});
+  }
+}
+
+TEST(MemoryManagerTest, TestStaticPolicyRemoveContainer) {
+  const std::vector<Case> cases = {
+      {.description = "should do nothing when the container does not exist "
+                      "under the state",
+       .expected_assignments = ContainerMemoryAssignments{},
+       .machine_state = {{0, N(Fresh(1536 * mb, 2 * gb), {0}, 0)}},
+       .expected_machine_state =
+           MemoryMachineState{{0, N(Fresh(1536 * mb, 2 * gb), {0}, 0)}},
+       .system_reserved = {{0, {{kMem, 512 * mb}}}}},
+      {.description = "should delete the container assignment and update the "
+                      "machine state",
+       .assignments = {{"pod1",
+                        {{"container1",
+                          {B({0}, kMem, gb), B({0}, kHp1g, gb)}}}}},
+       .expected_assignments = ContainerMemoryAssignments{},
+       .machine_state = {{0, N({{kMem, T(1536 * mb, 512 * mb, gb, 512 * mb,
+                                         2 * gb)},
+                                {kHp1g, T(gb, 0, gb, 0, gb)}},
+                               {0}, 2)}},
+       .expected_machine_state =
+           MemoryMachineState{{0, N(Fresh(1536 * mb, 2 * gb), {0}, 0)}},
+       .system_reserved = {{0, {{kMem, 512 * mb}}}}},
+      {.description = "should delete the cross NUMA container assignment and "
+                      "update the machine state",
+       .assignments = {{"pod1",
+                        {{"container1",
+                          {B({0, 1}, kMem, gb), B({0, 1}, kHp1g, gb)}}}}},
+       .expected_assignments = ContainerMemoryAssignments{},
+       .machine_state = {{0, N({{kMem, T(512 * mb, 0, 512 * mb, 512 * mb, gb)},
+                                {kHp1g, T(gb, 0, gb, 0, gb)}},
+                               {0, 1}, 2)},
+                         {1, N({{kMem, T(512 * mb, 0, 512 * mb, 512 * mb, gb)},
+                                {kHp1g, T(gb, gb, 0, 0, gb)}},
+                               {0, 1}, 2)}},
+       .expected_machine_state =
+           MemoryMachineState{{0, N(Fresh(512 * mb, gb), {0}, 0)},
+                              {1, N(Fresh(512 * mb, gb), {1}, 0)}},
+       .system_reserved = {{0, {{kMem, 512 * mb}}}, {1, {{kMem, 512 * mb}}}}},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.description);
+    auto setup = InitTests(c);
+    ASSERT_TRUE(setup.ok());
+    setup->policy->RemoveContainer(setup->state, "pod1", "container1");
+    EXPECT_EQ(setup->state.assignments, *c.expected_assignments);
+    ExpectMachineState(setup->state.machine, *c.expected_machine_state);
+  }
+}
+
+TEST(MemoryManagerTest, TestStaticPolicyGetTopologyHints) {
+  const ReservedMemory reserved0 = {{0, {{kMem, 512 * mb}}}};
+  Pod pod2_16m = GetPod("pod2", "container2");
+  pod2_16m.containers[0] = C("container2", gb, 16 * mb, kHp2m);
+  const auto hints = [](std::vector<TopologyHint> list,
+                        const std::string& hugepages = "hugepages-1Gi") {
+    return ProviderHints{{kMemoryResource, list}, {hugepages, list}};
+  };
+  const auto mask = [](std::vector<int> ids) {
+    return *NumaMask::FromIds(ids);
+  };
+  const std::vector<Case> cases = {
+      {.description = "should not provide topology hints for non-guaranteed "
+                      "pods",
+       .system_reserved = reserved0,
+       .pod = GetPod("pod1", "container1", false)},
+      {.description = "should provide topology hints based on the existent "
+                      "memory assignment",
+       .assignments = {{"pod1",
+                        {{"container1",
+                          {B({0}, kMem, gb), B({0}, kHp1g, gb)}}}}},
+       .system_reserved = reserved0,
+       .pod = GetPod("pod1", "container1"),
+       .expected_hints = hints({{mask({0}), true}})},
+      {.description = "should calculate new topology hints, when the "
+                      "container does not exist under assignments",
+       .assignments = {{"pod1",
+                        {{"container1", {B({0, 1}, kMem, 2 * gb),
+                                         B({0, 1}, kHp1g, 2 * gb)}}}}},
+       .machine_state =
+           {{0, N({{kMem, T(1536 * mb, 0, 1536 * mb, 512 * mb, 2 * gb)},
+                   {kHp1g, T(gb, 0, gb, 0, gb)}},
+                  {0, 1}, 2)},
+            {1, N({{kMem, T(1536 * mb, gb, 512 * mb, 512 * mb, 2 * gb)},
+                   {kHp1g, T(gb, 0, gb, 0, gb)}},
+                  {0, 1}, 2)},
+            {2, N(Fresh(1536 * mb, 2 * gb), {2}, 0)},
+            {3, N(Fresh(1536 * mb, 2 * gb), {3}, 0)}},
+       .system_reserved = {{0, {{kMem, 512 * mb}}},
+                           {1, {{kMem, 512 * mb}}},
+                           {2, {{kMem, 512 * mb}}},
+                           {3, {{kMem, 512 * mb}}}},
+       .pod = GetPod("pod2", "container2"),
+       .expected_hints = hints({{mask({2}), true},
+                                {mask({3}), true},
+                                {mask({2, 3}), false}})},
+      {.description = "should fail when number of existing memory assignment "
+                      "resources are different from resources requested by "
+                      "container",
+       .assignments = {{"pod1", {{"container1", {B({0}, kMem, gb)}}}}},
+       .system_reserved = reserved0,
+       .pod = GetPod("pod1", "container1")},
+      {.description = "should fail when existing memory assignment resources "
+                      "are different from resources requested by container",
+       .assignments = {{"pod1",
+                        {{"container1",
+                          {B({0}, kMem, gb), B({0}, kHp2m, gb)}}}}},
+       .system_reserved = reserved0,
+       .pod = GetPod("pod1", "container1")},
+      {.description = "should fail when existing memory assignment size is "
+                      "different from one requested by the container",
+       .assignments = {{"pod1",
+                        {{"container1",
+                          {B({0}, kMem, 512 * mb), B({0}, kHp1g, gb)}}}}},
+       .system_reserved = reserved0,
+       .pod = GetPod("pod1", "container1")},
+      {.description = "should not return preferred hints with multiple NUMA "
+                      "nodes for the pod with resources satisfied by a "
+                      "single NUMA node",
+       .assignments = {{"pod1",
+                        {{"container1", {B({0, 1}, kMem, 2 * gb),
+                                         B({0, 1}, kHp2m, 24 * mb)}}}}},
+       .machine_state =
+           {{0, N({{kMem, T(1536 * mb, 0, 1536 * mb, 512 * mb, 2 * gb)},
+                   {kHp2m, T(20 * mb, 0, 20 * mb, 0, 20 * mb)}},
+                  {0, 1}, 2)},
+            {1, N({{kMem, T(1536 * mb, gb, 512 * mb, 512 * mb, 2 * gb)},
+                   {kHp2m, T(20 * mb, 16 * mb, 4 * mb, 0, 20 * mb)}},
+                  {0, 1}, 2)}},
+       .system_reserved = {{0, {{kMem, 512 * mb}}}, {1, {{kMem, 512 * mb}}}},
+       .pod = pod2_16m,
+       .expected_hints = hints({{mask({0, 1}), false}}, "hugepages-2Mi")},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.description);
+    auto setup = InitTests(c);
+    ASSERT_TRUE(setup.ok());
+    const ProviderHints got = setup->policy->GetTopologyHints(
+        setup->state, c.pod, c.pod.containers[0]);
+    EXPECT_EQ(HintsText(got), HintsText(c.expected_hints));
+  }
+}
+
+// Test_getPodRequestedResources: app containers and sidecars summed, each
+// regular init container with the sidecars started before it, the larger.
+TEST(MemoryManagerTest, Test_getPodRequestedResources) {
+  const auto container = [](const std::string& name, uint64_t memory,
+                            bool restartable = false) {
+    Container c;
+    c.name = name;
+    c.limits = {{kMem, static_cast<int64_t>(memory)}};
+    c.restartable = restartable;
+    return c;
+  };
+  struct PodCase {
+    std::string description;
+    std::vector<Container> init;
+    std::vector<Container> apps;
+    uint64_t expected;
+  };
+  const std::vector<PodCase> cases = {
+      {"only app containers", {}, {container("a", gb), container("b", 2 * gb)},
+       3 * gb},
+      {"only init containers", {container("i", 4 * gb)}, {}, 0},
+      {"init containers larger than app containers",
+       {container("i1", 4 * gb), container("i2", 2 * gb)},
+       {container("a", gb)},
+       4 * gb},
+      {"app containers larger than init containers",
+       {container("i1", gb)},
+       {container("a", 2 * gb), container("b", 2 * gb)},
+       4 * gb},
+      {"restartable init containers add to app containers",
+       {container("s", gb, true)},
+       {container("a", gb)},
+       2 * gb},
+      {"a regular init container after a sidecar counts with it",
+       {container("s", gb, true), container("i", 3 * gb)},
+       {container("a", gb)},
+       4 * gb},
+      {"a regular init container before a sidecar does not count it",
+       {container("i", 3 * gb), container("s", gb, true)},
+       {container("a", gb)},
+       3 * gb},
+  };
+  for (const PodCase& c : cases) {
+    SCOPED_TRACE(c.description);
+    Pod pod;
+    pod.init_containers = c.init;
+    pod.containers = c.apps;
+    const auto requested = PodRequestedMemory(pod);
+    if (c.apps.empty()) {
+      EXPECT_TRUE(requested.empty());
+    } else {
+      EXPECT_EQ(requested.at(kMem), c.expected);
+    }
+  }
+}
+
+// memory_manager_test.go's TestValidateReservedMemory.
+TEST(MemoryManagerTest, TestValidateReservedMemory) {
+  const std::vector<NumaNode> machine = {MachineNode(0, 8 * gb, 0),
+                                         MachineNode(1, 8 * gb, 0)};
+  struct ReservationCase {
+    std::string description;
+    std::map<std::string, uint64_t> node_allocatable;
+    std::vector<MemoryReservation> reserved;
+    std::string expected_error;
+  };
+  const std::vector<ReservationCase> cases = {
+      {"Node Allocatable not set, reserved not set", {}, {}, ""},
+      {"Node Allocatable set to zero, reserved set to zero",
+       {{kMem, 0}},
+       {{0, {{kMem, 0}}}},
+       ""},
+      {"Node Allocatable not set (equal zero), reserved set",
+       {},
+       {{0, {{kMem, 12}}}},
+       "the total amount \"12\" of type \"memory\" is not equal to the value "
+       "\"0\" determined by Node Allocatable feature"},
+      {"Node Allocatable set, reserved not set",
+       {{kHp2m, 5}},
+       {},
+       "the total amount \"0\" of type \"hugepages-2Mi\" is not equal to the "
+       "value \"5\" determined by Node Allocatable feature"},
+      {"Reserved not equal to Node Allocatable",
+       {{kMem, 5}},
+       {{0, {{kMem, 12}}}},
+       "the total amount \"12\" of type \"memory\" is not equal to the value "
+       "\"5\" determined by Node Allocatable feature"},
+      {"Reserved contains the NUMA node that does not exist under the "
+       "machine",
+       {{kMem, 17}},
+       {{0, {{kMem, 12}}}, {2, {{kMem, 5}}}},
+       "the reserved memory configuration references a NUMA node 2 that does "
+       "not exist on this machine"},
+      {"Reserved total equal to Node Allocatable",
+       {{kMem, 17}, {kHp2m, 77}, {kHp1g, 13}},
+       {{0, {{kMem, 12}, {kHp2m, 70}, {kHp1g, 13}}},
+        {1, {{kMem, 5}, {kHp2m, 7}}}},
+       ""},
+      {"Reserved total hugapages-2M not equal to Node Allocatable",
+       {{kMem, 17}, {kHp2m, 14}, {kHp1g, 13}},
+       {{0, {{kMem, 12}, {kHp2m, 70}, {kHp1g, 13}}},
+        {1, {{kMem, 5}, {kHp2m, 7}}}},
+       "the total amount \"77\" of type \"hugepages-2Mi\" is not equal to the "
+       "value \"14\" determined by Node Allocatable feature"},
+  };
+  for (const ReservationCase& c : cases) {
+    SCOPED_TRACE(c.description);
+    EXPECT_EQ(
+        ValidateReservedMemory(machine, c.node_allocatable, c.reserved)
+            .message(),
+        c.expected_error);
+  }
+}
+
+// convertReserved: a later entry of the same node and type replaces the
+// earlier one; every node of the machine is present.
+TEST(MemoryManagerTest, TestConvertPreReserved) {
+  const std::vector<NumaNode> machine = {MachineNode(0, 8 * gb, 0),
+                                         MachineNode(1, 8 * gb, 0)};
+  const ReservedMemory converted = ConvertReservedMemory(
+      machine, {{0, {{kMem, gb}}}, {0, {{kMem, 2 * gb}, {kHp2m, 4 * mb}}}});
+  EXPECT_EQ(converted,
+            (ReservedMemory{{0, {{kMem, 2 * gb}, {kHp2m, 4 * mb}}}, {1, {}}}));
+}
+
+// The manager: None gives no hints; Static refuses what the kubelet refuses.
+TEST(MemoryManagerTest, ManagerPoliciesAndStartChecks) {
+  const std::vector<NumaNode> machine = {MachineNode(0, 8 * gb, 0),
+                                         MachineNode(1, 8 * gb, 0)};
+  MemoryManager::Options none;
+  auto manager = MemoryManager::Create(none, machine, nullptr);
+  ASSERT_TRUE(manager.ok());
+  EXPECT_FALSE((*manager)->is_static());
+  EXPECT_TRUE((*manager)->GetTopologyHints(GetPod("p", "c"),
+                                           GetPod("p", "c").containers[0])
+                  .empty());
+
+  MemoryManager::Options bad;
+  bad.policy = "static";
+  EXPECT_THAT(MemoryManager::Create(bad, machine, nullptr).status(),
+              StatusIs(StatusCode::kInvalidArgument,
+                       "unknown policy: \"static\""));
+
+  MemoryManager::Options unreserved;
+  unreserved.policy = kMemoryPolicyStatic;
+  EXPECT_THAT(
+      MemoryManager::Create(unreserved, machine, nullptr).status().message(),
+      HasSubstr("you should specify the system reserved memory"));
+
+  MemoryManager::Options static_ok;
+  static_ok.policy = kMemoryPolicyStatic;
+  static_ok.reserved_memory = {{0, {{kMem, gb}}}, {1, {{kMem, gb}}}};
+  static_ok.node_allocatable_reservation = {{kMem, 2 * gb}};
+  auto started = MemoryManager::Create(static_ok, machine, nullptr);
+  ASSERT_TRUE(started.ok()) << started.status().message();
+  const MemoryState state = (*started)->State();
+  EXPECT_EQ(state.machine.at(1).memory.at(kMem).allocatable, 7 * gb);
+
+  static_ok.reserved_memory[1].numa_node = 3;
+  EXPECT_THAT(
+      MemoryManager::Create(static_ok, machine, nullptr).status().message(),
+      HasSubstr("references a NUMA node 3 that does not exist"));
+}
+
+TEST(MemoryManagerTest, RestoreChecksEveryBlockAgainstTheMachine) {
+  const std::vector<NumaNode> machine = {MachineNode(0, 8 * gb, 2),
+                                         MachineNode(1, 8 * gb, 2)};
+  MemoryManager::Options options;
+  options.policy = kMemoryPolicyStatic;
+  options.reserved_memory = {{0, {{kMem, gb}}}};
+  options.node_allocatable_reservation = {{kMem, gb}};
+  auto manager = *MemoryManager::Create(options, machine, nullptr);
+  ASSERT_TRUE(
+      manager->Restore("u", "c", {B({0, 1}, kMem, 10 * gb), B({0, 1}, kHp1g, gb)})
+          .ok());
+  EXPECT_EQ(manager->ContainerBlocks("u", "c").size(), 2u);
+  const MemoryState state = manager->State();
+  EXPECT_EQ(state.machine.at(0).cells, (std::vector<int>{0, 1}));
+  EXPECT_EQ(state.machine.at(0).memory.at(kMem).free, 0u);
+  EXPECT_EQ(state.machine.at(1).memory.at(kMem).reserved, 5 * gb);
+  EXPECT_THAT(manager->Restore("u", "c", {B({0}, kMem, gb)}).message(),
+              HasSubstr("already holds memory"));
+  EXPECT_THAT(manager->Restore("v", "c", {B({4}, kMem, gb)}).message(),
+              HasSubstr("NUMA node 4, which does not exist"));
+  EXPECT_THAT(manager->Restore("v", "c", {B({0}, kHp2m, gb)}).message(),
+              HasSubstr("hugepages-2Mi, which node 0 does not have"));
+  EXPECT_THAT(manager->Restore("v", "c", {B({1}, kMem, 4 * gb)}).message(),
+              HasSubstr("do not fit what is free there"));
+  manager->RemovePod("u");
+  EXPECT_EQ(manager->State().machine, [&] {
+    MemoryState fresh;
+    (void)StaticMemoryPolicy::Create(machine, ConvertReservedMemory(
+                                                  machine,
+                                                  options.reserved_memory))
+        ->Start(fresh);
+    return fresh.machine;
+  }());
+}
+
+}  // namespace
+}  // namespace topology::manager
