@@ -57,11 +57,21 @@ json PodJson(const CheckpointPod& record) {
   for (const CheckpointContainer& c : record.containers) {
     json devices = json::object();
     for (const auto& [resource, ids] : c.devices) devices[resource] = ids;
-    containers.push_back(
-        {{"name", c.name},
-         {"devices", std::move(devices)},
-         {"cpus", c.cpus.ToList()},
-         {"numa_nodes", c.numa_nodes ? json(*c.numa_nodes) : json(nullptr)}});
+    json container = {
+        {"name", c.name},
+        {"devices", std::move(devices)},
+        {"cpus", c.cpus.ToList()},
+        {"numa_nodes", c.numa_nodes ? json(*c.numa_nodes) : json(nullptr)}};
+    if (!c.memory.empty()) {
+      json memory = json::array();
+      for (const manager::MemoryBlock& block : c.memory) {
+        memory.push_back({{"type", block.type},
+                          {"size", block.size},
+                          {"numa_nodes", block.numa_affinity}});
+      }
+      container["memory"] = std::move(memory);
+    }
+    containers.push_back(std::move(container));
   }
   json pod_json = {{"uid", record.pod.uid},
                    {"namespace", record.pod.ns},
@@ -109,9 +119,50 @@ CheckpointPod PodFromJson(const json& p) {
     if (jf::OptionalField(c, "numa_nodes") != nullptr) {
       container.numa_nodes = jf::IntList(c, "numa_nodes", 0, 1023);
     }
+    if (jf::OptionalField(c, "memory") != nullptr) {
+      for (const json& block : jf::Array(c, "memory")) {
+        container.memory.push_back(manager::MemoryBlock{
+            jf::IntList(block, "numa_nodes", 0, 1023),
+            jf::String(block, "type"),
+            static_cast<uint64_t>(jf::Int(block, "size", 0))});
+      }
+    }
     record.containers.push_back(std::move(container));
   }
   return record;
+}
+
+json MemoryJson(const CheckpointMemory& memory) {
+  json nodes = json::array();
+  for (const auto& [id, node] : memory.machine) {
+    json types = json::array();
+    for (const auto& [type, table] : node.memory) {
+      types.push_back({{"type", type},
+                       {"total", table.total},
+                       {"system_reserved", table.system_reserved},
+                       {"allocatable", table.allocatable}});
+    }
+    nodes.push_back({{"id", id}, {"types", std::move(types)}});
+  }
+  return {{"op", "memory"}, {"policy", memory.policy}, {"nodes", nodes}};
+}
+
+// Throws on a missing or mistyped field.
+CheckpointMemory MemoryFromJson(const json& record) {
+  CheckpointMemory memory;
+  memory.policy = jf::String(record, "policy");
+  for (const json& node : jf::Array(record, "nodes")) {
+    const int id = static_cast<int>(jf::Int(node, "id", 0, 1023));
+    manager::MemoryNodeState& state = memory.machine[id];
+    for (const json& type : jf::Array(node, "types")) {
+      manager::MemoryTable& table = state.memory[jf::String(type, "type")];
+      table.total = static_cast<uint64_t>(jf::Int(type, "total", 0));
+      table.system_reserved =
+          static_cast<uint64_t>(jf::Int(type, "system_reserved", 0));
+      table.allocatable = static_cast<uint64_t>(jf::Int(type, "allocatable", 0));
+    }
+  }
+  return memory;
 }
 
 // A journal line: 16 hex digits of FNV-1a 64 over the JSON text, a space,
@@ -254,6 +305,7 @@ struct SnapshotPart {
   json header;  // record 1's, when this part starts there
   std::vector<CheckpointPod> pods;
   std::vector<std::pair<std::string, std::vector<std::string>>> resources;
+  std::optional<CheckpointMemory> memory;
   size_t records = 0;
   std::string error;  // "record N: why"
 };
@@ -282,6 +334,8 @@ SnapshotPart DecodePart(std::string_view text, size_t first_number) {
       } else if (op == "resource") {
         part.resources.emplace_back(jf::String(record, "name"),
                                     jf::StringList(record, "healthy"));
+      } else if (op == "memory") {
+        part.memory = MemoryFromJson(record);
       } else {
         why = "unexpected record " + op.substr(0, 32);
       }
@@ -307,6 +361,7 @@ std::string EncodeCheckpoint(const Checkpoint& checkpoint) {
   for (const auto& [name, ids] : checkpoint.registered) {
     out += EncodeResourceRecord(name, ids);
   }
+  if (checkpoint.memory) out += EncodeMemoryRecord(*checkpoint.memory);
   return out;
 }
 
@@ -349,6 +404,7 @@ StatusOr<Checkpoint> DecodeCheckpoint(std::string_view text) {
     for (auto& [name, ids] : part.resources) {
       out.registered[name] = std::move(ids);
     }
+    if (part.memory) out.memory = std::move(part.memory);
   }
   if (out.pods.size() != pods || out.registered.size() != resources) {
     return DataLossError(
@@ -372,17 +428,22 @@ std::string EncodeResourceRecord(std::string_view name,
   return Framed({{"op", "resource"}, {"name", name}, {"healthy", healthy}});
 }
 
+std::string EncodeMemoryRecord(const CheckpointMemory& memory) {
+  return Framed(MemoryJson(memory));
+}
+
 namespace {
 
 // One journal record, parsed but not applied: parsing is nearly all of a
 // replay's time and needs no state, so a large journal is parsed in two
 // halves at once and applied in order afterwards.
 struct ParsedRecord {
-  enum class Op { kAdmit, kRelease, kResource };
+  enum class Op { kAdmit, kRelease, kResource, kMemory };
   Op op = Op::kAdmit;
   CheckpointPod pod;                 // kAdmit
   std::string key;                   // the uid (kRelease) or resource name
   std::vector<std::string> healthy;  // kResource
+  CheckpointMemory memory;           // kMemory
   size_t start = 0;                  // byte offsets in the whole journal
   size_t end = 0;
   std::string error;  // why this record cannot be applied; it is the last
@@ -416,6 +477,9 @@ std::vector<ParsedRecord> ParseJournal(std::string_view text, size_t base) {
         parsed.op = ParsedRecord::Op::kResource;
         parsed.healthy = jf::StringList(record, "healthy");
         parsed.key = jf::String(record, "name");
+      } else if (op == "memory") {
+        parsed.op = ParsedRecord::Op::kMemory;
+        parsed.memory = MemoryFromJson(record);
       } else {
         throw std::invalid_argument("unknown operation " + op.substr(0, 32));
       }
@@ -478,6 +542,9 @@ JournalReplay ReplayJournal(std::string_view text, Checkpoint& checkpoint) {
           break;
         case ParsedRecord::Op::kResource:
           checkpoint.registered[record.key] = std::move(record.healthy);
+          break;
+        case ParsedRecord::Op::kMemory:
+          checkpoint.memory = std::move(record.memory);
           break;
       }
       ++replay.applied;

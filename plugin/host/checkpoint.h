@@ -6,13 +6,16 @@
 // ({"op":"admit","pod":{...}}: the pod's containers with their limits and
 // what each holds: devices, exclusive CPUs, NUMA affinity), removes one
 // ({"op":"release","uid":...}) or sets one resource's healthy devices
-// ({"op":"resource","name":...,"healthy":[...]}). Each sets or removes one
+// ({"op":"resource","name":...,"healthy":[...]}) or records the memory
+// manager's policy and machine ({"op":"memory","policy":"Static","nodes":
+// [...]}, what validateState compares on restart). Each sets or removes one
 // key, so replaying records whose effect is already in the snapshot changes
 // nothing: a crash between writing a new snapshot and emptying the journal
 // loses nothing and adds nothing.
 //
 // The snapshot (version 2) starts with {"op":"snapshot","version":2,
-// "pods":N,"resources":M} followed by N admit and M resource records; the
+// "pods":N,"resources":M} followed by N admit and M resource records and
+// at most one memory record; the
 // first version (one JSON document {"version":1,"checksum":...,"data":
 // {"pods":[...],"registered":{...}}}) is still read. Decoding checks
 // structure, types and checksums only; whether the contents fit the
@@ -28,6 +31,7 @@
 #include <vector>
 
 #include "topology/cpu_set.h"
+#include "topology/manager/memory_manager.h"
 #include "topology/manager/pod.h"
 #include "topology/status.h"
 
@@ -40,6 +44,18 @@ struct CheckpointContainer {
   std::map<std::string, std::vector<std::string>> devices = {};  // by resource
   CpuSet cpus = {};  // exclusive CPUs; empty = shared pool
   std::optional<std::vector<int>> numa_nodes = {};  // nullopt = no affinity
+  // Memory pinned by the memory manager (Static), by type.
+  std::vector<manager::MemoryBlock> memory = {};
+};
+
+// The memory manager's policy and, for Static, each node's total, system
+// reserved and allocatable memory per type (reserved and free are left 0):
+// what the kubelet's validateState compares with the machine on restart.
+struct CheckpointMemory {
+  std::string policy = {};
+  manager::MemoryMachineState machine = {};
+  friend bool operator==(const CheckpointMemory&,
+                         const CheckpointMemory&) = default;
 };
 
 struct CheckpointPod {
@@ -51,6 +67,7 @@ struct Checkpoint {
   std::vector<CheckpointPod> pods = {};
   // Each resource's healthy devices, by resource.
   std::map<std::string, std::vector<std::string>> registered = {};
+  std::optional<CheckpointMemory> memory = {};
 };
 
 // The document, one line, ending in a newline.
@@ -65,6 +82,7 @@ std::string EncodeAdmitRecord(const CheckpointPod& pod);
 std::string EncodeReleaseRecord(std::string_view uid);
 std::string EncodeResourceRecord(std::string_view name,
                                  const std::vector<std::string>& healthy);
+std::string EncodeMemoryRecord(const CheckpointMemory& memory);
 
 struct JournalReplay {
   size_t applied = 0;      // records applied
@@ -82,7 +100,7 @@ std::string_view JournalRecords(std::string_view text);
 
 // Applies the records of `text` (JournalRecords) to `checkpoint` in order,
 // up to the first damaged one (a cut-short line, a checksum mismatch, a
-// record that is not one of the three). Never throws.
+// record that is not one of the four). Never throws.
 JournalReplay ReplayJournal(std::string_view text, Checkpoint& checkpoint);
 
 }  // namespace topology::host

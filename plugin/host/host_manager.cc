@@ -67,7 +67,7 @@ std::vector<CheckpointContainer> Holdings(
   std::vector<CheckpointContainer> out;
   out.reserve(containers.size());
   for (const ContainerResult& c : containers) {
-    out.push_back({c.name, c.devices, c.cpus, c.numa_nodes});
+    out.push_back({c.name, c.devices, c.cpus, c.numa_nodes, c.memory});
   }
   return out;
 }
@@ -123,6 +123,14 @@ StatusOr<std::unique_ptr<HostManager>> HostManager::Create(HostConfig config,
       host->topology_manager_.get());
   if (!cpu.ok()) return cpu.status();
   host->cpu_manager_ = std::move(*cpu);
+  auto memory = manager::MemoryManager::Create(host->config_.memory,
+                                               host->topology_.numa_nodes(),
+                                               host->topology_manager_.get());
+  if (!memory.ok()) {
+    return Status(memory.status().code(),
+                  "memory manager: " + memory.status().message());
+  }
+  host->memory_manager_ = std::move(*memory);
   host->device_manager_ = std::make_unique<manager::DeviceManager>(
       host->numa_.node_ids(), host->topology_manager_.get());
   if (host->config_.cost_based_selection) {
@@ -159,9 +167,11 @@ StatusOr<std::unique_ptr<HostManager>> HostManager::Create(HostConfig config,
           return out;
         });
   }
-  // The kubelet's order: CPU manager, then device manager.
-  host->topology_manager_->AddHintProvider(host->cpu_manager_.get());
+  // The kubelet's order (container_manager_linux.go): device manager, CPU
+  // manager, memory manager; Allocate runs in the same order.
   host->topology_manager_->AddHintProvider(host->device_manager_.get());
+  host->topology_manager_->AddHintProvider(host->cpu_manager_.get());
+  host->topology_manager_->AddHintProvider(host->memory_manager_.get());
   PluginRegistry::Options registry;
   registry.plugin_dir = host->config_.plugin_dir;
   registry.dial_timeout = host->config_.dial_timeout;
@@ -216,9 +226,11 @@ Status HostManager::Start() {
       std::filesystem::remove(entry.path(), error);
     }
   }
-  if (Status restored = RestoreCheckpoint(); !restored.ok()) {
+  Status refusal;
+  if (Status restored = RestoreCheckpoint(&refusal); !restored.ok()) {
     LOG(WARNING) << restored.message();
   }
+  if (!refusal.ok()) return refusal;
   registration_ = std::make_unique<RegistrationService>(registry_.get(),
                                                         kubelet_calls_.get());
   const std::filesystem::path kubelet_socket =
@@ -425,11 +437,7 @@ void HostManager::Commit(uint64_t request, const std::string& records,
     // stays, in memory or on disk.
     LOG(ERROR) << appended.message() << "; " << uids.size()
                << " admission(s) undone";
-    for (const std::string& uid : uids) {
-      device_manager_->RemovePod(uid);
-      cpu_manager_->RemovePod(uid);
-      topology_manager_->RemovePod(uid);
-    }
+    for (const std::string& uid : uids) ForgetAllocations(uid);
     {
       MutexLock lock(mu_);
       for (const std::string& uid : uids) {
@@ -582,6 +590,7 @@ PodResult HostManager::AdmitInSlot(const manager::Pod& pod, bool explain,
         }
       }
       out.cpus = cpu_manager_->ContainerCpus(pod.uid, container->name);
+      out.memory = memory_manager_->ContainerBlocks(pod.uid, container->name);
       const manager::TopologyHint hint =
           topology_manager_->GetAffinity(pod.uid, container->name);
       if (hint.affinity) out.numa_nodes = hint.affinity->Ids();
@@ -602,9 +611,7 @@ PodResult HostManager::AdmitInSlot(const manager::Pod& pod, bool explain,
     }
   }
   if (!result.admitted) {
-    device_manager_->RemovePod(pod.uid);
-    cpu_manager_->RemovePod(pod.uid);
-    topology_manager_->RemovePod(pod.uid);
+    ForgetAllocations(pod.uid);
     result.containers.clear();
     LOG(INFO) << "pod " << pod.ns << "/" << pod.name
               << " rejected: " << result.reason << ": " << result.message;
@@ -670,9 +677,7 @@ Status HostManager::Release(const std::string& key) {
                                    appended.message() +
                                    "); the pod keeps its devices");
   }
-  device_manager_->RemovePod(uid);
-  cpu_manager_->RemovePod(uid);
-  topology_manager_->RemovePod(uid);
+  ForgetAllocations(uid);
   bool trim = false;
   {
     MutexLock lock(mu_);
@@ -726,6 +731,8 @@ HostSnapshot HostManager::Snapshot() const {
   snapshot.cpu_policy = config_.cpu_policy;
   snapshot.reserved_cpus = config_.reserved_cpus;
   snapshot.shared_cpus = cpu_manager_->SharedPool();
+  snapshot.memory_policy = memory_manager_->policy_name();
+  if (memory_manager_->is_static()) snapshot.memory = memory_manager_->State();
   auto devices = device_manager_->Snapshot();
   for (PluginRegistry::PluginState& state : registry_->Snapshot()) {
     ResourceSnapshot resource;
@@ -748,6 +755,13 @@ HostSnapshot HostManager::Snapshot() const {
   return snapshot;
 }
 
+void HostManager::ForgetAllocations(const std::string& uid) {
+  device_manager_->RemovePod(uid);
+  cpu_manager_->RemovePod(uid);
+  memory_manager_->RemovePod(uid);
+  topology_manager_->RemovePod(uid);
+}
+
 // --- checkpoint ------------------------------------------------------------
 
 std::string HostManager::EncodeSnapshot() const {
@@ -762,6 +776,7 @@ std::string HostManager::EncodeSnapshot() const {
       if (device.healthy) healthy.push_back(device.id);
     }
   }
+  checkpoint.memory = MemoryRecord();
   return EncodeCheckpoint(checkpoint);
 }
 

@@ -9,8 +9,8 @@
 //                          removal after the grace period
 //   manager::DeviceManager device lists, allocations with their Allocate
 //                          responses
-//   manager::CpuManager, manager::TopologyManager
-//                          exclusive CPUs, chosen affinities
+//   manager::CpuManager, manager::MemoryManager, manager::TopologyManager
+//                          exclusive CPUs, pinned memory, chosen affinities
 //   HostManager (here)     admission and release: their order, the pods
 //                          admitted, and the journal (CheckpointStore)
 //   host_views.h           status and NodeResourceTopology, rendered from
@@ -37,6 +37,7 @@
 #include "topology/cpu_set.h"
 #include "topology/manager/cpu_manager.h"
 #include "topology/manager/device_manager.h"
+#include "topology/manager/memory_manager.h"
 #include "topology/manager/numa_info.h"
 #include "topology/manager/pod.h"
 #include "topology/manager/topology_manager.h"
@@ -55,6 +56,7 @@ class Server;
 namespace topology::host {
 
 class CheckpointStore;
+struct CheckpointMemory;
 class ConnectionCalls;
 class ControlService;
 class RegistrationService;
@@ -70,6 +72,15 @@ struct HostConfig {
   manager::ManagerConfig topology;  // policy, scope, options
   std::string cpu_policy = manager::kCpuPolicyNone;
   CpuSet reserved_cpus;
+  // The kubelet's Memory Manager: --memory-manager-policy, --reserved-memory
+  // and the Node Allocatable reservation of memory types (kube-reserved +
+  // system-reserved + hard eviction).
+  manager::MemoryManager::Options memory;
+  // Beyond the kubelet (KEP-6232, opt-in): on restart, a node's regular
+  // memory total may differ from the checkpoint's by up to this many bytes
+  // (a reboot moves the kernel image between nodes); 0 compares exactly,
+  // as the kubelet does.
+  uint64_t memory_drift_tolerance = 0;
   // A plugin that disconnected is removed after this long.
   std::chrono::milliseconds grace_period = std::chrono::minutes(5);
   // Opt-in, beyond the kubelet: choose the devices of a container that asks
@@ -94,13 +105,17 @@ struct HostConfig {
 
 class HostManager {
  public:
-  // Checks the configuration the way the kubelet does at start.
+  // Checks the configuration the way the kubelet does at start (CPU and
+  // memory manager policies, reserved CPUs and memory).
   static StatusOr<std::unique_ptr<HostManager>> Create(HostConfig config,
                                                        Topology topology);
   ~HostManager();
 
   // Creates the directory (0750), removes stale sockets (only sockets),
   // restores the checkpoint, serves kubelet.sock and the control socket.
+  // Refuses (FAILED_PRECONDITION) where the kubelet's memory manager refuses
+  // to start: the checkpoint's memory policy or machine is not this one, or
+  // a pinned assignment no longer fits.
   Status Start();
   void Stop();
 
@@ -190,7 +205,17 @@ class HostManager {
   // Compacts when the journal has outgrown the snapshot or cannot be
   // appended to; true when it did. Must not be called with mu_ held.
   bool CompactIfNeeded() TOPOLOGY_EXCLUDES(mu_);
-  Status RestoreCheckpoint();
+  // Reads the checkpoint; `*refusal` is set when the memory manager must
+  // refuse to start (the returned status is only logged).
+  Status RestoreCheckpoint(Status* refusal);
+  // The memory manager's policy and machine as the checkpoint records them.
+  CheckpointMemory MemoryRecord() const;
+  // validateState's comparison of a recorded machine with this one, with
+  // the configured drift tolerance; FAILED_PRECONDITION naming the first
+  // difference.
+  Status CheckMemoryRecord(const CheckpointMemory& recorded) const;
+  // Every allocation of `uid` given back (devices, CPUs, memory, affinity).
+  void ForgetAllocations(const std::string& uid);
   // By uid, "namespace/name" or unique name. REQUIRES: mu_ (for the map)
   static const PodRecord* FindPod(const std::map<std::string, PodRecord>& pods,
                                   const std::string& key);
@@ -201,6 +226,7 @@ class HostManager {
   std::unique_ptr<manager::TopologyManager> topology_manager_;
   std::unique_ptr<manager::DeviceManager> device_manager_;
   std::unique_ptr<manager::CpuManager> cpu_manager_;
+  std::unique_ptr<manager::MemoryManager> memory_manager_;
   std::unique_ptr<CostModel> cost_model_;   // with cost_based_selection
   std::unique_ptr<CheckpointStore> store_;  // its own lock, taken before mu_
   std::unique_ptr<PluginRegistry> registry_;

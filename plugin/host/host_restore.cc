@@ -14,8 +14,116 @@
 #include "text_util.h"
 
 namespace topology::host {
+namespace {
 
-Status HostManager::RestoreCheckpoint() {
+std::string NumaList(const std::vector<int>& ids) {
+  std::string out = "[";
+  for (int id : ids) {
+    if (out.size() > 1) out += ',';
+    out += std::to_string(id);
+  }
+  return out + "]";
+}
+
+}  // namespace
+
+CheckpointMemory HostManager::MemoryRecord() const {
+  CheckpointMemory record;
+  record.policy = memory_manager_->policy_name();
+  record.machine = memory_manager_->Baseline();
+  // Only what the machine and the configuration decide.
+  for (auto& [id, node] : record.machine) {
+    node.cells.clear();
+    node.assignments = 0;
+    for (auto& [type, table] : node.memory) table.reserved = table.free = 0;
+  }
+  return record;
+}
+
+Status HostManager::CheckMemoryRecord(const CheckpointMemory& recorded) const {
+  const CheckpointMemory now = MemoryRecord();
+  const std::string remedy =
+      "; drain the node and remove the checkpoint " +
+      store_->snapshot_path().string() + " to start afresh";
+  if (recorded.policy != now.policy) {
+    return FailedPreconditionError(
+        "[memorymanager] configured policy \"" + now.policy +
+        "\" differs from state checkpoint policy \"" + recorded.policy +
+        "\"" + remedy);
+  }
+  const auto refuse = [&](const std::string& what) {
+    return FailedPreconditionError(
+        "[memorymanager] the expected machine state is different from the "
+        "real one: " +
+        what + remedy);
+  };
+  const auto ids = [](const manager::MemoryMachineState& machine) {
+    std::vector<int> out;
+    for (const auto& [id, node] : machine) out.push_back(id);
+    return out;
+  };
+  if (ids(recorded.machine) != ids(now.machine)) {
+    return refuse("NUMA nodes " + NumaList(ids(recorded.machine)) +
+                  " in the checkpoint, " + NumaList(ids(now.machine)) +
+                  " now");
+  }
+  for (const auto& [id, node] : recorded.machine) {
+    const manager::MemoryNodeState& current = now.machine.at(id);
+    const std::string where = "node " + std::to_string(id) + " ";
+    for (const auto& [type, table] : node.memory) {
+      if (!current.memory.contains(type)) {
+        return refuse(where + "has no " + type + " now");
+      }
+    }
+    for (const auto& [type, table] : current.memory) {
+      const auto it = node.memory.find(type);
+      if (it == node.memory.end()) {
+        return refuse(where + "had no " + type + " in the checkpoint");
+      }
+      const manager::MemoryTable& was = it->second;
+      if (was.system_reserved != table.system_reserved) {
+        return refuse(where + type + " system reserved " +
+                      std::to_string(was.system_reserved) +
+                      " in the checkpoint, " +
+                      std::to_string(table.system_reserved) + " now");
+      }
+      // KEP-6232, opt-in: regular memory may drift within the bound; huge
+      // pages never.
+      const uint64_t drift = was.total > table.total ? was.total - table.total
+                                                     : table.total - was.total;
+      const bool tolerated = type == manager::kMemoryResource &&
+                             drift <= config_.memory_drift_tolerance &&
+                             was.total - was.allocatable ==
+                                 table.total - table.allocatable;
+      if (drift != 0 && !tolerated) {
+        return refuse(where + type + " total " + std::to_string(was.total) +
+                      " bytes in the checkpoint, " +
+                      std::to_string(table.total) + " now" +
+                      (type == manager::kMemoryResource
+                           ? " (a drift of " + std::to_string(drift) +
+                                 " bytes; --memory-drift-tolerance is " +
+                                 std::to_string(
+                                     config_.memory_drift_tolerance) +
+                                 ")"
+                           : ""));
+      }
+      if (drift == 0 && was.allocatable != table.allocatable) {
+        return refuse(where + type + " allocatable " +
+                      std::to_string(was.allocatable) + " in the checkpoint, " +
+                      std::to_string(table.allocatable) + " now");
+      }
+      if (drift != 0) {
+        LOG(WARNING) << "memory manager: " << where << "memory total moved "
+                     << drift << " bytes since the checkpoint (tolerated, "
+                     << "--memory-drift-tolerance "
+                     << config_.memory_drift_tolerance << ")";
+      }
+    }
+  }
+  return OkStatus();
+}
+
+Status HostManager::RestoreCheckpoint(Status* refusal) {
   const auto path = store_->snapshot_path();
   std::string warning;
   // Never follows a link, never blocks on a FIFO, never reads unbounded.
@@ -37,6 +145,13 @@ Status HostManager::RestoreCheckpoint() {
     if (!resumed.ok()) LOG(ERROR) << resumed.message();
     return resumed;
   };
+  const auto record_memory = [this] {
+    if (Status recorded = Persist(EncodeMemoryRecord(MemoryRecord()));
+        !recorded.ok()) {
+      LOG(ERROR) << "cannot record the memory manager's machine: "
+                 << recorded.message();
+    }
+  };
   if (!checkpoint.ok()) {
     if (checkpoint.status().code() == StatusCode::kNotFound) {
       LOG(INFO) << "no checkpoint at " << path.string() << ": starting empty";
@@ -46,8 +161,21 @@ Status HostManager::RestoreCheckpoint() {
       // Unreadable (not corrupt): left alone, nothing written over it.
       return checkpoint.status();
     }
-    return restored(false);
+    Status status = restored(false);
+    if (status.ok()) record_memory();
+    return status;
   }
+
+  // The memory manager's validateState first: a checkpoint of another
+  // policy or machine is refused before anything is restored or written.
+  if (checkpoint->memory) {
+    if (Status memory = CheckMemoryRecord(*checkpoint->memory); !memory.ok()) {
+      *refusal = memory;
+      return memory;
+    }
+  }
+  const bool memory_recorded =
+      checkpoint->memory && *checkpoint->memory == MemoryRecord();
 
   // Checked against itself and the machine: a device claimed by a second
   // pod is dropped from that pod, CPUs that cannot be restored are dropped;
@@ -152,6 +280,20 @@ Status HostManager::RestoreCheckpoint() {
         } else {
           container.cpus = listed.cpus;
         }
+        // Pinned memory is never dropped: the kubelet refuses to start
+        // rather than run a container on memory it no longer holds.
+        if (!listed.memory.empty()) {
+          if (Status memory = memory_manager_->Restore(pod.uid, listed.name,
+                                                       listed.memory);
+              !memory.ok()) {
+            *refusal = FailedPreconditionError(
+                "[memorymanager] " + who + ": " + memory.message() +
+                "; drain the node and remove the checkpoint " + path.string() +
+                " to start afresh");
+            return *refusal;
+          }
+          container.memory = listed.memory;
+        }
         record.result.containers.push_back(std::move(container));
       }
       pods_[pod.uid] = std::move(record);
@@ -173,7 +315,11 @@ Status HostManager::RestoreCheckpoint() {
                                     "list offers"
                               : "");
   }
-  return restored(dropped > 0);
+  // A new policy or machine baseline is recorded (by the new snapshot, or
+  // appended to the journal).
+  Status status = restored(dropped > 0);
+  if (status.ok() && dropped == 0 && !memory_recorded) record_memory();
+  return status;
 }
 
 }  // namespace topology::host

@@ -48,10 +48,17 @@ std::map<std::string, NodeCounts> CountsByNode(const ResourceSnapshot& resource,
 json ToJson(const ContainerResult& c) {
   json devices = json::object();
   for (const auto& [resource, ids] : c.devices) devices[resource] = ids;
+  json memory = json::array();
+  for (const manager::MemoryBlock& block : c.memory) {
+    memory.push_back({{"type", block.type},
+                      {"size", block.size},
+                      {"numa_nodes", block.numa_affinity}});
+  }
   return {{"name", c.name},
           {"devices", std::move(devices)},
           {"cpus", c.cpus.ToList()},
-          {"numa_nodes", c.numa_nodes ? json(*c.numa_nodes) : json(nullptr)}};
+          {"numa_nodes", c.numa_nodes ? json(*c.numa_nodes) : json(nullptr)},
+          {"memory", std::move(memory)}};
 }
 
 json ToJson(const PodResult& result, bool explain) {
@@ -124,6 +131,7 @@ json StatusJson(const HostSnapshot& snapshot) {
                                : json(nullptr)},
           {"scope", snapshot.scope},
           {"cpu_policy", snapshot.cpu_policy},
+          {"memory_policy", snapshot.memory_policy},
           {"numa_nodes", nodes},
           {"cpus",
            {{"reserved", snapshot.reserved_cpus.ToList()},
@@ -131,6 +139,48 @@ json StatusJson(const HostSnapshot& snapshot) {
           {"resources", resources},
           {"pods", pods}};
 }
+
+namespace {
+
+struct MemoryResource {
+  std::string name;
+  uint64_t capacity = 0;
+  uint64_t allocatable = 0;
+  uint64_t available = 0;
+};
+
+// A zone's memory and huge pages as NFD's topology-updater publishes them:
+// capacity from the node (MemTotal; pages x size), allocatable and
+// available from the memory manager's Static state (allocatable, free);
+// with the None policy nothing is set aside or pinned.
+std::vector<MemoryResource> MemoryZone(const HostSnapshot& snapshot,
+                                       const NumaNode& node) {
+  std::vector<MemoryResource> out;
+  const manager::MemoryNodeState* state = nullptr;
+  if (snapshot.memory) {
+    const auto it = snapshot.memory->machine.find(node.id);
+    if (it != snapshot.memory->machine.end()) state = &it->second;
+  }
+  const auto add = [&](const std::string& name, uint64_t capacity) {
+    MemoryResource r{name, capacity, capacity, capacity};
+    if (state != nullptr) {
+      const auto table = state->memory.find(name);
+      if (table != state->memory.end()) {
+        r.allocatable = table->second.allocatable;
+        r.available = table->second.free;
+      }
+    }
+    out.push_back(std::move(r));
+  };
+  if (node.memory_bytes != 0) add(manager::kMemoryResource, node.memory_bytes);
+  for (const HugePages& pages : node.hugepages) {
+    add(HugePagesResourceName(pages.page_size_bytes),
+        pages.total_pages * pages.page_size_bytes);
+  }
+  return out;
+}
+
+}  // namespace
 
 json NodeResourceTopologyJson(const HostSnapshot& snapshot) {
   const Topology& topology = *snapshot.topology;
@@ -161,6 +211,13 @@ json NodeResourceTopologyJson(const HostSnapshot& snapshot) {
                          {"capacity", std::to_string(capacity)},
                          {"allocatable", std::to_string(allocatable)},
                          {"available", std::to_string(available)}});
+    for (const auto& [name, capacity_bytes, allocatable_bytes,
+                      available_bytes] : MemoryZone(snapshot, node)) {
+      resources.push_back({{"name", name},
+                           {"capacity", std::to_string(capacity_bytes)},
+                           {"allocatable", std::to_string(allocatable_bytes)},
+                           {"available", std::to_string(available_bytes)}});
+    }
     const std::string key = std::to_string(node.id);
     for (const auto& [name, by_node] : counts) {
       const auto it = by_node.find(key);

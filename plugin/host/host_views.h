@@ -33,6 +33,9 @@ struct HostSnapshot {
   std::string scope = {};
   bool pod_policies = false;  // "dynamic": each pod's own
   std::string cpu_policy = {};
+  std::string memory_policy = {};
+  // The memory manager's state with the Static policy; nullopt with None.
+  std::optional<manager::MemoryState> memory = {};
   CpuSet reserved_cpus = {};
   CpuSet shared_cpus = {};
   std::vector<ResourceSnapshot> resources = {};  // by name

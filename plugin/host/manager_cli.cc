@@ -379,6 +379,28 @@ int RunManagerCli(int argc, char** argv, ServeCommand serve_command) {
   serve->add_option("--reserved-cpus", serve_flags.reserved_cpus,
                     "CPUs kept for the system (cpulist)");
   serve
+      ->add_option("--memory-manager-policy", serve_flags.memory.policy,
+                   "None or Static (the kubelet's Memory Manager)")
+      ->capture_default_str();
+  serve->add_option("--reserved-memory", serve_flags.memory.reserved_memory,
+                    "Memory reserved per NUMA node, repeatable "
+                    "(0:memory=1Gi,hugepages-2Mi=2Mi)");
+  serve->add_option("--kube-reserved", serve_flags.memory.kube_reserved,
+                    "The kubelet's --kube-reserved (cpu=1,memory=2Gi,...)");
+  serve->add_option("--system-reserved", serve_flags.memory.system_reserved,
+                    "The kubelet's --system-reserved (cpu=1,memory=2Gi,...)");
+  auto* eviction_hard = serve->add_option(
+      "--eviction-hard", serve_flags.memory.eviction_hard,
+      "The kubelet's --eviction-hard; its memory.available counts in the "
+      "reservation (default memory.available<100Mi)");
+  (void)eviction_hard;
+  serve
+      ->add_option("--memory-drift-tolerance",
+                   serve_flags.memory_drift_tolerance,
+                   "On restart, accept a NUMA node's memory total that moved "
+                   "by up to this much (KEP-6232; beyond the kubelet)")
+      ->capture_default_str();
+  serve
       ->add_option("--grace-period", serve_flags.grace_period,
                    "Removal delay of a disconnected plugin's resource")
       ->capture_default_str();

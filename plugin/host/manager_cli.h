@@ -14,6 +14,8 @@
 
 #include "deviceplugin/v1beta1/kubelet_api.h"
 
+#include "memory_flags.h"
+
 namespace topology::host {
 
 inline constexpr int kExitRejected = 1;
@@ -32,6 +34,11 @@ struct ServeFlags {
   std::string policy_options;
   std::string cpu_policy = "none";
   std::string reserved_cpus;
+  // --memory-manager-policy, --reserved-memory, --kube-reserved,
+  // --system-reserved, --eviction-hard.
+  MemoryFlags memory;
+  // Beyond the kubelet (KEP-6232): a quantity; "0" compares exactly.
+  std::string memory_drift_tolerance = "0";
   std::string grace_period = "5m";
   std::string rpc_timeout = "30s";
   std::string control_group;

@@ -8,6 +8,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "topology/manager/memory_manager.h"
 #include "topology/manager/topology_manager.h"
 #include "topology/text_file.h"
 
@@ -112,6 +113,11 @@ class Parser {
         if (!millis.ok())
           return Error(field, resources["limits"], millis.status().message());
         out.limits[resource] = *millis;
+      } else if (manager::IsMemoryResource(resource)) {
+        auto bytes = ParseByteQuantity(text);
+        if (!bytes.ok())
+          return Error(field, resources["limits"], bytes.status().message());
+        out.limits[resource] = *bytes;
       } else if (resource.find('/') != std::string::npos) {
         int64_t count = 0;
         auto [ptr, error] =
@@ -301,6 +307,75 @@ class Parser {
 };
 
 }  // namespace
+
+StatusOr<int64_t> ParseByteQuantity(std::string_view text) {
+  __extension__ using u128 = unsigned __int128;
+  const auto bad = [&](const std::string& why) {
+    return InvalidArgumentError(Quoted(text) + " is not a quantity of bytes" +
+                                (why.empty() ? "" : " (" + why + ")"));
+  };
+  std::string_view rest = text;
+  if (!rest.empty() && rest.front() == '+') rest.remove_prefix(1);
+  if (!rest.empty() && rest.front() == '-') return bad("negative");
+  // Digits, at most 36 of them so that they fit 128 bits with room.
+  u128 digits = 0;
+  int count = 0;
+  int fraction = 0;
+  bool seen_point = false;
+  while (!rest.empty() &&
+         (std::isdigit(static_cast<unsigned char>(rest.front())) != 0 ||
+          (rest.front() == '.' && !seen_point))) {
+    if (rest.front() == '.') {
+      seen_point = true;
+    } else {
+      if (++count > 36) return bad("too many digits");
+      digits = digits * 10 + static_cast<unsigned>(rest.front() - '0');
+      if (seen_point) ++fraction;
+    }
+    rest.remove_prefix(1);
+  }
+  if (count == 0) return bad("");
+  // The suffix: binary (Ki..Ei), decimal (m, k..E) or an exponent (e6).
+  int binary = 0;   // powers of 1024
+  int decimal = 0;  // powers of 10
+  static const std::map<std::string_view, std::pair<int, int>> kSuffixes = {
+      {"", {0, 0}},   {"m", {0, -3}}, {"k", {0, 3}},  {"M", {0, 6}},
+      {"G", {0, 9}},  {"T", {0, 12}}, {"P", {0, 15}}, {"E", {0, 18}},
+      {"Ki", {1, 0}}, {"Mi", {2, 0}}, {"Gi", {3, 0}}, {"Ti", {4, 0}},
+      {"Pi", {5, 0}}, {"Ei", {6, 0}}};
+  if (auto it = kSuffixes.find(rest); it != kSuffixes.end()) {
+    binary = it->second.first;
+    decimal = it->second.second;
+  } else if (rest.size() >= 2 && (rest.front() == 'e' || rest.front() == 'E')) {
+    int exponent = 0;
+    const std::string_view e = rest.substr(1);
+    auto [ptr, ec] = std::from_chars(e.data(), e.data() + e.size(), exponent);
+    if (ec != std::errc() || ptr != e.data() + e.size() || exponent < -40 ||
+        exponent > 40) {
+      return bad("bad exponent");
+    }
+    decimal = exponent;
+  } else {
+    return bad("unknown suffix " + Quoted(rest));
+  }
+  decimal -= fraction;
+  constexpr u128 kLimit = static_cast<u128>(INT64_MAX);
+  u128 value = digits;
+  for (int i = 0; i < binary; ++i) {
+    if (value > kLimit) return bad("beyond int64");
+    value *= 1024;
+  }
+  for (; decimal > 0; --decimal) {
+    if (value > kLimit) return bad("beyond int64");
+    value *= 10;
+  }
+  for (; decimal < 0; ++decimal) {
+    if (value % 10 != 0) return bad("not a whole number of bytes");
+    value /= 10;
+  }
+  if (value > kLimit) return bad("beyond int64");
+  return static_cast<int64_t>(value);
+}
 
 StatusOr<int64_t> ParseCpuQuantity(std::string_view text) {
   const auto value = QuantityValue(std::string(text));

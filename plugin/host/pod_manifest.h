@@ -31,8 +31,9 @@ inline constexpr size_t kMaxAdmitRequestBytes = size_t{12} << 20;
 // Parses every "kind: Pod" document of `text` (at most kMaxManifestBytes;
 // a mapping that gives a key twice is an error, as for the API server). uid is
 // metadata.uid when given, else "<namespace>/<name>". Limits: "cpu" in
-// millicores ("2", "1500m", "0.5"), extended resources ("example.com/gpu": 2)
-// as counts; requests default to limits. Guaranteed when every container has
+// millicores ("2", "1500m", "0.5"), "memory" and "hugepages-<size>" in bytes,
+// extended resources ("example.com/gpu": 2) as counts; requests default to
+// limits. Guaranteed when every container has
 // cpu and memory limits and its requests equal them. Errors name `source`, the
 // document and the field path. The pod's own topology policy comes from
 // spec.topology.policy or the annotation above (unknown values and
@@ -42,6 +43,12 @@ StatusOr<std::vector<manager::Pod>> ParsePodManifests(std::string_view text,
 
 // Kubernetes quantity to millicores ("2" -> 2000, "250m" -> 250).
 StatusOr<int64_t> ParseCpuQuantity(std::string_view text);
+
+// A Kubernetes quantity of bytes, exactly ("1Gi", "1.5Gi", "129e6", "100M"),
+// as the kubelet's Quantity.AsInt64: INVALID_ARGUMENT naming the text when it
+// is not a quantity, negative, not a whole number of bytes ("0.5") or beyond
+// int64.
+StatusOr<int64_t> ParseByteQuantity(std::string_view text);
 
 }  // namespace topology::host
 

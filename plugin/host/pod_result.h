@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "topology/cpu_set.h"
+#include "topology/manager/memory_manager.h"
 #include "topology/manager/topology_manager.h"
 
 namespace topology::host {
@@ -20,6 +21,8 @@ struct ContainerResult {
   std::map<std::string, std::vector<std::string>> devices = {};
   CpuSet cpus = {};  // exclusive CPUs; empty = shared pool
   std::optional<std::vector<int>> numa_nodes = {};  // nullopt = no affinity
+  // Memory the memory manager (Static) pinned, by type.
+  std::vector<manager::MemoryBlock> memory = {};
   // What each plugin's Allocate returned for this container, by resource
   // (envs, mounts, devices, annotations, cdi_devices), as the device
   // manager keeps it with the allocation. Not checkpointed.
@@ -44,8 +47,9 @@ struct PodResult {
   nlohmann::json explanation = {};  // with explain: the merges
 };
 
-// {"name","devices":{resource:[ids]},"cpus","numa_nodes"}: a container's
-// result as replies show it.
+// {"name","devices":{resource:[ids]},"cpus","numa_nodes","memory":[{"type",
+// "size","numa_nodes"}]}: a container's result as replies show it ("memory"
+// is the podresources ContainerMemory shape; empty when nothing is pinned).
 nlohmann::json ToJson(const ContainerResult& container);
 nlohmann::json ToJson(const PodResult& result, bool explain);
 

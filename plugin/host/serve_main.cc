@@ -19,6 +19,8 @@
 
 #include "host_manager.h"
 #include "manager_cli.h"
+#include "memory_flags.h"
+#include "pod_manifest.h"
 #include "text_util.h"
 
 namespace {
@@ -76,6 +78,24 @@ int RunServe(const topology::host::ServeFlags& flags, char** argv) {
     }
     config.reserved_cpus = *reserved;
   }
+  uint64_t memory_capacity = 0;
+  for (const topology::NumaNode& node : topology->numa_nodes()) {
+    memory_capacity += node.memory_bytes;
+  }
+  auto memory = topology::host::MemoryOptions(flags.memory, memory_capacity);
+  if (!memory.ok()) {
+    std::cerr << "topology-manager serve: " << memory.status().message()
+              << "\n";
+    return topology::host::kExitUsage;
+  }
+  config.memory = std::move(*memory);
+  auto drift = topology::host::ParseByteQuantity(flags.memory_drift_tolerance);
+  if (!drift.ok()) {
+    std::cerr << "topology-manager serve: --memory-drift-tolerance: "
+              << drift.status().message() << "\n";
+    return topology::host::kExitUsage;
+  }
+  config.memory_drift_tolerance = static_cast<uint64_t>(*drift);
   auto grace = topology::plugin::ParseDuration(flags.grace_period);
   if (!grace.ok()) {
     std::cerr << "topology-manager serve: --grace-period: "

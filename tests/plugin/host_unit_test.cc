@@ -76,11 +76,57 @@ spec:
   EXPECT_TRUE(train.guaranteed);
   ASSERT_EQ(train.init_containers.size(), 1u);
   EXPECT_TRUE(train.init_containers[0].restartable);
+  // Memory in bytes, for the memory manager.
   EXPECT_THAT(train.containers[0].limits,
-              ElementsAre(Pair("cpu", 4000), Pair("example.com/gpu", 2)));
+              ElementsAre(Pair("cpu", 4000), Pair("example.com/gpu", 2),
+                          Pair("memory", int64_t{8} << 30)));
   const manager::Pod& burstable = (*pods)[1];
   EXPECT_EQ(burstable.uid, "1234");
   EXPECT_FALSE(burstable.guaranteed);
+}
+
+// Quantity.AsInt64: exact bytes from every spelling, refused when not a
+// whole number of bytes or beyond int64.
+TEST(PodManifestTest, ByteQuantitiesAreExact) {
+  EXPECT_EQ(*ParseByteQuantity("1Gi"), int64_t{1} << 30);
+  EXPECT_EQ(*ParseByteQuantity("1.5Gi"), int64_t{3} << 29);
+  EXPECT_EQ(*ParseByteQuantity("129e6"), 129000000);
+  EXPECT_EQ(*ParseByteQuantity("100M"), 100000000);
+  EXPECT_EQ(*ParseByteQuantity("128974848"), 128974848);
+  EXPECT_EQ(*ParseByteQuantity("1000m"), 1);
+  EXPECT_EQ(*ParseByteQuantity("+2Ki"), 2048);
+  EXPECT_EQ(*ParseByteQuantity("7Ei"), int64_t{7} << 60);
+  for (const char* bad : {"0.5", "100m", "-1Gi", "8Ei", "1Gb", "", "Gi",
+                          "1e99", "9223372036854775808", "1.2.3"}) {
+    EXPECT_THAT(ParseByteQuantity(bad).status(),
+                StatusIs(StatusCode::kInvalidArgument,
+                         HasSubstr("is not a quantity of bytes")))
+        << bad;
+  }
+  // In a manifest: hugepages and memory limits in bytes, a fraction of a
+  // byte named with its field.
+  auto pods = ParsePodManifests(R"(
+kind: Pod
+metadata: {name: dpdk}
+spec:
+  containers:
+    - name: c
+      resources:
+        limits: {cpu: "2", memory: 2Gi, hugepages-1Gi: 4Gi, hugepages-2Mi: 512Mi}
+)",
+                                "dpdk.yaml");
+  ASSERT_THAT(pods.status(), IsOk());
+  EXPECT_THAT((*pods)[0].containers[0].limits,
+              ElementsAre(Pair("cpu", 2000), Pair("hugepages-1Gi", int64_t{4} << 30),
+                          Pair("hugepages-2Mi", int64_t{512} << 20),
+                          Pair("memory", int64_t{2} << 30)));
+  EXPECT_THAT(ParsePodManifests("kind: Pod\nmetadata: {name: x}\nspec: "
+                                "{containers: [{name: c, resources: {limits: "
+                                "{memory: \"0.5\"}}}]}\n",
+                                "x.yaml")
+                  .status()
+                  .message(),
+              HasSubstr("spec.containers[0].resources.limits.memory"));
 }
 
 TEST(PodManifestTest, ErrorsNameTheField) {

@@ -284,6 +284,11 @@ std::vector<MemoryBlock> MemoryManager::ContainerBlocks(
   return blocks ? *blocks : std::vector<MemoryBlock>{};
 }
 
+MemoryMachineState MemoryManager::Baseline() const {
+  MutexLock lock(mutex_);
+  return policy_ ? policy_->DefaultMachineState() : MemoryMachineState{};
+}
+
 MemoryState MemoryManager::State() const {
   MutexLock lock(mutex_);
   return state_;

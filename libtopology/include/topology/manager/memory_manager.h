@@ -222,6 +222,8 @@ class TOPOLOGY_EXPORT MemoryManager final : public HintProvider {
   std::vector<MemoryBlock> ContainerBlocks(const std::string& pod_uid,
                                            const std::string& container) const;
   MemoryState State() const;
+  // The machine state with nothing assigned (Static); empty with None.
+  MemoryMachineState Baseline() const;
 
  private:
   MemoryManager(std::string policy_name,
