@@ -298,6 +298,8 @@ void HostManager::Stop() {
     if (stopping_) return;
     stopping_ = true;
   }
+  // A manager whose Create failed half-way has no registry: nothing runs.
+  if (!registry_) return;
   // Plugins first: every handler waiting on a plugin returns, so the
   // servers shut down at once.
   registry_->StopEndpoints();
@@ -317,8 +319,11 @@ void HostManager::Stop() {
     restored = restored_;
   }
   if (restored) (void)Compact();
+  // Only the socket this manager served: a start refused before serving
+  // leaves another instance's socket alone.
   std::error_code ignored;
-  if (!config_.control_socket.empty() && IsSocket(config_.control_socket)) {
+  if (control_server_ && !config_.control_socket.empty() &&
+      IsSocket(config_.control_socket)) {
     std::filesystem::remove(config_.control_socket, ignored);
   }
 }
@@ -546,6 +551,22 @@ PodResult HostManager::AdmitInSlot(const manager::Pod& pod, bool explain,
   }
   if (explain) {
     result.explanation = json::array();
+    // Pod names for the memory explanation, copied first: the memory
+    // manager's lock is never held while mu_ is taken.
+    std::map<std::string, std::string> names;
+    if (memory_manager_->is_static() && pod.guaranteed) {
+      MutexLock lock(mu_);
+      for (const auto* map : {&pods_, &pending_}) {
+        for (const auto& [uid, held] : *map) {
+          names[uid] = held.pod.ns + "/" + held.pod.name;
+        }
+      }
+    }
+    names[pod.uid] = pod.ns + "/" + pod.name;
+    const auto name_of = [&names](const std::string& uid) {
+      const auto it = names.find(uid);
+      return it == names.end() ? uid : it->second;
+    };
     for (const manager::MergeTrace& trace : traces) {
       json providers = json::array();
       for (const manager::ProviderHints& hints : trace.provider_hints) {
@@ -567,6 +588,16 @@ PodResult HostManager::AdmitInSlot(const manager::Pod& pod, bool explain,
            {"admit", trace.result.admit},
            {"reason", trace.explanation.reason},
            {"permutations", trace.explanation.permutations}});
+      const manager::Container* container = nullptr;
+      for (const auto* list : {&pod.init_containers, &pod.containers}) {
+        for (const manager::Container& c : *list) {
+          if (c.name == trace.container) container = &c;
+        }
+      }
+      if (!trace.container.empty() && container == nullptr) continue;
+      std::vector<std::string> memory =
+          memory_manager_->Explain(pod, container, name_of);
+      if (!memory.empty()) result.explanation.back()["memory"] = memory;
     }
   }
   std::vector<const manager::Container*> all;

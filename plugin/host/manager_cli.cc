@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "topology/plugin/go_flags.h"
+#include "topology/numa_node.h"
 #include "topology/text_file.h"
 
 #include "control_client.h"
@@ -151,6 +152,18 @@ void PrintPodTable(const json& pods, bool explain, bool show_policy = false) {
       for (const auto& [resource, ids] : c["devices"].items()) {
         devices += (devices.empty() ? "" : " ") + resource + "=" + Join(ids);
       }
+      // Pinned memory: type=size@nodes.
+      if (c.contains("memory") && c["memory"].is_array()) {
+        for (const json& block : c["memory"]) {
+          if (!block.is_object() || !block.value("size", json()).is_number_unsigned()) {
+            continue;
+          }
+          devices += (devices.empty() ? "" : " ") +
+                     block.value("type", std::string("?")) + "=" +
+                     BinaryQuantity(block["size"].get<uint64_t>()) + "@" +
+                     Join(block.value("numa_nodes", json::array()));
+        }
+      }
       const std::string numa =
           c["numa_nodes"].is_null() ? "-" : Join(c["numa_nodes"]);
       const std::string cpus = c["cpus"].get<std::string>();
@@ -212,6 +225,14 @@ void PrintPodTable(const json& pods, bool explain, bool show_policy = false) {
                           : " not preferred")
                   << (merge["admit"].get<bool>() ? ", admitted" : ", rejected")
                   << ": " << merge["reason"].get<std::string>() << "\n";
+        if (merge.contains("memory") && merge["memory"].is_array()) {
+          std::cout << "  memory:\n";
+          for (const json& line : merge["memory"]) {
+            if (line.is_string()) {
+              std::cout << "    " << line.get<std::string>() << "\n";
+            }
+          }
+        }
       }
     }
   }
@@ -256,7 +277,8 @@ int RunAdmit(const std::vector<std::string>& files, const std::string& format,
         json container = {{"name", c["name"]},
                           {"devices", c["devices"]},
                           {"cpus", c["cpus"]},
-                          {"numa_nodes", c["numa_nodes"]}};
+                          {"numa_nodes", c["numa_nodes"]},
+                          {"memory", c.value("memory", json::array())}};
         if (c.contains("allocate_responses")) {
           container["allocate_responses"] = c["allocate_responses"];
         }
@@ -299,7 +321,8 @@ int RunStatus(const std::string& format, const std::string& socket) {
   std::cout << "node " << doc["node"].get<std::string>() << ": policy "
             << doc["policy"].get<std::string>() << ", scope "
             << doc["scope"].get<std::string>() << ", CPU policy "
-            << doc["cpu_policy"].get<std::string>() << "\n";
+            << doc["cpu_policy"].get<std::string>() << ", memory policy "
+            << doc.value("memory_policy", std::string("None")) << "\n";
   for (const json& node : doc["numa_nodes"]) {
     std::cout << "  NUMA node " << node["id"] << ": CPUs "
               << node["cpus"].get<std::string>() << "\n";

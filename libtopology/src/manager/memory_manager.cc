@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <set>
+#include <string>
 
 namespace topology::manager {
 namespace {
@@ -282,6 +283,110 @@ std::vector<MemoryBlock> MemoryManager::ContainerBlocks(
   MutexLock lock(mutex_);
   const auto* blocks = state_.Blocks(pod_uid, container);
   return blocks ? *blocks : std::vector<MemoryBlock>{};
+}
+
+std::vector<std::string> MemoryManager::Explain(
+    const Pod& pod, const Container* container,
+    const std::function<std::string(const std::string&)>& name_of) const {
+  MutexLock lock(mutex_);
+  std::vector<std::string> out;
+  if (!policy_ || !pod.guaranteed) return out;
+  const std::map<std::string, uint64_t> requests =
+      container ? ContainerRequestedMemory(*container) : PodRequestedMemory(pod);
+  std::string asked;
+  for (const auto& [type, size] : requests) {
+    asked += (asked.empty() ? "" : ", ") + type + " " + BinaryQuantity(size);
+  }
+  out.push_back((container ? "container " + container->name : "the pod") +
+                " asks for " + (asked.empty() ? "no memory" : asked));
+  // Who holds memory on each node, and in which group.
+  std::map<int, std::set<std::string>> holders;
+  for (const auto& [uid, containers] : state_.assignments) {
+    for (const auto& [name, blocks] : containers) {
+      for (const MemoryBlock& block : blocks) {
+        for (int id : block.numa_affinity) {
+          holders[id].insert("pod " + name_of(uid) + " (" + name + ")");
+        }
+      }
+    }
+  }
+  const auto join = [](const std::set<std::string>& items) {
+    std::string text;
+    for (const std::string& item : items) text += (text.empty() ? "" : ", ") + item;
+    return text;
+  };
+  for (const auto& [id, node] : state_.machine) {
+    std::string line = "node " + std::to_string(id) + ":";
+    for (const auto& [type, size] : requests) {
+      const auto table = node.memory.find(type);
+      line += " " + type + " " +
+              (table == node.memory.end()
+                   ? std::string("none")
+                   : BinaryQuantity(table->second.free) + " free of " +
+                         BinaryQuantity(table->second.allocatable));
+      line += ";";
+    }
+    if (node.assignments == 0) {
+      line += " nothing pinned";
+    } else if (node.cells.size() <= 1) {
+      line += " a single-node allocation of " + join(holders[id]);
+    } else {
+      line += " in the cross-node group " +
+              NumaMask::FromIds(node.cells).value_or(NumaMask()).ToString() +
+              " of " + join(holders[id]);
+    }
+    out.push_back(line);
+  }
+  // The rule, where it bars a set of nodes whose memory would suffice.
+  std::vector<int> ids;
+  for (const auto& [id, node] : state_.machine) ids.push_back(id);
+  std::set<std::string> barred;
+  IterateMasks(ids, [&](NumaMask mask) {
+    if (mask.Count() < 2 || barred.size() >= 4) return;
+    for (const auto& [type, size] : requests) {
+      uint64_t free = 0;
+      for (int id : mask.Ids()) {
+        const auto& memory = state_.machine.at(id).memory;
+        if (auto it = memory.find(type); it != memory.end()) free += it->second.free;
+      }
+      if (free < size) return;
+    }
+    for (int id : mask.Ids()) {
+      const MemoryNodeState& node = state_.machine.at(id);
+      if (node.assignments == 0) continue;
+      if (node.cells.size() == 1) {
+        barred.insert("node " + std::to_string(id) +
+                      " holds a single-node allocation of " +
+                      join(holders[id]) + "; a cross-node allocation " +
+                      mask.ToString() + " may not include it");
+        return;
+      }
+      std::vector<int> cells = node.cells;
+      std::sort(cells.begin(), cells.end());
+      if (cells != mask.Ids()) {
+        barred.insert("node " + std::to_string(id) +
+                      " is in the cross-node group " +
+                      NumaMask::FromIds(cells).value_or(NumaMask()).ToString() +
+                      " of " + join(holders[id]) + "; an allocation " +
+                      mask.ToString() + " may not include it");
+        return;
+      }
+    }
+  });
+  out.insert(out.end(), barred.begin(), barred.end());
+  const auto hints = policy_->CalculateHints(state_.machine, pod.uid, requests);
+  const auto list = hints.find(kMemoryResource);
+  if (hints.empty() || list == hints.end() || list->second.empty()) {
+    out.push_back("no set of NUMA nodes can hold it now");
+  } else {
+    std::string fits;
+    for (const TopologyHint& hint : list->second) {
+      fits += (fits.empty() ? "" : ", ") + hint.affinity->ToString() +
+              (hint.preferred ? " (preferred)" : "");
+    }
+    out.push_back("it fits on " + fits);
+  }
+  return out;
 }
 
 MemoryMachineState MemoryManager::Baseline() const {

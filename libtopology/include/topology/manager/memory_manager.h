@@ -19,6 +19,7 @@
 #define TOPOLOGY_MANAGER_MEMORY_MANAGER_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -224,6 +225,18 @@ class TOPOLOGY_EXPORT MemoryManager final : public HintProvider {
   MemoryState State() const;
   // The machine state with nothing assigned (Static); empty with None.
   MemoryMachineState Baseline() const;
+
+  // Beyond the kubelet: why memory for `container` (nullptr: the whole pod,
+  // pod scope) fits or not, one sentence a line: the request, each node's
+  // free memory and who holds it, the single- vs cross-node rule where it
+  // bars a set of nodes ("node 0 holds a single-node allocation of pod
+  // default/small; a cross-node allocation [0,1] may not include it"), and
+  // the sets of nodes that would hold it now. `name_of` turns a pod uid
+  // into "namespace/name". Empty with None or for a pod that is not
+  // Guaranteed.
+  std::vector<std::string> Explain(
+      const Pod& pod, const Container* container,
+      const std::function<std::string(const std::string&)>& name_of) const;
 
  private:
   MemoryManager(std::string policy_name,

@@ -1,0 +1,365 @@
+// The host's Memory Manager against the kubelet's decisions: admission and
+// refusal with the kubelet's reasons, the start-up checks of the flags and
+// of the checkpoint (validateState), restore after a crash, the views.
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include "topology/discovery.h"
+#include "topology/testing/sysfs_tree_builder.h"
+
+#include "checkpoint.h"
+#include "host_manager.h"
+#include "memory_flags.h"
+#include "status_matchers.h"
+#include "temp_dir.h"
+
+namespace topology::host {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::IsEmpty;
+using topology::testing::IsOk;
+using topology::testing::StatusIs;
+
+constexpr uint64_t kGiB = uint64_t{1} << 30;
+constexpr uint64_t kMiB = uint64_t{1} << 20;
+
+// Two NUMA nodes of `gib` GiB and two CPUs each, `pages_1g` 1 GiB pages on
+// each node.
+Topology TwoNodeMachine(const std::filesystem::path& root, uint64_t gib,
+                        uint64_t pages_1g = 0) {
+  topology::testing::SysfsTreeBuilder b(root);
+  b.AddCpu(0, 0, 0, "0");
+  b.AddCpu(1, 0, 1, "1");
+  b.AddCpu(2, 1, 0, "2");
+  b.AddCpu(3, 1, 1, "3");
+  b.AddNode(0, "0-1", gib * kGiB);
+  b.AddNode(1, "2-3", gib * kGiB);
+  if (pages_1g > 0) {
+    b.AddHugePages(0, kGiB, pages_1g, pages_1g);
+    b.AddHugePages(1, kGiB, pages_1g, pages_1g);
+  }
+  b.SetDistances({{10, 21}, {21, 10}});
+  b.Finish();
+  DiscoveryOptions options;
+  options.host_root = root;
+  auto topology = Discover(options);
+  EXPECT_THAT(topology.status(), IsOk());
+  return std::move(*topology);
+}
+
+manager::Pod MemoryPod(const std::string& name, uint64_t memory,
+                       uint64_t hugepages_1g = 0) {
+  manager::Pod pod;
+  pod.uid = "uid-" + name;
+  pod.name = name;
+  pod.guaranteed = true;
+  manager::Container c;
+  c.name = "main";
+  c.limits = {{"cpu", 1000}, {"memory", static_cast<int64_t>(memory)}};
+  if (hugepages_1g > 0) {
+    c.limits["hugepages-1Gi"] = static_cast<int64_t>(hugepages_1g);
+  }
+  pod.containers = {c};
+  return pod;
+}
+
+class HostMemoryTest : public ::testing::Test {
+ protected:
+  // 8 GiB per node, 1 GiB reserved on each: the flags a kubelet would take
+  // (kube-reserved 1948Mi + eviction 100Mi = 2 GiB = 2 x 1 GiB reserved).
+  HostConfig Config(const std::string& policy) const {
+    HostConfig config;
+    config.plugin_dir = dir_.path() / "device-plugins";
+    config.control_socket.clear();
+    config.node_name = "memory-node";
+    config.topology.policy = policy;
+    MemoryFlags flags;
+    flags.policy = manager::kMemoryPolicyStatic;
+    flags.reserved_memory = {"0:memory=1Gi", "1:memory=1Gi"};
+    flags.kube_reserved = "cpu=500m,memory=1948Mi";
+    auto options = MemoryOptions(flags, 16 * kGiB);
+    EXPECT_THAT(options.status(), IsOk());
+    config.memory = *options;
+    return config;
+  }
+
+  void Start(HostConfig config, Topology topology) {
+    auto host = HostManager::Create(std::move(config), std::move(topology));
+    ASSERT_THAT(host.status(), IsOk());
+    host_ = std::move(*host);
+    ASSERT_THAT(host_->Start(), IsOk());
+  }
+
+  // A kill: the host goes without its clean stop's compaction; the
+  // checkpoint's files stay as they were.
+  void Crash() {
+    const auto dir = dir_.path() / "device-plugins";
+    const auto saved = dir_.path() / "saved";
+    std::filesystem::remove_all(saved);
+    std::filesystem::create_directories(saved);
+    const std::string files[] = {kCheckpointFile,
+                                 std::string(kCheckpointFile) + ".journal"};
+    for (const std::string& file : files) {
+      if (std::filesystem::exists(dir / file)) {
+        std::filesystem::copy_file(dir / file, saved / file);
+      }
+    }
+    host_->Stop();
+    host_.reset();
+    for (const std::string& file : files) {
+      std::filesystem::remove(dir / file);
+      if (std::filesystem::exists(saved / file)) {
+        std::filesystem::copy_file(saved / file, dir / file);
+      }
+    }
+  }
+
+  testing::TempDir root_;
+  testing::TempDir dir_;
+  std::unique_ptr<HostManager> host_;
+};
+
+std::vector<manager::MemoryBlock> MemoryOf(const PodResult& result) {
+  return result.containers.empty() ? std::vector<manager::MemoryBlock>{}
+                                   : result.containers[0].memory;
+}
+
+TEST_F(HostMemoryTest, TenGibAcrossBothNodesUnderRestricted) {
+  Start(Config(manager::kPolicyRestricted), TwoNodeMachine(root_.path(), 8));
+  const PodResult big = host_->Admit(MemoryPod("big", 10 * kGiB), false);
+  ASSERT_TRUE(big.admitted) << big.reason << ": " << big.message;
+  EXPECT_EQ(big.containers[0].numa_nodes, (std::vector<int>{0, 1}));
+  EXPECT_THAT(MemoryOf(big), ElementsAre(manager::MemoryBlock{
+                                 {0, 1}, "memory", 10 * kGiB}));
+  // status --format json: the podresources ContainerMemory shape.
+  const auto status = host_->StatusJson();
+  EXPECT_EQ(status["memory_policy"], "Static");
+  const auto& memory = status["pods"][0]["containers"][0]["memory"];
+  ASSERT_EQ(memory.size(), 1u);
+  EXPECT_EQ(memory[0]["type"], "memory");
+  EXPECT_EQ(memory[0]["size"], 10 * kGiB);
+  EXPECT_EQ(memory[0]["numa_nodes"], nlohmann::json::array({0, 1}));
+  // NodeResourceTopology: node 0 gave all its 7 GiB, node 1 three of seven.
+  const auto nrt = host_->NodeResourceTopology();
+  const auto zone_memory = [&](size_t zone) {
+    for (const auto& r : nrt["zones"][zone]["resources"]) {
+      if (r["name"] == "memory") return r;
+    }
+    return nlohmann::json();
+  };
+  EXPECT_EQ(zone_memory(0)["capacity"], std::to_string(8 * kGiB));
+  EXPECT_EQ(zone_memory(0)["allocatable"], std::to_string(7 * kGiB));
+  EXPECT_EQ(zone_memory(0)["available"], "0");
+  EXPECT_EQ(zone_memory(1)["available"], std::to_string(4 * kGiB));
+  // Released, everything is free again.
+  ASSERT_THAT(host_->Release("big"), IsOk());
+  const auto after = host_->NodeResourceTopology();
+  for (const auto& r : after["zones"][1]["resources"]) {
+    if (r["name"] == "memory") {
+      EXPECT_EQ(r["available"], std::to_string(7 * kGiB));
+    }
+  }
+}
+
+TEST_F(HostMemoryTest, TenGibRefusedUnderSingleNumaNode) {
+  Start(Config(manager::kPolicySingleNumaNode),
+        TwoNodeMachine(root_.path(), 8));
+  const PodResult big = host_->Admit(MemoryPod("big", 10 * kGiB), true);
+  EXPECT_FALSE(big.admitted);
+  EXPECT_EQ(big.reason, "TopologyAffinityError");
+  // Nothing pinned.
+  EXPECT_THAT(host_->StatusJson()["pods"], IsEmpty());
+  const PodResult small = host_->Admit(MemoryPod("small", 6 * kGiB), false);
+  ASSERT_TRUE(small.admitted);
+  EXPECT_EQ(small.containers[0].numa_nodes, (std::vector<int>{0}));
+}
+
+// The kubelet's famous refusal (k/k #120733): the Topology Manager admits,
+// the memory manager's Allocate refuses a cross-node allocation over a node
+// that holds a single-node one.
+TEST_F(HostMemoryTest, CrossNodeOverASingleNodeAllocationIsUnexpected) {
+  Start(Config(manager::kPolicyBestEffort), TwoNodeMachine(root_.path(), 8));
+  const PodResult small = host_->Admit(MemoryPod("small", 2 * kGiB), false);
+  ASSERT_TRUE(small.admitted);
+  EXPECT_THAT(MemoryOf(small),
+              ElementsAre(manager::MemoryBlock{{0}, "memory", 2 * kGiB}));
+  const PodResult big = host_->Admit(MemoryPod("big", 10 * kGiB), true);
+  EXPECT_FALSE(big.admitted);
+  EXPECT_EQ(big.reason, "UnexpectedAdmissionError");
+  EXPECT_EQ(big.message,
+            "Allocate failed due to [memorymanager] preferred hint violates "
+            "NUMA node allocation, which is unexpected");
+  // --explain names the allocation in the way.
+  ASSERT_FALSE(big.explanation.empty());
+  const std::string memory = big.explanation[0]["memory"].dump();
+  EXPECT_THAT(memory, HasSubstr("node 0 holds a single-node allocation of pod "
+                                "default/small (main); a cross-node "
+                                "allocation [0,1] may not include it"));
+  EXPECT_THAT(memory, HasSubstr("container main asks for memory 10Gi"));
+  EXPECT_THAT(memory, HasSubstr("no set of NUMA nodes can hold it now"));
+  // The refused pod left nothing behind: a 5 GiB pod still fits node 0.
+  const PodResult five = host_->Admit(MemoryPod("five", 5 * kGiB), false);
+  ASSERT_TRUE(five.admitted);
+  EXPECT_THAT(MemoryOf(five),
+              ElementsAre(manager::MemoryBlock{{0}, "memory", 5 * kGiB}));
+}
+
+TEST_F(HostMemoryTest, StartRefusesWhereTheKubeletRefuses) {
+  const Topology machine = TwoNodeMachine(root_.path(), 8);
+  const auto create = [&](MemoryFlags flags) -> Status {
+    auto options = MemoryOptions(flags, 16 * kGiB);
+    if (!options.ok()) return options.status();
+    HostConfig config;
+    config.plugin_dir = dir_.path() / "device-plugins";
+    config.control_socket.clear();
+    config.memory = *options;
+    return HostManager::Create(config, machine).status();
+  };
+  MemoryFlags flags;
+  flags.policy = manager::kMemoryPolicyStatic;
+  // Without reserved memory: the kubelet's default eviction (100Mi) is not
+  // matched by any reservation.
+  EXPECT_THAT(create(flags),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("the total amount \"0\" of type \"memory\" "
+                                 "is not equal to the value \"100Mi\"")));
+  flags.eviction_hard = "nodefs.available<10%";
+  EXPECT_THAT(create(flags),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("you should specify the system reserved "
+                                 "memory")));
+  // A node the machine lacks.
+  flags.eviction_hard.reset();
+  flags.reserved_memory = {"3:memory=100Mi"};
+  EXPECT_THAT(create(flags),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("references a NUMA node 3 that does not "
+                                 "exist on this machine")));
+  // Does not add up: 1Gi reserved, 100Mi + 512Mi by Node Allocatable.
+  flags.reserved_memory = {"0:memory=1Gi"};
+  flags.system_reserved = "memory=512Mi";
+  EXPECT_THAT(create(flags),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("the total amount \"1Gi\" of type \"memory\" "
+                                 "is not equal to the value \"612Mi\"")));
+  // Huge pages cannot be kube- or system-reserved: never adds up.
+  flags.reserved_memory = {"0:memory=612Mi,hugepages-1Gi=1Gi"};
+  EXPECT_THAT(create(flags), StatusIs(StatusCode::kInvalidArgument,
+                                      HasSubstr("hugepages-1Gi")));
+  // Adds up: accepted, spread over both nodes in two flags or one.
+  flags.reserved_memory = {"0:memory=312Mi", "1:memory=300Mi"};
+  EXPECT_THAT(create(flags), IsOk());
+  flags.reserved_memory = {"0:memory=312Mi;1:memory=300Mi"};
+  EXPECT_THAT(create(flags), IsOk());
+  // The kubelet's flag spellings and their errors.
+  flags.reserved_memory = {"memory=1Gi"};
+  EXPECT_THAT(create(flags), StatusIs(StatusCode::kInvalidArgument,
+                                      HasSubstr("incorrect format")));
+  flags.reserved_memory = {"0:cpu=1"};
+  EXPECT_THAT(create(flags), StatusIs(StatusCode::kInvalidArgument,
+                                      HasSubstr("unknown type: \"cpu\"")));
+  flags.reserved_memory = {"0:memory=312Mi", "1:memory=300Mi"};
+  flags.kube_reserved = "gpu=1";
+  EXPECT_THAT(create(flags),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("--kube-reserved: unsupported resource")));
+  flags.kube_reserved.clear();
+  flags.eviction_hard = "memory.available<1%";
+  // 1% of 16 GiB, as a float32 fraction times the capacity.
+  EXPECT_THAT(create(flags),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("the value \"")));
+  flags.policy = "static";
+  EXPECT_THAT(create(flags), StatusIs(StatusCode::kInvalidArgument,
+                                      HasSubstr("unknown policy")));
+  // A manager refused half-way is destroyed cleanly (it once stopped a
+  // registry it did not have yet).
+  HostConfig cpu;
+  cpu.plugin_dir = dir_.path() / "device-plugins";
+  cpu.control_socket.clear();
+  cpu.cpu_policy = manager::kCpuPolicyStatic;
+  EXPECT_THAT(HostManager::Create(cpu, machine).status(),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("requires systemreserved.cpu")));
+}
+
+TEST_F(HostMemoryTest, RestoreAfterAKillKeepsEveryMemoryAssignment) {
+  Start(Config(manager::kPolicyBestEffort),
+        TwoNodeMachine(root_.path(), 8, /*pages_1g=*/2));
+  ASSERT_TRUE(host_->Admit(MemoryPod("big", 8 * kGiB, kGiB), false).admitted);
+  ASSERT_TRUE(host_->Admit(MemoryPod("small", kGiB, kGiB), false).admitted);
+  const auto before = host_->StatusJson();
+  const auto nrt_before = host_->NodeResourceTopology();
+  Crash();
+  Start(Config(manager::kPolicyBestEffort),
+        TwoNodeMachine(root_.path() / "again", 8, 2));
+  EXPECT_EQ(host_->StatusJson()["pods"], before["pods"]);
+  EXPECT_EQ(host_->NodeResourceTopology()["zones"], nrt_before["zones"]);
+  // Huge pages have their own zone entries.
+  bool hugepages = false;
+  for (const auto& r : nrt_before["zones"][0]["resources"]) {
+    if (r["name"] == "hugepages-1Gi") {
+      hugepages = true;
+      EXPECT_EQ(r["capacity"], std::to_string(2 * kGiB));
+    }
+  }
+  EXPECT_TRUE(hugepages);
+  // The memory is still held: a third pod of 8 GiB does not fit anywhere.
+  EXPECT_FALSE(host_->Admit(MemoryPod("third", 8 * kGiB), false).admitted);
+}
+
+TEST_F(HostMemoryTest, RestartRefusedWhenTheMachineOrPolicyChanged) {
+  Start(Config(manager::kPolicyRestricted), TwoNodeMachine(root_.path(), 8));
+  ASSERT_TRUE(host_->Admit(MemoryPod("big", 10 * kGiB), false).admitted);
+  Crash();
+  // A reboot moved 4 MiB of node 0's memory: validateState refuses.
+  const auto drifted = [&](const std::string& name) {
+    Topology machine = TwoNodeMachine(root_.path() / name, 8);
+    Topology::Parts parts;
+    parts.numa_nodes = machine.numa_nodes();
+    parts.numa_nodes[0].memory_bytes -= 4 * kMiB;
+    parts.cpus = machine.cpus();
+    parts.source = machine.source();
+    return Topology(std::move(parts));
+  };
+  {
+    auto host = HostManager::Create(Config(manager::kPolicyRestricted),
+                                    drifted("a"));
+    ASSERT_THAT(host.status(), IsOk());
+    EXPECT_THAT((*host)->Start(),
+                StatusIs(StatusCode::kFailedPrecondition,
+                         HasSubstr("[memorymanager] the expected machine state "
+                                   "is different from the real one: node 0 "
+                                   "memory total")));
+  }
+  // Beyond the kubelet, opt-in: a bounded drift is tolerated and the
+  // assignment kept.
+  {
+    HostConfig config = Config(manager::kPolicyRestricted);
+    config.memory_drift_tolerance = 64 * kMiB;
+    Start(config, drifted("b"));
+    EXPECT_THAT(MemoryOf(host_->Snapshot().pods[0]),
+                ElementsAre(manager::MemoryBlock{{0, 1}, "memory", 10 * kGiB}));
+    Crash();
+  }
+  // Another policy with memory pinned: refused with both names.
+  {
+    HostConfig config = Config(manager::kPolicyRestricted);
+    config.memory = {};
+    auto host = HostManager::Create(config, drifted("c"));
+    ASSERT_THAT(host.status(), IsOk());
+    EXPECT_THAT((*host)->Start(),
+                StatusIs(StatusCode::kFailedPrecondition,
+                         HasSubstr("configured policy \"None\" differs from "
+                                   "state checkpoint policy \"Static\"")));
+  }
+}
+
+}  // namespace
+}  // namespace topology::host
