@@ -26,6 +26,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (const auto& [name, healthy] : checkpoint.registered) {
     again += topology::host::EncodeResourceRecord(name, healthy);
   }
+  if (checkpoint.memory) {
+    again += topology::host::EncodeMemoryRecord(*checkpoint.memory);
+  }
   topology::host::Checkpoint rebuilt;
   const auto second = topology::host::ReplayJournal(again, rebuilt);
   FUZZ_CHECK(second.damage.empty());

@@ -955,6 +955,10 @@ TEST(MemoryManagerTest, RestoreChecksEveryBlockAgainstTheMachine) {
               HasSubstr("hugepages-2Mi, which node 0 does not have"));
   EXPECT_THAT(manager->Restore("v", "c", {B({1}, kMem, 4 * gb)}).message(),
               HasSubstr("do not fit what is free there"));
+  EXPECT_THAT(manager->Restore("v", "c", {B({1, 1}, kMem, mb)}).message(),
+              HasSubstr("not a set in increasing order"));
+  EXPECT_THAT(manager->Restore("v", "c", {B({}, kMem, mb)}).message(),
+              HasSubstr("not a set in increasing order"));
   manager->RemovePod("u");
   EXPECT_EQ(manager->State().machine, [&] {
     MemoryState fresh;

@@ -239,9 +239,12 @@ Status MemoryManager::Restore(const std::string& pod_uid,
   // Rebuilt as validateState rebuilds the expected state, then checked.
   MemoryMachineState machine = state_.machine;
   for (const MemoryBlock& block : blocks) {
-    if (block.numa_affinity.empty()) {
-      return InvalidArgumentError(who + ": a " + block.type +
-                                  " block with no NUMA node");
+    if (block.numa_affinity.empty() ||
+        !std::is_sorted(block.numa_affinity.begin(), block.numa_affinity.end(),
+                        std::less_equal<int>())) {
+      return InvalidArgumentError(
+          who + ": a " + block.type +
+          " block whose NUMA nodes are not a set in increasing order");
     }
     uint64_t requested = block.size;
     for (int id : block.numa_affinity) {
