@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <optional>
+#include <random>
 #include <tuple>
 
 #include "status_matchers.h"
@@ -968,6 +969,110 @@ TEST(MemoryManagerTest, RestoreChecksEveryBlockAgainstTheMachine) {
         ->Start(fresh);
     return fresh.machine;
   }());
+}
+
+}  // namespace
+}  // namespace topology::manager
+
+namespace topology::manager {
+namespace {
+
+// calculateHints as upstream writes it, line for line: the oracle of the
+// policy's faster form.
+std::map<std::string, std::vector<TopologyHint>> ReferenceCalculateHints(
+    const MemoryMachineState& machine,
+    const std::map<std::string, uint64_t>& requests) {
+  std::vector<int> ids;
+  for (const auto& [id, node] : machine) ids.push_back(id);
+  int min_affinity_size = static_cast<int>(ids.size());
+  std::map<std::string, std::vector<TopologyHint>> hints;
+  IterateMasks(ids, [&](NumaMask mask) {
+    const std::vector<int> bits = mask.Ids();
+    const bool single = bits.size() == 1;
+    std::map<std::string, uint64_t> free, allocatable;
+    for (int id : bits) {
+      for (const auto& [type, size] : requests) {
+        const auto& memory = machine.at(id).memory;
+        const auto it = memory.find(type);
+        free[type] += it == memory.end() ? 0 : it->second.free;
+        allocatable[type] += it == memory.end() ? 0 : it->second.allocatable;
+      }
+    }
+    for (const auto& [type, size] : requests) {
+      if (allocatable[type] < size) return;
+    }
+    if (mask.Count() < min_affinity_size) min_affinity_size = mask.Count();
+    if (single && machine.at(bits[0]).cells.size() > 1) return;
+    for (int id : bits) {
+      const MemoryNodeState& node = machine.at(id);
+      if (!single && node.assignments > 0) {
+        if (node.cells.size() == 1) return;
+        std::vector<int> cells = node.cells;
+        std::sort(cells.begin(), cells.end());
+        if (cells != bits) return;
+      }
+    }
+    for (const auto& [type, size] : requests) {
+      if (free[type] < size) return;
+    }
+    for (const auto& [type, size] : requests) {
+      hints[type].push_back(TopologyHint{mask, false});
+    }
+  });
+  for (auto& [type, list] : hints) {
+    for (TopologyHint& hint : list) {
+      hint.preferred = hint.affinity->Count() == min_affinity_size;
+    }
+  }
+  return hints;
+}
+
+// Random machines (1 to 10 nodes, some in groups, some with single-node
+// allocations), random requests of one to three types: the policy's hints
+// equal the line-for-line port's, 3,000 seeded cases.
+TEST(MemoryManagerTest, HintsEqualTheLineForLinePortOnRandomMachines) {
+  std::mt19937_64 random(20261128);
+  const std::vector<std::string> types = {kMem, kHp1g, kHp2m};
+  for (int round = 0; round < 3000; ++round) {
+    const int nodes = 1 + static_cast<int>(random() % 10);
+    MemoryMachineState machine;
+    for (int id = 0; id < nodes; ++id) {
+      MemoryNodeState& node = machine[id];
+      for (const std::string& type : types) {
+        if (type != kMem && random() % 3 == 0) continue;
+        const uint64_t allocatable = (random() % 9) * gb;
+        const uint64_t free = allocatable == 0 ? 0 : random() % (allocatable + 1);
+        node.memory[type] = T(allocatable, free, allocatable - free, 0,
+                              allocatable);
+      }
+      node.cells = {id};
+      node.assignments = random() % 4 == 0 ? 1 + static_cast<int>(random() % 3) : 0;
+    }
+    // A group or two of neighbouring nodes.
+    for (int id = 0; id + 1 < nodes; ++id) {
+      if (random() % 4 != 0) continue;
+      const int size = 2 + static_cast<int>(random() % 2);
+      std::vector<int> group;
+      for (int g = id; g < std::min(nodes, id + size); ++g) group.push_back(g);
+      for (int g : group) {
+        machine[g].cells = group;
+        machine[g].assignments = std::max(machine[g].assignments, 1);
+      }
+      id += size;
+    }
+    std::map<std::string, uint64_t> requests;
+    for (const std::string& type : types) {
+      if (type == kMem || random() % 2 == 0) {
+        requests[type] = (random() % (static_cast<uint64_t>(nodes) * 5)) * gb / 2;
+      }
+    }
+    auto policy = StaticMemoryPolicy::Create({}, {{0, {{kMem, mb}}}});
+    ASSERT_TRUE(policy.ok());
+    const auto fast = policy->CalculateHints(machine, "pod", requests);
+    const auto reference = ReferenceCalculateHints(machine, requests);
+    ASSERT_EQ(fast, reference) << "round " << round << ", " << nodes
+                               << " nodes";
+  }
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 // StaticMemoryPolicy: policy_static.go of the kubelet's Memory Manager, one
 // function for each of its functions, in its order of decisions.
 #include <algorithm>
+#include <array>
+#include <bit>
 #include <cstdio>
 
 #include "topology/manager/memory_manager.h"
@@ -315,51 +317,91 @@ std::map<std::string, std::vector<TopologyHint>>
 StaticMemoryPolicy::CalculateHints(
     const MemoryMachineState& machine, const std::string& pod_uid,
     const std::map<std::string, uint64_t>& requests) const {
+  // calculateHints over every subset in IterateBitMasks order, with each
+  // node's figures gathered once (the subsets are 2^N; the inner loop
+  // allocates nothing).
   std::vector<int> ids;
-  for (const auto& [id, node] : machine) ids.push_back(id);
-  int min_affinity_size = static_cast<int>(ids.size());
-  std::map<std::string, std::vector<TopologyHint>> hints;
-  const auto table = [&](int id, const std::string& type) -> const MemoryTable* {
-    const auto node = machine.find(id);
-    if (node == machine.end()) return nullptr;
-    const auto it = node->second.memory.find(type);
-    return it == node->second.memory.end() ? nullptr : &it->second;
+  struct NodeFacts {
+    std::vector<uint64_t> allocatable;  // per requested type
+    std::vector<uint64_t> free;
+    bool assigned = false;
+    size_t cells = 0;
+    NumaMask cells_mask;
   };
-  IterateMasks(ids, [&](NumaMask mask) {
-    const std::vector<int> bits = mask.Ids();
-    const bool single = bits.size() == 1;
-    for (const auto& [type, size] : requests) {
-      uint64_t allocatable = 0;
-      for (int id : bits) {
-        if (const MemoryTable* t = table(id, type)) allocatable += t->allocatable;
+  std::array<NodeFacts, NumaMask::kMaxNodes> facts;
+  std::vector<std::pair<std::string, uint64_t>> wanted(requests.begin(),
+                                                       requests.end());
+  for (const auto& [id, node] : machine) {
+    if (id < 0 || id >= NumaMask::kMaxNodes) continue;
+    ids.push_back(id);
+    NodeFacts& f = facts[static_cast<size_t>(id)];
+    for (const auto& [type, size] : wanted) {
+      const auto it = node.memory.find(type);
+      f.allocatable.push_back(it == node.memory.end() ? 0
+                                                      : it->second.allocatable);
+      f.free.push_back(it == node.memory.end() ? 0 : it->second.free);
+    }
+    f.assigned = node.assignments > 0;
+    f.cells = node.cells.size();
+    for (int cell : node.cells) {
+      if (cell >= 0 && cell < NumaMask::kMaxNodes) {
+        f.cells_mask = f.cells_mask.Or(NumaMask::FromBits(uint64_t{1} << cell));
       }
-      if (allocatable < size) return;
-    }
-    min_affinity_size = std::min(min_affinity_size, mask.Count());
-    if (single && machine.at(bits[0]).cells.size() > 1) return;
-    for (int id : bits) {
-      const MemoryNodeState& node = machine.at(id);
-      if (!single && node.assignments > 0) {
-        if (node.cells.size() == 1) return;
-        if (!AreGroupsEqual(node.cells, bits)) return;
-      }
-    }
-    for (const auto& [type, size] : requests) {
-      uint64_t free = 0;
-      for (int id : bits) {
-        if (const MemoryTable* t = table(id, type)) free += t->free;
-      }
-      if (free + Reusable(pod_uid, mask, type) < size) return;
-    }
-    for (const auto& [type, size] : requests) {
-      hints[type].push_back(TopologyHint{mask, false});
-    }
-  });
-  for (auto& [type, list] : hints) {
-    for (TopologyHint& hint : list) {
-      hint.preferred = hint.affinity->Count() == min_affinity_size;
     }
   }
+  const bool reuse = reusable_.contains(pod_uid);
+  int min_affinity_size = static_cast<int>(ids.size());
+  std::vector<NumaMask> members;
+  std::vector<uint64_t> sums(wanted.size());
+  const auto sum = [&](uint64_t bits, bool free) {
+    std::fill(sums.begin(), sums.end(), 0);
+    for (; bits != 0; bits &= bits - 1) {
+      const NodeFacts& f =
+          facts[static_cast<size_t>(std::countr_zero(bits))];
+      const std::vector<uint64_t>& values = free ? f.free : f.allocatable;
+      for (size_t k = 0; k < values.size(); ++k) sums[k] += values[k];
+    }
+  };
+  IterateMasks(ids, [&](NumaMask mask) {
+    const uint64_t bits = mask.bits();
+    const int count = mask.Count();
+    const bool single = count == 1;
+    sum(bits, false);
+    for (size_t k = 0; k < wanted.size(); ++k) {
+      if (sums[k] < wanted[k].second) return;
+    }
+    min_affinity_size = std::min(min_affinity_size, count);
+    if (single &&
+        facts[static_cast<size_t>(std::countr_zero(bits))].cells > 1) {
+      return;
+    }
+    if (!single) {
+      for (uint64_t rest = bits; rest != 0; rest &= rest - 1) {
+        const NodeFacts& f =
+            facts[static_cast<size_t>(std::countr_zero(rest))];
+        if (!f.assigned) continue;
+        if (f.cells == 1) return;
+        if (f.cells != static_cast<size_t>(count) || f.cells_mask != mask) {
+          return;
+        }
+      }
+    }
+    sum(bits, true);
+    for (size_t k = 0; k < wanted.size(); ++k) {
+      const uint64_t reusable =
+          reuse ? Reusable(pod_uid, mask, wanted[k].first) : 0;
+      if (sums[k] + reusable < wanted[k].second) return;
+    }
+    members.push_back(mask);
+  });
+  std::map<std::string, std::vector<TopologyHint>> hints;
+  if (members.empty() || wanted.empty()) return hints;
+  std::vector<TopologyHint> list;
+  list.reserve(members.size());
+  for (NumaMask mask : members) {
+    list.push_back(TopologyHint{mask, mask.Count() == min_affinity_size});
+  }
+  for (const auto& [type, size] : wanted) hints[type] = list;
   return hints;
 }
 
