@@ -42,6 +42,13 @@ TEST(HwlocXmlTest, Dgx2WorkedExample) {
   EXPECT_THAT(gpu->upstream_is_switch,
               ElementsAre(false, true, false, true, false));
   EXPECT_THAT(gpu->numa_nodes, ElementsAre(0));
+  // Huge pages from the NUMA nodes' page types after the normal pages:
+  // 2 MiB and 1 GiB, none set aside, free counts unknown to an export.
+  ASSERT_EQ(t->numa_nodes()[0].hugepages.size(), 2u);
+  EXPECT_EQ(t->numa_nodes()[0].hugepages[0],
+            (HugePages{.page_size_bytes = 2 << 20, .total_pages = 0}));
+  EXPECT_EQ(t->numa_nodes()[0].hugepages[1].page_size_bytes, 1u << 30);
+  EXPECT_FALSE(t->numa_nodes()[0].hugepages[1].free_pages);
 
   const CostModel model(*t);
   const auto level = [&](const char* a, const char* b) {

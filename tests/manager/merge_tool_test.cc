@@ -60,6 +60,38 @@ TEST(MergeToolTest, ExplainSaysWhy) {
               HasSubstr("non-preferred"));
 }
 
+// The memory manager's lists as a case: one list per memory type, the same
+// sets in each (as calculateHints gives them), merged with a device list.
+// A 10 GiB pod on two 7 GiB nodes beside a GPU on node 1: {1} AND {0,1}
+// is not preferred (a merge is preferred only when every affinity is the
+// same), nor is the GPU's {0,1}; restricted refuses the pod, as a kubelet
+// does (k/k #138523: CPU or device and memory locality that cannot both be
+// met).
+TEST(MergeToolTest, MemoryManagerListsMergeLikeAnyProvider) {
+  const std::string memory =
+      R"({"memory":[{"mask":[0,1],"preferred":true}],
+          "hugepages-1Gi":[{"mask":[0,1],"preferred":true}]})";
+  for (const char* engine : {"fast", "reference"}) {
+    const CommandResult r = Merge(
+        R"({"policy":"restricted","numa_nodes":[0,1],"providers":[
+            {"example.com/gpu":[{"mask":[1],"preferred":true},
+                                {"mask":[0,1],"preferred":false}]},
+            {},)" + memory + "]}",
+        std::string("--engine ") + engine);
+    ASSERT_EQ(r.exit_code, 0) << r.out;
+    EXPECT_EQ(json::parse(r.out),
+              json::parse(R"({"mask":[0,1],"preferred":false,"admit":false})"))
+        << engine;
+  }
+  // Alone, the memory lists admit {0,1}, preferred.
+  const CommandResult alone = Merge(
+      R"({"policy":"restricted","numa_nodes":[0,1],"providers":[)" + memory +
+      "]}");
+  ASSERT_EQ(alone.exit_code, 0) << alone.out;
+  EXPECT_EQ(json::parse(alone.out),
+            json::parse(R"({"mask":[0,1],"preferred":true,"admit":true})"));
+}
+
 TEST(MergeToolTest, SingleNumaNodeAndBooleanOptions) {
   const CommandResult r = Merge(R"({"policy":"single-numa-node",
       "options":{"max-allowable-numa-nodes":16},
