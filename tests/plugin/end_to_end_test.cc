@@ -112,6 +112,7 @@ struct NodeSetup {
   std::string machine = "dual-socket-8gpu";
   std::string policy = "single-numa-node";
   std::string scope = "container";
+  std::vector<std::string> flags = {};  // more flags of serve
 };
 
 class EndToEndTest : public ::testing::Test {
@@ -133,8 +134,7 @@ class EndToEndTest : public ::testing::Test {
   }
 
   void StartManager() {
-    manager_ = std::make_unique<Process>(
-        std::vector<std::string>{TOPOLOGY_MANAGER_BINARY,
+    std::vector<std::string> command{TOPOLOGY_MANAGER_BINARY,
                                  "serve",
                                  "--plugin-dir",
                                  plugins().string(),
@@ -153,7 +153,9 @@ class EndToEndTest : public ::testing::Test {
                                  "--grace-period",
                                  "5s",
                                  "--node-name",
-                                 "e2e"});
+                                 "e2e"};
+    command.insert(command.end(), setup_.flags.begin(), setup_.flags.end());
+    manager_ = std::make_unique<Process>(command);
     for (int i = 0; i < 200 && !std::filesystem::exists(control()); ++i) {
       std::this_thread::sleep_for(10ms);
     }
@@ -468,6 +470,49 @@ TEST_F(EndToEndTest, ManagerRestartKeepsAllocationsAndPluginsComeBack) {
     EXPECT_FALSE(held.contains(id.get<std::string>())) << id;
   }
   EXPECT_FALSE(Admit(PodYaml("too-many", 1, 0, 1))["admitted"].get<bool>());
+}
+
+// The Memory Manager across a SIGKILL of serve: the pinned memory comes
+// back exactly, and admissions after the restart see it held.
+TEST_F(EndToEndTest, MemoryAssignmentsSurviveAKill) {
+  Write({.policy = "best-effort",
+         .flags = {"--memory-manager-policy", "Static", "--reserved-memory",
+                   "0:memory=1Gi", "--reserved-memory", "1:memory=1Gi",
+                   "--kube-reserved", "memory=1948Mi"}});
+  StartManager();
+  const auto pod = [](const std::string& name, const std::string& memory) {
+    return "kind: Pod\nmetadata: {name: " + name +
+           "}\nspec:\n  containers:\n    - name: c\n      resources:\n"
+           "        limits: {cpu: \"2\", memory: " +
+           memory + ", hugepages-1Gi: 2Gi}\n";
+  };
+  // 231 GiB of regular memory per node (256 less 1 reserved and 24 of huge
+  // pages): 300 GiB needs both.
+  const json big = Admit(pod("big", "300Gi"));
+  ASSERT_TRUE(big["admitted"].get<bool>()) << big.dump();
+  EXPECT_EQ(big["containers"][0]["numa_nodes"], json::array({0, 1}));
+  const json before = Status();
+  ASSERT_EQ(manager_->Stop(SIGKILL), 128 + SIGKILL);
+  // The killed server's socket stays; the new one serves a fresh one.
+  std::filesystem::remove(control());
+  StartManager();
+  const json after = Status();
+  ASSERT_FALSE(after.is_null());
+  EXPECT_EQ(after["memory_policy"], "Static");
+  EXPECT_EQ(after["pods"], before["pods"]);
+  EXPECT_EQ(after["pods"][0]["containers"][0]["memory"],
+            json::parse(R"([{"type":"hugepages-1Gi","size":2147483648,
+                             "numa_nodes":[0,1]},
+                            {"type":"memory","size":322122547200,
+                             "numa_nodes":[0,1]}])"));
+  // 162 GiB are left in the group [0,1]; nodes of a group are never given
+  // alone.
+  const json refused = Admit(pod("refused", "170Gi"));
+  EXPECT_FALSE(refused["admitted"].get<bool>());
+  EXPECT_EQ(refused["reason"], "UnexpectedAdmissionError");
+  const json fits = Admit(pod("fits", "100Gi"));
+  ASSERT_TRUE(fits["admitted"].get<bool>()) << fits.dump();
+  EXPECT_EQ(fits["containers"][0]["numa_nodes"], json::array({0, 1}));
 }
 
 TEST_F(EndToEndTest, ThousandPodsAdmittedAndReleasedWithoutLeaks) {
