@@ -1,0 +1,394 @@
+// The device plugin framework's private half: one resource's server
+// (ResourceServer: its sockets, registration, supervision and calls), the
+// gRPC service over it, and the helpers they share. plugin_runner.cc runs
+// them; resource_server.cc answers the calls; resource_serving.cc serves
+// the sockets and registers them with the kubelet.
+#ifndef TOPOLOGY_PLUGIN_SRC_RESOURCE_SERVER_H_
+#define TOPOLOGY_PLUGIN_SRC_RESOURCE_SERVER_H_
+
+#include "topology/plugin/plugin_runner.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <exception>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <numeric>
+#include <optional>
+#include <random>
+#include <set>
+#include <string_view>
+#include <system_error>
+#include <thread>
+#include <unordered_set>
+#include <utility>
+
+#include <glog/logging.h>
+#include <grpcpp/grpcpp.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "topology/plugin/resource_name.h"
+#include "topology/sorted_search.h"
+#include "topology/thread_annotations.h"
+
+#include "deviceplugin/v1beta1/api.grpc.pb.h"
+#include "dir_watcher.h"
+#include "grpc_status.h"
+#include "list_and_watch.h"
+#include "proto_conversion.h"
+
+
+namespace topology::plugin::internal {
+
+
+constexpr size_t kMaxIdBytes = 63;
+// sun_path holds 108 bytes including the terminating NUL.
+constexpr size_t kMaxSocketPath = sizeof(sockaddr_un{}.sun_path) - 1;
+
+inline std::string Slug(std::string_view resource) {
+  std::string slug(resource);
+  std::replace(slug.begin(), slug.end(), '/', '_');
+  return slug;
+}
+
+// While another instance serves the resource, how often its socket is
+// checked for a server (an instance killed with -9 leaves its file).
+constexpr auto kSupersededCheck = std::chrono::seconds(5);
+
+// How long after our socket's deletion a kubelet.sock creation still
+// counts as the same kubelet restart.
+constexpr std::chrono::seconds kRestartCoalescing(30);
+
+// How long a server being shut down waits for its clients (calls to end,
+// the goodbye to be read) before it cancels what is left. A client that
+// never reads again costs at most this, once, however many resources and
+// sockets the plugin has.
+constexpr std::chrono::seconds kShutdownGrace(2);
+
+inline std::chrono::system_clock::time_point GraceEnd() {
+  return std::chrono::system_clock::now() + kShutdownGrace;
+}
+
+inline std::chrono::milliseconds Remaining(std::chrono::system_clock::time_point end) {
+  return std::max(std::chrono::milliseconds(0),
+                  std::chrono::duration_cast<std::chrono::milliseconds>(
+                      end - std::chrono::system_clock::now()));
+}
+
+inline bool IsSocket(const std::filesystem::path& path) {
+  struct stat info {};
+  return lstat(path.c_str(), &info) == 0 && S_ISSOCK(info.st_mode);
+}
+
+// True when something accepts connections on the unix socket at `path`.
+inline bool SocketIsLive(const std::filesystem::path& path) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  const std::string text = path.string();
+  if (text.size() > kMaxSocketPath) {
+    close(fd);
+    return false;
+  }
+  std::memcpy(address.sun_path, text.c_str(), text.size() + 1);
+  const bool live =
+      connect(fd, reinterpret_cast<const sockaddr*>(&address),  // NOLINT
+              sizeof(address)) == 0;
+  close(fd);
+  return live;
+}
+
+// Runs a vendor's handler: an exception it throws becomes an INTERNAL
+// status naming the resource and the call (gRPC would otherwise answer the
+// kubelet with a bare "Unexpected error in RPC handling" and log nothing).
+template <typename Call>
+auto CallHandler(const std::string& resource, const char* rpc, Call&& call)
+    -> decltype(call()) {
+  try {
+    return call();
+  } catch (const std::exception& e) {
+    return InternalError(resource + ": the " + rpc +
+                         " handler threw: " + e.what());
+  } catch (...) {
+    return InternalError(resource + ": the " + rpc +
+                         " handler threw a non-standard exception");
+  }
+}
+
+// "a, b, c" for logs, at most a handful of ids.
+inline std::string JoinIds(const std::vector<std::string>& ids) {
+  constexpr size_t kShown = 8;
+  std::string out;
+  for (size_t i = 0; i < ids.size() && i < kShown; ++i) {
+    out += (i == 0 ? "" : ",") + ids[i];
+  }
+  if (ids.size() > kShown) {
+    out += ",... (" + std::to_string(ids.size()) + " in all)";
+  }
+  return out;
+}
+
+// De-duplicates keeping the first occurrence. Linear when the ids come
+// sorted and unique (as the kubelet's and our host's lists usually do).
+inline std::vector<std::string> Unique(
+    const google::protobuf::RepeatedPtrField<std::string>& ids) {
+  std::vector<std::string> out;
+  out.reserve(static_cast<size_t>(ids.size()));
+  if (std::adjacent_find(ids.begin(), ids.end(), std::greater_equal<>()) ==
+      ids.end()) {
+    out.assign(ids.begin(), ids.end());
+    return out;
+  }
+  std::unordered_set<std::string_view> seen;
+  seen.reserve(static_cast<size_t>(ids.size()));
+  for (const std::string& id : ids) {
+    if (seen.insert(id).second) out.push_back(id);
+  }
+  return out;
+}
+
+// The ids as sorted views, for binary searches.
+inline std::vector<std::string_view> SortedViews(const std::vector<std::string>& ids) {
+  std::vector<std::string_view> views(ids.begin(), ids.end());
+  if (!std::is_sorted(views.begin(), views.end())) {
+    std::sort(views.begin(), views.end());
+  }
+  return views;
+}
+
+inline bool Contains(const std::vector<std::string_view>& sorted,
+              std::string_view id) {
+  return std::binary_search(sorted.begin(), sorted.end(), id);
+}
+
+inline std::string Quoted(std::string_view id) {
+  constexpr size_t kShown = 80;
+  std::string out = "\"";
+  out += id.substr(0, kShown);
+  if (id.size() > kShown) out += "...";
+  out += "\"";
+  return out;
+}
+
+class ResourceServer;
+
+// ListAndWatch is served on the instance's ListAndWatchQueue (raw: the
+// lists are sent as kept, encoded), the other methods on the sync server.
+// GetPreferredAllocation is served as a streamed unary call: the same wire
+// call, but the handler reads the request itself, into an arena. A request
+// lists every available device (thousands of ids on an SR-IOV node): gRPC's
+// own unary handler would allocate each id on the heap and free each again
+// before answering.
+class DevicePluginService final
+    : public v1beta1::DevicePlugin::
+          WithStreamedUnaryMethod_GetPreferredAllocation<
+              ListAndWatchQueue::Service> {
+ public:
+  explicit DevicePluginService(ResourceServer* owner) : owner_(owner) {}
+
+  grpc::Status GetDevicePluginOptions(
+      grpc::ServerContext* context, const v1beta1::Empty* request,
+      v1beta1::DevicePluginOptions* response) override;
+  grpc::Status StreamedGetPreferredAllocation(
+      grpc::ServerContext* context,
+      grpc::ServerUnaryStreamer<v1beta1::PreferredAllocationRequest,
+                                v1beta1::PreferredAllocationResponse>* streamer)
+      override;
+  grpc::Status Allocate(grpc::ServerContext* context,
+                        const v1beta1::AllocateRequest* request,
+                        v1beta1::AllocateResponse* response) override;
+  grpc::Status PreStartContainer(
+      grpc::ServerContext* context,
+      const v1beta1::PreStartContainerRequest* request,
+      v1beta1::PreStartContainerResponse* response) override;
+
+ private:
+  ResourceServer* const owner_;
+};
+
+// One socket with its gRPC server.
+struct ServingInstance {
+  ServingInstance() = default;
+  ServingInstance(const ServingInstance&) = delete;
+  ServingInstance& operator=(const ServingInstance&) = delete;
+  // The server first, then its ListAndWatch queue (gRPC's order).
+  ~ServingInstance() {
+    if (server) server->Shutdown();
+    if (list_and_watch) list_and_watch->Stop();
+  }
+
+  uint64_t id = 0;
+  std::string endpoint;
+  std::filesystem::path path;
+  std::unique_ptr<DevicePluginService> service;
+  std::unique_ptr<ListAndWatchQueue> list_and_watch;
+  std::unique_ptr<grpc::Server> server;
+};
+
+class ResourceServer final : public ResourcePublisher {
+ public:
+  ResourceServer(const RunnerOptions& options, std::string name,
+                 std::shared_ptr<ResourceHandler> handler,
+                 DevicePluginOptions plugin_options, std::string instance)
+      : options_(options),
+        name_(std::move(name)),
+        slug_(Slug(name_)),
+        instance_(std::move(instance)),
+        handler_(std::move(handler)),
+        plugin_options_(plugin_options),
+        streams_([this] { Wake(); }, options.clock) {}
+
+  ~ResourceServer() override { Stop(); }
+
+  // ResourcePublisher.
+  const std::string& resource_name() const override { return name_; }
+  Status SetDevices(std::vector<Device> devices) override;
+  std::vector<Device> devices() const override {
+    MutexLock lock(devices_mu_);
+    return devices_;
+  }
+  bool registered() const override {
+    MutexLock lock(state_mu_);
+    return registered_;
+  }
+  std::string endpoint() const override {
+    MutexLock lock(state_mu_);
+    return current_ ? current_->endpoint : std::string();
+  }
+  ResourceStats stats() const override;
+
+  // The longest socket path this resource can use.
+  std::filesystem::path LongestSocketPath() const {
+    return options_.plugin_dir /
+           (EndpointPrefix() + instance_ + "-18446744073709551615.sock");
+  }
+  // What every instance's sockets of this resource start with.
+  std::string EndpointPrefix() const {
+    return options_.socket_prefix + "-" + slug_ + "-";
+  }
+  // What this instance's sockets start with.
+  std::string OwnPrefix() const { return EndpointPrefix() + instance_ + "-"; }
+  // Whether another instance serves this resource now (a newer one
+  // registered after us).
+  bool superseded() const override {
+    MutexLock lock(state_mu_);
+    return !superseding_.empty();
+  }
+
+  Status StartServing();
+  void StartSupervisor() {
+    supervisor_ = std::thread([this] { Supervise(); });
+  }
+  void OnDirEvent(const DirEvent& event);
+  void Stop();
+
+  // Called by the service.
+  const DevicePluginOptions& plugin_options() const { return plugin_options_; }
+  StreamSet& streams() { return streams_; }
+  void MarkListed() { listed_.store(true); }
+  grpc::Status Allocate(const v1beta1::AllocateRequest& request,
+                        v1beta1::AllocateResponse* response);
+  grpc::Status GetPreferredAllocation(
+      const v1beta1::PreferredAllocationRequest& request,
+      v1beta1::PreferredAllocationResponse* response);
+  grpc::Status PreStartContainer(
+      const v1beta1::PreStartContainerRequest& request);
+
+ private:
+  StatusOr<std::unique_ptr<ServingInstance>> NewInstance();
+  // Shuts the instances' servers down, one after the other but under one
+  // grace: whatever a client has not finished (or acknowledged) by
+  // `grace_end` is cancelled.
+  void Retire(std::vector<std::unique_ptr<ServingInstance>> instances,
+              std::chrono::system_clock::time_point grace_end);
+  Status Register(const std::string& endpoint);
+  void Supervise();
+  void Wake() {
+    {
+      MutexLock lock(state_mu_);
+      ++wakes_;
+    }
+    wake_.notify_all();
+  }
+  // Fails when an id is unknown (or, with `healthy`, unhealthy).
+  Status CheckIds(const std::vector<std::string>& ids, bool healthy) const;
+
+  const RunnerOptions& options_;
+  const std::string name_;
+  const std::string slug_;
+  // This process's instance of the plugin: "<pid>-<random>", unique per
+  // instance even where every instance is pid 1 (containers).
+  const std::string instance_;
+  const std::shared_ptr<ResourceHandler> handler_;
+  const DevicePluginOptions plugin_options_;
+
+  mutable Mutex devices_mu_;
+  std::vector<Device> devices_ TOPOLOGY_GUARDED_BY(devices_mu_);
+  // Indexes into devices_ in the order of their ids, for CheckIds.
+  std::vector<uint32_t> by_id_ TOPOLOGY_GUARDED_BY(devices_mu_);
+
+  StreamSet streams_;
+
+  mutable Mutex state_mu_;
+  std::condition_variable_any wake_;
+  std::unique_ptr<ServingInstance> current_ TOPOLOGY_GUARDED_BY(state_mu_);
+  std::vector<std::unique_ptr<ServingInstance>> retiring_
+      TOPOLOGY_GUARDED_BY(state_mu_);
+  uint64_t next_instance_ TOPOLOGY_GUARDED_BY(state_mu_) = 0;
+  bool registered_ TOPOLOGY_GUARDED_BY(state_mu_) = false;
+  bool restart_requested_ TOPOLOGY_GUARDED_BY(state_mu_) = false;
+  // kubelet.sock was (re)created. A starting kubelet first deletes every
+  // socket (ours too) and then creates kubelet.sock: when our socket's
+  // deletion already made us serve a new socket shortly before, the
+  // creation is the same restart, not another one. One kubelet restart,
+  // one new socket, one registration.
+  bool kubelet_created_ TOPOLOGY_GUARDED_BY(state_mu_) = false;
+  // Sockets of this resource that other instances created after we
+  // registered: while any is there, the kubelet uses that instance and this
+  // one neither registers again nor counts as registered. When the last
+  // goes (the newer instance exited), this one registers again.
+  std::set<std::string> superseding_ TOPOLOGY_GUARDED_BY(state_mu_);
+  Clock::TimePoint next_liveness_check_ TOPOLOGY_GUARDED_BY(state_mu_);
+  std::optional<Clock::TimePoint> deletion_restart_at_
+      TOPOLOGY_GUARDED_BY(state_mu_);
+  bool stopping_ TOPOLOGY_GUARDED_BY(state_mu_) = false;
+  // Counts Wake() calls: a back-off ends early when something happened.
+  uint64_t wakes_ TOPOLOGY_GUARDED_BY(state_mu_) = 0;
+  Clock::TimePoint registered_at_ TOPOLOGY_GUARDED_BY(state_mu_);
+  Clock::TimePoint next_attempt_ TOPOLOGY_GUARDED_BY(state_mu_);
+  std::chrono::milliseconds backoff_ TOPOLOGY_GUARDED_BY(state_mu_){0};
+  uint64_t failures_in_a_row_ TOPOLOGY_GUARDED_BY(state_mu_) = 0;
+  grpc::ClientContext* pending_register_ TOPOLOGY_GUARDED_BY(state_mu_) =
+      nullptr;
+  std::thread supervisor_;
+
+  std::atomic<bool> listed_{false};  // a ListAndWatch stream was opened
+  std::atomic<uint64_t> registrations_{0};
+  std::atomic<uint64_t> registration_failures_{0};
+  std::atomic<uint64_t> server_restarts_{0};
+  std::atomic<uint64_t> allocate_calls_{0};
+  std::atomic<uint64_t> allocate_errors_{0};
+  std::atomic<uint64_t> preferred_calls_{0};
+  std::atomic<uint64_t> preferred_errors_{0};
+  std::atomic<uint64_t> list_updates_{0};
+  LatencyHistogram preferred_latency_;
+};
+
+
+}  // namespace topology::plugin::internal
+
+#endif  // TOPOLOGY_PLUGIN_SRC_RESOURCE_SERVER_H_
