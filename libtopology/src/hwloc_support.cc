@@ -211,7 +211,11 @@ std::vector<HugePages> HugePagesFromHwloc(hwloc_obj_t node) {
   const auto& attr = node->attr->numanode;
   for (unsigned i = 1; i < attr.page_types_len && attr.page_types != nullptr;
        ++i) {
-    if (attr.page_types[i].size == 0) continue;
+    // A page count whose bytes overflow is not a machine: left out.
+    if (attr.page_types[i].size == 0 ||
+        attr.page_types[i].count > UINT64_MAX / attr.page_types[i].size) {
+      continue;
+    }
     out.push_back(HugePages{.page_size_bytes = attr.page_types[i].size,
                             .total_pages = attr.page_types[i].count});
   }

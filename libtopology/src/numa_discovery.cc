@@ -1,4 +1,5 @@
 #include <algorithm>
+#include <cstdint>
 #include <charconv>
 #include <map>
 #include <string>
@@ -139,6 +140,11 @@ std::vector<HugePages> ReadHugePages(const SysfsReader& reader, int id,
       continue;
     }
     pages.total_pages = *total;
+    if (pages.total_pages > UINT64_MAX / pages.page_size_bytes) {
+      warnings->push_back(reader.Describe(path + "/nr_hugepages") +
+                          ": more bytes of pages than 64 bits hold; skipped");
+      continue;
+    }
     if (auto free = count("free_hugepages"); free.ok()) {
       pages.free_pages = *free;
     }

@@ -485,6 +485,10 @@ TEST(DiscoveryTest, MalformedHugePagesEntriesAreSkippedWithAWarning) {
   b.WriteFile(
       "devices/system/node/node0/hugepages/hugepages-1048576kB/nr_hugepages",
       "lots\n");
+  // 2^34 pages of 1 GiB: 2^64 bytes.
+  b.WriteFile(
+      "devices/system/node/node0/hugepages/hugepages-2097152kB/nr_hugepages",
+      "17179869184\n");
   b.Finish();
   const Topology t = DiscoverOrDie(dir.path());
   ASSERT_EQ(t.numa_nodes().size(), 1u);
@@ -495,6 +499,8 @@ TEST(DiscoveryTest, MalformedHugePagesEntriesAreSkippedWithAWarning) {
   for (const std::string& w : t.warnings()) all += w + "\n";
   EXPECT_THAT(all, HasSubstr("hugepages-xkB"));
   EXPECT_THAT(all, HasSubstr("hugepages-1048576kB/nr_hugepages"));
+  EXPECT_THAT(all, HasSubstr("hugepages-2097152kB/nr_hugepages: more bytes "
+                             "of pages than 64 bits hold"));
 }
 
 }  // namespace

@@ -30,6 +30,17 @@ std::string GoMaskString(NumaMask mask) {
   return out;
 }
 
+// Sums and products of byte counts saturate: no machine has 2^64 bytes, a
+// hostile tree or caller may claim it.
+uint64_t Add(uint64_t a, uint64_t b) {
+  uint64_t out = 0;
+  return __builtin_add_overflow(a, b, &out) ? UINT64_MAX : out;
+}
+uint64_t Multiply(uint64_t a, uint64_t b) {
+  uint64_t out = 0;
+  return __builtin_mul_overflow(a, b, &out) ? UINT64_MAX : out;
+}
+
 NumaMask MaskOf(const std::vector<int>& ids) {
   uint64_t bits = 0;
   for (int id : ids) {
@@ -53,7 +64,9 @@ bool IsAffinitySatisfyRequest(const MemoryMachineState& machine, NumaMask mask,
       const auto node = machine.find(id);
       if (node == machine.end()) continue;
       const auto table = node->second.memory.find(type);
-      if (table != node->second.memory.end()) free += table->second.free;
+      if (table != node->second.memory.end()) {
+        free = Add(free, table->second.free);
+      }
     }
     if (free < size) return false;
   }
@@ -226,7 +239,7 @@ MemoryMachineState StaticMemoryPolicy::DefaultMachineState() const {
     uint64_t hugepages = 0;
     for (const HugePages& pages : node.hugepages) {
       const std::string type = HugePagesResourceName(pages.page_size_bytes);
-      const uint64_t total = pages.total_pages * pages.page_size_bytes;
+      const uint64_t total = Multiply(pages.total_pages, pages.page_size_bytes);
       const uint64_t reserved = system_reserved(node.id, type);
       const uint64_t allocatable = minus(total, reserved);
       state.memory[type] = MemoryTable{.total = total,
@@ -234,7 +247,7 @@ MemoryMachineState StaticMemoryPolicy::DefaultMachineState() const {
                                        .allocatable = allocatable,
                                        .reserved = 0,
                                        .free = allocatable};
-      hugepages += total;
+      hugepages = Add(hugepages, total);
     }
     const uint64_t reserved = system_reserved(node.id, kMemoryResource);
     const uint64_t allocatable =
@@ -359,7 +372,9 @@ StaticMemoryPolicy::CalculateHints(
       const NodeFacts& f =
           facts[static_cast<size_t>(std::countr_zero(bits))];
       const std::vector<uint64_t>& values = free ? f.free : f.allocatable;
-      for (size_t k = 0; k < values.size(); ++k) sums[k] += values[k];
+      for (size_t k = 0; k < values.size(); ++k) {
+        sums[k] = Add(sums[k], values[k]);
+      }
     }
   };
   IterateMasks(ids, [&](NumaMask mask) {
@@ -390,7 +405,7 @@ StaticMemoryPolicy::CalculateHints(
     for (size_t k = 0; k < wanted.size(); ++k) {
       const uint64_t reusable =
           reuse ? Reusable(pod_uid, mask, wanted[k].first) : 0;
-      if (sums[k] + reusable < wanted[k].second) return;
+      if (Add(sums[k], reusable) < wanted[k].second) return;
     }
     members.push_back(mask);
   });
