@@ -193,6 +193,17 @@ TEST(MemoryManagerTest, TestStaticPolicyNew) {
   }
 }
 
+TEST(MemoryManagerTest, TestStaticPolicyName) {
+  MemoryManager::Options options;
+  options.policy = kMemoryPolicyStatic;
+  options.reserved_memory = {{0, {{kMem, 512 * mb}}}};
+  options.node_allocatable_reservation = {{kMem, 512 * mb}};
+  auto manager =
+      MemoryManager::Create(options, {MachineNode(0, 2 * gb, 0)}, nullptr);
+  ASSERT_TRUE(manager.ok()) << manager.status().message();
+  EXPECT_EQ((*manager)->policy_name(), "Static");
+}
+
 TEST(MemoryManagerTest, TestStaticPolicyStart) {
   const ReservedMemory reserved0 = {{0, {{kMem, 512 * mb}}}};
   const std::vector<Case> cases = {
@@ -626,6 +637,78 @@ TEST(MemoryManagerTest, TestStaticPolicyAllocateWithInitContainers) {
   }
 }
 
+TEST(MemoryManagerTest, TestStaticPolicyAllocateWithRestartableInitContainers) {
+  const auto sized = [](const std::string& name, uint64_t gib,
+                        bool restartable) {
+    Container c = C(name, gib * gb, gib * gb);
+    c.restartable = restartable;
+    return c;
+  };
+  {
+    SCOPED_TRACE(
+        "should do nothing once containers already exist under the state "
+        "file");
+    Container init = sized("initContainer1", 1, true);
+    const Pod pod = GetPodWithInitContainers(
+        "pod1", {C("container1", gb, gb)}, {init});
+    auto policy = StaticMemoryPolicy::Create({}, {{0, {{kMem, 512 * mb}}}});
+    ASSERT_TRUE(policy.ok());
+    MemoryState state;
+    state.assignments = {{"pod1",
+                          {{"initContainer1", {B({0}, kMem, gb)}},
+                           {"container1", {B({0}, kMem, gb)}}}}};
+    state.machine = {
+        {0, N({{kMem, T(2560 * mb, 512 * mb, 2048 * mb, 512 * mb, 3 * gb)},
+               {kHp1g, T(2 * gb, 2 * gb, 0, 0, 2 * gb)}},
+              {}, 0)}};
+    const MemoryState before = state;
+    for (const auto* list : {&pod.init_containers, &pod.containers}) {
+      for (const Container& c : *list) {
+        ASSERT_TRUE(policy->Allocate(state, pod, c, {}).ok());
+      }
+    }
+    EXPECT_EQ(state.assignments, before.assignments);
+    ExpectMachineState(state.machine, before.machine);
+  }
+  {
+    SCOPED_TRACE("should not re-use restartable init containers memory");
+    const Pod pod = GetPodWithInitContainers(
+        "pod1", {C("container1", gb, gb)},
+        {sized("initContainer1", 1, false),
+         sized("restartableInitContainer2", 2, true),
+         sized("initContainer3", 3, false),
+         sized("restartableInitContainer4", 4, true)});
+    auto policy = StaticMemoryPolicy::Create({}, {{0, {{kMem, 512 * mb}}}});
+    ASSERT_TRUE(policy.ok());
+    MemoryState state;
+    state.machine = {
+        {0, N({{kMem, T(7 * gb, 7 * gb, 0, 512 * mb, 7680 * mb)},
+               {kHp1g, T(7 * gb, 7 * gb, 0, 0, 7 * gb)}},
+              {0}, 0)}};
+    for (const auto* list : {&pod.init_containers, &pod.containers}) {
+      for (const Container& c : *list) {
+        ASSERT_TRUE(policy->Allocate(state, pod, c, {}).ok()) << c.name;
+      }
+    }
+    ContainerMemoryAssignments expected;
+    for (const auto& [name, size] :
+         std::map<std::string, uint64_t>{{"initContainer1", 0},
+                                         {"restartableInitContainer2", 2},
+                                         {"initContainer3", 0},
+                                         {"restartableInitContainer4", 4},
+                                         {"container1", 1}}) {
+      expected["pod1"][name] = {B({0}, kMem, size * gb),
+                                B({0}, kHp1g, size * gb)};
+    }
+    EXPECT_EQ(Normalized(state.assignments), Normalized(expected));
+    ExpectMachineState(
+        state.machine,
+        {{0, N({{kMem, T(7 * gb, 0, 7 * gb, 512 * mb, 7680 * mb)},
+                {kHp1g, T(7 * gb, 0, 7 * gb, 0, 7 * gb)}},
+               {0}, 10)}});
+  }
+}
+
 TEST(MemoryManagerTest, TestStaticPolicyRemoveContainer) {
   const std::vector<Case> cases = {
       {.description = "should do nothing when the container does not exist "
@@ -768,9 +851,64 @@ TEST(MemoryManagerTest, TestStaticPolicyGetTopologyHints) {
   }
 }
 
-// Test_getPodRequestedResources: app containers and sidecars summed, each
-// regular init container with the sidecars started before it, the larger.
 TEST(MemoryManagerTest, Test_getPodRequestedResources) {
+  // (init containers, app containers): memory and 1Gi pages of each, Gi.
+  struct Sized {
+    const char* name;
+    uint64_t memory, hugepages;
+    bool restartable;
+  };
+  struct PodCase {
+    std::string description;
+    std::vector<Sized> init, apps;
+    uint64_t memory, hugepages;
+  };
+  const std::vector<PodCase> cases = {
+      {"maximum resources of init containers > total resources of "
+       "containers",
+       {{"initContainer1", 1, 1, false}, {"initContainer2", 4, 4, false}},
+       {{"container1", 1, 1, false}, {"container2", 2, 2, false}},
+       4, 4},
+      {"maximum resources of init containers < total resources of "
+       "containers",
+       {{"initContainer1", 1, 1, false}, {"initContainer2", 3, 3, false}},
+       {{"container1", 2, 2, false}, {"container2", 3, 3, false}},
+       5, 5},
+      {"calculate different resources independently",
+       {{"initContainer1", 1, 1, false}, {"initContainer2", 3, 4, false}},
+       {{"container1", 2, 1, false}, {"container2", 3, 2, false}},
+       5, 4},
+      {"maximum resources of init containers > total resources of long "
+       "running containers, including restartable init containers",
+       {{"restartableInit1", 2, 2, true}, {"initContainer2", 4, 4, false}},
+       {{"container1", 1, 1, false}, {"container2", 2, 2, false}},
+       6, 6},
+      {"maximum resources of init containers < total resources of long "
+       "running containers, including restartable init containers",
+       {{"restartableInit1", 2, 2, true}, {"initContainer2", 4, 4, false}},
+       {{"container1", 2, 2, false}, {"container2", 3, 3, false}},
+       7, 7},
+  };
+  const auto container = [](const Sized& c) {
+    Container out = C(c.name, c.memory * gb, c.hugepages * gb);
+    out.limits.erase("cpu");
+    out.restartable = c.restartable;
+    return out;
+  };
+  for (const PodCase& c : cases) {
+    SCOPED_TRACE(c.description);
+    Pod pod;
+    for (const Sized& i : c.init) pod.init_containers.push_back(container(i));
+    for (const Sized& a : c.apps) pod.containers.push_back(container(a));
+    EXPECT_EQ(PodRequestedMemory(pod),
+              (std::map<std::string, uint64_t>{{kHp1g, c.hugepages * gb},
+                                               {kMem, c.memory * gb}}));
+  }
+}
+
+// Beyond the table: each regular init container counts with the sidecars
+// started before it only.
+TEST(MemoryManagerTest, PodRequestsCountTheSidecarsStartedBefore) {
   const auto container = [](const std::string& name, uint64_t memory,
                             bool restartable = false) {
     Container c;
