@@ -1215,3 +1215,111 @@ TEST(MemoryManagerTest, HintsEqualTheLineForLinePortOnRandomMachines) {
 
 }  // namespace
 }  // namespace topology::manager
+
+#include "hint_merger.h"
+
+namespace topology::manager {
+namespace {
+
+// Compact hints against the exhaustive ones on machines of up to 16 nodes
+// built by real allocations and releases (groups, single-node allocations,
+// init containers): the family expands to calculateHints' list, merging it
+// beside a device list gives the answer the explicit lists give (fast
+// engine on both, the reference engine on the explicit ones), and Allocate
+// over the compact form pins what it pins over the exhaustive one.
+TEST(MemoryManagerTest, CompactHintsEqualTheExhaustiveOnRandomSequences) {
+  std::mt19937_64 random(1769);
+  for (int round = 0; round < 330; ++round) {
+    // 2 to 12 nodes; the last rounds 13 to 16.
+    const int nodes = round < 300 ? 2 + static_cast<int>(random() % 11)
+                                  : 13 + static_cast<int>(random() % 4);
+    std::vector<NumaNode> machine;
+    ReservedMemory reserved;
+    for (int id = 0; id < nodes; ++id) {
+      machine.push_back(MachineNode(id, (4 + random() % 8) * gb, random() % 4));
+      reserved[id][kMem] = 512 * mb;
+    }
+    auto exhaustive = *StaticMemoryPolicy::Create(machine, reserved);
+    exhaustive.set_exhaustive_limit(16);
+    auto compact = exhaustive;
+    compact.set_exhaustive_limit(0);
+    MemoryState a, b;
+    ASSERT_TRUE(exhaustive.Start(a).ok());
+    ASSERT_TRUE(compact.Start(b).ok());
+    std::vector<int> ids;
+    for (int id = 0; id < nodes; ++id) ids.push_back(id);
+    auto numa = *NumaInfo::Create(ids, std::nullopt);
+    internal::HintMerger merger(numa, false);
+    std::vector<std::string> pods;
+    for (int step = 0; step < 12; ++step) {
+      SCOPED_TRACE("round " + std::to_string(round) + " step " +
+                   std::to_string(step));
+      if (!pods.empty() && random() % 4 == 0) {
+        const size_t victim = random() % pods.size();
+        exhaustive.RemoveContainer(a, pods[victim], "c");
+        compact.RemoveContainer(b, pods[victim], "c");
+        pods.erase(pods.begin() + static_cast<std::ptrdiff_t>(victim));
+        ASSERT_EQ(a.machine, b.machine);
+        continue;
+      }
+      Pod pod;
+      pod.uid = "p" + std::to_string(step);
+      pod.guaranteed = true;
+      Container c;
+      c.name = "c";
+      c.limits[kMem] = static_cast<int64_t>((1 + random() % 12) * gb);
+      if (random() % 2 == 0) {
+        c.limits[kHp1g] = static_cast<int64_t>((random() % 3) * gb);
+      }
+      pod.containers = {c};
+      const auto requests = ContainerRequestedMemory(c);
+      // 1. The family expands to the list.
+      const auto list = exhaustive.CalculateHints(a.machine, pod.uid, requests);
+      const auto family = compact.CompactHints(b.machine, pod.uid, requests);
+      ASSERT_EQ(list.empty(), !family.has_value());
+      if (family) {
+        ASSERT_EQ(family->Expand(), list.at(kMem));
+      }
+      // 2. Merged beside a device list, under each way of merging.
+      const ProviderHints explicit_hints =
+          exhaustive.GetTopologyHints(a, pod, c);
+      const ProviderHints compact_hints = compact.GetTopologyHints(b, pod, c);
+      std::vector<TopologyHint> device;
+      for (int k = 0; k < 3; ++k) {
+        const uint64_t bits = random() & ((uint64_t{1} << nodes) - 1);
+        if (bits != 0) {
+          device.push_back({NumaMask::FromBits(bits), random() % 2 == 0});
+        }
+      }
+      if (device.empty()) device.push_back({NumaMask::FromBits(1), true});
+      const ProviderHints devices = {{"example.com/gpu", device}};
+      const auto lists_e =
+          internal::FlattenProviderHints({devices, explicit_hints});
+      const auto lists_c =
+          internal::FlattenProviderHints({devices, compact_hints});
+      // The reference engine walks every permutation: on the smaller
+      // machines only.
+      const TopologyHint reference =
+          nodes <= 8 ? merger.Merge(lists_e, MergeEngine::kReference, nullptr)
+                     : merger.Merge(lists_e, MergeEngine::kFast, nullptr);
+      EXPECT_EQ(merger.Merge(lists_e, MergeEngine::kFast, nullptr), reference);
+      EXPECT_EQ(merger.Merge(lists_c, MergeEngine::kFast, nullptr), reference);
+      EXPECT_EQ(merger.Merge(internal::FilterSingleNumaNodeHints(lists_c),
+                             MergeEngine::kFast, nullptr),
+                merger.Merge(internal::FilterSingleNumaNodeHints(lists_e),
+                             MergeEngine::kReference, nullptr));
+      // 3. Allocate with no affinity, or the merged one.
+      const TopologyHint affinity =
+          random() % 2 == 0 ? TopologyHint{} : reference;
+      const Status sa = exhaustive.Allocate(a, pod, c, affinity);
+      const Status sb = compact.Allocate(b, pod, c, affinity);
+      ASSERT_EQ(sa.message(), sb.message());
+      ASSERT_EQ(a.machine, b.machine);
+      ASSERT_EQ(a.assignments, b.assignments);
+      if (sa.ok()) pods.push_back(pod.uid);
+    }
+  }
+}
+
+}  // namespace
+}  // namespace topology::manager

@@ -56,7 +56,9 @@ HintLists FilterSingleNumaNodeHints(const HintLists& lists) {
     std::vector<TopologyHint> kept;
     if (list.family) {
       if (list.family->preferred_size == 1) {
-        for (int id : list.family->universe.Ids()) {
+        NumaMask nodes = list.family->universe;
+        for (NumaMask e : list.family->extras) nodes = nodes.Or(e);
+        for (int id : nodes.Ids()) {
           const NumaMask single = NumaMask::FromBits(uint64_t{1} << id);
           if (list.family->Contains(single)) kept.push_back({single, true});
         }
@@ -150,9 +152,87 @@ TopologyHint HintMerger::Merge(const HintLists& lists, MergeEngine engine,
     }
     explanation->permutations = permutations;
   }
-  return engine == MergeEngine::kReference
-             ? ReferenceMerge(lists, best_count, explanation)
-             : FastMerge(lists, best_count, explanation);
+  if (engine == MergeEngine::kReference) {
+    return ReferenceMerge(lists, best_count, explanation);
+  }
+  for (const FlatList& list : lists) {
+    if (list.family && !list.family->extras.empty()) {
+      return SplitMerge(lists, best_count, explanation);
+    }
+  }
+  return FastMerge(lists, best_count, explanation);
+}
+
+TopologyHint HintMerger::SplitMerge(const HintLists& lists, int best_count,
+                                    MergeExplanation* explanation) const {
+  const NumaMask all = numa_.DefaultAffinity();
+  std::vector<size_t> coupled;
+  for (size_t i = 0; i < lists.size(); ++i) {
+    if (lists[i].family && !lists[i].family->extras.empty()) {
+      coupled.push_back(i);
+    }
+  }
+  const HintFamily& family = *lists[coupled[0]].family;
+  const bool same = std::all_of(coupled.begin(), coupled.end(), [&](size_t i) {
+    return *lists[i].family == family;
+  });
+  if (!same) {
+    // Not one provider's lists: merged as the explicit lists they stand for.
+    HintLists expanded = lists;
+    for (size_t i : coupled) {
+      expanded[i].hints = expanded[i].family->Expand();
+      expanded[i].family.reset();
+    }
+    return FastMerge(expanded, best_count, explanation);
+  }
+  std::optional<TopologyHint> best;
+  int64_t examined = 0;
+  const auto run = [&](const HintLists& sub) {
+    MergeExplanation part;
+    bool found = false;
+    TopologyHint hint = FastMerge(sub, best_count, &part, &found);
+    examined += part.candidates_examined;
+    if (!found) return;
+    const TopologyHint* current = best ? &*best : nullptr;
+    if (Compare(current, &hint, best_count) == &hint) best = hint;
+  };
+  // The upward-closed part in every coupled list.
+  HintFamily upward = family;
+  upward.extras.clear();
+  if (!upward.universe.IsEmpty() && upward.Contains(upward.universe)) {
+    HintLists sub = lists;
+    for (size_t i : coupled) sub[i].family = upward;
+    run(sub);
+  }
+  // Each extra, the same in every coupled list: one list of it says as much.
+  for (NumaMask extra : family.extras) {
+    HintLists sub;
+    bool placed = false;
+    for (size_t i = 0; i < lists.size(); ++i) {
+      if (lists[i].family && !lists[i].family->extras.empty()) {
+        if (!placed) {
+          sub.push_back(
+              {{TopologyHint{extra, extra.Count() == family.preferred_size}},
+               std::nullopt,
+               lists[i].resource});
+          placed = true;
+        }
+        continue;
+      }
+      sub.push_back(lists[i]);
+    }
+    run(sub);
+  }
+  if (explanation) {
+    explanation->candidates_examined = examined;
+    explanation->reason =
+        best ? std::string("the best of ") +
+                   std::to_string(family.extras.size() + 1) +
+                   " merges: the nodes free of pinned memory, and each "
+                   "allocation already on its nodes"
+             : "no permutation gave a non-empty mask: default affinity";
+  }
+  return best ? *best : TopologyHint{all, false};
 }
 
 // Exactly the kubelet: every permutation (one hint per list, first list
@@ -230,7 +310,9 @@ TopologyHint HintMerger::ReferenceMerge(const HintLists& flat, int best_count,
 //     whose count cannot reach the best count found so far; families then
 //     cut each partial mask down as far as they can (family_search.h).
 TopologyHint HintMerger::FastMerge(const HintLists& lists, int best_count,
-                                   MergeExplanation* explanation) const {
+                                   MergeExplanation* explanation,
+                                   bool* found) const {
+  if (found != nullptr) *found = false;
   const NumaMask all = numa_.DefaultAffinity();
   int64_t examined = 0;
   SearchBudget budget;
@@ -245,6 +327,7 @@ TopologyHint HintMerger::FastMerge(const HintLists& lists, int best_count,
     return hint;
   };
   if (lists.empty()) {
+    if (found != nullptr) *found = !all.IsEmpty();
     return all.IsEmpty()
                ? finish(TopologyHint{all, false},
                         "no hint lists, but no NUMA nodes: default affinity")
@@ -354,6 +437,7 @@ TopologyHint HintMerger::FastMerge(const HintLists& lists, int best_count,
     }
   }
   if (best_preferred) {
+    if (found != nullptr) *found = true;
     return finish(TopologyHint{*best_preferred, true},
                   "preferred: every hint list offers this mask (or any node) "
                   "as preferred, and it is the best such mask");
@@ -426,6 +510,7 @@ TopologyHint HintMerger::FastMerge(const HintLists& lists, int best_count,
   };
   search(0, all.bits());
   if (best) {
+    if (found != nullptr) *found = true;
     return finish(TopologyHint{*best, false},
                   "no mask is preferred by every hint list; this is the best "
                   "non-preferred AND of one mask per list");

@@ -67,8 +67,17 @@ class HintMerger {
 
   TopologyHint ReferenceMerge(const HintLists& lists, int best_count,
                               MergeExplanation* explanation) const;
+  // `found`, when given, says whether some permutation gave a non-empty
+  // mask (false: the answer is the default affinity for want of one).
   TopologyHint FastMerge(const HintLists& lists, int best_count,
-                         MergeExplanation* explanation) const;
+                         MergeExplanation* explanation,
+                         bool* found = nullptr) const;
+  // FastMerge of lists some of whose families have extras (the memory
+  // manager's): the extras are disjoint from every other member, so a
+  // permutation that mixes them ANDs to nothing; the answer is the best of
+  // one merge with the families' upward-closed parts and one per extra.
+  TopologyHint SplitMerge(const HintLists& lists, int best_count,
+                          MergeExplanation* explanation) const;
   // The best merged mask of size `size` or more within `within`, reachable
   // through `families` (see family_search.h); nullopt if none or the budget
   // ran out.

@@ -10,10 +10,9 @@
 namespace topology::manager {
 namespace {
 
-// The exhaustive hints enumerate every subset of nodes, as the kubelet
-// does; beyond this many nodes that is not a computation to run on an
-// admission path.
-constexpr size_t kMaxStaticNodes = 16;
+// A mask holds 64 nodes; above 8 the hints are compact (HintFamily) and
+// Allocate searches them instead of listing every subset.
+constexpr size_t kMaxStaticNodes = NumaMask::kMaxNodes;
 
 uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
   uint64_t sum = 0;
@@ -146,10 +145,9 @@ StatusOr<std::unique_ptr<MemoryManager>> MemoryManager::Create(
   }
   if (nodes.size() > kMaxStaticNodes) {
     return InvalidArgumentError(
-        "the Static memory policy lists every subset of NUMA nodes, as the "
-        "kubelet does; this machine has " +
-        std::to_string(nodes.size()) + " nodes, more than " +
-        std::to_string(kMaxStaticNodes));
+        "the Static memory policy holds at most " +
+        std::to_string(kMaxStaticNodes) + " NUMA nodes; this machine has " +
+        std::to_string(nodes.size()));
   }
   for (const NumaNode& node : nodes) {
     if (node.id >= NumaMask::kMaxNodes) {
@@ -344,7 +342,10 @@ std::vector<std::string> MemoryManager::Explain(
   std::vector<int> ids;
   for (const auto& [id, node] : state_.machine) ids.push_back(id);
   std::set<std::string> barred;
-  IterateMasks(ids, [&](NumaMask mask) {
+  // Every subset on small machines; on large ones the sets a group or a
+  // single-node allocation bars are named by the node alone (below).
+  const std::vector<int> small = ids.size() <= 8 ? ids : std::vector<int>{};
+  IterateMasks(small, [&](NumaMask mask) {
     if (mask.Count() < 2 || barred.size() >= 4) return;
     for (const auto& [type, size] : requests) {
       uint64_t free = 0;
@@ -377,6 +378,34 @@ std::vector<std::string> MemoryManager::Explain(
     }
   });
   out.insert(out.end(), barred.begin(), barred.end());
+  if (ids.size() > 8) {
+    for (const auto& [id, node] : state_.machine) {
+      if (node.assignments == 0 || out.size() >= 32) continue;
+      out.push_back("node " + std::to_string(id) + " takes no cross-node "
+                    "allocation but its own group's: it holds memory of " +
+                    join(holders[id]));
+    }
+    const auto family =
+        policy_->CompactHints(state_.machine, pod.uid, requests);
+    if (!family) {
+      out.push_back("no set of NUMA nodes can hold it now");
+    } else {
+      std::string fits;
+      for (NumaMask extra : family->extras) {
+        fits += (fits.empty() ? "" : ", ") + extra.ToString();
+      }
+      if (!family->universe.IsEmpty()) {
+        fits += (fits.empty() ? "" : ", ") +
+                std::string("any set of the nodes ") +
+                family->universe.ToString() +
+                " that holds it (the fewest: " +
+                std::to_string(family->NarrowestUpwardMemberSize()) + ")";
+      }
+      out.push_back("it fits on " + fits + "; preferred: " +
+                    std::to_string(family->preferred_size) + " node(s)");
+    }
+    return out;
+  }
   const auto hints = policy_->CalculateHints(state_.machine, pod.uid, requests);
   const auto list = hints.find(kMemoryResource);
   if (hints.empty() || list == hints.end() || list->second.empty()) {

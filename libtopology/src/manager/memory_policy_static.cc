@@ -7,6 +7,10 @@
 
 #include "topology/manager/memory_manager.h"
 
+#include <set>
+
+#include "family_search.h"
+
 namespace topology::manager {
 namespace {
 
@@ -429,7 +433,7 @@ ProviderHints StaticMemoryPolicy::GetTopologyHints(
   if (const auto* blocks = state.Blocks(pod.uid, container.name)) {
     return RegenerateHints(*blocks, requests);
   }
-  return ToProviderHints(CalculateHints(state.machine, pod.uid, requests));
+  return HintsFor(state.machine, pod.uid, requests);
 }
 
 ProviderHints StaticMemoryPolicy::GetPodTopologyHints(const MemoryState& state,
@@ -443,36 +447,201 @@ ProviderHints StaticMemoryPolicy::GetPodTopologyHints(const MemoryState& state,
       }
     }
   }
-  return ToProviderHints(CalculateHints(state.machine, pod.uid, requests));
+  return HintsFor(state.machine, pod.uid, requests);
+}
+
+ProviderHints StaticMemoryPolicy::HintsFor(
+    const MemoryMachineState& machine, const std::string& pod_uid,
+    const std::map<std::string, uint64_t>& requests) const {
+  if (!Compact(machine)) {
+    return ToProviderHints(CalculateHints(machine, pod_uid, requests));
+  }
+  std::optional<HintFamily> family = CompactHints(machine, pod_uid, requests);
+  if (!family || requests.empty()) return {};
+  // One family object for every type, as calculateHints gives every type
+  // the same list (the merge sees them as one provider's lists).
+  const HintList list = HintList::Family(std::move(*family));
+  ProviderHints out;
+  for (const auto& [type, size] : requests) out[type] = list;
+  return out;
+}
+
+std::optional<HintFamily> StaticMemoryPolicy::CompactHints(
+    const MemoryMachineState& machine, const std::string& pod_uid,
+    const std::map<std::string, uint64_t>& requests) const {
+  const auto value = [&](int id, const std::string& type, bool free) {
+    const auto node = machine.find(id);
+    if (node == machine.end()) return uint64_t{0};
+    const auto it = node->second.memory.find(type);
+    if (it == node->second.memory.end()) return uint64_t{0};
+    return free ? it->second.free : it->second.allocatable;
+  };
+  const auto weights = [&](bool free, NumaMask over) {
+    std::vector<HintFamily::Weighted> out;
+    for (const auto& [type, size] : requests) {
+      HintFamily::Weighted w;
+      w.weight.assign(NumaMask::kMaxNodes, 0);
+      for (int id : over.Ids()) {
+        w.weight[static_cast<size_t>(id)] = value(id, type, free);
+      }
+      w.request = size;
+      out.push_back(std::move(w));
+    }
+    return out;
+  };
+  NumaMask all;
+  NumaMask pool;  // nodes holding no memory: the upward-closed part
+  for (const auto& [id, node] : machine) {
+    if (id < 0 || id >= NumaMask::kMaxNodes) continue;
+    const NumaMask bit = NumaMask::FromBits(uint64_t{1} << id);
+    all = all.Or(bit);
+    if (node.assignments == 0 && node.cells.size() <= 1) pool = pool.Or(bit);
+  }
+  HintFamily family;
+  // Preferred: the fewest nodes whose allocatable memory holds the request
+  // (calculateHints' minAffinitySize, judged before the group rules).
+  const std::vector<HintFamily::Weighted> allocatable = weights(false, all);
+  HintFamily whole;
+  whole.universe = all;
+  whole.weighted = allocatable;
+  if (all.IsEmpty() || !whole.WeighsEnough(all)) return std::nullopt;
+  family.preferred_size = NarrowestWeighedSize(allocatable, all);
+  family.universe = pool;
+  family.weighted = weights(true, pool);
+  // The nodes already holding memory: alone (a single-node member), or in
+  // a group (the group is the one member that may include them).
+  const bool reuse = reusable_.contains(pod_uid);
+  const auto fits = [&](NumaMask mask) {
+    for (const auto& [type, size] : requests) {
+      uint64_t free = 0, held = 0;
+      for (int id : mask.Ids()) {
+        free = Add(free, value(id, type, true));
+        held = Add(held, value(id, type, false));
+      }
+      if (held < size) return false;
+      if (Add(free, reuse ? Reusable(pod_uid, mask, type) : 0) < size) {
+        return false;
+      }
+    }
+    return true;
+  };
+  std::set<uint64_t> seen;
+  for (const auto& [id, node] : machine) {
+    if (id < 0 || id >= NumaMask::kMaxNodes || pool.IsSet(id)) continue;
+    NumaMask member;
+    if (node.assignments == 0) continue;  // grouped yet free: never alone
+    if (node.cells.size() <= 1) {
+      member = NumaMask::FromBits(uint64_t{1} << id);
+    } else {
+      member = MaskOf(node.cells);
+      bool consistent = member.IsSet(id);
+      for (int other : member.Ids()) {
+        const auto it = machine.find(other);
+        if (it == machine.end() || pool.IsSet(other)) consistent = false;
+        if (it != machine.end() && it->second.assignments > 0 &&
+            MaskOf(it->second.cells) != member) {
+          consistent = false;
+        }
+      }
+      if (!consistent) continue;
+    }
+    if (!seen.insert(member.bits()).second) continue;
+    if (fits(member)) family.extras.push_back(member);
+  }
+  std::sort(family.extras.begin(), family.extras.end(),
+            [](NumaMask a, NumaMask b) { return a.bits() < b.bits(); });
+  const bool upward = !pool.IsEmpty() && family.WeighsEnough(pool);
+  if (!upward && family.extras.empty()) return std::nullopt;
+  if (!upward) family.universe = NumaMask();
+  return family;
+}
+
+StatusOr<TopologyHint> StaticMemoryPolicy::BestHint(
+    const MemoryMachineState& machine, const std::string& pod_uid,
+    const std::map<std::string, uint64_t>& requests,
+    std::optional<NumaMask> base) const {
+  const bool has_memory = requests.contains(kMemoryResource);
+  if (!Compact(machine)) {
+    auto hints = CalculateHints(machine, pod_uid, requests);
+    if (!base) {
+      if (hints.empty()) {
+        return ResourceExhaustedError(
+            "[memorymanager] failed to get the default NUMA affinity, no NUMA "
+            "nodes with enough memory is available");
+      }
+      // Every type has the same list; the kubelet reads "memory"'s.
+      return FindBestHint(hints[kMemoryResource]);
+    }
+    std::vector<TopologyHint> filtered;
+    for (const TopologyHint& hint : hints[kMemoryResource]) {
+      if (base->IsSubsetOf(*hint.affinity)) filtered.push_back(hint);
+    }
+    if (filtered.empty()) {
+      return ResourceExhaustedError(
+          "[memorymanager] failed to find NUMA nodes to extend the current "
+          "topology hint");
+    }
+    return FindBestHint(filtered);
+  }
+  // The same choice over the compact form: the extras that hold `base`,
+  // and the narrowest (then numerically smallest) member of the
+  // upward-closed part that does, sizes tried from the smallest up.
+  const std::optional<HintFamily> family =
+      CompactHints(machine, pod_uid, requests);
+  if (!family && !base) {
+    return ResourceExhaustedError(
+        "[memorymanager] failed to get the default NUMA affinity, no NUMA "
+        "nodes with enough memory is available");
+  }
+  std::vector<TopologyHint> candidates;
+  if (family && has_memory) {
+    const NumaMask need = base.value_or(NumaMask());
+    for (NumaMask extra : family->extras) {
+      if (need.IsSubsetOf(extra)) {
+        candidates.push_back({extra, extra.Count() == family->preferred_size});
+      }
+    }
+    if (!family->universe.IsEmpty() && need.IsSubsetOf(family->universe)) {
+      const NumaMask rest =
+          NumaMask::FromBits(family->universe.bits() & ~need.bits());
+      std::optional<NumaMask> found;
+      if (!need.IsEmpty() && family->Contains(need)) found = need;
+      internal::SearchBudget budget;
+      for (int extra = 1; !found && extra <= rest.Count(); ++extra) {
+        internal::ForEachSubset(
+            rest, extra,
+            [&](NumaMask add) {
+              const NumaMask m = need.Or(add);
+              if (!family->Contains(m)) return true;
+              found = m;
+              return false;
+            },
+            &budget);
+        if (budget.exhausted) break;
+      }
+      if (found) {
+        candidates.push_back({*found, found->Count() == family->preferred_size});
+      }
+    }
+  }
+  if (base && candidates.empty()) {
+    return ResourceExhaustedError(
+        "[memorymanager] failed to find NUMA nodes to extend the current "
+        "topology hint");
+  }
+  return FindBestHint(candidates);
 }
 
 StatusOr<TopologyHint> StaticMemoryPolicy::DefaultHint(
     const MemoryMachineState& machine, const std::string& pod_uid,
     const std::map<std::string, uint64_t>& requests) const {
-  auto hints = CalculateHints(machine, pod_uid, requests);
-  if (hints.empty()) {
-    return ResourceExhaustedError(
-        "[memorymanager] failed to get the default NUMA affinity, no NUMA "
-        "nodes with enough memory is available");
-  }
-  // Every type has the same list; the kubelet reads "memory"'s.
-  return FindBestHint(hints[kMemoryResource]);
+  return BestHint(machine, pod_uid, requests, std::nullopt);
 }
 
 StatusOr<TopologyHint> StaticMemoryPolicy::ExtendHint(
     const MemoryMachineState& machine, const std::string& pod_uid,
     const std::map<std::string, uint64_t>& requests, NumaMask mask) const {
-  auto hints = CalculateHints(machine, pod_uid, requests);
-  std::vector<TopologyHint> filtered;
-  for (const TopologyHint& hint : hints[kMemoryResource]) {
-    if (mask.IsSubsetOf(*hint.affinity)) filtered.push_back(hint);
-  }
-  if (filtered.empty()) {
-    return ResourceExhaustedError(
-        "[memorymanager] failed to find NUMA nodes to extend the current "
-        "topology hint");
-  }
-  return FindBestHint(filtered);
+  return BestHint(machine, pod_uid, requests, mask);
 }
 
 Status StaticMemoryPolicy::Allocate(MemoryState& state, const Pod& pod,

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -159,6 +160,17 @@ class TOPOLOGY_EXPORT StaticMemoryPolicy {
   std::map<std::string, std::vector<TopologyHint>> CalculateHints(
       const MemoryMachineState& machine, const std::string& pod_uid,
       const std::map<std::string, uint64_t>& requests) const;
+  // The same hints in compact form (HintFamily: the nodes free of pinned
+  // memory as a weighted upward-closed family, the nodes holding memory
+  // alone or in a group as extras); nullopt when no mask fits. Its Expand()
+  // is CalculateHints' list.
+  std::optional<HintFamily> CompactHints(
+      const MemoryMachineState& machine, const std::string& pod_uid,
+      const std::map<std::string, uint64_t>& requests) const;
+  // Machines with more NUMA nodes than this get compact hints, and Allocate
+  // searches them instead of listing every subset (8 by default: the
+  // kubelet's own limit without max-allowable-numa-nodes).
+  void set_exhaustive_limit(size_t nodes) { exhaustive_limit_ = nodes; }
 
  private:
   StaticMemoryPolicy(std::vector<NumaNode> nodes, ReservedMemory reserved)
@@ -177,9 +189,23 @@ class TOPOLOGY_EXPORT StaticMemoryPolicy {
       const MemoryMachineState& machine, const std::string& pod_uid,
       const std::map<std::string, uint64_t>& requests, NumaMask mask) const;
 
+  // calculateHints' list or family for `requests`, and its best hint that
+  // holds `base` (findBestHint over the members holding it).
+  StatusOr<TopologyHint> BestHint(const MemoryMachineState& machine,
+                                  const std::string& pod_uid,
+                                  const std::map<std::string, uint64_t>& requests,
+                                  std::optional<NumaMask> base) const;
+  ProviderHints HintsFor(const MemoryMachineState& machine,
+                         const std::string& pod_uid,
+                         const std::map<std::string, uint64_t>& requests) const;
+  bool Compact(const MemoryMachineState& machine) const {
+    return machine.size() > exhaustive_limit_;
+  }
+
   std::vector<NumaNode> nodes_;
   ReservedMemory reserved_;
   ReusableMemory reusable_;
+  size_t exhaustive_limit_ = 8;
 };
 
 // True when a node of `mask` is already in a single-node allocation or a
