@@ -292,6 +292,8 @@ std::vector<std::string> MemoryManager::Explain(
   MutexLock lock(mutex_);
   std::vector<std::string> out;
   if (!policy_ || !pod.guaranteed) return out;
+  // A copy read under the lock, for the lambdas below (explaining is rare).
+  const MemoryMachineState machine = state_.machine;
   const std::map<std::string, uint64_t> requests =
       container ? ContainerRequestedMemory(*container) : PodRequestedMemory(pod);
   std::string asked;
@@ -350,13 +352,13 @@ std::vector<std::string> MemoryManager::Explain(
     for (const auto& [type, size] : requests) {
       uint64_t free = 0;
       for (int id : mask.Ids()) {
-        const auto& memory = state_.machine.at(id).memory;
+        const auto& memory = machine.at(id).memory;
         if (auto it = memory.find(type); it != memory.end()) free += it->second.free;
       }
       if (free < size) return;
     }
     for (int id : mask.Ids()) {
-      const MemoryNodeState& node = state_.machine.at(id);
+      const MemoryNodeState& node = machine.at(id);
       if (node.assignments == 0) continue;
       if (node.cells.size() == 1) {
         barred.insert("node " + std::to_string(id) +
