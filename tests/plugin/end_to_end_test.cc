@@ -515,6 +515,43 @@ TEST_F(EndToEndTest, MemoryAssignmentsSurviveAKill) {
   EXPECT_EQ(fits["containers"][0]["numa_nodes"], json::array({0, 1}));
 }
 
+// serve with the kubelet's memory flags refuses to start (exit 2, the
+// kubelet's words) where the kubelet refuses, and starts where it starts.
+TEST_F(EndToEndTest, ServeRefusesMemoryFlagsTheKubeletRefuses) {
+  Write({});
+  const std::string serve =
+      std::string(TOPOLOGY_MANAGER_BINARY) + " serve --plugin-dir " +
+      plugins().string() + " --host-root " + root_.path().string() +
+      " --control-socket " + control() + " --memory-manager-policy Static";
+  struct Refusal {
+    std::string flags;
+    std::string message;
+  };
+  const Refusal refusals[] = {
+      {"", "the total amount \"0\" of type \"memory\" is not equal to the "
+           "value \"100Mi\""},
+      {" --reserved-memory 0:memory=50Mi --reserved-memory 7:memory=50Mi",
+       "references a NUMA node 7 that does not exist on this machine"},
+      {" --reserved-memory 0:memory=1Gi", "the total amount \"1Gi\" of type "
+                                         "\"memory\" is not equal to the "
+                                         "value \"100Mi\""},
+      {" --reserved-memory 0:memory=1Gi --memory-drift-tolerance lots",
+       "--memory-drift-tolerance"},
+  };
+  for (const Refusal& r : refusals) {
+    const CommandResult result = RunCommand(serve + r.flags);
+    EXPECT_EQ(result.exit_code, 2) << r.flags << "\n" << result.out;
+    EXPECT_THAT(result.out, ::testing::HasSubstr(r.message)) << r.flags;
+  }
+  // Adds up: 50Mi + 50Mi reserved = the default eviction's 100Mi.
+  setup_.flags = {"--memory-manager-policy", "Static", "--reserved-memory",
+                  "0:memory=50Mi", "--reserved-memory", "1:memory=50Mi"};
+  StartManager();
+  const json status = Status();
+  ASSERT_FALSE(status.is_null());
+  EXPECT_EQ(status["memory_policy"], "Static");
+}
+
 TEST_F(EndToEndTest, ThousandPodsAdmittedAndReleasedWithoutLeaks) {
   Write({.machine = "dual-socket-8gpu",
          .policy = "single-numa-node",
