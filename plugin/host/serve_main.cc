@@ -15,7 +15,7 @@
 #include "topology/discovery.h"
 #include "topology/plugin/duration.h"
 #include "topology/plugin/logging.h"
-#include "topology/plugin/plugin_runner.h"
+#include "topology/plugin/daemon.h"
 
 #include "host_manager.h"
 #include "manager_cli.h"

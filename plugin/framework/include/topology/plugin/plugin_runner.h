@@ -29,6 +29,7 @@
 
 #include "topology/clock.h"
 #include "topology/plugin/metrics.h"
+#include "topology/plugin/daemon.h"
 #include "topology/plugin/types.h"
 #include "topology/status.h"
 
@@ -162,40 +163,6 @@ class PluginRunner {
   RunnerOptions options_;
   std::unique_ptr<Impl> impl_;
 };
-
-// Blocks SIGTERM and SIGINT in the calling thread and every thread it
-// creates afterwards; call first in main(). WaitForShutdownSignal() then
-// returns the signal that arrived.
-void BlockShutdownSignals();
-int WaitForShutdownSignal();
-
-// Raises the soft limit on open files to the hard limit (as the Go runtime
-// does for the kubelet), so that many idle connections do not starve the
-// daemon of descriptors. Returns the new soft limit.
-uint64_t RaiseOpenFileLimit();
-
-// Selects gRPC's "poll" polling engine (or `engine`) for this process, unless
-// the GRPC_POLL_STRATEGY environment variable already names one (the operator's
-// choice wins; empty names none), and returns the engine gRPC will use. Call
-// first in main(), before any gRPC object or other thread exists: gRPC reads
-// the variable once, when it starts. With gRPC's default engine on Linux
-// (epoll1), one thread at a time waits on every connection of the process and
-// hands what it reads to the thread waiting for it; a daemon with a few
-// connections and a thread blocked on each stream pays those hand-offs on every
-// call (docs/performance.md: twice the context switches per admission, and a
-// higher idle CPU). Under poll a connection is read only by the threads waiting
-// on it: a client connection with no call on it is not read at all, so a client
-// lets go of a connection it no longer uses (the host's plugin endpoints do)
-// rather than leave a server's shutdown waiting for its goodbye to be read. A
-// server that is handed its connections by descriptor
-// (grpc::AddInsecureChannelFromFd) needs "epoll1": under poll such a connection
-// is not read while its first call is being handled, so a second call on it
-// waits for the first.
-std::string ChooseGrpcPollEngine(const std::string& engine = "poll");
-
-// After a shutdown signal: ends the process with `exit_code` if the orderly
-// stop has not returned within `limit`, whatever state it is stuck in.
-void ExitIfStillRunningAfter(std::chrono::milliseconds limit, int exit_code);
 
 }  // namespace topology::plugin
 

@@ -10,7 +10,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
-#include "topology/plugin/plugin_runner.h"
+#include "topology/plugin/daemon.h"
 
 namespace topology::plugin {
 
