@@ -1,6 +1,6 @@
 #include <algorithm>
-#include <cstdint>
 #include <charconv>
+#include <cstdint>
 #include <map>
 #include <string>
 

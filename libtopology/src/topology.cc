@@ -105,7 +105,7 @@ const PciDevice* Topology::FindDevice(const PciAddress& address) const {
 }
 
 std::string BinaryQuantity(uint64_t bytes) {
-  static constexpr const char* kSuffixes[] = {"", "Ki", "Mi", "Gi",
+  static constexpr const char* kSuffixes[] = {"",   "Ki", "Mi", "Gi",
                                               "Ti", "Pi", "Ei"};
   size_t suffix = 0;
   while (bytes != 0 && bytes % 1024 == 0 && suffix + 1 < std::size(kSuffixes)) {

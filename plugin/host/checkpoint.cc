@@ -159,7 +159,8 @@ CheckpointMemory MemoryFromJson(const json& record) {
       table.total = static_cast<uint64_t>(jf::Int(type, "total", 0));
       table.system_reserved =
           static_cast<uint64_t>(jf::Int(type, "system_reserved", 0));
-      table.allocatable = static_cast<uint64_t>(jf::Int(type, "allocatable", 0));
+      table.allocatable =
+          static_cast<uint64_t>(jf::Int(type, "allocatable", 0));
     }
   }
   return memory;

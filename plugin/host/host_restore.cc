@@ -42,14 +42,14 @@ CheckpointMemory HostManager::MemoryRecord() const {
 
 Status HostManager::CheckMemoryRecord(const CheckpointMemory& recorded) const {
   const CheckpointMemory now = MemoryRecord();
-  const std::string remedy =
-      "; drain the node and remove the checkpoint " +
-      store_->snapshot_path().string() + " to start afresh";
+  const std::string remedy = "; drain the node and remove the checkpoint " +
+                             store_->snapshot_path().string() +
+                             " to start afresh";
   if (recorded.policy != now.policy) {
     return FailedPreconditionError(
         "[memorymanager] configured policy \"" + now.policy +
-        "\" differs from state checkpoint policy \"" + recorded.policy +
-        "\"" + remedy);
+        "\" differs from state checkpoint policy \"" + recorded.policy + "\"" +
+        remedy);
   }
   const auto refuse = [&](const std::string& what) {
     return FailedPreconditionError(
@@ -64,8 +64,7 @@ Status HostManager::CheckMemoryRecord(const CheckpointMemory& recorded) const {
   };
   if (ids(recorded.machine) != ids(now.machine)) {
     return refuse("NUMA nodes " + NumaList(ids(recorded.machine)) +
-                  " in the checkpoint, " + NumaList(ids(now.machine)) +
-                  " now");
+                  " in the checkpoint, " + NumaList(ids(now.machine)) + " now");
   }
   for (const auto& [id, node] : recorded.machine) {
     const manager::MemoryNodeState& current = now.machine.at(id);
@@ -91,21 +90,20 @@ Status HostManager::CheckMemoryRecord(const CheckpointMemory& recorded) const {
       // pages never.
       const uint64_t drift = was.total > table.total ? was.total - table.total
                                                      : table.total - was.total;
-      const bool tolerated = type == manager::kMemoryResource &&
-                             drift <= config_.memory_drift_tolerance &&
-                             was.total - was.allocatable ==
-                                 table.total - table.allocatable;
+      const bool tolerated =
+          type == manager::kMemoryResource &&
+          drift <= config_.memory_drift_tolerance &&
+          was.total - was.allocatable == table.total - table.allocatable;
       if (drift != 0 && !tolerated) {
-        return refuse(where + type + " total " + std::to_string(was.total) +
-                      " bytes in the checkpoint, " +
-                      std::to_string(table.total) + " now" +
-                      (type == manager::kMemoryResource
-                           ? " (a drift of " + std::to_string(drift) +
-                                 " bytes; --memory-drift-tolerance is " +
-                                 std::to_string(
-                                     config_.memory_drift_tolerance) +
-                                 ")"
-                           : ""));
+        return refuse(
+            where + type + " total " + std::to_string(was.total) +
+            " bytes in the checkpoint, " + std::to_string(table.total) +
+            " now" +
+            (type == manager::kMemoryResource
+                 ? " (a drift of " + std::to_string(drift) +
+                       " bytes; --memory-drift-tolerance is " +
+                       std::to_string(config_.memory_drift_tolerance) + ")"
+                 : ""));
       }
       if (drift == 0 && was.allocatable != table.allocatable) {
         return refuse(where + type + " allocatable " +
@@ -283,8 +281,8 @@ Status HostManager::RestoreCheckpoint(Status* refusal) {
         // Pinned memory is never dropped: the kubelet refuses to start
         // rather than run a container on memory it no longer holds.
         if (!listed.memory.empty()) {
-          if (Status memory = memory_manager_->Restore(pod.uid, listed.name,
-                                                       listed.memory);
+          if (Status memory =
+                  memory_manager_->Restore(pod.uid, listed.name, listed.memory);
               !memory.ok()) {
             *refusal = FailedPreconditionError(
                 "[memorymanager] " + who + ": " + memory.message() +

@@ -12,8 +12,8 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
-#include "topology/plugin/go_flags.h"
 #include "topology/numa_node.h"
+#include "topology/plugin/go_flags.h"
 #include "topology/text_file.h"
 
 #include "control_client.h"
@@ -155,7 +155,8 @@ void PrintPodTable(const json& pods, bool explain, bool show_policy = false) {
       // Pinned memory: type=size@nodes.
       if (c.contains("memory") && c["memory"].is_array()) {
         for (const json& block : c["memory"]) {
-          if (!block.is_object() || !block.value("size", json()).is_number_unsigned()) {
+          if (!block.is_object() ||
+              !block.value("size", json()).is_number_unsigned()) {
             continue;
           }
           devices += (devices.empty() ? "" : " ") +

@@ -13,7 +13,6 @@
 #include <string>
 
 #include "deviceplugin/v1beta1/kubelet_api.h"
-
 #include "memory_flags.h"
 
 namespace topology::host {

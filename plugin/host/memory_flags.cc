@@ -92,8 +92,9 @@ StatusOr<uint64_t> ReservedMemoryOf(const std::string& flag,
     const std::string quantity = item.substr(equals + 1);
     if (name == manager::kMemoryResource) {
       auto bytes = ParseByteQuantity(quantity);
-      if (!bytes.ok()) return Status(bytes.status().code(),
-                                     flag + ": " + bytes.status().message());
+      if (!bytes.ok())
+        return Status(bytes.status().code(),
+                      flag + ": " + bytes.status().message());
       memory = static_cast<uint64_t>(*bytes);
     } else if (name != "cpu" && name != "ephemeral-storage" && name != "pid") {
       return InvalidArgumentError(
@@ -123,9 +124,9 @@ StatusOr<uint64_t> HardEvictionMemory(const std::string& value,
           digits.data(), digits.data() + digits.size(), percent);
       if (error != std::errc() || ptr != digits.data() + digits.size() ||
           percent < 0 || percent > 100) {
-        return InvalidArgumentError("--eviction-hard: memory.available: " +
-                                    Quoted(threshold) +
-                                    " is not a percentage from 0% to 100%");
+        return InvalidArgumentError(
+            "--eviction-hard: memory.available: " + Quoted(threshold) +
+            " is not a percentage from 0% to 100%");
       }
       // As the kubelet: a float32 fraction times the capacity, truncated.
       const auto fraction = static_cast<float>(percent / 100.0);
@@ -134,9 +135,9 @@ StatusOr<uint64_t> HardEvictionMemory(const std::string& value,
     } else {
       auto bytes = ParseByteQuantity(threshold);
       if (!bytes.ok()) {
-        return Status(bytes.status().code(),
-                      "--eviction-hard: memory.available: " +
-                          bytes.status().message());
+        return Status(
+            bytes.status().code(),
+            "--eviction-hard: memory.available: " + bytes.status().message());
       }
       memory = static_cast<uint64_t>(*bytes);
     }

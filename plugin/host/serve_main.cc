@@ -13,9 +13,9 @@
 #include <unistd.h>
 
 #include "topology/discovery.h"
+#include "topology/plugin/daemon.h"
 #include "topology/plugin/duration.h"
 #include "topology/plugin/logging.h"
-#include "topology/plugin/daemon.h"
 
 #include "host_manager.h"
 #include "manager_cli.h"

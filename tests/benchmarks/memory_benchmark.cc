@@ -66,7 +66,8 @@ struct Node {
     }
     options.node_allocatable_reservation = {
         {"memory", static_cast<uint64_t>(nodes) * kGiB}};
-    auto created = MemoryManager::Create(options, Machine(nodes), topology.get());
+    auto created =
+        MemoryManager::Create(options, Machine(nodes), topology.get());
     if (!created.ok()) {
       std::fprintf(stderr, "%s\n", created.status().message().c_str());
       std::abort();

@@ -11,13 +11,13 @@
 #include <gtest/gtest.h>
 
 #include "topology/cost_model.h"
+#include "topology/testing/sysfs_tree_builder.h"
 
 #include "libpci_scanner.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
 #include "sysfs_discovery.h"
 #include "temp_dir.h"
-#include "topology/testing/sysfs_tree_builder.h"
 
 namespace topology {
 namespace {
@@ -64,13 +64,14 @@ TEST(DiscoveryTest, DualSocketEightGpus) {
             (HugePages{.page_size_bytes = 2ULL << 20,
                        .total_pages = 4096,
                        .free_pages = 4096}));
-  EXPECT_EQ(t.numa_nodes()[0].hugepages[1],
-            (HugePages{.page_size_bytes = 1ULL << 30,
-                       .total_pages = 16,
-                       .free_pages = 12}));
+  EXPECT_EQ(
+      t.numa_nodes()[0].hugepages[1],
+      (HugePages{
+          .page_size_bytes = 1ULL << 30, .total_pages = 16, .free_pages = 12}));
   EXPECT_EQ(t.numa_nodes()[1].hugepages[1].free_pages, 16u);
-  EXPECT_EQ(HugePagesResourceName(t.numa_nodes()[0].hugepages[0].page_size_bytes),
-            "hugepages-2Mi");
+  EXPECT_EQ(
+      HugePagesResourceName(t.numa_nodes()[0].hugepages[0].page_size_bytes),
+      "hugepages-2Mi");
   EXPECT_EQ(HugePagesResourceName(1ULL << 30), "hugepages-1Gi");
   EXPECT_EQ(BinaryQuantity(1536), "1536");
   EXPECT_EQ(BinaryQuantity(64 * 1024), "64Ki");

@@ -5,13 +5,13 @@
 // a state set directly, without Start, unless the test is about Start).
 #include "topology/manager/memory_manager.h"
 
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
-
 #include <algorithm>
 #include <optional>
 #include <random>
 #include <tuple>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include "status_matchers.h"
 
@@ -225,8 +225,8 @@ TEST(MemoryManagerTest, TestStaticPolicyStart) {
        .machine_info = {MachineNode(0, 3 * gb, 1)}},
       {.description =
            "should fail when machine state does not have all NUMA nodes",
-       .machine_state = {{0, N({{kMem, T(1536 * mb, 1536 * mb, 0, 512 * mb,
-                                         2 * gb)},
+       .machine_state = {{0, N({{kMem,
+                                 T(1536 * mb, 1536 * mb, 0, 512 * mb, 2 * gb)},
                                 {kHp1g, T(gb, gb, 0, 0, gb)}},
                                {0}, 0)}},
        .system_reserved = reserved0,
@@ -251,9 +251,8 @@ TEST(MemoryManagerTest, TestStaticPolicyStart) {
        .machine_info = {MachineNode(0, 2 * gb, 1)}},
       {.description = "should fail when machine state has wrong size of "
                       "system reserved memory",
-       .machine_state = {{0, N({{kMem, T(1536 * mb, 1536 * mb, 0, 1024,
-                                         2 * gb)}},
-                               {0}, 0)}},
+       .machine_state =
+           {{0, N({{kMem, T(1536 * mb, 1536 * mb, 0, 1024, 2 * gb)}}, {0}, 0)}},
        .system_reserved = reserved0,
        .expected_error = "[memorymanager] the expected machine state is "
                          "different from the real one",
@@ -262,8 +261,8 @@ TEST(MemoryManagerTest, TestStaticPolicyStart) {
                       "different from the memory of all containers memory "
                       "assignments",
        .assignments = {{"pod", {{"container1", {B({0}, kMem, 512 * mb)}}}}},
-       .machine_state = {{0, N({{kMem, T(1536 * mb, 1536 * mb, 0, 512 * mb,
-                                         2 * gb)}},
+       .machine_state = {{0, N({{kMem,
+                                 T(1536 * mb, 1536 * mb, 0, 512 * mb, 2 * gb)}},
                                {0}, 1)}},
        .system_reserved = reserved0,
        .expected_error = "[memorymanager] the expected machine state is "
@@ -271,8 +270,8 @@ TEST(MemoryManagerTest, TestStaticPolicyStart) {
        .machine_info = {MachineNode(0, 2 * gb, 1)}},
       {.description =
            "should fail when machine state has wrong size of hugepages",
-       .machine_state = {{0, N({{kMem, T(1536 * mb, 1536 * mb, 0, 512 * mb,
-                                         2 * gb)},
+       .machine_state = {{0, N({{kMem,
+                                 T(1536 * mb, 1536 * mb, 0, 512 * mb, 2 * gb)},
                                 {kHp1g, T(gb, gb, 0, 0, gb)}},
                                {0}, 0)}},
        .system_reserved = reserved0,
@@ -281,8 +280,8 @@ TEST(MemoryManagerTest, TestStaticPolicyStart) {
        .machine_info = {MachineNode(0, 2 * gb, 2)}},
       {.description = "should fail when machine state has wrong size of "
                       "system reserved hugepages",
-       .machine_state = {{0, N({{kMem, T(1536 * mb, 1536 * mb, 0, 512 * mb,
-                                         2 * gb)},
+       .machine_state = {{0, N({{kMem,
+                                 T(1536 * mb, 1536 * mb, 0, 512 * mb, 2 * gb)},
                                 {kHp1g, T(gb, gb, 0, gb, 2 * gb)}},
                                {0}, 0)}},
        .system_reserved = reserved0,
@@ -294,8 +293,8 @@ TEST(MemoryManagerTest, TestStaticPolicyStart) {
                       "memory assignments",
        .assignments = {{"pod1", {{"container1", {B({0}, kHp1g, gb)}}}},
                        {"pod2", {{"container2", {B({0}, kHp1g, gb)}}}}},
-       .machine_state = {{0, N({{kMem, T(1536 * mb, 1536 * mb, 0, 512 * mb,
-                                         2 * gb)},
+       .machine_state = {{0, N({{kMem,
+                                 T(1536 * mb, 1536 * mb, 0, 512 * mb, 2 * gb)},
                                 {kHp1g, T(4 * gb, gb, 3 * gb, 0, 4 * gb)}},
                                {0}, 2)}},
        .system_reserved = reserved0,
@@ -305,8 +304,8 @@ TEST(MemoryManagerTest, TestStaticPolicyStart) {
       {.description = "should fail when machine state does not have NUMA "
                       "node that used under the memory assignment",
        .assignments = {{"pod1", {{"container1", {B({1}, kMem, gb)}}}}},
-       .machine_state = {{0, N({{kMem, T(1536 * mb, 1536 * mb, 0, 512 * mb,
-                                         2 * gb)},
+       .machine_state = {{0, N({{kMem,
+                                 T(1536 * mb, 1536 * mb, 0, 512 * mb, 2 * gb)},
                                 {kHp1g, T(gb, gb, 0, 0, gb)}},
                                {0}, 0)}},
        .system_reserved = reserved0,
@@ -316,11 +315,10 @@ TEST(MemoryManagerTest, TestStaticPolicyStart) {
        .machine_info = {MachineNode(0, 2 * gb, 1)}},
       {.description = "should fail when machine state does not have resource "
                       "that used under the memory assignment",
-       .assignments = {{"pod1",
-                        {{"container1",
-                          {B({0}, kMem, gb), B({0}, kHp2m, gb)}}}}},
-       .machine_state = {{0, N({{kMem, T(1536 * mb, 1536 * mb, 0, 512 * mb,
-                                         2 * gb)},
+       .assignments =
+           {{"pod1", {{"container1", {B({0}, kMem, gb), B({0}, kHp2m, gb)}}}}},
+       .machine_state = {{0, N({{kMem,
+                                 T(1536 * mb, 1536 * mb, 0, 512 * mb, 2 * gb)},
                                 {kHp1g, T(gb, gb, 0, 0, gb)}},
                                {0}, 2)}},
        .system_reserved = reserved0,
@@ -330,11 +328,10 @@ TEST(MemoryManagerTest, TestStaticPolicyStart) {
        .machine_info = {MachineNode(0, 2 * gb, 1)}},
       {.description = "should fail when machine state number of assignments "
                       "is different from the expected one",
-       .assignments = {{"pod1",
-                        {{"container1",
-                          {B({0}, kMem, gb), B({0}, kHp1g, gb)}}}}},
-       .machine_state = {{0, N({{kMem, T(1536 * mb, 1536 * mb, 0, 512 * mb,
-                                         2 * gb)},
+       .assignments =
+           {{"pod1", {{"container1", {B({0}, kMem, gb), B({0}, kHp1g, gb)}}}}},
+       .machine_state = {{0, N({{kMem,
+                                 T(1536 * mb, 1536 * mb, 0, 512 * mb, 2 * gb)},
                                 {kHp1g, T(gb, gb, 0, 0, gb)}},
                                {0}, 1)}},
        .system_reserved = reserved0,
@@ -347,8 +344,8 @@ TEST(MemoryManagerTest, TestStaticPolicyStart) {
                         {{"container1",
                           {B({0, 1}, kMem, 768 * mb), B({0, 1}, kHp1g, gb)}}}},
                        {"pod2",
-                        {{"container2", {B({0, 1}, kMem, 256 * mb),
-                                         B({0, 1}, kHp1g, gb)}}}}},
+                        {{"container2",
+                          {B({0, 1}, kMem, 256 * mb), B({0, 1}, kHp1g, gb)}}}}},
        .expected_assignments =
            ContainerMemoryAssignments{
                {"pod1",
@@ -361,8 +358,7 @@ TEST(MemoryManagerTest, TestStaticPolicyStart) {
            {{0, N({{kMem, T(640 * mb, 0, 640 * mb, 512 * mb, 2176 * mb)},
                    {kHp1g, T(gb, 0, gb, 0, gb)}},
                   {0, 1}, 4)},
-            {1, N({{kMem, T(640 * mb, 256 * mb, 384 * mb, 512 * mb,
-                            2176 * mb)},
+            {1, N({{kMem, T(640 * mb, 256 * mb, 384 * mb, 512 * mb, 2176 * mb)},
                    {kHp1g, T(gb, 0, gb, 0, gb)}},
                   {0, 1}, 4)}},
        .expected_machine_state =
@@ -370,10 +366,10 @@ TEST(MemoryManagerTest, TestStaticPolicyStart) {
                {0, N({{kMem, T(640 * mb, 0, 640 * mb, 512 * mb, 2176 * mb)},
                       {kHp1g, T(gb, 0, gb, 0, gb)}},
                      {0, 1}, 4)},
-               {1, N({{kMem, T(640 * mb, 256 * mb, 384 * mb, 512 * mb,
-                               2176 * mb)},
-                      {kHp1g, T(gb, 0, gb, 0, gb)}},
-                     {0, 1}, 4)}},
+               {1,
+                N({{kMem, T(640 * mb, 256 * mb, 384 * mb, 512 * mb, 2176 * mb)},
+                   {kHp1g, T(gb, 0, gb, 0, gb)}},
+                  {0, 1}, 4)}},
        .system_reserved = {{0, {{kMem, 512 * mb}}}, {1, {{kMem, 512 * mb}}}},
        .machine_info = {MachineNode(0, 2176 * mb, 1),
                         MachineNode(1, 2176 * mb, 1)}},
@@ -428,11 +424,10 @@ TEST(MemoryManagerTest, TestStaticPolicyAllocate) {
                                 {kHp1g, T(gb, gb, 0, 0, gb)}},
                                {}, 0)}},
        .expected_machine_state =
-           MemoryMachineState{
-               {0, N({{kMem, T(1536 * mb, 512 * mb, 1024 * mb, 512 * mb,
-                               2 * gb)},
-                      {kHp1g, T(gb, gb, 0, 0, gb)}},
-                     {}, 0)}},
+           MemoryMachineState{{0, N({{kMem, T(1536 * mb, 512 * mb, 1024 * mb,
+                                              512 * mb, 2 * gb)},
+                                     {kHp1g, T(gb, gb, 0, 0, gb)}},
+                                    {}, 0)}},
        .system_reserved = reserved0,
        .pod = GetPod("pod1", "container1")},
       {.description = "should calculate a default topology hint when no NUMA "
@@ -443,19 +438,17 @@ TEST(MemoryManagerTest, TestStaticPolicyAllocate) {
                 {{"container1", {B({0}, kMem, gb), B({0}, kHp1g, gb)}}}}},
        .machine_state = {{0, N(Fresh(1536 * mb, 2 * gb), {0}, 0)}},
        .expected_machine_state =
-           MemoryMachineState{
-               {0, N({{kMem, T(1536 * mb, 512 * mb, 1024 * mb, 512 * mb,
-                               2 * gb)},
-                      {kHp1g, T(gb, 0, gb, 0, gb)}},
-                     {0}, 2)}},
+           MemoryMachineState{{0, N({{kMem, T(1536 * mb, 512 * mb, 1024 * mb,
+                                              512 * mb, 2 * gb)},
+                                     {kHp1g, T(gb, 0, gb, 0, gb)}},
+                                    {0}, 2)}},
        .system_reserved = reserved0,
        .pod = GetPod("pod1", "container1")},
       {.description = "should fail when no NUMA affinity was provided under "
                       "the topology manager hint and calculation of the "
                       "default hint failed",
-       .assignments = {{"pod1",
-                        {{"container1",
-                          {B({0}, kMem, gb), B({0}, kHp1g, gb)}}}}},
+       .assignments =
+           {{"pod1", {{"container1", {B({0}, kMem, gb), B({0}, kHp1g, gb)}}}}},
        .machine_state = {{0, N({{kMem, T(1536 * mb, 512 * mb, 1024 * mb,
                                          512 * mb, 2 * gb)},
                                 {kHp1g, T(gb, 0, gb, 0, gb)}},
@@ -505,8 +498,7 @@ TEST(MemoryManagerTest, TestStaticPolicyAllocate) {
        .expected_assignments =
            ContainerMemoryAssignments{
                {"pod1",
-                {{"container1",
-                  {B({0, 1}, kMem, gb), B({0, 1}, kHp1g, gb)}}}}},
+                {{"container1", {B({0, 1}, kMem, gb), B({0, 1}, kHp1g, gb)}}}}},
        .machine_state = {{0, N(Fresh(512 * mb, gb), {0}, 0)},
                          {1, N(Fresh(512 * mb, gb), {1}, 0)},
                          {2, N(Fresh(512 * mb, gb), {2}, 0)},
@@ -610,10 +602,10 @@ TEST(MemoryManagerTest, TestStaticPolicyAllocateWithInitContainers) {
     // A reusable entry of another pod is dropped by the first Allocate.
     policy->set_reusable_memory({{"pod0", {}}});
     MemoryState state;
-    state.machine = {{0, N({{kMem, T(7680 * mb, 7680 * mb, 0, 512 * mb,
-                                     8 * gb)},
-                            {kHp1g, T(8 * gb, 8 * gb, 0, 0, 8 * gb)}},
-                           {0}, 0)}};
+    state.machine = {
+        {0, N({{kMem, T(7680 * mb, 7680 * mb, 0, 512 * mb, 8 * gb)},
+               {kHp1g, T(8 * gb, 8 * gb, 0, 0, 8 * gb)}},
+              {0}, 0)}};
     for (const Container& container : init) {
       ASSERT_TRUE(policy->Allocate(state, pod, container, {}).ok());
     }
@@ -649,8 +641,8 @@ TEST(MemoryManagerTest, TestStaticPolicyAllocateWithRestartableInitContainers) {
         "should do nothing once containers already exist under the state "
         "file");
     Container init = sized("initContainer1", 1, true);
-    const Pod pod = GetPodWithInitContainers(
-        "pod1", {C("container1", gb, gb)}, {init});
+    const Pod pod =
+        GetPodWithInitContainers("pod1", {C("container1", gb, gb)}, {init});
     auto policy = StaticMemoryPolicy::Create({}, {{0, {{kMem, 512 * mb}}}});
     ASSERT_TRUE(policy.ok());
     MemoryState state;
@@ -672,19 +664,18 @@ TEST(MemoryManagerTest, TestStaticPolicyAllocateWithRestartableInitContainers) {
   }
   {
     SCOPED_TRACE("should not re-use restartable init containers memory");
-    const Pod pod = GetPodWithInitContainers(
-        "pod1", {C("container1", gb, gb)},
-        {sized("initContainer1", 1, false),
-         sized("restartableInitContainer2", 2, true),
-         sized("initContainer3", 3, false),
-         sized("restartableInitContainer4", 4, true)});
+    const Pod pod =
+        GetPodWithInitContainers("pod1", {C("container1", gb, gb)},
+                                 {sized("initContainer1", 1, false),
+                                  sized("restartableInitContainer2", 2, true),
+                                  sized("initContainer3", 3, false),
+                                  sized("restartableInitContainer4", 4, true)});
     auto policy = StaticMemoryPolicy::Create({}, {{0, {{kMem, 512 * mb}}}});
     ASSERT_TRUE(policy.ok());
     MemoryState state;
-    state.machine = {
-        {0, N({{kMem, T(7 * gb, 7 * gb, 0, 512 * mb, 7680 * mb)},
-               {kHp1g, T(7 * gb, 7 * gb, 0, 0, 7 * gb)}},
-              {0}, 0)}};
+    state.machine = {{0, N({{kMem, T(7 * gb, 7 * gb, 0, 512 * mb, 7680 * mb)},
+                            {kHp1g, T(7 * gb, 7 * gb, 0, 0, 7 * gb)}},
+                           {0}, 0)}};
     for (const auto* list : {&pod.init_containers, &pod.containers}) {
       for (const Container& c : *list) {
         ASSERT_TRUE(policy->Allocate(state, pod, c, {}).ok()) << c.name;
@@ -720,12 +711,11 @@ TEST(MemoryManagerTest, TestStaticPolicyRemoveContainer) {
        .system_reserved = {{0, {{kMem, 512 * mb}}}}},
       {.description = "should delete the container assignment and update the "
                       "machine state",
-       .assignments = {{"pod1",
-                        {{"container1",
-                          {B({0}, kMem, gb), B({0}, kHp1g, gb)}}}}},
+       .assignments =
+           {{"pod1", {{"container1", {B({0}, kMem, gb), B({0}, kHp1g, gb)}}}}},
        .expected_assignments = ContainerMemoryAssignments{},
-       .machine_state = {{0, N({{kMem, T(1536 * mb, 512 * mb, gb, 512 * mb,
-                                         2 * gb)},
+       .machine_state = {{0, N({{kMem,
+                                 T(1536 * mb, 512 * mb, gb, 512 * mb, 2 * gb)},
                                 {kHp1g, T(gb, 0, gb, 0, gb)}},
                                {0}, 2)}},
        .expected_machine_state =
@@ -776,17 +766,17 @@ TEST(MemoryManagerTest, TestStaticPolicyGetTopologyHints) {
        .pod = GetPod("pod1", "container1", false)},
       {.description = "should provide topology hints based on the existent "
                       "memory assignment",
-       .assignments = {{"pod1",
-                        {{"container1",
-                          {B({0}, kMem, gb), B({0}, kHp1g, gb)}}}}},
+       .assignments =
+           {{"pod1", {{"container1", {B({0}, kMem, gb), B({0}, kHp1g, gb)}}}}},
        .system_reserved = reserved0,
        .pod = GetPod("pod1", "container1"),
        .expected_hints = hints({{mask({0}), true}})},
       {.description = "should calculate new topology hints, when the "
                       "container does not exist under assignments",
        .assignments = {{"pod1",
-                        {{"container1", {B({0, 1}, kMem, 2 * gb),
-                                         B({0, 1}, kHp1g, 2 * gb)}}}}},
+                        {{"container1",
+                          {B({0, 1}, kMem, 2 * gb),
+                           B({0, 1}, kHp1g, 2 * gb)}}}}},
        .machine_state =
            {{0, N({{kMem, T(1536 * mb, 0, 1536 * mb, 512 * mb, 2 * gb)},
                    {kHp1g, T(gb, 0, gb, 0, gb)}},
@@ -801,9 +791,8 @@ TEST(MemoryManagerTest, TestStaticPolicyGetTopologyHints) {
                            {2, {{kMem, 512 * mb}}},
                            {3, {{kMem, 512 * mb}}}},
        .pod = GetPod("pod2", "container2"),
-       .expected_hints = hints({{mask({2}), true},
-                                {mask({3}), true},
-                                {mask({2, 3}), false}})},
+       .expected_hints = hints(
+           {{mask({2}), true}, {mask({3}), true}, {mask({2, 3}), false}})},
       {.description = "should fail when number of existing memory assignment "
                       "resources are different from resources requested by "
                       "container",
@@ -812,9 +801,8 @@ TEST(MemoryManagerTest, TestStaticPolicyGetTopologyHints) {
        .pod = GetPod("pod1", "container1")},
       {.description = "should fail when existing memory assignment resources "
                       "are different from resources requested by container",
-       .assignments = {{"pod1",
-                        {{"container1",
-                          {B({0}, kMem, gb), B({0}, kHp2m, gb)}}}}},
+       .assignments =
+           {{"pod1", {{"container1", {B({0}, kMem, gb), B({0}, kHp2m, gb)}}}}},
        .system_reserved = reserved0,
        .pod = GetPod("pod1", "container1")},
       {.description = "should fail when existing memory assignment size is "
@@ -828,8 +816,9 @@ TEST(MemoryManagerTest, TestStaticPolicyGetTopologyHints) {
                       "nodes for the pod with resources satisfied by a "
                       "single NUMA node",
        .assignments = {{"pod1",
-                        {{"container1", {B({0, 1}, kMem, 2 * gb),
-                                         B({0, 1}, kHp2m, 24 * mb)}}}}},
+                        {{"container1",
+                          {B({0, 1}, kMem, 2 * gb),
+                           B({0, 1}, kHp2m, 24 * mb)}}}}},
        .machine_state =
            {{0, N({{kMem, T(1536 * mb, 0, 1536 * mb, 512 * mb, 2 * gb)},
                    {kHp2m, T(20 * mb, 0, 20 * mb, 0, 20 * mb)}},
@@ -868,26 +857,31 @@ TEST(MemoryManagerTest, Test_getPodRequestedResources) {
        "containers",
        {{"initContainer1", 1, 1, false}, {"initContainer2", 4, 4, false}},
        {{"container1", 1, 1, false}, {"container2", 2, 2, false}},
-       4, 4},
+       4,
+       4},
       {"maximum resources of init containers < total resources of "
        "containers",
        {{"initContainer1", 1, 1, false}, {"initContainer2", 3, 3, false}},
        {{"container1", 2, 2, false}, {"container2", 3, 3, false}},
-       5, 5},
+       5,
+       5},
       {"calculate different resources independently",
        {{"initContainer1", 1, 1, false}, {"initContainer2", 3, 4, false}},
        {{"container1", 2, 1, false}, {"container2", 3, 2, false}},
-       5, 4},
+       5,
+       4},
       {"maximum resources of init containers > total resources of long "
        "running containers, including restartable init containers",
        {{"restartableInit1", 2, 2, true}, {"initContainer2", 4, 4, false}},
        {{"container1", 1, 1, false}, {"container2", 2, 2, false}},
-       6, 6},
+       6,
+       6},
       {"maximum resources of init containers < total resources of long "
        "running containers, including restartable init containers",
        {{"restartableInit1", 2, 2, true}, {"initContainer2", 4, 4, false}},
        {{"container1", 2, 2, false}, {"container2", 3, 3, false}},
-       7, 7},
+       7,
+       7},
   };
   const auto container = [](const Sized& c) {
     Container out = C(c.name, c.memory * gb, c.hugepages * gb);
@@ -924,7 +918,9 @@ TEST(MemoryManagerTest, PodRequestsCountTheSidecarsStartedBefore) {
     uint64_t expected;
   };
   const std::vector<PodCase> cases = {
-      {"only app containers", {}, {container("a", gb), container("b", 2 * gb)},
+      {"only app containers",
+       {},
+       {container("a", gb), container("b", 2 * gb)},
        3 * gb},
       {"only init containers", {container("i", 4 * gb)}, {}, 0},
       {"init containers larger than app containers",
@@ -1013,10 +1009,9 @@ TEST(MemoryManagerTest, TestValidateReservedMemory) {
   };
   for (const ReservationCase& c : cases) {
     SCOPED_TRACE(c.description);
-    EXPECT_EQ(
-        ValidateReservedMemory(machine, c.node_allocatable, c.reserved)
-            .message(),
-        c.expected_error);
+    EXPECT_EQ(ValidateReservedMemory(machine, c.node_allocatable, c.reserved)
+                  .message(),
+              c.expected_error);
   }
 }
 
@@ -1039,15 +1034,16 @@ TEST(MemoryManagerTest, ManagerPoliciesAndStartChecks) {
   auto manager = MemoryManager::Create(none, machine, nullptr);
   ASSERT_TRUE(manager.ok());
   EXPECT_FALSE((*manager)->is_static());
-  EXPECT_TRUE((*manager)->GetTopologyHints(GetPod("p", "c"),
-                                           GetPod("p", "c").containers[0])
-                  .empty());
+  EXPECT_TRUE(
+      (*manager)
+          ->GetTopologyHints(GetPod("p", "c"), GetPod("p", "c").containers[0])
+          .empty());
 
   MemoryManager::Options bad;
   bad.policy = "static";
-  EXPECT_THAT(MemoryManager::Create(bad, machine, nullptr).status(),
-              StatusIs(StatusCode::kInvalidArgument,
-                       "unknown policy: \"static\""));
+  EXPECT_THAT(
+      MemoryManager::Create(bad, machine, nullptr).status(),
+      StatusIs(StatusCode::kInvalidArgument, "unknown policy: \"static\""));
 
   MemoryManager::Options unreserved;
   unreserved.policy = kMemoryPolicyStatic;
@@ -1079,7 +1075,8 @@ TEST(MemoryManagerTest, RestoreChecksEveryBlockAgainstTheMachine) {
   options.node_allocatable_reservation = {{kMem, gb}};
   auto manager = *MemoryManager::Create(options, machine, nullptr);
   ASSERT_TRUE(
-      manager->Restore("u", "c", {B({0, 1}, kMem, 10 * gb), B({0, 1}, kHp1g, gb)})
+      manager
+          ->Restore("u", "c", {B({0, 1}, kMem, 10 * gb), B({0, 1}, kHp1g, gb)})
           .ok());
   EXPECT_EQ(manager->ContainerBlocks("u", "c").size(), 2u);
   const MemoryState state = manager->State();
@@ -1101,9 +1098,8 @@ TEST(MemoryManagerTest, RestoreChecksEveryBlockAgainstTheMachine) {
   manager->RemovePod("u");
   EXPECT_EQ(manager->State().machine, [&] {
     MemoryState fresh;
-    (void)StaticMemoryPolicy::Create(machine, ConvertReservedMemory(
-                                                  machine,
-                                                  options.reserved_memory))
+    (void)StaticMemoryPolicy::Create(
+        machine, ConvertReservedMemory(machine, options.reserved_memory))
         ->Start(fresh);
     return fresh.machine;
   }());
@@ -1179,12 +1175,14 @@ TEST(MemoryManagerTest, HintsEqualTheLineForLinePortOnRandomMachines) {
       for (const std::string& type : types) {
         if (type != kMem && random() % 3 == 0) continue;
         const uint64_t allocatable = (random() % 9) * gb;
-        const uint64_t free = allocatable == 0 ? 0 : random() % (allocatable + 1);
-        node.memory[type] = T(allocatable, free, allocatable - free, 0,
-                              allocatable);
+        const uint64_t free =
+            allocatable == 0 ? 0 : random() % (allocatable + 1);
+        node.memory[type] =
+            T(allocatable, free, allocatable - free, 0, allocatable);
       }
       node.cells = {id};
-      node.assignments = random() % 4 == 0 ? 1 + static_cast<int>(random() % 3) : 0;
+      node.assignments =
+          random() % 4 == 0 ? 1 + static_cast<int>(random() % 3) : 0;
     }
     // A group or two of neighbouring nodes.
     for (int id = 0; id + 1 < nodes; ++id) {
@@ -1201,15 +1199,16 @@ TEST(MemoryManagerTest, HintsEqualTheLineForLinePortOnRandomMachines) {
     std::map<std::string, uint64_t> requests;
     for (const std::string& type : types) {
       if (type == kMem || random() % 2 == 0) {
-        requests[type] = (random() % (static_cast<uint64_t>(nodes) * 5)) * gb / 2;
+        requests[type] =
+            (random() % (static_cast<uint64_t>(nodes) * 5)) * gb / 2;
       }
     }
     auto policy = StaticMemoryPolicy::Create({}, {{0, {{kMem, mb}}}});
     ASSERT_TRUE(policy.ok());
     const auto fast = policy->CalculateHints(machine, "pod", requests);
     const auto reference = ReferenceCalculateHints(machine, requests);
-    ASSERT_EQ(fast, reference) << "round " << round << ", " << nodes
-                               << " nodes";
+    ASSERT_EQ(fast, reference)
+        << "round " << round << ", " << nodes << " nodes";
   }
 }
 

@@ -76,7 +76,8 @@ TEST(MergeToolTest, MemoryManagerListsMergeLikeAnyProvider) {
         R"({"policy":"restricted","numa_nodes":[0,1],"providers":[
             {"example.com/gpu":[{"mask":[1],"preferred":true},
                                 {"mask":[0,1],"preferred":false}]},
-            {},)" + memory + "]}",
+            {},)" +
+            memory + "]}",
         std::string("--engine ") + engine);
     ASSERT_EQ(r.exit_code, 0) << r.out;
     EXPECT_EQ(json::parse(r.out),
@@ -84,9 +85,9 @@ TEST(MergeToolTest, MemoryManagerListsMergeLikeAnyProvider) {
         << engine;
   }
   // Alone, the memory lists admit {0,1}, preferred.
-  const CommandResult alone = Merge(
-      R"({"policy":"restricted","numa_nodes":[0,1],"providers":[)" + memory +
-      "]}");
+  const CommandResult alone =
+      Merge(R"({"policy":"restricted","numa_nodes":[0,1],"providers":[)" +
+            memory + "]}");
   ASSERT_EQ(alone.exit_code, 0) << alone.out;
   EXPECT_EQ(json::parse(alone.out),
             json::parse(R"({"mask":[0,1],"preferred":true,"admit":true})"));

@@ -135,25 +135,25 @@ class EndToEndTest : public ::testing::Test {
 
   void StartManager() {
     std::vector<std::string> command{TOPOLOGY_MANAGER_BINARY,
-                                 "serve",
-                                 "--plugin-dir",
-                                 plugins().string(),
-                                 "--host-root",
-                                 root_.path().string(),
-                                 "--control-socket",
-                                 control(),
-                                 "--topology-manager-policy",
-                                 setup_.policy,
-                                 "--topology-manager-scope",
-                                 setup_.scope,
-                                 "--cpu-manager-policy",
-                                 "static",
-                                 "--reserved-cpus",
-                                 "0",
-                                 "--grace-period",
-                                 "5s",
-                                 "--node-name",
-                                 "e2e"};
+                                     "serve",
+                                     "--plugin-dir",
+                                     plugins().string(),
+                                     "--host-root",
+                                     root_.path().string(),
+                                     "--control-socket",
+                                     control(),
+                                     "--topology-manager-policy",
+                                     setup_.policy,
+                                     "--topology-manager-scope",
+                                     setup_.scope,
+                                     "--cpu-manager-policy",
+                                     "static",
+                                     "--reserved-cpus",
+                                     "0",
+                                     "--grace-period",
+                                     "5s",
+                                     "--node-name",
+                                     "e2e"};
     command.insert(command.end(), setup_.flags.begin(), setup_.flags.end());
     manager_ = std::make_unique<Process>(command);
     for (int i = 0; i < 200 && !std::filesystem::exists(control()); ++i) {
@@ -528,13 +528,15 @@ TEST_F(EndToEndTest, ServeRefusesMemoryFlagsTheKubeletRefuses) {
     std::string message;
   };
   const Refusal refusals[] = {
-      {"", "the total amount \"0\" of type \"memory\" is not equal to the "
-           "value \"100Mi\""},
+      {"",
+       "the total amount \"0\" of type \"memory\" is not equal to the "
+       "value \"100Mi\""},
       {" --reserved-memory 0:memory=50Mi --reserved-memory 7:memory=50Mi",
        "references a NUMA node 7 that does not exist on this machine"},
-      {" --reserved-memory 0:memory=1Gi", "the total amount \"1Gi\" of type "
-                                         "\"memory\" is not equal to the "
-                                         "value \"100Mi\""},
+      {" --reserved-memory 0:memory=1Gi",
+       "the total amount \"1Gi\" of type "
+       "\"memory\" is not equal to the "
+       "value \"100Mi\""},
       {" --reserved-memory 0:memory=1Gi --memory-drift-tolerance lots",
        "--memory-drift-tolerance"},
   };
@@ -544,8 +546,9 @@ TEST_F(EndToEndTest, ServeRefusesMemoryFlagsTheKubeletRefuses) {
     EXPECT_THAT(result.out, ::testing::HasSubstr(r.message)) << r.flags;
   }
   // Adds up: 50Mi + 50Mi reserved = the default eviction's 100Mi.
-  setup_.flags = {"--memory-manager-policy", "Static", "--reserved-memory",
-                  "0:memory=50Mi", "--reserved-memory", "1:memory=50Mi"};
+  setup_.flags = {"--memory-manager-policy", "Static",
+                  "--reserved-memory",       "0:memory=50Mi",
+                  "--reserved-memory",       "1:memory=50Mi"};
   StartManager();
   const json status = Status();
   ASSERT_FALSE(status.is_null());

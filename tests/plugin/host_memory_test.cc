@@ -135,8 +135,8 @@ TEST_F(HostMemoryTest, TenGibAcrossBothNodesUnderRestricted) {
   const PodResult big = host_->Admit(MemoryPod("big", 10 * kGiB), false);
   ASSERT_TRUE(big.admitted) << big.reason << ": " << big.message;
   EXPECT_EQ(big.containers[0].numa_nodes, (std::vector<int>{0, 1}));
-  EXPECT_THAT(MemoryOf(big), ElementsAre(manager::MemoryBlock{
-                                 {0, 1}, "memory", 10 * kGiB}));
+  EXPECT_THAT(MemoryOf(big),
+              ElementsAre(manager::MemoryBlock{{0, 1}, "memory", 10 * kGiB}));
   // status --format json: the podresources ContainerMemory shape.
   const auto status = host_->StatusJson();
   EXPECT_EQ(status["memory_policy"], "Static");
@@ -272,9 +272,8 @@ TEST_F(HostMemoryTest, StartRefusesWhereTheKubeletRefuses) {
   flags.kube_reserved.clear();
   flags.eviction_hard = "memory.available<1%";
   // 1% of 16 GiB, as a float32 fraction times the capacity.
-  EXPECT_THAT(create(flags),
-              StatusIs(StatusCode::kInvalidArgument,
-                       HasSubstr("the value \"")));
+  EXPECT_THAT(create(flags), StatusIs(StatusCode::kInvalidArgument,
+                                      HasSubstr("the value \"")));
   flags.policy = "static";
   EXPECT_THAT(create(flags), StatusIs(StatusCode::kInvalidArgument,
                                       HasSubstr("unknown policy")));
@@ -329,8 +328,8 @@ TEST_F(HostMemoryTest, RestartRefusedWhenTheMachineOrPolicyChanged) {
     return Topology(std::move(parts));
   };
   {
-    auto host = HostManager::Create(Config(manager::kPolicyRestricted),
-                                    drifted("a"));
+    auto host =
+        HostManager::Create(Config(manager::kPolicyRestricted), drifted("a"));
     ASSERT_THAT(host.status(), IsOk());
     EXPECT_THAT((*host)->Start(),
                 StatusIs(StatusCode::kFailedPrecondition,

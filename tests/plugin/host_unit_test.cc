@@ -96,8 +96,8 @@ TEST(PodManifestTest, ByteQuantitiesAreExact) {
   EXPECT_EQ(*ParseByteQuantity("1000m"), 1);
   EXPECT_EQ(*ParseByteQuantity("+2Ki"), 2048);
   EXPECT_EQ(*ParseByteQuantity("7Ei"), int64_t{7} << 60);
-  for (const char* bad : {"0.5", "100m", "-1Gi", "8Ei", "1Gb", "", "Gi",
-                          "1e99", "9223372036854775808", "1.2.3"}) {
+  for (const char* bad : {"0.5", "100m", "-1Gi", "8Ei", "1Gb", "", "Gi", "1e99",
+                          "9223372036854775808", "1.2.3"}) {
     EXPECT_THAT(ParseByteQuantity(bad).status(),
                 StatusIs(StatusCode::kInvalidArgument,
                          HasSubstr("is not a quantity of bytes")))
@@ -116,10 +116,11 @@ spec:
 )",
                                 "dpdk.yaml");
   ASSERT_THAT(pods.status(), IsOk());
-  EXPECT_THAT((*pods)[0].containers[0].limits,
-              ElementsAre(Pair("cpu", 2000), Pair("hugepages-1Gi", int64_t{4} << 30),
-                          Pair("hugepages-2Mi", int64_t{512} << 20),
-                          Pair("memory", int64_t{2} << 30)));
+  EXPECT_THAT(
+      (*pods)[0].containers[0].limits,
+      ElementsAre(Pair("cpu", 2000), Pair("hugepages-1Gi", int64_t{4} << 30),
+                  Pair("hugepages-2Mi", int64_t{512} << 20),
+                  Pair("memory", int64_t{2} << 30)));
   EXPECT_THAT(ParsePodManifests("kind: Pod\nmetadata: {name: x}\nspec: "
                                 "{containers: [{name: c, resources: {limits: "
                                 "{memory: \"0.5\"}}}]}\n",

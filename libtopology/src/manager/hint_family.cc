@@ -33,7 +33,8 @@ int NarrowestWeighedSize(const std::vector<HintFamily::Weighted>& weighted,
     best[k].assign(n + 1, std::vector<uint64_t>(n + 1, 0));
     for (size_t i = n; i-- > 0;) {
       std::vector<uint64_t> values;
-      for (size_t m = i; m < n; ++m) values.push_back(weight(weighted[k], ids[m]));
+      for (size_t m = i; m < n; ++m)
+        values.push_back(weight(weighted[k], ids[m]));
       std::sort(values.rbegin(), values.rend());
       uint64_t sum = 0;
       for (size_t j = 1; j <= values.size(); ++j) {

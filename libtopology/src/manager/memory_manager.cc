@@ -7,17 +7,16 @@
 #include <set>
 #include <string>
 
+#include "saturating.h"
+
 namespace topology::manager {
 namespace {
+
+using internal::SaturatingAdd;
 
 // A mask holds 64 nodes; above 8 the hints are compact (HintFamily) and
 // Allocate searches them instead of listing every subset.
 constexpr size_t kMaxStaticNodes = NumaMask::kMaxNodes;
-
-uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
-  uint64_t sum = 0;
-  return __builtin_add_overflow(a, b, &sum) ? UINT64_MAX : sum;
-}
 
 }  // namespace
 
@@ -110,11 +109,11 @@ Status ValidateReservedMemory(
         a == node_allocatable_reservation.end() ? 0 : a->second;
     const uint64_t reserved = r == total.end() ? 0 : r->second;
     if (allocatable != reserved) {
-      return InvalidArgumentError(
-          "the total amount \"" + BinaryQuantity(reserved) + "\" of type \"" +
-          type + "\" is not equal to the value \"" +
-          BinaryQuantity(allocatable) +
-          "\" determined by Node Allocatable feature");
+      return InvalidArgumentError("the total amount \"" +
+                                  BinaryQuantity(reserved) + "\" of type \"" +
+                                  type + "\" is not equal to the value \"" +
+                                  BinaryQuantity(allocatable) +
+                                  "\" determined by Node Allocatable feature");
     }
   }
   return OkStatus();
@@ -144,10 +143,10 @@ StatusOr<std::unique_ptr<MemoryManager>> MemoryManager::Create(
     return InvalidArgumentError("unknown policy: \"" + options.policy + "\"");
   }
   if (nodes.size() > kMaxStaticNodes) {
-    return InvalidArgumentError(
-        "the Static memory policy holds at most " +
-        std::to_string(kMaxStaticNodes) + " NUMA nodes; this machine has " +
-        std::to_string(nodes.size()));
+    return InvalidArgumentError("the Static memory policy holds at most " +
+                                std::to_string(kMaxStaticNodes) +
+                                " NUMA nodes; this machine has " +
+                                std::to_string(nodes.size()));
   }
   for (const NumaNode& node : nodes) {
     if (node.id >= NumaMask::kMaxNodes) {
@@ -164,8 +163,8 @@ StatusOr<std::unique_ptr<MemoryManager>> MemoryManager::Create(
       nodes, ConvertReservedMemory(nodes, options.reserved_memory));
   if (!policy.ok()) return policy.status();
   std::unique_ptr<MemoryManager> manager(new MemoryManager(
-      options.policy,
-      std::make_unique<StaticMemoryPolicy>(std::move(*policy)), store));
+      options.policy, std::make_unique<StaticMemoryPolicy>(std::move(*policy)),
+      store));
   MutexLock lock(manager->mutex_);
   if (Status started = manager->policy_->Start(manager->state_);
       !started.ok()) {
@@ -267,11 +266,13 @@ Status MemoryManager::Restore(const std::string& pod_uid,
       requested -= take;
     }
     if (requested != 0) {
-      return InvalidArgumentError(
-          who + ": " + std::to_string(block.size) + " bytes of " + block.type +
-          " on NUMA nodes " +
-          NumaMask::FromIds(block.numa_affinity).value_or(NumaMask()).ToString() +
-          " do not fit what is free there");
+      return InvalidArgumentError(who + ": " + std::to_string(block.size) +
+                                  " bytes of " + block.type +
+                                  " on NUMA nodes " +
+                                  NumaMask::FromIds(block.numa_affinity)
+                                      .value_or(NumaMask())
+                                      .ToString() +
+                                  " do not fit what is free there");
     }
   }
   state_.machine = std::move(machine);
@@ -295,7 +296,8 @@ std::vector<std::string> MemoryManager::Explain(
   // A copy read under the lock, for the lambdas below (explaining is rare).
   const MemoryMachineState machine = state_.machine;
   const std::map<std::string, uint64_t> requests =
-      container ? ContainerRequestedMemory(*container) : PodRequestedMemory(pod);
+      container ? ContainerRequestedMemory(*container)
+                : PodRequestedMemory(pod);
   std::string asked;
   for (const auto& [type, size] : requests) {
     asked += (asked.empty() ? "" : ", ") + type + " " + BinaryQuantity(size);
@@ -315,7 +317,8 @@ std::vector<std::string> MemoryManager::Explain(
   }
   const auto join = [](const std::set<std::string>& items) {
     std::string text;
-    for (const std::string& item : items) text += (text.empty() ? "" : ", ") + item;
+    for (const std::string& item : items)
+      text += (text.empty() ? "" : ", ") + item;
     return text;
   };
   for (const auto& [id, node] : state_.machine) {
@@ -353,7 +356,8 @@ std::vector<std::string> MemoryManager::Explain(
       uint64_t free = 0;
       for (int id : mask.Ids()) {
         const auto& memory = machine.at(id).memory;
-        if (auto it = memory.find(type); it != memory.end()) free += it->second.free;
+        if (auto it = memory.find(type); it != memory.end())
+          free += it->second.free;
       }
       if (free < size) return;
     }
@@ -383,7 +387,8 @@ std::vector<std::string> MemoryManager::Explain(
   if (ids.size() > 8) {
     for (const auto& [id, node] : state_.machine) {
       if (node.assignments == 0 || out.size() >= 32) continue;
-      out.push_back("node " + std::to_string(id) + " takes no cross-node "
+      out.push_back("node " + std::to_string(id) +
+                    " takes no cross-node "
                     "allocation but its own group's: it holds memory of " +
                     join(holders[id]));
     }
@@ -399,8 +404,7 @@ std::vector<std::string> MemoryManager::Explain(
       if (!family->universe.IsEmpty()) {
         fits += (fits.empty() ? "" : ", ") +
                 std::string("any set of the nodes ") +
-                family->universe.ToString() +
-                " that holds it (the fewest: " +
+                family->universe.ToString() + " that holds it (the fewest: " +
                 std::to_string(family->NarrowestUpwardMemberSize()) + ")";
       }
       out.push_back("it fits on " + fits + "; preferred: " +

@@ -4,12 +4,12 @@
 #include <array>
 #include <bit>
 #include <cstdio>
+#include <set>
 
 #include "topology/manager/memory_manager.h"
 
-#include <set>
-
 #include "family_search.h"
+#include "saturating.h"
 
 namespace topology::manager {
 namespace {
@@ -34,15 +34,9 @@ std::string GoMaskString(NumaMask mask) {
   return out;
 }
 
-// Sums and products of byte counts saturate: no machine has 2^64 bytes, a
-// hostile tree or caller may claim it.
-uint64_t Add(uint64_t a, uint64_t b) {
-  uint64_t out = 0;
-  return __builtin_add_overflow(a, b, &out) ? UINT64_MAX : out;
-}
+uint64_t Add(uint64_t a, uint64_t b) { return internal::SaturatingAdd(a, b); }
 uint64_t Multiply(uint64_t a, uint64_t b) {
-  uint64_t out = 0;
-  return __builtin_mul_overflow(a, b, &out) ? UINT64_MAX : out;
+  return internal::SaturatingMultiply(a, b);
 }
 
 NumaMask MaskOf(const std::vector<int>& ids) {
@@ -319,8 +313,7 @@ Status StaticMemoryPolicy::Start(MemoryState& state) const {
   return OkStatus();
 }
 
-uint64_t StaticMemoryPolicy::Reusable(const std::string& pod_uid,
-                                      NumaMask mask,
+uint64_t StaticMemoryPolicy::Reusable(const std::string& pod_uid, NumaMask mask,
                                       const std::string& type) const {
   const auto pod = reusable_.find(pod_uid);
   if (pod == reusable_.end()) return 0;
@@ -373,8 +366,7 @@ StaticMemoryPolicy::CalculateHints(
   const auto sum = [&](uint64_t bits, bool free) {
     std::fill(sums.begin(), sums.end(), 0);
     for (; bits != 0; bits &= bits - 1) {
-      const NodeFacts& f =
-          facts[static_cast<size_t>(std::countr_zero(bits))];
+      const NodeFacts& f = facts[static_cast<size_t>(std::countr_zero(bits))];
       const std::vector<uint64_t>& values = free ? f.free : f.allocatable;
       for (size_t k = 0; k < values.size(); ++k) {
         sums[k] = Add(sums[k], values[k]);
@@ -396,8 +388,7 @@ StaticMemoryPolicy::CalculateHints(
     }
     if (!single) {
       for (uint64_t rest = bits; rest != 0; rest &= rest - 1) {
-        const NodeFacts& f =
-            facts[static_cast<size_t>(std::countr_zero(rest))];
+        const NodeFacts& f = facts[static_cast<size_t>(std::countr_zero(rest))];
         if (!f.assigned) continue;
         if (f.cells == 1) return;
         if (f.cells != static_cast<size_t>(count) || f.cells_mask != mask) {
@@ -620,7 +611,8 @@ StatusOr<TopologyHint> StaticMemoryPolicy::BestHint(
         if (budget.exhausted) break;
       }
       if (found) {
-        candidates.push_back({*found, found->Count() == family->preferred_size});
+        candidates.push_back(
+            {*found, found->Count() == family->preferred_size});
       }
     }
   }
@@ -698,9 +690,9 @@ Status StaticMemoryPolicy::Allocate(MemoryState& state, const Pod& pod,
   return OkStatus();
 }
 
-void StaticMemoryPolicy::UpdateReusable(const Pod& pod,
-                                        const Container& container,
-                                        const std::vector<MemoryBlock>& blocks) {
+void StaticMemoryPolicy::UpdateReusable(
+    const Pod& pod, const Container& container,
+    const std::vector<MemoryBlock>& blocks) {
   for (auto it = reusable_.begin(); it != reusable_.end();) {
     it = it->first != pod.uid ? reusable_.erase(it) : std::next(it);
   }

@@ -1,5 +1,7 @@
 // The daemon helpers of plugin_runner.h: shutdown signals, the open-file
 // limit, gRPC's polling engine, the exit deadline.
+#include "topology/plugin/daemon.h"
+
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
@@ -9,8 +11,6 @@
 #include <glog/logging.h>
 #include <sys/resource.h>
 #include <unistd.h>
-
-#include "topology/plugin/daemon.h"
 
 namespace topology::plugin {
 

@@ -54,7 +54,6 @@ LatencyHistogram::Snapshot LatencyHistogram::Read() const {
   return snapshot;
 }
 
-
 using internal::CallHandler;
 using internal::IsSocket;
 using internal::kMaxSocketPath;
@@ -208,6 +207,5 @@ std::vector<ResourcePublisher*> PluginRunner::resources() const {
   for (const auto& resource : impl_->resources) out.push_back(resource.get());
   return out;
 }
-
 
 }  // namespace topology::plugin

@@ -192,8 +192,9 @@ grpc::Status ResourceServer::Allocate(const v1beta1::AllocateRequest& request,
 }
 
 // `available` is request.available as SortedViews.
-static Status CheckPreferredRequest(PreferredAllocationRequest& request,
-                             const std::vector<std::string_view>& available) {
+static Status CheckPreferredRequest(
+    PreferredAllocationRequest& request,
+    const std::vector<std::string_view>& available) {
   if (request.size <= 0) {
     return InvalidArgumentError(
         "allocation_size " + std::to_string(request.size) + " is not positive");
@@ -218,9 +219,10 @@ static Status CheckPreferredRequest(PreferredAllocationRequest& request,
   return OkStatus();
 }
 
-static Status CheckPreferredAnswer(const PreferredAllocationRequest& request,
-                            const std::vector<std::string_view>& available,
-                            const std::vector<std::string>& answer) {
+static Status CheckPreferredAnswer(
+    const PreferredAllocationRequest& request,
+    const std::vector<std::string_view>& available,
+    const std::vector<std::string>& answer) {
   if (answer.size() != static_cast<size_t>(request.size)) {
     return InternalError("the plugin chose " + std::to_string(answer.size()) +
                          " devices instead of " + std::to_string(request.size));
@@ -303,6 +305,5 @@ grpc::Status ResourceServer::PreStartContainer(
   }
   return ToGrpcStatus(status);
 }
-
 
 }  // namespace topology::plugin::internal

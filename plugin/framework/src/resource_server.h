@@ -6,8 +6,6 @@
 #ifndef TOPOLOGY_PLUGIN_SRC_RESOURCE_SERVER_H_
 #define TOPOLOGY_PLUGIN_SRC_RESOURCE_SERVER_H_
 
-#include "topology/plugin/plugin_runner.h"
-
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
@@ -40,6 +38,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "topology/plugin/plugin_runner.h"
 #include "topology/plugin/resource_name.h"
 #include "topology/sorted_search.h"
 #include "topology/thread_annotations.h"
@@ -50,9 +49,7 @@
 #include "list_and_watch.h"
 #include "proto_conversion.h"
 
-
 namespace topology::plugin::internal {
-
 
 constexpr size_t kMaxIdBytes = 63;
 // sun_path holds 108 bytes including the terminating NUL.
@@ -82,7 +79,8 @@ inline std::chrono::system_clock::time_point GraceEnd() {
   return std::chrono::system_clock::now() + kShutdownGrace;
 }
 
-inline std::chrono::milliseconds Remaining(std::chrono::system_clock::time_point end) {
+inline std::chrono::milliseconds Remaining(
+    std::chrono::system_clock::time_point end) {
   return std::max(std::chrono::milliseconds(0),
                   std::chrono::duration_cast<std::chrono::milliseconds>(
                       end - std::chrono::system_clock::now()));
@@ -162,7 +160,8 @@ inline std::vector<std::string> Unique(
 }
 
 // The ids as sorted views, for binary searches.
-inline std::vector<std::string_view> SortedViews(const std::vector<std::string>& ids) {
+inline std::vector<std::string_view> SortedViews(
+    const std::vector<std::string>& ids) {
   std::vector<std::string_view> views(ids.begin(), ids.end());
   if (!std::is_sorted(views.begin(), views.end())) {
     std::sort(views.begin(), views.end());
@@ -171,7 +170,7 @@ inline std::vector<std::string_view> SortedViews(const std::vector<std::string>&
 }
 
 inline bool Contains(const std::vector<std::string_view>& sorted,
-              std::string_view id) {
+                     std::string_view id) {
   return std::binary_search(sorted.begin(), sorted.end(), id);
 }
 
@@ -387,7 +386,6 @@ class ResourceServer final : public ResourcePublisher {
   std::atomic<uint64_t> list_updates_{0};
   LatencyHistogram preferred_latency_;
 };
-
 
 }  // namespace topology::plugin::internal
 

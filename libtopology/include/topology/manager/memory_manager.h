@@ -21,8 +21,8 @@
 #include <cstdint>
 #include <functional>
 #include <map>
-#include <optional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -104,9 +104,9 @@ TOPOLOGY_EXPORT Status ValidateReservedMemory(
     const std::vector<MemoryReservation>& reservations);
 // convertReserved: the entries by node (a later entry of a node and type
 // replaces an earlier one); every node present, possibly empty.
-TOPOLOGY_EXPORT ReservedMemory ConvertReservedMemory(
-    const std::vector<NumaNode>& nodes,
-    const std::vector<MemoryReservation>& reservations);
+TOPOLOGY_EXPORT ReservedMemory
+ConvertReservedMemory(const std::vector<NumaNode>& nodes,
+                      const std::vector<MemoryReservation>& reservations);
 
 // The memory types a container asks for and their bytes
 // (getRequestedResources): "memory" and every "hugepages-<size>" limit.
@@ -122,8 +122,9 @@ class TOPOLOGY_EXPORT StaticMemoryPolicy {
  public:
   // Memory an init container held that app containers of the same pod may
   // take again: pod uid -> mask string ("[0,1]") -> type -> bytes.
-  using ReusableMemory = std::map<
-      std::string, std::map<std::string, std::map<std::string, uint64_t>>>;
+  using ReusableMemory =
+      std::map<std::string,
+               std::map<std::string, std::map<std::string, uint64_t>>>;
 
   // Fails like NewPolicyStatic when no node reserves any "memory".
   static StatusOr<StaticMemoryPolicy> Create(std::vector<NumaNode> nodes,
@@ -191,10 +192,10 @@ class TOPOLOGY_EXPORT StaticMemoryPolicy {
 
   // calculateHints' list or family for `requests`, and its best hint that
   // holds `base` (findBestHint over the members holding it).
-  StatusOr<TopologyHint> BestHint(const MemoryMachineState& machine,
-                                  const std::string& pod_uid,
-                                  const std::map<std::string, uint64_t>& requests,
-                                  std::optional<NumaMask> base) const;
+  StatusOr<TopologyHint> BestHint(
+      const MemoryMachineState& machine, const std::string& pod_uid,
+      const std::map<std::string, uint64_t>& requests,
+      std::optional<NumaMask> base) const;
   ProviderHints HintsFor(const MemoryMachineState& machine,
                          const std::string& pod_uid,
                          const std::map<std::string, uint64_t>& requests) const;
@@ -272,7 +273,8 @@ class TOPOLOGY_EXPORT MemoryManager final : public HintProvider {
   const Store* const store_;
   mutable Mutex mutex_;
   // Null for the None policy.
-  const std::unique_ptr<StaticMemoryPolicy> policy_ TOPOLOGY_PT_GUARDED_BY(mutex_);
+  const std::unique_ptr<StaticMemoryPolicy> policy_
+      TOPOLOGY_PT_GUARDED_BY(mutex_);
   MemoryState state_ TOPOLOGY_GUARDED_BY(mutex_);
 };
 
