@@ -22,7 +22,7 @@
 #include "host_services.h"
 #include "plugin_endpoint.h"
 #include "text_util.h"
-#include "unix_acceptor.h"
+#include "topology/plugin/unix_socket.h"
 
 namespace topology::host {
 
@@ -31,18 +31,16 @@ using nlohmann::json;
 
 namespace {
 
-bool IsSocket(const std::filesystem::path& path) {
-  struct stat info {};
-  return lstat(path.c_str(), &info) == 0 && S_ISSOCK(info.st_mode);
-}
-
 // Server limits for sockets that other local processes reach: a connection
 // that never completes its HTTP/2 handshake, or stays idle, is closed, so
 // idle connections cannot pile up until descriptors run out.
 // Connections open at once on kubelet.sock and on the control socket.
 constexpr size_t kMaxConnections = 256;
 
-void ConfigureServer(grpc::ServerBuilder& builder) {
+void ConfigureServer(grpc::ServerBuilder& builder,
+                     std::shared_ptr<ConnectionCalls> calls) {
+  builder.experimental().SetInterceptorCreators(
+      ConnectionCalls::Interceptors(std::move(calls)));
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 10'000);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, 300'000);
   builder.SetMaxReceiveMessageSize(16 << 20);
@@ -221,7 +219,7 @@ Status HostManager::Start() {
     const bool leftover =
         name.starts_with(temporary_prefix) && name.ends_with(".tmp") &&
         entry.is_regular_file(error) && !entry.is_symlink(error);
-    if (IsSocket(entry.path()) || leftover) {
+    if (plugin::IsSocket(entry.path()) || leftover) {
       VLOG(1) << "removing " << entry.path().string();
       std::filesystem::remove(entry.path(), error);
     }
@@ -231,57 +229,52 @@ Status HostManager::Start() {
     LOG(WARNING) << restored.message();
   }
   if (!refusal.ok()) return refusal;
-  registration_ = std::make_unique<RegistrationService>(registry_.get(),
-                                                        kubelet_calls_.get());
+  registration_ = std::make_unique<RegistrationService>(registry_.get());
   const std::filesystem::path kubelet_socket =
       config_.plugin_dir / kubelet::kKubeletSocket;
   grpc::ServerBuilder builder;
-  ConfigureServer(builder);
+  ConfigureServer(builder, kubelet_calls_);
   builder.RegisterService(registration_.get());
   kubelet_server_ = builder.BuildAndStart();
   if (!kubelet_server_) {
     return FailedPreconditionError("cannot serve " + kubelet_socket.string());
   }
-  // Our own listener (recovers from running out of descriptors, bounds
-  // connections); plugins run as root, nobody else registers: 0600.
-  auto kubelet_acceptor =
-      UnixAcceptor::Start(kubelet_socket, kubelet_server_.get(), 0600,
-                          kMaxConnections, kubelet_calls_);
+  // Plugins run as root, nobody else registers: 0600.
+  auto kubelet_acceptor = UnixAcceptor::Start(
+      kubelet_socket, kubelet_server_.get(),
+      {.mode = 0600, .max_connections = kMaxConnections, .calls = kubelet_calls_});
   if (!kubelet_acceptor.ok()) {
     Stop();
     return kubelet_acceptor.status();
   }
   kubelet_acceptor_ = std::move(*kubelet_acceptor);
   if (!config_.control_socket.empty()) {
-    control_ = std::make_unique<ControlService>(this, control_calls_.get());
+    control_ = std::make_unique<ControlService>(this);
     grpc::ServerBuilder control;
-    ConfigureServer(control);
+    ConfigureServer(control, control_calls_);
     control.RegisterService(control_.get());
     control_server_ = control.BuildAndStart();
     // Root only, or root and an opt-in group: admitting and releasing pods
-    // is not for every local user.
+    // is not for every local user. The group is set before the socket
+    // appears.
     const bool group = config_.control_group >= 0;
     auto control_acceptor =
         control_server_
-            ? UnixAcceptor::Start(config_.control_socket, control_server_.get(),
-                                  group ? 0660 : 0600, kMaxConnections,
-                                  control_calls_)
+            ? UnixAcceptor::Start(
+                  config_.control_socket, control_server_.get(),
+                  {.mode = static_cast<mode_t>(group ? 0660 : 0600),
+                   .group = group ? static_cast<gid_t>(config_.control_group)
+                                  : static_cast<gid_t>(-1),
+                   .max_connections = kMaxConnections,
+                   .calls = control_calls_})
             : StatusOr<std::unique_ptr<UnixAcceptor>>(
-                  FailedPreconditionError("cannot build"));
+                  FailedPreconditionError("cannot build its server"));
     if (!control_acceptor.ok()) {
       Stop();
-      return FailedPreconditionError("cannot serve the control socket " +
-                                     config_.control_socket.string() + ": " +
+      return FailedPreconditionError("the control socket: " +
                                      control_acceptor.status().message());
     }
     control_acceptor_ = std::move(*control_acceptor);
-    if (group && lchown(config_.control_socket.c_str(), static_cast<uid_t>(-1),
-                        static_cast<gid_t>(config_.control_group)) != 0) {
-      Stop();
-      return FailedPreconditionError(
-          "cannot give the control socket " + config_.control_socket.string() +
-          " to group " + std::to_string(config_.control_group));
-    }
   }
   registry_->StartCollector();
   LOG(INFO) << "serving "
@@ -319,13 +312,8 @@ void HostManager::Stop() {
     restored = restored_;
   }
   if (restored) (void)Compact();
-  // Only the socket this manager served: a start refused before serving
-  // leaves another instance's socket alone.
-  std::error_code ignored;
-  if (control_server_ && !config_.control_socket.empty() &&
-      IsSocket(config_.control_socket)) {
-    std::filesystem::remove(config_.control_socket, ignored);
-  }
+  // The acceptors removed their sockets, each only while it was still
+  // theirs: another instance's stays.
 }
 
 // --- plugin changes --------------------------------------------------------

@@ -53,14 +53,20 @@ namespace grpc {
 class Server;
 }
 
+namespace topology::plugin {
+class ConnectionCalls;
+class UnixAcceptor;
+}  // namespace topology::plugin
+
 namespace topology::host {
+
+using plugin::ConnectionCalls;
+using plugin::UnixAcceptor;
 
 class CheckpointStore;
 struct CheckpointMemory;
-class ConnectionCalls;
 class ControlService;
 class RegistrationService;
-class UnixAcceptor;
 
 inline constexpr char kCheckpointFile[] = "topology_manager_checkpoint";
 

@@ -11,16 +11,14 @@
 #include "pod_manifest.h"
 #include "pod_result.h"
 #include "text_util.h"
-#include "unix_acceptor.h"
 
 namespace topology::host {
 
 using nlohmann::json;
 
 grpc::Status RegistrationService::Register(
-    grpc::ServerContext* context, const v1beta1::RegisterRequest* request,
+    grpc::ServerContext* /*context*/, const v1beta1::RegisterRequest* request,
     v1beta1::Empty* /*response*/) {
-  const ConnectionCalls::Call call(calls_, context->peer());
   const topology::Status status = registry_->Register(
       request->version(), request->endpoint(), request->resource_name());
   // The kubelet answers with plain Go errors: status UNKNOWN.
@@ -32,7 +30,6 @@ grpc::Status ControlService::Admit(
     grpc::ServerContext* context,
     const topologymanager::v1alpha1::AdmitRequest* request,
     topologymanager::v1alpha1::JsonReply* reply) {
-  const ConnectionCalls::Call call(calls_, context->peer());
   std::vector<manager::Pod> pods;
   for (const auto& manifest : request->manifests()) {
     auto parsed = ParsePodManifests(manifest.yaml(), manifest.source());
@@ -69,10 +66,9 @@ grpc::Status ControlService::Admit(
 }
 
 grpc::Status ControlService::Release(
-    grpc::ServerContext* context,
+    grpc::ServerContext* /*context*/,
     const topologymanager::v1alpha1::ReleaseRequest* request,
     topologymanager::v1alpha1::JsonReply* reply) {
-  const ConnectionCalls::Call call(calls_, context->peer());
   const topology::Status status = host_->Release(request->pod());
   if (!status.ok()) {
     return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
@@ -83,10 +79,9 @@ grpc::Status ControlService::Release(
 }
 
 grpc::Status ControlService::Status(
-    grpc::ServerContext* context,
+    grpc::ServerContext* /*context*/,
     const topologymanager::v1alpha1::StatusRequest* request,
     topologymanager::v1alpha1::JsonReply* reply) {
-  const ConnectionCalls::Call call(calls_, context->peer());
   if (request->format() == "nrt") {
     reply->set_json(host_->NodeResourceTopology().dump(
         -1, ' ', false, json::error_handler_t::replace));

@@ -1,6 +1,6 @@
-// The host's gRPC services, thin: each call is checked, counted on its
-// connection (for the acceptors' caps) and handed to the piece that owns
-// the answer. Registration on kubelet.sock goes to the plugin registry;
+// The host's gRPC services, thin: each call is checked and handed to the
+// piece that owns the answer (the servers' interceptor counts it on its
+// connection, for the acceptors' caps). Registration on kubelet.sock goes to the plugin registry;
 // Admit, Release and Status on the control socket go to the host.
 #ifndef TOPOLOGY_HOST_HOST_SERVICES_H_
 #define TOPOLOGY_HOST_HOST_SERVICES_H_
@@ -10,30 +10,27 @@
 
 namespace topology::host {
 
-class ConnectionCalls;
 class HostManager;
 class PluginRegistry;
 
 class RegistrationService final : public v1beta1::Registration::Service {
  public:
-  // Neither is owned; both must outlive the service.
-  RegistrationService(PluginRegistry* registry, ConnectionCalls* calls)
-      : registry_(registry), calls_(calls) {}
+  // Not owned; must outlive the service.
+  explicit RegistrationService(PluginRegistry* registry)
+      : registry_(registry) {}
   grpc::Status Register(grpc::ServerContext* context,
                         const v1beta1::RegisterRequest* request,
                         v1beta1::Empty* response) override;
 
  private:
   PluginRegistry* const registry_;
-  ConnectionCalls* const calls_;
 };
 
 class ControlService final
     : public topologymanager::v1alpha1::Control::Service {
  public:
-  // Neither is owned; both must outlive the service.
-  ControlService(HostManager* host, ConnectionCalls* calls)
-      : host_(host), calls_(calls) {}
+  // Not owned; must outlive the service.
+  explicit ControlService(HostManager* host) : host_(host) {}
   grpc::Status Admit(grpc::ServerContext* context,
                      const topologymanager::v1alpha1::AdmitRequest* request,
                      topologymanager::v1alpha1::JsonReply* reply) override;
@@ -46,7 +43,6 @@ class ControlService final
 
  private:
   HostManager* const host_;
-  ConnectionCalls* const calls_;
 };
 
 }  // namespace topology::host

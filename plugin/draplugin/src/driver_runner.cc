@@ -109,83 +109,73 @@ void DriverRunner::Impl::Stop() {
   if (watcher_.joinable()) watcher_.join();
   std::unique_ptr<grpc::Server> registration;
   std::unique_ptr<grpc::Server> dra;
-  std::optional<SocketIdentity> registration_identity;
-  std::optional<SocketIdentity> dra_identity;
+  std::unique_ptr<UnixAcceptor> registration_acceptor;
+  std::unique_ptr<UnixAcceptor> dra_acceptor;
   {
     MutexLock servers(server_mu_);
+    registration_acceptor = std::move(registration_acceptor_);
+    dra_acceptor = std::move(dra_acceptor_);
     registration = std::move(registration_server_);
     dra = std::move(dra_server_);
-    registration_identity = registration_identity_;
-    dra_identity = dra_identity_;
+    registration_identity_.reset();
+    dra_identity_.reset();
   }
+  // No new connection; each socket goes only while it is still this
+  // runner's (a newer instance's stays).
+  registration_acceptor.reset();
+  dra_acceptor.reset();
   // Calls in flight get a second; health streams end at once (stopping_).
   const auto deadline =
       std::chrono::system_clock::now() + std::chrono::seconds(1);
   if (registration) registration->Shutdown(deadline);
   if (dra) dra->Shutdown(deadline);
-  // Only the sockets this runner made (a newer instance's stay).
-  std::error_code ignored;
-  if (registration_identity &&
-      SocketAt(registration_socket_) == registration_identity) {
-    std::filesystem::remove(registration_socket_, ignored);
-  }
-  if (dra_identity && SocketAt(dra_socket_) == dra_identity) {
-    std::filesystem::remove(dra_socket_, ignored);
-  }
 }
 
 namespace {
 
-// A server on `socket`: a stale socket there is removed first (only a
-// socket); the new one gets `mode` whatever the umask.
-// Someone accepts connections on `socket` (a live server, not a stale
-// file a killed process left).
-bool Listening(const std::filesystem::path& socket) {
-  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  const std::string path = socket.string();
-  if (path.size() >= sizeof(address.sun_path)) {
-    close(fd);
-    return false;
-  }
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  const bool live = connect(fd, reinterpret_cast<const sockaddr*>(&address),
-                            sizeof(address)) == 0;
-  close(fd);
-  return live;
-}
+// Connections open at once on one socket (the kubelet holds one or two);
+// more close the oldest idle one.
+constexpr size_t kMaxConnections = 64;
 
-StatusOr<std::pair<std::unique_ptr<grpc::Server>, SocketIdentity>> Serve(
-    const std::filesystem::path& socket,
-    const std::vector<grpc::Service*>& services, mode_t mode) {
-  if (SocketAt(socket)) {
-    // Another instance's socket is never replaced: two drivers on one
-    // node would take the kubelet's registration from each other.
-    if (Listening(socket)) {
-      return FailedPreconditionError(
-          "another process serves " + socket.string() +
-          "; two instances on one node need their own sockets (give each "
-          "its pod UID: --pod-uid, from the downward API)");
-    }
-    std::error_code ignored;
-    std::filesystem::remove(socket, ignored);
+struct Served {
+  std::unique_ptr<grpc::Server> server;
+  std::unique_ptr<UnixAcceptor> acceptor;
+};
+
+// A server on `socket` (the shared helper: mode set before it appears, a
+// stale socket replaced, a live one never).
+StatusOr<Served> Serve(const std::filesystem::path& socket,
+                       const std::vector<grpc::Service*>& services,
+                       mode_t mode) {
+  // Another instance's socket is never replaced: two drivers on one node
+  // would take the kubelet's registration from each other.
+  if (SocketAt(socket) && Listening(socket)) {
+    return FailedPreconditionError(
+        "another process serves " + socket.string() +
+        "; two instances on one node need their own sockets (give each "
+        "its pod UID: --pod-uid, from the downward API)");
   }
+  auto calls = std::make_shared<ConnectionCalls>();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort("unix:" + socket.string(),
-                           grpc::InsecureServerCredentials());
   builder.SetMaxReceiveMessageSize(16 << 20);
+  builder.experimental().SetInterceptorCreators(
+      ConnectionCalls::Interceptors(calls));
   for (grpc::Service* service : services) builder.RegisterService(service);
-  std::unique_ptr<grpc::Server> server = builder.BuildAndStart();
-  if (!server)
-    return FailedPreconditionError("cannot serve " + socket.string());
-  const auto identity = SocketAt(socket);
-  if (!identity || chmod(socket.c_str(), mode) != 0) {
-    server->Shutdown();
-    return FailedPreconditionError("cannot set the mode of " + socket.string());
+  Served served;
+  served.server = builder.BuildAndStart();
+  if (!served.server) {
+    return FailedPreconditionError("cannot build a server for " +
+                                   socket.string());
   }
-  return std::make_pair(std::move(server), *identity);
+  auto acceptor = UnixAcceptor::Start(
+      socket, served.server.get(),
+      {.mode = mode, .max_connections = kMaxConnections, .calls = calls});
+  if (!acceptor.ok()) {
+    served.server->Shutdown(std::chrono::system_clock::now());
+    return acceptor.status();
+  }
+  served.acceptor = std::move(*acceptor);
+  return served;
 }
 
 }  // namespace
@@ -199,28 +189,35 @@ Status DriverRunner::Impl::ServeDra() {
   // The old server (its socket is gone) first: a socket path has one
   // listener.
   std::unique_ptr<grpc::Server> old;
+  std::unique_ptr<UnixAcceptor> old_acceptor;
   {
     MutexLock servers(server_mu_);
+    old_acceptor = std::move(dra_acceptor_);
     old = std::move(dra_server_);
     dra_identity_.reset();
   }
+  old_acceptor.reset();
   if (old) old->Shutdown(std::chrono::system_clock::now());
   old.reset();
   auto served = Serve(dra_socket_, services, 0600);
   if (!served.ok()) return served.status();
   MutexLock servers(server_mu_);
-  dra_server_ = std::move(served->first);
-  dra_identity_ = served->second;
+  dra_identity_ = served->acceptor->identity();
+  dra_server_ = std::move(served->server);
+  dra_acceptor_ = std::move(served->acceptor);
   return OkStatus();
 }
 
 Status DriverRunner::Impl::ServeRegistration() {
   std::unique_ptr<grpc::Server> old;
+  std::unique_ptr<UnixAcceptor> old_acceptor;
   {
     MutexLock servers(server_mu_);
+    old_acceptor = std::move(registration_acceptor_);
     old = std::move(registration_server_);
     registration_identity_.reset();
   }
+  old_acceptor.reset();
   if (old) old->Shutdown(std::chrono::system_clock::now());
   old.reset();
   {
@@ -232,8 +229,9 @@ Status DriverRunner::Impl::ServeRegistration() {
   auto served = Serve(registration_socket_, {&registration_}, 0600);
   if (!served.ok()) return served.status();
   MutexLock servers(server_mu_);
-  registration_server_ = std::move(served->first);
-  registration_identity_ = served->second;
+  registration_identity_ = served->acceptor->identity();
+  registration_server_ = std::move(served->server);
+  registration_acceptor_ = std::move(served->acceptor);
   return OkStatus();
 }
 

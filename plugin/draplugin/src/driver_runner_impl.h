@@ -33,6 +33,7 @@
 
 #include "topology/draplugin/driver.h"
 #include "topology/draplugin/slice_validation.h"
+#include "topology/plugin/unix_socket.h"
 #include "topology/thread_annotations.h"
 
 #include "checksum.h"
@@ -93,20 +94,11 @@ inline size_t Utf8Length(std::string_view text, size_t i) {
   return length;
 }
 
-struct SocketIdentity {
-  dev_t dev = 0;
-  ino_t ino = 0;
-  bool operator==(const SocketIdentity&) const = default;
-};
-
-inline std::optional<SocketIdentity> SocketAt(
-    const std::filesystem::path& path) {
-  struct stat info {};
-  if (lstat(path.c_str(), &info) != 0 || !S_ISSOCK(info.st_mode)) {
-    return std::nullopt;
-  }
-  return SocketIdentity{info.st_dev, info.st_ino};
-}
+using plugin::ConnectionCalls;
+using plugin::Listening;
+using plugin::SocketAt;
+using plugin::SocketIdentity;
+using plugin::UnixAcceptor;
 
 inline std::string Describe(const ClaimRef& ref) {
   return "claim " + ref.ns + "/" + ref.name + " (" + ref.uid + ")";
@@ -619,6 +611,9 @@ class DriverRunner::Impl {
   Mutex server_mu_ TOPOLOGY_ACQUIRED_BEFORE(mu_);
   std::unique_ptr<grpc::Server> dra_server_ TOPOLOGY_GUARDED_BY(server_mu_);
   std::unique_ptr<grpc::Server> registration_server_
+      TOPOLOGY_GUARDED_BY(server_mu_);
+  std::unique_ptr<UnixAcceptor> dra_acceptor_ TOPOLOGY_GUARDED_BY(server_mu_);
+  std::unique_ptr<UnixAcceptor> registration_acceptor_
       TOPOLOGY_GUARDED_BY(server_mu_);
   std::optional<SocketIdentity> dra_identity_ TOPOLOGY_GUARDED_BY(server_mu_);
   std::optional<SocketIdentity> registration_identity_

@@ -58,7 +58,7 @@ using internal::CallHandler;
 using internal::IsSocket;
 using internal::kMaxSocketPath;
 using internal::ResourceServer;
-using internal::SocketIsLive;
+using internal::Listening;
 
 class PluginRunner::Impl {
  public:
@@ -157,7 +157,7 @@ Status PluginRunner::StartChecked() {
     const std::string name = entry.path().filename().string();
     for (const auto& resource : impl_->resources) {
       if (name.starts_with(resource->EndpointPrefix()) &&
-          IsSocket(entry.path()) && !SocketIsLive(entry.path())) {
+          IsSocket(entry.path()) && !Listening(entry.path())) {
         LOG(INFO) << "removing stale socket " << entry.path().string();
         std::filesystem::remove(entry.path(), error);
       }

@@ -40,6 +40,7 @@
 
 #include "topology/plugin/plugin_runner.h"
 #include "topology/plugin/resource_name.h"
+#include "topology/plugin/unix_socket.h"
 #include "topology/sorted_search.h"
 #include "topology/thread_annotations.h"
 
@@ -86,29 +87,14 @@ inline std::chrono::milliseconds Remaining(
                       end - std::chrono::system_clock::now()));
 }
 
-inline bool IsSocket(const std::filesystem::path& path) {
-  struct stat info {};
-  return lstat(path.c_str(), &info) == 0 && S_ISSOCK(info.st_mode);
-}
+using plugin::ConnectionCalls;
+using plugin::IsSocket;
+using plugin::Listening;
+using plugin::UnixAcceptor;
 
-// True when something accepts connections on the unix socket at `path`.
-inline bool SocketIsLive(const std::filesystem::path& path) {
-  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return false;
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  const std::string text = path.string();
-  if (text.size() > kMaxSocketPath) {
-    close(fd);
-    return false;
-  }
-  std::memcpy(address.sun_path, text.c_str(), text.size() + 1);
-  const bool live =
-      connect(fd, reinterpret_cast<const sockaddr*>(&address),  // NOLINT
-              sizeof(address)) == 0;
-  close(fd);
-  return live;
-}
+// Connections open at once on one socket (the kubelet holds one); more
+// close the oldest idle one.
+constexpr size_t kMaxConnections = 64;
 
 // Runs a vendor's handler: an exception it throws becomes an INTERNAL
 // status naming the resource and the call (gRPC would otherwise answer the
@@ -224,8 +210,10 @@ struct ServingInstance {
   ServingInstance() = default;
   ServingInstance(const ServingInstance&) = delete;
   ServingInstance& operator=(const ServingInstance&) = delete;
-  // The server first, then its ListAndWatch queue (gRPC's order).
+  // No new connection, then the server, then its ListAndWatch queue
+  // (gRPC's order).
   ~ServingInstance() {
+    acceptor.reset();
     if (server) server->Shutdown();
     if (list_and_watch) list_and_watch->Stop();
   }
@@ -236,6 +224,9 @@ struct ServingInstance {
   std::unique_ptr<DevicePluginService> service;
   std::unique_ptr<ListAndWatchQueue> list_and_watch;
   std::unique_ptr<grpc::Server> server;
+  // Calls in flight per connection, for the acceptor's cap.
+  std::shared_ptr<ConnectionCalls> calls = std::make_shared<ConnectionCalls>();
+  std::unique_ptr<UnixAcceptor> acceptor;
 };
 
 class ResourceServer final : public ResourcePublisher {

@@ -24,10 +24,9 @@ StatusOr<std::unique_ptr<ServingInstance>> ResourceServer::NewInstance() {
 
   instance->service = std::make_unique<DevicePluginService>(this);
   grpc::ServerBuilder builder;
-  int bound = 0;
-  builder.AddListeningPort("unix:" + instance->path.string(),
-                           grpc::InsecureServerCredentials(), &bound);
   builder.RegisterService(instance->service.get());
+  builder.experimental().SetInterceptorCreators(
+      ConnectionCalls::Interceptors(instance->calls));
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS,
                               1);
   builder.SetSyncServerOption(
@@ -37,21 +36,24 @@ StatusOr<std::unique_ptr<ServingInstance>> ResourceServer::NewInstance() {
   std::unique_ptr<grpc::ServerCompletionQueue> cq =
       builder.AddCompletionQueue();
   instance->server = builder.BuildAndStart();
+  if (!instance->server) {
+    return FailedPreconditionError("cannot build a server for " + name_);
+  }
   instance->list_and_watch = std::make_unique<ListAndWatchQueue>(
       instance->service.get(), std::move(cq), &streams_, instance->id,
       [this] { MarkListed(); });
-  if (!instance->server || bound == 0) {
-    if (instance->server) instance->server->Shutdown();
-    return FailedPreconditionError("cannot serve " + name_ + " on " +
-                                   instance->path.string() +
-                                   " (is the directory writable?)");
+  // Only the kubelet (root) connects, whatever the umask; the socket
+  // appears once it accepts.
+  auto acceptor = UnixAcceptor::Start(
+      instance->path, instance->server.get(),
+      {.mode = 0600, .max_connections = kMaxConnections,
+       .calls = instance->calls});
+  if (!acceptor.ok()) {
+    return FailedPreconditionError(
+        std::string(acceptor.status().message()) +
+        " (is the directory writable?)");
   }
-  // Only the kubelet (root) connects; whatever the umask.
-  if (chmod(instance->path.c_str(), 0600) != 0 && IsSocket(instance->path)) {
-    instance->server->Shutdown();
-    return FailedPreconditionError("cannot set the mode of " +
-                                   instance->path.string());
-  }
+  instance->acceptor = std::move(*acceptor);
   instance->list_and_watch->Start();
   return instance;
 }
@@ -77,14 +79,13 @@ void ResourceServer::Retire(
   const grpc::Status superseded(grpc::StatusCode::UNAVAILABLE,
                                 "the device plugin moved to a new socket");
   for (auto& instance : instances) {
+    // No new connection; the socket goes if it is still this instance's.
+    instance->acceptor.reset();
     streams_.Close(instance->id, superseded);
     instance->server->Shutdown(grace_end);
     instance->server->Wait();
     instance->list_and_watch->Stop();
     streams_.WaitClosed(instance->id, Remaining(grace_end));
-    std::error_code ignored;
-    if (IsSocket(instance->path))
-      std::filesystem::remove(instance->path, ignored);
     VLOG(1) << name_ << ": retired " << instance->endpoint;
   }
 }
@@ -252,7 +253,7 @@ void ResourceServer::Supervise() {
       lock.unlock();
       std::vector<std::string> dead;
       for (const std::string& other : others) {
-        if (!SocketIsLive(options_.plugin_dir / other)) dead.push_back(other);
+        if (!Listening(options_.plugin_dir / other)) dead.push_back(other);
       }
       lock.lock();
       if (stopping_) break;

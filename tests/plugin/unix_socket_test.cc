@@ -1,0 +1,209 @@
+// The one unix-socket serving helper (topology/plugin/unix_socket.h) that
+// the device plugin framework, the DRA framework and the host share: the
+// socket appears only once it accepts, with its mode already set; what is
+// at the path already is replaced only when it is a stale socket; the file
+// goes at the end only while it is still ours.
+#include "topology/plugin/unix_socket.h"
+
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <future>
+#include <memory>
+#include <string>
+
+#include <gmock/gmock.h>
+#include <grpcpp/generic/async_generic_service.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/inotify.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "temp_dir.h"
+
+namespace topology::plugin {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A server with no port of its own (the acceptor hands it connections)
+// answering every method UNIMPLEMENTED.
+class EmptyServer {
+ public:
+  EmptyServer() {
+    grpc::ServerBuilder builder;
+    builder.RegisterCallbackGenericService(&unimplemented_);
+    server_ = builder.BuildAndStart();
+    EXPECT_NE(server_, nullptr);
+  }
+  ~EmptyServer() { server_->Shutdown(); }
+  grpc::Server* get() const { return server_.get(); }
+
+ private:
+  grpc::CallbackGenericService unimplemented_;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+// A socket bound at `path` and left there, listening or not (a killed
+// process's, or another instance's).
+int BindAt(const std::filesystem::path& path, bool listening) {
+  const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
+  if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
+      (listening && listen(fd, 4) != 0)) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// What a watcher of the directory (the kubelet's plugin watcher, a plugin
+// waiting for kubelet.sock) sees at the moment the socket's name appears:
+// whether a connection succeeds then, and the file's mode.
+struct FirstSight {
+  bool seen = false;
+  // The name appeared at once, set up (a rename), not as a bind's new
+  // inode being set up under it.
+  bool whole = false;
+  bool connected = false;
+  mode_t mode = 0;
+};
+
+FirstSight WatchAppear(const std::filesystem::path& path, int inotify) {
+  FirstSight sight;
+  std::array<char, 4096> buffer{};
+  pollfd fd{inotify, POLLIN, 0};
+  while (!sight.seen && poll(&fd, 1, 2000) > 0) {
+    const ssize_t n = read(inotify, buffer.data(), buffer.size());
+    for (size_t i = 0; n > 0 && i < static_cast<size_t>(n);) {
+      const auto* event = reinterpret_cast<const inotify_event*>(&buffer[i]);
+      if (event->len > 0 && path.filename() == event->name) {
+        sight.seen = true;
+        sight.whole = (event->mask & IN_MOVED_TO) != 0;
+        sight.connected = Listening(path);
+        struct stat info {};
+        if (lstat(path.c_str(), &info) == 0) sight.mode = info.st_mode & 0777;
+      }
+      i += sizeof(inotify_event) + event->len;
+    }
+  }
+  return sight;
+}
+
+// Fails with the old bind-then-listen order: the name appeared (inotify's
+// IN_CREATE at bind) before the socket accepted or had its mode; a client
+// woken by it could be refused. The watcher looks from its own thread, as
+// such a client would, while the acceptor starts.
+TEST(UnixAcceptorTest, TheSocketAppearsOnlyOnceItAcceptsWithItsMode) {
+  testing::TempDir dir;
+  const auto path = dir.path() / "kubelet.sock";
+  EmptyServer server;
+  for (int round = 0; round < 20; ++round) {
+    const int inotify = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    ASSERT_GE(inotify, 0);
+    ASSERT_GE(inotify_add_watch(inotify, dir.path().c_str(),
+                                IN_CREATE | IN_MOVED_TO),
+              0);
+    std::future<FirstSight> watched = std::async(
+        std::launch::async, [&] { return WatchAppear(path, inotify); });
+    auto acceptor = UnixAcceptor::Start(path, server.get(), {.mode = 0600});
+    ASSERT_TRUE(acceptor.ok()) << acceptor.status().ToString();
+    const FirstSight sight = watched.get();
+    close(inotify);
+    EXPECT_TRUE(sight.seen);
+    EXPECT_TRUE(sight.whole) << "round " << round;
+    EXPECT_TRUE(sight.connected) << "round " << round;
+    EXPECT_EQ(sight.mode, 0600u) << "round " << round;
+    acceptor->reset();
+    EXPECT_FALSE(IsSocket(path));
+  }
+}
+
+TEST(UnixAcceptorTest, AStaleSocketIsReplacedALiveOneAndOtherFilesAreNot) {
+  testing::TempDir dir;
+  EmptyServer server;
+  const auto path = dir.path() / "plugin.sock";
+
+  // A killed process's socket: nobody listens; replaced.
+  const int stale = BindAt(path, /*listening=*/false);
+  ASSERT_GE(stale, 0);
+  close(stale);
+  const auto before = SocketAt(path);
+  auto acceptor = UnixAcceptor::Start(path, server.get(), {});
+  ASSERT_TRUE(acceptor.ok()) << acceptor.status().ToString();
+  EXPECT_NE(SocketAt(path), before);
+  EXPECT_EQ(SocketAt(path), (*acceptor)->identity());
+  EXPECT_TRUE(Listening(path));
+  acceptor->reset();
+
+  // Another live server: refused, its socket untouched.
+  const int live = BindAt(path, /*listening=*/true);
+  ASSERT_GE(live, 0);
+  const auto theirs = SocketAt(path);
+  auto refused = UnixAcceptor::Start(path, server.get(), {});
+  ASSERT_FALSE(refused.ok());
+  EXPECT_THAT(refused.status().message(), HasSubstr(path.string()));
+  EXPECT_THAT(refused.status().message(), HasSubstr("another process"));
+  EXPECT_EQ(SocketAt(path), theirs);
+  close(live);
+  std::filesystem::remove(path);
+
+  // A regular file: refused, kept.
+  std::ofstream(path) << "data";
+  auto file = UnixAcceptor::Start(path, server.get(), {});
+  ASSERT_FALSE(file.ok());
+  EXPECT_THAT(file.status().message(), HasSubstr("other than a socket"));
+  EXPECT_TRUE(std::filesystem::is_regular_file(path));
+}
+
+TEST(UnixAcceptorTest, OnlyItsOwnSocketIsRemovedAtTheEnd) {
+  testing::TempDir dir;
+  EmptyServer server;
+  const auto path = dir.path() / "dra.sock";
+  auto acceptor = UnixAcceptor::Start(path, server.get(), {});
+  ASSERT_TRUE(acceptor.ok());
+  // Someone removed ours and serves their own at the path.
+  std::filesystem::remove(path);
+  const int theirs = BindAt(path, /*listening=*/true);
+  ASSERT_GE(theirs, 0);
+  const auto identity = SocketAt(path);
+  acceptor->reset();
+  EXPECT_EQ(SocketAt(path), identity);
+  close(theirs);
+}
+
+TEST(UnixAcceptorTest, ACrashLeftoverOfTheHiddenNameIsRemoved) {
+  testing::TempDir dir;
+  EmptyServer server;
+  const auto path = dir.path() / "control.sock";
+  const auto hidden = dir.path() / ".control.sock.tmp";
+  const int leftover = BindAt(hidden, /*listening=*/false);
+  ASSERT_GE(leftover, 0);
+  close(leftover);
+  auto acceptor = UnixAcceptor::Start(path, server.get(), {.mode = 0660});
+  ASSERT_TRUE(acceptor.ok()) << acceptor.status().ToString();
+  EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(hidden)));
+  struct stat info {};
+  ASSERT_EQ(lstat(path.c_str(), &info), 0);
+  EXPECT_EQ(info.st_mode & 0777, 0660u);
+  acceptor->reset();
+}
+
+TEST(UnixAcceptorTest, APathTooLongIsNamed) {
+  testing::TempDir dir;
+  EmptyServer server;
+  const auto path = dir.path() / (std::string(120, 'x') + ".sock");
+  auto acceptor = UnixAcceptor::Start(path, server.get(), {});
+  ASSERT_FALSE(acceptor.ok());
+  EXPECT_THAT(acceptor.status().message(), HasSubstr("longer than"));
+}
+
+}  // namespace
+}  // namespace topology::plugin
