@@ -22,6 +22,7 @@
 #include <nlohmann/json.hpp>
 
 #include "topology/draplugin/claim_cdi.h"
+#include "wait_for.h"
 #include "topology/draplugin/driver.h"
 #include "topology/plugin/http_endpoint.h"
 
@@ -79,15 +80,7 @@ class DriverProcess : public ::topology::testing::ChildProcess {
       : ChildProcess(kBinary, std::move(args), log, /*append=*/true) {}
 };
 
-template <typename Predicate>
-bool WaitFor(Predicate predicate, std::chrono::milliseconds timeout) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (predicate()) return true;
-    std::this_thread::sleep_for(20ms);
-  }
-  return predicate();
-}
+using ::topology::testing::WaitFor;
 
 class DraDriverBinaryTest : public ::testing::Test {
  protected:

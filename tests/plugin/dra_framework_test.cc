@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include "topology/draplugin/driver.h"
+#include "wait_for.h"
 
 #include "claim_checkpoint.h"
 #include "fake_dra_kubelet.h"
@@ -173,12 +174,7 @@ class DraFrameworkTest : public ::testing::Test {
 
   template <typename Predicate>
   static bool WaitFor(Predicate predicate, std::chrono::milliseconds timeout) {
-    const auto end = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < end) {
-      if (predicate()) return true;
-      std::this_thread::sleep_for(10ms);
-    }
-    return predicate();
+    return ::topology::testing::WaitFor(predicate, timeout);
   }
 
   ::topology::testing::TempDir dir_;

@@ -27,6 +27,7 @@
 #include <nlohmann/json.hpp>
 
 #include "fake_plugin.h"
+#include "wait_for.h"
 #include "run_command.h"
 #include "seeded_random.h"
 #include "synthetic_machines.h"
@@ -156,9 +157,7 @@ class EndToEndTest : public ::testing::Test {
                                      "e2e"};
     command.insert(command.end(), setup_.flags.begin(), setup_.flags.end());
     manager_ = std::make_unique<Process>(command);
-    for (int i = 0; i < 200 && !std::filesystem::exists(control()); ++i) {
-      std::this_thread::sleep_for(10ms);
-    }
+    (void)WaitFor([&] { return std::filesystem::exists(control()); }, 5s);
     stub_ = tm::Control::NewStub(grpc::CreateChannel(
         "unix:" + control(), grpc::InsecureChannelCredentials()));
   }
@@ -194,12 +193,7 @@ class EndToEndTest : public ::testing::Test {
   }
   bool WaitAllocatable(const std::string& resource, size_t count,
                        std::chrono::milliseconds timeout = 10s) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (Allocatable(resource) == count) return true;
-      std::this_thread::sleep_for(20ms);
-    }
-    return false;
+    return WaitFor([&] { return Allocatable(resource) == count; }, timeout);
   }
   json Admit(const std::string& yaml) {
     grpc::ClientContext context;
@@ -397,17 +391,14 @@ TEST_F(EndToEndTest, SubNumaClusteringMachine) {
   StartPlugin();
   // Both resources listed (they register separately; a pod asking for one
   // not yet offered is OutOf<resource>, as in the kubelet).
-  const json status = [&] {
-    for (int i = 0; i < 500; ++i) {
-      json s = Status();
-      if (!s.is_null() && s["resources"].size() == 2 &&
-          Allocatable("example.com/gpu") > 0) {
-        return s;
-      }
-      std::this_thread::sleep_for(20ms);
-    }
-    return Status();
-  }();
+  json status;
+  (void)WaitFor(
+      [&] {
+        status = Status();
+        return !status.is_null() && status["resources"].size() == 2 &&
+               Allocatable("example.com/gpu") > 0;
+      },
+      10s);
   ASSERT_FALSE(status["resources"].empty()) << status.dump();
   EXPECT_THAT(status["numa_nodes"], SizeIs(4));
   const json pod = Admit(PodYaml("one", 1, 0, 2));
@@ -837,10 +828,12 @@ TEST_F(EndToEndTest, RandomisedCrashesKeepEveryAnswer) {
     register_plugin();
     // Restored (the control socket answers), then the plugin is back.
     json restored;
-    for (int i = 0; i < 500 && restored.is_null(); ++i) {
-      restored = Status();
-      if (restored.is_null()) std::this_thread::sleep_for(20ms);
-    }
+    (void)WaitFor(
+        [&] {
+          restored = Status();
+          return !restored.is_null();
+        },
+        10s);
     ASSERT_FALSE(restored.is_null()) << "serve did not come back";
     size_t held_total = 0;
     for (const json& pod : restored["pods"]) {

@@ -24,6 +24,7 @@
 #include <gtest/gtest.h>
 
 #include "topology/plugin/plugin_runner.h"
+#include "wait_for.h"
 #include "topology/plugin/resource_name.h"
 #include "topology/testing/fake_clock.h"
 #include "topology/testing/fake_kubelet.h"
@@ -137,9 +138,7 @@ std::vector<std::string> Ids(const v1beta1::ListAndWatchResponse& response) {
 TEST_F(FrameworkTest, P01_ServesBeforeRegistering) {
   auto connection = Connected(MakeDevices(2));
   ASSERT_NE(connection, nullptr);
-  for (int i = 0; i < 50 && !publisher_->registered(); ++i) {
-    std::this_thread::sleep_for(20ms);
-  }
+  (void)WaitFor([&] { return publisher_->registered(); }, 1s);
   ASSERT_TRUE(publisher_->registered());
   // The fake kubelet dialled back and read the options inside Register.
   EXPECT_TRUE(kubelet_.options_before_reply());
@@ -237,9 +236,7 @@ TEST_F(FrameworkTest, P05_NoDeadlockWhileRegisterPending) {
   EXPECT_TRUE(connection->WaitForMessages(1, Scaled(2s)));
   EXPECT_LT(connection->messages()[0].received - start, 2500ms);
   EXPECT_TRUE(OptionsAnswer(*connection));
-  for (int i = 0; i < 40 && !publisher_->registered(); ++i) {
-    std::this_thread::sleep_for(100ms);
-  }
+  (void)WaitFor([&] { return publisher_->registered(); }, 4s);
   EXPECT_TRUE(publisher_->registered());
 }
 
@@ -248,9 +245,7 @@ TEST_F(FrameworkTest, P06_ListAndWatchBeforeRegisterReply) {
   auto connection = Connected(MakeDevices(3));
   ASSERT_NE(connection, nullptr);
   ASSERT_TRUE(connection->WaitForMessages(1, Scaled(2s)));
-  for (int i = 0; i < 30 && !publisher_->registered(); ++i) {
-    std::this_thread::sleep_for(100ms);
-  }
+  (void)WaitFor([&] { return publisher_->registered(); }, 3s);
   EXPECT_TRUE(kubelet_.first_list_before_reply());
   EXPECT_THAT(Ids(connection->messages()[0].response), SizeIs(3));
 }
@@ -269,11 +264,8 @@ TEST_F(FrameworkTest, P07_RejectedRegisterRetriesWithBackoff) {
   // Attempts the plugin has seen fail (so its back-off is set), waiting at
   // most `wait` of real time for the n-th.
   const auto failures_within = [&](uint64_t n, std::chrono::milliseconds wait) {
-    const auto end = std::chrono::steady_clock::now() + wait;
-    while (publisher_->stats().registration_failures < n &&
-           std::chrono::steady_clock::now() < end) {
-      std::this_thread::sleep_for(5ms);
-    }
+    (void)WaitFor(
+        [&] { return publisher_->stats().registration_failures >= n; }, wait);
     return publisher_->stats().registration_failures;
   };
   // At 0, 1 and 3 minutes by the plugin's clock: a back-off of 1 minute,
@@ -406,10 +398,7 @@ TEST_F(FrameworkTest, P14_StaleOwnSocketsAreRemoved) {
 TEST_F(FrameworkTest, TwoInstancesOverlapAndTheFirstOutlivesTheSecond) {
   kubelet_.Start();
   const auto until = [](const std::function<bool()>& done) {
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (!done() && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(10ms);
-    return done();
+    return WaitFor(done, 5s);
   };
   plugin::RunnerOptions first_options = Options();
   first_options.instance = "1-aaaaaaaa";
@@ -465,19 +454,11 @@ TEST_F(FrameworkTest, ANewerInstanceThatDiedLeavesNoSilence) {
   kubelet_.Start();
   StartPlugin(MakeDevices(1));
   ASSERT_NE(Connection(1), nullptr);
-  const auto deadline = std::chrono::steady_clock::now() + 5s;
-  while (!publisher_->registered() &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(10ms);
-  }
+  (void)WaitFor([&] { return publisher_->registered(); }, 5s);
   ASSERT_TRUE(publisher_->registered());
   // What a killed instance leaves: a socket file nobody listens on.
   MakeDeadSocket(dir_.path() / "topology-example.com_dev-1-deadbeef-0.sock");
-  const auto superseded_by = std::chrono::steady_clock::now() + 2s;
-  while (!publisher_->superseded() &&
-         std::chrono::steady_clock::now() < superseded_by) {
-    std::this_thread::sleep_for(10ms);
-  }
+  (void)WaitFor([&] { return publisher_->superseded(); }, 2s);
   EXPECT_TRUE(publisher_->superseded());
   auto again = Connection(2, 10s);
   ASSERT_NE(again, nullptr);
@@ -655,9 +636,7 @@ TEST_F(FrameworkTest, P24_CancelCyclesDoNotLeak) {
   const size_t threads = CountThreads();
   const size_t fds = CountOpenFds();
   cycle(1000);
-  for (int i = 0; i < 50 && publisher_->stats().open_streams > 1; ++i) {
-    std::this_thread::sleep_for(20ms);
-  }
+  (void)WaitFor([&] { return publisher_->stats().open_streams <= 1; }, 1s);
   EXPECT_EQ(publisher_->stats().open_streams, 1u);  // the fake kubelet's
   // gRPC sizes its own thread pools with the load (a few threads either
   // way); a leak would grow with the 1,000 cycles.
@@ -1255,15 +1234,11 @@ TEST_F(FrameworkTest, P52_ReRegistersWhenTheStreamIsGone) {
   // As the kubelet, which answers Register before it dials the plugin, the
   // stream may come before the plugin has the answer; the gap starts at the
   // later of the two, so the clock moves only once the plugin has both.
-  for (int i = 0; i < 500 && publisher_->stats().registrations == 0; ++i) {
-    std::this_thread::sleep_for(10ms);
-  }
+  (void)WaitFor([&] { return publisher_->stats().registrations != 0; }, 5s);
   ASSERT_EQ(publisher_->stats().registrations, 1u);
   first->Cancel();  // the kubelet dropped the stream without a restart
   // The plugin has seen the stream go (the gap starts then).
-  for (int i = 0; i < 500 && publisher_->stats().open_streams > 0; ++i) {
-    std::this_thread::sleep_for(10ms);
-  }
+  (void)WaitFor([&] { return publisher_->stats().open_streams == 0; }, 5s);
   ASSERT_EQ(publisher_->stats().open_streams, 0u);
   // Within the gap the plugin waits, whatever the real time.
   clock_.Advance(9min);
@@ -1278,9 +1253,7 @@ TEST_F(FrameworkTest, P55_P56_DeniedTwiceThenAcceptedOnce) {
   kubelet_.SetDenial(grpc::Status(grpc::StatusCode::UNKNOWN, "not yet"));
   kubelet_.Start();
   StartPlugin(MakeDevices(2));
-  for (int i = 0; i < 100 && kubelet_.register_attempts() < 2; ++i) {
-    std::this_thread::sleep_for(20ms);
-  }
+  (void)WaitFor([&] { return kubelet_.register_attempts() >= 2; }, 2s);
   kubelet_.SetDenial(std::nullopt);
   auto connection = Connection(1, 5s);
   ASSERT_NE(connection, nullptr);

@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 
 #include "topology/discovery.h"
+#include "wait_for.h"
 #include "topology/testing/fake_clock.h"
 
 #include "checkpoint_store.h"
@@ -118,14 +119,11 @@ class HostTest : public ::testing::Test {
     return plugin;
   }
 
+  // Conditions here are met within milliseconds; two seconds fail fast.
   template <typename Predicate>
-  bool WaitFor(Predicate predicate, std::chrono::milliseconds timeout = 2s) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (predicate()) return true;
-      std::this_thread::sleep_for(5ms);
-    }
-    return predicate();
+  static bool WaitFor(Predicate predicate,
+                      std::chrono::milliseconds timeout = 2s) {
+    return ::topology::testing::WaitFor(predicate, timeout);
   }
 
   HostManager::ResourceView View(const std::string& resource = kGpu) const {

@@ -23,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "topology/draplugin/claim_cdi.h"
+#include "wait_for.h"
 #include "topology/draplugin/kube_client.h"
 #include "topology/draplugin/kube_config.h"
 #include "topology/draplugin/resource_slices.h"
@@ -75,15 +76,7 @@ std::map<std::string, std::string> ServerEnv(std::string* why) {
   return out;
 }
 
-template <typename Predicate>
-bool WaitFor(Predicate predicate, std::chrono::milliseconds timeout) {
-  const auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    if (predicate()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return predicate();
-}
+using ::topology::testing::WaitFor;
 
 std::vector<SliceDevice> Devices(int count, const std::string& prefix) {
   std::vector<SliceDevice> devices;

@@ -2,6 +2,7 @@
 // topology reporting, preferred allocations (P.c), Allocate content (P.d),
 // health and hot-plug.
 #include "reference_plugin.h"
+#include "wait_for.h"
 
 #include <chrono>
 #include <filesystem>
@@ -147,13 +148,12 @@ class ReferencePluginTest : public ::testing::Test {
   // Waits for a list on the GPU stream that satisfies `predicate`.
   template <typename Predicate>
   bool WaitForList(Predicate predicate, std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (auto latest = gpu_->latest(); latest && predicate(*latest))
-        return true;
-      std::this_thread::sleep_for(10ms);
-    }
-    return false;
+    return testing::WaitFor(
+        [&] {
+          auto latest = gpu_->latest();
+          return latest && predicate(*latest);
+        },
+        timeout);
   }
 
   testing::TempDir root_;
@@ -836,11 +836,8 @@ TEST_F(ReferencePluginTest, MetricsAndHealthz) {
   EXPECT_EQ(health->first, 200);
   // Ready once both resources' Register calls have returned (the kubelet
   // sees the GPU stream before the plugin sees the reply).
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (!plugin_->ReadinessProblem().empty() &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(10ms);
-  }
+  (void)testing::WaitFor(
+      [&] { return plugin_->ReadinessProblem().empty(); }, 10s);
   auto ready = HttpGet(port, "/readyz");
   ASSERT_THAT(ready.status(), IsOk());
   EXPECT_EQ(ready->first, 200) << ready->second;
@@ -917,11 +914,8 @@ TEST_F(ReferencePluginTest, ReadyOnlyOnceRegisteredWithTheKubelet) {
   EXPECT_EQ((*plugin)->ReadinessProblem(),
             "example.com/gpu is not registered with the kubelet");
   kubelet_.SetDenial(std::nullopt);
-  const auto deadline = std::chrono::steady_clock::now() + 10s;
-  while ((*plugin)->ReadinessProblem() != "" &&
-         std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(20ms);
-  }
+  (void)testing::WaitFor(
+      [&] { return (*plugin)->ReadinessProblem().empty(); }, 10s);
   EXPECT_EQ((*plugin)->ReadinessProblem(), "");
   (*plugin)->Stop();
 }

@@ -11,6 +11,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
+#include <map>
 
 #include "topology/clock.h"
 
@@ -25,19 +27,48 @@ class FakeClock final : public Clock {
 
   TimePoint Now() const override { return TimePoint(Duration(ticks_.load())); }
 
-  // Waits at most a few real milliseconds (or until notified): the caller's
-  // loop then sees the time the test has set meanwhile. No wake-up is lost
-  // between the caller's check and the wait.
+  // Returns at once when the deadline has passed; otherwise waits until
+  // notified, or until Advance() moves the time (every waiter is woken, so
+  // the caller's loop sees the time the test has set), or at most a few
+  // real milliseconds: an Advance between the caller's check and its wait
+  // is not lost.
   void WaitUntil(std::condition_variable_any& cv, MutexLock& lock,
                  TimePoint deadline) const override {
     if (Now() >= deadline) return;
-    cv.wait_for(lock, std::chrono::milliseconds(2));
+    {
+      MutexLock waiters(waiters_mu_);
+      ++waiters_[&cv];
+    }
+    if (Now() < deadline) cv.wait_for(lock, std::chrono::milliseconds(2));
+    MutexLock waiters(waiters_mu_);
+    if (auto it = waiters_.find(&cv); it != waiters_.end() && --it->second == 0)
+      waiters_.erase(it);
   }
 
-  void Advance(Duration by) { ticks_.fetch_add(by.count()); }
+  // Moves the time forward and wakes every thread waiting on this clock.
+  void Advance(Duration by) {
+    ticks_.fetch_add(by.count());
+    MutexLock waiters(waiters_mu_);
+    for (const auto& [cv, count] : waiters_) cv->notify_all();
+  }
+
+  // Threads waiting on this clock now (a test can wait for a waiter before
+  // it advances the time).
+  size_t waiters() const {
+    MutexLock waiters(waiters_mu_);
+    size_t total = 0;
+    for (const auto& [cv, count] : waiters_) total += count;
+    return total;
+  }
 
  private:
   std::atomic<Duration::rep> ticks_;
+  // The condition variables threads wait on, with how many wait on each.
+  // Taken inside the waiter's own lock, never around it: Advance only
+  // notifies.
+  mutable Mutex waiters_mu_;
+  mutable std::map<std::condition_variable_any*, size_t> waiters_
+      TOPOLOGY_GUARDED_BY(waiters_mu_);
 };
 
 }  // namespace topology::testing
