@@ -285,6 +285,13 @@ Status HostManager::Start() {
   return OkStatus();
 }
 
+HostManager::ConnectionCounters HostManager::ControlConnections() const {
+  if (!control_acceptor_) return {};
+  return {.evicted = control_acceptor_->evicted(),
+          .refused = control_acceptor_->refused(),
+          .starved = control_acceptor_->starved()};
+}
+
 void HostManager::Stop() {
   {
     MutexLock lock(mu_);

@@ -144,6 +144,17 @@ class HostManager {
   // The state at one instant, for the views.
   HostSnapshot Snapshot() const;
   nlohmann::json StatusJson() const { return host::StatusJson(Snapshot()); }
+
+  // The control socket's connections since Start (UnixAcceptor's counters):
+  // idle ones closed for the cap, new ones refused because every one had a
+  // call in flight, accept() failures for want of descriptors. Zero without
+  // a control socket; not while Start or Stop runs.
+  struct ConnectionCounters {
+    uint64_t evicted = 0;
+    uint64_t refused = 0;
+    uint64_t starved = 0;
+  };
+  ConnectionCounters ControlConnections() const;
   // The NodeResourceTopology object (topology.node.k8s.io/v1alpha2).
   nlohmann::json NodeResourceTopology() const {
     return NodeResourceTopologyJson(Snapshot());

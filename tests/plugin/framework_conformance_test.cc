@@ -301,7 +301,9 @@ TEST_F(FrameworkTest, P08_InvalidResourceNameIsAConfigurationError) {
 
 TEST_F(FrameworkTest, P09_KubeletSocketAppearsLater) {
   StartPlugin(MakeDevices(2));
-  std::this_thread::sleep_for(1500ms);
+  // Retrying with back-off (200 ms, doubling) while there is no kubelet.
+  ASSERT_TRUE(WaitFor(
+      [&] { return publisher_->stats().registration_failures >= 2; }, 10s));
   EXPECT_FALSE(publisher_->registered());
   const auto created = std::chrono::steady_clock::now();
   kubelet_.Start();
@@ -314,9 +316,9 @@ TEST_F(FrameworkTest, P09_KubeletSocketAppearsLater) {
 TEST_F(FrameworkTest, P10_StaleKubeletSocketIsRetried) {
   MakeDeadSocket(dir_.path() / "kubelet.sock");
   StartPlugin(MakeDevices(2));
-  std::this_thread::sleep_for(1s);
+  ASSERT_TRUE(WaitFor(
+      [&] { return publisher_->stats().registration_failures >= 1; }, 10s));
   EXPECT_FALSE(publisher_->registered());
-  EXPECT_GE(publisher_->stats().registration_failures, 1u);
   kubelet_.Start();
   EXPECT_NE(Connection(1, 5s), nullptr);
 }
@@ -559,10 +561,13 @@ TEST_F(FrameworkTest, P19_HealthChangeStreamsTheFullList) {
     EXPECT_EQ(messages[1].response.devices(i).health(),
               i == 5 ? "Unhealthy" : "Healthy");
   }
-  // An unchanged list is not streamed again.
+  // An unchanged list is not streamed again: the next message is the next
+  // change (the stream keeps the order of the lists).
   ASSERT_THAT(publisher_->SetDevices(devices), IsOk());
-  std::this_thread::sleep_for(200ms);
-  EXPECT_THAT(connection->messages(), SizeIs(2));
+  devices.pop_back();
+  ASSERT_THAT(publisher_->SetDevices(devices), IsOk());
+  ASSERT_TRUE(connection->WaitForMessages(3, Scaled(2s)));
+  EXPECT_EQ(connection->messages()[2].response.devices_size(), 7);
 }
 
 TEST_F(FrameworkTest, P20_RemovalSendsTheRemainingDevices) {
@@ -673,9 +678,12 @@ TEST_F(FrameworkTest, P26_OversizedListIsRefusedNotSent) {
   EXPECT_THAT(publisher_->SetDevices(LongIdDevices(60000)),
               StatusIs(StatusCode::kResourceExhausted,
                        HasSubstr("more than the kubelet receives")));
-  std::this_thread::sleep_for(200ms);
-  EXPECT_THAT(connection->messages(), SizeIs(1));
   EXPECT_THAT(publisher_->devices(), SizeIs(2));
+  // Not sent: the next message is the next list accepted (the stream keeps
+  // the order of the lists).
+  ASSERT_THAT(publisher_->SetDevices(MakeDevices(3)), IsOk());
+  ASSERT_TRUE(connection->WaitForMessages(2, Scaled(2s)));
+  EXPECT_EQ(connection->messages()[1].response.devices_size(), 3);
   // And at start-up, before anything is served.
   plugin::PluginRunner runner(Options());
   EXPECT_THAT(

@@ -772,8 +772,11 @@ TEST_F(HostTest, K36_StalledAllocateDoesNotBlockListUpdates) {
   ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
   std::promise<void> release;
   auto released = release.get_future().share();
-  plugin->SetAllocate([released](const v1beta1::AllocateRequest& request,
-                                 v1beta1::AllocateResponse* response) {
+  std::promise<void> entered;
+  plugin->SetAllocate([released, &entered](
+                          const v1beta1::AllocateRequest& request,
+                          v1beta1::AllocateResponse* response) {
+    entered.set_value();
     released.wait_for(std::chrono::seconds(10));
     response->add_container_responses();
     (void)request;
@@ -782,7 +785,7 @@ TEST_F(HostTest, K36_StalledAllocateDoesNotBlockListUpdates) {
   auto admission = std::async(std::launch::async, [&] {
     return host_->Admit(MakePod("slow", {{kGpu, 1}}), false);
   });
-  std::this_thread::sleep_for(200ms);
+  entered.get_future().wait();  // the admission is in the plugin's call
   plugin->SetDevices({MakeDevice("gpu-0", {0}), MakeDevice("gpu-1", {0}),
                       MakeDevice("gpu-2", {1}), MakeDevice("gpu-3", {1}),
                       MakeDevice("gpu-4", {1})});
@@ -988,10 +991,14 @@ TEST_F(HostTest, ReRegistrationDuringAllocateIsSafe) {
   ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
   std::promise<void> in_call;
   std::atomic<bool> signalled{false};
-  first->SetAllocate([&](const v1beta1::AllocateRequest& request,
+  std::promise<void> replaced;
+  auto replaced_future = replaced.get_future().share();
+  first->SetAllocate([&, replaced_future](
+                         const v1beta1::AllocateRequest& request,
                          v1beta1::AllocateResponse* response) {
     if (!signalled.exchange(true)) in_call.set_value();
-    std::this_thread::sleep_for(400ms);
+    // Answers once the new plugin has registered.
+    replaced_future.wait_for(10s);
     for (int i = 0; i < request.container_requests_size(); ++i) {
       response->add_container_responses();
     }
@@ -1002,6 +1009,7 @@ TEST_F(HostTest, ReRegistrationDuringAllocateIsSafe) {
   });
   in_call.get_future().wait();
   auto second = Plugin("b.sock", FourGpus());
+  replaced.set_value();
   first->Stop();  // the old plugin exits; its endpoint is collected
   const PodResult result = admitted.get();
   EXPECT_TRUE(result.admitted || !result.message.empty());
@@ -1063,8 +1071,10 @@ TEST_F(HostTest, HungPluginHasADeadlineAndDoesNotBlockStop) {
   auto plugin = Plugin("a.sock", FourGpus());
   ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
   ASSERT_TRUE(host_->Admit(MakePod("held", {{kGpu, 1}}), false).admitted);
+  std::atomic<int> entered{0};
   plugin->SetAllocate(
       [&](const v1beta1::AllocateRequest&, v1beta1::AllocateResponse*) {
+        ++entered;
         while (hang.load()) std::this_thread::sleep_for(10ms);
         return grpc::Status::OK;
       });
@@ -1072,7 +1082,7 @@ TEST_F(HostTest, HungPluginHasADeadlineAndDoesNotBlockStop) {
   auto hung = std::async(std::launch::async, [&] {
     return host_->Admit(MakePod("hung", {{kGpu, 1}}), false);
   });
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(WaitFor([&] { return entered.load() == 1; }));
   EXPECT_THAT(host_->Release("held"), IsOk());  // does not wait for it
   EXPECT_LT(std::chrono::steady_clock::now() - start, 400ms);
   const PodResult result = hung.get();
@@ -1090,6 +1100,7 @@ TEST_F(HostTest, HungPluginHasADeadlineAndDoesNotBlockStop) {
   auto again = Plugin("b.sock", FourGpus());
   again->SetAllocate(
       [&](const v1beta1::AllocateRequest&, v1beta1::AllocateResponse*) {
+        ++entered;
         while (hang.load()) std::this_thread::sleep_for(10ms);
         return grpc::Status::OK;
       });
@@ -1097,7 +1108,7 @@ TEST_F(HostTest, HungPluginHasADeadlineAndDoesNotBlockStop) {
   auto stuck = std::async(std::launch::async, [&] {
     return host_->Admit(MakePod("stuck", {{kGpu, 1}}), false);
   });
-  std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE(WaitFor([&] { return entered.load() == 2; }));
   const auto stop_start = std::chrono::steady_clock::now();
   host_->Stop();
   EXPECT_LT(std::chrono::steady_clock::now() - stop_start, 3s);
@@ -1368,7 +1379,9 @@ TEST_F(HostTest, IdleConnectionsDoNotDeafenTheControlSocket) {
     if (fd < 0) break;
     idle.push_back(fd);
   }
-  std::this_thread::sleep_for(300ms);
+  // The acceptor ran out of descriptors (and keeps trying).
+  EXPECT_TRUE(WaitFor([&] { return host_->ControlConnections().starved > 0; },
+                      10s));
   for (int fd : idle) close(fd);
   ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
   EXPECT_TRUE(
@@ -1622,6 +1635,7 @@ TEST_F(HostTest, PodsQueuedOnAHungPluginCostOneDeadline) {
   std::atomic<bool> hang{true};
   auto config = Config();
   config.rpc_timeout = 400ms;
+  config.clock = &clock_;  // the cool-off ends when the test says
   StartHost(config);
   auto gpus = Plugin("a.sock", FourGpus());
   auto nics =
@@ -1664,7 +1678,7 @@ TEST_F(HostTest, PodsQueuedOnAHungPluginCostOneDeadline) {
   EXPECT_EQ(host_->StatusJson()["resources"][0]["in_use"], 0);
   // The plugin answers again: after the cool-off it is tried and used.
   hang.store(false);
-  std::this_thread::sleep_for(config.rpc_timeout + 50ms);
+  clock_.Advance(config.rpc_timeout);
   const PodResult later = host_->Admit(MakePod("later", {{kGpu, 1}}), false);
   EXPECT_TRUE(later.admitted) << later.message;
 }
@@ -1724,7 +1738,10 @@ TEST_F(HostTest, TheConnectionCapNeverCutsACallInFlight) {
     const int fd = ConnectIdle(config.control_socket);
     if (fd >= 0) flood.push_back(fd);
   }
-  std::this_thread::sleep_for(300ms);  // accepted, the cap enforced
+  // Accepted, and the cap enforced on the idle ones.
+  EXPECT_TRUE(WaitFor([&] { return host_->ControlConnections().evicted > 0; },
+                      10s));
+  EXPECT_EQ(host_->ControlConnections().refused, 0u);
   hold.store(false);
   const grpc::Status status = admitted.get();
   for (int fd : flood) close(fd);
