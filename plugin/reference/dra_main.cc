@@ -28,6 +28,7 @@
 #include "topology/plugin/http_endpoint.h"
 #include "topology/plugin/logging.h"
 #include "topology/plugin/plugin_runner.h"
+#include "topology/plugin/rescan_loop.h"
 #include "topology/plugin/uevent_monitor.h"
 #include "topology/thread_annotations.h"
 
@@ -303,83 +304,46 @@ int Run(int argc, char** argv) {
   // plugin does. A change is published as slices and on the health
   // streams; the streams hear again at least every half health timeout, so
   // the kubelet never takes Unknown.
-  using Clock = std::chrono::steady_clock;
-  topology::Mutex loop_mu;
-  std::condition_variable_any loop_wake;
-  bool stopping = false;
-  std::optional<Clock::time_point> uevent_rescan_at;
-  bool uevents_live = false;
-  std::unique_ptr<plugin::UeventMonitor> uevents;
-  if (watch_uevents) {
-    auto monitor = plugin::UeventMonitor::Start(
-        [&](const std::string& action, const std::string& devpath) {
-          VLOG(2) << "uevent " << action << " " << devpath;
-          {
-            topology::MutexLock lock(loop_mu);
-            if (action == "closed") uevents_live = false;
-            if (!uevent_rescan_at) {
-              uevent_rescan_at = Clock::now() + kUeventDebounce;
-            }
-          }
-          loop_wake.notify_all();
-        });
-    if (monitor.ok()) {
-      uevents = std::move(*monitor);
-      uevents_live = true;
-    } else {
-      LOG(WARNING) << "no uevents (" << monitor.status().message()
-                   << "); full rescans every " << rescan_interval;
-    }
+  // The device plugin's rescan loop (plugin/rescan_loop.h): the same
+  // uevents start a rescan in both programs. Its period is the health
+  // interval; full rescans on a uevent, and every --rescan-interval only
+  // while no uevents come.
+  const topology::Clock& clock = topology::Clock::Real();
+  plugin::RescanLoop loop(
+      {.interval = *health_every, .debounce = kUeventDebounce, .clock = &clock});
+  if (watch_uevents && !loop.WatchUevents()) {
+    LOG(WARNING) << "no uevents; full rescans every " << rescan_interval;
   }
-  std::thread rescans([&] {
-    auto next_rescan = Clock::now() + *interval;
-    auto next_health = Clock::now() + *health_every;
-    auto last_report = Clock::now();
-    topology::MutexLock lock(loop_mu);
-    while (!stopping) {
-      auto wake = next_health;
-      if (uevent_rescan_at && *uevent_rescan_at < wake) {
-        wake = *uevent_rescan_at;
+  loop.Start([&, next_rescan = clock.Now() + *interval,
+              last_report = clock.Now()](
+                 const plugin::RescanLoop::Pass& pass) mutable {
+    std::shared_ptr<const dp::Snapshot> snapshot = inventory.get();
+    bool changed = false;
+    if (pass.periodic) changed = health.Recheck(*snapshot, *sysfs);
+    const bool rescan_due =
+        pass.uevent || (!pass.uevents_live && interval->count() > 0 &&
+                        pass.now >= next_rescan);
+    if (rescan_due) {
+      next_rescan = pass.now + *interval;
+      auto fresh = dp::DiscoverSnapshot(*config, host_root, *sysfs, cdi_dir,
+                                        snapshot->claims);
+      if (!fresh.ok()) {
+        LOG(WARNING) << "rescan: " << fresh.status().message();
+      } else if (auto status = overlap(**fresh); !status.ok()) {
+        LOG(ERROR) << "rescan not used: " << status.message();
+      } else {
+        inventory.set(*fresh);
+        snapshot = *fresh;
+        health.Judge(*snapshot, *sysfs);
+        changed = true;  // unchanged slices send nothing
       }
-      loop_wake.wait_until(lock, wake);
-      if (stopping) break;
-      const auto now = Clock::now();
-      const bool uevent_due = uevent_rescan_at && now >= *uevent_rescan_at;
-      const bool periodic_due =
-          !uevents_live && interval->count() > 0 && now >= next_rescan;
-      const bool health_due = now >= next_health;
-      if (!uevent_due && !periodic_due && !health_due) continue;
-      if (uevent_due) uevent_rescan_at.reset();
-      lock.unlock();
-      std::shared_ptr<const dp::Snapshot> snapshot = inventory.get();
-      bool changed = false;
-      if (health_due) {
-        next_health = now + *health_every;
-        changed = health.Recheck(*snapshot, *sysfs);
-      }
-      if (uevent_due || periodic_due) {
-        next_rescan = now + *interval;
-        auto fresh = dp::DiscoverSnapshot(*config, host_root, *sysfs, cdi_dir,
-                                          snapshot->claims);
-        if (!fresh.ok()) {
-          LOG(WARNING) << "rescan: " << fresh.status().message();
-        } else if (auto status = overlap(**fresh); !status.ok()) {
-          LOG(ERROR) << "rescan not used: " << status.message();
-        } else {
-          inventory.set(*fresh);
-          snapshot = *fresh;
-          health.Judge(*snapshot, *sysfs);
-          changed = true;  // unchanged slices send nothing
-        }
-      }
-      if (changed) {
-        publish(*snapshot, runner->get());
-        last_report = Clock::now();
-      } else if (Clock::now() - last_report >= kHealthTimeout / 2) {
-        (*runner)->RefreshHealth();
-        last_report = Clock::now();
-      }
-      lock.lock();
+    }
+    if (changed) {
+      publish(*snapshot, runner->get());
+      last_report = clock.Now();
+    } else if (clock.Now() - last_report >= kHealthTimeout / 2) {
+      (*runner)->RefreshHealth();
+      last_report = clock.Now();
     }
   });
 
@@ -428,13 +392,7 @@ int Run(int argc, char** argv) {
   const int signal = plugin::WaitForShutdownSignal();
   LOG(INFO) << "received signal " << signal << "; shutting down";
   plugin::ExitIfStillRunningAfter(std::chrono::milliseconds(4500), 0);
-  uevents.reset();
-  {
-    topology::MutexLock lock(loop_mu);
-    stopping = true;
-  }
-  loop_wake.notify_all();
-  rescans.join();
+  loop.Stop();
   http.reset();
   (*runner)->Stop();
   publisher.Stop();

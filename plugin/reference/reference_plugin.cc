@@ -19,8 +19,6 @@
 
 namespace topology::device_plugin {
 
-using Clock = std::chrono::steady_clock;
-
 namespace {
 
 std::string Join(const std::vector<std::string>& items, std::string_view sep) {
@@ -270,9 +268,14 @@ TopologyDevicePlugin::TopologyDevicePlugin(PluginOptions options)
     : options_(std::move(options)),
       reader_(NewHostRootReader(options_.host_root)),
       health_(options_.recovery_period),
+
       mixed_locality_warned_(options_.config.resources.size(), false),
       cdi_written_(std::make_unique<std::atomic<bool>[]>(
-          options_.config.resources.size())) {}
+          options_.config.resources.size())),
+      loop_(std::make_unique<plugin::RescanLoop>(plugin::RescanLoop::Options{
+          .interval = options_.rescan_interval,
+          .debounce = options_.uevent_debounce,
+          .clock = options_.clock})) {}
 
 TopologyDevicePlugin::~TopologyDevicePlugin() { Stop(); }
 
@@ -281,7 +284,7 @@ StatusOr<std::unique_ptr<TopologyDevicePlugin>> TopologyDevicePlugin::Create(
   std::unique_ptr<TopologyDevicePlugin> plugin(
       new TopologyDevicePlugin(std::move(options)));
   // Events from here on start a rescan once the loop runs.
-  if (plugin->options_.watch_uevents) plugin->WatchUevents();
+  if (plugin->options_.watch_uevents) plugin->loop_->WatchUevents();
   auto snapshot = plugin->Discover({});
   if (!snapshot.ok()) return snapshot.status();
   for (const std::string& warning : PfNamesWithoutInterface(
@@ -373,7 +376,7 @@ std::shared_ptr<const Snapshot> TopologyDevicePlugin::snapshot() const {
 std::vector<plugin::Device> TopologyDevicePlugin::DevicesOf(
     const Snapshot& snapshot, size_t resource, bool read_health) {
   const ResourceConfig& config = options_.config.resources[resource];
-  const auto now = Clock::now();
+  const auto now = options_.clock->Now();
   std::vector<plugin::Device> devices;
   devices.reserve(static_cast<size_t>(std::count_if(
       snapshot.claims.begin(), snapshot.claims.end(),
@@ -571,7 +574,7 @@ Status TopologyDevicePlugin::Reconcile() {
   bool changed = false;
   {
     MutexLock lock(mu_);
-    const auto now = Clock::now();
+    const auto now = options_.clock->Now();
     for (const auto& [address, aer] : readings) {
       const plugin::HealthVerdict verdict = health_.Recheck(address, aer, now);
       const auto known = unhealthy_reasons_.find(address);
@@ -653,62 +656,22 @@ void TopologyDevicePlugin::WriteCdiSpecs(const Snapshot& snapshot) {
 }
 
 bool TopologyDevicePlugin::watching_uevents() const {
-  MutexLock lock(loop_mu_);
-  return uevents_live_;
+  return loop_->uevents_live();
 }
 
 void TopologyDevicePlugin::NotifyUevent(const std::string& action,
                                         const std::string& devpath) {
-  // Pods starting create and move veth pairs all the time; only physical
-  // devices can change what is advertised.
-  if (devpath.starts_with("/devices/virtual/")) {
-    VLOG(3) << "uevent " << action << " " << devpath << " ignored";
-    return;
-  }
-  VLOG(2) << "uevent " << action << " " << devpath;
-  {
-    MutexLock lock(loop_mu_);
-    if (action == "closed") uevents_live_ = false;
-    if (!uevent_rescan_at_) {
-      uevent_rescan_at_ = Clock::now() + options_.uevent_debounce;
-    }
-  }
-  loop_wake_.notify_all();
+  loop_->OnUevent(action, devpath);
 }
 
-void TopologyDevicePlugin::RescanLoop() {
-  auto next_periodic = Clock::now() + options_.rescan_interval;
-  MutexLock lock(loop_mu_);
-  while (!stopping_) {
-    const auto now = Clock::now();
-    const bool periodic_due =
-        options_.rescan_interval.count() > 0 && now >= next_periodic;
-    const bool uevent_due = uevent_rescan_at_ && now >= *uevent_rescan_at_;
-    if (periodic_due || uevent_due) {
-      // Without uevents nothing else tells of a device added, removed or
-      // rebound: then every period is a full rescan. So too while a GPU's
-      // driver information is missing or shared (no uevent tells of the
-      // driver loading or /proc/driver/nvidia being mounted).
-      const bool full =
-          uevent_due || !uevents_live_ || !snapshot()->nvidia.problems.empty();
-      uevent_rescan_at_.reset();
-      lock.unlock();
-      (void)(full ? Rescan() : Reconcile());
-      lock.lock();
-      next_periodic = Clock::now() + options_.rescan_interval;
-      continue;
-    }
-    std::optional<Clock::time_point> wake;
-    if (options_.rescan_interval.count() > 0) wake = next_periodic;
-    if (uevent_rescan_at_ && (!wake || *uevent_rescan_at_ < *wake)) {
-      wake = uevent_rescan_at_;
-    }
-    if (wake) {
-      loop_wake_.wait_until(lock, *wake);
-    } else {
-      loop_wake_.wait(lock);
-    }
-  }
+void TopologyDevicePlugin::Pass(const plugin::RescanLoop::Pass& pass) {
+  // Without uevents nothing else tells of a device added, removed or
+  // rebound: then every period is a full rescan. So too while a GPU's
+  // driver information is missing or shared (no uevent tells of the driver
+  // loading or /proc/driver/nvidia being mounted).
+  const bool full =
+      pass.uevent || !pass.uevents_live || !snapshot()->nvidia.problems.empty();
+  (void)(full ? Rescan() : Reconcile());
 }
 
 Status TopologyDevicePlugin::Start() {
@@ -724,51 +687,19 @@ Status TopologyDevicePlugin::Start() {
   // Serving started (its buffers are in place) and the copies above are
   // gone: hand the free pages back, as after each rescan.
   malloc_trim(0);
-  {
-    MutexLock lock(loop_mu_);
-    stopping_ = false;
-    started_ = true;
+  // Watched since Create, before its discovery, so that nothing changes
+  // unseen in between; again here after a Stop, with a full pass for what
+  // changed meanwhile.
+  if (options_.watch_uevents && !loop_->uevents_live() &&
+      loop_->WatchUevents()) {
+    loop_->RequestPass();
   }
-  // Started by Create before its discovery, so that nothing changes
-  // unseen in between; again here after a Stop.
-  if (options_.watch_uevents && !uevents_) {
-    WatchUevents();
-    MutexLock lock(loop_mu_);
-    uevent_rescan_at_ = Clock::now();
-  }
-  loop_ = std::thread([this] { RescanLoop(); });
+  loop_->Start([this](const plugin::RescanLoop::Pass& pass) { Pass(pass); });
   return OkStatus();
 }
 
-void TopologyDevicePlugin::WatchUevents() {
-  {
-    MutexLock lock(loop_mu_);
-    uevents_live_ = true;
-  }
-  auto monitor = plugin::UeventMonitor::Start(
-      [this](const std::string& action, const std::string& devpath) {
-        NotifyUevent(action, devpath);
-      },
-      {"pci", "net"});
-  if (monitor.ok()) {
-    uevents_ = std::move(*monitor);
-  } else {
-    LOG(WARNING) << monitor.status().message();
-    MutexLock lock(loop_mu_);
-    uevents_live_ = false;
-  }
-}
-
 void TopologyDevicePlugin::Stop() {
-  uevents_.reset();
-  {
-    MutexLock lock(loop_mu_);
-    uevents_live_ = false;
-    stopping_ = true;
-    started_ = false;
-  }
-  loop_wake_.notify_all();
-  if (loop_.joinable()) loop_.join();
+  loop_->Stop();
   if (runner_) runner_->Stop();
 }
 
@@ -870,10 +801,7 @@ std::string TopologyDevicePlugin::MetricsText() const {
 }
 
 std::string TopologyDevicePlugin::HealthProblem() const {
-  {
-    MutexLock lock(loop_mu_);
-    if (!started_) return "not serving";
-  }
+  if (!loop_->running()) return "not serving";
   MutexLock lock(mu_);
   if (!last_rescan_error_.empty())
     return "last rescan failed: " + last_rescan_error_;

@@ -17,9 +17,11 @@
 #include <thread>
 #include <vector>
 
+#include "topology/clock.h"
 #include "topology/cost_model.h"
 #include "topology/plugin/health.h"
 #include "topology/plugin/plugin_runner.h"
+#include "topology/plugin/rescan_loop.h"
 #include "topology/plugin/uevent_monitor.h"
 #include "topology/sysfs_reader.h"
 #include "topology/thread_annotations.h"
@@ -49,6 +51,9 @@ struct PluginOptions {
   // Uevents come in bursts (a VF batch, a driver rebind): wait this long
   // after one before rescanning.
   std::chrono::milliseconds uevent_debounce{50};
+  // The rescan loop's and the health recovery's time; tests give a
+  // FakeClock.
+  const Clock* clock = &Clock::Real();
   // Where the plugin writes the CDI specs of resources with a cdiKind (one
   // file each, topology-device-plugin-<kind>.json); empty: none written,
   // and no CDI names returned for them.
@@ -162,9 +167,9 @@ class TopologyDevicePlugin {
   // Writes the CDI spec of every resource with a cdiKind for `snapshot`
   // (what Allocate would give each device), and records which succeeded.
   void WriteCdiSpecs(const Snapshot& snapshot);
-  void RescanLoop();
-  // Starts the uevent monitor (a warning when it cannot).
-  void WatchUevents();
+  // One pass of the rescan loop: a full rescan after a uevent, without
+  // uevents, or while GPU driver information is missing; else a reconcile.
+  void Pass(const plugin::RescanLoop::Pass& pass);
 
   PluginOptions options_;
   std::unique_ptr<SysfsReader> reader_;
@@ -186,17 +191,10 @@ class TopologyDevicePlugin {
   uint64_t rescan_errors_ TOPOLOGY_GUARDED_BY(mu_) = 0;
   std::string last_rescan_error_ TOPOLOGY_GUARDED_BY(mu_);
 
-  mutable Mutex loop_mu_;  // rescan loop wake-ups
-  std::condition_variable_any loop_wake_;
-  bool stopping_ TOPOLOGY_GUARDED_BY(loop_mu_) = false;
-  bool started_ TOPOLOGY_GUARDED_BY(loop_mu_) = false;
-  bool uevents_live_ TOPOLOGY_GUARDED_BY(loop_mu_) = false;
-  std::optional<std::chrono::steady_clock::time_point> uevent_rescan_at_
-      TOPOLOGY_GUARDED_BY(loop_mu_);
   // One rescan at a time; taken before mu_.
   Mutex rescan_mu_ TOPOLOGY_ACQUIRED_BEFORE(mu_);
-  std::thread loop_;
-  std::unique_ptr<plugin::UeventMonitor> uevents_;
+  // The rescan loop and its uevent monitor (plugin/rescan_loop.h).
+  std::unique_ptr<plugin::RescanLoop> loop_;
 };
 
 }  // namespace topology::device_plugin

@@ -22,7 +22,6 @@
 #include <nlohmann/json.hpp>
 
 #include "topology/draplugin/claim_cdi.h"
-#include "wait_for.h"
 #include "topology/draplugin/driver.h"
 #include "topology/plugin/http_endpoint.h"
 
@@ -35,6 +34,7 @@
 #include "synthetic_machines.h"
 #include "temp_dir.h"
 #include "time_scale.h"
+#include "wait_for.h"
 
 namespace topology::device_plugin {
 namespace {

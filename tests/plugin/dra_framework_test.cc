@@ -21,13 +21,13 @@
 #include <gtest/gtest.h>
 
 #include "topology/draplugin/driver.h"
-#include "wait_for.h"
 
 #include "claim_checkpoint.h"
 #include "fake_dra_kubelet.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
 #include "time_scale.h"
+#include "wait_for.h"
 
 namespace topology::draplugin {
 namespace {

@@ -27,13 +27,13 @@
 #include <nlohmann/json.hpp>
 
 #include "fake_plugin.h"
-#include "wait_for.h"
 #include "run_command.h"
 #include "seeded_random.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
 #include "time_scale.h"
 #include "topologymanager/v1alpha1/control.grpc.pb.h"
+#include "wait_for.h"
 
 extern char** environ;
 

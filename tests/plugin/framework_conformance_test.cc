@@ -24,7 +24,6 @@
 #include <gtest/gtest.h>
 
 #include "topology/plugin/plugin_runner.h"
-#include "wait_for.h"
 #include "topology/plugin/resource_name.h"
 #include "topology/testing/fake_clock.h"
 #include "topology/testing/fake_kubelet.h"
@@ -34,6 +33,7 @@
 #include "status_matchers.h"
 #include "temp_dir.h"
 #include "time_scale.h"
+#include "wait_for.h"
 
 namespace topology::testing {
 namespace {

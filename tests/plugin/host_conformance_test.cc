@@ -21,7 +21,6 @@
 #include <gtest/gtest.h>
 
 #include "topology/discovery.h"
-#include "wait_for.h"
 #include "topology/testing/fake_clock.h"
 
 #include "checkpoint_store.h"
@@ -34,6 +33,7 @@
 #include "temp_dir.h"
 #include "time_scale.h"
 #include "topologymanager/v1alpha1/control.grpc.pb.h"
+#include "wait_for.h"
 
 namespace topology::host {
 namespace {

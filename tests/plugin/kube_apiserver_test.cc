@@ -23,7 +23,6 @@
 #include <nlohmann/json.hpp>
 
 #include "topology/draplugin/claim_cdi.h"
-#include "wait_for.h"
 #include "topology/draplugin/kube_client.h"
 #include "topology/draplugin/kube_config.h"
 #include "topology/draplugin/resource_slices.h"
@@ -35,6 +34,7 @@
 #include "status_matchers.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
+#include "wait_for.h"
 
 namespace topology::draplugin {
 namespace {

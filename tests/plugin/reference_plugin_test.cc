@@ -2,7 +2,6 @@
 // topology reporting, preferred allocations (P.c), Allocate content (P.d),
 // health and hot-plug.
 #include "reference_plugin.h"
-#include "wait_for.h"
 
 #include <chrono>
 #include <filesystem>
@@ -23,6 +22,7 @@
 
 #include "topology/plugin/cdi.h"
 #include "topology/plugin/http_endpoint.h"
+#include "topology/testing/fake_clock.h"
 #include "topology/testing/fake_kubelet.h"
 #include "topology/testing/sysfs_tree_builder.h"
 
@@ -31,6 +31,7 @@
 #include "synthetic_machines.h"
 #include "temp_dir.h"
 #include "time_scale.h"
+#include "wait_for.h"
 
 namespace topology::device_plugin {
 namespace {
@@ -79,6 +80,7 @@ class ReferencePluginTest : public ::testing::Test {
     options.rescan_interval = 0s;  // tests drive rescans
     options.recovery_period = 300ms;
     options.watch_uevents = false;
+    options.clock = &clock_;  // health recovery and uevent debounce
     options.cdi_dir = cdi_dir_override_ ? *cdi_dir_override_ : cdi_dir();
     return options;
   }
@@ -156,6 +158,9 @@ class ReferencePluginTest : public ::testing::Test {
         timeout);
   }
 
+  // The plugins' time: tests advance it past a recovery period or a
+  // uevent's debounce.
+  testing::FakeClock clock_;
   testing::TempDir root_;
   testing::TempDir plugins_;
   std::optional<std::filesystem::path> cdi_dir_override_;
@@ -643,7 +648,10 @@ TEST_F(ReferencePluginTest, P39_UnboundDriverIsUnhealthyThenRecovers) {
   std::filesystem::create_directory_symlink(driver, dir / "driver");
   ASSERT_THAT(plugin_->Rescan(), IsOk());
   EXPECT_TRUE(unhealthy(*gpu_->latest()));
-  std::this_thread::sleep_for(350ms);
+  clock_.Advance(299ms);
+  ASSERT_THAT(plugin_->Rescan(), IsOk());
+  EXPECT_TRUE(unhealthy(*gpu_->latest()));  // not quiet long enough
+  clock_.Advance(1ms);
   ASSERT_THAT(plugin_->Rescan(), IsOk());
   EXPECT_TRUE(
       WaitForList([&](const auto& list) { return !unhealthy(list); }, 1s));
@@ -690,6 +698,7 @@ TEST_F(ReferencePluginTest, HotPlugRemovalAndReturnWithinASecond) {
   std::filesystem::remove(link);
   const auto removed = std::chrono::steady_clock::now();
   plugin_->NotifyUevent("remove", "/devices/pci0000:97/0000:97:01.0/" + gone);
+  clock_.Advance(50ms);  // the debounce
   ASSERT_TRUE(WaitForList(
       [&](const auto& list) { return list.devices_size() == 7; }, 1s));
   EXPECT_LT(std::chrono::steady_clock::now() - removed, 1s);
@@ -698,6 +707,7 @@ TEST_F(ReferencePluginTest, HotPlugRemovalAndReturnWithinASecond) {
   std::filesystem::rename(parked, dir);
   std::filesystem::create_directory_symlink(link_target, link);
   plugin_->NotifyUevent("add", "/devices/pci0000:97/0000:97:01.0/" + gone);
+  clock_.Advance(50ms);  // the debounce
   ASSERT_TRUE(WaitForList(
       [&](const auto& list) { return list.devices_size() == 8; }, 1s));
   EXPECT_THAT(NodesById(*gpu_->latest()).at(gone), ElementsAre(1));
@@ -761,7 +771,7 @@ TEST_F(ReferencePluginTest, ReconcileRereadsOnlyAerCounters) {
         << device.id();
   }
   // Quiet again: healthy after the recovery period, found by a reconcile.
-  std::this_thread::sleep_for(350ms);
+  clock_.Advance(300ms);
   ASSERT_THAT(plugin_->Reconcile(), IsOk());
   EXPECT_TRUE(WaitForList(
       [](const auto& list) {
@@ -771,6 +781,7 @@ TEST_F(ReferencePluginTest, ReconcileRereadsOnlyAerCounters) {
   // A uevent makes the next pass a full rescan.
   plugin_->NotifyUevent("remove",
                         "/devices/pci0000:97/0000:97:01.0/0000:9b:00.0");
+  clock_.Advance(50ms);  // the debounce
   EXPECT_TRUE(WaitForList(
       [](const auto& list) { return list.devices_size() == 7; }, 1s));
 }
