@@ -196,7 +196,7 @@ class HealthLoop {
         if (!address.ok()) continue;
         const plugin::HealthVerdict verdict =
             tracker_.Observe(*address, plugin::ReadPciHealth(sysfs_, *address),
-                             plugin::HealthTracker::Clock::now());
+                             topology::Clock::Real().Now());
         if (verdict.health != device.health) {
           LOG(INFO) << device.id << " is " << plugin::HealthName(verdict.health)
                     << (verdict.reason.empty() ? "" : ": " + verdict.reason);

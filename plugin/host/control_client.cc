@@ -182,15 +182,15 @@ struct CallbacksDeleter {
   }
 };
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 // Waits for `events` on `fd` until `deadline`: 1 ready, 0 timed out, -1
 // error (errno set).
 int WaitFor(int fd, decltype(pollfd::events) events,
-            Clock::time_point deadline) {
+            SteadyClock::time_point deadline) {
   for (;;) {
     const auto left =
-        std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now());
+        std::chrono::ceil<std::chrono::milliseconds>(deadline - SteadyClock::now());
     if (left.count() <= 0) return 0;
     pollfd entry{fd, events, 0};
     const int ready =
@@ -208,7 +208,7 @@ Status Deadline(std::chrono::milliseconds timeout) {
 }
 
 // Sends what the session has to send.
-Status Flush(nghttp2_session* session, int fd, Clock::time_point deadline,
+Status Flush(nghttp2_session* session, int fd, SteadyClock::time_point deadline,
              std::chrono::milliseconds timeout) {
   for (;;) {
     const uint8_t* data = nullptr;
@@ -394,7 +394,7 @@ StatusOr<std::string> DecodeJsonReply(std::string_view bytes) {
 StatusOr<std::string> CallControlOnFd(int fd, std::string_view method,
                                       std::string_view request,
                                       std::chrono::milliseconds timeout) {
-  const Clock::time_point deadline = Clock::now() + timeout;
+  const SteadyClock::time_point deadline = SteadyClock::now() + timeout;
   if (request.size() > UINT32_MAX) {
     return InvalidArgumentError("the request is larger than 4 GiB");
   }
@@ -497,7 +497,7 @@ StatusOr<std::string> CallControlOnFd(int fd, std::string_view method,
   }
   // A GOAWAY or a settings acknowledgement may still be queued; the call is
   // over either way.
-  (void)Flush(session.get(), fd, std::min(deadline, Clock::now()), timeout);
+  (void)Flush(session.get(), fd, std::min(deadline, SteadyClock::now()), timeout);
   return Outcome(exchange);
 }
 

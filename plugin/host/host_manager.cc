@@ -26,7 +26,6 @@
 
 namespace topology::host {
 
-using Clock = std::chrono::steady_clock;
 using nlohmann::json;
 
 namespace {

@@ -145,7 +145,7 @@ bool DraHealth::Update(const Snapshot& snapshot, const PciAddress& address,
 }
 
 bool DraHealth::Judge(const Snapshot& snapshot, const SysfsReader& sysfs) {
-  const auto now = plugin::HealthTracker::Clock::now();
+  const auto now = topology::Clock::Real().Now();
   bool changed = false;
   for (const auto& [address, resource] : snapshot.claims) {
     changed |= Update(
@@ -167,7 +167,7 @@ bool DraHealth::Judge(const Snapshot& snapshot, const SysfsReader& sysfs) {
 }
 
 bool DraHealth::Recheck(const Snapshot& snapshot, const SysfsReader& sysfs) {
-  const auto now = plugin::HealthTracker::Clock::now();
+  const auto now = topology::Clock::Real().Now();
   bool changed = false;
   for (const PciAddress& address : tracker_.NeedRecheck()) {
     if (!snapshot.claims.contains(address)) continue;

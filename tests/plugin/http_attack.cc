@@ -13,7 +13,7 @@
 namespace topology::testing {
 namespace {
 
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;
 
 // A blocking TCP connection from `source` to 127.0.0.1:`port`, or -1.
 int ConnectFrom(const std::string& source, int port) {
@@ -101,13 +101,13 @@ int ProbeFrom(const std::string& source, int port, const std::string& target,
               std::chrono::milliseconds timeout) {
   const int fd = ConnectFrom(source, port);
   if (fd < 0) return -1;
-  const auto deadline = Clock::now() + timeout;
+  const auto deadline = SteadyClock::now() + timeout;
   std::string reply;
   if (SendAll(fd, "GET " + target + " HTTP/1.1\r\nHost: probe\r\n\r\n")) {
     char buffer[1024];
     while (true) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-          deadline - Clock::now());
+          deadline - SteadyClock::now());
       pollfd p{fd, POLLIN, 0};
       if (left.count() <= 0 || poll(&p, 1, static_cast<int>(left.count())) <= 0)
         break;
@@ -125,18 +125,18 @@ int ProbeFrom(const std::string& source, int port, const std::string& target,
 std::chrono::milliseconds TimeUntilClosed(const std::string& source, int port,
                                           const std::string& bytes,
                                           std::chrono::milliseconds timeout) {
-  const auto start = Clock::now();
+  const auto start = SteadyClock::now();
   const int fd = ConnectFrom(source, port);
   if (fd < 0) return std::chrono::milliseconds(0);
   (void)SendAll(fd, bytes);
   const auto deadline = start + timeout;
-  while (Clock::now() < deadline && !Closed(fd)) {
+  while (SteadyClock::now() < deadline && !Closed(fd)) {
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
   close(fd);
   return std::min(timeout,
                   std::chrono::duration_cast<std::chrono::milliseconds>(
-                      Clock::now() - start));
+                      SteadyClock::now() - start));
 }
 
 }  // namespace topology::testing

@@ -239,7 +239,7 @@ TEST(NvidiaInformationTest, OutputsAsTheNvidiaToolsNameThem) {
 TEST(HealthTrackerTest, FaultsAreImmediateRecoveryNeedsQuiet) {
   HealthTracker tracker(10s);
   const PciAddress a = *PciAddress::Parse("0000:01:00.0");
-  const auto t0 = HealthTracker::Clock::time_point{};
+  const auto t0 = HealthTracker::TimePoint{};
   HealthReading bound{.driver = "nvidia", .aer_fatal = 0u};
   EXPECT_EQ(tracker.Observe(a, bound, t0).health, plugin::Health::kHealthy);
   HealthReading unbound{.driver = std::nullopt, .aer_fatal = 0};
@@ -273,7 +273,7 @@ TEST(HealthTrackerTest, FaultsAreImmediateRecoveryNeedsQuiet) {
 
 TEST(HealthTrackerTest, RecheckFollowsOnlyWhatChangesWithoutAnEvent) {
   HealthTracker tracker(10s);
-  const auto t0 = HealthTracker::Clock::time_point{};
+  const auto t0 = HealthTracker::TimePoint{};
   const PciAddress plain = *PciAddress::Parse("0000:01:00.0");
   const PciAddress with_aer = *PciAddress::Parse("0000:02:00.0");
   const PciAddress unbound = *PciAddress::Parse("0000:03:00.0");
@@ -314,7 +314,7 @@ TEST(HealthTrackerTest, RecheckFollowsOnlyWhatChangesWithoutAnEvent) {
 // Devices observed in any order keep their own state; many go at once.
 TEST(HealthTrackerTest, StatesStayPerDeviceInAnyOrderAndGoInOnePass) {
   HealthTracker tracker(10s);
-  const auto t0 = HealthTracker::Clock::time_point{};
+  const auto t0 = HealthTracker::TimePoint{};
   std::vector<PciAddress> addresses;
   for (int function : {5, 1, 7, 3, 0, 6, 2, 4}) {
     addresses.push_back(

@@ -31,7 +31,7 @@ namespace beast = boost::beast;
 namespace http = boost::beast::http;
 namespace ssl = boost::asio::ssl;
 using tcp = boost::asio::ip::tcp;
-using Clock = std::chrono::steady_clock;
+using SteadyClock = std::chrono::steady_clock;  // socket deadlines: real time
 using nlohmann::json;
 
 // As many as a publisher has writes in flight.
@@ -101,7 +101,7 @@ struct KubeClient::Connection {
   // passes; then `cancel` runs (by default the socket is closed), the
   // operation ends aborted and `timed_out` is set.
   template <typename Start, typename Cancel>
-  beast::error_code Run(Clock::time_point deadline, bool& timed_out,
+  beast::error_code Run(SteadyClock::time_point deadline, bool& timed_out,
                         Start start, Cancel cancel) {
     beast::error_code result = asio::error::would_block;
     io.restart();
@@ -115,7 +115,7 @@ struct KubeClient::Connection {
     return result;
   }
   template <typename Start>
-  beast::error_code Run(Clock::time_point deadline, bool& timed_out,
+  beast::error_code Run(SteadyClock::time_point deadline, bool& timed_out,
                         Start start) {
     return Run(deadline, timed_out, std::move(start), [this] {
       beast::error_code ignored;
@@ -125,7 +125,7 @@ struct KubeClient::Connection {
 
   // TCP to the server (or to the proxy, then CONNECT through it), then
   // TLS with the server's name or address verified.
-  Status Open(const Transport& t, Clock::time_point deadline, bool& timed_out,
+  Status Open(const Transport& t, SteadyClock::time_point deadline, bool& timed_out,
               const std::string& what, const Options& options);
 
   asio::io_context io{1};
@@ -217,7 +217,7 @@ StatusOr<HttpResponse> KubeClient::Once(std::string_view method,
   const Transport& t = *transport_;
   const std::string what =
       std::string(method) + " " + config_.server + std::string(path);
-  const Clock::time_point deadline = Clock::now() + options_.timeout;
+  const SteadyClock::time_point deadline = SteadyClock::now() + options_.timeout;
   bool timed_out = false;
 
   http::request<http::string_body> request;
@@ -299,7 +299,7 @@ StatusOr<HttpResponse> KubeClient::Once(std::string_view method,
 }
 
 Status KubeClient::Connection::Open(const Transport& t,
-                                    Clock::time_point deadline, bool& timed_out,
+                                    SteadyClock::time_point deadline, bool& timed_out,
                                     const std::string& what,
                                     const Options& options) {
   const std::string& host = t.proxy ? t.proxy->host : t.server.host;
@@ -307,8 +307,8 @@ Status KubeClient::Connection::Open(const Transport& t,
   const std::string peer = (t.proxy ? "proxy " : "") + Authority(host, port);
   // Reaching the peer has its own, shorter bound: a dead address should
   // leave time for another attempt.
-  const Clock::time_point connect_by =
-      std::min(deadline, Clock::now() + kMaxConnect);
+  const SteadyClock::time_point connect_by =
+      std::min(deadline, SteadyClock::now() + kMaxConnect);
   beast::error_code error;
   boost::system::error_code not_an_address;
   const asio::ip::address address =
@@ -346,7 +346,7 @@ Status KubeClient::Connection::Open(const Transport& t,
     // would wait on the server's delayed acknowledgement otherwise).
     stream.next_layer().set_option(tcp::no_delay(true), error);
   }
-  if (timed_out && Clock::now() < deadline) {
+  if (timed_out && SteadyClock::now() < deadline) {
     timed_out = false;
     return UnavailableError(
         what + ": no connection to " + peer + " within " +

@@ -67,7 +67,7 @@ std::optional<uint64_t> ReadPciAerFatal(const SysfsReader& sysfs,
 
 HealthVerdict HealthTracker::Observe(const PciAddress& address,
                                      const HealthReading& reading,
-                                     Clock::time_point now) {
+                                     TimePoint now) {
   bool inserted = false;
   State& state = FindOrInsert(address, &inserted);
   if (inserted) state.had_driver = reading.driver.has_value();
@@ -89,7 +89,7 @@ HealthVerdict HealthTracker::Observe(const PciAddress& address,
     reasons_[address] = std::move(fault);
     state.verdict = Verdict::kFaulted;
   } else if (state.has_fault &&
-             now - Clock::time_point(Clock::duration(state.last_fault)) <
+             now - TimePoint(Clock::Duration(state.last_fault)) <
                  quiet_period_) {
     state.verdict = Verdict::kRecovering;
   } else {
@@ -105,7 +105,7 @@ HealthVerdict HealthTracker::Observe(const PciAddress& address,
 
 HealthVerdict HealthTracker::Recheck(const PciAddress& address,
                                      std::optional<uint64_t> aer_fatal,
-                                     Clock::time_point now) {
+                                     TimePoint now) {
   HealthReading reading;
   reading.aer_fatal = aer_fatal;
   const State* state = Find(address);

@@ -15,14 +15,14 @@ PluginConnection::~PluginConnection() {
 }
 
 void PluginConnection::StartStream() {
-  stream_opened_ = Clock::now();
+  stream_opened_ = SteadyClock::now();
   reader_ = std::thread([this] {
     v1beta1::Empty empty;
     auto reader = stub_->ListAndWatch(&stream_context_, empty);
     v1beta1::ListAndWatchResponse response;
     while (reader->Read(&response)) {
       std::lock_guard lock(mu_);
-      messages_.push_back({response, Clock::now()});
+      messages_.push_back({response, SteadyClock::now()});
       changed_.notify_all();
     }
     grpc::Status status = reader->Finish();
@@ -228,7 +228,7 @@ size_t FakeKubelet::register_attempts() const {
   return attempts_.size();
 }
 
-std::vector<FakeKubelet::Clock::time_point> FakeKubelet::register_times()
+std::vector<FakeKubelet::SteadyClock::time_point> FakeKubelet::register_times()
     const {
   std::lock_guard lock(mu_);
   return attempts_;
@@ -270,7 +270,7 @@ grpc::Status FakeKubelet::HandleRegister(
   std::optional<grpc::Status> denial;
   {
     std::lock_guard lock(mu_);
-    attempts_.push_back(Clock::now());
+    attempts_.push_back(SteadyClock::now());
     delay = reply_delay_;
     denial = denial_;
   }

@@ -5,7 +5,10 @@
 //
 //   HealthTracker tracker(std::chrono::minutes(1));
 //   HealthVerdict verdict = tracker.Observe(
-//       address, ReadPciHealth(sysfs, address), HealthTracker::Clock::now());
+//       address, ReadPciHealth(sysfs, address), clock.Now());
+//
+// Time is the caller's, from the Clock seam (topology/clock.h): tests pass
+// a FakeClock's.
 //
 // Not thread-safe: one tracker per health loop.
 #ifndef TOPOLOGY_PLUGIN_HEALTH_H_
@@ -21,6 +24,7 @@
 #include <string_view>
 #include <vector>
 
+#include "topology/clock.h"
 #include "topology/pci_address.h"
 #include "topology/plugin/types.h"
 #include "topology/status.h"
@@ -54,19 +58,19 @@ struct HealthVerdict {
 
 class HealthTracker {
  public:
-  using Clock = std::chrono::steady_clock;
+  using TimePoint = Clock::TimePoint;
 
   explicit HealthTracker(std::chrono::nanoseconds quiet_period)
       : quiet_period_(quiet_period) {}
 
   // Folds a fresh reading of `address` taken at `now` into its state.
   HealthVerdict Observe(const PciAddress& address, const HealthReading& reading,
-                        Clock::time_point now);
+                        TimePoint now);
   // Observe with the driver as last read and a fresh AER counter (nullopt:
   // not readable).
   HealthVerdict Recheck(const PciAddress& address,
                         std::optional<uint64_t> aer_fatal,
-                        Clock::time_point now);
+                        TimePoint now);
   // The verdict of the last Observe or Recheck (an override applies at
   // once); nullopt for a device never observed.
   std::optional<HealthVerdict> Last(const PciAddress& address) const;
@@ -92,7 +96,7 @@ class HealthTracker {
   };
   struct State {
     uint64_t aer_fatal = 0;     // valid when has_aer
-    Clock::rep last_fault = 0;  // valid when has_fault
+    Clock::Duration::rep last_fault = 0;  // valid when has_fault
     bool had_driver : 1 = false;
     bool driver_bound : 1 = false;  // in the last reading
     bool has_aer : 1 = false;

@@ -38,10 +38,11 @@ class FakeKubelet;
 // The fake kubelet's side of one registered plugin.
 class PluginConnection {
  public:
-  using Clock = std::chrono::steady_clock;
+  // Arrival times are real: the fake kubelet observes, as the kubelet would.
+  using SteadyClock = std::chrono::steady_clock;
   struct Message {
     v1beta1::ListAndWatchResponse response = {};
-    Clock::time_point received = {};
+    SteadyClock::time_point received = {};
   };
   // Every call below has this deadline unless given one.
   static constexpr std::chrono::seconds kCallTimeout{10};
@@ -52,7 +53,7 @@ class PluginConnection {
   const v1beta1::DevicePluginOptions& options() const { return options_; }
   v1beta1::DevicePlugin::Stub& stub() { return *stub_; }
   std::shared_ptr<grpc::Channel> channel() const { return channel_; }
-  Clock::time_point stream_opened() const { return stream_opened_; }
+  SteadyClock::time_point stream_opened() const { return stream_opened_; }
 
   // Waits until at least `count` messages arrived; false on timeout.
   bool WaitForMessages(size_t count, std::chrono::milliseconds timeout);
@@ -88,7 +89,7 @@ class PluginConnection {
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1beta1::DevicePlugin::Stub> stub_;
   grpc::ClientContext stream_context_;
-  Clock::time_point stream_opened_;
+  SteadyClock::time_point stream_opened_;
   std::thread reader_;
   mutable std::mutex mu_;
   std::condition_variable changed_;
@@ -98,7 +99,8 @@ class PluginConnection {
 
 class FakeKubelet {
  public:
-  using Clock = std::chrono::steady_clock;
+  // Arrival times are real: the fake kubelet observes, as the kubelet would.
+  using SteadyClock = std::chrono::steady_clock;
 
   explicit FakeKubelet(std::filesystem::path dir);
   ~FakeKubelet();
@@ -120,7 +122,7 @@ class FakeKubelet {
 
   // Register calls seen (accepted or not) and their arrival times.
   size_t register_attempts() const;
-  std::vector<Clock::time_point> register_times() const;
+  std::vector<SteadyClock::time_point> register_times() const;
   size_t accepted_registrations() const;
   // The newest accepted connection for `resource`, waiting for it.
   std::shared_ptr<PluginConnection> WaitForConnection(
@@ -145,7 +147,7 @@ class FakeKubelet {
   std::condition_variable changed_;
   std::chrono::milliseconds reply_delay_{0};
   std::optional<grpc::Status> denial_;
-  std::vector<Clock::time_point> attempts_;
+  std::vector<SteadyClock::time_point> attempts_;
   std::vector<std::shared_ptr<PluginConnection>> connections_;  // live
   std::map<std::string, size_t> accepted_;  // per resource, ever
   std::map<std::string, std::shared_ptr<PluginConnection>> latest_;
