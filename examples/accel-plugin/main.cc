@@ -13,14 +13,11 @@
 //                [--host-root /host] [--plugin-dir DIR]
 //                [--http-addr 127.0.0.1:8082] [-v N]
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
-#include <mutex>
 #include <string>
-#include <thread>
 #include <vector>
 
 // guide:includes
@@ -34,6 +31,7 @@
 #include "topology/plugin/logging.h"
 #include "topology/plugin/metrics_text.h"
 #include "topology/plugin/plugin_runner.h"
+#include "topology/plugin/rescan_loop.h"
 #include "topology/sysfs_reader.h"
 // guide:end
 
@@ -178,55 +176,41 @@ class AcceleratorHandler : public plugin::ResourceHandler {
 // guide:end
 
 // guide:health
-// Re-reads each device's driver binding and AER counter every few seconds
-// and publishes the list when a health changes. HealthTracker keeps a
-// faulted device Unhealthy until a quiet period has passed.
-class HealthLoop {
+// Re-reads each device's driver binding and AER counter on every pass of
+// the framework's rescan loop (every few seconds) and publishes the list
+// when a health changes. HealthTracker keeps a faulted device Unhealthy
+// until a quiet period has passed. Passes run one at a time on the loop's
+// thread, so the tracker needs no lock.
+class HealthCheck {
  public:
-  HealthLoop(const topology::SysfsReader& sysfs,
-             plugin::ResourcePublisher& publisher)
+  HealthCheck(const topology::SysfsReader& sysfs,
+              plugin::ResourcePublisher& publisher)
       : sysfs_(sysfs), publisher_(publisher) {}
 
-  void Run() {
-    std::unique_lock lock(mu_);
-    while (!stop_) {
-      std::vector<plugin::Device> devices = publisher_.devices();
-      for (plugin::Device& device : devices) {
-        auto address = topology::PciAddress::Parse(device.id);
-        if (!address.ok()) continue;
-        const plugin::HealthVerdict verdict =
-            tracker_.Observe(*address, plugin::ReadPciHealth(sysfs_, *address),
-                             topology::Clock::Real().Now());
-        if (verdict.health != device.health) {
-          LOG(INFO) << device.id << " is " << plugin::HealthName(verdict.health)
-                    << (verdict.reason.empty() ? "" : ": " + verdict.reason);
-        }
-        device.health = verdict.health;
+  void Pass(const plugin::RescanLoop::Pass& pass) {
+    std::vector<plugin::Device> devices = publisher_.devices();
+    for (plugin::Device& device : devices) {
+      auto address = topology::PciAddress::Parse(device.id);
+      if (!address.ok()) continue;
+      const plugin::HealthVerdict verdict = tracker_.Observe(
+          *address, plugin::ReadPciHealth(sysfs_, *address), pass.now);
+      if (verdict.health != device.health) {
+        LOG(INFO) << device.id << " is " << plugin::HealthName(verdict.health)
+                  << (verdict.reason.empty() ? "" : ": " + verdict.reason);
       }
-      const topology::Status published = publisher_.SetDevices(devices);
-      if (!published.ok()) {
-        LOG(ERROR) << publisher_.resource_name()
-                   << ": cannot publish devices: " << published.ToString();
-      }
-      wake_.wait_for(lock, std::chrono::seconds(5), [&] { return stop_; });
+      device.health = verdict.health;
     }
-  }
-
-  void Stop() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
+    const topology::Status published = publisher_.SetDevices(devices);
+    if (!published.ok()) {
+      LOG(ERROR) << publisher_.resource_name()
+                 << ": cannot publish devices: " << published.ToString();
     }
-    wake_.notify_all();
   }
 
  private:
   const topology::SysfsReader& sysfs_;
   plugin::ResourcePublisher& publisher_;
   plugin::HealthTracker tracker_{std::chrono::minutes(1)};
-  std::mutex mu_;
-  std::condition_variable wake_;
-  bool stop_ = false;
 };
 // guide:end
 
@@ -311,14 +295,15 @@ int Run(const Flags& flags) {
   }
 
   auto sysfs = topology::NewHostRootReader(flags.host_root);
-  HealthLoop health(*sysfs, **publisher);
-  std::thread health_thread([&] { health.Run(); });
+  HealthCheck health(*sysfs, **publisher);
+  plugin::RescanLoop loop({.interval = std::chrono::seconds(5)});
+  loop.RequestPass();  // the first check at once
+  loop.Start([&](const plugin::RescanLoop::Pass& pass) { health.Pass(pass); });
 
   const int signal = plugin::WaitForShutdownSignal();
   LOG(INFO) << "signal " << signal << ": stopping";
   plugin::ExitIfStillRunningAfter(std::chrono::milliseconds(4500), 0);
-  health.Stop();
-  health_thread.join();
+  loop.Stop();
   http.reset();
   runner.Stop();  // ends the streams, removes the socket
   return 0;
