@@ -749,8 +749,18 @@ TEST_F(ReferencePluginTest, ReconcileRereadsOnlyAerCounters) {
   StartPlugin();
   const size_t lists = gpu_->messages().size();
   ASSERT_THAT(plugin_->Reconcile(), IsOk());
-  std::this_thread::sleep_for(100ms);
-  EXPECT_EQ(gpu_->messages().size(), lists);  // nothing changed, nothing sent
+  // Nothing changed, nothing sent: the next list on the stream is the next
+  // change.
+  ASSERT_THAT(
+      plugin_->SetHealthOverride("0000:1a:00.0", plugin::Health::kUnhealthy),
+      IsOk());
+  ASSERT_TRUE(gpu_->WaitForMessages(lists + 1, Scaled(2s)));
+  EXPECT_EQ(gpu_->messages().size(), lists + 1);
+  EXPECT_EQ(HealthOf(gpu_->messages().back().response, "0000:1a:00.0"),
+            "Unhealthy");
+  ASSERT_THAT(plugin_->SetHealthOverride("0000:1a:00.0", std::nullopt),
+              IsOk());
+  ASSERT_TRUE(gpu_->WaitForMessages(lists + 2, Scaled(2s)));
   // Gone without a uevent, and another device's driver unbound: neither is
   // read by a reconcile.
   const auto parked = root_.path() / "parked";

@@ -19,6 +19,7 @@
 #include "fake_resource_store.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
+#include "wait_for.h"
 
 namespace topology::draplugin {
 namespace {
@@ -265,10 +266,7 @@ TEST_F(SlicePublisherTest, DeletedSlicesArePublishedAgain) {
   ASSERT_THAT(publisher_->Publish("node-a", Devices(5)), IsOk());
   publisher_->Start();
   store_->Clear();  // the kubelet wipes its node's slices at its start
-  const auto end = std::chrono::steady_clock::now() + 5s;
-  while (Ours().empty() && std::chrono::steady_clock::now() < end) {
-    std::this_thread::sleep_for(20ms);
-  }
+  (void)::topology::testing::WaitFor([&] { return !Ours().empty(); }, 5s);
   ASSERT_THAT(Ours(), SizeIs(1));
   EXPECT_THAT(Ours()[0]["spec"]["devices"], SizeIs(5));
   publisher_->Stop();

@@ -26,12 +26,14 @@
 
 #include <gtest/gtest.h>
 
+#include "topology/testing/fake_clock.h"
 #include "topology/testing/fake_kubelet.h"
 
 #include "reference_plugin.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
 #include "time_scale.h"
+#include "wait_for.h"
 
 namespace topology::plugin {
 namespace {
@@ -157,6 +159,7 @@ TEST(UeventMonitorTest, RefusesInAUserNamespaceOfItsOwn) {
 // events of virtual devices (pods' veth pairs) start no rescan; once the
 // socket is reported closed, periodic passes are full rescans again.
 TEST(UeventPluginTest, PeriodicPassIsAReconcileWhileUeventsAreWatched) {
+  testing::FakeClock clock;  // each Advance of the period is one pass
   testing::TempDir root;
   testing::TempDir plugins;
   ASSERT_TRUE(testing::WriteMachine("dual-socket-8gpu", root.path()));
@@ -173,6 +176,7 @@ TEST(UeventPluginTest, PeriodicPassIsAReconcileWhileUeventsAreWatched) {
   options.runner.plugin_dir = plugins.path();
   options.rescan_interval = 50ms;
   options.watch_uevents = true;
+  options.clock = &clock;
   auto plugin = device_plugin::TopologyDevicePlugin::Create(std::move(options));
   ASSERT_TRUE(plugin.ok()) << plugin.status().ToString();
   ASSERT_TRUE((*plugin)->Start().ok());
@@ -186,16 +190,41 @@ TEST(UeventPluginTest, PeriodicPassIsAReconcileWhileUeventsAreWatched) {
                ? -1
                : int64_t{std::stoll(text.substr(at + name.size() + 2))};
   };
-  std::this_thread::sleep_for(200ms);  // the start-up rescan is done
   const int64_t rescans = counter("topology_device_plugin_rescans_total");
+  const int64_t reconciles =
+      counter("topology_device_plugin_reconciles_total");
   (*plugin)->NotifyUevent("add", "/devices/virtual/net/veth1234");
-  std::this_thread::sleep_for(400ms);
+  // The loop waits on the clock (its next pass set) before time moves.
+  const auto waiting = [&] {
+    return testing::WaitFor([&] { return clock.waiters() > 0; }, 5s);
+  };
+  for (int i = 1; i <= 4; ++i) {
+    ASSERT_TRUE(waiting());
+    clock.Advance(50ms);
+    ASSERT_TRUE(testing::WaitFor(
+        [&] {
+          return counter("topology_device_plugin_reconciles_total") ==
+                 reconciles + i;
+        },
+        5s))
+        << "pass " << i;
+  }
   EXPECT_EQ(counter("topology_device_plugin_rescans_total"), rescans);
-  EXPECT_GE(counter("topology_device_plugin_reconciles_total"), 4);
   (*plugin)->NotifyUevent("closed", "");
   EXPECT_FALSE((*plugin)->watching_uevents());
-  std::this_thread::sleep_for(400ms);
-  EXPECT_GE(counter("topology_device_plugin_rescans_total"), rescans + 4);
+  for (int i = 1; i <= 4; ++i) {
+    ASSERT_TRUE(waiting());
+    clock.Advance(50ms);
+    ASSERT_TRUE(testing::WaitFor(
+        [&] {
+          return counter("topology_device_plugin_rescans_total") ==
+                 rescans + i;
+        },
+        5s))
+        << "pass " << i;
+  }
+  EXPECT_EQ(counter("topology_device_plugin_reconciles_total"),
+            reconciles + 4);
   (*plugin)->Stop();
 }
 
