@@ -35,8 +35,8 @@
 #include "topology/draplugin/kube_client.h"
 #include "topology/draplugin/kube_config.h"
 #include "topology/draplugin/resource_slices.h"
+#include "topology/plugin/daemon.h"
 #include "topology/plugin/logging.h"
-#include "topology/plugin/plugin_runner.h"
 #include "topology/sysfs_reader.h"
 // guide:end
 

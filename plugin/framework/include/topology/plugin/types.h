@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "topology/export.h"  // C++20 check
+#include "topology/plugin/container_edits.h"  // Mount, DeviceNode
 
 namespace topology::plugin {
 
@@ -47,20 +48,6 @@ struct PreferredAllocationRequest {
   std::vector<std::string> available = {};
   std::vector<std::string> must_include = {};
   int size = 0;
-};
-
-struct Mount {
-  std::string container_path = {};
-  std::string host_path = {};
-  bool read_only = false;
-  friend bool operator==(const Mount&, const Mount&) = default;
-};
-
-struct DeviceNode {
-  std::string container_path = {};
-  std::string host_path = {};
-  std::string permissions = {};  // any of "r", "w", "m"
-  friend bool operator==(const DeviceNode&, const DeviceNode&) = default;
 };
 
 // What one container gets for its devices (ContainerAllocateResponse).

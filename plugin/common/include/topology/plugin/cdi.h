@@ -14,7 +14,7 @@
 #include <string_view>
 #include <vector>
 
-#include "topology/plugin/types.h"
+#include "topology/plugin/container_edits.h"
 #include "topology/status.h"
 
 namespace topology::plugin {
