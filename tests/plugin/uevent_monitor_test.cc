@@ -194,35 +194,26 @@ TEST(UeventPluginTest, PeriodicPassIsAReconcileWhileUeventsAreWatched) {
   const int64_t reconciles =
       counter("topology_device_plugin_reconciles_total");
   (*plugin)->NotifyUevent("add", "/devices/virtual/net/veth1234");
-  // The loop waits on the clock (its next pass set) before time moves.
-  const auto waiting = [&] {
-    return testing::WaitFor([&] { return clock.waiters() > 0; }, 5s);
+  // Four periods, one at a time: the loop waits on the clock (its next
+  // pass set) before time moves, and `name` counts each pass.
+  const auto four_passes = [&](std::string_view name, int64_t from) {
+    for (int i = 1; i <= 4; ++i) {
+      if (!testing::WaitFor([&] { return clock.waiters() > 0; }, 5s)) {
+        return false;
+      }
+      clock.Advance(50ms);
+      if (!testing::WaitFor([&] { return counter(name) == from + i; }, 5s)) {
+        return false;
+      }
+    }
+    return true;
   };
-  for (int i = 1; i <= 4; ++i) {
-    ASSERT_TRUE(waiting());
-    clock.Advance(50ms);
-    ASSERT_TRUE(testing::WaitFor(
-        [&] {
-          return counter("topology_device_plugin_reconciles_total") ==
-                 reconciles + i;
-        },
-        5s))
-        << "pass " << i;
-  }
+  ASSERT_TRUE(four_passes("topology_device_plugin_reconciles_total",
+                          reconciles));
   EXPECT_EQ(counter("topology_device_plugin_rescans_total"), rescans);
   (*plugin)->NotifyUevent("closed", "");
   EXPECT_FALSE((*plugin)->watching_uevents());
-  for (int i = 1; i <= 4; ++i) {
-    ASSERT_TRUE(waiting());
-    clock.Advance(50ms);
-    ASSERT_TRUE(testing::WaitFor(
-        [&] {
-          return counter("topology_device_plugin_rescans_total") ==
-                 rescans + i;
-        },
-        5s))
-        << "pass " << i;
-  }
+  ASSERT_TRUE(four_passes("topology_device_plugin_rescans_total", rescans));
   EXPECT_EQ(counter("topology_device_plugin_reconciles_total"),
             reconciles + 4);
   (*plugin)->Stop();
