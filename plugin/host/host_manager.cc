@@ -8,7 +8,6 @@
 #include <stdexcept>
 
 #include <glog/logging.h>
-#include <grpcpp/grpcpp.h>
 #include <malloc.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -22,6 +21,7 @@
 #include "host_services.h"
 #include "plugin_endpoint.h"
 #include "text_util.h"
+#include "host_server.h"
 #include "topology/plugin/unix_socket.h"
 
 namespace topology::host {
@@ -29,21 +29,6 @@ namespace topology::host {
 using nlohmann::json;
 
 namespace {
-
-// Server limits for sockets that other local processes reach: a connection
-// that never completes its HTTP/2 handshake, or stays idle, is closed, so
-// idle connections cannot pile up until descriptors run out.
-// Connections open at once on kubelet.sock and on the control socket.
-constexpr size_t kMaxConnections = 256;
-
-void ConfigureServer(grpc::ServerBuilder& builder,
-                     std::shared_ptr<ConnectionCalls> calls) {
-  builder.experimental().SetInterceptorCreators(
-      ConnectionCalls::Interceptors(std::move(calls)));
-  builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 10'000);
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, 300'000);
-  builder.SetMaxReceiveMessageSize(16 << 20);
-}
 
 json HintListJson(const manager::HintList& list) {
   if (!list.has_value()) return nullptr;
@@ -190,9 +175,7 @@ HostManager::HostManager(HostConfig config, Topology topology,
       topology_(std::move(topology)),
       numa_(std::move(numa)),
       store_(std::make_unique<CheckpointStore>(
-          config_.plugin_dir / kCheckpointFile, config_.max_checkpoint_bytes)),
-      kubelet_calls_(std::make_shared<ConnectionCalls>()),
-      control_calls_(std::make_shared<ConnectionCalls>()) {}
+          config_.plugin_dir / kCheckpointFile, config_.max_checkpoint_bytes)) {}
 
 HostManager::~HostManager() { Stop(); }
 
@@ -228,53 +211,15 @@ Status HostManager::Start() {
     LOG(WARNING) << restored.message();
   }
   if (!refusal.ok()) return refusal;
-  registration_ = std::make_unique<RegistrationService>(registry_.get());
-  const std::filesystem::path kubelet_socket =
-      config_.plugin_dir / kubelet::kKubeletSocket;
-  grpc::ServerBuilder builder;
-  ConfigureServer(builder, kubelet_calls_);
-  builder.RegisterService(registration_.get());
-  kubelet_server_ = builder.BuildAndStart();
-  if (!kubelet_server_) {
-    return FailedPreconditionError("cannot serve " + kubelet_socket.string());
-  }
-  // Plugins run as root, nobody else registers: 0600.
-  auto kubelet_acceptor = UnixAcceptor::Start(
-      kubelet_socket, kubelet_server_.get(),
-      {.mode = 0600, .max_connections = kMaxConnections, .calls = kubelet_calls_});
-  if (!kubelet_acceptor.ok()) {
+  auto server = HostServer::Start({.plugin_dir = config_.plugin_dir,
+                                   .control_socket = config_.control_socket,
+                                   .control_group = config_.control_group},
+                                  registry_.get(), this);
+  if (!server.ok()) {
     Stop();
-    return kubelet_acceptor.status();
+    return server.status();
   }
-  kubelet_acceptor_ = std::move(*kubelet_acceptor);
-  if (!config_.control_socket.empty()) {
-    control_ = std::make_unique<ControlService>(this);
-    grpc::ServerBuilder control;
-    ConfigureServer(control, control_calls_);
-    control.RegisterService(control_.get());
-    control_server_ = control.BuildAndStart();
-    // Root only, or root and an opt-in group: admitting and releasing pods
-    // is not for every local user. The group is set before the socket
-    // appears.
-    const bool group = config_.control_group >= 0;
-    auto control_acceptor =
-        control_server_
-            ? UnixAcceptor::Start(
-                  config_.control_socket, control_server_.get(),
-                  {.mode = static_cast<mode_t>(group ? 0660 : 0600),
-                   .group = group ? static_cast<gid_t>(config_.control_group)
-                                  : static_cast<gid_t>(-1),
-                   .max_connections = kMaxConnections,
-                   .calls = control_calls_})
-            : StatusOr<std::unique_ptr<UnixAcceptor>>(
-                  FailedPreconditionError("cannot build its server"));
-    if (!control_acceptor.ok()) {
-      Stop();
-      return FailedPreconditionError("the control socket: " +
-                                     control_acceptor.status().message());
-    }
-    control_acceptor_ = std::move(*control_acceptor);
-  }
+  server_ = std::move(*server);
   registry_->StartCollector();
   LOG(INFO) << "serving "
             << (config_.plugin_dir / kubelet::kKubeletSocket).string()
@@ -285,10 +230,11 @@ Status HostManager::Start() {
 }
 
 HostManager::ConnectionCounters HostManager::ControlConnections() const {
-  if (!control_acceptor_) return {};
-  return {.evicted = control_acceptor_->evicted(),
-          .refused = control_acceptor_->refused(),
-          .starved = control_acceptor_->starved()};
+  if (!server_) return {};
+  const HostServer::ConnectionCounters counters = server_->ControlConnections();
+  return {.evicted = counters.evicted,
+          .refused = counters.refused,
+          .starved = counters.starved};
 }
 
 void HostManager::Stop() {
@@ -303,12 +249,11 @@ void HostManager::Stop() {
   // servers shut down at once.
   registry_->StopEndpoints();
   // No new connections; then the servers.
-  control_acceptor_.reset();
-  kubelet_acceptor_.reset();
-  const auto deadline =
-      std::chrono::system_clock::now() + std::chrono::seconds(1);
-  if (control_server_) control_server_->Shutdown(deadline);
-  if (kubelet_server_) kubelet_server_->Shutdown(deadline);
+  if (server_) {
+    server_->StopAccepting();
+    server_->Shutdown(std::chrono::system_clock::now() +
+                      std::chrono::seconds(1));
+  }
   // No Register can add an endpoint now; the readers end (bounded).
   registry_->Stop();
   // A clean stop leaves the whole state in the snapshot.

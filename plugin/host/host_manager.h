@@ -15,6 +15,8 @@
 //                          admitted, and the journal (CheckpointStore)
 //   host_views.h           status and NodeResourceTopology, rendered from
 //                          a typed snapshot
+//   HostServer             kubelet.sock and the control socket: the
+//                          servers and their acceptors (host_server.h)
 //   host_services.h        the thin gRPC services
 #ifndef TOPOLOGY_HOST_HOST_MANAGER_H_
 #define TOPOLOGY_HOST_HOST_MANAGER_H_
@@ -49,24 +51,11 @@
 #include "plugin_registry.h"
 #include "pod_result.h"
 
-namespace grpc {
-class Server;
-}
-
-namespace topology::plugin {
-class ConnectionCalls;
-class UnixAcceptor;
-}  // namespace topology::plugin
-
 namespace topology::host {
 
-using plugin::ConnectionCalls;
-using plugin::UnixAcceptor;
-
 class CheckpointStore;
+class HostServer;
 struct CheckpointMemory;
-class ControlService;
-class RegistrationService;
 
 inline constexpr char kCheckpointFile[] = "topology_manager_checkpoint";
 
@@ -265,15 +254,8 @@ class HostManager {
   std::condition_variable_any admission_free_;
   bool admitting_ TOPOLOGY_GUARDED_BY(admission_mu_) = false;
 
-  std::unique_ptr<RegistrationService> registration_;
-  std::unique_ptr<ControlService> control_;
-  std::unique_ptr<grpc::Server> kubelet_server_;
-  std::unique_ptr<grpc::Server> control_server_;
-  // Calls in flight per connection, for the acceptors' connection caps.
-  std::shared_ptr<ConnectionCalls> kubelet_calls_;
-  std::shared_ptr<ConnectionCalls> control_calls_;
-  std::unique_ptr<UnixAcceptor> kubelet_acceptor_;
-  std::unique_ptr<UnixAcceptor> control_acceptor_;
+  // kubelet.sock and the control socket (host_server.h).
+  std::unique_ptr<HostServer> server_;
   bool stopping_ TOPOLOGY_GUARDED_BY(mu_) = false;
   // The checkpoint was read: Stop compacts it.
   bool restored_ TOPOLOGY_GUARDED_BY(mu_) = false;
