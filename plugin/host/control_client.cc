@@ -189,8 +189,8 @@ using SteadyClock = std::chrono::steady_clock;
 int WaitFor(int fd, decltype(pollfd::events) events,
             SteadyClock::time_point deadline) {
   for (;;) {
-    const auto left =
-        std::chrono::ceil<std::chrono::milliseconds>(deadline - SteadyClock::now());
+    const auto left = std::chrono::ceil<std::chrono::milliseconds>(
+        deadline - SteadyClock::now());
     if (left.count() <= 0) return 0;
     pollfd entry{fd, events, 0};
     const int ready =
@@ -497,7 +497,8 @@ StatusOr<std::string> CallControlOnFd(int fd, std::string_view method,
   }
   // A GOAWAY or a settings acknowledgement may still be queued; the call is
   // over either way.
-  (void)Flush(session.get(), fd, std::min(deadline, SteadyClock::now()), timeout);
+  (void)Flush(session.get(), fd, std::min(deadline, SteadyClock::now()),
+              timeout);
   return Outcome(exchange);
 }
 

@@ -13,16 +13,16 @@
 #include <unistd.h>
 
 #include "topology/cost_graph.h"
+#include "topology/plugin/unix_socket.h"
 
 #include "checkpoint.h"
 #include "checkpoint_store.h"
 #include "deviceplugin/v1beta1/api.pb.h"
 #include "deviceplugin/v1beta1/kubelet_api.h"
+#include "host_server.h"
 #include "host_services.h"
 #include "plugin_endpoint.h"
 #include "text_util.h"
-#include "host_server.h"
-#include "topology/plugin/unix_socket.h"
 
 namespace topology::host {
 
@@ -175,7 +175,8 @@ HostManager::HostManager(HostConfig config, Topology topology,
       topology_(std::move(topology)),
       numa_(std::move(numa)),
       store_(std::make_unique<CheckpointStore>(
-          config_.plugin_dir / kCheckpointFile, config_.max_checkpoint_bytes)) {}
+          config_.plugin_dir / kCheckpointFile, config_.max_checkpoint_bytes)) {
+}
 
 HostManager::~HostManager() { Stop(); }
 

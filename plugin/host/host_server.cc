@@ -5,9 +5,10 @@
 #include <grpcpp/grpcpp.h>
 #include <sys/types.h>
 
+#include "topology/plugin/unix_socket.h"
+
 #include "deviceplugin/v1beta1/kubelet_api.h"
 #include "host_services.h"
-#include "topology/plugin/unix_socket.h"
 
 namespace topology::host {
 
@@ -54,11 +55,11 @@ StatusOr<std::unique_ptr<HostServer>> HostServer::Start(
     return FailedPreconditionError("cannot serve " + kubelet_socket.string());
   }
   // Plugins run as root, nobody else registers: 0600.
-  auto kubelet_acceptor = plugin::UnixAcceptor::Start(
-      kubelet_socket, server->kubelet_server_.get(),
-      {.mode = 0600,
-       .max_connections = kMaxConnections,
-       .calls = server->kubelet_calls_});
+  auto kubelet_acceptor =
+      plugin::UnixAcceptor::Start(kubelet_socket, server->kubelet_server_.get(),
+                                  {.mode = 0600,
+                                   .max_connections = kMaxConnections,
+                                   .calls = server->kubelet_calls_});
   if (!kubelet_acceptor.ok()) return kubelet_acceptor.status();
   server->kubelet_acceptor_ = std::move(*kubelet_acceptor);
   if (options.control_socket.empty()) return server;

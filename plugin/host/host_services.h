@@ -1,7 +1,8 @@
 // The host's gRPC services, thin: each call is checked and handed to the
 // piece that owns the answer (the servers' interceptor counts it on its
-// connection, for the acceptors' caps). Registration on kubelet.sock goes to the plugin registry;
-// Admit, Release and Status on the control socket go to the host.
+// connection, for the acceptors' caps). Registration on kubelet.sock goes to
+// the plugin registry; Admit, Release and Status on the control socket go to
+// the host.
 #ifndef TOPOLOGY_HOST_HOST_SERVICES_H_
 #define TOPOLOGY_HOST_HOST_SERVICES_H_
 

@@ -309,14 +309,15 @@ int Run(int argc, char** argv) {
   // interval; full rescans on a uevent, and every --rescan-interval only
   // while no uevents come.
   const topology::Clock& clock = topology::Clock::Real();
-  plugin::RescanLoop loop(
-      {.interval = *health_every, .debounce = kUeventDebounce, .clock = &clock});
+  plugin::RescanLoop loop({.interval = *health_every,
+                           .debounce = kUeventDebounce,
+                           .clock = &clock});
   if (watch_uevents && !loop.WatchUevents()) {
     LOG(WARNING) << "no uevents; full rescans every " << rescan_interval;
   }
   loop.Start([&, next_rescan = clock.Now() + *interval,
-              last_report = clock.Now()](
-                 const plugin::RescanLoop::Pass& pass) mutable {
+              last_report =
+                  clock.Now()](const plugin::RescanLoop::Pass& pass) mutable {
     std::shared_ptr<const dp::Snapshot> snapshot = inventory.get();
     bool changed = false;
     if (pass.periodic) changed = health.Recheck(*snapshot, *sysfs);

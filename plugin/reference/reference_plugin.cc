@@ -272,10 +272,10 @@ TopologyDevicePlugin::TopologyDevicePlugin(PluginOptions options)
       mixed_locality_warned_(options_.config.resources.size(), false),
       cdi_written_(std::make_unique<std::atomic<bool>[]>(
           options_.config.resources.size())),
-      loop_(std::make_unique<plugin::RescanLoop>(plugin::RescanLoop::Options{
-          .interval = options_.rescan_interval,
-          .debounce = options_.uevent_debounce,
-          .clock = options_.clock})) {}
+      loop_(std::make_unique<plugin::RescanLoop>(
+          plugin::RescanLoop::Options{.interval = options_.rescan_interval,
+                                      .debounce = options_.uevent_debounce,
+                                      .clock = options_.clock})) {}
 
 TopologyDevicePlugin::~TopologyDevicePlugin() { Stop(); }
 

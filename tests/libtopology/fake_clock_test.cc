@@ -1,7 +1,6 @@
 // The test kit's FakeClock: the time moves only when told, and moving it
 // wakes every thread waiting on it (no waiter sleeps through an Advance).
 #include "topology/testing/fake_clock.h"
-#include "wait_for.h"
 
 #include <atomic>
 #include <chrono>
@@ -12,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "wait_for.h"
 
 namespace topology::testing {
 namespace {

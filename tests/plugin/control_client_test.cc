@@ -280,8 +280,7 @@ TEST_F(ControlClientTest, DeadlineEndsTheCallAndTheServerSeesItCancelled) {
   // milliseconds old, so the answer can come just before 300 ms.
   EXPECT_GE(took, 290ms);
   EXPECT_LT(took, 3s);
-  EXPECT_TRUE(
-      testing::WaitFor([&] { return service_.cancelled(); }, 3s));
+  EXPECT_TRUE(testing::WaitFor([&] { return service_.cancelled(); }, 3s));
 }
 
 TEST_F(ControlClientTest, NoServerIsUnavailableNamingTheSocket) {

@@ -773,15 +773,15 @@ TEST_F(HostTest, K36_StalledAllocateDoesNotBlockListUpdates) {
   std::promise<void> release;
   auto released = release.get_future().share();
   std::promise<void> entered;
-  plugin->SetAllocate([released, &entered](
-                          const v1beta1::AllocateRequest& request,
-                          v1beta1::AllocateResponse* response) {
-    entered.set_value();
-    released.wait_for(std::chrono::seconds(10));
-    response->add_container_responses();
-    (void)request;
-    return grpc::Status::OK;
-  });
+  plugin->SetAllocate(
+      [released, &entered](const v1beta1::AllocateRequest& request,
+                           v1beta1::AllocateResponse* response) {
+        entered.set_value();
+        released.wait_for(std::chrono::seconds(10));
+        response->add_container_responses();
+        (void)request;
+        return grpc::Status::OK;
+      });
   auto admission = std::async(std::launch::async, [&] {
     return host_->Admit(MakePod("slow", {{kGpu, 1}}), false);
   });
@@ -993,17 +993,17 @@ TEST_F(HostTest, ReRegistrationDuringAllocateIsSafe) {
   std::atomic<bool> signalled{false};
   std::promise<void> replaced;
   auto replaced_future = replaced.get_future().share();
-  first->SetAllocate([&, replaced_future](
-                         const v1beta1::AllocateRequest& request,
-                         v1beta1::AllocateResponse* response) {
-    if (!signalled.exchange(true)) in_call.set_value();
-    // Answers once the new plugin has registered.
-    replaced_future.wait_for(10s);
-    for (int i = 0; i < request.container_requests_size(); ++i) {
-      response->add_container_responses();
-    }
-    return grpc::Status::OK;
-  });
+  first->SetAllocate(
+      [&, replaced_future](const v1beta1::AllocateRequest& request,
+                           v1beta1::AllocateResponse* response) {
+        if (!signalled.exchange(true)) in_call.set_value();
+        // Answers once the new plugin has registered.
+        replaced_future.wait_for(10s);
+        for (int i = 0; i < request.container_requests_size(); ++i) {
+          response->add_container_responses();
+        }
+        return grpc::Status::OK;
+      });
   auto admitted = std::async(std::launch::async, [&] {
     return host_->Admit(MakePod("racing", {{kGpu, 1}}), false);
   });
@@ -1380,8 +1380,8 @@ TEST_F(HostTest, IdleConnectionsDoNotDeafenTheControlSocket) {
     idle.push_back(fd);
   }
   // The acceptor ran out of descriptors (and keeps trying).
-  EXPECT_TRUE(WaitFor([&] { return host_->ControlConnections().starved > 0; },
-                      10s));
+  EXPECT_TRUE(
+      WaitFor([&] { return host_->ControlConnections().starved > 0; }, 10s));
   for (int fd : idle) close(fd);
   ASSERT_EQ(setrlimit(RLIMIT_NOFILE, &old), 0);
   EXPECT_TRUE(
@@ -1739,8 +1739,8 @@ TEST_F(HostTest, TheConnectionCapNeverCutsACallInFlight) {
     if (fd >= 0) flood.push_back(fd);
   }
   // Accepted, and the cap enforced on the idle ones.
-  EXPECT_TRUE(WaitFor([&] { return host_->ControlConnections().evicted > 0; },
-                      10s));
+  EXPECT_TRUE(
+      WaitFor([&] { return host_->ControlConnections().evicted > 0; }, 10s));
   EXPECT_EQ(host_->ControlConnections().refused, 0u);
   hold.store(false);
   const grpc::Status status = admitted.get();

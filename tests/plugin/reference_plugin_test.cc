@@ -758,8 +758,7 @@ TEST_F(ReferencePluginTest, ReconcileRereadsOnlyAerCounters) {
   EXPECT_EQ(gpu_->messages().size(), lists + 1);
   EXPECT_EQ(HealthOf(gpu_->messages().back().response, "0000:1a:00.0"),
             "Unhealthy");
-  ASSERT_THAT(plugin_->SetHealthOverride("0000:1a:00.0", std::nullopt),
-              IsOk());
+  ASSERT_THAT(plugin_->SetHealthOverride("0000:1a:00.0", std::nullopt), IsOk());
   ASSERT_TRUE(gpu_->WaitForMessages(lists + 2, Scaled(2s)));
   // Gone without a uevent, and another device's driver unbound: neither is
   // read by a reconcile.
@@ -857,8 +856,8 @@ TEST_F(ReferencePluginTest, MetricsAndHealthz) {
   EXPECT_EQ(health->first, 200);
   // Ready once both resources' Register calls have returned (the kubelet
   // sees the GPU stream before the plugin sees the reply).
-  (void)testing::WaitFor(
-      [&] { return plugin_->ReadinessProblem().empty(); }, 10s);
+  (void)testing::WaitFor([&] { return plugin_->ReadinessProblem().empty(); },
+                         10s);
   auto ready = HttpGet(port, "/readyz");
   ASSERT_THAT(ready.status(), IsOk());
   EXPECT_EQ(ready->first, 200) << ready->second;
@@ -935,8 +934,8 @@ TEST_F(ReferencePluginTest, ReadyOnlyOnceRegisteredWithTheKubelet) {
   EXPECT_EQ((*plugin)->ReadinessProblem(),
             "example.com/gpu is not registered with the kubelet");
   kubelet_.SetDenial(std::nullopt);
-  (void)testing::WaitFor(
-      [&] { return (*plugin)->ReadinessProblem().empty(); }, 10s);
+  (void)testing::WaitFor([&] { return (*plugin)->ReadinessProblem().empty(); },
+                         10s);
   EXPECT_EQ((*plugin)->ReadinessProblem(), "");
   (*plugin)->Stop();
 }

@@ -11,6 +11,7 @@
 
 #include "topology/testing/fake_clock.h"
 #include "topology/thread_annotations.h"
+
 #include "wait_for.h"
 
 namespace topology::plugin {

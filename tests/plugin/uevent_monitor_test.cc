@@ -191,8 +191,7 @@ TEST(UeventPluginTest, PeriodicPassIsAReconcileWhileUeventsAreWatched) {
                : int64_t{std::stoll(text.substr(at + name.size() + 2))};
   };
   const int64_t rescans = counter("topology_device_plugin_rescans_total");
-  const int64_t reconciles =
-      counter("topology_device_plugin_reconciles_total");
+  const int64_t reconciles = counter("topology_device_plugin_reconciles_total");
   (*plugin)->NotifyUevent("add", "/devices/virtual/net/veth1234");
   // Four periods, one at a time: the loop waits on the clock (its next
   // pass set) before time moves, and `name` counts each pass.
@@ -208,14 +207,13 @@ TEST(UeventPluginTest, PeriodicPassIsAReconcileWhileUeventsAreWatched) {
     }
     return true;
   };
-  ASSERT_TRUE(four_passes("topology_device_plugin_reconciles_total",
-                          reconciles));
+  ASSERT_TRUE(
+      four_passes("topology_device_plugin_reconciles_total", reconciles));
   EXPECT_EQ(counter("topology_device_plugin_rescans_total"), rescans);
   (*plugin)->NotifyUevent("closed", "");
   EXPECT_FALSE((*plugin)->watching_uevents());
   ASSERT_TRUE(four_passes("topology_device_plugin_rescans_total", rescans));
-  EXPECT_EQ(counter("topology_device_plugin_reconciles_total"),
-            reconciles + 4);
+  EXPECT_EQ(counter("topology_device_plugin_reconciles_total"), reconciles + 4);
   (*plugin)->Stop();
 }
 

@@ -13,16 +13,17 @@
 #include <memory>
 #include <string>
 
-#include <gmock/gmock.h>
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
-#include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/inotify.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 
 #include "temp_dir.h"
 
@@ -108,9 +109,9 @@ TEST(UnixAcceptorTest, TheSocketAppearsOnlyOnceItAcceptsWithItsMode) {
   for (int round = 0; round < 20; ++round) {
     const int inotify = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
     ASSERT_GE(inotify, 0);
-    ASSERT_GE(inotify_add_watch(inotify, dir.path().c_str(),
-                                IN_CREATE | IN_MOVED_TO),
-              0);
+    ASSERT_GE(
+        inotify_add_watch(inotify, dir.path().c_str(), IN_CREATE | IN_MOVED_TO),
+        0);
     std::future<FirstSight> watched = std::async(
         std::launch::async, [&] { return WatchAppear(path, inotify); });
     auto acceptor = UnixAcceptor::Start(path, server.get(), {.mode = 0600});
@@ -189,7 +190,8 @@ TEST(UnixAcceptorTest, ACrashLeftoverOfTheHiddenNameIsRemoved) {
   close(leftover);
   auto acceptor = UnixAcceptor::Start(path, server.get(), {.mode = 0660});
   ASSERT_TRUE(acceptor.ok()) << acceptor.status().ToString();
-  EXPECT_FALSE(std::filesystem::exists(std::filesystem::symlink_status(hidden)));
+  EXPECT_FALSE(
+      std::filesystem::exists(std::filesystem::symlink_status(hidden)));
   struct stat info {};
   ASSERT_EQ(lstat(path.c_str(), &info), 0);
   EXPECT_EQ(info.st_mode & 0777, 0660u);

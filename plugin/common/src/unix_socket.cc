@@ -40,7 +40,8 @@ class CallCounter : public grpc::experimental::Interceptor {
  public:
   CallCounter(ConnectionCalls* calls, grpc::experimental::ServerRpcInfo* info)
       : calls_(calls), info_(info) {}
-  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+  void Intercept(
+      grpc::experimental::InterceptorBatchMethods* methods) override {
     if (!call_) {
       const grpc::ServerContextBase* context = info_->server_context();
       call_.emplace(calls_, context != nullptr ? context->peer() : "");
@@ -116,7 +117,8 @@ ConnectionCalls::Call::~Call() {
   }
 }
 
-std::vector<std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+std::vector<
+    std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
 ConnectionCalls::Interceptors(std::shared_ptr<ConnectionCalls> calls) {
   std::vector<
       std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>

@@ -125,8 +125,8 @@ struct KubeClient::Connection {
 
   // TCP to the server (or to the proxy, then CONNECT through it), then
   // TLS with the server's name or address verified.
-  Status Open(const Transport& t, SteadyClock::time_point deadline, bool& timed_out,
-              const std::string& what, const Options& options);
+  Status Open(const Transport& t, SteadyClock::time_point deadline,
+              bool& timed_out, const std::string& what, const Options& options);
 
   asio::io_context io{1};
   beast::ssl_stream<tcp::socket> stream;
@@ -217,7 +217,8 @@ StatusOr<HttpResponse> KubeClient::Once(std::string_view method,
   const Transport& t = *transport_;
   const std::string what =
       std::string(method) + " " + config_.server + std::string(path);
-  const SteadyClock::time_point deadline = SteadyClock::now() + options_.timeout;
+  const SteadyClock::time_point deadline =
+      SteadyClock::now() + options_.timeout;
   bool timed_out = false;
 
   http::request<http::string_body> request;
@@ -299,8 +300,8 @@ StatusOr<HttpResponse> KubeClient::Once(std::string_view method,
 }
 
 Status KubeClient::Connection::Open(const Transport& t,
-                                    SteadyClock::time_point deadline, bool& timed_out,
-                                    const std::string& what,
+                                    SteadyClock::time_point deadline,
+                                    bool& timed_out, const std::string& what,
                                     const Options& options) {
   const std::string& host = t.proxy ? t.proxy->host : t.server.host;
   const uint16_t port = t.proxy ? t.proxy->port : t.server.port;

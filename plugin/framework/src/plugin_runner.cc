@@ -57,8 +57,8 @@ LatencyHistogram::Snapshot LatencyHistogram::Read() const {
 using internal::CallHandler;
 using internal::IsSocket;
 using internal::kMaxSocketPath;
-using internal::ResourceServer;
 using internal::Listening;
+using internal::ResourceServer;
 
 class PluginRunner::Impl {
  public:

@@ -44,14 +44,13 @@ StatusOr<std::unique_ptr<ServingInstance>> ResourceServer::NewInstance() {
       [this] { MarkListed(); });
   // Only the kubelet (root) connects, whatever the umask; the socket
   // appears once it accepts.
-  auto acceptor = UnixAcceptor::Start(
-      instance->path, instance->server.get(),
-      {.mode = 0600, .max_connections = kMaxConnections,
-       .calls = instance->calls});
+  auto acceptor = UnixAcceptor::Start(instance->path, instance->server.get(),
+                                      {.mode = 0600,
+                                       .max_connections = kMaxConnections,
+                                       .calls = instance->calls});
   if (!acceptor.ok()) {
-    return FailedPreconditionError(
-        std::string(acceptor.status().message()) +
-        " (is the directory writable?)");
+    return FailedPreconditionError(std::string(acceptor.status().message()) +
+                                   " (is the directory writable?)");
   }
   instance->acceptor = std::move(*acceptor);
   instance->list_and_watch->Start();

@@ -69,8 +69,7 @@ class HealthTracker {
   // Observe with the driver as last read and a fresh AER counter (nullopt:
   // not readable).
   HealthVerdict Recheck(const PciAddress& address,
-                        std::optional<uint64_t> aer_fatal,
-                        TimePoint now);
+                        std::optional<uint64_t> aer_fatal, TimePoint now);
   // The verdict of the last Observe or Recheck (an override applies at
   // once); nullopt for a device never observed.
   std::optional<HealthVerdict> Last(const PciAddress& address) const;
@@ -95,7 +94,7 @@ class HealthTracker {
     kRecovering,  // an earlier fault, within the quiet period
   };
   struct State {
-    uint64_t aer_fatal = 0;     // valid when has_aer
+    uint64_t aer_fatal = 0;               // valid when has_aer
     Clock::Duration::rep last_fault = 0;  // valid when has_fault
     bool had_driver : 1 = false;
     bool driver_bound : 1 = false;  // in the last reading

@@ -97,7 +97,8 @@ class RescanLoop {
   void Loop();
 
   const Options options_;
-  std::unique_ptr<UeventMonitor> monitor_;  // set and reset with the loop stopped
+  std::unique_ptr<UeventMonitor>
+      monitor_;  // set and reset with the loop stopped
   mutable Mutex mu_;
   std::condition_variable_any wake_;
   PassFn pass_ TOPOLOGY_GUARDED_BY(mu_);

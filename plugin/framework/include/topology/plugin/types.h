@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "topology/export.h"  // C++20 check
+#include "topology/export.h"                  // C++20 check
 #include "topology/plugin/container_edits.h"  // Mount, DeviceNode
 
 namespace topology::plugin {
