@@ -189,10 +189,14 @@ Status HostManager::RestoreCheckpoint(Status* refusal) {
     for (const auto& [name, ids] : checkpoint->registered) {
       offered[name].insert(ids.begin(), ids.end());
     }
+    // The first kMaxRestoreWarnings device warnings are logged and kept for
+    // status; the rest are counted in the summary line (a node restored
+    // with 10,000 such devices neither builds nor logs 10,000 lines).
     std::vector<std::string> warnings;
-    const auto warn = [&warnings](const std::string& line) {
-      LOG(WARNING) << line;
-      if (warnings.size() < kMaxRestoreWarnings) warnings.push_back(line);
+    const auto warn = [&warnings](const auto& line) {
+      if (warnings.size() >= kMaxRestoreWarnings) return;
+      warnings.push_back(line());
+      LOG(WARNING) << warnings.back();
     };
     for (CheckpointPod& entry : checkpoint->pods) {
       const manager::Pod& pod = entry.pod;
@@ -241,18 +245,24 @@ Status HostManager::RestoreCheckpoint(Status* refusal) {
             // list is not suspect: it may have turned unhealthy.
             if (listed_by == offered.end()) {
               ++unknown;
-              warn(who + " container " + Quoted(listed.name) + " holds " +
-                   resource + " device " + Quoted(id) + ", but no plugin of " +
-                   resource + " is recorded in the checkpoint; kept");
+              warn([&] {
+                return who + " container " + Quoted(listed.name) + " holds " +
+                       resource + " device " + Quoted(id) +
+                       ", but no plugin of " + resource +
+                       " is recorded in the checkpoint; kept";
+              });
             } else if (!listed_by->second.contains(id)) {
               // Kept, as the kubelet keeps it: the plugin's last list may
               // have left it out as unhealthy. Said, since it may also be
               // a device the plugin never offered.
               ++unknown;
-              warn(who + " container " + Quoted(listed.name) + " holds " +
-                   resource + " device " + Quoted(id) + ", which the last " +
-                   "list of " + resource + "'s plugin in the checkpoint " +
-                   "does not offer (unhealthy, or never offered); kept");
+              warn([&] {
+                return who + " container " + Quoted(listed.name) + " holds " +
+                       resource + " device " + Quoted(id) +
+                       ", which the last list of " + resource +
+                       "'s plugin in the checkpoint does not offer "
+                       "(unhealthy, or never offered); kept";
+              });
             }
             auto [it, fresh] = owner.emplace(std::pair{resource, id}, pod.uid);
             if (!fresh && it->second != pod.uid) {
