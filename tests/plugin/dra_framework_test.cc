@@ -452,9 +452,12 @@ TEST_F(DraFrameworkTest, HealthStreamsSendTheCompleteList) {
     EXPECT_EQ((*first)[1].message, std::string(1021, 'x') + "...");
   }
   // A change reaches an open stream.
+  const size_t seen = kubelet_.health_messages();
   auto watching = std::async(std::launch::async,
                              [&] { return kubelet_.WatchHealth("v1", 2, 5s); });
-  std::this_thread::sleep_for(100ms);
+  // The stream is open once its first message has come.
+  ASSERT_TRUE(
+      WaitFor([&] { return kubelet_.health_messages() > seen; }, Scaled(5s)));
   runner_->SetHealth({{"node-a", "gpu-0", HealthStatus::kUnhealthy, "gone"}});
   const auto messages = watching.get();
   ASSERT_THAT(messages, SizeIs(2));
@@ -568,10 +571,14 @@ TEST_F(DraFrameworkTest, DeletedSocketsAreServedAgain) {
 TEST_F(DraFrameworkTest, StopRemovesTheSocketsPromptly) {
   Start();
   ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
-  // An open health stream does not hold the stop up.
+  // An open health stream does not hold the stop up. (A list to send, so
+  // that the stream's first message says it is open.)
+  runner_->SetHealth({{"node-a", "gpu-0", HealthStatus::kHealthy, ""}});
+  const size_t seen = kubelet_.health_messages();
   auto watching = std::async(
       std::launch::async, [&] { return kubelet_.WatchHealth("v1", 5, 10s); });
-  std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(
+      WaitFor([&] { return kubelet_.health_messages() > seen; }, Scaled(5s)));
   const auto start = std::chrono::steady_clock::now();
   runner_->Stop();
   EXPECT_LT(std::chrono::steady_clock::now() - start, 3s);

@@ -120,8 +120,8 @@ StatusOr<std::map<std::string, std::string>> UnprepareWith(
 
 template <typename Stub, typename Request, typename Response>
 std::vector<std::vector<FakeDraKubelet::HealthEntry>> Watch(
-    const std::string& socket, size_t count,
-    std::chrono::milliseconds timeout) {
+    const std::string& socket, size_t count, std::chrono::milliseconds timeout,
+    std::atomic<size_t>* received) {
   auto stub = Stub::NewStub(Dial(socket));
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() + timeout);
@@ -137,6 +137,7 @@ std::vector<std::vector<FakeDraKubelet::HealthEntry>> Watch(
                          d.last_updated_time()});
     }
     messages.push_back(std::move(entries));
+    received->fetch_add(1);
   }
   context.TryCancel();
   (void)reader->Finish();
@@ -246,12 +247,13 @@ FakeDraKubelet::WatchHealth(const std::string& version, size_t count,
                             std::chrono::milliseconds timeout) {
   if (version == "v1") {
     return Watch<::v1::DRAResourceHealth, ::v1::NodeWatchResourcesRequest,
-                 ::v1::NodeWatchResourcesResponse>(endpoint_, count, timeout);
+                 ::v1::NodeWatchResourcesResponse>(endpoint_, count, timeout,
+                                                   &health_messages_);
   }
   return Watch<::v1alpha1::DRAResourceHealth,
                ::v1alpha1::NodeWatchResourcesRequest,
-               ::v1alpha1::NodeWatchResourcesResponse>(endpoint_, count,
-                                                       timeout);
+               ::v1alpha1::NodeWatchResourcesResponse>(
+      endpoint_, count, timeout, &health_messages_);
 }
 
 StatusOr<std::vector<FakeDraKubelet::HealthEntry>> FakeDraKubelet::FirstHealth(

@@ -9,6 +9,7 @@
 #ifndef TOPOLOGY_TESTS_PLUGIN_FAKE_DRA_KUBELET_H_
 #define TOPOLOGY_TESTS_PLUGIN_FAKE_DRA_KUBELET_H_
 
+#include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -100,6 +101,9 @@ class FakeDraKubelet {
   std::vector<std::vector<HealthEntry>> WatchHealth(
       const std::string& version, size_t count,
       std::chrono::milliseconds timeout);
+  // Health messages received on every stream so far (a test waits for a
+  // stream's first one to know the stream is open).
+  size_t health_messages() const { return health_messages_.load(); }
 
  private:
   std::filesystem::path registry_dir_;
@@ -110,6 +114,7 @@ class FakeDraKubelet {
   std::string chosen_;
   std::chrono::milliseconds call_timeout_ = std::chrono::seconds(45);
   std::string refusal_;
+  std::atomic<size_t> health_messages_{0};
 };
 
 }  // namespace topology::testing

@@ -21,6 +21,7 @@
 #include "status_matchers.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
+#include "wait_for.h"
 
 namespace topology::host {
 namespace {
@@ -151,7 +152,13 @@ TEST(SoakTest, PluginRestartsAdmissionsAndManagerRestarts) {
   }
   plugin->Stop();
   plugin.reset();
-  std::this_thread::sleep_for(500ms);
+  // The stopped plugin's descriptors and threads go.
+  (void)::topology::testing::WaitFor(
+      [&] {
+        return Entries("/proc/self/fd") <= fds_at_start + 16 &&
+               Entries("/proc/self/task") <= threads_at_start + 8;
+      },
+      5s);
   EXPECT_LE(Entries("/proc/self/fd"), fds_at_start + 16);
   EXPECT_LE(Entries("/proc/self/task"), threads_at_start + 8);
 #ifndef __SANITIZE_ADDRESS__
