@@ -145,8 +145,9 @@ std::vector<dra::SliceDevice> InventoryOf(
     for (const auto& [name, why] : standard.omitted) {
       LOG(WARNING) << address << ": " << name << " left out: " << why.message();
     }
-    device.attributes["vendorID"] = {std::string(vendor_hex), false};
-    device.attributes["deviceID"] = {std::string(device_hex), false};
+    // "0x10de", as sysfs writes them and topology-dra-driver publishes them.
+    device.attributes["vendorID"] = {"0x" + std::string(vendor_hex), false};
+    device.attributes["deviceID"] = {"0x" + std::string(device_hex), false};
     addresses[device.name] = address;
     devices.push_back(std::move(device));
   }

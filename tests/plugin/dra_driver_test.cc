@@ -7,6 +7,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <set>
 #include <string>
 
@@ -87,6 +88,37 @@ TEST_F(DraDriverTest, TheInventoryIsTheDevicePluginsWithTopologyAttributes) {
   }
   // The name carries the address.
   EXPECT_EQ(devices[0].name.substr(0, 4), "pci-");
+}
+
+// The guide's attribute table names every attribute the driver publishes,
+// in both NUMA forms (docs/dra-driver-guide.md, "Attributes").
+TEST_F(DraDriverTest, EveryPublishedAttributeIsInTheGuide) {
+  std::ifstream in(std::string(TOPOLOGY_SOURCE_DIR) +
+                   "/docs/dra-driver-guide.md");
+  const std::string guide((std::istreambuf_iterator<char>(in)),
+                          std::istreambuf_iterator<char>());
+  const size_t table = guide.find("### Attributes");
+  ASSERT_NE(table, std::string::npos);
+  const std::string section =
+      guide.substr(table, guide.find("\n**", table) - table);
+  for (const auto form :
+       {dra::NumaAttributeForm::kScalar, dra::NumaAttributeForm::kList}) {
+    for (const auto& device :
+         DraInventory(config_, *snapshot_, *sysfs_, form, nullptr)) {
+      for (const auto& [name, value] : device.attributes) {
+        EXPECT_NE(section.find("| `" + name + "` |"), std::string::npos)
+            << name << " is published but not in the guide's table";
+      }
+    }
+  }
+  // The IDs in one form: "0x" and lower-case hex, as the table says.
+  const auto devices = DraInventory(config_, *snapshot_, *sysfs_,
+                                    dra::NumaAttributeForm::kScalar, nullptr);
+  ASSERT_FALSE(devices.empty());
+  const auto& vendor =
+      std::get<std::string>(devices[0].attributes.at("vendorID").value);
+  EXPECT_EQ(vendor.size(), 6u);
+  EXPECT_EQ(vendor.substr(0, 2), "0x");
 }
 
 TEST_F(DraDriverTest, AFaultTaintsTheDeviceAndReportsItUnhealthyUntilQuiet) {
