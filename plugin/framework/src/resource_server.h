@@ -49,6 +49,7 @@
 #include "grpc_status.h"
 #include "list_and_watch.h"
 #include "proto_conversion.h"
+#include "text_util.h"
 
 namespace topology::plugin::internal {
 
@@ -160,14 +161,9 @@ inline bool Contains(const std::vector<std::string_view>& sorted,
   return std::binary_search(sorted.begin(), sorted.end(), id);
 }
 
-inline std::string Quoted(std::string_view id) {
-  constexpr size_t kShown = 80;
-  std::string out = "\"";
-  out += id.substr(0, kShown);
-  if (id.size() > kShown) out += "...";
-  out += "\"";
-  return out;
-}
+// Ids in messages: quoted, cut, control characters and bytes that are not
+// UTF-8 shown as \xNN (a request's id never forges a log line).
+using text::Quoted;
 
 class ResourceServer;
 

@@ -2,7 +2,7 @@
 
 #include <cstdio>
 
-namespace topology::host {
+namespace topology::text {
 namespace {
 
 // Length of the UTF-8 sequence starting at text[i], or 0 if invalid.
@@ -80,4 +80,4 @@ std::string Quoted(std::string_view text, size_t limit) {
   return out;
 }
 
-}  // namespace topology::host
+}  // namespace topology::text

@@ -1,14 +1,15 @@
-// Text checks shared by the host module's readers of outside input: UTF-8
-// validation (protobuf strings and JSON replies require it) and bounded
-// quoting, so that an error message never echoes a huge or binary input.
-#ifndef TOPOLOGY_HOST_TEXT_UTIL_H_
-#define TOPOLOGY_HOST_TEXT_UTIL_H_
+// Text checks shared by every reader of outside input (the host module, the
+// device plugin framework): UTF-8 validation (protobuf strings and JSON
+// replies require it) and bounded quoting, so that an error message never
+// echoes a huge or binary input, nor a line break that forges a log line.
+#ifndef TOPOLOGY_COMMON_TEXT_UTIL_H_
+#define TOPOLOGY_COMMON_TEXT_UTIL_H_
 
 #include <cstddef>
 #include <string>
 #include <string_view>
 
-namespace topology::host {
+namespace topology::text {
 
 // Whether `text` is well-formed UTF-8 (no overlong forms, no surrogates).
 bool IsValidUtf8(std::string_view text);
@@ -22,6 +23,13 @@ size_t InvalidUtf8Line(std::string_view text);
 // valid UTF-8 or are control characters are shown as \xNN.
 std::string Quoted(std::string_view text, size_t limit = 64);
 
+}  // namespace topology::text
+
+// The host module's vocabulary.
+namespace topology::host {
+using text::InvalidUtf8Line;
+using text::IsValidUtf8;
+using text::Quoted;
 }  // namespace topology::host
 
-#endif  // TOPOLOGY_HOST_TEXT_UTIL_H_
+#endif  // TOPOLOGY_COMMON_TEXT_UTIL_H_
