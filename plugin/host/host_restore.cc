@@ -224,7 +224,10 @@ Status HostManager::RestoreCheckpoint(Status* refusal) {
         ContainerResult container;
         container.name = listed.name;
         container.numa_nodes = listed.numa_nodes;
-        for (const auto& [resource, ids] : listed.devices) {
+        for (const auto& [name, ids] : listed.devices) {
+          // A plain reference: the warnings' lambdas capture it (a
+          // structured binding cannot be captured before C++20's clang 16).
+          const std::string& resource = name;
           std::vector<std::string> kept;
           std::set<std::string> seen;
           const auto listed_by = offered.find(resource);
