@@ -197,10 +197,10 @@ void BM_Admission(benchmark::State& state) {
     state.PauseTiming();
     const auto released_from = std::chrono::steady_clock::now();
     (void)node.host().Release(pod.uid);
-    release_micros.push_back(std::chrono::duration<double, std::micro>(
-                                 std::chrono::steady_clock::now() -
-                                 released_from)
-                                 .count());
+    release_micros.push_back(
+        std::chrono::duration<double, std::micro>(
+            std::chrono::steady_clock::now() - released_from)
+            .count());
     state.ResumeTiming();
   }
   state.counters["pods_held"] = static_cast<double>(state.range(0));

@@ -24,8 +24,8 @@ TEST(ParseBoundedTest, NestingUpToTheLimitParsesDeeperIsRefused) {
 }
 
 TEST(ParseBoundedTest, BracketsInStringsAreNotNesting) {
-  const std::string deep_text = "{\"a\": \"" + std::string(100, '[') +
-                                "\\\"" + std::string(100, '{') + "\"}";
+  const std::string deep_text = "{\"a\": \"" + std::string(100, '[') + "\\\"" +
+                                std::string(100, '{') + "\"}";
   const nlohmann::json doc = ParseBounded(deep_text, 2);
   ASSERT_FALSE(doc.is_discarded());
   EXPECT_EQ(doc["a"].get<std::string>().size(), 201u);
