@@ -231,11 +231,7 @@ Status HostManager::Start() {
 }
 
 HostManager::ConnectionCounters HostManager::ControlConnections() const {
-  if (!server_) return {};
-  const HostServer::ConnectionCounters counters = server_->ControlConnections();
-  return {.evicted = counters.evicted,
-          .refused = counters.refused,
-          .starved = counters.starved};
+  return server_ ? server_->ControlConnections() : ConnectionCounters{};
 }
 
 void HostManager::Stop() {

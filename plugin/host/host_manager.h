@@ -47,6 +47,7 @@
 #include "topology/thread_annotations.h"
 #include "topology/topology.h"
 
+#include "host_server.h"
 #include "host_views.h"
 #include "plugin_registry.h"
 #include "pod_result.h"
@@ -54,7 +55,6 @@
 namespace topology::host {
 
 class CheckpointStore;
-class HostServer;
 struct CheckpointMemory;
 
 inline constexpr char kCheckpointFile[] = "topology_manager_checkpoint";
@@ -138,11 +138,7 @@ class HostManager {
   // idle ones closed for the cap, new ones refused because every one had a
   // call in flight, accept() failures for want of descriptors. Zero without
   // a control socket; not while Start or Stop runs.
-  struct ConnectionCounters {
-    uint64_t evicted = 0;
-    uint64_t refused = 0;
-    uint64_t starved = 0;
-  };
+  using ConnectionCounters = HostServer::ConnectionCounters;
   ConnectionCounters ControlConnections() const;
   // The NodeResourceTopology object (topology.node.k8s.io/v1alpha2).
   nlohmann::json NodeResourceTopology() const {
