@@ -140,27 +140,9 @@ ProviderHints CpuManager::GetTopologyHints(const Pod& pod,
 
 ProviderHints CpuManager::GetPodTopologyHints(const Pod& pod) {
   MutexLock lock(mutex_);
-  // Sums saturate: a hostile manifest cannot overflow them.
-  const auto add = [](int64_t a, int64_t b) {
-    int64_t sum = 0;
-    return __builtin_add_overflow(a, b, &sum) ? INT64_MAX : sum;
-  };
-  int64_t init_peak = 0;
-  int64_t sidecars = 0;
-  for (const Container& c : pod.init_containers) {
-    const int64_t cpus = GuaranteedCpus(pod, c);
-    if (c.restartable) {
-      sidecars = add(sidecars, cpus);
-      init_peak = std::max(init_peak, sidecars);
-    } else {
-      init_peak = std::max(init_peak, add(cpus, sidecars));
-    }
-  }
-  int64_t apps = sidecars;
-  for (const Container& c : pod.containers) {
-    apps = add(apps, GuaranteedCpus(pod, c));
-  }
-  return HintsFor(pod, kPodKey, std::max(apps, init_peak));
+  return HintsFor(pod, kPodKey, EffectiveRequest(pod, [&](const Container& c) {
+                    return GuaranteedCpus(pod, c);
+                  }));
 }
 
 CpuSet CpuManager::TakeByTopology(const CpuSet& from, int count) const {

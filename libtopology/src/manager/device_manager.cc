@@ -252,28 +252,10 @@ ProviderHints DeviceManager::GetTopologyHints(const Pod& pod,
 }
 
 int64_t DeviceManager::PodRequest(const Pod& pod, const std::string& resource) {
-  const auto limit = [&](const Container& c) -> int64_t {
+  return EffectiveRequest(pod, [&](const Container& c) -> int64_t {
     const auto it = c.limits.find(resource);
-    return it == c.limits.end() ? 0 : std::max<int64_t>(it->second, 0);
-  };
-  // Sums saturate: a hostile manifest cannot overflow them.
-  const auto add = [](int64_t a, int64_t b) {
-    int64_t sum = 0;
-    return __builtin_add_overflow(a, b, &sum) ? INT64_MAX : sum;
-  };
-  int64_t sidecars = 0;
-  int64_t init_peak = 0;
-  for (const Container& c : pod.init_containers) {
-    if (c.restartable) {
-      sidecars = add(sidecars, limit(c));
-      init_peak = std::max(init_peak, sidecars);
-    } else {
-      init_peak = std::max(init_peak, add(limit(c), sidecars));
-    }
-  }
-  int64_t apps = sidecars;
-  for (const Container& c : pod.containers) apps = add(apps, limit(c));
-  return std::max(apps, init_peak);
+    return it == c.limits.end() ? 0 : it->second;
+  });
 }
 
 ProviderHints DeviceManager::GetPodTopologyHints(const Pod& pod) {

@@ -48,33 +48,20 @@ std::map<std::string, uint64_t> ContainerRequestedMemory(
 }
 
 std::map<std::string, uint64_t> PodRequestedMemory(const Pod& pod) {
-  std::map<std::string, uint64_t> init_peak;
-  std::map<std::string, uint64_t> restartable;
-  for (const Container& c : pod.init_containers) {
-    for (const auto& [type, size] : ContainerRequestedMemory(c)) {
-      init_peak.try_emplace(type, 0);
-      if (c.restartable) {
-        restartable[type] = SaturatingAdd(restartable[type], size);
-      } else if (SaturatingAdd(restartable[type], size) > init_peak[type]) {
-        init_peak[type] = SaturatingAdd(restartable[type], size);
-      }
-    }
-  }
-  std::map<std::string, uint64_t> apps;
-  for (const Container& c : pod.containers) {
-    for (const auto& [type, size] : ContainerRequestedMemory(c)) {
-      apps[type] = SaturatingAdd(apps[type], size);
-    }
-  }
   // Only types the app containers ask for, as upstream.
   std::map<std::string, uint64_t> out;
-  for (const auto& [type, size] : apps) {
-    const auto r = restartable.find(type);
-    const auto i = init_peak.find(type);
-    uint64_t total =
-        SaturatingAdd(size, r == restartable.end() ? 0 : r->second);
-    if (i != init_peak.end()) total = std::max(total, i->second);
-    out[type] = total;
+  for (const Container& c : pod.containers) {
+    for (const auto& [type, size] : ContainerRequestedMemory(c)) {
+      out.try_emplace(type, 0);
+    }
+  }
+  for (auto& entry : out) {
+    const std::string& type = entry.first;
+    entry.second = static_cast<uint64_t>(
+        EffectiveRequest(pod, [&](const Container& c) -> int64_t {
+          const auto it = c.limits.find(type);
+          return it == c.limits.end() ? 0 : it->second;
+        }));
   }
   return out;
 }
