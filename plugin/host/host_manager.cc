@@ -180,7 +180,7 @@ HostManager::HostManager(HostConfig config, Topology topology,
 
 HostManager::~HostManager() { Stop(); }
 
-Status HostManager::Start() {
+Status HostManager::Restore() {
   std::error_code error;
   std::filesystem::create_directories(config_.plugin_dir, error);
   if (error || !std::filesystem::is_directory(config_.plugin_dir)) {
@@ -212,22 +212,23 @@ Status HostManager::Start() {
     LOG(WARNING) << restored.message();
   }
   if (!refusal.ok()) return refusal;
-  auto server = HostServer::Start({.plugin_dir = config_.plugin_dir,
-                                   .control_socket = config_.control_socket,
-                                   .control_group = config_.control_group},
-                                  registry_.get(), this);
-  if (!server.ok()) {
-    Stop();
-    return server.status();
-  }
-  server_ = std::move(*server);
+  return OkStatus();
+}
+
+HostServer::Options HostManager::ServerOptions() const {
+  return {.plugin_dir = config_.plugin_dir,
+          .control_socket = config_.control_socket,
+          .control_group = config_.control_group};
+}
+
+void HostManager::Serve(std::unique_ptr<HostServer> server) {
+  server_ = std::move(server);
   registry_->StartCollector();
   LOG(INFO) << "serving "
             << (config_.plugin_dir / kubelet::kKubeletSocket).string()
             << " (policy " << config_.topology.policy << ", scope "
             << config_.topology.scope << ", CPU policy " << config_.cpu_policy
             << ")";
-  return OkStatus();
 }
 
 HostManager::ConnectionCounters HostManager::ControlConnections() const {

@@ -106,12 +106,28 @@ class HostManager {
                                                        Topology topology);
   ~HostManager();
 
-  // Creates the directory (0750), removes stale sockets (only sockets),
-  // restores the checkpoint, serves kubelet.sock and the control socket.
+  // Start, in two steps with the server built between them (serve_main.cc):
+  //
+  //   host->Restore();
+  //   auto server = HostServer::Start(host->ServerOptions(),
+  //                                   host->registry(), host.get());
+  //   host->Serve(std::move(*server));
+  //
+  // Restore creates the directory (0750), removes stale sockets (only
+  // sockets) and our own temporary files, and restores the checkpoint.
   // Refuses (FAILED_PRECONDITION) where the kubelet's memory manager refuses
   // to start: the checkpoint's memory policy or machine is not this one, or
   // a pinned assignment no longer fits.
-  Status Start();
+  Status Restore();
+  // Where HostServer serves: the plugin directory, control socket and group
+  // of the configuration.
+  HostServer::Options ServerOptions() const;
+  // The registry HostServer serves kubelet.sock for; owned by the manager.
+  PluginRegistry* registry() { return registry_.get(); }
+  // Keeps `server` (serving for this manager, after Restore) until Stop,
+  // which stops it in order: plugins first, then the server, then the
+  // registry. Starts removing plugins gone past their grace period.
+  void Serve(std::unique_ptr<HostServer> server);
   void Stop();
 
   // Admits one pod; an already admitted pod (same uid) gets its result
@@ -134,10 +150,10 @@ class HostManager {
   HostSnapshot Snapshot() const;
   nlohmann::json StatusJson() const { return host::StatusJson(Snapshot()); }
 
-  // The control socket's connections since Start (UnixAcceptor's counters):
+  // The control socket's connections since Serve (UnixAcceptor's counters):
   // idle ones closed for the cap, new ones refused because every one had a
   // call in flight, accept() failures for want of descriptors. Zero without
-  // a control socket; not while Start or Stop runs.
+  // a control socket; not while Serve or Stop runs.
   using ConnectionCounters = HostServer::ConnectionCounters;
   ConnectionCounters ControlConnections() const;
   // The NodeResourceTopology object (topology.node.k8s.io/v1alpha2).

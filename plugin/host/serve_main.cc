@@ -18,6 +18,7 @@
 #include "topology/plugin/logging.h"
 
 #include "host_manager.h"
+#include "host_server.h"
 #include "manager_cli.h"
 #include "memory_flags.h"
 #include "pod_manifest.h"
@@ -145,10 +146,18 @@ int RunServe(const topology::host::ServeFlags& flags, char** argv) {
     std::cerr << "topology-manager serve: " << host.status().message() << "\n";
     return topology::host::kExitUsage;
   }
-  if (auto started = (*host)->Start(); !started.ok()) {
-    LOG(ERROR) << "cannot start: " << started.message();
+  // Admission state first, then the sockets that expose it.
+  if (auto restored = (*host)->Restore(); !restored.ok()) {
+    LOG(ERROR) << "cannot start: " << restored.message();
     return 1;
   }
+  auto server = topology::host::HostServer::Start(
+      (*host)->ServerOptions(), (*host)->registry(), host->get());
+  if (!server.ok()) {
+    LOG(ERROR) << "cannot start: " << server.status().message();
+    return 1;
+  }
+  (*host)->Serve(std::move(*server));
   const int signal = topology::plugin::WaitForShutdownSignal();
   LOG(INFO) << "received signal " << signal << "; shutting down";
   topology::plugin::ExitIfStillRunningAfter(std::chrono::milliseconds(4500), 0);

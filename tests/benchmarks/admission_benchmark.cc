@@ -43,6 +43,7 @@
 #include "checkpoint_store.h"
 #include "context_switches.h"
 #include "host_manager.h"
+#include "host_start.h"
 #include "reference_plugin.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
@@ -82,7 +83,7 @@ class Node {
     config.cpu_policy = manager::kCpuPolicyStatic;
     config.reserved_cpus = *CpuSet::ParseList("0");
     auto host = host::HostManager::Create(config, *topology);
-    if (!host.ok() || !(*host)->Start().ok()) std::abort();
+    if (!host.ok() || !testing::StartHost(**host).ok()) std::abort();
     host_ = std::move(*host);
 
     device_plugin::PluginOptions options;
@@ -476,7 +477,7 @@ void BM_Restore10000Pods(benchmark::State& state) {
     config.plugin_dir = work.path() / "plugins";
     config.control_socket.clear();
     auto host = host::HostManager::Create(config, *topology);
-    if (!host.ok() || !(*host)->Start().ok()) std::abort();
+    if (!host.ok() || !testing::StartHost(**host).ok()) std::abort();
     (*host)->Stop();
     std::ifstream in(config.plugin_dir / host::kCheckpointFile);
     const std::string text((std::istreambuf_iterator<char>(in)),
@@ -508,7 +509,7 @@ void BM_Restore10000Pods(benchmark::State& state) {
         << journal;
     state.ResumeTiming();
     auto host = host::HostManager::Create(config, *topology);
-    if (!host.ok() || !(*host)->Start().ok()) std::abort();
+    if (!host.ok() || !testing::StartHost(**host).ok()) std::abort();
     state.PauseTiming();
     if ((*host)->StatusJson()["pods"].size() != 10000) {
       state.SkipWithError("not every pod restored");

@@ -5,8 +5,9 @@
 #include <cstdint>
 #include <string>
 
-#include "gtest/gtest.h"
 #include "topology/manager/pod.h"
+
+#include "gtest/gtest.h"
 
 namespace topology::manager {
 namespace {

@@ -26,6 +26,7 @@
 #include "checkpoint_store.h"
 #include "fake_plugin.h"
 #include "host_manager.h"
+#include "host_start.h"
 #include "pod_manifest.h"
 #include "socket_util.h"
 #include "status_matchers.h"
@@ -102,7 +103,7 @@ class HostTest : public ::testing::Test {
     auto host = HostManager::Create(std::move(config), topology_);
     ASSERT_THAT(host.status(), IsOk());
     host_ = std::move(*host);
-    ASSERT_THAT(host_->Start(), IsOk());
+    ASSERT_THAT(testing::StartHost(*host_), IsOk());
   }
   void StartHost() { StartHost(Config()); }
 
@@ -877,8 +878,9 @@ TEST_F(HostTest, K45_DirectoryThatCannotBeCreated) {
   config.plugin_dir = dir_.path() / "file" / "device-plugins";
   auto host = HostManager::Create(config, topology_);
   ASSERT_THAT(host.status(), IsOk());
-  EXPECT_THAT((*host)->Start(), StatusIs(StatusCode::kFailedPrecondition,
-                                         HasSubstr("cannot create")));
+  EXPECT_THAT(
+      testing::StartHost(**host),
+      StatusIs(StatusCode::kFailedPrecondition, HasSubstr("cannot create")));
 }
 
 TEST_F(HostTest, K47_GarbageResponsesAreErrors) {

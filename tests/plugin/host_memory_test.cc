@@ -13,6 +13,7 @@
 
 #include "checkpoint.h"
 #include "host_manager.h"
+#include "host_start.h"
 #include "memory_flags.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
@@ -93,7 +94,7 @@ class HostMemoryTest : public ::testing::Test {
     auto host = HostManager::Create(std::move(config), std::move(topology));
     ASSERT_THAT(host.status(), IsOk());
     host_ = std::move(*host);
-    ASSERT_THAT(host_->Start(), IsOk());
+    ASSERT_THAT(testing::StartHost(*host_), IsOk());
   }
 
   // A kill: the host goes without its clean stop's compaction; the
@@ -331,7 +332,7 @@ TEST_F(HostMemoryTest, RestartRefusedWhenTheMachineOrPolicyChanged) {
     auto host =
         HostManager::Create(Config(manager::kPolicyRestricted), drifted("a"));
     ASSERT_THAT(host.status(), IsOk());
-    EXPECT_THAT((*host)->Start(),
+    EXPECT_THAT(testing::StartHost(**host),
                 StatusIs(StatusCode::kFailedPrecondition,
                          HasSubstr("[memorymanager] the expected machine state "
                                    "is different from the real one: node 0 "
@@ -353,7 +354,7 @@ TEST_F(HostMemoryTest, RestartRefusedWhenTheMachineOrPolicyChanged) {
     config.memory = {};
     auto host = HostManager::Create(config, drifted("c"));
     ASSERT_THAT(host.status(), IsOk());
-    EXPECT_THAT((*host)->Start(),
+    EXPECT_THAT(testing::StartHost(**host),
                 StatusIs(StatusCode::kFailedPrecondition,
                          HasSubstr("configured policy \"None\" differs from "
                                    "state checkpoint policy \"Static\"")));

@@ -17,6 +17,7 @@
 
 #include "fake_plugin.h"
 #include "host_manager.h"
+#include "host_start.h"
 #include "seeded_random.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
@@ -69,7 +70,7 @@ TEST(SoakTest, PluginRestartsAdmissionsAndManagerRestarts) {
   auto start_host = [&] {
     auto host = HostManager::Create(config, *topology);
     EXPECT_THAT(host.status(), IsOk());
-    EXPECT_THAT((*host)->Start(), IsOk());
+    EXPECT_THAT(testing::StartHost(**host), IsOk());
     return std::move(*host);
   };
   std::unique_ptr<HostManager> host = start_host();
