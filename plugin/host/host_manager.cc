@@ -18,7 +18,7 @@
 #include "checkpoint.h"
 #include "checkpoint_store.h"
 #include "deviceplugin/v1beta1/api.pb.h"
-#include "deviceplugin/v1beta1/kubelet_api.h"
+#include "kubelet_names.h"
 #include "host_server.h"
 #include "host_services.h"
 #include "plugin_endpoint.h"

@@ -7,7 +7,7 @@
 
 #include "topology/plugin/unix_socket.h"
 
-#include "deviceplugin/v1beta1/kubelet_api.h"
+#include "kubelet_names.h"
 #include "host_services.h"
 
 namespace topology::host {

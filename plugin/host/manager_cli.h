@@ -12,7 +12,7 @@
 
 #include <string>
 
-#include "deviceplugin/v1beta1/kubelet_api.h"
+#include "kubelet_names.h"
 #include "memory_flags.h"
 
 namespace topology::host {

@@ -5,7 +5,7 @@
 
 #include <glog/logging.h>
 
-#include "deviceplugin/v1beta1/kubelet_api.h"
+#include "kubelet_names.h"
 #include "plugin_endpoint.h"
 #include "text_util.h"
 

@@ -344,7 +344,7 @@ std::string HealthMessage(std::string_view message) {
 StatusOr<std::unique_ptr<DriverRunner>> DriverRunner::Create(
     DriverOptions options, ClaimSource* source, DriverHandler* handler) {
   if (Status valid = ValidateDriverName(options.driver_name);
-      !valid.ok() || !kubelet::IsDnsSubdomain(options.driver_name)) {
+      !valid.ok() || !k8s::IsDns1123Subdomain(options.driver_name)) {
     return InvalidArgumentError(
         "driver name \"" + options.driver_name.substr(0, 80) +
         "\" is not one the API server accepts (a lower-case DNS subdomain of "

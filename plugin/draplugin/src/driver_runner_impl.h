@@ -38,7 +38,7 @@
 
 #include "checksum.h"
 #include "claim_checkpoint.h"
-#include "deviceplugin/v1beta1/kubelet_api.h"
+#include "k8s_names.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "dra/v1beta1/api.grpc.pb.h"
 #include "pluginregistration/v1/api.grpc.pb.h"

@@ -19,7 +19,7 @@
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <nlohmann/json.hpp>
 
-#include "deviceplugin/v1beta1/kubelet_api.h"
+#include "k8s_names.h"
 #include "json_fields.h"
 #include "safe_file.h"
 
@@ -526,7 +526,7 @@ StatusOr<Claim> ParseResourceClaim(std::string_view text, const ClaimRef& ref,
 StatusOr<Claim> ApiClaimSource::Get(const ClaimRef& ref,
                                     const std::string& driver) {
   // Names go into the path: only what the API allows.
-  if (!kubelet::IsDnsSubdomain(ref.ns) || !kubelet::IsDnsSubdomain(ref.name)) {
+  if (!k8s::IsDns1123Label(ref.ns) || !k8s::IsDns1123Subdomain(ref.name)) {
     return InvalidArgumentError("\"" + ref.ns + "/" + ref.name +
                                 "\" is not a namespace and claim name");
   }

@@ -4,7 +4,7 @@
 
 #include "topology/plugin/types.h"
 
-#include "deviceplugin/v1beta1/kubelet_api.h"
+#include "kubelet_names.h"
 
 namespace topology::plugin {
 

@@ -1,9 +1,10 @@
-// The kubelet's vocabulary of the device plugin API v1beta1, beside its
-// proto: the version, the socket and directory names, and the kubelet's
-// rules for resource names and plugin endpoints. Both sides use it: the
-// device plugin framework and the host module (the kubelet's side).
-#ifndef TOPOLOGY_KUBELET_API_H_
-#define TOPOLOGY_KUBELET_API_H_
+// The kubelet's vocabulary of the device plugin API v1beta1: the version,
+// the socket and directory names, and the kubelet's rules for resource
+// names and plugin endpoints, written once for both sides (the device
+// plugin framework, the host module) and the DRA framework, on the API
+// machinery's name rules (k8s_names.h). No protobuf.
+#ifndef TOPOLOGY_COMMON_KUBELET_NAMES_H_
+#define TOPOLOGY_COMMON_KUBELET_NAMES_H_
 
 #include <string_view>
 
@@ -17,11 +18,6 @@ inline constexpr char kKubeletSocket[] = "kubelet.sock";
 inline constexpr char kDevicePluginPath[] = "/var/lib/kubelet/device-plugins/";
 // The kubelet's own checkpoint in that directory.
 inline constexpr char kKubeletCheckpoint[] = "kubelet_internal_checkpoint";
-
-// RFC 1123 subdomain: dot-separated labels of [a-z0-9-], each starting and
-// ending alphanumeric, at most 253 characters in all (a DRA driver's name,
-// an extended resource's domain).
-bool IsDnsSubdomain(std::string_view text);
 
 // OK when `name` is a valid extended resource name by the kubelet's
 // IsExtendedResourceName: "<dns-1123 subdomain>/<name part>", no
@@ -42,4 +38,4 @@ bool IsExtendedResourceName(std::string_view name);
 
 }  // namespace topology::kubelet
 
-#endif  // TOPOLOGY_KUBELET_API_H_
+#endif  // TOPOLOGY_COMMON_KUBELET_NAMES_H_

@@ -1,26 +1,11 @@
-#include "deviceplugin/v1beta1/kubelet_api.h"
+#include "kubelet_names.h"
 
 #include <string>
 
+#include "k8s_names.h"
+
 namespace topology::kubelet {
 namespace {
-
-bool IsLowerAlnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9');
-}
-
-bool IsAlnum(char c) { return IsLowerAlnum(c) || (c >= 'A' && c <= 'Z'); }
-
-// The name part of a qualified name: 1-63 characters, alphanumeric at both
-// ends, [-_.A-Za-z0-9] inside.
-bool IsQualifiedNamePart(std::string_view text) {
-  if (text.empty() || text.size() > 63) return false;
-  if (!IsAlnum(text.front()) || !IsAlnum(text.back())) return false;
-  for (char c : text) {
-    if (!IsAlnum(c) && c != '-' && c != '_' && c != '.') return false;
-  }
-  return true;
-}
 
 Status Invalid(std::string_view name, std::string_view why) {
   return InvalidArgumentError("the ResourceName \"" + std::string(name) +
@@ -28,25 +13,6 @@ Status Invalid(std::string_view name, std::string_view why) {
 }
 
 }  // namespace
-
-bool IsDnsSubdomain(std::string_view text) {
-  if (text.empty() || text.size() > 253) return false;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t end = text.find('.', start);
-    if (end == std::string_view::npos) end = text.size();
-    std::string_view label = text.substr(start, end - start);
-    if (label.empty() || !IsLowerAlnum(label.front()) ||
-        !IsLowerAlnum(label.back())) {
-      return false;
-    }
-    for (char c : label) {
-      if (!IsLowerAlnum(c) && c != '-') return false;
-    }
-    start = end + 1;
-  }
-  return true;
-}
 
 Status ValidateResourceName(std::string_view name) {
   if (name.find('/') == std::string_view::npos) {
@@ -66,12 +32,13 @@ Status ValidateResourceName(std::string_view name) {
   if (qualified.find('/', slash + 1) != std::string::npos) {
     return Invalid(name, "it must contain exactly one '/'");
   }
-  if (!IsDnsSubdomain(std::string_view{qualified}.substr(0, slash))) {
+  if (!k8s::IsDns1123Subdomain(std::string_view{qualified}.substr(0, slash))) {
     return Invalid(name,
                    "the prefix must be a lower-case DNS subdomain of at most "
                    "244 characters");
   }
-  if (!IsQualifiedNamePart(std::string_view{qualified}.substr(slash + 1))) {
+  if (!k8s::IsQualifiedNamePart(
+          std::string_view{qualified}.substr(slash + 1))) {
     return Invalid(name,
                    "the name must be 1-63 characters of [A-Za-z0-9-_.], "
                    "starting and ending alphanumeric");
