@@ -14,6 +14,7 @@
 
 #include "topology/numa_node.h"
 #include "topology/plugin/go_flags.h"
+#include "topology/plugin/guarded.h"
 #include "topology/text_file.h"
 
 #include "control_client.h"
@@ -496,14 +497,8 @@ int RunManagerCli(int argc, char** argv, ServeCommand serve_command) {
 }
 
 int RunGuarded(int argc, char** argv, ServeCommand serve) {
-  try {
-    return RunManagerCli(argc, argv, serve);
-  } catch (const std::exception& e) {
-    std::cerr << "topology-manager: " << e.what() << "\n";
-  } catch (...) {
-    std::cerr << "topology-manager: unknown exception\n";
-  }
-  return 1;
+  return plugin::RunGuarded("topology-manager",
+                            [&] { return RunManagerCli(argc, argv, serve); });
 }
 
 }  // namespace topology::host

@@ -13,6 +13,7 @@
 #include <CLI/CLI.hpp>
 
 #include "topology/plugin/go_flags.h"
+#include "topology/plugin/guarded.h"
 
 namespace topology::device_plugin {
 
@@ -33,19 +34,9 @@ inline std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv,
   return std::nullopt;
 }
 
-// Runs `run`; anything thrown past it (out of memory, a library's
-// exception) ends the program with one line naming it and exit 1.
-template <typename Run>
-int RunGuarded(const char* program, Run run) {
-  try {
-    return run();
-  } catch (const std::exception& e) {
-    std::cerr << program << ": " << e.what() << "\n";
-  } catch (...) {
-    std::cerr << program << ": unknown exception\n";
-  }
-  return 1;
-}
+// The project's one program guard (topology/plugin/guarded.h): anything
+// thrown past `run` ends the program with one line naming it and exit 1.
+using plugin::RunGuarded;
 
 }  // namespace topology::device_plugin
 

@@ -33,14 +33,15 @@
 
 #include "topology/draplugin/driver.h"
 #include "topology/draplugin/slice_validation.h"
+#include "topology/plugin/guarded.h"
 #include "topology/plugin/unix_socket.h"
 #include "topology/thread_annotations.h"
 
 #include "checksum.h"
 #include "claim_checkpoint.h"
-#include "k8s_names.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "dra/v1beta1/api.grpc.pb.h"
+#include "k8s_names.h"
 #include "pluginregistration/v1/api.grpc.pb.h"
 #include "safe_file.h"
 
@@ -107,14 +108,8 @@ inline std::string Describe(const ClaimRef& ref) {
 // Calls the driver's (or the claim source's) code: what it throws becomes
 // an INTERNAL error of that claim, never the end of the process.
 template <typename Call>
-auto Guarded(Call call) -> decltype(call()) {
-  try {
-    return call();
-  } catch (const std::exception& e) {
-    return InternalError(std::string("the driver threw: ") + e.what());
-  } catch (...) {
-    return InternalError("the driver threw");
-  }
+auto Guarded(Call&& call) -> decltype(call()) {
+  return plugin::CallGuarded("the driver", std::forward<Call>(call));
 }
 
 // What one claim of a call came to.

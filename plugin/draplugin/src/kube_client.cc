@@ -19,8 +19,8 @@
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <nlohmann/json.hpp>
 
-#include "k8s_names.h"
 #include "json_fields.h"
+#include "k8s_names.h"
 #include "safe_file.h"
 
 namespace topology::draplugin {

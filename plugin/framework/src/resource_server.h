@@ -38,6 +38,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "topology/plugin/guarded.h"
 #include "topology/plugin/plugin_runner.h"
 #include "topology/plugin/resource_name.h"
 #include "topology/plugin/unix_socket.h"
@@ -98,20 +99,13 @@ using plugin::UnixAcceptor;
 constexpr size_t kMaxConnections = 64;
 
 // Runs a vendor's handler: an exception it throws becomes an INTERNAL
-// status naming the resource and the call (gRPC would otherwise answer the
-// kubelet with a bare "Unexpected error in RPC handling" and log nothing).
+// status naming the resource and the call ("<resource>: the Allocate
+// handler threw: ..."), through the project's one guard.
 template <typename Call>
 auto CallHandler(const std::string& resource, const char* rpc, Call&& call)
     -> decltype(call()) {
-  try {
-    return call();
-  } catch (const std::exception& e) {
-    return InternalError(resource + ": the " + rpc +
-                         " handler threw: " + e.what());
-  } catch (...) {
-    return InternalError(resource + ": the " + rpc +
-                         " handler threw a non-standard exception");
-  }
+  return plugin::CallGuarded(resource + ": the " + rpc + " handler",
+                             std::forward<Call>(call));
 }
 
 // "a, b, c" for logs, at most a handful of ids.
