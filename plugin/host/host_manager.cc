@@ -12,15 +12,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "topology/cost_graph.h"
 #include "topology/plugin/unix_socket.h"
 
 #include "checkpoint.h"
 #include "checkpoint_store.h"
+#include "cost_selector.h"
 #include "deviceplugin/v1beta1/api.pb.h"
-#include "kubelet_names.h"
 #include "host_server.h"
 #include "host_services.h"
+#include "kubelet_names.h"
 #include "plugin_endpoint.h"
 #include "text_util.h"
 
@@ -117,37 +117,8 @@ StatusOr<std::unique_ptr<HostManager>> HostManager::Create(HostConfig config,
       host->numa_.node_ids(), host->topology_manager_.get());
   if (host->config_.cost_based_selection) {
     host->cost_model_ = std::make_unique<CostModel>(host->topology_);
-    const CostModel* model = host->cost_model_.get();
     host->device_manager_->SetJointSelector(
-        [model](const std::map<std::string, manager::DeviceManager::JointPool>&
-                    pools)
-            -> StatusOr<std::map<std::string, std::vector<std::string>>> {
-          GraphRequest request;
-          for (const auto& [resource, pool] : pools) {
-            ResourceRequest r;
-            r.name = resource;
-            r.count = pool.count;
-            for (const std::string& id : pool.candidates) {
-              auto address = PciAddress::Parse(id);
-              if (!address.ok() ||
-                  model->topology().FindDevice(*address) == nullptr) {
-                return InvalidArgumentError(id + " is not a PCI device here");
-              }
-              r.pool.push_back(GraphInstance{.device = *address});
-            }
-            request.resources.push_back(std::move(r));
-          }
-          auto selection = CostGraphSelector(*model).Select(request);
-          if (!selection.ok()) return selection.status();
-          std::map<std::string, std::vector<std::string>> out;
-          for (const auto& [resource, instances] : selection->selection) {
-            for (const GraphInstance& instance : instances) {
-              out[resource].push_back(instance.device->ToString());
-            }
-          }
-          VLOG(1) << "cost-based selection: " << selection->explanation;
-          return out;
-        });
+        CostBasedSelector(host->cost_model_.get()));
   }
   // The kubelet's order (container_manager_linux.go): device manager, CPU
   // manager, memory manager; Allocate runs in the same order.
