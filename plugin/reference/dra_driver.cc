@@ -11,6 +11,7 @@
 
 #include "topology/draplugin/claim_cdi.h"
 
+#include "k8s_names.h"
 #include "selectors.h"
 
 namespace topology::device_plugin {
@@ -195,6 +196,43 @@ void TaintUnhealthy(const std::string& driver,
     if (names.contains(device.name)) {
       device.taints.push_back(UnhealthyTaint(driver));
     }
+  }
+}
+
+std::map<PciAddress, std::vector<std::string>> HeldThroughDevicePlugins(
+    const std::vector<kubelet::PodDevices>& entries) {
+  std::map<PciAddress, std::vector<std::string>> held;
+  for (const kubelet::PodDevices& entry : entries) {
+    for (const std::string& id : entry.device_ids) {
+      auto address = PciAddress::Parse(id);
+      if (!address.ok()) continue;
+      std::vector<std::string>& pods = held[*address];
+      const auto at = std::lower_bound(pods.begin(), pods.end(), entry.pod_uid);
+      if (at == pods.end() || *at != entry.pod_uid) {
+        pods.insert(at, entry.pod_uid);
+      }
+    }
+  }
+  return held;
+}
+
+draplugin::DeviceTaint HeldTaint(const std::string& driver,
+                                 const std::string& pod_uid) {
+  return {.key = driver + "/device-plugin-allocated",
+          .value = k8s::IsLabelValue(pod_uid) ? pod_uid : std::string(),
+          .effect = "NoSchedule"};
+}
+
+void TaintHeld(const std::string& driver,
+               const std::map<PciAddress, std::vector<std::string>>& held,
+               std::vector<draplugin::SliceDevice>* devices) {
+  if (held.empty()) return;
+  for (draplugin::SliceDevice& device : *devices) {
+    const std::optional<PciAddress> address = AddressOfDraDevice(device.name);
+    if (!address) continue;
+    const auto it = held.find(*address);
+    if (it == held.end() || it->second.empty()) continue;
+    device.taints.push_back(HeldTaint(driver, it->second.front()));
   }
 }
 

@@ -23,6 +23,7 @@
 #include "topology/sysfs_reader.h"
 
 #include "config.h"
+#include "kubelet_checkpoint.h"
 #include "reference_plugin.h"
 
 namespace topology::device_plugin {
@@ -85,6 +86,29 @@ draplugin::DeviceTaint UnhealthyTaint(const std::string& driver);
 void TaintUnhealthy(const std::string& driver,
                     const std::map<PciAddress, std::string>& unhealthy,
                     std::vector<draplugin::SliceDevice>* devices);
+
+// The devices running pods hold through a device plugin, from the kubelet
+// device manager's checkpoint (kubelet_checkpoint.h): each PCI function
+// named by a device id (topology-device-plugin's ids are PCI addresses;
+// any plugin's id that is one counts, whatever its resource), with the UIDs
+// of the pods holding it, sorted. Ids that are not PCI addresses (a GPU
+// UUID) are not matched.
+std::map<PciAddress, std::vector<std::string>> HeldThroughDevicePlugins(
+    const std::vector<kubelet::PodDevices>& entries);
+
+// The taint a device held through a device plugin carries in its slice:
+// "<driver>/device-plugin-allocated", its value the UID of the (first)
+// pod holding it, effect NoSchedule: no new claim gets it while the pod
+// runs; the taint goes at the first resync after the kubelet's checkpoint
+// no longer names the device. A UID that is not a label value (the
+// checkpoint is another program's file) leaves the value empty.
+draplugin::DeviceTaint HeldTaint(const std::string& driver,
+                                 const std::string& pod_uid);
+
+// Adds HeldTaint to every device of `devices` in `held`.
+void TaintHeld(const std::string& driver,
+               const std::map<PciAddress, std::vector<std::string>>& held,
+               std::vector<draplugin::SliceDevice>* devices);
 
 // The health streams' complete list: every device DraInventory publishes
 // from `snapshot`, Healthy or Unhealthy with the reason.

@@ -8,10 +8,12 @@
 #include <exception>
 #include <filesystem>
 #include <iostream>
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <glog/logging.h>
 #include <malloc.h>
@@ -34,6 +36,8 @@
 
 #include "config.h"
 #include "dra_driver.h"
+#include "kubelet_checkpoint.h"
+#include "kubelet_names.h"
 #include "program.h"
 #include "reference_plugin.h"
 #include "safe_file.h"
@@ -82,7 +86,8 @@ int Run(int argc, char** argv) {
   std::string config_file;
   std::string host_root = "/";
   std::string kubeconfig;
-  std::string registry_dir = dra::kDefaultRegistryDir;
+  std::string kubelet_root = "/var/lib/kubelet";
+  std::string registry_dir;
   std::string plugin_dir;
   std::string cdi_dir = "/var/run/cdi";
   std::string state_dir;
@@ -106,11 +111,16 @@ int Run(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--kubeconfig", kubeconfig,
                  "kubeconfig file (default: in-cluster credentials)");
-  app.add_option("--registry-dir", registry_dir,
-                 "The kubelet's plugin registration directory")
+  app.add_option("--kubelet-root", kubelet_root,
+                 "The kubelet's --root-dir: the registration and plugin "
+                 "directories default below it, and the device manager's "
+                 "checkpoint is read from its device-plugins/")
       ->capture_default_str();
+  app.add_option("--registry-dir", registry_dir,
+                 "The kubelet's plugin registration directory (default: "
+                 "<kubelet root>/plugins_registry)");
   app.add_option("--plugin-dir", plugin_dir,
-                 "Where dra.sock goes (default: /var/lib/kubelet/plugins/"
+                 "Where dra.sock goes (default: <kubelet root>/plugins/"
                  "<driver>)");
   app.add_option("--cdi-dir", cdi_dir, "Where claims' CDI specs are written")
       ->capture_default_str();
@@ -174,6 +184,15 @@ int Run(int argc, char** argv) {
       pod_uid = env;
     }
   }
+  if (kubelet_root.empty() || kubelet_root.front() != '/') {
+    return usage("--kubelet-root must be an absolute path");
+  }
+  const std::filesystem::path kubelet_dir(kubelet_root);
+  if (registry_dir.empty()) {
+    registry_dir = (kubelet_dir / "plugins_registry").string();
+  }
+  if (plugin_dir.empty())
+    plugin_dir = (kubelet_dir / "plugins" / driver).string();
   auto interval = plugin::ParseDuration(rescan_interval);
   if (!interval.ok()) {
     return usage("--rescan-interval: " + interval.status().message());
@@ -252,6 +271,51 @@ int Run(int argc, char** argv) {
   dp::DraHealth health(*recovery);
   health.Judge(**discovered, *sysfs);
 
+  // Devices running pods still hold through a device plugin (the kubelet
+  // device manager's checkpoint): published tainted, so that a node moved
+  // from the device plugin to DRA never hands one out twice. Read at start
+  // and at every health pass; a file that cannot be read keeps the last
+  // holders known (logged once per problem).
+  const std::filesystem::path device_checkpoint =
+      kubelet_dir / "device-plugins" / topology::kubelet::kKubeletCheckpoint;
+  std::map<topology::PciAddress, std::vector<std::string>> held;
+  std::string held_problem;
+  const auto read_held = [&]() -> bool {
+    auto entries = topology::kubelet::ReadDeviceCheckpoint(device_checkpoint);
+    std::map<topology::PciAddress, std::vector<std::string>> now;
+    if (entries.ok()) {
+      now = dp::HeldThroughDevicePlugins(*entries);
+      held_problem.clear();
+    } else if (entries.status().code() == topology::StatusCode::kNotFound) {
+      held_problem.clear();
+    } else {
+      if (entries.status().message() != held_problem) {
+        held_problem = entries.status().message();
+        LOG(WARNING) << held_problem
+                     << "; devices held through a device plugin stay as last "
+                        "read";
+      }
+      return false;
+    }
+    if (now == held) return false;
+    for (const auto& [address, pods] : now) {
+      if (!held.contains(address)) {
+        LOG(INFO) << address.ToString() << " is held by pod " << pods.front()
+                  << " through a device plugin: published with a NoSchedule "
+                     "taint";
+      }
+    }
+    for (const auto& [address, pods] : held) {
+      if (!now.contains(address)) {
+        LOG(INFO) << address.ToString()
+                  << " is no longer held through a device plugin";
+      }
+    }
+    held = std::move(now);
+    return true;
+  };
+  (void)read_held();
+
   dra::SlicePublisher publisher(client->get(), driver, node, {});
   // The slices and the health streams say the same: an unhealthy device is
   // tainted and reported Unhealthy with the reason.
@@ -262,6 +326,7 @@ int Run(int argc, char** argv) {
     auto devices = dp::DraInventory(*config, snapshot, *sysfs, form, &warnings);
     for (const std::string& warning : warnings) VLOG(1) << warning;
     dp::TaintUnhealthy(driver, health.unhealthy(), &devices);
+    dp::TaintHeld(driver, held, &devices);
     if (runner != nullptr) {
       runner->SetHealth(dp::HealthReport(node, snapshot, health.unhealthy()));
     }
@@ -320,7 +385,10 @@ int Run(int argc, char** argv) {
                   clock.Now()](const plugin::RescanLoop::Pass& pass) mutable {
     std::shared_ptr<const dp::Snapshot> snapshot = inventory.get();
     bool changed = false;
-    if (pass.periodic) changed = health.Recheck(*snapshot, *sysfs);
+    if (pass.periodic) {
+      changed = health.Recheck(*snapshot, *sysfs);
+      changed |= read_held();
+    }
     const bool rescan_due =
         pass.uevent || (!pass.uevents_live && interval->count() > 0 &&
                         pass.now >= next_rescan);

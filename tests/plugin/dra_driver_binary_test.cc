@@ -390,6 +390,68 @@ TEST_F(DraDriverBinaryTest, AFaultIsATaintOnTheSliceAndUnhealthyOnTheStream) {
   EXPECT_EQ(driver->Wait(5s), 0);
 }
 
+// The switch from the device plugin on a live node: a device a running pod
+// holds through the device plugin (the kubelet's checkpoint under
+// --kubelet-root) is published with a NoSchedule taint whose value is the
+// pod's UID; once the kubelet's checkpoint no longer names it, the taint
+// goes at the next resync.
+TEST_F(DraDriverBinaryTest,
+       ADeviceHeldThroughTheDevicePluginIsTaintedUntilReleased) {
+  const auto kubelet_root = work_.path() / "kubelet";
+  std::filesystem::create_directories(kubelet_root / "device-plugins");
+  const auto checkpoint =
+      kubelet_root / "device-plugins" / "kubelet_internal_checkpoint";
+  const auto write_checkpoint = [&](const std::string& entries) {
+    // As the kubelet writes it: a new file renamed over the old.
+    const auto next = checkpoint.string() + ".new";
+    std::ofstream(next) << R"({"Data":{"PodDeviceEntries":[)" << entries
+                        << R"(],"RegisteredDevices":{}},"Checksum":1})";
+    std::filesystem::rename(next, checkpoint);
+  };
+  // Which device: the first function the driver publishes, found from a
+  // run without a checkpoint entry.
+  write_checkpoint("");
+  auto driver = Start(
+      {"--kubelet-root", kubelet_root.string(), "--health-interval", "100ms"});
+  ASSERT_TRUE(WaitFor([&] { return !Slices().empty(); }, 10s)) << Log();
+  const std::string first = Slices().front()["spec"]["devices"][0]["name"];
+  std::string address = first.substr(4);  // pci-0000-3b-00-0
+  address[4] = ':';
+  address[7] = ':';
+  address[10] = '.';
+  const auto taint_of = [&]() -> std::optional<json> {
+    for (const json& slice : Slices()) {
+      for (const json& device : slice["spec"]["devices"]) {
+        if (device["name"] == first && device.contains("taints")) {
+          return device["taints"];
+        }
+      }
+    }
+    return std::nullopt;
+  };
+  EXPECT_FALSE(taint_of().has_value());
+
+  constexpr char kPod[] = "6c1e8f50-0b8a-4d1e-9d1c-7a3f2b4c5d6e";
+  write_checkpoint(
+      std::string(R"({"PodUID":")") + kPod +
+      R"(","ContainerName":"c","ResourceName":"example.com/accel",)"
+      R"("DeviceIDs":{"0":[")" +
+      address + R"("]},"AllocResp":""})");
+  ASSERT_TRUE(WaitFor([&] { return taint_of().has_value(); }, 10s)) << Log();
+  const json taints = *taint_of();
+  ASSERT_EQ(taints.size(), 1u) << taints.dump();
+  EXPECT_EQ(taints[0]["key"], "pci.libtopology.dev/device-plugin-allocated");
+  EXPECT_EQ(taints[0]["value"], kPod);
+  EXPECT_EQ(taints[0]["effect"], "NoSchedule");
+  EXPECT_THAT(Log(), HasSubstr(address + " is held by pod " + kPod));
+
+  // The pod ended: the kubelet's checkpoint drops the entry.
+  write_checkpoint("");
+  EXPECT_TRUE(WaitFor([&] { return !taint_of().has_value(); }, 10s)) << Log();
+  driver->Signal(SIGTERM);
+  EXPECT_EQ(driver->Wait(5s), 0);
+}
+
 TEST_F(DraDriverBinaryTest, SharingADeviceWithTheDevicePluginIsRefusedAtStart) {
   std::ofstream(work_.path() / "device-plugin.yaml")
       << "resources:\n"

@@ -192,6 +192,112 @@ TEST_F(DraDriverTest,
   EXPECT_THAT(CheckNoOverlap(config_, *snapshot_, *other, *sysfs_), IsOk());
 }
 
+// The kubelet device manager's checkpoint as the kubelet writes it
+// (checkpoint.go): DeviceIDs per NUMA node, AllocResp base64.
+constexpr char kKubeletCheckpoint[] = R"({"Data":{"PodDeviceEntries":[
+  {"PodUID":"6c1e8f50-0b8a-4d1e-9d1c-7a3f2b4c5d6e","ContainerName":"train",
+   "ResourceName":"example.com/accel",
+   "DeviceIDs":{"0":["%0"],"1":["%1"]},"AllocResp":"CgA="},
+  {"PodUID":"0a9b8c7d-1111-2222-3333-444455556666","ContainerName":"side",
+   "ResourceName":"nvidia.com/gpu",
+   "DeviceIDs":{"-1":["GPU-8f2c0d5e-1a2b-3c4d-5e6f-708192a3b4c5"]},
+   "AllocResp":""}],
+ "RegisteredDevices":{"example.com/accel":["%0","%1"]}},"Checksum":3141592653})";
+
+std::string WithDevices(std::string text, const std::string& first,
+                        const std::string& second) {
+  for (const auto& [mark, id] :
+       {std::pair<std::string, std::string>{"%0", first}, {"%1", second}}) {
+    for (size_t at = text.find(mark); at != std::string::npos;
+         at = text.find(mark)) {
+      text.replace(at, mark.size(), id);
+    }
+  }
+  return text;
+}
+
+TEST(KubeletCheckpointTest, EntriesAreReadWithEveryNumaNodesIds) {
+  auto entries = kubelet::ParseDeviceCheckpoint(
+      WithDevices(kKubeletCheckpoint, "0000:af:00.1", "0000:3b:00.1"));
+  ASSERT_THAT(entries.status(), IsOk());
+  ASSERT_THAT(*entries, SizeIs(2));
+  EXPECT_EQ((*entries)[0].pod_uid, "6c1e8f50-0b8a-4d1e-9d1c-7a3f2b4c5d6e");
+  EXPECT_EQ((*entries)[0].container, "train");
+  EXPECT_EQ((*entries)[0].resource, "example.com/accel");
+  EXPECT_EQ((*entries)[0].device_ids,
+            (std::vector<std::string>{"0000:3b:00.1", "0000:af:00.1"}));
+  EXPECT_EQ(
+      (*entries)[1].device_ids,
+      (std::vector<std::string>{"GPU-8f2c0d5e-1a2b-3c4d-5e6f-708192a3b4c5"}));
+}
+
+TEST(KubeletCheckpointTest, TheFormatBefore120HasAFlatList) {
+  // checkpointv1.go: DeviceIDs was a list.
+  auto entries = kubelet::ParseDeviceCheckpoint(
+      R"({"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"c",)"
+      R"("ResourceName":"r","DeviceIDs":["b","a","b"],"AllocResp":""}],)"
+      R"("RegisteredDevices":{}},"Checksum":1})");
+  ASSERT_THAT(entries.status(), IsOk());
+  ASSERT_THAT(*entries, SizeIs(1));
+  EXPECT_EQ((*entries)[0].device_ids, (std::vector<std::string>{"a", "b"}));
+}
+
+TEST(KubeletCheckpointTest, AnythingElseIsRefusedNamingWhere) {
+  EXPECT_THAT(kubelet::ParseDeviceCheckpoint("{\"Checksum\":1}"),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("Data")));
+  EXPECT_THAT(kubelet::ParseDeviceCheckpoint(
+                  R"({"Data":{"PodDeviceEntries":[{"ContainerName":"c",)"
+                  R"("ResourceName":"r","DeviceIDs":{}}]}})"),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("Data.PodDeviceEntries[0].PodUID")));
+  EXPECT_THAT(
+      kubelet::ParseDeviceCheckpoint(
+          R"({"Data":{"PodDeviceEntries":[{"PodUID":"u","ContainerName":"c",)"
+          R"("ResourceName":"r","DeviceIDs":{"0":[7]}}]}})"),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("DeviceIDs[0]")));
+  EXPECT_THAT(kubelet::ParseDeviceCheckpoint(std::string(10000, '[')),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("not JSON")));
+  // No entries at all (null, as Go writes an empty slice): nothing held.
+  auto none = kubelet::ParseDeviceCheckpoint(
+      R"({"Data":{"PodDeviceEntries":null,"RegisteredDevices":null},"Checksum":0})");
+  ASSERT_THAT(none.status(), IsOk());
+  EXPECT_TRUE(none->empty());
+}
+
+TEST_F(DraDriverTest,
+       ADeviceAPodHoldsThroughTheDevicePluginIsTaintedWithItsUid) {
+  const std::vector<std::string> vfs = Vfs();
+  ASSERT_GE(vfs.size(), 2u);
+  auto entries = kubelet::ParseDeviceCheckpoint(
+      WithDevices(kKubeletCheckpoint, vfs[0], vfs[1]));
+  ASSERT_THAT(entries.status(), IsOk());
+  const auto held = HeldThroughDevicePlugins(*entries);
+  // The GPU UUID names no PCI function: only the two addresses are held.
+  ASSERT_THAT(held, SizeIs(2));
+  auto devices = DraInventory(config_, *snapshot_, *sysfs_,
+                              dra::NumaAttributeForm::kScalar, nullptr);
+  TaintHeld(kDriver, held, &devices);
+  std::set<std::string> tainted;
+  for (const auto& device : devices) {
+    if (device.taints.empty()) continue;
+    tainted.insert(device.name);
+    ASSERT_THAT(device.taints, SizeIs(1));
+    EXPECT_EQ(device.taints[0].key,
+              "pci.libtopology.dev/device-plugin-allocated");
+    EXPECT_EQ(device.taints[0].value, "6c1e8f50-0b8a-4d1e-9d1c-7a3f2b4c5d6e");
+    EXPECT_EQ(device.taints[0].effect, "NoSchedule");
+  }
+  EXPECT_EQ(tainted,
+            (std::set<std::string>{DraDeviceName(*PciAddress::Parse(vfs[0])),
+                                   DraDeviceName(*PciAddress::Parse(vfs[1]))}));
+  // What the API server accepts.
+  EXPECT_THAT(draplugin::ValidateDevices(kDriver, devices), IsOk());
+  // A UID that is no label value leaves the value empty, not the slice
+  // refused.
+  EXPECT_EQ(HeldTaint(kDriver, std::string(70, 'a')).value, "");
+  EXPECT_EQ(HeldTaint(kDriver, "bad uid").value, "");
+}
+
 TEST(DraDeviceNameTest, ANameIsReadBackToItsAddressAndNothingElse) {
   const auto address = *PciAddress::Parse("0000:3b:00.1");
   EXPECT_EQ(DraDeviceName(address), "pci-0000-3b-00-1");
