@@ -399,8 +399,9 @@ def check_monitoring_component(daemonset_dir):
 
 
 def json_patch(document, operations, where):
-    """Applies JSON patch operations (add, replace, remove; RFC 6902 paths)
-    as kustomize does, or reports why one cannot apply."""
+    """Applies JSON patch operations (add, replace, remove, test; RFC 6902
+    paths) as kustomize does, or reports why one cannot apply (a failed
+    test included: kustomize refuses the whole patch then)."""
     import copy
     document = copy.deepcopy(document)
     for op in operations:
@@ -412,6 +413,15 @@ def json_patch(document, operations, where):
                 parent = parent[int(part)] if isinstance(parent, list) \
                     else parent[part]
             last = parts[-1]
+            if op["op"] == "test":
+                found = parent[int(last)] if isinstance(parent, list) \
+                    else parent[last]
+                if found != op["value"]:
+                    raise ValueError(f"test: found {found!r}, "
+                                     f"not {op['value']!r}")
+                continue
+            if op["op"] not in ("add", "replace", "remove"):
+                raise ValueError(f"unsupported operation {op['op']}")
             if isinstance(parent, list):
                 index = len(parent) if last == "-" else int(last)
                 if op["op"] == "add":
@@ -518,16 +528,29 @@ def check_dra_component(daemonset_dir, base_objects, dra_binary):
     args = dict(a.split("=", 1) for a in container.get("args", [])
                 if a.startswith("--") and "=" in a)
     driver = args.get("--driver-name", "pci.libtopology.dev")
-    if args.get("--plugin-dir") != f"/var/lib/kubelet/plugins/{driver}":
-        error(where, "--plugin-dir must be /var/lib/kubelet/plugins/<driver>")
-    if args.get("--registry-dir", "/var/lib/kubelet/plugins_registry") != \
-            "/var/lib/kubelet/plugins_registry":
+    # The kubelet root is set once (--kubelet-root); the other kubelet
+    # paths default below it, as the driver computes them.
+    root = args.get("--kubelet-root", "/var/lib/kubelet")
+    if args.get("--plugin-dir", f"{root}/plugins/{driver}") != \
+            f"{root}/plugins/{driver}":
+        error(where, "--plugin-dir must be <kubelet root>/plugins/<driver>")
+    if args.get("--registry-dir", f"{root}/plugins_registry") != \
+            f"{root}/plugins_registry":
         error(where, "--registry-dir must be the kubelet's plugins_registry")
-    mounts = {m["mountPath"] for m in container.get("volumeMounts", [])}
-    for path in ("/var/lib/kubelet/plugins_registry",
-                 "/var/lib/kubelet/plugins", "/var/run/cdi"):
-        if path not in mounts:
+    mounts = {m["mountPath"]: m for m in container.get("volumeMounts", [])}
+    volumes = {v["name"]: v for v in pod.get("volumes", [])}
+    for path in (f"{root}/plugins_registry", f"{root}/plugins",
+                 f"{root}/device-plugins", "/var/run/cdi"):
+        mount = mounts.get(path)
+        if mount is None:
             error(where, f"{path} is not mounted where the driver uses it")
+            continue
+        host = volumes.get(mount["name"], {}).get("hostPath", {}).get("path")
+        if host != path:
+            error(where, f"{path} must be the host's {path}, not {host}")
+    if not mounts.get(f"{root}/device-plugins", {}).get("readOnly"):
+        error(where, "the device plugin directory is read (the kubelet's "
+                     "checkpoint), never written, by the driver: readOnly")
     if not pod.get("automountServiceAccountToken"):
         error(where, "the driver needs its ServiceAccount token (in-cluster "
                      "credentials)")
