@@ -47,13 +47,6 @@ std::string NearestNodes(const Topology& topology, const PciDevice& device) {
 
 }  // namespace
 
-std::string DraDeviceName(const PciAddress& address) {
-  std::string name = "pci-" + address.ToString();
-  std::replace(name.begin(), name.end(), ':', '-');
-  std::replace(name.begin(), name.end(), '.', '-');
-  return name;
-}
-
 std::vector<draplugin::SliceDevice> DraInventory(
     const Config& config, const Snapshot& snapshot, const SysfsReader& sysfs,
     dra::NumaAttributeForm numa_form, std::vector<std::string>* warnings) {
@@ -105,19 +98,6 @@ std::vector<draplugin::SliceDevice> DraInventory(
   std::sort(devices.begin(), devices.end(),
             [](const auto& a, const auto& b) { return a.name < b.name; });
   return devices;
-}
-
-std::optional<PciAddress> AddressOfDraDevice(std::string_view name) {
-  // "pci-0000-3b-00-0" -> "0000:3b:00.0"
-  if (name.size() != 16 || !name.starts_with("pci-")) return std::nullopt;
-  std::string text(name.substr(4));
-  if (text[4] != '-' || text[7] != '-' || text[10] != '-') return std::nullopt;
-  text[4] = ':';
-  text[7] = ':';
-  text[10] = '.';
-  auto address = PciAddress::Parse(text);
-  if (!address.ok() || DraDeviceName(*address) != name) return std::nullopt;
-  return *address;
 }
 
 bool DraHealth::Update(const Snapshot& snapshot, const PciAddress& address,

@@ -30,11 +30,6 @@ namespace topology::device_plugin {
 
 inline constexpr char kDefaultDraDriverName[] = "pci.libtopology.dev";
 
-// A PCI function's DRA device name: "pci-0000-3b-00-0" (a DNS label).
-std::string DraDeviceName(const PciAddress& address);
-// The address a DRA device name names; nullopt for any other text.
-std::optional<PciAddress> AddressOfDraDevice(std::string_view name);
-
 // Every device `snapshot` assigns to a resource of `config`, as a slice
 // device of `driver`: resource.kubernetes.io/pciBusID, pcieRoot and
 // numaNode (omitted where the Kubernetes helpers omit them, with a warning

@@ -42,6 +42,8 @@ int Run(int argc, char** argv) {
   std::string recovery_period = "1m";
   std::string http_addr = "127.0.0.1:8081";
   std::string cdi_dir = plugin::kDefaultCdiDir;
+  std::string dra_claims =
+      "/var/lib/kubelet/plugins/pci.libtopology.dev/prepared-claims.json";
   bool print_matches = false;
   bool watch_uevents = true;
   int verbosity = 0;
@@ -67,6 +69,11 @@ int Run(int argc, char** argv) {
   app.add_option("--http-addr", http_addr,
                  "host:port of /healthz, /readyz and /metrics (empty "
                  "disables)")
+      ->capture_default_str();
+  app.add_option("--dra-claims", dra_claims,
+                 "topology-dra-driver's checkpoint of prepared claims on this "
+                 "node: the devices its claims hold are not offered (empty: "
+                 "not read)")
       ->capture_default_str();
   // Two flags rather than CLI11's "--uevents,!--no-uevents", whose help
   // shows the negated name's "{false}" for what is on by default.
@@ -107,6 +114,7 @@ int Run(int argc, char** argv) {
   options.cdi_dir = print_matches ? std::string() : cdi_dir;
   options.watch_uevents = watch_uevents && !print_matches;
   options.version = TOPOLOGY_VERSION;
+  options.dra_claims = dra_claims;
   for (auto [flag, text, target] :
        {std::tuple{"--rescan-interval", &rescan_interval,
                    &options.rescan_interval},

@@ -10,6 +10,7 @@
 
 #include "topology/device_selection.h"
 #include "topology/discovery.h"
+#include "topology/draplugin/claim_checkpoint.h"
 #include "topology/plugin/cdi.h"
 #include "topology/plugin/metrics_text.h"
 #include "topology/plugin/uevent_monitor.h"
@@ -316,6 +317,10 @@ StatusOr<std::unique_ptr<TopologyDevicePlugin>> TopologyDevicePlugin::Create(
   plugin->runner_ =
       std::make_unique<plugin::PluginRunner>(plugin->options_.runner);
   {
+    MutexLock rescan(plugin->rescan_mu_);
+    (void)plugin->ReadDraHeld();
+  }
+  {
     MutexLock lock(plugin->mu_);
     plugin->snapshot_ = *snapshot;
   }
@@ -333,6 +338,26 @@ StatusOr<std::unique_ptr<TopologyDevicePlugin>> TopologyDevicePlugin::Create(
   }
   malloc_trim(0);
   return plugin;
+}
+
+std::string DraDeviceName(const PciAddress& address) {
+  std::string name = "pci-" + address.ToString();
+  std::replace(name.begin(), name.end(), ':', '-');
+  std::replace(name.begin(), name.end(), '.', '-');
+  return name;
+}
+
+std::optional<PciAddress> AddressOfDraDevice(std::string_view name) {
+  // "pci-0000-3b-00-0" -> "0000:3b:00.0"
+  if (name.size() != 16 || !name.starts_with("pci-")) return std::nullopt;
+  std::string text(name.substr(4));
+  if (text[4] != '-' || text[7] != '-' || text[10] != '-') return std::nullopt;
+  text[4] = ':';
+  text[7] = ':';
+  text[10] = '.';
+  auto address = PciAddress::Parse(text);
+  if (!address.ok() || DraDeviceName(*address) != name) return std::nullopt;
+  return *address;
 }
 
 StatusOr<std::shared_ptr<Snapshot>> DiscoverSnapshot(
@@ -384,6 +409,8 @@ std::vector<plugin::Device> TopologyDevicePlugin::DevicesOf(
   size_t with_locality = 0;
   for (const auto& [address, index] : snapshot.claims) {
     if (index != resource) continue;
+    // Held by a prepared DRA claim: offered again once it is unprepared.
+    if (dra_held_.contains(address)) continue;
     const PciDevice* device = snapshot.topology.FindDevice(address);
     if (device == nullptr) continue;
     std::optional<plugin::HealthVerdict> last;
@@ -516,6 +543,7 @@ Status TopologyDevicePlugin::Publish(const std::shared_ptr<Snapshot>& snapshot,
 
 Status TopologyDevicePlugin::Rescan() {
   MutexLock rescan(rescan_mu_);
+  (void)ReadDraHeld();  // the lists are published whole below
   auto snapshot = Discover(this->snapshot()->claims);
   {
     MutexLock lock(mu_);
@@ -554,6 +582,7 @@ Status TopologyDevicePlugin::SetHealthOverride(
 
 Status TopologyDevicePlugin::Reconcile() {
   MutexLock rescan(rescan_mu_);
+  const bool held_changed = ReadDraHeld();
   std::shared_ptr<const Snapshot> snapshot;
   std::vector<PciAddress> candidates;
   {
@@ -571,7 +600,7 @@ Status TopologyDevicePlugin::Reconcile() {
                             plugin::ReadPciAerFatal(*reader_, address));
     }
   }
-  bool changed = false;
+  bool changed = held_changed;
   {
     MutexLock lock(mu_);
     const auto now = options_.clock->Now();
@@ -662,6 +691,47 @@ bool TopologyDevicePlugin::watching_uevents() const {
 void TopologyDevicePlugin::NotifyUevent(const std::string& action,
                                         const std::string& devpath) {
   loop_->OnUevent(action, devpath);
+}
+
+bool TopologyDevicePlugin::ReadDraHeld() {
+  if (options_.dra_claims.empty()) return false;
+  auto claims = draplugin::LoadClaims(options_.dra_claims);
+  std::set<PciAddress> now;
+  if (claims.ok()) {
+    for (const auto& [uid, claim] : *claims) {
+      for (const draplugin::PreparedDevice& device : claim.devices) {
+        if (auto address = AddressOfDraDevice(device.device)) {
+          now.insert(*address);
+        }
+      }
+    }
+    dra_claims_problem_.clear();
+  } else if (claims.status().code() == StatusCode::kNotFound) {
+    dra_claims_problem_.clear();
+  } else {
+    if (claims.status().message() != dra_claims_problem_) {
+      dra_claims_problem_ = claims.status().message();
+      LOG(WARNING) << dra_claims_problem_
+                   << "; the devices DRA claims hold stay as last read";
+    }
+    return false;
+  }
+  MutexLock lock(mu_);
+  if (now == dra_held_) return false;
+  for (const PciAddress& address : now) {
+    if (!dra_held_.contains(address)) {
+      LOG(INFO) << address.ToString()
+                << " is held by a prepared DRA claim: not offered";
+    }
+  }
+  for (const PciAddress& address : dra_held_) {
+    if (!now.contains(address)) {
+      LOG(INFO) << address.ToString()
+                << " is no longer held by a DRA claim: offered again";
+    }
+  }
+  dra_held_ = std::move(now);
+  return true;
 }
 
 void TopologyDevicePlugin::Pass(const plugin::RescanLoop::Pass& pass) {

@@ -14,6 +14,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -60,6 +61,12 @@ struct PluginOptions {
   std::filesystem::path cdi_dir = "/var/run/cdi";
   // Reported by the build_info metric.
   std::string version = "unknown";
+  // The DRA driver's checkpoint of prepared claims on this node
+  // (topology-dra-driver's <plugin dir>/prepared-claims.json): a device a
+  // prepared claim holds is left out of the lists, read at the start and at
+  // every reconcile and rescan, so a node moved back from DRA never hands a
+  // device out twice. Absent file: nothing held. Empty path: not read.
+  std::filesystem::path dra_claims;
 };
 
 // One discovery with everything derived from it; immutable once built.
@@ -75,6 +82,12 @@ struct Snapshot {
   // nvidia.com/gpu=<UUID> name is returned only when defined here.
   std::set<std::string> cdi_defined;
 };
+
+// A PCI function's DRA device name (topology-dra-driver's):
+// "pci-0000-3b-00-0", a DNS label.
+std::string DraDeviceName(const PciAddress& address);
+// The address a DRA device name names; nullopt for any other text.
+std::optional<PciAddress> AddressOfDraDevice(std::string_view name);
 
 // One discovery under `host_root` with what the plugin derives from it:
 // the config's claims (sticky for `previous`), the NVIDIA inventory, the
@@ -167,6 +180,10 @@ class TopologyDevicePlugin {
   // Writes the CDI spec of every resource with a cdiKind for `snapshot`
   // (what Allocate would give each device), and records which succeeded.
   void WriteCdiSpecs(const Snapshot& snapshot);
+  // Reads options_.dra_claims; true when the devices its claims hold
+  // changed. A file that cannot be read keeps the last set (logged once
+  // per problem).
+  bool ReadDraHeld() TOPOLOGY_REQUIRES(rescan_mu_) TOPOLOGY_EXCLUDES(mu_);
   // One pass of the rescan loop: a full rescan after a uevent, without
   // uevents, or while GPU driver information is missing; else a reconcile.
   void Pass(const plugin::RescanLoop::Pass& pass);
@@ -190,6 +207,9 @@ class TopologyDevicePlugin {
   uint64_t reconciles_ TOPOLOGY_GUARDED_BY(mu_) = 0;
   uint64_t rescan_errors_ TOPOLOGY_GUARDED_BY(mu_) = 0;
   std::string last_rescan_error_ TOPOLOGY_GUARDED_BY(mu_);
+  // Devices prepared claims of the DRA driver hold: not offered.
+  std::set<PciAddress> dra_held_ TOPOLOGY_GUARDED_BY(mu_);
+  std::string dra_claims_problem_ TOPOLOGY_GUARDED_BY(rescan_mu_);
 
   // One rescan at a time; taken before mu_.
   Mutex rescan_mu_ TOPOLOGY_ACQUIRED_BEFORE(mu_);

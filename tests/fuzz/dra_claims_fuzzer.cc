@@ -4,7 +4,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "claim_checkpoint.h"
+#include "topology/draplugin/claim_checkpoint.h"
 #include "fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

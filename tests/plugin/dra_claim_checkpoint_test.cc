@@ -5,7 +5,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "claim_checkpoint.h"
+#include "topology/draplugin/claim_checkpoint.h"
 #include "status_matchers.h"
 
 namespace topology::draplugin {

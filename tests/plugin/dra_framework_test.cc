@@ -22,7 +22,7 @@
 
 #include "topology/draplugin/driver.h"
 
-#include "claim_checkpoint.h"
+#include "topology/draplugin/claim_checkpoint.h"
 #include "fake_dra_kubelet.h"
 #include "status_matchers.h"
 #include "temp_dir.h"

@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "topology/draplugin/claim_checkpoint.h"
 #include "topology/plugin/cdi.h"
 #include "topology/plugin/http_endpoint.h"
 #include "topology/testing/fake_clock.h"
@@ -82,6 +83,7 @@ class ReferencePluginTest : public ::testing::Test {
     options.watch_uevents = false;
     options.clock = &clock_;  // health recovery and uevent debounce
     options.cdi_dir = cdi_dir_override_ ? *cdi_dir_override_ : cdi_dir();
+    options.dra_claims = dra_claims_;
     return options;
   }
   std::filesystem::path cdi_dir() const {
@@ -164,6 +166,7 @@ class ReferencePluginTest : public ::testing::Test {
   testing::TempDir root_;
   testing::TempDir plugins_;
   std::optional<std::filesystem::path> cdi_dir_override_;
+  std::filesystem::path dra_claims_;  // topology-dra-driver's checkpoint
   FakeKubelet kubelet_{plugins_.path()};
   std::unique_ptr<TopologyDevicePlugin> plugin_;
   std::shared_ptr<PluginConnection> gpu_;
@@ -189,6 +192,56 @@ std::map<std::string, std::vector<int64_t>> NodesById(
     }
   }
   return out;
+}
+
+// Back from DRA on a live node: a device a prepared claim of the DRA
+// driver holds (its checkpoint of prepared claims) is not offered; once the
+// claim is unprepared, the next reconcile offers it again.
+TEST_F(ReferencePluginTest,
+       ADevicePreparedForADraClaimIsNotOfferedUntilReleased) {
+  dra_claims_ = root_.path() / "dra" / draplugin::kClaimCheckpointFile;
+  std::filesystem::create_directories(dra_claims_.parent_path());
+  draplugin::PreparedClaims claims;
+  claims["c1"] = {
+      .ref = {.ns = "default", .uid = "c1", .name = "pair"},
+      .devices = {{.request_names = {"gpu"},
+                   .pool = "node-a",
+                   .device = "pci-0000-1a-00-0",
+                   .cdi_device_ids = {"pci.libtopology.dev/pci=c1-0"}},
+                  // Not a device name of this driver: ignored.
+                  {.request_names = {"nic"},
+                   .pool = "node-a",
+                   .device = "nic-7",
+                   .cdi_device_ids = {}}}};
+  ASSERT_THAT(draplugin::SaveClaims(dra_claims_, claims), IsOk());
+  StartPlugin();
+  auto nodes = NodesById(*gpu_->latest());
+  EXPECT_THAT(nodes, SizeIs(7));
+  EXPECT_FALSE(nodes.contains("0000:1a:00.0"));
+  // The kubelet asking for it anyway (an old list) is refused.
+  EXPECT_FALSE(AllocateGpus({"0000:1a:00.0"}).has_value());
+
+  // Unprepared: the checkpoint no longer names it.
+  ASSERT_THAT(draplugin::SaveClaims(dra_claims_, {}), IsOk());
+  ASSERT_THAT(plugin_->Reconcile(), IsOk());
+  EXPECT_TRUE(WaitForList(
+      [](const v1beta1::ListAndWatchResponse& list) {
+        return NodesById(list).size() == 8;
+      },
+      Scaled(5s)));
+  EXPECT_TRUE(AllocateGpus({"0000:1a:00.0"}).has_value());
+
+  // A checkpoint that cannot be read keeps what was last read, and says so.
+  ASSERT_THAT(draplugin::SaveClaims(dra_claims_, claims), IsOk());
+  ASSERT_THAT(plugin_->Rescan(), IsOk());
+  EXPECT_TRUE(WaitForList(
+      [](const v1beta1::ListAndWatchResponse& list) {
+        return NodesById(list).size() == 7;
+      },
+      Scaled(5s)));
+  std::ofstream(dra_claims_) << "{not json";
+  ASSERT_THAT(plugin_->Reconcile(), IsOk());
+  EXPECT_THAT(NodesById(*gpu_->latest()), SizeIs(7));
 }
 
 TEST_F(ReferencePluginTest, ListsDevicesWithTheirNumaNodes) {

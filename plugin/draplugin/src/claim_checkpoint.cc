@@ -1,4 +1,4 @@
-#include "claim_checkpoint.h"
+#include "topology/draplugin/claim_checkpoint.h"
 
 #include <exception>
 #include <utility>

@@ -38,7 +38,7 @@
 #include "topology/thread_annotations.h"
 
 #include "checksum.h"
-#include "claim_checkpoint.h"
+#include "topology/draplugin/claim_checkpoint.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "dra/v1beta1/api.grpc.pb.h"
 #include "k8s_names.h"
