@@ -15,12 +15,17 @@
    select the plugin pods and name their metrics port.
 5. The Dockerfile's runtime stage installs the package of every shared
    library the shipped binaries need.
-6. The DRA component (components/dra), its patches applied here to the base
-   DaemonSet: the driver runs with the kubelet's plugin directories and the
-   CDI directory writable and nothing else, a ServiceAccount bound to a
-   ClusterRole with exactly the driver's verbs, a DeviceClass per resource
-   of the ConfigMap selecting the driver and the resource, and example
+6. The DRA path (daemonset/dra), rendered here and compared with
+   `kubectl kustomize` where kubectl exists: names, labels, selector,
+   ConfigMap and NetworkPolicy of its own; the driver runs with the
+   kubelet's plugin directories and the CDI directory writable and nothing
+   else, the kubelet paths derived from --kubelet-root, a ServiceAccount
+   bound to a ClusterRole with exactly the driver's verbs, a DeviceClass per
+   resource of its ConfigMap (exactly --print-device-classes), and example
    claim templates pairing classes that exist on pcieRoot and pcieSwitch.
+7. Both paths on one node (deploy/both-paths): distinct selectors and
+   policies, the driver given the device plugin's own ConfigMap, and the
+   two configurations selecting disjoint devices on a generated machine.
 
 Usage: validate_manifests.py SOURCE_DIR PLUGIN_BINARY TOPOLOGY_INFO LIBTOPOLOGY
                              FIXTURE_ROOT [DRA_DRIVER_BINARY]
@@ -38,6 +43,8 @@ import yaml
 import kubernetes.client as k8s
 
 ERRORS = []
+PLUGIN_BINARY = None  # topology-device-plugin
+FIXTURE = None  # a generated machine's root
 
 
 def error(where, message):
@@ -480,45 +487,267 @@ def check_admission_policy(objects, account, where):
             error(where, f"the policy's CEL lacks {needed!r}")
 
 
-def check_dra_component(daemonset_dir, base_objects, dra_binary):
-    where = "components/dra"
-    directory = os.path.join(daemonset_dir, "components", "dra")
+NAMESPACED = {"ConfigMap", "DaemonSet", "NetworkPolicy", "ServiceAccount",
+              "Service", "PodMonitor", "ResourceClaimTemplate"}
+
+
+def render(directory, where):
+    """The objects of the kustomization in `directory`, rendered for the
+    features the shipped ones use (what kustomize does with them, checked
+    against `kubectl kustomize` where kubectl exists): resources (files, or
+    directories with their own kustomization), namespace (namespaced kinds),
+    metadata labels, and JSON 6902 patches with a kind and name target."""
+    kustomization = yaml.safe_load(
+        open(os.path.join(directory, "kustomization.yaml")))
+    for key in kustomization:
+        if key not in ("apiVersion", "kind", "namespace", "resources", "labels",
+                       "images", "patches"):
+            error(where, f"kustomization.yaml: {key} is not rendered here")
+    objects = []
+    for resource in kustomization.get("resources", []):
+        path = os.path.normpath(os.path.join(directory, resource))
+        if os.path.isdir(path):
+            objects.extend(render(path, f"{where} -> {resource}"))
+        elif os.path.exists(path):
+            objects.extend(load_objects(path))
+        else:
+            error(where, f"resource {resource} does not exist")
+    namespace = kustomization.get("namespace")
+    for doc in objects:
+        if namespace and doc["kind"] in NAMESPACED:
+            doc["metadata"]["namespace"] = namespace
+        for entry in kustomization.get("labels", []):
+            doc["metadata"].setdefault("labels", {}).update(entry["pairs"])
+    for patch in kustomization.get("patches", []):
+        target = patch.get("target", {})
+        matched = [i for i, doc in enumerate(objects)
+                   if doc["kind"] == target.get("kind") and
+                   doc["metadata"]["name"] == target.get("name")]
+        if len(matched) != 1:
+            error(where, f"a patch targets {target}, which is not one object")
+            continue
+        objects[matched[0]] = json_patch(objects[matched[0]],
+                                         yaml.safe_load(patch["patch"]), where)
+    return objects
+
+
+def pods_selected(selector, objects):
+    """The DaemonSets among `objects` whose pod labels `selector` matches."""
+    return sorted(d["metadata"]["name"] for d in objects
+                  if d["kind"] == "DaemonSet" and all(
+                      d["spec"]["template"]["metadata"].get("labels", {})
+                      .get(k) == v for k, v in selector.items()))
+
+
+def normalized(objects):
+    """Objects keyed by kind and name, for comparing two renderings."""
+    return {(d["kind"], d["metadata"]["name"]): d for d in objects}
+
+
+def compare_with_kustomize(directory, objects, where):
+    """`kubectl kustomize` of `directory` gives exactly `objects` (what this
+    file's renderer made of it), so the checks here hold for what kubectl
+    applies. Skipped without kubectl."""
+    kubectl = shutil.which("kubectl")
+    if kubectl is None:
+        print(f"kubectl not found: {where} compared with kustomize skipped")
+        return
+    result = subprocess.run([kubectl, "kustomize", directory],
+                            capture_output=True, text=True)
+    if result.returncode != 0:
+        error(where, "kubectl kustomize failed: " + result.stderr.strip())
+        return
+    rendered = normalized(d for d in yaml.safe_load_all(result.stdout) if d)
+    ours = normalized(objects)
+    if set(rendered) != set(ours):
+        error(where, f"kustomize renders {sorted(rendered)}, here "
+                     f"{sorted(ours)}")
+        return
+    for key, doc in ours.items():
+        theirs = rendered[key]
+        if doc["kind"] not in NAMESPACED:
+            # kustomize sets the namespace of kinds it does not know to be
+            # cluster-scoped (DeviceClass); the API server ignores it.
+            theirs = dict(theirs, metadata={
+                k: v for k, v in theirs["metadata"].items()
+                if k != "namespace"})
+            doc = dict(doc, metadata={k: v for k, v in doc["metadata"].items()
+                                      if k != "namespace"})
+        if doc.get("kind") == "DaemonSet":
+            # The image tag is kustomize's images transformer.
+            for container in theirs["spec"]["template"]["spec"]["containers"]:
+                container["image"] = container["image"].split(":")[0]
+        if json_sorted(doc) != json_sorted(theirs):
+            error(where, f"kustomize renders {key[0]} {key[1]} otherwise "
+                         "than checked here")
+
+
+def json_sorted(value):
+    import json
+    return json.dumps(value, sort_keys=True)
+
+
+def matched_devices(config_text, where):
+    """The PCI addresses topology-device-plugin --print-matches assigns to a
+    resource of `config_text` on the fixture machine."""
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+        f.write(config_text)
+        f.flush()
+        result = subprocess.run(
+            [PLUGIN_BINARY, "--config", f.name, "--host-root", FIXTURE,
+             "--print-matches"], capture_output=True, text=True)
+    if result.returncode != 0:
+        error(where, "the plugin rejects config.yaml: " +
+              (result.stderr or result.stdout).strip())
+        return set()
+    matched = set()
+    claimed = False
+    for line in result.stdout.splitlines():
+        if not line.startswith(" "):
+            claimed = not line.startswith("unclaimed")
+        elif claimed:
+            matched.add(line.split()[0])
+    return matched
+
+
+def check_both_paths(source, dra_binary):
+    """deploy/both-paths: the device plugin and the DRA driver on one node,
+    each owning its devices, with distinct selectors and policies, and the
+    driver's overlap check given the device plugin's real configuration."""
+    where = "deploy/both-paths"
+    directory = os.path.join(source, "deploy", "both-paths")
+    if not os.path.isdir(directory):
+        error(where, "missing")
+        return
+    objects = render(directory, where)
+    compare_with_kustomize(directory, objects, where)
+    daemonsets = {d["metadata"]["name"]: d for d in objects
+                  if d["kind"] == "DaemonSet"}
+    configmaps = {d["metadata"]["name"]: d for d in objects
+                  if d["kind"] == "ConfigMap"}
+    if len(daemonsets) != 2:
+        error(where, f"two DaemonSets expected, found {sorted(daemonsets)}")
+        return
+    # `kubectl exec ds/<name>` and each policy reach their own pods only.
+    for name, daemonset in daemonsets.items():
+        selected = pods_selected(daemonset["spec"]["selector"]["matchLabels"],
+                                 list(daemonsets.values()))
+        if selected != [name]:
+            error(where, f"DaemonSet {name}'s selector matches {selected}")
+    for policy in (d for d in objects if d["kind"] == "NetworkPolicy"):
+        selected = pods_selected(policy["spec"]["podSelector"]
+                                 .get("matchLabels", {}),
+                                 list(daemonsets.values()))
+        if len(selected) != 1:
+            error(where, f"NetworkPolicy {policy['metadata']['name']} "
+                         f"selects {selected}")
+    # Which ConfigMap each path reads, and the driver's view of the other.
+    configs = {}
+    plugin_configmap = None
+    for name, daemonset in daemonsets.items():
+        pod = daemonset["spec"]["template"]["spec"]
+        container = pod["containers"][0]
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        mounted = {m["mountPath"]: volumes.get(m["name"], {})
+                   .get("configMap", {}).get("name")
+                   for m in container.get("volumeMounts", [])}
+        args = dict(a.split("=", 1) for a in container.get("args", [])
+                    if a.startswith("--") and "=" in a)
+        config = args.get("--config", "")
+        configs[name] = mounted.get(os.path.dirname(config))
+        if container.get("command") == ["/usr/bin/topology-dra-driver"]:
+            dra_name = name
+            other = args.get("--device-plugin-config")
+            if other is None:
+                error(where, "the driver is not given the device plugin's "
+                             "configuration (--device-plugin-config)")
+            else:
+                plugin_configmap = mounted.get(os.path.dirname(other))
+        for path, configmap in mounted.items():
+            if configmap is not None and configmap not in configmaps:
+                error(where, f"{name} mounts ConfigMap {configmap}, which is "
+                             "not rendered")
+    plugin_names = [n for n in daemonsets if n != dra_name]
+    if plugin_configmap != configs.get(plugin_names[0]):
+        error(where, f"--device-plugin-config reads ConfigMap "
+                     f"{plugin_configmap}, the device plugin reads "
+                     f"{configs.get(plugin_names[0])}")
+    if configs.get(dra_name) == configs.get(plugin_names[0]):
+        error(where, "both paths read one ConfigMap: the driver would compare "
+                     "itself with itself")
+    # Each device is offered by exactly one path on a machine with both kinds.
+    matched = {name: matched_devices(configmaps[configs[name]]["data"]
+                                     ["config.yaml"], f"{where} {name}")
+               for name in daemonsets if configs.get(name) in configmaps}
+    if len(matched) == 2:
+        first, second = matched.values()
+        if first & second:
+            error(where, f"both paths select {sorted(first & second)}")
+        if not first or not second:
+            error(where, f"each path must select devices on the fixture: "
+                         f"{ {n: len(m) for n, m in matched.items()} }")
+
+
+def check_dra_path(daemonset_dir, base_objects, dra_binary):
+    """daemonset/dra: the DRA path with names, labels, ConfigMap and
+    NetworkPolicy of its own."""
+    where = "daemonset/dra"
+    directory = os.path.join(daemonset_dir, "dra")
     if not os.path.isdir(directory):
         error(where, "missing")
         return
     kustomization = yaml.safe_load(
         open(os.path.join(directory, "kustomization.yaml")))
-    if kustomization.get("kind") != "Component":
-        error(where, "kustomization.yaml is not a Component")
-    objects = []
-    for resource in kustomization.get("resources", []):
-        for doc in load_objects(os.path.join(directory, resource)):
-            objects.append(doc)
-            model = KINDS.get((doc.get("apiVersion"), doc.get("kind")))
-            if model:
-                check_type(doc, model, f"{where}/{resource}")
-            elif (doc.get("apiVersion"), doc.get("kind")) in (
-                    ("admissionregistration.k8s.io/v1",
-                     "ValidatingAdmissionPolicy"),
-                    ("admissionregistration.k8s.io/v1",
-                     "ValidatingAdmissionPolicyBinding")):
-                pass  # checked below (the client here predates their models)
-            elif (doc.get("apiVersion"), doc.get("kind")) != \
-                    ("resource.k8s.io/v1", "DeviceClass"):
-                error(f"{where}/{resource}", "unexpected apiVersion/kind")
-    daemonsets = [d for _, d in base_objects if d["kind"] == "DaemonSet"]
-    configmaps = [d for _, d in base_objects if d["kind"] == "ConfigMap"]
+    objects = render(directory, where)
+    for doc in objects:
+        model = KINDS.get((doc.get("apiVersion"), doc.get("kind")))
+        if model:
+            check_type(doc, model, f"{where} {doc['kind']}")
+        elif (doc.get("apiVersion"), doc.get("kind")) in (
+                ("admissionregistration.k8s.io/v1",
+                 "ValidatingAdmissionPolicy"),
+                ("admissionregistration.k8s.io/v1",
+                 "ValidatingAdmissionPolicyBinding")):
+            pass  # checked below (the client here predates their models)
+        elif (doc.get("apiVersion"), doc.get("kind")) != \
+                ("resource.k8s.io/v1", "DeviceClass"):
+            error(f"{where} {doc.get('kind')}", "unexpected apiVersion/kind")
+    daemonsets = [d for d in objects if d["kind"] == "DaemonSet"]
+    configmaps = [d for d in objects if d["kind"] == "ConfigMap"]
     if len(daemonsets) != 1 or len(configmaps) != 1:
-        error(where, "the base needs one DaemonSet and one ConfigMap")
+        error(where, "the DRA path needs one DaemonSet and one ConfigMap")
         return
     daemonset = daemonsets[0]
-    for patch in kustomization.get("patches", []):
-        target = patch.get("target", {})
-        if target.get("kind") != "DaemonSet" or \
-                target.get("name") != daemonset["metadata"]["name"]:
-            error(where, f"a patch targets {target}, not the base DaemonSet")
-            continue
-        daemonset = json_patch(daemonset, yaml.safe_load(patch["patch"]), where)
+    # Its own names: nothing shared with the device plugin's objects.
+    base_names = {(d["kind"], d["metadata"]["name"]) for _, d in base_objects}
+    for doc in objects:
+        if (doc["kind"], doc["metadata"]["name"]) in base_names:
+            error(where, f"{doc['kind']} {doc['metadata']['name']} has the "
+                         "device plugin's name")
+    base_daemonsets = [d for _, d in base_objects if d["kind"] == "DaemonSet"]
+    selector = daemonset["spec"]["selector"]["matchLabels"]
+    if pods_selected(selector, base_daemonsets + [daemonset]) != \
+            [daemonset["metadata"]["name"]]:
+        error(where, "the DaemonSet's selector must match its pods only, not "
+                     "the device plugin's")
+    for policy in (d for d in objects if d["kind"] == "NetworkPolicy"):
+        selected = pods_selected(policy["spec"]["podSelector"]
+                                 .get("matchLabels", {}),
+                                 base_daemonsets + [daemonset])
+        if selected != [daemonset["metadata"]["name"]]:
+            error(where, f"NetworkPolicy {policy['metadata']['name']} "
+                         f"selects {selected}, not the driver's pods only")
+    container_names = {c["name"] for d in base_daemonsets
+                       for c in d["spec"]["template"]["spec"]["containers"]}
+    if daemonset["spec"]["template"]["spec"]["containers"][0]["name"] in \
+            container_names:
+        error(where, "the driver's container has the device plugin's name")
+    volumes = daemonset["spec"]["template"]["spec"]["volumes"]
+    if [v["configMap"]["name"] for v in volumes if "configMap" in v] != \
+            [configmaps[0]["metadata"]["name"]]:
+        error(where, "the DaemonSet must mount its own ConfigMap")
+    check_plugin_config(configmaps[0], PLUGIN_BINARY, FIXTURE,
+                        f"{where} ConfigMap")
     check_type(daemonset, "V1DaemonSet", f"{where} DaemonSet")
     check_baseline(daemonset, f"{where} DaemonSet", DRA_WRITABLE)
     pod = daemonset["spec"]["template"]["spec"]
@@ -650,34 +879,8 @@ def check_dra_component(daemonset_dir, base_objects, dra_binary):
                       f"{driver}/pcieSwitch"):
         if attribute not in matched:
             error(where, f"no example pairs devices on {attribute}")
-    # kustomize itself gives the same DaemonSet (where kubectl exists).
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        print("kubectl not found: DRA component rendering skipped")
-    else:
-        rendered = render_with_component(kubectl, daemonset_dir, directory,
-                                         where)
-        if rendered is not None:
-            kinds = sorted(d["kind"] for d in rendered)
-            for kind in ("ClusterRole", "ClusterRoleBinding", "DeviceClass",
-                         "ServiceAccount"):
-                if kind not in kinds:
-                    error(where, f"renders no {kind}")
-            for doc in rendered:
-                if doc["kind"] == "DaemonSet":
-                    spec = doc["spec"]["template"]["spec"]
-                    rendered_container = spec["containers"][0]
-                    if any(rendered_container.get(k) != container.get(k)
-                           for k in ("command", "args", "volumeMounts",
-                                     "securityContext")) or \
-                            spec["volumes"] != pod["volumes"] or \
-                            spec.get("serviceAccountName") != \
-                            pod.get("serviceAccountName"):
-                        error(where, "kustomize renders another DaemonSet "
-                                     "than the patches applied here")
-                if doc["kind"] in ("ServiceAccount", "DaemonSet") and \
-                        doc["metadata"].get("namespace") != "kube-system":
-                    error(where, f"{doc['kind']} is not in kube-system")
+    # kustomize itself renders the same objects (where kubectl exists).
+    compare_with_kustomize(directory, objects, where)
     # The driver takes the arguments (flags and values) it is given.
     if dra_binary:
         result = subprocess.run([dra_binary, "--help"], capture_output=True,
@@ -759,6 +962,8 @@ def main():
     if sys.argv[1:] == ["--self-test"]:
         return self_test()
     source, binary, info, libtopology, fixture = sys.argv[1:6]
+    global PLUGIN_BINARY, FIXTURE
+    PLUGIN_BINARY, FIXTURE = binary, fixture
     dra_binary = sys.argv[6] if len(sys.argv) > 6 else None
     daemonset_dir = os.path.join(source, "daemonset")
     objects = []
@@ -802,7 +1007,8 @@ def main():
     check_exposure(objects)
     rendered = check_kustomize(daemonset_dir)
     check_monitoring_component(daemonset_dir)
-    check_dra_component(daemonset_dir, objects, dra_binary)
+    check_dra_path(daemonset_dir, objects, dra_binary)
+    check_both_paths(source, dra_binary)
     for doc in rendered:
         model = KINDS.get((doc.get("apiVersion"), doc.get("kind")))
         if model:

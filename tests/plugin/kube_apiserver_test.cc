@@ -241,7 +241,7 @@ TEST_F(KubeApiServerTest, TheDriversRoleIsEnoughAndNoMore) {
 }
 
 TEST_F(KubeApiServerTest, TheDeploymentsClassesAndExampleTemplatesAreServed) {
-  // scripts/kube-apiserver created daemonset/components/dra's DeviceClasses
+  // scripts/kube-apiserver created daemonset/dra's DeviceClasses
   // and example claim templates; nothing of them was pruned as unknown.
   for (const std::string resource : {"gpu", "nic"}) {
     auto got =
