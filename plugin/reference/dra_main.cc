@@ -41,6 +41,7 @@
 #include "program.h"
 #include "reference_plugin.h"
 #include "safe_file.h"
+#include "text_util.h"
 
 namespace {
 
@@ -221,6 +222,30 @@ int Run(int argc, char** argv) {
   if (!credentials.ok()) return usage(credentials.status().message());
   auto client = dra::KubeClient::Create(std::move(*credentials));
   if (!client.ok()) return usage(client.status().message());
+  // The credentials and the API before anything is served or published: a
+  // token the server refuses, or a server without resource.k8s.io/v1, ends
+  // the start with the reason instead of a refusal logged at every resync.
+  // A server that does not answer yet is not fatal: publishing retries.
+  const std::string credentials_source =
+      kubeconfig.empty() ? std::string("the pod's service account")
+                         : "--kubeconfig " + kubeconfig;
+  if (auto answer = (*client)->Request(
+          "GET", "/apis/resource.k8s.io/v1/resourceslices?limit=1");
+      !answer.ok()) {
+    LOG(WARNING) << "the API server did not answer: "
+                 << answer.status().message() << "; publishing will retry";
+  } else if (answer->status == 401 || answer->status == 403) {
+    LOG(ERROR) << "the API server refuses the credentials of "
+               << credentials_source << " (HTTP " << answer->status
+               << " listing resourceslices: "
+               << topology::text::Quoted(answer->body, 200)
+               << "): check the ServiceAccount and its ClusterRoleBinding";
+    return kExitError;
+  } else if (answer->status == 404) {
+    LOG(ERROR) << "the API server does not serve resource.k8s.io/v1 "
+                  "ResourceSlices (Kubernetes 1.34 and later, with DRA)";
+    return kExitError;
+  }
 
   // Runtimes read the specs: the directory is made readable to all (the
   // specs themselves are written 0644).
@@ -339,9 +364,8 @@ int Run(int argc, char** argv) {
     // driver's resident memory is what it keeps.
     malloc_trim(0);
   };
-  publish(**discovered, nullptr);
-  publisher.Start();
-
+  // The kubelet's directories before anything is published: a bad
+  // --registry-dir or --plugin-dir ends the start here, naming it.
   dp::DraHandler handler(*config, host_root, cdi_dir, driver, node,
                          [&inventory] { return inventory.get(); });
   dra::ApiClaimSource source(client->get());
@@ -358,8 +382,9 @@ int Run(int argc, char** argv) {
     LOG(ERROR) << "cannot start: " << started.message();
     return kExitError;
   }
-  (*runner)->SetHealth(
-      dp::HealthReport(node, **discovered, health.unhealthy()));
+  // The streams hear first: publishing waits on the API server.
+  publish(**discovered, runner->get());
+  publisher.Start();
   malloc_trim(0);
 
   // Health every --health-interval (AER counters, unhealthy devices); a

@@ -108,24 +108,27 @@ class DraDriverBinaryTest : public ::testing::Test {
   std::unique_ptr<DriverProcess> Start(std::vector<std::string> extra = {},
                                        int http_port = 0) {
     if (http_port == 0) http_port = http_port_;
-    std::vector<std::string> args{"--config",
-                                  (work_.path() / "config.yaml").string(),
-                                  "--host-root",
-                                  root_.path().string(),
-                                  "--kubeconfig",
-                                  (work_.path() / "kubeconfig").string(),
-                                  "--node-name",
-                                  "node-a",
-                                  "--registry-dir",
-                                  (sockets_.path() / "registry").string(),
-                                  "--plugin-dir",
-                                  (sockets_.path() / "plugin").string(),
-                                  "--cdi-dir",
-                                  (work_.path() / "cdi").string(),
-                                  "--http-addr",
-                                  "127.0.0.1:" + std::to_string(http_port),
-                                  "-v",
-                                  "1"};
+    std::vector<std::string> args{
+        "--config",
+        (work_.path() / "config.yaml").string(),
+        "--host-root",
+        root_.path().string(),
+        "--kubeconfig",
+        kubeconfig_.empty() ? (work_.path() / "kubeconfig").string()
+                            : kubeconfig_.string(),
+        "--node-name",
+        "node-a",
+        "--registry-dir",
+        registry_dir_.empty() ? (sockets_.path() / "registry").string()
+                              : registry_dir_.string(),
+        "--plugin-dir",
+        (sockets_.path() / "plugin").string(),
+        "--cdi-dir",
+        (work_.path() / "cdi").string(),
+        "--http-addr",
+        "127.0.0.1:" + std::to_string(http_port),
+        "-v",
+        "1"};
     args.insert(args.end(), extra.begin(), extra.end());
     return std::make_unique<DriverProcess>(
         std::move(args), (work_.path() / "driver.log").string());
@@ -146,6 +149,9 @@ class DraDriverBinaryTest : public ::testing::Test {
   FakeResourceStore store_{"node-a", kDriver, true};
   std::unique_ptr<FakeApiServer> server_;
   int http_port_ = 0;
+  // Instead of the fixture's own, when set.
+  std::filesystem::path kubeconfig_;
+  std::filesystem::path registry_dir_;
 };
 
 TEST_F(DraDriverBinaryTest,
@@ -450,6 +456,48 @@ TEST_F(DraDriverBinaryTest,
   EXPECT_TRUE(WaitFor([&] { return !taint_of().has_value(); }, 10s)) << Log();
   driver->Signal(SIGTERM);
   EXPECT_EQ(driver->Wait(5s), 0);
+}
+
+// Credentials the API server refuses end the start with the reason, before
+// any socket is served or slice sent (not a 403 logged at every resync).
+TEST_F(DraDriverBinaryTest,
+       CredentialsTheServerRefusesEndTheStartBeforeAnything) {
+  auto refusing = FakeApiServer::Start(
+      work_.path() / "pki-refusing", [](const FakeApiServer::Request&) {
+        FakeApiServer::Answer answer;
+        answer.status = 403;
+        answer.body =
+            R"({"kind":"Status","status":"Failure","reason":"Forbidden"})";
+        return answer;
+      });
+  ASSERT_THAT(refusing.status(), IsOk());
+  kubeconfig_ = work_.path() / "refused-kubeconfig";
+  std::ofstream(kubeconfig_)
+      << "current-context: node\n"
+         "clusters: [{name: c, cluster: {server: \""
+      << (*refusing)->url()
+      << "\", certificate-authority-data: " << Base64((*refusing)->ca_pem())
+      << "}}]\n"
+         "contexts: [{name: node, context: {cluster: c, user: u}}]\n"
+         "users: [{name: u, user: {token: stale-token}}]\n";
+  auto driver = Start();
+  EXPECT_EQ(driver->Wait(10s), 1) << Log();
+  EXPECT_THAT(Log(), HasSubstr("refuses the credentials of --kubeconfig"));
+  EXPECT_THAT(Log(), HasSubstr("HTTP 403"));
+  // Nothing served: no registration socket.
+  EXPECT_FALSE(std::filesystem::exists(sockets_.path() / "registry") &&
+               !std::filesystem::is_empty(sockets_.path() / "registry"));
+}
+
+// A registration directory that cannot be served ends the start naming it,
+// before any slice is published.
+TEST_F(DraDriverBinaryTest, ABadRegistryDirectoryEndsTheStartBeforePublishing) {
+  registry_dir_ = work_.path() / "not-a-directory";
+  std::ofstream(registry_dir_) << "a file\n";
+  auto driver = Start();
+  EXPECT_EQ(driver->Wait(10s), 1) << Log();
+  EXPECT_THAT(Log(), HasSubstr(registry_dir_.string()));
+  EXPECT_TRUE(Slices().empty());
 }
 
 TEST_F(DraDriverBinaryTest, SharingADeviceWithTheDevicePluginIsRefusedAtStart) {
