@@ -628,7 +628,8 @@ constexpr char kClaim[] = R"({
       {"request": "nic", "driver": "pci.libtopology.dev", "pool": "node-a", "device": "nic-1"},
       {"request": "other", "driver": "gpu.example.com", "pool": "p", "device": "d"}],
     "config": [
-      {"source": "FromClaim", "opaque": {"driver": "pci.libtopology.dev", "parameters": {"mode": "shared"}}},
+      {"source": "FromClass", "opaque": {"driver": "pci.libtopology.dev", "parameters": {"mode": "exclusive"}}},
+      {"source": "FromClaim", "requests": ["gpu"], "opaque": {"driver": "pci.libtopology.dev", "parameters": {"mode": "shared"}}},
       {"source": "FromClass", "opaque": {"driver": "gpu.example.com", "parameters": {}}}]}}}
 })";
 
@@ -638,7 +639,45 @@ TEST(ResourceClaimTest, TheDriversResultsAndConfigs) {
   ASSERT_THAT(claim->results, SizeIs(2));
   EXPECT_EQ(claim->results[1],
             (AllocationResult{"nic", kDriver, "node-a", "nic-1"}));
-  EXPECT_THAT(claim->configs, ElementsAre(R"({"mode":"shared"})"));
+  ASSERT_THAT(claim->configs, SizeIs(2));
+  EXPECT_EQ(claim->configs[0],
+            (OpaqueConfig{"FromClass", {}, R"({"mode":"exclusive"})"}));
+  EXPECT_EQ(claim->configs[1],
+            (OpaqueConfig{"FromClaim", {"gpu"}, R"({"mode":"shared"})"}));
+}
+
+// Each device's configurations, as the Go drivers pick them
+// (dra-example-driver's GetOpaqueDeviceConfigs): the ones naming no
+// request, its request, or its top-level request, classes' first.
+TEST(ResourceClaimTest, ConfigurationsApplyToTheRequestsTheyName) {
+  Claim claim;
+  claim.configs = {{"FromClass", {}, "all"},
+                   {"FromClaim", {"gpu"}, "gpu"},
+                   {"FromClaim", {"gpu/big"}, "big"},
+                   {"FromClaim", {"nic"}, "nic"}};
+  const auto parameters = [&](std::string_view request) {
+    std::vector<std::string> out;
+    for (const OpaqueConfig* config : ConfigsFor(claim, request)) {
+      out.push_back(config->parameters);
+    }
+    return out;
+  };
+  EXPECT_THAT(parameters("gpu"), ElementsAre("all", "gpu"));
+  EXPECT_THAT(parameters("gpu/big"), ElementsAre("all", "gpu", "big"));
+  EXPECT_THAT(parameters("gpu/small"), ElementsAre("all", "gpu"));
+  EXPECT_THAT(parameters("nic"), ElementsAre("all", "nic"));
+  EXPECT_THAT(parameters("other"), ElementsAre("all"));
+}
+
+TEST(ResourceClaimTest, RequestsThatAreNotStringsAreRefused) {
+  EXPECT_THAT(
+      ParseResourceClaim(
+          R"({"metadata":{"uid":"u-1"},"status":{"allocation":{"devices":{)"
+          R"("results":[{"request":"gpu","driver":"pci.libtopology.dev",)"
+          R"("pool":"p","device":"d"}],"config":[{"requests":[7],)"
+          R"("opaque":{"driver":"pci.libtopology.dev","parameters":{}}}]}}}})",
+          {"ml", "u-1", "pair"}, kDriver),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("config[0].requests")));
 }
 
 TEST(ResourceClaimTest, WhatCannotBePreparedIsSaid) {

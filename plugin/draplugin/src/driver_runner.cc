@@ -315,6 +315,22 @@ std::filesystem::path RollingUpdateRegistrationSocket(
   return registry_dir / (driver.substr(0, 16) + "-" + hash + "-reg.sock");
 }
 
+std::vector<const OpaqueConfig*> ConfigsFor(const Claim& claim,
+                                            std::string_view request) {
+  const std::string_view top = BaseRequestName(request);
+  std::vector<const OpaqueConfig*> out;
+  for (const OpaqueConfig& config : claim.configs) {
+    const bool applies =
+        config.requests.empty() ||
+        std::any_of(config.requests.begin(), config.requests.end(),
+                    [&](const std::string& named) {
+                      return named == request || named == top;
+                    });
+    if (applies) out.push_back(&config);
+  }
+  return out;
+}
+
 std::string HealthMessage(std::string_view message) {
   std::string out;
   out.reserve(std::min(message.size(), kMaxHealthMessage * 4));

@@ -505,16 +505,26 @@ StatusOr<Claim> ParseResourceClaim(std::string_view text, const ClaimRef& ref,
       return FailedPreconditionError("nothing of the claim is allocated by " +
                                      driver);
     }
-    for (const json& config : devices.value("config", json::array())) {
+    const json configs = devices.value("config", json::array());
+    for (size_t i = 0; configs.is_array() && i < configs.size(); ++i) {
+      const json& config = configs[i];
       if (!config.is_object()) continue;
       const json opaque = config.value("opaque", json::object());
       if (!opaque.is_object() ||
           opaque.value("driver", std::string()) != driver) {
         continue;
       }
-      claim.configs.push_back(
+      OpaqueConfig out;
+      out.source = config.value("source", std::string());
+      if (const auto requests = config.find("requests");
+          requests != config.end() && !requests->is_null()) {
+        out.requests = json_fields::AsStringList(
+            *requests, "config[" + std::to_string(i) + "].requests");
+      }
+      out.parameters =
           opaque.value("parameters", json::object())
-              .dump(-1, ' ', false, json::error_handler_t::replace));
+              .dump(-1, ' ', false, json::error_handler_t::replace);
+      claim.configs.push_back(std::move(out));
     }
     return claim;
   } catch (const std::exception& e) {

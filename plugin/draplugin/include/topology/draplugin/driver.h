@@ -79,14 +79,36 @@ struct AllocationResult {
                          const AllocationResult&) = default;
 };
 
+// One opaque configuration for this driver, from the claim's
+// status.allocation.devices.config[] (the API server copies the classes'
+// and the claim's there at allocation).
+struct OpaqueConfig {
+  // "FromClass" or "FromClaim". The API lists the classes' first; where
+  // two set the same thing, the later one (a claim's) wins.
+  std::string source = {};
+  // The requests it applies to: "<request>" (and every subrequest of it)
+  // or "<request>/<subrequest>"; empty: every request of the claim.
+  std::vector<std::string> requests = {};
+  // opaque.parameters as JSON text.
+  std::string parameters = {};
+  friend bool operator==(const OpaqueConfig&, const OpaqueConfig&) = default;
+};
+
 // A claim as allocated: this driver's results, and the opaque
-// configurations for this driver (status.allocation.devices.config[],
-// their parameters as JSON text, in order).
+// configurations for this driver, in the API's order.
 struct Claim {
   ClaimRef ref = {};
   std::vector<AllocationResult> results = {};
-  std::vector<std::string> configs = {};
+  std::vector<OpaqueConfig> configs = {};
 };
+
+// The configurations of `claim` that apply to the device allocated for
+// `request` (a result's request, "<request>" or "<request>/<subrequest>"),
+// in order (the classes' before the claim's), as the Go drivers select
+// them: a configuration naming no request, the request itself, or its
+// top-level request.
+std::vector<const OpaqueConfig*> ConfigsFor(const Claim& claim,
+                                            std::string_view request);
 
 class ClaimSource {
  public:
