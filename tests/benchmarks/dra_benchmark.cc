@@ -39,7 +39,7 @@
 #include "topology/plugin/logging.h"
 
 #include "dra_driver.h"
-#include "fake_dra_kubelet.h"
+#include "topology/testing/fake_dra_kubelet.h"
 #include "process_stats.h"
 #include "socket_util.h"
 #include "synthetic_machines.h"

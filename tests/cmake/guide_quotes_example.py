@@ -43,14 +43,15 @@ def main():
     for program_path in program_paths:
         program = open(program_path, encoding="utf-8").read()
         blocks = blocks_of_program(program)
-        if len(blocks) < 3:
-            errors.append(f"{program_path}: expected guide: blocks, found "
-                          f"{len(blocks)}")
+        if not blocks:
+            errors.append(f"{program_path}: no guide: blocks")
         for name, body in blocks.items():
             if not any(body == code for _, code in quoted):
                 errors.append(f"{guide_path}: does not quote block '{name}' "
                               f"of {program_path} verbatim")
         bodies.update(blocks.values())
+    if len(bodies) < 3:
+        errors.append(f"expected guide: blocks, found {len(bodies)}")
     for exempt, code in quoted:
         if not exempt and code not in bodies:
             first = code.splitlines()[0] if code else ""

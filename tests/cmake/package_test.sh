@@ -21,7 +21,9 @@
 #   7. a program on the installed DRA framework builds through
 #      find_package(libtopology COMPONENTS draplugin) and pkg-config
 #      libtopology-draplugin, serves its sockets and stops; so does
-#      examples/accel-dra-driver (the DRA guide's), which then runs.
+#      examples/accel-dra-driver (the DRA guide's), which then runs, and its
+#      tests build on the installed DRA test kit only (COMPONENTS draplugin
+#      testing, pkg-config libtopology-dra-testing) and pass.
 # Usage: package_test.sh PREFIX LIBDIR EXAMPLES_DIR WORK_DIR GENERATOR CXX
 #                        CXXFLAGS LDFLAGS
 set -euo pipefail
@@ -237,6 +239,7 @@ cmake -S "$consumer" -B "$work/draplugin-build" -G "$generator" \
 echo "== accel-dra-driver, through find_package and pkg-config"
 cmake -S "$examples/accel-dra-driver" -B "$work/dra-example-build" -G "$generator" \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" \
+  -DACCEL_DRA_DRIVER_TESTS=ON \
   -DCMAKE_CXX_FLAGS="$cxxflags" -DCMAKE_EXE_LINKER_FLAGS="$ldflags" \
   >"$work/dra-example-cmake.log" 2>&1 &&
   cmake --build "$work/dra-example-build" >>"$work/dra-example-cmake.log" 2>&1 ||
@@ -248,4 +251,15 @@ PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" make -s -C "$examples/accel-dra-driv
 for program in "$work/dra-example-build/accel-dra-driver" "$work/pc-accel-dra-driver"; do
   "$program" --version >/dev/null || fail "$program does not start"
 done
+echo "== accel-dra-driver's tests, on the installed DRA test kit"
+ctest --test-dir "$work/dra-example-build" --output-on-failure \
+  >"$work/dra-example-ctest.log" 2>&1 ||
+  fail "accel-dra-driver's tests failed (find_package build; $work/dra-example-ctest.log)"
+grep -q "tests passed, 0 tests failed out of [1-9]" "$work/dra-example-ctest.log" ||
+  fail "accel-dra-driver's tests did not run (see $work/dra-example-ctest.log)"
+PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" make -s -C "$examples/accel-dra-driver" \
+  check TEST_OUT="$work/pc-accel-dra-driver-test" \
+  CXX="$cxx" CXXFLAGS="$cxxflags" LDFLAGS="$ldflags" \
+  >"$work/dra-example-check.log" 2>&1 ||
+  fail "make check through pkg-config libtopology-dra-testing failed ($work/dra-example-check.log)"
 echo "package test passed"

@@ -27,7 +27,7 @@
 
 #include "child_process.h"
 #include "fake_api_server.h"
-#include "fake_dra_kubelet.h"
+#include "topology/testing/fake_dra_kubelet.h"
 #include "fake_resource_store.h"
 #include "socket_util.h"
 #include "status_matchers.h"

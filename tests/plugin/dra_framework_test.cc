@@ -23,7 +23,7 @@
 #include "topology/draplugin/driver.h"
 
 #include "topology/draplugin/claim_checkpoint.h"
-#include "fake_dra_kubelet.h"
+#include "topology/testing/fake_dra_kubelet.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
 #include "time_scale.h"

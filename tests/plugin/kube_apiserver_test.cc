@@ -30,7 +30,7 @@
 #include "topology/plugin/http_endpoint.h"
 
 #include "child_process.h"
-#include "fake_dra_kubelet.h"
+#include "topology/testing/fake_dra_kubelet.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"

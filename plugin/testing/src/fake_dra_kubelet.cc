@@ -1,4 +1,4 @@
-#include "fake_dra_kubelet.h"
+#include "topology/testing/fake_dra_kubelet.h"
 
 #include <algorithm>
 #include <utility>

@@ -6,8 +6,8 @@
 // NodeUnprepareResources per claim UID with a deadline, calling again for
 // the claims a response left out, as the kubelet retries them; the health
 // stream).
-#ifndef TOPOLOGY_TESTS_PLUGIN_FAKE_DRA_KUBELET_H_
-#define TOPOLOGY_TESTS_PLUGIN_FAKE_DRA_KUBELET_H_
+#ifndef TOPOLOGY_TESTING_FAKE_DRA_KUBELET_H_
+#define TOPOLOGY_TESTING_FAKE_DRA_KUBELET_H_
 
 #include <atomic>
 #include <chrono>
@@ -119,4 +119,4 @@ class FakeDraKubelet {
 
 }  // namespace topology::testing
 
-#endif  // TOPOLOGY_TESTS_PLUGIN_FAKE_DRA_KUBELET_H_
+#endif  // TOPOLOGY_TESTING_FAKE_DRA_KUBELET_H_

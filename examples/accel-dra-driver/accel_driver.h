@@ -1,0 +1,149 @@
+// accel-dra-driver's inventory and claim handler (main.cc runs them; the
+// example's test drives them against the installed test kit's kubelet).
+// docs/dra-driver-guide.md quotes the parts between the "guide:" markers.
+#ifndef ACCEL_DRA_DRIVER_ACCEL_DRIVER_H_
+#define ACCEL_DRA_DRIVER_ACCEL_DRIVER_H_
+
+#include <cstdio>
+#include <map>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+// guide:includes
+#include <glog/logging.h>  // LOG(); glog comes with libtopology::draplugin
+
+#include "topology/discovery.h"
+#include "topology/dra_attributes.h"
+#include "topology/draplugin/claim_cdi.h"
+#include "topology/draplugin/driver.h"
+#include "topology/draplugin/kube_client.h"
+#include "topology/draplugin/kube_config.h"
+#include "topology/draplugin/resource_slices.h"
+#include "topology/plugin/daemon.h"
+#include "topology/plugin/logging.h"
+#include "topology/sysfs_reader.h"
+// guide:end
+
+namespace accel {
+
+namespace dra = topology::draplugin;
+namespace plugin = topology::plugin;
+
+struct Flags {
+  std::string driver = "accel.example.com";
+  std::string class_prefix = "1200";  // processing accelerators
+  std::string vendor;                 // any
+  std::string node;                   // default: NODE_NAME
+  std::string kubeconfig;             // default: in-cluster credentials
+  std::string host_root = "/";
+  std::string registry_dir = dra::kDefaultRegistryDir;
+  std::string plugin_dir;  // default: /var/lib/kubelet/plugins/<driver>
+  std::string cdi_dir = "/var/run/cdi";
+  int verbosity = 0;
+};
+
+// guide:inventory
+// The devices: every PCI function whose class (six hex digits) starts with
+// the prefix, as one slice device each, named after its address (a DNS
+// label), with the standard attributes the Kubernetes helpers compute
+// (libtopology computes them the same way; one it cannot compute is left
+// out and logged) and the vendor's own, unqualified (the driver's domain).
+inline std::vector<dra::SliceDevice> InventoryOf(
+    const topology::Topology& topo, const topology::SysfsReader& sysfs,
+    const Flags& flags, std::map<std::string, std::string>& addresses) {
+  std::vector<dra::SliceDevice> devices;
+  for (const topology::PciDevice& pci : topo.pci_devices()) {
+    char class_hex[8];
+    char vendor_hex[8];
+    char device_hex[8];
+    std::snprintf(class_hex, sizeof(class_hex), "%06x", pci.class_code);
+    std::snprintf(vendor_hex, sizeof(vendor_hex), "%04x", pci.vendor_id);
+    std::snprintf(device_hex, sizeof(device_hex), "%04x", pci.device_id);
+    if (!std::string(class_hex).starts_with(flags.class_prefix)) continue;
+    if (!flags.vendor.empty() && flags.vendor != vendor_hex) continue;
+    const std::string address = pci.address.ToString();
+    dra::SliceDevice device;
+    device.name = "accel-" + address;
+    for (char& c : device.name) {
+      if (c == ':' || c == '.') c = '-';
+    }
+    const topology::dra::PciAttributes standard =
+        topology::dra::StandardPciAttributes(
+            sysfs, address, topology::dra::NumaAttributeForm::kScalar);
+    for (const topology::dra::DeviceAttribute& a : standard.attributes) {
+      if (const auto* text = std::get_if<std::string>(&a.value)) {
+        device.attributes[a.name] = {*text, false};
+      } else if (const auto* number = std::get_if<int64_t>(&a.value)) {
+        device.attributes[a.name] = {*number, false};
+      }
+    }
+    for (const auto& [name, why] : standard.omitted) {
+      LOG(WARNING) << address << ": " << name << " left out: " << why.message();
+    }
+    // "0x10de", as sysfs writes them and topology-dra-driver publishes them.
+    device.attributes["vendorID"] = {"0x" + std::string(vendor_hex), false};
+    device.attributes["deviceID"] = {"0x" + std::string(device_hex), false};
+    addresses[device.name] = address;
+    devices.push_back(std::move(device));
+  }
+  return devices;
+}
+// guide:end
+
+// guide:handler
+// Prepare and Unprepare of one claim. The runner calls them for claims the
+// kubelet sends, one call at a time per claim, and answers a repeated
+// Prepare from its checkpoint; calls for different claims run
+// concurrently, and everything here is read-only after construction.
+class AcceleratorDriver : public dra::DriverHandler {
+ public:
+  AcceleratorDriver(Flags flags, std::map<std::string, std::string> addresses)
+      : flags_(std::move(flags)), addresses_(std::move(addresses)) {}
+
+  // One CDI spec for the claim: each device by name, and the claim's
+  // addresses in one variable that every device of the claim sets alike.
+  topology::StatusOr<std::vector<dra::PreparedDevice>> Prepare(
+      const dra::Claim& claim) override {
+    std::vector<plugin::CdiDevice> cdi;
+    std::string visible;
+    for (const dra::AllocationResult& result : claim.results) {
+      const auto address = addresses_.find(result.device);
+      if (result.pool != flags_.node || address == addresses_.end()) {
+        return topology::NotFoundError("no device " + result.pool + "/" +
+                                       result.device + " on this node");
+      }
+      cdi.push_back({.name = result.device});
+      visible += (visible.empty() ? "" : ",") + address->second;
+    }
+    auto ids = dra::WriteClaimCdiSpec(
+        flags_.cdi_dir, flags_.driver, flags_.driver + "/accel", claim.ref.uid,
+        std::move(cdi), {{"ACCEL_VISIBLE_DEVICES", visible}});
+    if (!ids.ok()) return ids.status();
+    std::vector<dra::PreparedDevice> prepared;
+    for (size_t i = 0; i < claim.results.size(); ++i) {
+      prepared.push_back({.pool = claim.results[i].pool,
+                          .device = claim.results[i].device,
+                          .cdi_device_ids = {(*ids)[i]}});
+    }
+    return prepared;
+  }
+
+  // After a restart the runner passes the checkpointed devices; the spec's
+  // name comes from the claim alone, so that is all this needs.
+  topology::Status Unprepare(
+      const dra::ClaimRef& claim,
+      const std::vector<dra::PreparedDevice>& /*devices*/) override {
+    return dra::RemoveClaimCdiSpec(flags_.cdi_dir, flags_.driver, claim.uid);
+  }
+
+ private:
+  const Flags flags_;
+  const std::map<std::string, std::string> addresses_;  // name -> address
+};
+// guide:end
+
+}  // namespace accel
+
+#endif  // ACCEL_DRA_DRIVER_ACCEL_DRIVER_H_
