@@ -489,6 +489,8 @@ int Run(int argc, char** argv) {
   loop.Stop();
   http.reset();
   (*runner)->Stop();
+  // A sync waiting on the API server ends now, not at the client's timeout.
+  (*client)->Cancel();
   publisher.Stop();
   LOG(INFO) << "stopped";
   return 0;

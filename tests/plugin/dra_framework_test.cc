@@ -20,10 +20,10 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "topology/draplugin/driver.h"
-
 #include "topology/draplugin/claim_checkpoint.h"
+#include "topology/draplugin/driver.h"
 #include "topology/testing/fake_dra_kubelet.h"
+
 #include "status_matchers.h"
 #include "temp_dir.h"
 #include "time_scale.h"
@@ -55,9 +55,34 @@ class TableSource : public ClaimSource {
     std::lock_guard<std::mutex> lock(mu_);
     errors_.emplace(uid, std::move(status));
   }
-  StatusOr<Claim> Get(const ClaimRef& ref, const std::string& driver) override {
+  // Get of `uid` waits, as on an API server that does not answer, until
+  // Cancel() (or a minute).
+  void Hang(const std::string& uid) {
     std::lock_guard<std::mutex> lock(mu_);
+    hanging_ = uid;
+  }
+  void Cancel() override {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      ++cancels_;
+    }
+    cancelled_.notify_all();
+  }
+  int cancels() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cancels_;
+  }
+  StatusOr<Claim> Get(const ClaimRef& ref, const std::string& driver) override {
+    std::unique_lock<std::mutex> lock(mu_);
     ++gets_;
+    if (ref.uid == hanging_) {
+      const int before = cancels_;
+      if (!cancelled_.wait_for(lock, std::chrono::minutes(1),
+                               [&] { return cancels_ != before; })) {
+        return UnavailableError("no answer");
+      }
+      return CancelledError("GET " + ref.name + ": cancelled");
+    }
     if (driver != kDriver) return InternalError("asked for another driver");
     if (auto it = errors_.find(ref.uid); it != errors_.end()) return it->second;
     auto it = claims_.find(ref.uid);
@@ -72,6 +97,9 @@ class TableSource : public ClaimSource {
   }
 
  private:
+  std::condition_variable cancelled_;
+  std::string hanging_;
+  int cancels_ = 0;
   mutable std::mutex mu_;
   std::map<std::string, Claim> claims_;
   std::map<std::string, Status> errors_;
@@ -183,6 +211,28 @@ class DraFrameworkTest : public ::testing::Test {
   std::unique_ptr<DriverRunner> runner_;
   FakeDraKubelet kubelet_{dir_.path() / "plugins_registry"};
 };
+
+// Stop keeps its second: a Prepare whose claim is still being read from
+// the API server when the calls' grace ends is cancelled there (the claim
+// source's Cancel), rather than holding the stop for the client's timeout.
+TEST_F(DraFrameworkTest, StopCancelsAClaimStillWaitingOnTheApiServer) {
+  Start();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  const ClaimRef ref = GpuClaim("hung");
+  source_.Hang("hung");
+  auto prepare = std::async(std::launch::async, [&] {
+    return kubelet_.Prepare({Kubelet(ref)}, "", /*attempts=*/1);
+  });
+  ASSERT_TRUE(WaitFor([&] { return source_.gets() >= 1; }, 10s));
+  const auto start = std::chrono::steady_clock::now();
+  runner_->Stop();
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_LT(took, 3s);
+  EXPECT_GE(took, 900ms);  // the calls in flight had their second
+  EXPECT_EQ(source_.cancels(), 1);
+  (void)prepare.get();
+  EXPECT_EQ(handler_.prepares(), 0);
+}
 
 TEST_F(DraFrameworkTest, RegistersAndTheKubeletChoosesTheFirstItKnows) {
   Start();

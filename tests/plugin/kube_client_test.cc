@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -22,10 +23,12 @@
 #include <gtest/gtest.h>
 
 #include "topology/draplugin/kube_config.h"
+#include "topology/testing/fake_clock.h"
 
 #include "fake_api_server.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
+#include "wait_for.h"
 
 namespace topology::draplugin {
 namespace {
@@ -261,6 +264,71 @@ class KubeClientTest : public ::testing::Test {
   ::topology::testing::TempDir dir_;
   std::unique_ptr<FakeApiServer> server_;
 };
+
+// Cancel() ends a request waiting for a server that does not answer at
+// once, and one waiting to retry; a request after it is sent as usual.
+TEST_F(KubeClientTest, CancelEndsTheRequestsUnderWayAndNotTheNextOnes) {
+  std::atomic<bool> hang{true};
+  Serve([&hang](const FakeApiServer::Request& request) {
+    FakeApiServer::Answer answer{200, "{}"};
+    if (hang.load() && request.target == "/slow") answer.delay = 30s;
+    if (request.target == "/busy") answer.status = 503;
+    return answer;
+  });
+  KubeClient::Options options;
+  options.timeout = 60s;
+  auto client = Client(Config(), options);
+  auto slow = std::async(std::launch::async,
+                         [&] { return client->Request("GET", "/slow"); });
+  ASSERT_TRUE(
+      testing::WaitFor([&] { return !server_->requests().empty(); }, 10s));
+  const auto start = std::chrono::steady_clock::now();
+  client->Cancel();
+  EXPECT_THAT(slow.get().status(), StatusIs(StatusCode::kCancelled));
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 5s);
+
+  // Waiting to retry after a 503, on a clock that does not move.
+  testing::FakeClock clock;
+  KubeClient::Options retrying;
+  retrying.clock = &clock;
+  auto patient = KubeClient::Create(Config(), retrying);
+  ASSERT_THAT(patient.status(), IsOk());
+  auto busy = std::async(std::launch::async,
+                         [&] { return (*patient)->Request("GET", "/busy"); });
+  ASSERT_TRUE(testing::WaitFor([&] { return clock.waiters() > 0; }, 10s));
+  (*patient)->Cancel();
+  EXPECT_THAT(busy.get().status(), StatusIs(StatusCode::kCancelled));
+
+  hang = false;
+  auto after = client->Request("GET", "/slow");
+  ASSERT_THAT(after.status(), IsOk());
+  EXPECT_EQ(after->status, 200);
+}
+
+// The back-off waits on the client's clock: a retry comes when the clock
+// has moved on by the back-off, not before.
+TEST_F(KubeClientTest, TheBackOffWaitsOnTheClientsClock) {
+  std::atomic<int> calls{0};
+  Serve([&calls](const FakeApiServer::Request&) {
+    return FakeApiServer::Answer{++calls == 1 ? 503 : 200, "{}"};
+  });
+  testing::FakeClock clock;
+  KubeClient::Options options;
+  options.clock = &clock;
+  options.backoff = 1h;
+  auto client = KubeClient::Create(Config(), options);
+  ASSERT_THAT(client.status(), IsOk());
+  auto answer = std::async(std::launch::async,
+                           [&] { return (*client)->Request("GET", "/x"); });
+  ASSERT_TRUE(testing::WaitFor([&] { return clock.waiters() > 0; }, 10s));
+  EXPECT_EQ(calls.load(), 1);
+  clock.Advance(59min);
+  EXPECT_EQ(answer.wait_for(0s), std::future_status::timeout);
+  EXPECT_EQ(calls.load(), 1);
+  clock.Advance(1min);
+  ASSERT_THAT(answer.get().status(), IsOk());
+  EXPECT_EQ(calls.load(), 2);
+}
 
 TEST_F(KubeClientTest, SendsTheTokenAndReadsTheAnswer) {
   Serve([](const FakeApiServer::Request& request) {

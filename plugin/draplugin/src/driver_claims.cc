@@ -6,13 +6,14 @@ namespace topology::draplugin {
 
 bool DriverRunner::Impl::AcquireClaim(const std::string& uid, Deadline deadline,
                                       bool* expired) {
+  const Clock& clock = *options_.clock;
   MutexLock lock(mu_);
   while (busy_.contains(uid) && !stopping_) {
-    if (changed_.wait_until(lock, deadline) == std::cv_status::timeout &&
-        busy_.contains(uid) && !stopping_) {
+    if (clock.Now() >= deadline) {
       *expired = true;
       return false;
     }
+    clock.WaitUntil(changed_, lock, deadline);
   }
   if (stopping_) return false;
   busy_.insert(uid);
@@ -73,7 +74,7 @@ std::string DriverRunner::Impl::LockInstances(Deadline deadline) {
              (options_.plugin_dir / kSerializeLock).string() + ": " +
              std::strerror(errno);
     }
-    if (std::chrono::steady_clock::now() >= deadline) {
+    if (options_.clock->Now() >= deadline) {
       return "the kubelet's deadline passed while another instance of the "
              "driver held " +
              (options_.plugin_dir / kSerializeLock).string();

@@ -125,10 +125,28 @@ void DriverRunner::Impl::Stop() {
   registration_acceptor.reset();
   dra_acceptor.reset();
   // Calls in flight get a second; health streams end at once (stopping_).
+  // A call still waiting on the API server then (the claim's Get) is
+  // cancelled there: gRPC's shutdown waits for every handler to return.
   const auto deadline =
       std::chrono::system_clock::now() + std::chrono::seconds(1);
+  std::mutex shut_mu;
+  std::condition_variable shut_cv;
+  bool shut = false;
+  std::thread canceller([&] {
+    std::unique_lock<std::mutex> lock(shut_mu);
+    if (!shut_cv.wait_until(lock, deadline, [&] { return shut; })) {
+      lock.unlock();
+      source_->Cancel();
+    }
+  });
   if (registration) registration->Shutdown(deadline);
   if (dra) dra->Shutdown(deadline);
+  {
+    std::lock_guard<std::mutex> lock(shut_mu);
+    shut = true;
+  }
+  shut_cv.notify_all();
+  canceller.join();
 }
 
 namespace {
@@ -236,9 +254,13 @@ Status DriverRunner::Impl::ServeRegistration() {
 }
 
 void DriverRunner::Impl::WatchSockets() {
+  const Clock& clock = *options_.clock;
   MutexLock lock(mu_);
   while (!stopping_) {
-    changed_.wait_for(lock, options_.socket_check);
+    const Clock::TimePoint next = clock.Now() + options_.socket_check;
+    while (!stopping_ && clock.Now() < next) {
+      clock.WaitUntil(changed_, lock, next);
+    }
     if (stopping_) break;
     lock.unlock();
     // Served again when the socket is gone, or when serving it failed

@@ -31,6 +31,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "topology/draplugin/claim_checkpoint.h"
 #include "topology/draplugin/driver.h"
 #include "topology/draplugin/slice_validation.h"
 #include "topology/plugin/guarded.h"
@@ -38,7 +39,6 @@
 #include "topology/thread_annotations.h"
 
 #include "checksum.h"
-#include "topology/draplugin/claim_checkpoint.h"
 #include "dra/v1/api.grpc.pb.h"
 #include "dra/v1beta1/api.grpc.pb.h"
 #include "k8s_names.h"
@@ -233,7 +233,7 @@ class DriverRunner::Impl {
         const typename Api::NodePrepareResourcesRequest* request,
         typename Api::NodePrepareResourcesResponse* response) override {
       for (const auto& [uid, outcome] : runner_->PrepareClaims(
-               Refs(request->claims()), DeadlineOf(context))) {
+               Refs(request->claims()), runner_->DeadlineOf(context))) {
         auto& out = (*response->mutable_claims())[uid];
         if (!outcome.error.empty()) {
           out.set_error(outcome.error);
@@ -258,7 +258,7 @@ class DriverRunner::Impl {
         const typename Api::NodeUnprepareResourcesRequest* request,
         typename Api::NodeUnprepareResourcesResponse* response) override {
       for (const auto& [uid, error] : runner_->UnprepareClaims(
-               Refs(request->claims()), DeadlineOf(context))) {
+               Refs(request->claims()), runner_->DeadlineOf(context))) {
         (*response->mutable_claims())[uid].set_error(error);
       }
       return grpc::Status::OK;
@@ -350,16 +350,17 @@ class DriverRunner::Impl {
   };
 
   // --- claims ----------------------------------------------------------------
-  using Deadline = std::chrono::steady_clock::time_point;
-  // The kubelet's deadline of a call (45 s by default), as a steady time.
-  static Deadline DeadlineOf(const grpc::ServerContext* context) {
+  using Deadline = Clock::TimePoint;
+  // The kubelet's deadline of a call (45 s by default), on the runner's
+  // clock.
+  Deadline DeadlineOf(const grpc::ServerContext* context) const {
     const auto left = context->deadline() - std::chrono::system_clock::now();
     // No deadline, or one beyond any wait that makes sense.
     constexpr auto kLongest = std::chrono::hours(1);
-    return std::chrono::steady_clock::now() +
-           (left > kLongest ? kLongest
-                            : std::chrono::duration_cast<
-                                  std::chrono::steady_clock::duration>(left));
+    return options_.clock->Now() +
+           (left > kLongest
+                ? std::chrono::duration_cast<Clock::Duration>(kLongest)
+                : std::chrono::duration_cast<Clock::Duration>(left));
   }
   std::map<std::string, ClaimOutcome> PrepareClaims(
       const std::vector<ClaimRef>& refs, Deadline deadline)

@@ -131,6 +131,9 @@ struct KubeClient::Connection {
   asio::io_context io{1};
   beast::ssl_stream<tcp::socket> stream;
   beast::flat_buffer buffer;
+  // The client's generation the request using it started under: a close
+  // Cancel() posted for an earlier request does nothing to a later one.
+  uint64_t generation = 0;
 };
 
 KubeClient::KubeClient(KubeConfig config, Options options,
@@ -159,6 +162,28 @@ void KubeClient::CloseIdle(size_t keep) {
     }
   }
   // Closed outside the lock (a TLS shutdown may write).
+}
+
+void KubeClient::Cancel() {
+  {
+    MutexLock lock(mu_);
+    const uint64_t cancelled = generation_++;
+    // Each busy connection is closed on the thread running its request
+    // (asio's post is thread-safe; the socket is not).
+    for (Connection* connection : busy_) {
+      asio::post(connection->io, [connection, cancelled] {
+        if (connection->generation != cancelled) return;
+        beast::error_code ignored;
+        connection->stream.next_layer().close(ignored);
+      });
+    }
+  }
+  cancelled_.notify_all();
+}
+
+bool KubeClient::CancelledSince(uint64_t generation) {
+  MutexLock lock(mu_);
+  return generation_ != generation;
 }
 
 void KubeClient::GiveBack(std::unique_ptr<Connection> connection) {
@@ -213,7 +238,8 @@ StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(KubeConfig config,
 StatusOr<HttpResponse> KubeClient::Once(std::string_view method,
                                         std::string_view path,
                                         std::string_view body,
-                                        std::string_view accept) {
+                                        std::string_view accept,
+                                        uint64_t generation) {
   const Transport& t = *transport_;
   const std::string what =
       std::string(method) + " " + config_.server + std::string(path);
@@ -262,9 +288,33 @@ StatusOr<HttpResponse> KubeClient::Once(std::string_view method,
 
   std::unique_ptr<Connection> c = TakeIdle();
   bool reused = c != nullptr;
+  // While a connection serves this request, Cancel() may close it.
+  Connection* busy = nullptr;
+  const auto release = [&] {
+    if (busy == nullptr) return;
+    MutexLock lock(mu_);
+    busy_.erase(busy);
+    busy = nullptr;
+  };
+  const auto hold = [&](Connection* connection) -> bool {
+    MutexLock lock(mu_);
+    if (generation_ != generation) return false;
+    connection->generation = generation;
+    busy_.insert(connection);
+    busy = connection;
+    return true;
+  };
+  struct Release {
+    decltype(release)& run;
+    ~Release() { run(); }
+  } released{release};
   for (;;) {
-    if (c == nullptr) {
-      c = std::make_unique<Connection>(transport_->tls);
+    if (c == nullptr) c = std::make_unique<Connection>(transport_->tls);
+    if (busy != c.get()) {
+      release();
+      if (!hold(c.get())) return CancelledError(what + ": cancelled");
+    }
+    if (!c->stream.next_layer().is_open()) {
       if (Status opened = c->Open(t, deadline, timed_out, what, options_);
           !opened.ok()) {
         return opened;
@@ -283,8 +333,12 @@ StatusOr<HttpResponse> KubeClient::Once(std::string_view method,
         http::async_read(c->stream, c->buffer, parser, std::move(done));
       });
     }
+    if (error && CancelledSince(generation)) {
+      return CancelledError(what + ": cancelled");
+    }
     if (error && reused && !timed_out && !parser.got_some()) {
       // The server closed the kept connection meanwhile: a new one.
+      release();
       c.reset();
       reused = false;
       continue;
@@ -294,6 +348,7 @@ StatusOr<HttpResponse> KubeClient::Once(std::string_view method,
     response.status = static_cast<long>(parser.get().result_int());
     const bool keep = parser.get().keep_alive();
     response.body = std::move(parser.get().body());
+    release();
     if (keep) GiveBack(std::move(c));
     return response;
   }
@@ -417,13 +472,31 @@ StatusOr<HttpResponse> KubeClient::Request(std::string_view method,
                                            std::string_view body,
                                            std::string_view accept) {
   auto backoff = options_.backoff;
+  uint64_t generation = 0;
+  {
+    MutexLock lock(mu_);
+    generation = generation_;
+  }
   StatusOr<HttpResponse> last = UnavailableError("not sent");
   for (int attempt = 0; attempt < options_.attempts; ++attempt) {
     if (attempt > 0) {
-      std::this_thread::sleep_for(backoff);
+      // The back-off, cut short by Cancel().
+      const Clock& clock = *options_.clock;
+      const Clock::TimePoint until = clock.Now() + backoff;
+      MutexLock lock(mu_);
+      while (generation_ == generation && clock.Now() < until) {
+        clock.WaitUntil(cancelled_, lock, until);
+      }
+      if (generation_ != generation) {
+        return CancelledError(std::string(method) + " " + config_.server +
+                              std::string(path) + ": cancelled");
+      }
       backoff *= 2;
     }
-    last = Once(method, path, body, accept);
+    last = Once(method, path, body, accept, generation);
+    if (!last.ok() && last.status().code() == StatusCode::kCancelled) {
+      return last;
+    }
     if (!last.ok()) {
       const StatusCode code = last.status().code();
       if (code == StatusCode::kUnavailable ||
@@ -532,6 +605,8 @@ StatusOr<Claim> ParseResourceClaim(std::string_view text, const ClaimRef& ref,
                                 e.what());
   }
 }
+
+void ApiClaimSource::Cancel() { client_->Cancel(); }
 
 StatusOr<Claim> ApiClaimSource::Get(const ClaimRef& ref,
                                     const std::string& driver) {

@@ -379,10 +379,15 @@ void SlicePublisher::Loop() {
   MutexLock lock(mu_);
   while (!stopping_) {
     // Sooner again after a failure.
-    wake_.wait_for(lock, published_
-                             ? options_.resync
-                             : std::min<std::chrono::milliseconds>(
-                                   options_.resync, std::chrono::seconds(1)));
+    const Clock& clock = *options_.clock;
+    const Clock::TimePoint next =
+        clock.Now() + (published_
+                           ? options_.resync
+                           : std::min<std::chrono::milliseconds>(
+                                 options_.resync, std::chrono::seconds(1)));
+    while (!stopping_ && clock.Now() < next) {
+      clock.WaitUntil(wake_, lock, next);
+    }
     if (stopping_) break;
     if (!have_devices_) continue;
     lock.unlock();

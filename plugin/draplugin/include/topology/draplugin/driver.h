@@ -32,6 +32,7 @@
 #include <string_view>
 #include <vector>
 
+#include "topology/clock.h"
 #include "topology/status.h"
 
 namespace topology::draplugin {
@@ -119,6 +120,10 @@ class ClaimSource {
   // UNAVAILABLE when the API server cannot answer (the kubelet retries).
   virtual StatusOr<Claim> Get(const ClaimRef& ref,
                               const std::string& driver) = 0;
+  // Ends the Get calls under way at once (they fail); later calls work as
+  // before. The runner's Stop calls it, so that a claim waiting on the API
+  // server does not hold the stop past its deadline.
+  virtual void Cancel() {}
 };
 
 // One prepared device, as NodePrepareResources answers it.
@@ -175,6 +180,9 @@ struct DriverOptions {
   std::chrono::seconds health_timeout = std::chrono::seconds(30);
   // How often the sockets are checked (re-created when deleted).
   std::chrono::milliseconds socket_check = std::chrono::seconds(1);
+  // The socket checks' time and the kubelet's deadlines on a claim's turn;
+  // not owned. Tests give a FakeClock.
+  const Clock* clock = &Clock::Real();
   // Rolling updates (kubelet 1.33+), as the Go helper's RollingUpdate: with
   // the pod's UID (from the downward API) the sockets are
   // RollingUpdateRegistrationSocket(...) and dra-<uid>.sock, so that two

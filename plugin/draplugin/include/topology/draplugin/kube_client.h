@@ -9,11 +9,15 @@
 #define TOPOLOGY_DRAPLUGIN_KUBE_CLIENT_H_
 
 #include <chrono>
+#include <condition_variable>
+#include <cstdint>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "topology/clock.h"
 #include "topology/draplugin/driver.h"
 #include "topology/draplugin/kube_config.h"
 #include "topology/status.h"
@@ -33,6 +37,9 @@ class KubeClient {
     int attempts = 4;  // one request and at most three retries
     std::chrono::milliseconds backoff = std::chrono::milliseconds(200);
     size_t max_body = size_t{64} << 20;  // a larger answer is an error
+    // The back-off waits between attempts; not owned. Tests give a
+    // FakeClock. (A request's own deadline is the socket's, real time.)
+    const Clock* clock = &Clock::Real();
   };
 
   static StatusOr<std::unique_ptr<KubeClient>> Create(KubeConfig config,
@@ -61,6 +68,12 @@ class KubeClient {
   // parallel, an idle driver keeps one). Thread-safe.
   void CloseIdle(size_t keep) TOPOLOGY_EXCLUDES(mu_);
 
+  // Ends the requests under way at once, with CANCELLED: one waiting for
+  // an answer (its connection is closed), one waiting to retry. Requests
+  // made after it are sent as usual. For a daemon's stop, so that it keeps
+  // its deadline whatever the API server does. Thread-safe.
+  void Cancel() TOPOLOGY_EXCLUDES(mu_);
+
   const KubeConfig& config() const { return config_; }
 
  private:
@@ -69,17 +82,27 @@ class KubeClient {
   KubeClient(KubeConfig config, Options options,
              std::unique_ptr<Transport> transport);
   StatusOr<HttpResponse> Once(std::string_view method, std::string_view path,
-                              std::string_view body, std::string_view accept);
+                              std::string_view body, std::string_view accept,
+                              uint64_t generation);
   // Connections kept between requests (at most a few): an idle driver's
   // resyncs cost no handshake.
   std::unique_ptr<Connection> TakeIdle() TOPOLOGY_EXCLUDES(mu_);
   void GiveBack(std::unique_ptr<Connection> connection) TOPOLOGY_EXCLUDES(mu_);
+
+  // The requests since `generation` was read have been cancelled.
+  bool CancelledSince(uint64_t generation) TOPOLOGY_EXCLUDES(mu_);
 
   const KubeConfig config_;
   const Options options_;
   const std::unique_ptr<Transport> transport_;
   Mutex mu_;
   std::vector<std::unique_ptr<Connection>> idle_ TOPOLOGY_GUARDED_BY(mu_);
+  // Cancel() moves it on; a request remembers the one it started under.
+  uint64_t generation_ TOPOLOGY_GUARDED_BY(mu_) = 0;
+  // Connections a request is using, for Cancel() to close.
+  std::set<Connection*> busy_ TOPOLOGY_GUARDED_BY(mu_);
+  // Back-off waits end early on Cancel().
+  std::condition_variable_any cancelled_;
 };
 
 // What an answer means: OK for 2xx; NOT_FOUND (404), ALREADY_EXISTS (409
@@ -104,6 +127,9 @@ class ApiClaimSource : public ClaimSource {
   // `client` is not owned and must outlive the source.
   explicit ApiClaimSource(KubeClient* client) : client_(client) {}
   StatusOr<Claim> Get(const ClaimRef& ref, const std::string& driver) override;
+  // Cancels the client's requests under way (KubeClient::Cancel: the
+  // client's other users' too).
+  void Cancel() override;
 
  private:
   KubeClient* const client_;

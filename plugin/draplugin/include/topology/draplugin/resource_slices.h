@@ -22,6 +22,7 @@
 #include <variant>
 #include <vector>
 
+#include "topology/clock.h"
 #include "topology/draplugin/kube_client.h"
 #include "topology/draplugin/slice_validation.h"
 #include "topology/status.h"
@@ -78,6 +79,8 @@ class SlicePublisher {
   struct Options {
     // How often the published slices are compared with the API server's.
     std::chrono::milliseconds resync = std::chrono::seconds(5);
+    // The resync's time; not owned. Tests give a FakeClock.
+    const Clock* clock = &Clock::Real();
   };
   struct Stats {
     uint64_t syncs = 0;
