@@ -15,6 +15,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "topology/testing/fake_clock.h"
+
 #include "fake_api_server.h"
 #include "fake_resource_store.h"
 #include "status_matchers.h"
@@ -270,6 +272,31 @@ TEST_F(SlicePublisherTest, DeletedSlicesArePublishedAgain) {
   ASSERT_THAT(Ours(), SizeIs(1));
   EXPECT_THAT(Ours()[0]["spec"]["devices"], SizeIs(5));
   publisher_->Stop();
+}
+
+// The resync runs on the publisher's clock: slices the kubelet wiped come
+// back when the clock reaches the resync, not before.
+TEST_F(SlicePublisherTest, TheResyncRunsOnThePublishersClock) {
+  Serve();
+  ::topology::testing::FakeClock clock;
+  SlicePublisher::Options options;
+  options.resync = std::chrono::minutes(5);
+  options.clock = &clock;
+  SlicePublisher publisher(client_.get(), kDriver, "node-a", options);
+  ASSERT_THAT(publisher.Publish("node-a", Devices(5)), IsOk());
+  publisher.Start();
+  ASSERT_TRUE(
+      ::topology::testing::WaitFor([&] { return clock.waiters() > 0; }, 10s));
+  store_->Clear();
+  clock.Advance(std::chrono::minutes(4));
+  ASSERT_TRUE(
+      ::topology::testing::WaitFor([&] { return clock.waiters() > 0; }, 10s));
+  EXPECT_TRUE(Ours().empty());
+  EXPECT_EQ(publisher.stats().syncs, 1u);
+  clock.Advance(std::chrono::minutes(1));
+  EXPECT_TRUE(
+      ::topology::testing::WaitFor([&] { return !Ours().empty(); }, 10s));
+  publisher.Stop();
 }
 
 TEST_F(SlicePublisherTest, AServerWithoutSpecFieldSelectorsIsFilteredHere) {
