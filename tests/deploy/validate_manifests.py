@@ -280,17 +280,23 @@ def check_exposure(objects):
                     error("daemonset", f"port {port.get('name')} has a hostPort")
 
 
+def print_matches(binary, config_text, fixture):
+    """topology-device-plugin --print-matches of `config_text` on the
+    machine under `fixture`: the finished process."""
+    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+        f.write(config_text)
+        f.flush()
+        return subprocess.run(
+            [binary, "--config", f.name, "--host-root", fixture,
+             "--print-matches"], capture_output=True, text=True)
+
+
 def check_plugin_config(configmap, binary, fixture, where):
     text = configmap.get("data", {}).get("config.yaml")
     if text is None:
         error(where, "the ConfigMap has no config.yaml")
         return
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
-        f.write(text)
-        f.flush()
-        result = subprocess.run(
-            [binary, "--config", f.name, "--host-root", fixture,
-             "--print-matches"], capture_output=True, text=True)
+    result = print_matches(binary, text, fixture)
     if result.returncode != 0:
         error(where, "the plugin rejects config.yaml: " +
               (result.stderr or result.stdout).strip())
@@ -590,12 +596,7 @@ def json_sorted(value):
 def matched_devices(config_text, where):
     """The PCI addresses topology-device-plugin --print-matches assigns to a
     resource of `config_text` on the fixture machine."""
-    with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
-        f.write(config_text)
-        f.flush()
-        result = subprocess.run(
-            [PLUGIN_BINARY, "--config", f.name, "--host-root", FIXTURE,
-             "--print-matches"], capture_output=True, text=True)
+    result = print_matches(PLUGIN_BINARY, config_text, FIXTURE)
     if result.returncode != 0:
         error(where, "the plugin rejects config.yaml: " +
               (result.stderr or result.stdout).strip())
