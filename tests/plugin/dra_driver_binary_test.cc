@@ -4,6 +4,7 @@
 // node's devices, registers, reports ready, prepares a claim allocated by
 // hand into CDI ids whose spec exists, stops on SIGTERM within 5 s removing
 // its sockets, and after a restart unprepares the claim, removing the spec.
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -23,11 +24,13 @@
 
 #include "topology/draplugin/claim_cdi.h"
 #include "topology/draplugin/driver.h"
+#include "topology/draplugin/kube_client.h"
+#include "topology/draplugin/kube_config.h"
 #include "topology/plugin/http_endpoint.h"
+#include "topology/testing/fake_dra_kubelet.h"
 
 #include "child_process.h"
 #include "fake_api_server.h"
-#include "topology/testing/fake_dra_kubelet.h"
 #include "fake_resource_store.h"
 #include "socket_util.h"
 #include "status_matchers.h"
@@ -39,10 +42,12 @@
 namespace topology::device_plugin {
 namespace {
 
+namespace dra = ::topology::draplugin;
 using nlohmann::json;
 using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::SizeIs;
+using ::topology::draplugin::KubeConfig;
 using ::topology::testing::FakeApiServer;
 using ::topology::testing::FakeDraKubelet;
 using ::topology::testing::FakeResourceStore;
@@ -498,6 +503,46 @@ TEST_F(DraDriverBinaryTest, ABadRegistryDirectoryEndsTheStartBeforePublishing) {
   EXPECT_EQ(driver->Wait(10s), 1) << Log();
   EXPECT_THAT(Log(), HasSubstr(registry_dir_.string()));
   EXPECT_TRUE(Slices().empty());
+}
+
+// The kubelet wipes its node's slices at its start, and a driver's 30 s
+// after it deregistered (FakeDraKubelet::WipeSlices, as the kubelet does
+// it): the driver publishes its own again at the next resync; another
+// driver's slice goes only with the whole node's wipe.
+TEST_F(DraDriverBinaryTest, SlicesTheKubeletWipesArePublishedAgain) {
+  auto driver = Start();
+  ASSERT_TRUE(WaitFor([&] { return !Slices().empty(); }, 10s)) << Log();
+  store_.Put("other-driver", "node-a", "gpu.example.com", "node-a", 1);
+  KubeConfig config;
+  config.server = server_->url();
+  config.ca_pem = server_->ca_pem();
+  config.token = "kubelet-token";
+  config.source = "the test's kubelet";
+  auto client = dra::KubeClient::Create(config);
+  ASSERT_THAT(client.status(), IsOk());
+
+  // After this driver deregistered: its slices only.
+  auto wiped = FakeDraKubelet::WipeSlices(**client, "node-a", kDriver);
+  ASSERT_THAT(wiped.status(), IsOk());
+  EXPECT_GE(*wiped, 1u);
+  EXPECT_TRUE(store_.slices().contains("other-driver"));
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        const auto slices = store_.slices();
+        return std::any_of(slices.begin(), slices.end(), [](const auto& slice) {
+          return slice.second["spec"]["driver"] == kDriver;
+        });
+      },
+      15s))
+      << Log();
+
+  // At the kubelet's start: every slice of the node.
+  wiped = FakeDraKubelet::WipeSlices(**client, "node-a");
+  ASSERT_THAT(wiped.status(), IsOk());
+  EXPECT_FALSE(store_.slices().contains("other-driver"));
+  EXPECT_TRUE(WaitFor([&] { return !Slices().empty(); }, 15s)) << Log();
+  driver->Signal(SIGTERM);
+  EXPECT_EQ(driver->Wait(5s), 0);
 }
 
 TEST_F(DraDriverBinaryTest, SharingADeviceWithTheDevicePluginIsRefusedAtStart) {

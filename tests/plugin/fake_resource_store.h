@@ -2,7 +2,8 @@
 // FakeApiServer as an API server serves them: resourceVersion, 409 for a
 // stale update or an existing name, generateName, 422 for a slice the API
 // server's validation refuses (ValidateResourceSlice), a taint's timeAdded
-// set when absent, field selectors on spec.* served or refused (400), GET of
+// set when absent, field selectors on spec.nodeName, spec.driver and
+// spec.pool.name served (each term applied) or refused (400), GET of
 // a claim and of the Node. With drop_taints, taints are dropped as a server
 // with the DRADeviceTaints gate off drops them.
 #ifndef TOPOLOGY_TESTS_PLUGIN_FAKE_RESOURCE_STORE_H_
@@ -11,6 +12,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -54,16 +56,53 @@ class FakeResourceStore {
                        .dump()};
     }
     if (request.method == "GET" && target.starts_with(kSlicesPath)) {
-      if (target.find("fieldSelector") != std::string::npos && !selectors_) {
-        return {
-            400,
-            R"({"kind":"Status","message":"field label not supported: spec.nodeName"})"};
+      // The field selector as the API server reads it: "a=b,c=d", every
+      // term a field the resource declares selectable (resourceslices:
+      // spec.nodeName, spec.driver, spec.pool.name) or 400.
+      std::map<std::string, std::string> wanted;
+      if (const size_t at = target.find("fieldSelector=");
+          at != std::string::npos) {
+        std::string selector = target.substr(at + 14);
+        selector = selector.substr(0, selector.find('&'));
+        for (const auto& [coded, plain] :
+             {std::pair<std::string, std::string>{"%3D", "="}, {"%2C", ","}}) {
+          for (size_t i = selector.find(coded); i != std::string::npos;
+               i = selector.find(coded)) {
+            selector.replace(i, coded.size(), plain);
+          }
+        }
+        std::stringstream terms(selector);
+        std::string term;
+        while (std::getline(terms, term, ',')) {
+          const size_t equals = term.find('=');
+          const std::string field = term.substr(0, equals);
+          if (!selectors_ || equals == std::string::npos ||
+              (field != "spec.nodeName" && field != "spec.driver" &&
+               field != "spec.pool.name")) {
+            return {400,
+                    nlohmann::json(
+                        {{"kind", "Status"},
+                         {"message", "field label not supported: " + field}})
+                        .dump()};
+          }
+          wanted[field] = term.substr(equals + 1);
+        }
       }
       nlohmann::json items = nlohmann::json::array();
       for (const auto& [name, slice] : slices_) {
-        if (target.find("fieldSelector") != std::string::npos &&
-            (slice["spec"]["nodeName"] != node_ ||
-             slice["spec"]["driver"] != driver_)) {
+        const nlohmann::json& spec = slice["spec"];
+        const auto differs = [&](const std::string& field,
+                                 const nlohmann::json& value) {
+          const auto it = wanted.find(field);
+          return it != wanted.end() &&
+                 (!value.is_string() || value.get<std::string>() != it->second);
+        };
+        if (differs("spec.nodeName",
+                    spec.value("nodeName", nlohmann::json())) ||
+            differs("spec.driver", spec.value("driver", nlohmann::json())) ||
+            differs("spec.pool.name",
+                    spec.value("pool", nlohmann::json::object())
+                        .value("name", nlohmann::json()))) {
           continue;
         }
         items.push_back(slice);

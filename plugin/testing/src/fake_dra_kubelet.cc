@@ -5,6 +5,10 @@
 
 #include <grpcpp/grpcpp.h>
 
+#include <nlohmann/json.hpp>
+
+#include "topology/draplugin/kube_client.h"
+
 #include "dra/v1/api.grpc.pb.h"
 #include "dra/v1beta1/api.grpc.pb.h"
 #include "drahealth/v1/api.grpc.pb.h"
@@ -279,6 +283,51 @@ std::vector<std::string> FakeDraKubelet::ContainerCdiIds(
                device.cdi_device_ids.end());
   }
   return ids;
+}
+
+StatusOr<size_t> FakeDraKubelet::WipeSlices(draplugin::KubeClient& client,
+                                            const std::string& node,
+                                            const std::string& driver) {
+  constexpr char kSlices[] = "/apis/resource.k8s.io/v1/resourceslices";
+  std::string selector = "spec.nodeName%3D" + node;
+  if (!driver.empty()) selector += "%2Cspec.driver%3D" + driver;
+  auto listed = client.Request(
+      "GET", std::string(kSlices) + "?fieldSelector=" + selector);
+  if (!listed.ok()) return listed.status();
+  if (Status status = draplugin::StatusOf(*listed, "listing resourceslices");
+      !status.ok()) {
+    return status;
+  }
+  const nlohmann::json list =
+      nlohmann::json::parse(listed->body, nullptr, /*allow_exceptions=*/false);
+  if (!list.is_object() || !list.contains("items") ||
+      !list["items"].is_array()) {
+    return InvalidArgumentError("the resourceslices list is no list");
+  }
+  size_t deleted = 0;
+  for (const nlohmann::json& item : list["items"]) {
+    const nlohmann::json spec = item.value("spec", nlohmann::json::object());
+    const nlohmann::json meta =
+        item.value("metadata", nlohmann::json::object());
+    if (!spec.is_object() || !meta.is_object()) continue;
+    // A server that ignores the selector: filtered here.
+    if (spec.value("nodeName", std::string()) != node) continue;
+    if (!driver.empty() && spec.value("driver", std::string()) != driver) {
+      continue;
+    }
+    const std::string name = meta.value("name", std::string());
+    if (name.empty()) continue;
+    auto answer = client.Request("DELETE", std::string(kSlices) + "/" + name);
+    if (!answer.ok()) return answer.status();
+    if (answer->status == 404) continue;  // gone meanwhile
+    if (Status status =
+            draplugin::StatusOf(*answer, "deleting resourceslice " + name);
+        !status.ok()) {
+      return status;
+    }
+    ++deleted;
+  }
+  return deleted;
 }
 
 }  // namespace topology::testing

@@ -20,6 +20,10 @@
 
 #include "topology/status.h"
 
+namespace topology::draplugin {
+class KubeClient;
+}  // namespace topology::draplugin
+
 namespace topology::testing {
 
 class FakeDraKubelet {
@@ -104,6 +108,18 @@ class FakeDraKubelet {
   // Health messages received on every stream so far (a test waits for a
   // stream's first one to know the stream is open).
   size_t health_messages() const { return health_messages_.load(); }
+
+  // The kubelet's wipes of ResourceSlices (pkg/kubelet/cm/dra/manager.go and
+  // plugin/registration.go): at its start every slice of `node`; 30 s
+  // (defaultWipingDelay) after a driver deregistered, that driver's slices
+  // of `node` (`driver` given). Through `client`, as the kubelet's node
+  // credentials would delete them; a server without field selectors on
+  // spec.driver is filtered here. The number deleted; the API server's
+  // refusal otherwise. A driver's test calls it to see its slices come
+  // back.
+  static StatusOr<size_t> WipeSlices(draplugin::KubeClient& client,
+                                     const std::string& node,
+                                     const std::string& driver = "");
 
  private:
   std::filesystem::path registry_dir_;
