@@ -7,8 +7,8 @@
 
 #include "topology/plugin/unix_socket.h"
 
-#include "kubelet_names.h"
 #include "host_services.h"
+#include "kubelet_names.h"
 
 namespace topology::host {
 

@@ -37,9 +37,9 @@
 #include "topology/draplugin/resource_slices.h"
 #include "topology/plugin/http_endpoint.h"
 #include "topology/plugin/logging.h"
+#include "topology/testing/fake_dra_kubelet.h"
 
 #include "dra_driver.h"
-#include "topology/testing/fake_dra_kubelet.h"
 #include "process_stats.h"
 #include "socket_util.h"
 #include "synthetic_machines.h"

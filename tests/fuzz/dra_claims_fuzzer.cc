@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "topology/draplugin/claim_checkpoint.h"
+
 #include "fuzz_check.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {

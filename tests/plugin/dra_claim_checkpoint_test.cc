@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "topology/draplugin/claim_checkpoint.h"
+
 #include "status_matchers.h"
 
 namespace topology::draplugin {

@@ -28,9 +28,9 @@
 #include "topology/draplugin/resource_slices.h"
 #include "topology/draplugin/slice_validation.h"
 #include "topology/plugin/http_endpoint.h"
+#include "topology/testing/fake_dra_kubelet.h"
 
 #include "child_process.h"
-#include "topology/testing/fake_dra_kubelet.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
