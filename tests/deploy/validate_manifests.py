@@ -29,6 +29,8 @@
 
 Usage: validate_manifests.py SOURCE_DIR PLUGIN_BINARY TOPOLOGY_INFO LIBTOPOLOGY
                              FIXTURE_ROOT [DRA_DRIVER_BINARY]
+       validate_manifests.py --both-paths-configs SOURCE_DIR OUT_DIR
+           (writes each path's configuration of deploy/both-paths, rendered)
 """
 
 import datetime
@@ -959,9 +961,52 @@ def self_test():
     return 0
 
 
+def write_both_paths_configs(source, out_dir):
+    """Writes the configurations deploy/both-paths gives each path, as its
+    pods read them: device-plugin.yaml (the device plugin's ConfigMap) and
+    dra-driver.yaml (the driver's), for the test that starts both programs
+    with them on a generated machine."""
+    where = "deploy/both-paths"
+    objects = render(os.path.join(source, "deploy", "both-paths"), where)
+    configmaps = {d["metadata"]["name"]: d for d in objects
+                  if d["kind"] == "ConfigMap"}
+    written = {}
+    for daemonset in (d for d in objects if d["kind"] == "DaemonSet"):
+        pod = daemonset["spec"]["template"]["spec"]
+        container = pod["containers"][0]
+        volumes = {v["name"]: v for v in pod["volumes"]}
+        mounted = {m["mountPath"]: volumes.get(m["name"], {})
+                   .get("configMap", {}).get("name")
+                   for m in container.get("volumeMounts", [])}
+        args = dict(a.split("=", 1) for a in container.get("args", [])
+                    if a.startswith("--") and "=" in a)
+        configmap = configmaps.get(
+            mounted.get(os.path.dirname(args.get("--config", ""))))
+        if configmap is None:
+            error(where, f"{daemonset['metadata']['name']} reads no rendered "
+                         "ConfigMap")
+            continue
+        role = ("dra-driver"
+                if container.get("command") == ["/usr/bin/topology-dra-driver"]
+                else "device-plugin")
+        written[role] = configmap["data"]["config.yaml"]
+    if sorted(written) != ["device-plugin", "dra-driver"]:
+        error(where, f"one DaemonSet of each path expected, found "
+                     f"{sorted(written)}")
+    os.makedirs(out_dir, exist_ok=True)
+    for role, text in written.items():
+        with open(os.path.join(out_dir, role + ".yaml"), "w") as out:
+            out.write(text)
+    for message in ERRORS:
+        print("error:", message)
+    return 1 if ERRORS else 0
+
+
 def main():
     if sys.argv[1:] == ["--self-test"]:
         return self_test()
+    if sys.argv[1:2] == ["--both-paths-configs"] and len(sys.argv) == 4:
+        return write_both_paths_configs(sys.argv[2], sys.argv[3])
     source, binary, info, libtopology, fixture = sys.argv[1:6]
     global PLUGIN_BINARY, FIXTURE
     PLUGIN_BINARY, FIXTURE = binary, fixture

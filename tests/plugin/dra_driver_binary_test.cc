@@ -8,7 +8,9 @@
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,10 +30,12 @@
 #include "topology/draplugin/kube_config.h"
 #include "topology/plugin/http_endpoint.h"
 #include "topology/testing/fake_dra_kubelet.h"
+#include "topology/testing/fake_kubelet.h"
 
 #include "child_process.h"
 #include "fake_api_server.h"
 #include "fake_resource_store.h"
+#include "run_command.h"
 #include "socket_util.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
@@ -115,9 +119,10 @@ class DraDriverBinaryTest : public ::testing::Test {
     if (http_port == 0) http_port = http_port_;
     std::vector<std::string> args{
         "--config",
-        (work_.path() / "config.yaml").string(),
+        config_.empty() ? (work_.path() / "config.yaml").string()
+                        : config_.string(),
         "--host-root",
-        root_.path().string(),
+        host_root_.empty() ? root_.path().string() : host_root_.string(),
         "--kubeconfig",
         kubeconfig_.empty() ? (work_.path() / "kubeconfig").string()
                             : kubeconfig_.string(),
@@ -157,6 +162,8 @@ class DraDriverBinaryTest : public ::testing::Test {
   // Instead of the fixture's own, when set.
   std::filesystem::path kubeconfig_;
   std::filesystem::path registry_dir_;
+  std::filesystem::path host_root_;
+  std::filesystem::path config_;
 };
 
 TEST_F(DraDriverBinaryTest,
@@ -555,6 +562,68 @@ TEST_F(DraDriverBinaryTest, SharingADeviceWithTheDevicePluginIsRefusedAtStart) {
   EXPECT_EQ(driver->Wait(10s), 2);
   EXPECT_THAT(Log(), ::testing::HasSubstr("distinct selectors"));
   EXPECT_TRUE(Slices().empty());
+}
+
+// deploy/both-paths as shipped: its two configurations (rendered from the
+// overlay by the manifest checker, as the pods read them from their
+// ConfigMaps) on a machine with both kinds of device. The device plugin
+// starts and advertises its devices to the kubelet; the driver, given the
+// device plugin's configuration as the overlay gives it, starts, publishes
+// its own, and each device is offered by exactly one path.
+TEST_F(DraDriverBinaryTest, TheBothPathsOverlayStartsBothEachOwningItsDevices) {
+  const auto configs = work_.path() / "both-paths";
+  const auto rendered = ::topology::testing::RunCommand(
+      std::string(TOPOLOGY_SYSTEM_PYTHON3) + " " + TOPOLOGY_SOURCE_DIR +
+      "/tests/deploy/validate_manifests.py --both-paths-configs " +
+      TOPOLOGY_SOURCE_DIR + " " + configs.string());
+  ASSERT_EQ(rendered.exit_code, 0) << rendered.out;
+  ::topology::testing::TempDir machine;
+  ASSERT_TRUE(testing::WriteMachine("dual-socket-8gpu", machine.path()));
+  host_root_ = machine.path();
+
+  ::topology::testing::TempDir plugins;
+  ::topology::testing::FakeKubelet kubelet(plugins.path());
+  kubelet.Start();
+  ::topology::testing::ChildProcess plugin(
+      TOPOLOGY_DEVICE_PLUGIN_BINARY,
+      {"--config", (configs / "device-plugin.yaml").string(), "--host-root",
+       machine.path().string(), "--plugin-dir", plugins.path().string(),
+       "--http-addr", "", "--rescan-interval", "0"},
+      (work_.path() / "plugin.log").string());
+  auto connection = kubelet.WaitForConnection("example.com/nic", 10s);
+  ASSERT_NE(connection, nullptr);
+  ASSERT_TRUE(connection->WaitForMessages(1, Scaled(5s)));
+  const auto advertised = connection->latest();
+  ASSERT_TRUE(advertised.has_value());
+  std::set<std::string> by_plugin;
+  for (const auto& device : advertised->devices()) {
+    by_plugin.insert(device.id());
+  }
+
+  config_ = configs / "dra-driver.yaml";
+  auto driver = Start({"--device-plugin-config",
+                       (configs / "device-plugin.yaml").string()});
+  ASSERT_TRUE(WaitFor([&] { return !Slices().empty(); }, 10s)) << Log();
+  std::set<std::string> by_driver;
+  for (const json& slice : Slices()) {
+    for (const json& device : slice["spec"]["devices"]) {
+      std::string address = device["name"].get<std::string>().substr(4);
+      address[4] = ':';  // pci-0000-3b-00-0 is 0000:3b:00.0
+      address[7] = ':';
+      address[10] = '.';
+      by_driver.insert(address);
+    }
+  }
+  EXPECT_THAT(by_plugin, SizeIs(::testing::Gt(0u)));
+  EXPECT_THAT(by_driver, SizeIs(::testing::Gt(0u)));
+  std::vector<std::string> both;
+  std::set_intersection(by_plugin.begin(), by_plugin.end(), by_driver.begin(),
+                        by_driver.end(), std::back_inserter(both));
+  EXPECT_THAT(both, ::testing::IsEmpty());
+  driver->Signal(SIGTERM);
+  EXPECT_EQ(driver->Wait(5s), 0) << Log();
+  plugin.Signal(SIGTERM);
+  EXPECT_EQ(plugin.Wait(5s), 0);
 }
 
 }  // namespace
