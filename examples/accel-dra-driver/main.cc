@@ -141,7 +141,8 @@ int Run(const Flags& flags) {
   AcceleratorDriver driver(flags, std::move(addresses));
   auto runner = dra::DriverRunner::Create({.driver_name = flags.driver,
                                            .registry_dir = flags.registry_dir,
-                                           .plugin_dir = flags.plugin_dir},
+                                           .plugin_dir = flags.plugin_dir,
+                                           .cdi_dir = flags.cdi_dir},
                                           &source, &driver);
   if (!runner.ok()) {
     LOG(ERROR) << runner.status().ToString();

@@ -374,6 +374,7 @@ int Run(int argc, char** argv) {
   options.registry_dir = registry_dir;
   options.plugin_dir = plugin_dir;
   options.state_dir = state_dir;
+  options.cdi_dir = cdi_dir;  // specs of claims not prepared go at start
   options.pod_uid = pod_uid;
   options.health_timeout = kHealthTimeout;
   auto runner = dra::DriverRunner::Create(options, &source, &handler);

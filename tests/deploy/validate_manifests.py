@@ -26,6 +26,8 @@
 7. Both paths on one node (deploy/both-paths): distinct selectors and
    policies, the driver given the device plugin's own ConfigMap, and the
    two configurations selecting disjoint devices on a generated machine.
+8. Renaming (tests/deploy/renamed: namespace, namePrefix, nameSuffix and
+   the example claim templates as a component): every reference resolves.
 
 Usage: validate_manifests.py SOURCE_DIR PLUGIN_BINARY TOPOLOGY_INFO LIBTOPOLOGY
                              FIXTURE_ROOT [DRA_DRIVER_BINARY]
@@ -457,7 +459,7 @@ def json_patch(document, operations, where):
     return document
 
 
-def check_admission_policy(objects, account, where):
+def check_admission_policy(objects, account, where, namespace="kube-system"):
     """The policy that keeps each node's driver to its own node's slices:
     bound with Deny, matching the driver's ServiceAccount, comparing the
     token's node with the slice's spec.nodeName (oldObject on DELETE) and
@@ -482,8 +484,11 @@ def check_admission_policy(objects, account, where):
                for r in rules):
         error(where, "the policy must cover creating, updating and deleting "
                      "resourceslices")
-    user = f"system:serviceaccount:kube-system:{account}"
-    if not any(user in c.get("expression", "")
+    # The condition compares the user with its quoted parts joined.
+    user = f"system:serviceaccount:{namespace}:{account}"
+    if not any(c.get("expression", "").startswith(
+                   "request.userInfo.username == ") and
+               "".join(re.findall(r"'([^']*)'", c["expression"])) == user
                for c in spec.get("matchConditions", [])):
         error(where, f"the policy must match the driver's user {user}")
     text = " ".join(v.get("expression", "") for v in spec.get("variables", []))
@@ -499,19 +504,75 @@ NAMESPACED = {"ConfigMap", "DaemonSet", "NetworkPolicy", "ServiceAccount",
               "Service", "PodMonitor", "ResourceClaimTemplate"}
 
 
-def render(directory, where):
+# kustomize's built-in name references the shipped objects use (referral
+# kind: (referrer kind, path) ...), and for subjects the referral's kind.
+NAME_REFERENCES = {
+    "ConfigMap": [("DaemonSet", "spec/template/spec/volumes/configMap/name"),
+                  ("DaemonSet", "spec/template/spec/volumes/projected/"
+                                "sources/configMap/name")],
+    "ServiceAccount": [("DaemonSet", "spec/template/spec/serviceAccountName"),
+                       ("ClusterRoleBinding", "subjects/name"),
+                       ("RoleBinding", "subjects/name")],
+    "ClusterRole": [("ClusterRoleBinding", "roleRef/name")],
+    "ValidatingAdmissionPolicy": [("ValidatingAdmissionPolicyBinding",
+                                   "spec/policyName")],
+}
+
+
+def rename_field(node, parts, old, new, subject_kind=None):
+    """Sets the field at `parts` (a kustomize fieldSpec path; lists are
+    walked through) to `new` where it is `old`."""
+    if isinstance(node, list):
+        for item in node:
+            rename_field(item, parts, old, new, subject_kind)
+        return
+    if not isinstance(node, dict) or not parts:
+        return
+    key = parts[0]
+    if len(parts) == 1:
+        if node.get(key) == old and (subject_kind is None or
+                                     node.get("kind") == subject_kind):
+            node[key] = new
+        return
+    rename_field(node.get(key), parts[1:], old, new, subject_kind)
+
+
+def dotted(document, path, value=None):
+    """The value at a kustomize replacement's field path (a.b.0.c), or sets
+    it when `value` is given."""
+    parts = path.split(".")
+    node = document
+    for part in parts[:-1]:
+        node = node[int(part)] if isinstance(node, list) else node[part]
+    last = int(parts[-1]) if isinstance(node, list) else parts[-1]
+    if value is None:
+        return node[last]
+    node[last] = value
+
+
+def selects(selector, doc):
+    return all(doc["metadata"]["name"] == v if k == "name" else
+               doc.get(k) == v for k, v in selector.items())
+
+
+def render(directory, where, component=False):
     """The objects of the kustomization in `directory`, rendered for the
     features the shipped ones use (what kustomize does with them, checked
     against `kubectl kustomize` where kubectl exists): resources (files, or
-    directories with their own kustomization), namespace (namespaced kinds),
-    metadata labels, and JSON 6902 patches with a kind and name target."""
+    directories with their own kustomization), components, JSON 6902
+    patches with a kind and name target, namespace (namespaced kinds),
+    namePrefix and nameSuffix with the name references above and those of
+    `configurations`, metadata labels, and replacements (a source field, or
+    a delimited part of it, copied to targets), in kustomize's order."""
     kustomization = yaml.safe_load(
         open(os.path.join(directory, "kustomization.yaml")))
     for key in kustomization:
         if key not in ("apiVersion", "kind", "namespace", "resources", "labels",
-                       "images", "patches"):
+                       "images", "patches", "namePrefix", "nameSuffix",
+                       "components", "configurations", "replacements"):
             error(where, f"kustomization.yaml: {key} is not rendered here")
-    objects = []
+    # A component adds to and transforms the objects of its includer.
+    objects = component if component is not False else []
     for resource in kustomization.get("resources", []):
         path = os.path.normpath(os.path.join(directory, resource))
         if os.path.isdir(path):
@@ -520,12 +581,9 @@ def render(directory, where):
             objects.extend(load_objects(path))
         else:
             error(where, f"resource {resource} does not exist")
-    namespace = kustomization.get("namespace")
-    for doc in objects:
-        if namespace and doc["kind"] in NAMESPACED:
-            doc["metadata"]["namespace"] = namespace
-        for entry in kustomization.get("labels", []):
-            doc["metadata"].setdefault("labels", {}).update(entry["pairs"])
+    for entry in kustomization.get("components", []):
+        path = os.path.normpath(os.path.join(directory, entry))
+        render(path, f"{where} -> {entry}", component=objects)
     for patch in kustomization.get("patches", []):
         target = patch.get("target", {})
         matched = [i for i, doc in enumerate(objects)
@@ -536,7 +594,64 @@ def render(directory, where):
             continue
         objects[matched[0]] = json_patch(objects[matched[0]],
                                          yaml.safe_load(patch["patch"]), where)
+    namespace = kustomization.get("namespace")
+    accounts = {d["metadata"]["name"] for d in objects
+                if d["kind"] == "ServiceAccount"}
+    for doc in objects:
+        if namespace and doc["kind"] in NAMESPACED:
+            doc["metadata"]["namespace"] = namespace
+        if namespace and doc["kind"] in ("ClusterRoleBinding", "RoleBinding"):
+            for subject in doc.get("subjects", []):
+                if subject.get("kind") == "ServiceAccount" and \
+                        subject.get("name") in accounts:
+                    subject["namespace"] = namespace
+    references = {kind: list(specs) for kind, specs in NAME_REFERENCES.items()}
+    for configuration in kustomization.get("configurations", []):
+        config = yaml.safe_load(open(os.path.join(directory, configuration)))
+        for entry in config.get("nameReference", []):
+            references.setdefault(entry["kind"], []).extend(
+                (spec["kind"], spec["path"]) for spec in entry["fieldSpecs"])
+    RENDER_REFERENCES.update(references)
+    prefix = kustomization.get("namePrefix", "")
+    suffix = kustomization.get("nameSuffix", "")
+    if prefix or suffix:
+        for doc in objects:
+            old = doc["metadata"]["name"]
+            new = prefix + old + suffix
+            doc["metadata"]["name"] = new
+            for referrer_kind, path in RENDER_REFERENCES.get(doc["kind"], []):
+                for referrer in objects:
+                    if referrer["kind"] == referrer_kind:
+                        rename_field(referrer, path.split("/"), old, new,
+                                     doc["kind"] if path.startswith("subjects")
+                                     else None)
+    for doc in objects:
+        for entry in kustomization.get("labels", []):
+            doc["metadata"].setdefault("labels", {}).update(entry["pairs"])
+    for replacement in kustomization.get("replacements", []):
+        source = replacement["source"]
+        sources = [d for d in objects if selects(
+            {k: v for k, v in source.items() if k != "fieldPath"}, d)]
+        if len(sources) != 1:
+            error(where, f"a replacement's source {source} is not one object")
+            continue
+        value = dotted(sources[0], source["fieldPath"])
+        for target in replacement["targets"]:
+            options = target.get("options", {})
+            for doc in (d for d in objects if selects(target["select"], d)):
+                for path in target["fieldPaths"]:
+                    if "delimiter" in options:
+                        parts = dotted(doc, path).split(options["delimiter"])
+                        parts[options["index"]] = value
+                        dotted(doc, path, options["delimiter"].join(parts))
+                    else:
+                        dotted(doc, path, value)
     return objects
+
+
+# Name references declared by every kustomization rendered so far (a base's
+# configurations apply in its overlays, as in kustomize).
+RENDER_REFERENCES = {}
 
 
 def pods_selected(selector, objects):
@@ -858,8 +973,8 @@ def check_dra_path(daemonset_dir, base_objects, dra_binary):
                              "`topology-dra-driver --print-device-classes` for "
                              "the ConfigMap; write them with it")
     # The examples: a GPU and a NIC on one PCIe root, and on one switch.
-    examples = load_objects(os.path.join(directory,
-                                         "example-claimtemplates.yaml"))
+    examples = render(os.path.join(directory, "examples"),
+                      f"{where}/examples", component=[])
     matched = set()
     for template in examples:
         name = template["metadata"]["name"]
@@ -891,6 +1006,66 @@ def check_dra_path(daemonset_dir, base_objects, dra_binary):
         for flag in args:
             if flag not in result.stdout:
                 error(where, f"topology-dra-driver has no flag {flag}")
+
+
+def check_renamed(source):
+    """tests/deploy/renamed, an operator's overlay of the DRA path with its
+    own namespace, a namePrefix and a nameSuffix, and the example claim
+    templates as a component: every name reference resolves (kustomize's
+    own, those of daemonset/dra/name-references.yaml, and the admission
+    policy's user through the replacements)."""
+    where = "tests/deploy/renamed"
+    directory = os.path.join(source, "tests", "deploy", "renamed")
+    objects = render(directory, where)
+    compare_with_kustomize(directory, objects, where)
+    names = {}
+    for doc in objects:
+        names.setdefault(doc["kind"], set()).add(doc["metadata"]["name"])
+        if not doc["metadata"]["name"].startswith("team-") or \
+                not doc["metadata"]["name"].endswith("-v2"):
+            error(where, f"{doc['kind']} {doc['metadata']['name']} is not "
+                         "renamed")
+    accounts = {(d["metadata"].get("namespace"), d["metadata"]["name"])
+                for d in objects if d["kind"] == "ServiceAccount"}
+
+    def resolves(kind, name, what):
+        if name not in names.get(kind, set()):
+            error(where, f"{what} names {kind} {name}, which is not rendered")
+
+    account = None
+    for doc in objects:
+        kind, name = doc["kind"], doc["metadata"]["name"]
+        if kind == "DaemonSet":
+            pod = doc["spec"]["template"]["spec"]
+            for volume in pod.get("volumes", []):
+                if "configMap" in volume:
+                    resolves("ConfigMap", volume["configMap"]["name"],
+                             f"DaemonSet {name}")
+            account = pod.get("serviceAccountName")
+            resolves("ServiceAccount", account, f"DaemonSet {name}")
+        elif kind == "ClusterRoleBinding":
+            resolves("ClusterRole", doc["roleRef"]["name"], f"{kind} {name}")
+            for subject in doc.get("subjects", []):
+                if (subject.get("namespace"), subject.get("name")) not in \
+                        accounts:
+                    error(where, f"{kind} {name} binds ServiceAccount "
+                                 f"{subject.get('namespace')}/"
+                                 f"{subject.get('name')}, which is not "
+                                 "rendered")
+        elif kind == "ValidatingAdmissionPolicyBinding":
+            resolves("ValidatingAdmissionPolicy", doc["spec"]["policyName"],
+                     f"{kind} {name}")
+        elif kind == "ResourceClaimTemplate":
+            for request in doc["spec"]["spec"]["devices"]["requests"]:
+                for choice in [request.get("exactly", {})] + \
+                        request.get("firstAvailable", []):
+                    if "deviceClassName" in choice:
+                        resolves("DeviceClass", choice["deviceClassName"],
+                                 f"{kind} {name} request {request['name']}")
+    if "ResourceClaimTemplate" not in names:
+        error(where, "the example claim templates are not rendered")
+    if account is not None:
+        check_admission_policy(objects, account, where, "accel-system")
 
 
 def check_dockerfile(path, binaries):
@@ -1055,6 +1230,7 @@ def main():
     check_monitoring_component(daemonset_dir)
     check_dra_path(daemonset_dir, objects, dra_binary)
     check_both_paths(source, dra_binary)
+    check_renamed(source)
     for doc in rendered:
         model = KINDS.get((doc.get("apiVersion"), doc.get("kind")))
         if model:

@@ -1,5 +1,6 @@
 // One CDI spec per prepared claim: names with the claim's UID, the claim's
-// environment on every device, no variable with two values, removal.
+// environment on every device, no variable with two values, removal, and
+// the specs of claims no longer prepared removed at a start.
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -79,6 +80,52 @@ TEST(DraClaimCdiTest, AVariableWithTwoValuesIsRefused) {
           .status(),
       StatusIs(StatusCode::kInvalidArgument, HasSubstr("for the claim")));
   EXPECT_TRUE(std::filesystem::is_empty(dir.path()));
+}
+
+// A start removes this driver's specs of claims not prepared: a prepared
+// claim's spec stays; another driver's whose name extends this one stays;
+// a file whose UID is not the API server's form stays; a link is removed,
+// not followed; a directory stays.
+TEST(DraClaimCdiTest, SpecsOfClaimsNotPreparedAreRemoved) {
+  ::topology::testing::TempDir dir;
+  constexpr char kPrepared[] = "0b5a2c2e-6a3b-4f0e-9d49-2d1f4c8e7a10";
+  constexpr char kLeft[] = "7f3c1a9e-2b4d-4c6e-8a1f-5e9d3b7c2a40";
+  constexpr char kLink[] = "c4e8a2f6-1d3b-4a5c-9e7f-0b2d4f6a8c1e";
+  constexpr char kDirectory[] = "e1f2a3b4-c5d6-4e7f-8a9b-0c1d2e3f4a5b";
+  const auto spec = [&](const std::string& name) {
+    std::ofstream(dir.path() / name) << "{}";
+    return dir.path() / name;
+  };
+  spec(ClaimCdiFileName(kDriver, kPrepared));
+  spec(ClaimCdiFileName(kDriver, kLeft));
+  spec(ClaimCdiFileName(std::string(kDriver) + "-other", kLeft));
+  spec(ClaimCdiFileName(kDriver, "u-1"));
+  const auto target = spec("elsewhere.json");
+  std::filesystem::create_symlink(target,
+                                  dir.path() / ClaimCdiFileName(kDriver, kLink));
+  std::filesystem::create_directory(dir.path() /
+                                    ClaimCdiFileName(kDriver, kDirectory));
+
+  auto removed = RemoveUnpreparedCdiSpecs(dir.path(), kDriver, {kPrepared});
+  ASSERT_THAT(removed.status(), IsOk());
+  EXPECT_THAT(*removed, ::testing::UnorderedElementsAre(kLeft, kLink));
+  EXPECT_TRUE(std::filesystem::exists(dir.path() /
+                                      ClaimCdiFileName(kDriver, kPrepared)));
+  EXPECT_FALSE(std::filesystem::exists(dir.path() /
+                                       ClaimCdiFileName(kDriver, kLeft)));
+  EXPECT_TRUE(std::filesystem::exists(
+      dir.path() / ClaimCdiFileName(std::string(kDriver) + "-other", kLeft)));
+  EXPECT_TRUE(
+      std::filesystem::exists(dir.path() / ClaimCdiFileName(kDriver, "u-1")));
+  EXPECT_TRUE(std::filesystem::exists(target));
+  EXPECT_FALSE(std::filesystem::is_symlink(
+      dir.path() / ClaimCdiFileName(kDriver, kLink)));
+  EXPECT_TRUE(std::filesystem::is_directory(
+      dir.path() / ClaimCdiFileName(kDriver, kDirectory)));
+  // No directory yet: nothing to remove.
+  auto none = RemoveUnpreparedCdiSpecs(dir.path() / "absent", kDriver, {});
+  ASSERT_THAT(none.status(), IsOk());
+  EXPECT_TRUE(none->empty());
 }
 
 }  // namespace

@@ -564,6 +564,64 @@ TEST_F(DraDriverBinaryTest, SharingADeviceWithTheDevicePluginIsRefusedAtStart) {
   EXPECT_TRUE(Slices().empty());
 }
 
+// The guide's uninstall (docs/dra-driver-guide.md, "Uninstall"): a
+// spec a crash left for a claim that is not prepared goes at the start;
+// deleting the driver (SIGTERM) keeps the spec of a claim a running pod
+// holds, since a restarting container needs it; the kubelet's wipe of the
+// driver's slices 30 s after it deregistered leaves the node none of them.
+TEST_F(DraDriverBinaryTest, UninstallKeepsTheSpecsOfPreparedClaimsOnly) {
+  constexpr char kRunning[] = "3d6f9b2c-8e1a-4c7d-b5f0-2a4e6c8d0f13";
+  constexpr char kLeft[] = "9a8b7c6d-5e4f-4a3b-8c2d-1e0f9a8b7c6d";
+  const auto cdi = work_.path() / "cdi";
+  std::filesystem::create_directories(cdi);
+  const auto left = cdi / draplugin::ClaimCdiFileName(kDriver, kLeft);
+  std::ofstream(left) << R"({"cdiVersion":"0.5.0","kind":"x/y","devices":[]})";
+  auto driver = Start();
+  ASSERT_TRUE(WaitFor([&] { return !Slices().empty(); }, 10s)) << Log();
+  EXPECT_FALSE(std::filesystem::exists(left));
+  EXPECT_THAT(Log(), HasSubstr(std::string("removed the CDI spec of claim ") +
+                               kLeft + ", which is not prepared"));
+
+  FakeDraKubelet kubelet(sockets_.path() / "registry");
+  ASSERT_TRUE(WaitFor([&] { return kubelet.Register(kDriver).ok(); }, 5s))
+      << Log();
+  const std::string device = Slices().front()["spec"]["devices"][0]["name"];
+  store_.AddClaim(
+      "ml", "one",
+      {{"metadata", {{"name", "one"}, {"namespace", "ml"}, {"uid", kRunning}}},
+       {"status",
+        {{"allocation",
+          {{"devices",
+            {{"results",
+              {{{"request", "vf"},
+                {"driver", kDriver},
+                {"pool", "node-a"},
+                {"device", device}}}}}}}}}}});
+  auto prepared = kubelet.Prepare({{"ml", kRunning, "one"}});
+  ASSERT_THAT(prepared.status(), IsOk());
+  ASSERT_EQ(prepared->at(kRunning).error, "") << Log();
+  const auto running = cdi / draplugin::ClaimCdiFileName(kDriver, kRunning);
+  ASSERT_TRUE(std::filesystem::exists(running));
+
+  // kubectl delete -k: the pod gets SIGTERM.
+  driver->Signal(SIGTERM);
+  EXPECT_EQ(driver->Wait(5s), 0) << Log();
+  EXPECT_TRUE(std::filesystem::exists(running));
+  // The kubelet, 30 s after the driver deregistered.
+  KubeConfig config;
+  config.server = server_->url();
+  config.ca_pem = server_->ca_pem();
+  config.token = "kubelet-token";
+  config.source = "the test's kubelet";
+  auto client = dra::KubeClient::Create(config);
+  ASSERT_THAT(client.status(), IsOk());
+  auto wiped = FakeDraKubelet::WipeSlices(**client, "node-a", kDriver);
+  ASSERT_THAT(wiped.status(), IsOk());
+  EXPECT_GE(*wiped, 1u);
+  EXPECT_TRUE(Slices().empty());
+  EXPECT_TRUE(std::filesystem::exists(running));
+}
+
 // deploy/both-paths as shipped: its two configurations (rendered from the
 // overlay by the manifest checker, as the pods read them from their
 // ConfigMaps) on a machine with both kinds of device. The device plugin

@@ -1,5 +1,6 @@
 #include "topology/draplugin/claim_cdi.h"
 
+#include <system_error>
 #include <utility>
 
 namespace topology::draplugin {
@@ -60,6 +61,65 @@ Status RemoveClaimCdiSpec(const std::filesystem::path& dir,
                                 "\" cannot name a CDI spec: " + name.message());
   }
   return plugin::RemoveCdiSpec(dir, ClaimCdiFileName(driver, claim_uid));
+}
+
+namespace {
+
+// 8-4-4-4-12 lower-case hexadecimal digits: the UIDs the API server makes.
+bool IsApiServerUid(std::string_view uid) {
+  if (uid.size() != 36) return false;
+  for (size_t i = 0; i < uid.size(); ++i) {
+    const char c = uid[i];
+    if (i == 8 || i == 13 || i == 18 || i == 23) {
+      if (c != '-') return false;
+    } else if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f'))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+}  // namespace
+
+StatusOr<std::vector<std::string>> RemoveUnpreparedCdiSpecs(
+    const std::filesystem::path& dir, const std::string& driver,
+    const std::set<std::string>& prepared) {
+  std::vector<std::string> removed;
+  const std::string prefix = driver + "-";
+  constexpr std::string_view kSuffix = ".json";
+  std::error_code error;
+  std::filesystem::directory_iterator it(dir, error);
+  if (error) {
+    if (error == std::errc::no_such_file_or_directory) return removed;
+    return FailedPreconditionError("cannot list the CDI directory " +
+                                   dir.string() + ": " + error.message());
+  }
+  for (; !error && it != std::filesystem::directory_iterator();
+       it.increment(error)) {
+    const std::string name = it->path().filename().string();
+    if (!name.starts_with(prefix) || !name.ends_with(kSuffix)) continue;
+    const std::string uid = name.substr(
+        prefix.size(), name.size() - prefix.size() - kSuffix.size());
+    if (!IsApiServerUid(uid) || prepared.contains(uid)) continue;
+    // A directory of that name is not a spec; a link is removed, never
+    // followed.
+    std::error_code type_error;
+    if (it->symlink_status(type_error).type() ==
+        std::filesystem::file_type::directory) {
+      continue;
+    }
+    if (std::filesystem::remove(it->path(), type_error)) {
+      removed.push_back(uid);
+    } else if (type_error) {
+      return FailedPreconditionError("cannot remove " + it->path().string() +
+                                     ": " + type_error.message());
+    }
+  }
+  if (error) {
+    return FailedPreconditionError("cannot list the CDI directory " +
+                                   dir.string() + ": " + error.message());
+  }
+  return removed;
 }
 
 }  // namespace topology::draplugin

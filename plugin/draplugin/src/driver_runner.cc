@@ -1,4 +1,5 @@
 #include "driver_runner_impl.h"
+#include "topology/draplugin/claim_cdi.h"
 
 namespace topology::draplugin {
 
@@ -88,6 +89,9 @@ Status DriverRunner::Impl::Start() {
           " cannot hold the claim checkpoint: " + saved.message());
     }
   }
+  if (Status cleaned = RemoveUnpreparedSpecs(); !cleaned.ok()) {
+    return cleaned;
+  }
   if (Status served = ServeDra(); !served.ok()) return served;
   if (Status served = ServeRegistration(); !served.ok()) {
     Stop();
@@ -96,6 +100,35 @@ Status DriverRunner::Impl::Start() {
   watcher_ = std::thread([this] { WatchSockets(); });
   LOG(INFO) << options_.driver_name << ": serving " << dra_socket_.string()
             << ", registration at " << registration_socket_.string();
+  return OkStatus();
+}
+
+Status DriverRunner::Impl::RemoveUnpreparedSpecs() {
+  if (options_.cdi_dir.empty()) return OkStatus();
+  // Under the instances' lock, with the checkpoint read again there: a
+  // claim another instance is preparing has its record before its spec.
+  std::optional<MutexLock> instances;
+  if (instance_lock_fd_ >= 0) {
+    instances.emplace(instance_mu_);
+    if (std::string error = LockInstances(options_.clock->Now() +
+                                          std::chrono::seconds(10));
+        !error.empty()) {
+      return FailedPreconditionError(error);
+    }
+  }
+  std::set<std::string> prepared;
+  {
+    MutexLock lock(mu_);
+    for (const auto& [uid, claim] : claims_) prepared.insert(uid);
+  }
+  auto removed = draplugin::RemoveUnpreparedCdiSpecs(
+      options_.cdi_dir, options_.driver_name, prepared);
+  if (instances) UnlockInstances();
+  if (!removed.ok()) return removed.status();
+  for (const std::string& uid : *removed) {
+    LOG(INFO) << options_.driver_name << ": removed the CDI spec of claim "
+              << uid << ", which is not prepared";
+  }
   return OkStatus();
 }
 

@@ -415,6 +415,8 @@ class DriverRunner::Impl {
   // reads the shared checkpoint; an error when it cannot be had.
   // REQUIRES: instance_mu_.
   std::string LockInstances(Deadline deadline) TOPOLOGY_EXCLUDES(mu_);
+  // DriverOptions::cdi_dir's specs of claims not prepared, removed.
+  Status RemoveUnpreparedSpecs() TOPOLOGY_EXCLUDES(mu_);
   void UnlockInstances();
   // Makes the claim `uid` `claim` (or forgets it) durably, then visibly:
   // the checkpoint is written first, claims_ changed only once it is.

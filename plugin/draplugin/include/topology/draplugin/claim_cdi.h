@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,17 @@ StatusOr<std::vector<std::string>> WriteClaimCdiSpec(
 Status RemoveClaimCdiSpec(const std::filesystem::path& dir,
                           const std::string& driver,
                           const std::string& claim_uid);
+
+// Removes this driver's claim specs in `dir` whose claim is not in
+// `prepared` (UIDs): what a Prepare interrupted before its claim was
+// recorded, or a claim unprepared while its record was unreadable, left
+// behind. Only files named "<driver>-<uid>.json" with a UID in the form the
+// API server gives (a lower-case UUID) are touched, so that another
+// driver's specs (a driver name that extends this one) stay. The UIDs
+// removed; an error naming `dir` when it cannot be listed.
+StatusOr<std::vector<std::string>> RemoveUnpreparedCdiSpecs(
+    const std::filesystem::path& dir, const std::string& driver,
+    const std::set<std::string>& prepared);
 
 }  // namespace topology::draplugin
 

@@ -173,6 +173,11 @@ struct DriverOptions {
   std::filesystem::path plugin_dir = {};
   // Where the checkpoint of prepared claims lives; empty: plugin_dir.
   std::filesystem::path state_dir = {};
+  // Where the handler writes claims' CDI specs with WriteClaimCdiSpec
+  // (claim_cdi.h). When set, Start removes the specs of this driver whose
+  // claim the checkpoint does not hold (RemoveUnpreparedCdiSpecs), under
+  // the instances' lock: a spec stays exactly while its claim is prepared.
+  std::filesystem::path cdi_dir = {};
   // Serve the health streams and advertise them.
   bool serve_health = true;
   // Sent with every device's health: after this long without an update the
