@@ -28,6 +28,8 @@
    two configurations selecting disjoint devices on a generated machine.
 8. Renaming (tests/deploy/renamed: namespace, namePrefix, nameSuffix and
    the example claim templates as a component): every reference resolves.
+9. Each YAML block of docs/dra-driver-guide.md is quoted verbatim from the
+   file it names.
 
 Usage: validate_manifests.py SOURCE_DIR PLUGIN_BINARY TOPOLOGY_INFO LIBTOPOLOGY
                              FIXTURE_ROOT [DRA_DRIVER_BINARY]
@@ -1068,6 +1070,31 @@ def check_renamed(source):
         check_admission_policy(objects, account, where, "accel-system")
 
 
+def check_guide_quotes(source):
+    """Every YAML block of the guides says which shipped or tested file it
+    quotes (`<!-- quoted from PATH -->` on the line before) and appears
+    there verbatim, so that the operating sections cannot drift from the
+    files these checks and the tests run."""
+    for guide in ("docs/dra-driver-guide.md",):
+        text = open(os.path.join(source, guide), encoding="utf-8").read()
+        for match in re.finditer(r"(^[^\n]*\n)?```yaml\n(.*?)^```", text,
+                                 re.S | re.M):
+            marker = re.fullmatch(r"<!-- quoted from (\S+) -->\n",
+                                  match.group(1) or "")
+            if marker is None:
+                error(guide, "a YAML block does not say which file it quotes "
+                             "(<!-- quoted from PATH -->): " +
+                      match.group(2)[:60])
+                continue
+            path = os.path.join(source, marker.group(1))
+            if not os.path.exists(path):
+                error(guide, f"quotes {marker.group(1)}, which does not "
+                             "exist")
+            elif match.group(2) not in open(path, encoding="utf-8").read():
+                error(guide, f"the block quoted from {marker.group(1)} is "
+                             "not in it verbatim")
+
+
 def check_dockerfile(path, binaries):
     text = open(path).read()
     stages = re.split(r"(?m)^FROM ", text)
@@ -1231,6 +1258,7 @@ def main():
     check_dra_path(daemonset_dir, objects, dra_binary)
     check_both_paths(source, dra_binary)
     check_renamed(source)
+    check_guide_quotes(source)
     for doc in rendered:
         model = KINDS.get((doc.get("apiVersion"), doc.get("kind")))
         if model:
