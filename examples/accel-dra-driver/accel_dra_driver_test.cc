@@ -20,9 +20,9 @@
 #include "accel_driver.h"
 
 // guide:test_includes
-#include "topology/draplugin/resource_slices.h"  // ValidateDevices
-#include "topology/testing/fake_dra_kubelet.h"   // FakeDraKubelet
-#include "topology/testing/machines.h"           // WriteMachine
+#include "topology/testing/fake_dra_kubelet.h"  // FakeDraKubelet
+#include "topology/testing/machines.h"          // WriteMachine
+#include "topology/testing/slice_validator.h"   // ValidatePublishedSlices
 // guide:end
 
 namespace {
@@ -91,11 +91,14 @@ class AccelDraDriverTest : public ::testing::Test {
 };
 
 // guide:test_inventory
-// The machine's eight accelerators (class 1200), each a device the API
-// server accepts, with the standard topology attributes.
+// The machine's eight accelerators (class 1200), with the standard
+// topology attributes, in slices the API server accepts: those the
+// framework's publisher sends for them, judged by the server's rules.
 TEST_F(AccelDraDriverTest, PublishesEveryAcceleratorWithItsTopology) {
   ASSERT_EQ(devices_.size(), 8u);
-  EXPECT_TRUE(dra::ValidateDevices(flags_.driver, devices_).ok());
+  const topology::Status valid = topology::testing::ValidatePublishedSlices(
+      flags_.driver, flags_.node, devices_);
+  EXPECT_TRUE(valid.ok()) << valid.ToString();
   for (const dra::SliceDevice& device : devices_) {
     EXPECT_TRUE(device.attributes.contains("resource.kubernetes.io/pcieRoot"))
         << device.name;

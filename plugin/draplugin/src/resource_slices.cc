@@ -22,215 +22,16 @@
 #include "json_fields.h"
 #include "k8s_names.h"
 #include "slice_validation_json.h"
+#include "slice_sync.h"
 #include "slice_versions.h"
 
 namespace topology::draplugin {
 namespace {
 
 using nlohmann::json;
-
-constexpr char kSlices[] = "/apis/resource.k8s.io/v1/resourceslices";
-// Hostile or broken answers are read with bounded nesting.
-constexpr int kMaxAnswerDepth = 64;
-// Slice writes in flight at once (each on a connection of its own).
-constexpr size_t kWritesInFlight = 8;
-
-std::string Dump(const json& value) {
-  return value.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-json AttributeJson(const AttributeValue& attribute) {
-  if (const auto* text = std::get_if<std::string>(&attribute.value)) {
-    return {{attribute.version ? "version" : "string", *text}};
-  }
-  if (const auto* number = std::get_if<int64_t>(&attribute.value)) {
-    return {{"int", *number}};
-  }
-  if (const auto* ints = std::get_if<std::vector<int64_t>>(&attribute.value)) {
-    return {{"ints", *ints}};
-  }
-  if (const auto* bools = std::get_if<std::vector<bool>>(&attribute.value)) {
-    return {{"bools", *bools}};
-  }
-  if (const auto* texts =
-          std::get_if<std::vector<std::string>>(&attribute.value)) {
-    return {{attribute.version ? "versions" : "strings", *texts}};
-  }
-  return {{"bool", std::get<bool>(attribute.value)}};
-}
-
-json DeviceJson(const SliceDevice& device) {
-  json out = {{"name", device.name}};
-  if (!device.attributes.empty()) {
-    json attributes = json::object();
-    for (const auto& [name, value] : device.attributes) {
-      attributes[name] = AttributeJson(value);
-    }
-    out["attributes"] = std::move(attributes);
-  }
-  if (!device.capacity.empty()) {
-    json capacity = json::object();
-    for (const auto& [name, quantity] : device.capacity) {
-      capacity[name] = {{"value", quantity}};
-    }
-    out["capacity"] = std::move(capacity);
-  }
-  if (!device.taints.empty()) {
-    json taints = json::array();
-    for (const DeviceTaint& taint : device.taints) {
-      json t = {{"key", taint.key}, {"effect", taint.effect}};
-      if (!taint.value.empty()) t["value"] = taint.value;
-      taints.push_back(std::move(t));
-    }
-    out["taints"] = std::move(taints);
-  }
-  return out;
-}
-
-// What of a device the comparison looks at: the fields this publisher
-// sets (a server adds others, such as a taint's timeAdded). Never throws.
-json Normal(const json& device) {
-  if (!device.is_object()) return json();
-  json out = json::object();
-  if (const auto name = device.find("name"); name != device.end()) {
-    out["name"] = *name;
-  }
-  if (const auto attributes = device.find("attributes");
-      attributes != device.end()) {
-    out["attributes"] = *attributes;
-  }
-  if (const auto capacity = device.find("capacity");
-      capacity != device.end() && capacity->is_object()) {
-    json normal = json::object();
-    for (const auto& [name, value] : capacity->items()) {
-      const auto quantity =
-          value.is_object() ? value.find("value") : value.end();
-      normal[name] = {{"value", value.is_object() && quantity != value.end()
-                                    ? *quantity
-                                    : json()}};
-    }
-    out["capacity"] = std::move(normal);
-  }
-  if (const auto taints = device.find("taints");
-      taints != device.end() && taints->is_array()) {
-    json normal = json::array();
-    for (const json& taint : *taints) {
-      if (!taint.is_object()) {
-        normal.push_back(taint);
-        continue;
-      }
-      json t = json::object();
-      for (const char* key : {"key", "value", "effect"}) {
-        const auto it = taint.find(key);
-        if (it == taint.end()) continue;
-        if (std::string_view(key) == "value" && it->is_string() &&
-            it->get<std::string>().empty()) {
-          continue;
-        }
-        t[key] = *it;
-      }
-      normal.push_back(std::move(t));
-    }
-    out["taints"] = std::move(normal);
-  }
-  return out;
-}
-
-// The stored taints' times, by device name and taint: a taint this
-// publisher sends again keeps the time the server first gave it (the Go
-// controller's copyTaintTimeAdded), so a NoExecute toleration's seconds
-// do not start again at each republish.
-using TaintTimes = std::map<std::string, std::map<std::string, json>>;
-
-std::string TaintKey(const json& taint) {
-  const auto field = [&](const char* key) {
-    const auto it = taint.find(key);
-    return it != taint.end() && it->is_string() ? it->get<std::string>()
-                                                : std::string();
-  };
-  return field("key") + "=" + field("value") + ":" + field("effect");
-}
-
-void CollectTaintTimes(const json& device, TaintTimes* times) {
-  const auto name = device.find("name");
-  const auto taints = device.find("taints");
-  if (name == device.end() || !name->is_string() || taints == device.end() ||
-      !taints->is_array()) {
-    return;
-  }
-  for (const json& taint : *taints) {
-    if (!taint.is_object()) continue;
-    const auto added = taint.find("timeAdded");
-    if (added != taint.end() && added->is_string()) {
-      (*times)[name->get<std::string>()][TaintKey(taint)] = *added;
-    }
-  }
-}
-
-void KeepTaintTimes(const TaintTimes& times, json* devices) {
-  for (json& device : *devices) {
-    const auto name = device.find("name");
-    const auto taints = device.find("taints");
-    if (name == device.end() || taints == device.end()) continue;
-    const auto known = times.find(name->get<std::string>());
-    if (known == times.end()) continue;
-    for (json& taint : *taints) {
-      const auto added = known->second.find(TaintKey(taint));
-      if (added != known->second.end()) taint["timeAdded"] = added->second;
-    }
-  }
-}
-
-// Runs `work(i)` for every i < n on up to kWritesInFlight threads (this one
-// included); where no thread can be had, the rest run here. False when a
-// `work` threw (what it threw is not lost in a thread: the call fails).
-template <typename Work>
-bool ParallelFor(size_t n, const Work& work) {
-  std::atomic<size_t> next{0};
-  std::atomic<bool> threw{false};
-  const auto run = [&] {
-    for (size_t i = next++; i < n; i = next++) {
-      try {
-        work(i);
-      } catch (...) {
-        threw = true;
-      }
-    }
-  };
-  std::vector<std::thread> threads;
-  try {
-    for (size_t k = 1; k < std::min(kWritesInFlight, n); ++k) {
-      threads.emplace_back(run);
-    }
-  } catch (const std::system_error&) {
-  }
-  run();
-  for (std::thread& thread : threads) thread.join();
-  return !threw;
-}
-
-// Slices are created with generateName "<node>-<driver>-" (the server adds
-// a random suffix, as for the Go controller's slices): a fixed name could be
-// taken by anyone who can create a slice, another node's or driver's
-// included, and every create would then fail. Slices are recognised by
-// their spec (node and driver), never by their name.
-std::string SlicePrefix(const std::string& node, const std::string& driver) {
-  std::string base = node + "-" + driver;
-  if (base.size() > 200) {
-    base = base.substr(0, 183) + "-" + files::ChecksumHex(base);
-  }
-  return base + "-";
-}
-
-struct Existing {
-  std::string name;
-  std::string resource_version;
-  std::string pool;
-  int64_t generation = 0;
-  int64_t count = 0;
-  std::string owner_uid;         // of its controller ownerReference
-  json devices = json::array();  // normalised
-};
+using slice_sync::Dump;
+using slice_sync::kMaxAnswerDepth;
+using slice_sync::kSlices;
 
 }  // namespace
 
@@ -242,7 +43,7 @@ Status ValidateDevices(const std::string& driver,
   std::set<std::string> names;
   for (const SliceDevice& device : devices) {
     const std::string who = "device \"" + device.name.substr(0, 80) + "\"";
-    if (Status valid = ValidateDeviceJson(DeviceJson(device)); !valid.ok()) {
+    if (Status valid = ValidateDeviceJson(slice_sync::DeviceJson(device)); !valid.ok()) {
       // "device.attributes[x]: ..." -> "device "gpu-0": attributes[x]: ..."
       std::string message = valid.message();
       if (message.starts_with("device.")) {
@@ -315,7 +116,7 @@ Status SlicePublisher::Publish(std::string pool,
   std::string text;
   for (size_t i = 0; i < devices.size(); ++i) {
     if (!text.empty()) text += ',';
-    const json device = DeviceJson(devices[i]);
+    const json device = slice_sync::DeviceJson(devices[i]);
     text += Dump(device);
     encoded->advanced = encoded->advanced || HasAdvancedFeatures(device);
     if ((i + 1) % kMaxAdvancedDevicesPerSlice == 0 || i + 1 == devices.size()) {
@@ -402,22 +203,49 @@ void SlicePublisher::Loop() {
   }
 }
 
+StatusOr<HttpResponse> SlicePublisher::ListOurs(bool metadata_only) {
+  const std::string_view accept =
+      metadata_only
+          ? "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
+            "application/json"
+          : "";
+  bool filter_here = false;
+  {
+    MutexLock lock(mu_);
+    filter_here = filter_here_;
+  }
+  auto listed = client_->Request(
+      "GET", slice_sync::ListPath(node_, driver_, filter_here), {}, accept);
+  if (listed.ok() && listed->status == 400 && !filter_here) {
+    // No field selectors on spec.* here (custom resources): list all and
+    // keep ours, from now on.
+    LOG(INFO) << driver_
+              << ": the API server refuses a field selector on "
+                 "spec.nodeName; filtering slices here";
+    {
+      MutexLock lock(mu_);
+      filter_here_ = true;
+    }
+    listed = client_->Request(
+        "GET", slice_sync::ListPath(node_, driver_, true), {}, accept);
+  }
+  return listed;
+}
+
 bool SlicePublisher::Unchanged() {
   std::map<std::string, std::string> seen;
-  bool filter_here = false;
   {
     MutexLock lock(mu_);
     if (seen_.empty() || !published_) return false;
     seen = seen_;
+  }
+  auto listed = ListOurs(/*metadata_only=*/true);
+  if (!listed.ok() || listed->status != 200) return false;
+  bool filter_here = false;
+  {
+    MutexLock lock(mu_);
     filter_here = filter_here_;
   }
-  const std::string selector =
-      "?fieldSelector=spec.nodeName%3D" + node_ + "%2Cspec.driver%3D" + driver_;
-  auto listed = client_->Request(
-      "GET", std::string(kSlices) + (filter_here ? "" : selector), {},
-      "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1,"
-      "application/json");
-  if (!listed.ok() || listed->status != 200) return false;
   // Without the field selector every node's slices come, and names say
   // nothing of whose they are: ours are those the last full list found
   // (their spec said so). A slice of ours created by someone else is found
@@ -476,12 +304,10 @@ Status SlicePublisher::Sync() {
   MutexLock sync(sync_mu_);
   std::string pool;
   std::shared_ptr<const Encoded> encoded;
-  bool filter_here = false;
   {
     MutexLock lock(mu_);
     pool = pool_;
     encoded = devices_;
-    filter_here = filter_here_;
   }
   const auto fail = [this](Status status) {
     MutexLock lock(mu_);
@@ -497,133 +323,29 @@ Status SlicePublisher::Sync() {
   }
 
   // Phase 1, what is there: this node's and driver's slices.
-  const std::string selector =
-      "?fieldSelector=spec.nodeName%3D" + node_ + "%2Cspec.driver%3D" + driver_;
-  auto listed = client_->Request(
-      "GET", std::string(kSlices) + (filter_here ? "" : selector));
-  if (listed.ok() && listed->status == 400 && !filter_here) {
-    // No field selectors on spec.* here (custom resources): list all and
-    // keep ours.
-    LOG(INFO) << driver_
-              << ": the API server refuses a field selector on "
-                 "spec.nodeName; filtering slices here";
-    {
-      MutexLock lock(mu_);
-      filter_here_ = true;
-    }
-    listed = client_->Request("GET", kSlices);
-  }
+  auto listed = ListOurs(/*metadata_only=*/false);
   if (!listed.ok()) return fail(listed.status());
   if (Status status = StatusOf(*listed, "list resourceslices"); !status.ok()) {
     return fail(status);
   }
-  std::vector<Existing> existing;
-  TaintTimes taint_times;
-  try {
-    namespace jf = json_fields;
-    const json doc = jf::ParseBounded(listed->body, kMaxAnswerDepth);
-    if (doc.is_discarded()) {
-      throw jf::JsonFieldError("not JSON, or nested too deep");
-    }
-    for (const json& item : jf::Array(doc, "items")) {
-      const json& spec = jf::Object(item, "spec");
-      if (jf::StringOr(spec, "nodeName", "") != node_ ||
-          jf::StringOr(spec, "driver", "") != driver_) {
-        continue;  // another node's or driver's: never touched
-      }
-      const json& metadata = jf::Object(item, "metadata");
-      Existing e;
-      e.name = jf::String(metadata, "name");
-      e.resource_version = jf::StringOr(metadata, "resourceVersion", "");
-      if (const json* owners = jf::OptionalField(metadata, "ownerReferences");
-          owners != nullptr && owners->is_array()) {
-        for (const json& owner : *owners) {
-          if (owner.is_object() && jf::BoolOr(owner, "controller", false)) {
-            e.owner_uid = jf::StringOr(owner, "uid", "");
-          }
-        }
-      }
-      const json& pool_json = jf::Object(spec, "pool");
-      e.pool = jf::StringOr(pool_json, "name", "");
-      e.generation = jf::Int(pool_json, "generation", 0);
-      e.count = jf::Int(pool_json, "resourceSliceCount", 0);
-      if (const json* devices = jf::OptionalField(spec, "devices")) {
-        if (!devices->is_array()) {
-          throw jf::JsonFieldError("spec.devices: not a list");
-        }
-        for (const json& device : *devices) {
-          e.devices.push_back(Normal(device));
-          CollectTaintTimes(device, &taint_times);
-        }
-      }
-      existing.push_back(std::move(e));
-    }
-  } catch (const std::exception& e) {
-    return fail(UnavailableError(std::string("list resourceslices: "
-                                             "unreadable answer: ") +
-                                 e.what()));
-  }
-  // This pool's slices first (they are updated in place, oldest names
-  // first); another pool's are obsolete and go.
-  std::sort(existing.begin(), existing.end(),
-            [&](const Existing& a, const Existing& b) {
-              return std::pair(a.pool != pool, a.name) <
-                     std::pair(b.pool != pool, b.name);
-            });
-  const size_t updatable = static_cast<size_t>(
-      std::count_if(existing.begin(), existing.end(),
-                    [&](const Existing& e) { return e.pool == pool; }));
+  auto observed = slice_sync::ReadObserved(listed->body, node_, driver_, pool);
+  listed->body.clear();
+  if (!observed.ok()) return fail(observed.status());
 
   // Phase 2, what should be there: the devices in slices.
-  const size_t per_slice =
-      encoded->advanced ? kMaxAdvancedDevicesPerSlice : kMaxDevicesPerSlice;
-  const size_t count =
-      std::max<size_t>(1, (encoded->count + per_slice - 1) / per_slice);
-  const size_t blocks_per_slice = per_slice / kMaxAdvancedDevicesPerSlice;
-  // Each slice's devices as the comparison dumps them (a device's JSON as
-  // sent is already what Normal() keeps of it).
-  std::vector<std::string> wanted;
-  wanted.reserve(count);
-  for (size_t i = 0; i < count; ++i) {
-    std::string list = "[";
-    for (size_t b = i * blocks_per_slice;
-         b < std::min(encoded->blocks.size(), (i + 1) * blocks_per_slice);
-         ++b) {
-      if (list.size() > 1) list += ',';
-      list += Inflate(encoded->blocks[b]);
-    }
-    wanted.push_back(list + "]");
-  }
+  std::vector<std::string> blocks;
+  blocks.reserve(encoded->blocks.size());
+  for (const Block& block : encoded->blocks) blocks.push_back(Inflate(block));
+  const std::vector<std::string> wanted =
+      slice_sync::DesiredDeviceLists(blocks, encoded->advanced);
+  blocks.clear();
 
-  // Phase 3, compare: the same slices (as multisets of device lists, each
-  // as the server stores what we send), one generation, owned as they
-  // should be.
-  int64_t generation = 0;
-  for (const Existing& e : existing) {
-    if (e.pool == pool) generation = std::max(generation, e.generation);
-  }
-  bool same = existing.size() == wanted.size();
-  {
-    std::multiset<std::string> expected;
-    for (const std::string& list : wanted) {
-      const auto stored = stored_as_.find(list);
-      expected.insert(stored == stored_as_.end() ? list : stored->second);
-    }
-    for (const Existing& e : existing) {
-      same = same && e.pool == pool && e.generation == generation &&
-             e.count == static_cast<int64_t>(count) && e.owner_uid == owner_uid;
-      if (!same) break;
-      const auto it = expected.find(Dump(e.devices));
-      if (it == expected.end()) {
-        same = false;
-        break;
-      }
-      expected.erase(it);
-    }
-  }
-  if (same) {
+  // Phase 3, compare.
+  if (slice_sync::InStep(*observed, wanted, pool, owner_uid, stored_as_)) {
     std::map<std::string, std::string> seen;
-    for (const Existing& e : existing) seen[e.name] = e.resource_version;
+    for (const slice_sync::Observed& slice : observed->slices) {
+      seen[slice.name] = slice.resource_version;
+    }
     MutexLock lock(mu_);
     published_ = true;
     ++stats_.syncs;
@@ -631,39 +353,45 @@ Status SlicePublisher::Sync() {
     return OkStatus();
   }
 
-  // Phase 4, apply, in the Go controller's order: obsolete slices deleted,
+  // Phase 4, plan: every slice built and judged as the API server will
+  // judge it before any is sent.
+  auto plan =
+      slice_sync::PlanWrites(*observed, wanted, pool, driver_, node_, owner_);
+  if (!plan.ok()) return fail(plan.status());
+  for (const slice_sync::Plan::Write& write : plan->writes) {
+    if (!write.valid.ok()) {
+      return fail(InvalidArgumentError("resourceslice of pool " + pool +
+                                       " not sent: " + write.valid.message()));
+    }
+  }
+  return Apply(std::move(*plan), pool, wanted, encoded->count, fail);
+}
+
+Status SlicePublisher::Apply(slice_sync::Plan plan, const std::string& pool,
+                             const std::vector<std::string>& wanted,
+                             size_t devices,
+                             const std::function<Status(Status)>& fail) {
+  // Phase 5, apply, in the Go controller's order: obsolete slices deleted,
   // then the kept ones updated, then new ones created.
-  ++generation;
   uint64_t creates = 0;
   uint64_t updates = 0;
   uint64_t deletes = 0;
-  std::map<std::string, std::string> written_versions;
-  const size_t kept = std::min(updatable, wanted.size());
-  for (size_t i = kept; i < existing.size(); ++i) {
-    const Existing& e = existing[i];
-    auto answer =
-        client_->Request("DELETE", std::string(kSlices) + "/" + e.name);
+  for (const std::string& name : plan.deletes) {
+    auto answer = client_->Request("DELETE", std::string(kSlices) + "/" + name);
     if (!answer.ok()) return fail(answer.status());
     if (answer->status != 404) {
-      if (Status status = StatusOf(*answer, "delete resourceslice " + e.name);
+      if (Status status = StatusOf(*answer, "delete resourceslice " + name);
           !status.ok()) {
         return fail(status);
       }
     }
     ++deletes;
   }
-  const std::string prefix = SlicePrefix(node_, driver_);
-  // Every slice built and judged as the API server will judge it before
-  // any is sent; then several writes in flight, each on a kept connection
-  // of its own, their answers read where they arrive: the API server works
-  // on them at once, and a pool of 10,000 devices goes out at the server's
-  // pace, not at one round trip a slice.
-  struct Write {
-    bool update = false;
-    std::string path;
-    std::string body;
-    std::string what;
-    Status valid = OkStatus();
+  // Several writes in flight, each on a kept connection of its own, their
+  // answers read where they arrive: the API server works on them at once,
+  // and a pool of 10,000 devices goes out at the server's pace, not at one
+  // round trip a slice.
+  struct Answer {
     StatusOr<HttpResponse> answer = UnavailableError("not sent");
     Status status = OkStatus();  // of the answer
     std::string name;            // as the server stored it
@@ -671,75 +399,35 @@ Status SlicePublisher::Sync() {
     std::string stored;  // its devices as Normal() keeps them
     std::string unreadable;
   };
-  std::vector<Write> writes(wanted.size());
-  const std::string owner = owner_;
-  const bool built = ParallelFor(writes.size(), [&](size_t i) {
-    Write& write = writes[i];
-    write.update = i < kept;
-    json slice = {{"apiVersion", "resource.k8s.io/v1"},
-                  {"kind", "ResourceSlice"},
-                  {"metadata", json::object()},
-                  {"spec",
-                   {{"driver", driver_},
-                    {"nodeName", node_},
-                    {"pool",
-                     {{"name", pool},
-                      {"generation", generation},
-                      {"resourceSliceCount", count}}},
-                    {"devices", json::parse(wanted[i])}}}};
-    KeepTaintTimes(taint_times, &slice["spec"]["devices"]);
-    if (!owner.empty()) {
-      slice["metadata"]["ownerReferences"] = json::parse(owner);
-    }
-    if (write.update) {
-      slice["metadata"]["name"] = existing[i].name;
-      slice["metadata"]["resourceVersion"] = existing[i].resource_version;
-      write.path = std::string(kSlices) + "/" + existing[i].name;
-      write.what = "update resourceslice " + existing[i].name;
-    } else {
-      slice["metadata"]["generateName"] = prefix;
-      write.path = kSlices;
-      write.what = "create resourceslice " + prefix + "*";
-    }
-    write.valid = ValidateResourceSliceJson(slice);
-    if (write.valid.ok()) write.body = Dump(slice);
-  });
-  if (!built) {
-    return fail(
-        InternalError("building the slices of pool " + pool + " failed"));
-  }
-  for (const Write& write : writes) {
-    if (!write.valid.ok()) {
-      return fail(InvalidArgumentError("resourceslice of pool " + pool +
-                                       " not sent: " + write.valid.message()));
-    }
-  }
-  const bool sent = ParallelFor(writes.size(), [&](size_t i) {
-    Write& write = writes[i];
-    write.answer =
+  std::vector<Answer> answers(plan.writes.size());
+  const bool sent = slice_sync::ParallelFor(plan.writes.size(), [&](size_t i) {
+    slice_sync::Plan::Write& write = plan.writes[i];
+    Answer& out = answers[i];
+    out.answer =
         client_->Request(write.update ? "PUT" : "POST", write.path, write.body);
     write.body.clear();
     write.body.shrink_to_fit();
-    if (!write.answer.ok()) return;
-    write.status =
-        StatusOf(*write.answer, write.what, /*create=*/!write.update);
-    if (!write.status.ok()) return;
+    if (!out.answer.ok()) return;
+    out.status = StatusOf(*out.answer, write.what, /*create=*/!write.update);
+    if (!out.status.ok()) return;
     const json written =
-        json_fields::ParseBounded(write.answer->body, kMaxAnswerDepth);
-    write.answer->body.clear();
+        json_fields::ParseBounded(out.answer->body, kMaxAnswerDepth);
+    out.answer->body.clear();
     try {
       namespace jf = json_fields;
       const json& metadata = jf::Object(written, "metadata");
-      write.name = jf::String(metadata, "name");
-      write.version = jf::StringOr(metadata, "resourceVersion", "");
+      out.name = jf::String(metadata, "name");
+      out.version = jf::StringOr(metadata, "resourceVersion", "");
       json stored = json::array();
       const json& spec = jf::Object(written, "spec");
-      if (const json* devices = jf::OptionalField(spec, "devices")) {
-        for (const json& device : *devices) stored.push_back(Normal(device));
+      if (const json* listed = jf::OptionalField(spec, "devices")) {
+        for (const json& device : *listed) {
+          stored.push_back(slice_sync::Normal(device));
+        }
       }
-      write.stored = Dump(stored);
+      out.stored = Dump(stored);
     } catch (const std::exception& e) {
-      write.unreadable = e.what();
+      out.unreadable = e.what();
     }
   });
   // An idle driver needs one connection for its resyncs.
@@ -747,18 +435,20 @@ Status SlicePublisher::Sync() {
   Status failed =
       sent ? OkStatus()
            : InternalError("writing the slices of pool " + pool + " failed");
-  for (size_t i = 0; i < writes.size(); ++i) {
-    Write& write = writes[i];
-    if (!write.answer.ok()) {
-      if (failed.ok()) failed = write.answer.status();
+  std::map<std::string, std::string> written_versions;
+  for (size_t i = 0; i < answers.size(); ++i) {
+    const slice_sync::Plan::Write& write = plan.writes[i];
+    const Answer& out = answers[i];
+    if (!out.answer.ok()) {
+      if (failed.ok()) failed = out.answer.status();
       continue;
     }
-    if (!write.status.ok()) {
+    if (!out.status.ok()) {
       // A conflict: someone changed the slice meanwhile; read again.
       if (failed.ok()) {
-        failed = write.status.code() == StatusCode::kAlreadyExists
-                     ? Status(StatusCode::kAborted, write.status.message())
-                     : write.status;
+        failed = out.status.code() == StatusCode::kAlreadyExists
+                     ? Status(StatusCode::kAborted, out.status.message())
+                     : out.status;
       }
       continue;
     }
@@ -767,24 +457,24 @@ Status SlicePublisher::Sync() {
     } else {
       ++creates;
     }
-    if (!write.unreadable.empty()) {
+    if (!out.unreadable.empty()) {
       LOG(WARNING) << driver_ << ": " << write.what
-                   << ": unreadable answer: " << write.unreadable;
+                   << ": unreadable answer: " << out.unreadable;
       continue;
     }
     // What the server stored: its name and version (the resync's cheap
     // look needs no full list to learn them), and the devices as kept,
     // which differ from what was sent when the server dropped fields.
-    written_versions[write.name] = write.version;
-    if (write.stored != wanted[i]) {
+    written_versions[out.name] = out.version;
+    if (out.stored != wanted[i]) {
       if (!stored_as_.contains(wanted[i])) {
         LOG(WARNING) << driver_ << ": the API server dropped fields of "
-                     << "resourceslice " << write.name
+                     << "resourceslice " << out.name
                      << " (a feature gate off?): what it stored differs from "
                         "what was sent; kept as stored, not sent again until "
                         "the devices change";
       }
-      stored_as_[wanted[i]] = write.stored;
+      stored_as_[wanted[i]] = out.stored;
     }
   }
   if (!failed.ok()) {
@@ -802,10 +492,10 @@ Status SlicePublisher::Sync() {
              ? stored_as_.erase(it)
              : std::next(it);
   }
-  LOG(INFO) << driver_ << ": pool " << pool << " generation " << generation
-            << ": " << encoded->count << " device(s) in " << count
-            << " slice(s) (" << creates << " created, " << updates
-            << " updated, " << deletes << " deleted)";
+  LOG(INFO) << driver_ << ": pool " << pool << " generation "
+            << plan.generation << ": " << devices << " device(s) in "
+            << wanted.size() << " slice(s) (" << creates << " created, "
+            << updates << " updated, " << deletes << " deleted)";
   // Every wanted slice was written (a new generation) and no other is
   // left: the node's slices are exactly these versions. Unknown versions
   // make the next resync list in full.
@@ -825,6 +515,33 @@ Status SlicePublisher::Sync() {
   stats_.updates += updates;
   stats_.deletes += deletes;
   return OkStatus();
+}
+
+StatusOr<std::vector<std::string>> NewPoolSliceBodies(
+    const std::string& driver, const std::string& node,
+    const std::string& pool, const std::vector<SliceDevice>& devices) {
+  std::vector<std::string> blocks;
+  bool advanced = false;
+  std::string text;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (!text.empty()) text += ',';
+    const json device = slice_sync::DeviceJson(devices[i]);
+    text += Dump(device);
+    advanced = advanced || HasAdvancedFeatures(device);
+    if ((i + 1) % kMaxAdvancedDevicesPerSlice == 0 || i + 1 == devices.size()) {
+      blocks.push_back(std::move(text));
+      text.clear();
+    }
+  }
+  auto plan = slice_sync::PlanWrites(
+      slice_sync::Observation(), slice_sync::DesiredDeviceLists(blocks, advanced),
+      pool, driver, node, /*owner=*/"");
+  if (!plan.ok()) return plan.status();
+  std::vector<std::string> bodies;
+  for (slice_sync::Plan::Write& write : plan->writes) {
+    bodies.push_back(std::move(write.body));
+  }
+  return bodies;
 }
 
 }  // namespace topology::draplugin

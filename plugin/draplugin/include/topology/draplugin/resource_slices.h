@@ -15,6 +15,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -29,6 +30,10 @@
 #include "topology/thread_annotations.h"
 
 namespace topology::draplugin {
+
+namespace slice_sync {
+struct Plan;  // slice_sync.h, private to the framework
+}  // namespace slice_sync
 
 // At most this many devices in one slice, and when a device of the pool
 // has taints or a list attribute (the API's
@@ -74,6 +79,15 @@ struct SliceDevice {
 Status ValidateDevices(const std::string& driver,
                        const std::vector<SliceDevice>& devices);
 
+// The ResourceSlices SlicePublisher::Publish creates for `devices` as a
+// new pool `pool` of `node` (generation 1, no owner reference): the bodies
+// the API server receives, in order, built by the publisher's own plan. For
+// tests: the testing kit's ValidatePublishedSlices judges them by the API
+// server's rules. INTERNAL when a body cannot be built.
+StatusOr<std::vector<std::string>> NewPoolSliceBodies(
+    const std::string& driver, const std::string& node,
+    const std::string& pool, const std::vector<SliceDevice>& devices);
+
 class SlicePublisher {
  public:
   struct Options {
@@ -113,7 +127,19 @@ class SlicePublisher {
   Stats stats() const TOPOLOGY_EXCLUDES(mu_);
 
  private:
+  // One sync in the Go controller's phases (slice_sync.h): list what is
+  // there, build what should be, compare, plan, apply.
   Status Sync() TOPOLOGY_EXCLUDES(mu_);
+  // The plan's writes sent (deletes, then updates and creates, several in
+  // flight), what the server stored kept. REQUIRES: sync_mu_.
+  Status Apply(slice_sync::Plan plan, const std::string& pool,
+               const std::vector<std::string>& wanted, size_t devices,
+               const std::function<Status(Status)>& fail)
+      TOPOLOGY_REQUIRES(sync_mu_) TOPOLOGY_EXCLUDES(mu_);
+  // The one list of this node's and driver's slices (in full, or names and
+  // versions only): with the field selector, or, once the server refused
+  // it, without (filter_here_).
+  StatusOr<HttpResponse> ListOurs(bool metadata_only) TOPOLOGY_EXCLUDES(mu_);
   // The Node's ownerReference, read once it can be. REQUIRES: sync_mu_.
   void LookUpOwner() TOPOLOGY_REQUIRES(sync_mu_) TOPOLOGY_EXCLUDES(mu_);
   // The resync's cheap look: this node's slices' names and resource

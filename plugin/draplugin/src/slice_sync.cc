@@ -1,0 +1,364 @@
+#include "slice_sync.h"
+
+#include <algorithm>
+#include <atomic>
+#include <exception>
+#include <set>
+#include <system_error>
+#include <thread>
+#include <utility>
+
+#include "checksum.h"
+#include "json_fields.h"
+#include "slice_validation_json.h"
+
+namespace topology::draplugin::slice_sync {
+namespace {
+
+json AttributeJson(const AttributeValue& attribute) {
+  if (const auto* text = std::get_if<std::string>(&attribute.value)) {
+    return {{attribute.version ? "version" : "string", *text}};
+  }
+  if (const auto* number = std::get_if<int64_t>(&attribute.value)) {
+    return {{"int", *number}};
+  }
+  if (const auto* ints = std::get_if<std::vector<int64_t>>(&attribute.value)) {
+    return {{"ints", *ints}};
+  }
+  if (const auto* bools = std::get_if<std::vector<bool>>(&attribute.value)) {
+    return {{"bools", *bools}};
+  }
+  if (const auto* texts =
+          std::get_if<std::vector<std::string>>(&attribute.value)) {
+    return {{attribute.version ? "versions" : "strings", *texts}};
+  }
+  return {{"bool", std::get<bool>(attribute.value)}};
+}
+
+}  // namespace
+
+json DeviceJson(const SliceDevice& device) {
+  json out = {{"name", device.name}};
+  if (!device.attributes.empty()) {
+    json attributes = json::object();
+    for (const auto& [name, value] : device.attributes) {
+      attributes[name] = AttributeJson(value);
+    }
+    out["attributes"] = std::move(attributes);
+  }
+  if (!device.capacity.empty()) {
+    json capacity = json::object();
+    for (const auto& [name, quantity] : device.capacity) {
+      capacity[name] = {{"value", quantity}};
+    }
+    out["capacity"] = std::move(capacity);
+  }
+  if (!device.taints.empty()) {
+    json taints = json::array();
+    for (const DeviceTaint& taint : device.taints) {
+      json t = {{"key", taint.key}, {"effect", taint.effect}};
+      if (!taint.value.empty()) t["value"] = taint.value;
+      taints.push_back(std::move(t));
+    }
+    out["taints"] = std::move(taints);
+  }
+  return out;
+}
+
+json Normal(const json& device) {
+  if (!device.is_object()) return json();
+  json out = json::object();
+  if (const auto name = device.find("name"); name != device.end()) {
+    out["name"] = *name;
+  }
+  if (const auto attributes = device.find("attributes");
+      attributes != device.end()) {
+    out["attributes"] = *attributes;
+  }
+  if (const auto capacity = device.find("capacity");
+      capacity != device.end() && capacity->is_object()) {
+    json normal = json::object();
+    for (const auto& [name, value] : capacity->items()) {
+      const auto quantity =
+          value.is_object() ? value.find("value") : value.end();
+      normal[name] = {{"value", value.is_object() && quantity != value.end()
+                                    ? *quantity
+                                    : json()}};
+    }
+    out["capacity"] = std::move(normal);
+  }
+  if (const auto taints = device.find("taints");
+      taints != device.end() && taints->is_array()) {
+    json normal = json::array();
+    for (const json& taint : *taints) {
+      if (!taint.is_object()) {
+        normal.push_back(taint);
+        continue;
+      }
+      json t = json::object();
+      for (const char* key : {"key", "value", "effect"}) {
+        const auto it = taint.find(key);
+        if (it == taint.end()) continue;
+        if (std::string_view(key) == "value" && it->is_string() &&
+            it->get<std::string>().empty()) {
+          continue;
+        }
+        t[key] = *it;
+      }
+      normal.push_back(std::move(t));
+    }
+    out["taints"] = std::move(normal);
+  }
+  return out;
+}
+
+namespace {
+
+std::string TaintKey(const json& taint) {
+  const auto field = [&](const char* key) {
+    const auto it = taint.find(key);
+    return it != taint.end() && it->is_string() ? it->get<std::string>()
+                                                : std::string();
+  };
+  return field("key") + "=" + field("value") + ":" + field("effect");
+}
+
+void CollectTaintTimes(const json& device, TaintTimes* times) {
+  const auto name = device.find("name");
+  const auto taints = device.find("taints");
+  if (name == device.end() || !name->is_string() || taints == device.end() ||
+      !taints->is_array()) {
+    return;
+  }
+  for (const json& taint : *taints) {
+    if (!taint.is_object()) continue;
+    const auto added = taint.find("timeAdded");
+    if (added != taint.end() && added->is_string()) {
+      (*times)[name->get<std::string>()][TaintKey(taint)] = *added;
+    }
+  }
+}
+
+void KeepTaintTimes(const TaintTimes& times, json* devices) {
+  for (json& device : *devices) {
+    const auto name = device.find("name");
+    const auto taints = device.find("taints");
+    if (name == device.end() || taints == device.end()) continue;
+    const auto known = times.find(name->get<std::string>());
+    if (known == times.end()) continue;
+    for (json& taint : *taints) {
+      const auto added = known->second.find(TaintKey(taint));
+      if (added != known->second.end()) taint["timeAdded"] = added->second;
+    }
+  }
+}
+
+}  // namespace
+
+std::string Dump(const json& value) {
+  return value.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string SlicePrefix(const std::string& node, const std::string& driver) {
+  std::string base = node + "-" + driver;
+  if (base.size() > 200) {
+    base = base.substr(0, 183) + "-" + files::ChecksumHex(base);
+  }
+  return base + "-";
+}
+
+
+std::string ListPath(const std::string& node, const std::string& driver,
+                     bool filter_here) {
+  if (filter_here) return kSlices;
+  return std::string(kSlices) + "?fieldSelector=spec.nodeName%3D" + node +
+         "%2Cspec.driver%3D" + driver;
+}
+
+StatusOr<Observation> ReadObserved(const std::string& body,
+                                   const std::string& node,
+                                   const std::string& driver,
+                                   const std::string& pool) {
+  Observation out;
+  try {
+    namespace jf = json_fields;
+    const json doc = jf::ParseBounded(body, kMaxAnswerDepth);
+    if (doc.is_discarded()) {
+      throw jf::JsonFieldError("not JSON, or nested too deep");
+    }
+    for (const json& item : jf::Array(doc, "items")) {
+      const json& spec = jf::Object(item, "spec");
+      if (jf::StringOr(spec, "nodeName", "") != node ||
+          jf::StringOr(spec, "driver", "") != driver) {
+        continue;  // another node's or driver's: never touched
+      }
+      const json& metadata = jf::Object(item, "metadata");
+      Observed slice;
+      slice.name = jf::String(metadata, "name");
+      slice.resource_version = jf::StringOr(metadata, "resourceVersion", "");
+      if (const json* owners = jf::OptionalField(metadata, "ownerReferences");
+          owners != nullptr && owners->is_array()) {
+        for (const json& owner : *owners) {
+          if (owner.is_object() && jf::BoolOr(owner, "controller", false)) {
+            slice.owner_uid = jf::StringOr(owner, "uid", "");
+          }
+        }
+      }
+      const json& pool_json = jf::Object(spec, "pool");
+      slice.pool = jf::StringOr(pool_json, "name", "");
+      slice.generation = jf::Int(pool_json, "generation", 0);
+      slice.count = jf::Int(pool_json, "resourceSliceCount", 0);
+      if (const json* devices = jf::OptionalField(spec, "devices")) {
+        if (!devices->is_array()) {
+          throw jf::JsonFieldError("spec.devices: not a list");
+        }
+        for (const json& device : *devices) {
+          slice.devices.push_back(Normal(device));
+          CollectTaintTimes(device, &out.taint_times);
+        }
+      }
+      out.slices.push_back(std::move(slice));
+    }
+  } catch (const std::exception& e) {
+    return UnavailableError(
+        std::string("list resourceslices: unreadable answer: ") + e.what());
+  }
+  std::sort(out.slices.begin(), out.slices.end(),
+            [&](const Observed& a, const Observed& b) {
+              return std::pair(a.pool != pool, a.name) <
+                     std::pair(b.pool != pool, b.name);
+            });
+  for (const Observed& slice : out.slices) {
+    if (slice.pool != pool) continue;
+    ++out.in_pool;
+    out.generation = std::max(out.generation, slice.generation);
+  }
+  return out;
+}
+
+std::vector<std::string> DesiredDeviceLists(
+    const std::vector<std::string>& blocks, bool advanced) {
+  const size_t blocks_per_slice =
+      advanced ? 1 : kMaxDevicesPerSlice / kMaxAdvancedDevicesPerSlice;
+  const size_t count = std::max<size_t>(
+      1, (blocks.size() + blocks_per_slice - 1) / blocks_per_slice);
+  std::vector<std::string> wanted;
+  wanted.reserve(count);
+  for (size_t i = 0; i < count; ++i) {
+    std::string list = "[";
+    for (size_t b = i * blocks_per_slice;
+         b < std::min(blocks.size(), (i + 1) * blocks_per_slice); ++b) {
+      if (list.size() > 1) list += ',';
+      list += blocks[b];
+    }
+    wanted.push_back(list + "]");
+  }
+  return wanted;
+}
+
+bool InStep(const Observation& observed,
+            const std::vector<std::string>& wanted, const std::string& pool,
+            const std::string& owner_uid,
+            const std::map<std::string, std::string>& stored_as) {
+  if (observed.slices.size() != wanted.size()) return false;
+  std::multiset<std::string> expected;
+  for (const std::string& list : wanted) {
+    const auto stored = stored_as.find(list);
+    expected.insert(stored == stored_as.end() ? list : stored->second);
+  }
+  for (const Observed& slice : observed.slices) {
+    if (slice.pool != pool || slice.generation != observed.generation ||
+        slice.count != static_cast<int64_t>(wanted.size()) ||
+        slice.owner_uid != owner_uid) {
+      return false;
+    }
+    const auto it = expected.find(Dump(slice.devices));
+    if (it == expected.end()) return false;
+    expected.erase(it);
+  }
+  return true;
+}
+
+json SliceJson(const std::string& driver, const std::string& node,
+               const std::string& pool, int64_t generation, size_t count,
+               json devices, const std::string& owner) {
+  json slice = {{"apiVersion", "resource.k8s.io/v1"},
+                {"kind", "ResourceSlice"},
+                {"metadata", json::object()},
+                {"spec",
+                 {{"driver", driver},
+                  {"nodeName", node},
+                  {"pool",
+                   {{"name", pool},
+                    {"generation", generation},
+                    {"resourceSliceCount", count}}},
+                  {"devices", std::move(devices)}}}};
+  if (!owner.empty()) {
+    slice["metadata"]["ownerReferences"] = json::parse(owner);
+  }
+  return slice;
+}
+
+StatusOr<Plan> PlanWrites(const Observation& observed,
+                          const std::vector<std::string>& wanted,
+                          const std::string& pool, const std::string& driver,
+                          const std::string& node, const std::string& owner) {
+  Plan plan;
+  plan.generation = observed.generation + 1;
+  const size_t kept = std::min(observed.in_pool, wanted.size());
+  for (size_t i = kept; i < observed.slices.size(); ++i) {
+    plan.deletes.push_back(observed.slices[i].name);
+  }
+  const std::string prefix = SlicePrefix(node, driver);
+  plan.writes.resize(wanted.size());
+  const bool built = ParallelFor(plan.writes.size(), [&](size_t i) {
+    Plan::Write& write = plan.writes[i];
+    write.update = i < kept;
+    json slice = SliceJson(driver, node, pool, plan.generation, wanted.size(),
+                           json::parse(wanted[i]), owner);
+    KeepTaintTimes(observed.taint_times, &slice["spec"]["devices"]);
+    if (write.update) {
+      const Observed& existing = observed.slices[i];
+      slice["metadata"]["name"] = existing.name;
+      slice["metadata"]["resourceVersion"] = existing.resource_version;
+      write.path = std::string(kSlices) + "/" + existing.name;
+      write.what = "update resourceslice " + existing.name;
+    } else {
+      slice["metadata"]["generateName"] = prefix;
+      write.path = kSlices;
+      write.what = "create resourceslice " + prefix + "*";
+    }
+    write.valid = ValidateResourceSliceJson(slice);
+    write.body = Dump(slice);
+  });
+  if (!built) {
+    return InternalError("building the slices of pool " + pool + " failed");
+  }
+  return plan;
+}
+
+bool ParallelFor(size_t n, const std::function<void(size_t)>& work) {
+  std::atomic<size_t> next{0};
+  std::atomic<bool> threw{false};
+  const auto run = [&] {
+    for (size_t i = next++; i < n; i = next++) {
+      try {
+        work(i);
+      } catch (...) {
+        threw = true;
+      }
+    }
+  };
+  std::vector<std::thread> threads;
+  try {
+    for (size_t k = 1; k < std::min(kWritesInFlight, n); ++k) {
+      threads.emplace_back(run);
+    }
+  } catch (const std::system_error&) {
+  }
+  run();
+  for (std::thread& thread : threads) thread.join();
+  return !threw;
+}
+
+}  // namespace topology::draplugin::slice_sync

@@ -1,0 +1,135 @@
+// The phases of a pool's sync, as the Go controller runs them
+// (k8s.io/dynamic-resource-allocation resourceslice, syncPool): what is
+// there (ReadObserved), what should be there (DesiredDeviceLists), whether
+// the two are in step (InStep), and the writes that bring them in step
+// (PlanWrites). Pure functions: SlicePublisher lists, applies the plan and
+// keeps the state between syncs. Private to the DRA framework.
+#ifndef TOPOLOGY_DRAPLUGIN_SLICE_SYNC_H_
+#define TOPOLOGY_DRAPLUGIN_SLICE_SYNC_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "topology/draplugin/resource_slices.h"
+#include "topology/status.h"
+
+namespace topology::draplugin::slice_sync {
+
+using nlohmann::json;
+
+inline constexpr char kSlices[] = "/apis/resource.k8s.io/v1/resourceslices";
+// Hostile or broken answers are read with bounded nesting.
+inline constexpr int kMaxAnswerDepth = 64;
+// Slice writes in flight at once (each on a connection of its own).
+inline constexpr size_t kWritesInFlight = 8;
+
+// Compact JSON; invalid UTF-8 replaced, never thrown.
+std::string Dump(const json& value);
+// A device as it is sent.
+json DeviceJson(const SliceDevice& device);
+// What of a device the comparison looks at: the fields the publisher sets
+// (a server adds others, such as a taint's timeAdded). Never throws.
+json Normal(const json& device);
+
+// Slices are created with generateName "<node>-<driver>-" (the server adds
+// a random suffix, as for the Go controller's slices): a fixed name could be
+// taken by anyone who can create a slice, another node's or driver's
+// included, and every create would then fail. Slices are recognised by
+// their spec (node and driver), never by their name.
+std::string SlicePrefix(const std::string& node, const std::string& driver);
+
+// The one list of this node's and driver's slices: with the field selector
+// on spec.nodeName and spec.driver, or, where the server refuses it,
+// without (the caller then keeps only ours).
+std::string ListPath(const std::string& node, const std::string& driver,
+                     bool filter_here);
+
+// One slice of this node and driver as the server has it.
+struct Observed {
+  std::string name;
+  std::string resource_version;
+  std::string pool;
+  int64_t generation = 0;
+  int64_t count = 0;             // resourceSliceCount
+  std::string owner_uid;         // of its controller ownerReference
+  json devices = json::array();  // normalised
+};
+// The stored taints' times, by device name and taint: a taint sent again
+// keeps the time the server first gave it (the Go controller's
+// copyTaintTimeAdded), so a NoExecute toleration's seconds do not start
+// again at each republish.
+using TaintTimes = std::map<std::string, std::map<std::string, json>>;
+struct Observation {
+  // `pool`'s slices first, by name (they are updated in place, oldest
+  // names first); then another pool's, which are obsolete.
+  std::vector<Observed> slices;
+  size_t in_pool = 0;  // how many of `slices` are `pool`'s
+  int64_t generation = 0;  // the highest of `pool`'s
+  TaintTimes taint_times;
+};
+// Phase 1, what is there: the slices of `node` and `driver` in a list's
+// answer (another node's or driver's are never touched). UNAVAILABLE
+// naming what is unreadable.
+StatusOr<Observation> ReadObserved(const std::string& body,
+                                   const std::string& node,
+                                   const std::string& driver,
+                                   const std::string& pool);
+
+// Phase 2, what should be there: each slice's devices (a JSON list), from
+// the devices' JSON texts in blocks of kMaxAdvancedDevicesPerSlice
+// ("{...},{...}"); at most 64 devices a slice when one device has taints,
+// counters or a list attribute (`advanced`), else 128; one empty slice for
+// no devices.
+std::vector<std::string> DesiredDeviceLists(
+    const std::vector<std::string>& blocks, bool advanced);
+
+// Phase 3, compare: the same slices (as multisets of device lists, each as
+// the server stores what is sent: `stored_as`, where it dropped fields),
+// one generation, the right resourceSliceCount and owner.
+bool InStep(const Observation& observed,
+            const std::vector<std::string>& wanted, const std::string& pool,
+            const std::string& owner_uid,
+            const std::map<std::string, std::string>& stored_as);
+
+// The one ResourceSlice body: `devices` (a JSON list) of `pool`'s
+// generation, owned by `owner` (ownerReferences JSON text; empty: none).
+json SliceJson(const std::string& driver, const std::string& node,
+               const std::string& pool, int64_t generation, size_t count,
+               json devices, const std::string& owner);
+
+// Phase 4, plan: in the Go controller's order, the obsolete slices deleted,
+// the kept ones (this pool's) updated in place, new ones created with
+// generateName; each body built and judged by the API server's rules
+// before anything is sent, built on up to kWritesInFlight threads.
+struct Plan {
+  struct Write {
+    bool update = false;
+    std::string path;
+    std::string body;
+    std::string what;  // "create resourceslice <prefix>*", "update ..."
+    Status valid = OkStatus();
+  };
+  std::vector<std::string> deletes;  // names
+  std::vector<Write> writes;         // in the order of `wanted`
+  int64_t generation = 0;            // the new one
+};
+// INTERNAL when building a body threw.
+StatusOr<Plan> PlanWrites(const Observation& observed,
+                          const std::vector<std::string>& wanted,
+                          const std::string& pool, const std::string& driver,
+                          const std::string& node, const std::string& owner);
+
+// Runs `work(i)` for every i < n on up to kWritesInFlight threads (this one
+// included); where no thread can be had, the rest run here. False when a
+// `work` threw (what it threw is not lost in a thread: the call fails).
+bool ParallelFor(size_t n, const std::function<void(size_t)>& work);
+
+}  // namespace topology::draplugin::slice_sync
+
+#endif  // TOPOLOGY_DRAPLUGIN_SLICE_SYNC_H_
