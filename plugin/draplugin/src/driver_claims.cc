@@ -1,52 +1,9 @@
 #include "driver_runner_impl.h"
+#include "topology/draplugin/claim_cdi.h"
 
 namespace topology::draplugin {
 
 // --- claims ------------------------------------------------------------------
-
-bool DriverRunner::Impl::AcquireClaim(const std::string& uid, Deadline deadline,
-                                      bool* expired) {
-  const Clock& clock = *options_.clock;
-  MutexLock lock(mu_);
-  while (busy_.contains(uid) && !stopping_) {
-    if (clock.Now() >= deadline) {
-      *expired = true;
-      return false;
-    }
-    clock.WaitUntil(changed_, lock, deadline);
-  }
-  if (stopping_) return false;
-  busy_.insert(uid);
-  return true;
-}
-
-void DriverRunner::Impl::ReleaseClaim(const std::string& uid) {
-  {
-    MutexLock lock(mu_);
-    busy_.erase(uid);
-  }
-  changed_.notify_all();
-}
-
-Status DriverRunner::Impl::Commit(const std::string& uid,
-                                  std::optional<PreparedClaim> claim) {
-  MutexLock write(write_mu_);
-  draplugin::PreparedClaims next = durable_;
-  if (claim) {
-    next[uid] = *claim;
-  } else {
-    next.erase(uid);
-  }
-  if (Status saved = SaveClaims(checkpoint_, next); !saved.ok()) return saved;
-  durable_ = std::move(next);
-  MutexLock lock(mu_);
-  if (claim) {
-    claims_[uid] = std::move(*claim);
-  } else {
-    claims_.erase(uid);
-  }
-  return OkStatus();
-}
 
 std::string DriverRunner::Impl::RefusedUid(const ClaimRef& ref) {
   // A UID names files (CDI specs, the checkpoint's entries): the API
@@ -84,19 +41,36 @@ std::string DriverRunner::Impl::LockInstances(Deadline deadline) {
     changed_.wait_for(lock, std::chrono::milliseconds(5));
   }
   // What the other instance did since: the checkpoint is the truth.
-  auto loaded = LoadClaims(checkpoint_);
-  if (!loaded.ok() && loaded.status().code() != StatusCode::kNotFound) {
-    LOG(ERROR) << loaded.status().message()
+  if (Status loaded = claims_.Reload();
+      !loaded.ok() && loaded.code() != StatusCode::kNotFound) {
+    LOG(ERROR) << loaded.message()
                << "; the claims this instance knows are kept";
-    return "";
   }
-  draplugin::PreparedClaims claims =
-      loaded.ok() ? std::move(*loaded) : draplugin::PreparedClaims();
-  MutexLock write(write_mu_);
-  durable_ = claims;
-  MutexLock lock(mu_);
-  claims_ = std::move(claims);
   return "";
+}
+
+Status DriverRunner::Impl::RemoveUnpreparedSpecs() {
+  if (options_.cdi_dir.empty()) return OkStatus();
+  // Under the instances' lock, with the checkpoint read again there: a
+  // claim another instance is preparing has its record before its spec.
+  std::optional<MutexLock> instances;
+  if (instance_lock_fd_ >= 0) {
+    instances.emplace(instance_mu_);
+    if (std::string error = LockInstances(options_.clock->Now() +
+                                          std::chrono::seconds(10));
+        !error.empty()) {
+      return FailedPreconditionError(error);
+    }
+  }
+  auto removed = draplugin::RemoveUnpreparedCdiSpecs(
+      options_.cdi_dir, options_.driver_name, claims_.Uids());
+  if (instances) UnlockInstances();
+  if (!removed.ok()) return removed.status();
+  for (const std::string& uid : *removed) {
+    LOG(INFO) << options_.driver_name << ": removed the CDI spec of claim "
+              << uid << ", which is not prepared";
+  }
+  return OkStatus();
 }
 
 void DriverRunner::Impl::UnlockInstances() {
@@ -148,18 +122,12 @@ ClaimOutcome DriverRunner::Impl::PrepareOne(const ClaimRef& ref,
     outcome.error = std::move(refused);
     return outcome;
   }
-  const ClaimTurn turn(this, ref.uid, deadline);
+  const ClaimTable::Turn turn(claims_, ref.uid, deadline);
   if (!turn.held()) {
     outcome.error = Describe(ref) + ": " + turn.why();
     return outcome;
   }
-  std::optional<PreparedClaim> known;
-  {
-    MutexLock lock(mu_);
-    if (auto it = claims_.find(ref.uid); it != claims_.end()) {
-      known = it->second;
-    }
-  }
+  std::optional<PreparedClaim> known = claims_.Find(ref.uid);
   if (known && !known->unpreparing) {
     outcome.devices = known->devices;  // prepared before: the same
     return outcome;
@@ -169,7 +137,7 @@ ClaimOutcome DriverRunner::Impl::PrepareOne(const ClaimRef& ref,
     // first, so that nothing of the old preparation is answered again.
     const Status undone = Guarded(
         [&] { return handler_->Unprepare(known->ref, known->devices); });
-    Status forgotten = undone.ok() ? Commit(ref.uid, std::nullopt) : undone;
+    Status forgotten = undone.ok() ? claims_.Commit(ref.uid, std::nullopt) : undone;
     if (!forgotten.ok()) {
       outcome.error = Describe(ref) +
                       ": an earlier unprepare could not be finished: " +
@@ -209,7 +177,7 @@ ClaimOutcome DriverRunner::Impl::PrepareOne(const ClaimRef& ref,
     device.request_names = std::move(base);
   }
   // Durable before answered (and before another call can see it).
-  if (Status saved = Commit(ref.uid, PreparedClaim{ref, *devices, false});
+  if (Status saved = claims_.Commit(ref.uid, PreparedClaim{ref, *devices, false});
       !saved.ok()) {
     const Status undone =
         Guarded([&] { return handler_->Unprepare(ref, *devices); });
@@ -227,20 +195,14 @@ ClaimOutcome DriverRunner::Impl::PrepareOne(const ClaimRef& ref,
 std::string DriverRunner::Impl::UnprepareOne(const ClaimRef& ref,
                                              Deadline deadline) {
   if (std::string refused = RefusedUid(ref); !refused.empty()) return refused;
-  const ClaimTurn turn(this, ref.uid, deadline);
+  const ClaimTable::Turn turn(claims_, ref.uid, deadline);
   if (!turn.held()) return Describe(ref) + ": " + turn.why();
-  std::optional<PreparedClaim> known;
-  {
-    MutexLock lock(mu_);
-    if (auto it = claims_.find(ref.uid); it != claims_.end()) {
-      known = it->second;
-    }
-  }
+  std::optional<PreparedClaim> known = claims_.Find(ref.uid);
   // Said durably before anything is undone: a process killed halfway finds
   // the claim "unpreparing", never "prepared" with its CDI spec gone.
   if (known && !known->unpreparing) {
     known->unpreparing = true;
-    if (Status marked = Commit(ref.uid, *known); !marked.ok()) {
+    if (Status marked = claims_.Commit(ref.uid, *known); !marked.ok()) {
       return Describe(ref) + ": cannot checkpoint the unprepare (" +
              marked.message() + ")";
     }
@@ -252,7 +214,7 @@ std::string DriverRunner::Impl::UnprepareOne(const ClaimRef& ref,
   });
   if (!undone.ok()) return Describe(ref) + ": " + undone.message();
   if (!known) return "";  // not prepared (any more): nothing to forget
-  if (Status saved = Commit(ref.uid, std::nullopt); !saved.ok()) {
+  if (Status saved = claims_.Commit(ref.uid, std::nullopt); !saved.ok()) {
     return Describe(ref) + ": cannot checkpoint the unprepared claim (" +
            saved.message() + ")";
   }

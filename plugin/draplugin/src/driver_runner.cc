@@ -1,5 +1,4 @@
 #include "driver_runner_impl.h"
-#include "topology/draplugin/claim_cdi.h"
 
 namespace topology::draplugin {
 
@@ -62,32 +61,24 @@ Status DriverRunner::Impl::Start() {
               << " temporary file(s) an interrupted write left beside "
               << checkpoint_.string();
   }
-  auto loaded = LoadClaims(checkpoint_);
-  if (loaded.ok()) {
-    MutexLock write(write_mu_);
-    durable_ = *loaded;
-    MutexLock lock(mu_);
-    claims_ = std::move(*loaded);
+  if (Status loaded = claims_.Reload(); loaded.ok()) {
     LOG(INFO) << options_.driver_name << ": " << claims_.size()
               << " prepared claim(s) restored from " << checkpoint_.string();
-  } else if (loaded.status().code() != StatusCode::kNotFound) {
+  } else if (loaded.code() != StatusCode::kNotFound) {
     // Kept aside for a human; the claims it held are unprepared by UID
     // when the kubelet asks (DriverHandler::Unprepare with no devices).
     const std::filesystem::path aside = checkpoint_.string() + ".damaged";
     auto text = files::ReadRegularFile(checkpoint_, size_t{64} << 20);
     if (text.ok()) (void)files::WriteFileAtomically(aside, *text, 0600);
-    LOG(ERROR) << loaded.status().message() << "; starting without it"
+    LOG(ERROR) << loaded.message() << "; starting without it"
                << (text.ok() ? " (a copy is at " + aside.string() + ")" : "");
   }
   // The state directory can hold the checkpoint: found now, not at the
   // first Prepare.
-  {
-    MutexLock write(write_mu_);
-    if (Status saved = SaveClaims(checkpoint_, durable_); !saved.ok()) {
-      return FailedPreconditionError(
-          "the state directory " + options_.state_dir.string() +
-          " cannot hold the claim checkpoint: " + saved.message());
-    }
+  if (Status saved = claims_.Save(); !saved.ok()) {
+    return FailedPreconditionError(
+        "the state directory " + options_.state_dir.string() +
+        " cannot hold the claim checkpoint: " + saved.message());
   }
   if (Status cleaned = RemoveUnpreparedSpecs(); !cleaned.ok()) {
     return cleaned;
@@ -103,35 +94,6 @@ Status DriverRunner::Impl::Start() {
   return OkStatus();
 }
 
-Status DriverRunner::Impl::RemoveUnpreparedSpecs() {
-  if (options_.cdi_dir.empty()) return OkStatus();
-  // Under the instances' lock, with the checkpoint read again there: a
-  // claim another instance is preparing has its record before its spec.
-  std::optional<MutexLock> instances;
-  if (instance_lock_fd_ >= 0) {
-    instances.emplace(instance_mu_);
-    if (std::string error = LockInstances(options_.clock->Now() +
-                                          std::chrono::seconds(10));
-        !error.empty()) {
-      return FailedPreconditionError(error);
-    }
-  }
-  std::set<std::string> prepared;
-  {
-    MutexLock lock(mu_);
-    for (const auto& [uid, claim] : claims_) prepared.insert(uid);
-  }
-  auto removed = draplugin::RemoveUnpreparedCdiSpecs(
-      options_.cdi_dir, options_.driver_name, prepared);
-  if (instances) UnlockInstances();
-  if (!removed.ok()) return removed.status();
-  for (const std::string& uid : *removed) {
-    LOG(INFO) << options_.driver_name << ": removed the CDI spec of claim "
-              << uid << ", which is not prepared";
-  }
-  return OkStatus();
-}
-
 void DriverRunner::Impl::Stop() {
   {
     MutexLock lock(mu_);
@@ -139,6 +101,9 @@ void DriverRunner::Impl::Stop() {
     stopping_ = true;
   }
   changed_.notify_all();
+  // No claim's turn is had from now on; the health streams end at once.
+  claims_.Stop();
+  health_.Stop();
   if (watcher_.joinable()) watcher_.join();
   std::unique_ptr<grpc::Server> registration;
   std::unique_ptr<grpc::Server> dra;
@@ -157,7 +122,7 @@ void DriverRunner::Impl::Stop() {
   // runner's (a newer instance's stays).
   registration_acceptor.reset();
   dra_acceptor.reset();
-  // Calls in flight get a second; health streams end at once (stopping_).
+  // Calls in flight get a second.
   // A call still waiting on the API server then (the claim's Get) is
   // cancelled there: gRPC's shutdown waits for every handler to return.
   const auto deadline =
@@ -234,8 +199,8 @@ StatusOr<Served> Serve(const std::filesystem::path& socket,
 Status DriverRunner::Impl::ServeDra() {
   std::vector<grpc::Service*> services = {&dra_v1_, &dra_v1beta1_};
   if (options_.serve_health) {
-    services.push_back(&health_v1_);
-    services.push_back(&health_v1alpha1_);
+    services.push_back(health_.v1());
+    services.push_back(health_.v1alpha1());
   }
   // The old server (its socket is gone) first: a socket path has one
   // listener.
