@@ -1,6 +1,8 @@
 // The DRA runner's claim table (claim_table.h): a change durable before it
 // is visible, and one call at a time on a claim, each waiter woken by its
 // own claim's release only, within its deadline on the runner's clock.
+#include "claim_table.h"
+
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -13,7 +15,6 @@
 
 #include "topology/testing/fake_clock.h"
 
-#include "claim_table.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
 #include "wait_for.h"
@@ -62,8 +63,8 @@ TEST(ClaimTableTest, OneTurnAtATimePerClaimWithinTheDeadline) {
   ::topology::testing::TempDir dir;
   FakeClock clock;
   ClaimTable table(dir.path() / "claims.json", &clock);
-  auto first = std::make_optional<ClaimTable::Turn>(table, "u-1",
-                                                    clock.Now() + 10s);
+  auto first =
+      std::make_optional<ClaimTable::Turn>(table, "u-1", clock.Now() + 10s);
   ASSERT_TRUE(first->held());
   {
     const ClaimTable::Turn other(table, "u-2", clock.Now() + 10s);

@@ -101,8 +101,8 @@ TEST(DraClaimCdiTest, SpecsOfClaimsNotPreparedAreRemoved) {
   spec(ClaimCdiFileName(std::string(kDriver) + "-other", kLeft));
   spec(ClaimCdiFileName(kDriver, "u-1"));
   const auto target = spec("elsewhere.json");
-  std::filesystem::create_symlink(target,
-                                  dir.path() / ClaimCdiFileName(kDriver, kLink));
+  std::filesystem::create_symlink(
+      target, dir.path() / ClaimCdiFileName(kDriver, kLink));
   std::filesystem::create_directory(dir.path() /
                                     ClaimCdiFileName(kDriver, kDirectory));
 
@@ -111,15 +111,15 @@ TEST(DraClaimCdiTest, SpecsOfClaimsNotPreparedAreRemoved) {
   EXPECT_THAT(*removed, ::testing::UnorderedElementsAre(kLeft, kLink));
   EXPECT_TRUE(std::filesystem::exists(dir.path() /
                                       ClaimCdiFileName(kDriver, kPrepared)));
-  EXPECT_FALSE(std::filesystem::exists(dir.path() /
-                                       ClaimCdiFileName(kDriver, kLeft)));
+  EXPECT_FALSE(
+      std::filesystem::exists(dir.path() / ClaimCdiFileName(kDriver, kLeft)));
   EXPECT_TRUE(std::filesystem::exists(
       dir.path() / ClaimCdiFileName(std::string(kDriver) + "-other", kLeft)));
   EXPECT_TRUE(
       std::filesystem::exists(dir.path() / ClaimCdiFileName(kDriver, "u-1")));
   EXPECT_TRUE(std::filesystem::exists(target));
-  EXPECT_FALSE(std::filesystem::is_symlink(
-      dir.path() / ClaimCdiFileName(kDriver, kLink)));
+  EXPECT_FALSE(std::filesystem::is_symlink(dir.path() /
+                                           ClaimCdiFileName(kDriver, kLink)));
   EXPECT_TRUE(std::filesystem::is_directory(
       dir.path() / ClaimCdiFileName(kDriver, kDirectory)));
   // No directory yet: nothing to remove.

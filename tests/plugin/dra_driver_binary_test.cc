@@ -659,8 +659,8 @@ TEST_F(DraDriverBinaryTest, TheBothPathsOverlayStartsBothEachOwningItsDevices) {
   }
 
   config_ = configs / "dra-driver.yaml";
-  auto driver = Start({"--device-plugin-config",
-                       (configs / "device-plugin.yaml").string()});
+  auto driver = Start(
+      {"--device-plugin-config", (configs / "device-plugin.yaml").string()});
   ASSERT_TRUE(WaitFor([&] { return !Slices().empty(); }, 10s)) << Log();
   std::set<std::string> by_driver;
   for (const json& slice : Slices()) {

@@ -2,6 +2,8 @@
 // syncPool: what is there, what should be, compare, plan), and the testing
 // kit's slice validator, which judges what a driver's publisher would send
 // by the API server's rules.
+#include "slice_sync.h"
+
 #include <string>
 #include <vector>
 
@@ -12,7 +14,6 @@
 #include "topology/draplugin/resource_slices.h"
 #include "topology/testing/slice_validator.h"
 
-#include "slice_sync.h"
 #include "status_matchers.h"
 
 namespace topology::draplugin::slice_sync {
@@ -60,7 +61,8 @@ json Devices(std::initializer_list<const char*> names) {
 // come first by name, then the obsolete ones; a taint's time is kept.
 TEST(SliceSyncTest, ObservedAreThisNodesAndDriversWithThisPoolFirst) {
   json tainted = Devices({"d-2"});
-  tainted[0]["taints"] = {{{"key", "k"}, {"effect", "NoSchedule"},
+  tainted[0]["taints"] = {{{"key", "k"},
+                           {"effect", "NoSchedule"},
                            {"timeAdded", "2026-01-01T00:00:00Z"}}};
   auto observed = ReadObserved(
       List({Slice("b", "node-a", kDriver, "node-a", 3, 2, Devices({"d-1"})),
@@ -79,14 +81,14 @@ TEST(SliceSyncTest, ObservedAreThisNodesAndDriversWithThisPoolFirst) {
   EXPECT_EQ(observed->generation, 3);
   EXPECT_EQ(observed->taint_times.at("d-2").size(), 1u);
   // What the comparison keeps of a device leaves the server's time out.
-  EXPECT_FALSE(observed->slices[0].devices[0]["taints"][0].contains(
-      "timeAdded"));
+  EXPECT_FALSE(
+      observed->slices[0].devices[0]["taints"][0].contains("timeAdded"));
 }
 
 TEST(SliceSyncTest, AnUnreadableListIsNamed) {
-  EXPECT_THAT(ReadObserved("{\"items\": 3}", "node-a", kDriver, "node-a")
-                  .status(),
-              StatusIs(StatusCode::kUnavailable, HasSubstr("items")));
+  EXPECT_THAT(
+      ReadObserved("{\"items\": 3}", "node-a", kDriver, "node-a").status(),
+      StatusIs(StatusCode::kUnavailable, HasSubstr("items")));
   EXPECT_THAT(ReadObserved("[", "node-a", kDriver, "node-a").status(),
               StatusIs(StatusCode::kUnavailable, HasSubstr("not JSON")));
 }
@@ -95,12 +97,11 @@ TEST(SliceSyncTest, AnUnreadableListIsNamed) {
 // device has taints, counters or a list attribute; no devices is one empty
 // slice.
 TEST(SliceSyncTest, DesiredSlicesHold128DevicesOr64) {
-  const std::vector<std::string> blocks = {"{\"name\":\"a\"}",
-                                           "{\"name\":\"b\"}",
-                                           "{\"name\":\"c\"}"};
-  EXPECT_THAT(DesiredDeviceLists(blocks, false),
-              ElementsAre("[{\"name\":\"a\"},{\"name\":\"b\"}]",
-                          "[{\"name\":\"c\"}]"));
+  const std::vector<std::string> blocks = {
+      "{\"name\":\"a\"}", "{\"name\":\"b\"}", "{\"name\":\"c\"}"};
+  EXPECT_THAT(
+      DesiredDeviceLists(blocks, false),
+      ElementsAre("[{\"name\":\"a\"},{\"name\":\"b\"}]", "[{\"name\":\"c\"}]"));
   EXPECT_THAT(DesiredDeviceLists(blocks, true), SizeIs(3));
   EXPECT_THAT(DesiredDeviceLists({}, false), ElementsAre("[]"));
 }
@@ -116,34 +117,34 @@ TEST(SliceSyncTest, InStepComparesDevicesGenerationCountAndOwner) {
   };
   const json one = Devices({"d-1"});
   const json two = Devices({"d-2"});
-  EXPECT_TRUE(InStep(
-      observe({Slice("a", "node-a", kDriver, "node-a", 4, 2, two, "u"),
-               Slice("b", "node-a", kDriver, "node-a", 4, 2, one, "u")}),
-      wanted, "node-a", "u", {}));
+  EXPECT_TRUE(
+      InStep(observe({Slice("a", "node-a", kDriver, "node-a", 4, 2, two, "u"),
+                      Slice("b", "node-a", kDriver, "node-a", 4, 2, one, "u")}),
+             wanted, "node-a", "u", {}));
   // Another generation, count or owner, or a device of its own.
-  EXPECT_FALSE(InStep(
-      observe({Slice("a", "node-a", kDriver, "node-a", 3, 2, two, "u"),
-               Slice("b", "node-a", kDriver, "node-a", 4, 2, one, "u")}),
-      wanted, "node-a", "u", {}));
-  EXPECT_FALSE(InStep(
-      observe({Slice("a", "node-a", kDriver, "node-a", 4, 3, two, "u"),
-               Slice("b", "node-a", kDriver, "node-a", 4, 3, one, "u")}),
-      wanted, "node-a", "u", {}));
-  EXPECT_FALSE(InStep(
-      observe({Slice("a", "node-a", kDriver, "node-a", 4, 2, two),
-               Slice("b", "node-a", kDriver, "node-a", 4, 2, one)}),
-      wanted, "node-a", "u", {}));
-  EXPECT_FALSE(InStep(
-      observe({Slice("a", "node-a", kDriver, "node-a", 4, 2, two, "u"),
-               Slice("b", "node-a", kDriver, "node-a", 4, 2,
-                     Devices({"d-9"}), "u")}),
-      wanted, "node-a", "u", {}));
+  EXPECT_FALSE(
+      InStep(observe({Slice("a", "node-a", kDriver, "node-a", 3, 2, two, "u"),
+                      Slice("b", "node-a", kDriver, "node-a", 4, 2, one, "u")}),
+             wanted, "node-a", "u", {}));
+  EXPECT_FALSE(
+      InStep(observe({Slice("a", "node-a", kDriver, "node-a", 4, 3, two, "u"),
+                      Slice("b", "node-a", kDriver, "node-a", 4, 3, one, "u")}),
+             wanted, "node-a", "u", {}));
+  EXPECT_FALSE(
+      InStep(observe({Slice("a", "node-a", kDriver, "node-a", 4, 2, two),
+                      Slice("b", "node-a", kDriver, "node-a", 4, 2, one)}),
+             wanted, "node-a", "u", {}));
+  EXPECT_FALSE(
+      InStep(observe({Slice("a", "node-a", kDriver, "node-a", 4, 2, two, "u"),
+                      Slice("b", "node-a", kDriver, "node-a", 4, 2,
+                            Devices({"d-9"}), "u")}),
+             wanted, "node-a", "u", {}));
   // The server dropped a field: what it stored stands for what was sent.
   const std::vector<std::string> with_taint = {
       "[{\"name\":\"d-1\",\"taints\":[{\"effect\":\"None\",\"key\":\"k\"}]}]"};
-  EXPECT_FALSE(InStep(
-      observe({Slice("a", "node-a", kDriver, "node-a", 1, 1, one, "u")}),
-      with_taint, "node-a", "u", {}));
+  EXPECT_FALSE(
+      InStep(observe({Slice("a", "node-a", kDriver, "node-a", 1, 1, one, "u")}),
+             with_taint, "node-a", "u", {}));
   EXPECT_TRUE(InStep(
       observe({Slice("a", "node-a", kDriver, "node-a", 1, 1, one, "u")}),
       with_taint, "node-a", "u", {{with_taint[0], "[{\"name\":\"d-1\"}]"}}));
@@ -158,9 +159,9 @@ TEST(SliceSyncTest, PlanDeletesObsoleteUpdatesInPlaceAndCreatesTheRest) {
             Slice("old", "node-a", kDriver, "gone", 1, 1, json::array())}),
       "node-a", kDriver, "node-a");
   ASSERT_THAT(observed.status(), IsOk());
-  auto plan = PlanWrites(*observed,
-                         {"[{\"name\":\"d-1\"}]", "[{\"name\":\"d-2\"}]"},
-                         "node-a", kDriver, "node-a", "");
+  auto plan =
+      PlanWrites(*observed, {"[{\"name\":\"d-1\"}]", "[{\"name\":\"d-2\"}]"},
+                 "node-a", kDriver, "node-a", "");
   ASSERT_THAT(plan.status(), IsOk());
   EXPECT_EQ(plan->generation, 6);
   EXPECT_THAT(plan->deletes, ElementsAre("old"));
@@ -175,8 +176,7 @@ TEST(SliceSyncTest, PlanDeletesObsoleteUpdatesInPlaceAndCreatesTheRest) {
   EXPECT_EQ(updated["spec"]["pool"]["resourceSliceCount"], 2);
   EXPECT_FALSE(plan->writes[1].update);
   const json created = json::parse(plan->writes[1].body);
-  EXPECT_EQ(created["metadata"]["generateName"],
-            "node-a-pci.libtopology.dev-");
+  EXPECT_EQ(created["metadata"]["generateName"], "node-a-pci.libtopology.dev-");
   EXPECT_FALSE(created["metadata"].contains("name"));
   for (const auto& write : plan->writes) EXPECT_THAT(write.valid, IsOk());
 }
@@ -211,9 +211,9 @@ TEST(SliceValidatorTest, WhatThePublisherSendsIsJudgedSliceBySlice) {
     EXPECT_LE(nlohmann::json::parse(body)["spec"]["devices"].size(), 64u);
     EXPECT_THAT(ValidateResourceSlice(body), IsOk());
   }
-  EXPECT_THAT(ValidatePublishedSlices("gpu.example.com", "node-a",
-                                      Tainted(200)),
-              IsOk());
+  EXPECT_THAT(
+      ValidatePublishedSlices("gpu.example.com", "node-a", Tainted(200)),
+      IsOk());
 }
 
 // The server's refusals, named by slice and field: 33 attributes on a

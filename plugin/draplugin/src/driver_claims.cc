@@ -1,5 +1,6 @@
-#include "driver_runner_impl.h"
 #include "topology/draplugin/claim_cdi.h"
+
+#include "driver_runner_impl.h"
 
 namespace topology::draplugin {
 
@@ -56,8 +57,8 @@ Status DriverRunner::Impl::RemoveUnpreparedSpecs() {
   std::optional<MutexLock> instances;
   if (instance_lock_fd_ >= 0) {
     instances.emplace(instance_mu_);
-    if (std::string error = LockInstances(options_.clock->Now() +
-                                          std::chrono::seconds(10));
+    if (std::string error =
+            LockInstances(options_.clock->Now() + std::chrono::seconds(10));
         !error.empty()) {
       return FailedPreconditionError(error);
     }
@@ -137,7 +138,8 @@ ClaimOutcome DriverRunner::Impl::PrepareOne(const ClaimRef& ref,
     // first, so that nothing of the old preparation is answered again.
     const Status undone = Guarded(
         [&] { return handler_->Unprepare(known->ref, known->devices); });
-    Status forgotten = undone.ok() ? claims_.Commit(ref.uid, std::nullopt) : undone;
+    Status forgotten =
+        undone.ok() ? claims_.Commit(ref.uid, std::nullopt) : undone;
     if (!forgotten.ok()) {
       outcome.error = Describe(ref) +
                       ": an earlier unprepare could not be finished: " +
@@ -177,7 +179,8 @@ ClaimOutcome DriverRunner::Impl::PrepareOne(const ClaimRef& ref,
     device.request_names = std::move(base);
   }
   // Durable before answered (and before another call can see it).
-  if (Status saved = claims_.Commit(ref.uid, PreparedClaim{ref, *devices, false});
+  if (Status saved =
+          claims_.Commit(ref.uid, PreparedClaim{ref, *devices, false});
       !saved.ok()) {
     const Status undone =
         Guarded([&] { return handler_->Unprepare(ref, *devices); });

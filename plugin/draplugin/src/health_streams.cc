@@ -149,8 +149,7 @@ struct HealthStreams::List {
       list.entries.push_back({static_cast<uint32_t>(list.names.size()),
                               pool->second, device.health});
       if (!device.message.empty()) {
-        list.messages[list.entries.size() - 1] =
-            HealthMessage(device.message);
+        list.messages[list.entries.size() - 1] = HealthMessage(device.message);
       }
     }
     return list;
@@ -168,8 +167,8 @@ class HealthStreams::Service final : public grpc::Service {
   Service(HealthStreams* streams, const char* method) : streams_(streams) {
     AddMethod(new grpc::internal::RpcServiceMethod(
         method, grpc::internal::RpcMethod::SERVER_STREAMING,
-        new grpc::internal::ServerStreamingHandler<
-            Service, grpc::ByteBuffer, grpc::ByteBuffer>(
+        new grpc::internal::ServerStreamingHandler<Service, grpc::ByteBuffer,
+                                                   grpc::ByteBuffer>(
             [](Service* service, grpc::ServerContext* context,
                const grpc::ByteBuffer* /*request: no fields*/,
                grpc::ServerWriter<grpc::ByteBuffer>* writer) {
@@ -223,7 +222,8 @@ void HealthStreams::Stop() {
 }
 
 grpc::Status HealthStreams::Watch(
-    grpc::ServerContext* context, grpc::ServerWriter<grpc::ByteBuffer>* writer) {
+    grpc::ServerContext* context,
+    grpc::ServerWriter<grpc::ByteBuffer>* writer) {
   uint64_t sent = 0;
   while (true) {
     std::shared_ptr<const List> list;
@@ -233,8 +233,7 @@ grpc::Status HealthStreams::Watch(
       // Woken by Set, Refresh and Stop; a cancelled stream
       // (the sync API says so only when asked) is noticed within the
       // wait's bound, a second: an idle stream wakes once a second.
-      while (!stopping_ && version_ == sent &&
-             !context->IsCancelled()) {
+      while (!stopping_ && version_ == sent && !context->IsCancelled()) {
         changed_.wait_for(lock, std::chrono::seconds(1));
       }
       if (stopping_ || context->IsCancelled()) break;
@@ -243,8 +242,7 @@ grpc::Status HealthStreams::Watch(
       time = time_;
     }
     // Encoded and sent outside the lock: Prepare does not wait on it.
-    const grpc::ByteBuffer message =
-        list->Encode(time, timeout_.count());
+    const grpc::ByteBuffer message = list->Encode(time, timeout_.count());
     if (!writer->Write(message)) break;
   }
   return grpc::Status::OK;

@@ -21,8 +21,8 @@
 #include "checksum.h"
 #include "json_fields.h"
 #include "k8s_names.h"
-#include "slice_validation_json.h"
 #include "slice_sync.h"
+#include "slice_validation_json.h"
 #include "slice_versions.h"
 
 namespace topology::draplugin {
@@ -43,7 +43,8 @@ Status ValidateDevices(const std::string& driver,
   std::set<std::string> names;
   for (const SliceDevice& device : devices) {
     const std::string who = "device \"" + device.name.substr(0, 80) + "\"";
-    if (Status valid = ValidateDeviceJson(slice_sync::DeviceJson(device)); !valid.ok()) {
+    if (Status valid = ValidateDeviceJson(slice_sync::DeviceJson(device));
+        !valid.ok()) {
       // "device.attributes[x]: ..." -> "device "gpu-0": attributes[x]: ..."
       std::string message = valid.message();
       if (message.starts_with("device.")) {
@@ -226,8 +227,8 @@ StatusOr<HttpResponse> SlicePublisher::ListOurs(bool metadata_only) {
       MutexLock lock(mu_);
       filter_here_ = true;
     }
-    listed = client_->Request(
-        "GET", slice_sync::ListPath(node_, driver_, true), {}, accept);
+    listed = client_->Request("GET", slice_sync::ListPath(node_, driver_, true),
+                              {}, accept);
   }
   return listed;
 }
@@ -492,10 +493,10 @@ Status SlicePublisher::Apply(slice_sync::Plan plan, const std::string& pool,
              ? stored_as_.erase(it)
              : std::next(it);
   }
-  LOG(INFO) << driver_ << ": pool " << pool << " generation "
-            << plan.generation << ": " << devices << " device(s) in "
-            << wanted.size() << " slice(s) (" << creates << " created, "
-            << updates << " updated, " << deletes << " deleted)";
+  LOG(INFO) << driver_ << ": pool " << pool << " generation " << plan.generation
+            << ": " << devices << " device(s) in " << wanted.size()
+            << " slice(s) (" << creates << " created, " << updates
+            << " updated, " << deletes << " deleted)";
   // Every wanted slice was written (a new generation) and no other is
   // left: the node's slices are exactly these versions. Unknown versions
   // make the next resync list in full.
@@ -518,8 +519,8 @@ Status SlicePublisher::Apply(slice_sync::Plan plan, const std::string& pool,
 }
 
 StatusOr<std::vector<std::string>> NewPoolSliceBodies(
-    const std::string& driver, const std::string& node,
-    const std::string& pool, const std::vector<SliceDevice>& devices) {
+    const std::string& driver, const std::string& node, const std::string& pool,
+    const std::vector<SliceDevice>& devices) {
   std::vector<std::string> blocks;
   bool advanced = false;
   std::string text;
@@ -533,9 +534,10 @@ StatusOr<std::vector<std::string>> NewPoolSliceBodies(
       text.clear();
     }
   }
-  auto plan = slice_sync::PlanWrites(
-      slice_sync::Observation(), slice_sync::DesiredDeviceLists(blocks, advanced),
-      pool, driver, node, /*owner=*/"");
+  auto plan =
+      slice_sync::PlanWrites(slice_sync::Observation(),
+                             slice_sync::DesiredDeviceLists(blocks, advanced),
+                             pool, driver, node, /*owner=*/"");
   if (!plan.ok()) return plan.status();
   std::vector<std::string> bodies;
   for (slice_sync::Plan::Write& write : plan->writes) {

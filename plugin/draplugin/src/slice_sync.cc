@@ -167,7 +167,6 @@ std::string SlicePrefix(const std::string& node, const std::string& driver) {
   return base + "-";
 }
 
-
 std::string ListPath(const std::string& node, const std::string& driver,
                      bool filter_here) {
   if (filter_here) return kSlices;
@@ -256,9 +255,8 @@ std::vector<std::string> DesiredDeviceLists(
   return wanted;
 }
 
-bool InStep(const Observation& observed,
-            const std::vector<std::string>& wanted, const std::string& pool,
-            const std::string& owner_uid,
+bool InStep(const Observation& observed, const std::vector<std::string>& wanted,
+            const std::string& pool, const std::string& owner_uid,
             const std::map<std::string, std::string>& stored_as) {
   if (observed.slices.size() != wanted.size()) return false;
   std::multiset<std::string> expected;

@@ -69,7 +69,7 @@ struct Observation {
   // `pool`'s slices first, by name (they are updated in place, oldest
   // names first); then another pool's, which are obsolete.
   std::vector<Observed> slices;
-  size_t in_pool = 0;  // how many of `slices` are `pool`'s
+  size_t in_pool = 0;      // how many of `slices` are `pool`'s
   int64_t generation = 0;  // the highest of `pool`'s
   TaintTimes taint_times;
 };
@@ -92,9 +92,8 @@ std::vector<std::string> DesiredDeviceLists(
 // Phase 3, compare: the same slices (as multisets of device lists, each as
 // the server stores what is sent: `stored_as`, where it dropped fields),
 // one generation, the right resourceSliceCount and owner.
-bool InStep(const Observation& observed,
-            const std::vector<std::string>& wanted, const std::string& pool,
-            const std::string& owner_uid,
+bool InStep(const Observation& observed, const std::vector<std::string>& wanted,
+            const std::string& pool, const std::string& owner_uid,
             const std::map<std::string, std::string>& stored_as);
 
 // The one ResourceSlice body: `devices` (a JSON list) of `pool`'s

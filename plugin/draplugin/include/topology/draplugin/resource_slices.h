@@ -85,8 +85,8 @@ Status ValidateDevices(const std::string& driver,
 // tests: the testing kit's ValidatePublishedSlices judges them by the API
 // server's rules. INTERNAL when a body cannot be built.
 StatusOr<std::vector<std::string>> NewPoolSliceBodies(
-    const std::string& driver, const std::string& node,
-    const std::string& pool, const std::vector<SliceDevice>& devices);
+    const std::string& driver, const std::string& node, const std::string& pool,
+    const std::vector<SliceDevice>& devices);
 
 class SlicePublisher {
  public:

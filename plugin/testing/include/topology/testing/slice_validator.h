@@ -21,9 +21,9 @@ namespace topology::testing {
 // API server's rules. OK, or INVALID_ARGUMENT naming the slice (which of
 // how many, and its first device) and the field the server would name, for
 // the first refusal.
-Status ValidatePublishedSlices(const std::string& driver,
-                               const std::string& node,
-                               const std::vector<draplugin::SliceDevice>& devices);
+Status ValidatePublishedSlices(
+    const std::string& driver, const std::string& node,
+    const std::vector<draplugin::SliceDevice>& devices);
 
 // One ResourceSlice as the API server receives it (JSON text): OK, or
 // INVALID_ARGUMENT "<field path>: <what>" as the server would refuse it.
