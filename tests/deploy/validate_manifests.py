@@ -730,6 +730,20 @@ def matched_devices(config_text, where):
     return matched
 
 
+def container_view(daemonset):
+    """A DaemonSet's first container, the ConfigMap mounted at each of its
+    mount paths (None for other volumes), and its --flag=value arguments."""
+    pod = daemonset["spec"]["template"]["spec"]
+    container = pod["containers"][0]
+    volumes = {v["name"]: v for v in pod["volumes"]}
+    mounted = {m["mountPath"]: volumes.get(m["name"], {})
+               .get("configMap", {}).get("name")
+               for m in container.get("volumeMounts", [])}
+    args = dict(a.split("=", 1) for a in container.get("args", [])
+                if a.startswith("--") and "=" in a)
+    return container, mounted, args
+
+
 def check_both_paths(source, dra_binary):
     """deploy/both-paths: the device plugin and the DRA driver on one node,
     each owning its devices, with distinct selectors and policies, and the
@@ -765,14 +779,7 @@ def check_both_paths(source, dra_binary):
     configs = {}
     plugin_configmap = None
     for name, daemonset in daemonsets.items():
-        pod = daemonset["spec"]["template"]["spec"]
-        container = pod["containers"][0]
-        volumes = {v["name"]: v for v in pod["volumes"]}
-        mounted = {m["mountPath"]: volumes.get(m["name"], {})
-                   .get("configMap", {}).get("name")
-                   for m in container.get("volumeMounts", [])}
-        args = dict(a.split("=", 1) for a in container.get("args", [])
-                    if a.startswith("--") and "=" in a)
+        container, mounted, args = container_view(daemonset)
         config = args.get("--config", "")
         configs[name] = mounted.get(os.path.dirname(config))
         if container.get("command") == ["/usr/bin/topology-dra-driver"]:
@@ -1174,14 +1181,7 @@ def write_both_paths_configs(source, out_dir):
                   if d["kind"] == "ConfigMap"}
     written = {}
     for daemonset in (d for d in objects if d["kind"] == "DaemonSet"):
-        pod = daemonset["spec"]["template"]["spec"]
-        container = pod["containers"][0]
-        volumes = {v["name"]: v for v in pod["volumes"]}
-        mounted = {m["mountPath"]: volumes.get(m["name"], {})
-                   .get("configMap", {}).get("name")
-                   for m in container.get("volumeMounts", [])}
-        args = dict(a.split("=", 1) for a in container.get("args", [])
-                    if a.startswith("--") and "=" in a)
+        container, mounted, args = container_view(daemonset)
         configmap = configmaps.get(
             mounted.get(os.path.dirname(args.get("--config", ""))))
         if configmap is None:

@@ -148,6 +148,15 @@ class DraDriverBinaryTest : public ::testing::Test {
     for (const auto& [name, slice] : store_.slices()) out.push_back(slice);
     return out;
   }
+  // The kubelet's own client of the test's API server.
+  StatusOr<std::unique_ptr<dra::KubeClient>> KubeletClient() const {
+    KubeConfig config;
+    config.server = server_->url();
+    config.ca_pem = server_->ca_pem();
+    config.token = "kubelet-token";
+    config.source = "the test's kubelet";
+    return dra::KubeClient::Create(config);
+  }
   std::string Log() const {
     std::ifstream in(work_.path() / "driver.log");
     return std::string((std::istreambuf_iterator<char>(in)), {});
@@ -337,8 +346,12 @@ TEST_F(DraDriverBinaryTest, TwoProcessesWithTheirPodUidsShareANode) {
   ASSERT_THAT(undone.status(), IsOk());
   EXPECT_EQ(undone->at("u-1"), "") << Log();
   EXPECT_FALSE(std::filesystem::exists(spec));
-  // Several socket checks (one a second) later, nothing was replaced.
-  std::this_thread::sleep_for(Scaled(3s));
+  // Thirty socket checks (one a second) later, nothing was replaced and
+  // both are still registered: the window in which a rollout with surge
+  // keeps both instances.
+  std::this_thread::sleep_for(30s);
+  EXPECT_TRUE(through_a.RegisterSocket(socket_a, kDriver).ok());
+  EXPECT_TRUE(through_b.RegisterSocket(socket_b, kDriver).ok());
   EXPECT_EQ((std::vector<ino_t>{inode(socket_a), inode(socket_b), inode(dra_a),
                                 inode(dra_b)}),
             before);
@@ -520,12 +533,7 @@ TEST_F(DraDriverBinaryTest, SlicesTheKubeletWipesArePublishedAgain) {
   auto driver = Start();
   ASSERT_TRUE(WaitFor([&] { return !Slices().empty(); }, 10s)) << Log();
   store_.Put("other-driver", "node-a", "gpu.example.com", "node-a", 1);
-  KubeConfig config;
-  config.server = server_->url();
-  config.ca_pem = server_->ca_pem();
-  config.token = "kubelet-token";
-  config.source = "the test's kubelet";
-  auto client = dra::KubeClient::Create(config);
+  auto client = KubeletClient();
   ASSERT_THAT(client.status(), IsOk());
 
   // After this driver deregistered: its slices only.
@@ -608,12 +616,7 @@ TEST_F(DraDriverBinaryTest, UninstallKeepsTheSpecsOfPreparedClaimsOnly) {
   EXPECT_EQ(driver->Wait(5s), 0) << Log();
   EXPECT_TRUE(std::filesystem::exists(running));
   // The kubelet, 30 s after the driver deregistered.
-  KubeConfig config;
-  config.server = server_->url();
-  config.ca_pem = server_->ca_pem();
-  config.token = "kubelet-token";
-  config.source = "the test's kubelet";
-  auto client = dra::KubeClient::Create(config);
+  auto client = KubeletClient();
   ASSERT_THAT(client.status(), IsOk());
   auto wiped = FakeDraKubelet::WipeSlices(**client, "node-a", kDriver);
   ASSERT_THAT(wiped.status(), IsOk());
