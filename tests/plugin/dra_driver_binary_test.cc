@@ -148,6 +148,20 @@ class DraDriverBinaryTest : public ::testing::Test {
     for (const auto& [name, slice] : store_.slices()) out.push_back(slice);
     return out;
   }
+  // Claim ml/one, allocated by hand: `device` of this node for request vf.
+  void AddClaimOfOne(const std::string& uid, const std::string& device) {
+    store_.AddClaim(
+        "ml", "one",
+        {{"metadata", {{"name", "one"}, {"namespace", "ml"}, {"uid", uid}}},
+         {"status",
+          {{"allocation",
+            {{"devices",
+              {{"results",
+                {{{"request", "vf"},
+                  {"driver", kDriver},
+                  {"pool", "node-a"},
+                  {"device", device}}}}}}}}}}});
+  }
   // The kubelet's own client of the test's API server.
   StatusOr<std::unique_ptr<dra::KubeClient>> KubeletClient() const {
     KubeConfig config;
@@ -325,17 +339,7 @@ TEST_F(DraDriverBinaryTest, TwoProcessesWithTheirPodUidsShareANode) {
                                      inode(dra_a), inode(dra_b)};
   for (ino_t i : before) EXPECT_NE(i, ino_t{0});
   const json slice = Slices().front();
-  store_.AddClaim(
-      "ml", "one",
-      {{"metadata", {{"name", "one"}, {"namespace", "ml"}, {"uid", "u-1"}}},
-       {"status",
-        {{"allocation",
-          {{"devices",
-            {{"results",
-              {{{"request", "vf"},
-                {"driver", kDriver},
-                {"pool", "node-a"},
-                {"device", slice["spec"]["devices"][0]["name"]}}}}}}}}}}});
+  AddClaimOfOne("u-1", slice["spec"]["devices"][0]["name"]);
   auto prepared = through_a.Prepare({{"ml", "u-1", "one"}});
   ASSERT_THAT(prepared.status(), IsOk());
   ASSERT_EQ(prepared->at("u-1").error, "") << Log();
@@ -594,17 +598,7 @@ TEST_F(DraDriverBinaryTest, UninstallKeepsTheSpecsOfPreparedClaimsOnly) {
   ASSERT_TRUE(WaitFor([&] { return kubelet.Register(kDriver).ok(); }, 5s))
       << Log();
   const std::string device = Slices().front()["spec"]["devices"][0]["name"];
-  store_.AddClaim(
-      "ml", "one",
-      {{"metadata", {{"name", "one"}, {"namespace", "ml"}, {"uid", kRunning}}},
-       {"status",
-        {{"allocation",
-          {{"devices",
-            {{"results",
-              {{{"request", "vf"},
-                {"driver", kDriver},
-                {"pool", "node-a"},
-                {"device", device}}}}}}}}}}});
+  AddClaimOfOne(kRunning, device);
   auto prepared = kubelet.Prepare({{"ml", kRunning, "one"}});
   ASSERT_THAT(prepared.status(), IsOk());
   ASSERT_EQ(prepared->at(kRunning).error, "") << Log();
