@@ -1280,6 +1280,7 @@ TEST_F(FrameworkTest, KubeletRestartsFiftyTimesWithoutLeaks) {
   kubelet_.Start();
   StartPlugin(MakeDevices(4));
   ASSERT_NE(Connection(), nullptr);
+  const uint64_t sockets_before = publisher_->stats().server_restarts;
   size_t threads = 0;
   size_t fds = 0;
   for (size_t i = 2; i <= 51; ++i) {
@@ -1302,6 +1303,9 @@ TEST_F(FrameworkTest, KubeletRestartsFiftyTimesWithoutLeaks) {
       Scaled(5s)))
       << CountThreads() << " threads (" << threads << " after warm-up), "
       << CountOpenFds() << " descriptors (" << fds << ")";
+  // One new socket per restart, though the plugin may see its socket gone
+  // both by looking and from the directory watch, in either order.
+  EXPECT_EQ(publisher_->stats().server_restarts - sockets_before, 50u);
   // Only the live socket (and kubelet.sock) remain.
   size_t sockets = 0;
   for (const auto& entry : std::filesystem::directory_iterator(dir_.path())) {

@@ -331,6 +331,10 @@ class ResourceServer final : public ResourcePublisher {
   uint64_t next_instance_ TOPOLOGY_GUARDED_BY(state_mu_) = 0;
   bool registered_ TOPOLOGY_GUARDED_BY(state_mu_) = false;
   bool restart_requested_ TOPOLOGY_GUARDED_BY(state_mu_) = false;
+  // The supervisor is serving a new socket in place of current_ (outside
+  // the lock). The deletion of current_'s socket seen meanwhile is the one
+  // this replacement answers: it asks for no second one.
+  bool replacing_ TOPOLOGY_GUARDED_BY(state_mu_) = false;
   // kubelet.sock was (re)created. A starting kubelet first deletes every
   // socket (ours too) and then creates kubelet.sock: when our socket's
   // deletion already made us serve a new socket shortly before, the

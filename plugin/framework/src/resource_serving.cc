@@ -156,7 +156,8 @@ void ResourceServer::OnDirEvent(const DirEvent& event) {
     next_attempt_ = options_.clock->Now();
     backoff_ = options_.initial_backoff;
   } else if (event.kind == DirEvent::Kind::kDeleted && current_ &&
-             event.name == current_->endpoint && !IsSocket(current_->path)) {
+             !replacing_ && event.name == current_->endpoint &&
+             !IsSocket(current_->path)) {
     // (A delete of a leftover file at our path before binding is not ours:
     // our socket still exists then.)
     LOG(INFO) << name_ << ": socket " << event.name
@@ -205,9 +206,11 @@ void ResourceServer::Supervise() {
     }
     if (restart_requested_) {
       restart_requested_ = false;
+      replacing_ = true;
       lock.unlock();
       StatusOr<std::unique_ptr<ServingInstance>> instance = NewInstance();
       lock.lock();
+      replacing_ = false;
       if (stopping_) {
         if (instance.ok()) {
           lock.unlock();
