@@ -284,4 +284,24 @@ PciAttributes StandardPciAttributes(const SysfsReader& sysfs,
   return out;
 }
 
+std::string PciDeviceName(const PciAddress& address) {
+  std::string name = "pci-" + address.ToString();
+  std::replace(name.begin(), name.end(), ':', '-');
+  std::replace(name.begin(), name.end(), '.', '-');
+  return name;
+}
+
+std::optional<PciAddress> AddressOfPciDeviceName(std::string_view name) {
+  // "pci-0000-3b-00-0" -> "0000:3b:00.0"
+  if (name.size() != 16 || !name.starts_with("pci-")) return std::nullopt;
+  std::string text(name.substr(4));
+  if (text[4] != '-' || text[7] != '-' || text[10] != '-') return std::nullopt;
+  text[4] = ':';
+  text[7] = ':';
+  text[10] = '.';
+  auto address = PciAddress::Parse(text);
+  if (!address.ok() || PciDeviceName(*address) != name) return std::nullopt;
+  return *address;
+}
+
 }  // namespace topology::dra

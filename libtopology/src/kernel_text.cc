@@ -1,5 +1,6 @@
 #include "kernel_text.h"
 
+#include <algorithm>
 #include <charconv>
 #include <limits>
 #include <string>
@@ -114,6 +115,14 @@ StatusOr<uint64_t> ParseNodeMemTotal(std::string_view text) {
   return kib * 1024;
 }
 
+bool IsCanonicalDecimal(std::string_view digits) {
+  if (digits.empty() || (digits.size() > 1 && digits.front() == '0')) {
+    return false;
+  }
+  return std::all_of(digits.begin(), digits.end(),
+                     [](char c) { return c >= '0' && c <= '9'; });
+}
+
 StatusOr<uint64_t> ParseHugePagesDirName(std::string_view name) {
   static constexpr std::string_view kPrefix = "hugepages-";
   static constexpr std::string_view kSuffix = "kB";
@@ -127,7 +136,8 @@ StatusOr<uint64_t> ParseHugePagesDirName(std::string_view name) {
   uint64_t kib = 0;
   auto [ptr, ec] =
       std::from_chars(digits.data(), digits.data() + digits.size(), kib);
-  if (ec != std::errc() || ptr != digits.data() + digits.size() || kib == 0 ||
+  if (!IsCanonicalDecimal(digits) || ec != std::errc() ||
+      ptr != digits.data() + digits.size() || kib == 0 ||
       kib > std::numeric_limits<uint64_t>::max() / 1024) {
     return InvalidArgumentError("bad page size in " + QuoteText(name));
   }

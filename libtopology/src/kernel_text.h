@@ -36,7 +36,14 @@ StatusOr<std::vector<int>> ParseDistanceRow(std::string_view text);
 // returns bytes.
 StatusOr<uint64_t> ParseNodeMemTotal(std::string_view text);
 
-// The page size in bytes of a nodeN/hugepages entry ("hugepages-2048kB").
+// True for a number as the kernel names entries with it: decimal digits,
+// no sign, no leading zero ("0", "12"; not "012" or "+1"). A name with
+// another spelling ("node01", "hugepages-02048kB") is not the kernel's and
+// would alias the entry it parses to.
+bool IsCanonicalDecimal(std::string_view digits);
+
+// The page size in bytes of a nodeN/hugepages entry ("hugepages-2048kB");
+// only the canonical spelling of the number is one.
 StatusOr<uint64_t> ParseHugePagesDirName(std::string_view name);
 
 }  // namespace topology::internal

@@ -14,13 +14,15 @@ constexpr std::string_view kNodeDir = "devices/system/node";
 constexpr std::string_view kCpuDir = "devices/system/cpu";
 
 // "node12" -> 12, "cpu3" -> 3; nullopt for anything else ("online",
-// "cpufreq", "node1x").
+// "cpufreq", "node1x", and "node01": a twin of node1 the kernel never
+// makes).
 std::optional<int> NumberedEntry(std::string_view name,
                                  std::string_view prefix) {
   if (!name.starts_with(prefix) || name.size() == prefix.size()) {
     return std::nullopt;
   }
   const std::string_view digits = name.substr(prefix.size());
+  if (!IsCanonicalDecimal(digits)) return std::nullopt;
   int value = 0;
   const auto [end, ec] =
       std::from_chars(digits.data(), digits.data() + digits.size(), value);

@@ -93,6 +93,20 @@ inline int64_t AsInt(const nlohmann::json& value, std::string_view key,
   return i;
 }
 
+// An unsigned 64-bit integer in [0, hi]: what a writer emitting uint64_t
+// wrote reads back whole (AsInt stops at 2^63 - 1). A negative number or a
+// float is refused.
+inline uint64_t AsUint(const nlohmann::json& value, std::string_view key,
+                       uint64_t hi = std::numeric_limits<uint64_t>::max()) {
+  if (value.is_number_unsigned()) {
+    const uint64_t u = value.get<uint64_t>();
+    if (u > hi) Fail(key, "out of range");
+    return u;
+  }
+  if (value.is_number_integer()) Fail(key, "out of range");  // negative
+  Fail(key, std::string("a ") + TypeName(value) + ", not an integer");
+}
+
 inline std::string String(const nlohmann::json& object, std::string_view key) {
   return AsString(Field(object, key), key);
 }
@@ -103,6 +117,11 @@ inline int64_t Int(const nlohmann::json& object, std::string_view key,
                    int64_t lo = std::numeric_limits<int64_t>::min(),
                    int64_t hi = std::numeric_limits<int64_t>::max()) {
   return AsInt(Field(object, key), key, lo, hi);
+}
+
+inline uint64_t Uint(const nlohmann::json& object, std::string_view key,
+                     uint64_t hi = std::numeric_limits<uint64_t>::max()) {
+  return AsUint(Field(object, key), key, hi);
 }
 
 // An optional member with a default when absent or null.

@@ -123,8 +123,7 @@ CheckpointPod PodFromJson(const json& p) {
       for (const json& block : jf::Array(c, "memory")) {
         container.memory.push_back(manager::MemoryBlock{
             jf::IntList(block, "numa_nodes", 0, 1023),
-            jf::String(block, "type"),
-            static_cast<uint64_t>(jf::Int(block, "size", 0))});
+            jf::String(block, "type"), jf::Uint(block, "size")});
       }
     }
     record.containers.push_back(std::move(container));
@@ -156,11 +155,9 @@ CheckpointMemory MemoryFromJson(const json& record) {
     manager::MemoryNodeState& state = memory.machine[id];
     for (const json& type : jf::Array(node, "types")) {
       manager::MemoryTable& table = state.memory[jf::String(type, "type")];
-      table.total = static_cast<uint64_t>(jf::Int(type, "total", 0));
-      table.system_reserved =
-          static_cast<uint64_t>(jf::Int(type, "system_reserved", 0));
-      table.allocatable =
-          static_cast<uint64_t>(jf::Int(type, "allocatable", 0));
+      table.total = jf::Uint(type, "total");
+      table.system_reserved = jf::Uint(type, "system_reserved");
+      table.allocatable = jf::Uint(type, "allocatable");
     }
   }
   return memory;
@@ -390,8 +387,8 @@ StatusOr<Checkpoint> DecodeCheckpoint(std::string_view text) {
     if (Status version = CheckVersion(header, 2, "record 1: "); !version.ok()) {
       return version;
     }
-    pods = static_cast<uint64_t>(jf::Int(header, "pods", 0));
-    resources = static_cast<uint64_t>(jf::Int(header, "resources", 0));
+    pods = jf::Uint(header, "pods");
+    resources = jf::Uint(header, "resources");
   } catch (const std::exception& e) {
     return DataLossError(std::string("record 1: ") + e.what());
   }

@@ -46,6 +46,8 @@ struct CheckpointContainer {
   std::optional<std::vector<int>> numa_nodes = {};  // nullopt = no affinity
   // Memory pinned by the memory manager (Static), by type.
   std::vector<manager::MemoryBlock> memory = {};
+  friend bool operator==(const CheckpointContainer&,
+                         const CheckpointContainer&) = default;
 };
 
 // The memory manager's policy and, for Static, each node's total, system
@@ -61,6 +63,7 @@ struct CheckpointMemory {
 struct CheckpointPod {
   manager::Pod pod = {};
   std::vector<CheckpointContainer> containers = {};
+  friend bool operator==(const CheckpointPod&, const CheckpointPod&) = default;
 };
 
 struct Checkpoint {
@@ -68,6 +71,7 @@ struct Checkpoint {
   // Each resource's healthy devices, by resource.
   std::map<std::string, std::vector<std::string>> registered = {};
   std::optional<CheckpointMemory> memory = {};
+  friend bool operator==(const Checkpoint&, const Checkpoint&) = default;
 };
 
 // The document, one line, ending in a newline.

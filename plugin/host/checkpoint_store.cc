@@ -62,8 +62,16 @@ void CheckpointStore::CloseJournal() {
   journal_fd_ = -1;
 }
 
-StatusOr<Checkpoint> CheckpointStore::Load(std::string* warning) {
+StatusOr<Checkpoint> CheckpointStore::Load(std::string* warning,
+                                           OnDamage on_damage) {
   MutexLock lock(mu_);
+  const bool refuse = on_damage == OnDamage::kRefuse;
+  const auto untrusted = [](const std::filesystem::path& path,
+                            std::string_view why) {
+    return FailedPreconditionError("checkpoint " + path.string() +
+                                   " cannot be trusted (" + std::string(why) +
+                                   ")");
+  };
   std::error_code error;
   const auto move_aside = [&](const std::filesystem::path& path) {
     auto kept = path.string() + ".corrupt";
@@ -98,6 +106,7 @@ StatusOr<Checkpoint> CheckpointStore::Load(std::string* warning) {
       snapshot_bytes_ = snapshot_text->size();
       loaded_snapshot_ = true;
     }
+    if (!why.empty() && refuse) return untrusted(snapshot_, why);
     if (!why.empty()) {
       // Without its snapshot the journal says only what changed: it is
       // kept beside the snapshot, not applied to nothing.
@@ -114,6 +123,15 @@ StatusOr<Checkpoint> CheckpointStore::Load(std::string* warning) {
   }
   if (no_journal) return checkpoint;
   std::vector<std::string> warnings;
+  if (no_snapshot && refuse) {
+    return untrusted(snapshot_,
+                     "missing, while its journal " + journal_.string() +
+                         " is there: the pods admitted before the journal "
+                         "began are not known");
+  }
+  if (!journal_text.ok() && refuse) {
+    return untrusted(journal_, journal_text.status().message());
+  }
   if (no_snapshot) {
     // A journal holds what changed after its snapshot: replayed on nothing,
     // it gives the pods admitted since then only. Said, not hidden.
@@ -132,6 +150,9 @@ StatusOr<Checkpoint> CheckpointStore::Load(std::string* warning) {
     return checkpoint;
   }
   const JournalReplay replay = ReplayJournal(*journal_text, checkpoint);
+  if (refuse && !replay.damage.empty() && !replay.torn_tail) {
+    return untrusted(journal_, "damaged at " + replay.damage);
+  }
   journal_bytes_ = JournalRecords(*journal_text).size();
   loaded_journal_ = journal_text->substr(0, replay.valid_bytes);
   if (!replay.damage.empty()) {

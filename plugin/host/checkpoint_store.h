@@ -48,7 +48,16 @@ class CheckpointStore {
   // damaged journal (not merely a last record cut short by a crash) is
   // copied to `<journal>.corrupt` first. Never follows a link, never blocks
   // on a FIFO.
-  StatusOr<Checkpoint> Load(std::string* warning);
+  //
+  // With `on_damage` kRefuse (a manager that pins memory or CPUs is in
+  // force, and the kubelet refuses to start on such a manager's checkpoint
+  // it cannot trust), any damage beyond a last record cut short by a crash
+  // is FAILED_PRECONDITION naming the file and why, and both files are
+  // left exactly as they are: the next start refuses again until an
+  // operator drains the node and removes them.
+  enum class OnDamage { kSalvage, kRefuse };
+  StatusOr<Checkpoint> Load(std::string* warning,
+                            OnDamage on_damage = OnDamage::kSalvage);
 
   // Writes the snapshot `encode()` returns (called with the store's lock
   // held, so no record can be appended between the state it encodes and

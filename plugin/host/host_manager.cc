@@ -341,7 +341,7 @@ void HostManager::Commit(uint64_t request, const std::string& records,
       if (node.empty()) continue;  // owned by this request: cannot happen
       node.mapped().request = 0;
       pods_.insert_or_assign(uid, std::move(node.mapped()));
-      busy_.erase(uid);
+      EndBusy(uid);
     }
     pods_high_water_ = std::max(pods_high_water_, pods_.size());
   });
@@ -355,7 +355,7 @@ void HostManager::Commit(uint64_t request, const std::string& records,
       MutexLock lock(mu_);
       for (const std::string& uid : uids) {
         pending_.erase(uid);
-        busy_.erase(uid);
+        EndBusy(uid);
       }
     }
     for (PodResult& result : results) {
@@ -385,41 +385,83 @@ PodResult HostManager::AdmitOne(const manager::Pod& pod, bool explain,
     result.message = std::move(message);
     return result;
   };
-  if (!LockAdmission(cancelled)) {
+  const auto cancelled_result = [&] {
     return refuse("Cancelled",
                   "the admission was cancelled or the manager is stopping");
-  }
+  };
   struct Slot {
     HostManager* host;
     ~Slot() { host->UnlockAdmission(); }
-  } slot{this};
-  {
-    MutexLock lock(mu_);
-    if (auto it = pods_.find(pod.uid); it != pods_.end()) {
-      return it->second.result;
+  };
+  // A pod another request admits or releases is waited for, then answered
+  // from what that request left: an admission of a pod admitted meanwhile
+  // gets the first answer, as the kubelet answers a pod it already holds.
+  for (;;) {
+    switch (WaitUntilNotBusy(pod.uid, request, cancelled)) {
+      case BusyWait::kFree:
+        break;
+      case BusyWait::kHeld:
+        return refuse("UnexpectedAdmissionError",
+                      "pod " + pod.uid +
+                          " is being admitted or released by another "
+                          "request while this one holds admissions not "
+                          "yet committed; try again");
+      case BusyWait::kCancelled:
+        return cancelled_result();
     }
-    // Admitted earlier in the same request: the same answer, committed
-    // with it. Pending under another request, the pod is busy (below): that
-    // answer is not durable yet.
-    if (auto it = pending_.find(pod.uid);
-        it != pending_.end() && it->second.request == request) {
-      return it->second.result;
+    if (!LockAdmission(cancelled)) return cancelled_result();
+    Slot slot{this};
+    {
+      MutexLock lock(mu_);
+      if (auto it = pods_.find(pod.uid); it != pods_.end()) {
+        return it->second.result;
+      }
+      // Admitted earlier in the same request: the same answer, committed
+      // with it.
+      if (auto it = pending_.find(pod.uid);
+          it != pending_.end() && it->second.request == request) {
+        return it->second.result;
+      }
+      // Another request took the pod between the wait and the slot.
+      if (!busy_.insert(pod.uid).second) continue;
     }
-    if (!busy_.insert(pod.uid).second) {
-      return refuse("UnexpectedAdmissionError",
-                    "pod " + pod.uid +
-                        " is being admitted or released; try "
-                        "again");
+    PodResult result = AdmitInSlot(pod, explain, request, record);
+    // An admitted pod stays busy (and pending) until Commit has made its
+    // record durable.
+    if (!result.admitted) {
+      MutexLock lock(mu_);
+      EndBusy(pod.uid);
     }
+    return result;
   }
-  PodResult result = AdmitInSlot(pod, explain, request, record);
-  // An admitted pod stays busy (and pending) until Commit has made its
-  // record durable.
-  if (!result.admitted) {
-    MutexLock lock(mu_);
-    busy_.erase(pod.uid);
+}
+
+HostManager::BusyWait HostManager::WaitUntilNotBusy(
+    const std::string& uid, uint64_t request,
+    const std::function<bool()>& cancelled) {
+  MutexLock lock(mu_);
+  for (;;) {
+    if (stopping_) return BusyWait::kCancelled;
+    const auto pending = pending_.find(uid);
+    const bool own =
+        pending != pending_.end() && pending->second.request == request;
+    if (own || !busy_.contains(uid)) return BusyWait::kFree;
+    if (request != 0 &&
+        std::any_of(pending_.begin(), pending_.end(), [&](const auto& entry) {
+          return entry.second.request == request;
+        })) {
+      return BusyWait::kHeld;
+    }
+    // Bounded waits: a cancelled caller (the client went away) is noticed
+    // without a notification of its own.
+    busy_done_.wait_for(lock, std::chrono::milliseconds(50));
+    if (cancelled && cancelled()) return BusyWait::kCancelled;
   }
-  return result;
+}
+
+void HostManager::EndBusy(const std::string& uid) {
+  busy_.erase(uid);
+  busy_done_.notify_all();
 }
 
 PodResult HostManager::AdmitInSlot(const manager::Pod& pod, bool explain,
@@ -580,22 +622,30 @@ const HostManager::PodRecord* HostManager::FindPod(
 Status HostManager::Release(const std::string& key) {
   // No admission lock: a release never waits for a plugin. The pod is
   // marked busy so that an admission of the same uid cannot interleave.
+  // A pod being admitted or released by another request is waited for:
+  // the release then acts on what that request left (a pod released
+  // meanwhile is not found), never answers "busy".
   std::string uid;
-  {
-    MutexLock lock(mu_);
-    const PodRecord* record = FindPod(pods_, key);
-    if (record == nullptr) {
-      if (FindPod(pending_, key) != nullptr) {
-        return UnavailableError("pod " + Quoted(key) +
-                                " is being admitted; try again");
+  for (;;) {
+    std::string waiting;
+    {
+      MutexLock lock(mu_);
+      const PodRecord* record = FindPod(pods_, key);
+      if (record == nullptr) record = FindPod(pending_, key);
+      if (record == nullptr) {
+        return NotFoundError("no admitted pod " + Quoted(key) +
+                             " (by uid, namespace/name or unique name)");
       }
-      return NotFoundError("no admitted pod " + Quoted(key) +
-                           " (by uid, namespace/name or unique name)");
+      if (pods_.contains(record->pod.uid) &&
+          busy_.insert(record->pod.uid).second) {
+        uid = record->pod.uid;
+        break;
+      }
+      waiting = record->pod.uid;
     }
-    uid = record->pod.uid;
-    if (!busy_.insert(uid).second) {
-      return UnavailableError("pod " + Quoted(key) +
-                              " is being admitted or released; try again");
+    if (WaitUntilNotBusy(waiting, 0, nullptr) != BusyWait::kFree) {
+      return UnavailableError("the manager is stopping; pod " + Quoted(key) +
+                              " is not released");
     }
   }
   // Durable, then visible: the pod leaves the state only once its release
@@ -608,7 +658,7 @@ Status HostManager::Release(const std::string& key) {
   if (!appended.ok()) {
     {
       MutexLock lock(mu_);
-      busy_.erase(uid);
+      EndBusy(uid);
     }
     CompactIfNeeded();
     return FailedPreconditionError("the release of pod " + Quoted(key, 256) +
@@ -620,7 +670,7 @@ Status HostManager::Release(const std::string& key) {
   bool trim = false;
   {
     MutexLock lock(mu_);
-    busy_.erase(uid);
+    EndBusy(uid);
     // Once the pods held have halved since the most held, the heap they
     // used goes back to the system (amortised: at most one trim per halving).
     pods_high_water_ = std::max(pods_high_water_, pods_.size() + 1);

@@ -234,6 +234,18 @@ class HostManager {
   Status CheckMemoryRecord(const CheckpointMemory& recorded) const;
   // Every allocation of `uid` given back (devices, CPUs, memory, affinity).
   void ForgetAllocations(const std::string& uid);
+  // Waits until no other request admits or releases `uid` (its admission
+  // pending under `request` itself does not count), so that a second
+  // caller for the same pod answers from what the first one left. kHeld,
+  // without waiting, when `request` itself holds admissions not yet
+  // committed (two such requests waiting on each other's pods would wait
+  // forever); kCancelled when `cancelled` says so or the manager stops.
+  enum class BusyWait { kFree, kHeld, kCancelled };
+  BusyWait WaitUntilNotBusy(const std::string& uid, uint64_t request,
+                            const std::function<bool()>& cancelled)
+      TOPOLOGY_EXCLUDES(mu_);
+  // Takes `uid` out of busy_ and wakes those waiting for it.
+  void EndBusy(const std::string& uid) TOPOLOGY_REQUIRES(mu_);
   // By uid, "namespace/name" or unique name. REQUIRES: mu_ (for the map)
   static const PodRecord* FindPod(const std::map<std::string, PodRecord>& pods,
                                   const std::string& key);
@@ -255,8 +267,10 @@ class HostManager {
   // Admitted, their records not yet durable: busy, in no view, released
   // by nobody; Commit moves them to pods_ or undoes them.
   std::map<std::string, PodRecord> pending_ TOPOLOGY_GUARDED_BY(mu_);
-  // uids being admitted or released
+  // uids being admitted or released; busy_done_ is notified when one
+  // leaves it.
   std::set<std::string> busy_ TOPOLOGY_GUARDED_BY(mu_);
+  std::condition_variable_any busy_done_;
   uint64_t last_request_ TOPOLOGY_GUARDED_BY(mu_) = 0;
   std::vector<std::string> restore_warnings_ TOPOLOGY_GUARDED_BY(mu_);
   size_t pods_high_water_ = 0;  // most pods held since the last heap trim

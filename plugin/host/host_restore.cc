@@ -124,9 +124,31 @@ Status HostManager::CheckMemoryRecord(const CheckpointMemory& recorded) const {
 Status HostManager::RestoreCheckpoint(Status* refusal) {
   const auto path = store_->snapshot_path();
   std::string warning;
+  // The kubelet refuses to start on a CPU or Memory Manager checkpoint it
+  // cannot trust (state_checkpoint.go: "please drain this node and delete
+  // the ... checkpoint file"): starting without the CPUs and memory running
+  // containers hold would pin them a second time. Such damage is refused,
+  // with the files left as they are; without those managers, what can be
+  // read is salvaged, as the kubelet's device manager does.
+  const bool pins = memory_manager_->is_static() || cpu_manager_->is_static();
   // Never follows a link, never blocks on a FIFO, never reads unbounded.
-  auto checkpoint = store_->Load(&warning);
+  auto checkpoint =
+      store_->Load(&warning, pins ? CheckpointStore::OnDamage::kRefuse
+                                  : CheckpointStore::OnDamage::kSalvage);
   if (!warning.empty()) LOG(WARNING) << warning;
+  if (pins && !checkpoint.ok() &&
+      checkpoint.status().code() != StatusCode::kNotFound) {
+    *refusal = FailedPreconditionError(
+        "could not restore state from checkpoint: " +
+        checkpoint.status().message() +
+        ", please drain this node and delete the checkpoint files " +
+        path.string() + " and " + store_->journal_path().string() +
+        " before restarting (" +
+        (memory_manager_->is_static() ? "memory manager Static"
+                                      : "CPU manager static") +
+        " holds pinned resources it records)");
+    return *refusal;
+  }
   // Appends go to a fresh journal from here on. Entries dropped as
   // conflicting are dropped on disk too, by a new snapshot; otherwise the
   // files read are the state in force and are not encoded again.

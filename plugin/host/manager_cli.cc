@@ -225,8 +225,20 @@ void PrintPodTable(const json& pods, bool explain, bool show_policy = false) {
                   << (merge["merged"]["preferred"].get<bool>()
                           ? " preferred"
                           : " not preferred")
-                  << (merge["admit"].get<bool>() ? ", admitted" : ", rejected")
+                  << (merge["admit"].get<bool>()
+                          ? ", admitted by the Topology Manager"
+                          : ", rejected")
                   << ": " << merge["reason"].get<std::string>() << "\n";
+        // The merge admitted, the pod is refused all the same: a hint
+        // provider's Allocate failed after it, which the kubelet reports as
+        // UnexpectedAdmissionError, not TopologyAffinityError.
+        if (merge["admit"].get<bool>() && !pod["admitted"].get<bool>() &&
+            pod["reason"] == "UnexpectedAdmissionError") {
+          std::cout << "  then refused: an allocation after the merge failed "
+                       "(the kubelet's UnexpectedAdmissionError, not "
+                       "TopologyAffinityError: the merge itself admitted): "
+                    << pod.value("message", std::string()) << "\n";
+        }
         if (merge.contains("memory") && merge["memory"].is_array()) {
           std::cout << "  memory:\n";
           for (const json& line : merge["memory"]) {
@@ -273,6 +285,7 @@ int RunAdmit(const std::vector<std::string>& files, const std::string& format,
       json out = {{"pod", pod["pod"]},
                   {"admitted", pod["admitted"]},
                   {"reason", pod["reason"]},
+                  {"message", pod["message"]},
                   {"topology_policy", pod["topology_policy"]},
                   {"containers", json::array()}};
       for (const json& c : pod["containers"]) {
@@ -409,7 +422,10 @@ int RunManagerCli(int argc, char** argv, ServeCommand serve_command) {
       ->capture_default_str();
   serve->add_option("--reserved-memory", serve_flags.memory.reserved_memory,
                     "Memory reserved per NUMA node, repeatable "
-                    "(0:memory=1Gi,hugepages-2Mi=2Mi)");
+                    "(0:memory=1Gi with --kube-reserved memory=924Mi): per "
+                    "type the reservations add up to --kube-reserved + "
+                    "--system-reserved + the --eviction-hard memory, as the "
+                    "kubelet requires (so huge pages cannot be reserved)");
   serve->add_option("--kube-reserved", serve_flags.memory.kube_reserved,
                     "The kubelet's --kube-reserved (cpu=1,memory=2Gi,...)");
   serve->add_option("--system-reserved", serve_flags.memory.system_reserved,
@@ -444,6 +460,11 @@ int RunManagerCli(int argc, char** argv, ServeCommand serve_command) {
                     "Group (name or id) allowed to use the control socket "
                     "(mode 0660); default: root only (0600)");
   serve->add_option("-v,--v", serve_flags.verbosity, "Log verbosity");
+  serve->add_option(
+      "--config", serve_flags.kubelet_config,
+      "A KubeletConfiguration file (kubelet.config.k8s.io/v1beta1), as the "
+      "kubelet's --config: the fields of the four managers and Node "
+      "Allocatable apply; flags given as well override them");
 
   std::vector<std::string> pod_files;
   std::string admit_format = "text";
@@ -492,7 +513,12 @@ int RunManagerCli(int argc, char** argv, ServeCommand serve_command) {
   }
   if (release->parsed()) return RunRelease(pod_name, control_socket);
   if (status->parsed()) return RunStatus(status_format, control_socket);
-  if (serve->parsed()) return serve_command(serve_flags, argv);
+  if (serve->parsed()) {
+    for (const CLI::Option* option : serve->get_options()) {
+      if (option->count() > 0) serve_flags.given.insert(option->get_name());
+    }
+    return serve_command(serve_flags, argv);
+  }
   return kExitUsage;
 }
 

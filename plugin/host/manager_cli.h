@@ -10,6 +10,7 @@
 #ifndef TOPOLOGY_HOST_MANAGER_CLI_H_
 #define TOPOLOGY_HOST_MANAGER_CLI_H_
 
+#include <set>
 #include <string>
 
 #include "kubelet_names.h"
@@ -44,6 +45,11 @@ struct ServeFlags {
   std::string node_name;
   bool cost_based_selection = false;
   int verbosity = 0;
+  // --config: a KubeletConfiguration file (kubelet_config.h); each field it
+  // sets applies unless its flag is among `given`.
+  std::string kubelet_config;
+  // The flags given on the command line ("--reserved-memory").
+  std::set<std::string> given;
 };
 
 // How a program runs serve: the light one execs the full one, the full one

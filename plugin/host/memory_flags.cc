@@ -21,11 +21,6 @@ std::vector<std::string> Split(const std::string& text, char separator) {
   return out;
 }
 
-uint64_t SaturatingAdd(uint64_t a, uint64_t b) {
-  uint64_t sum = 0;
-  return __builtin_add_overflow(a, b, &sum) ? UINT64_MAX : sum;
-}
-
 }  // namespace
 
 StatusOr<std::vector<manager::MemoryReservation>> ParseReservedMemory(
@@ -122,16 +117,20 @@ StatusOr<uint64_t> HardEvictionMemory(const std::string& value,
       const std::string digits = threshold.substr(0, threshold.size() - 1);
       auto [ptr, error] = std::from_chars(
           digits.data(), digits.data() + digits.size(), percent);
+      // NaN passes no comparison: refused by name (cast to an integer it
+      // would be undefined).
       if (error != std::errc() || ptr != digits.data() + digits.size() ||
-          percent < 0 || percent > 100) {
+          !std::isfinite(percent) || percent < 0 || percent > 100) {
         return InvalidArgumentError(
             "--eviction-hard: memory.available: " + Quoted(threshold) +
             " is not a percentage from 0% to 100%");
       }
       // As the kubelet: a float32 fraction times the capacity, truncated.
       const auto fraction = static_cast<float>(percent / 100.0);
-      memory = static_cast<uint64_t>(static_cast<double>(memory_capacity) *
-                                     static_cast<double>(fraction));
+      const double bytes =
+          static_cast<double>(memory_capacity) * static_cast<double>(fraction);
+      // 100% of a capacity near 2^64 rounds up to 2^64 as a double.
+      memory = bytes >= 0x1p64 ? memory_capacity : static_cast<uint64_t>(bytes);
     } else {
       auto bytes = ParseByteQuantity(threshold);
       if (!bytes.ok()) {
@@ -159,8 +158,13 @@ StatusOr<manager::MemoryManager::Options> MemoryOptions(
   auto eviction = HardEvictionMemory(
       flags.eviction_hard.value_or(kDefaultEvictionHard), memory_capacity);
   if (!eviction.ok()) return eviction.status();
-  const uint64_t total =
-      SaturatingAdd(SaturatingAdd(*kube, *system), *eviction);
+  uint64_t total = 0;
+  if (__builtin_add_overflow(*kube, *system, &total) ||
+      __builtin_add_overflow(total, *eviction, &total)) {
+    return InvalidArgumentError(
+        "--kube-reserved, --system-reserved and --eviction-hard reserve more "
+        "than 2^64 bytes of memory together");
+  }
   if (total != 0) {
     options.node_allocatable_reservation[manager::kMemoryResource] = total;
   }

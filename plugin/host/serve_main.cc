@@ -19,6 +19,7 @@
 
 #include "host_manager.h"
 #include "host_server.h"
+#include "kubelet_config.h"
 #include "manager_cli.h"
 #include "memory_flags.h"
 #include "pod_manifest.h"
@@ -26,8 +27,16 @@
 
 namespace {
 
-int RunServe(const topology::host::ServeFlags& flags, char** argv) {
+int RunServe(const topology::host::ServeFlags& given, char** argv) {
   const char* argv0 = argv[0];
+  // The kubelet's own configuration file first, the flags given over it.
+  topology::host::ServeFlags flags = given;
+  if (topology::Status loaded =
+          topology::host::LoadKubeletConfiguration(&flags);
+      !loaded.ok()) {
+    std::cerr << "topology-manager serve: " << loaded.message() << "\n";
+    return topology::host::kExitUsage;
+  }
   // Files and sockets get explicit modes; the umask only covers the short
   // window between creating a socket and setting its mode.
   umask(077);

@@ -504,5 +504,37 @@ TEST(DiscoveryTest, MalformedHugePagesEntriesAreSkippedWithAWarning) {
                              "of pages than 64 bits hold"));
 }
 
+// Entry names whose number is not spelled as the kernel spells it
+// ("hugepages-02048kB", "node01", "cpu007") are twins of real entries, not
+// entries: skipped, so they can neither replace nor hide the real ones.
+TEST(DiscoveryTest, TwinEntriesWithLeadingZerosAreNotEntries) {
+  TempDir dir;
+  testing::SysfsTreeBuilder b(dir.path());
+  b.AddCpu(0, 0, 0, "0");
+  b.AddCpu(1, 0, 1, "1");
+  b.AddNode(0, "0", 8ULL << 30);
+  b.AddNode(1, "1", 8ULL << 30);
+  b.AddHugePages(0, 2ULL << 20, 1024, 1024);
+  b.SetDistances({{10, 21}, {21, 10}});
+  b.WriteFile(
+      "devices/system/node/node0/hugepages/hugepages-02048kB/nr_hugepages",
+      "0\n");
+  b.WriteFile(
+      "devices/system/node/node0/hugepages/hugepages-02048kB/free_hugepages",
+      "0\n");
+  b.WriteFile("devices/system/node/node01/meminfo",
+              "Node 1 MemTotal:        4 kB\n");
+  b.WriteFile("devices/system/node/node01/cpulist", "0-1\n");
+  b.Finish();
+  const Topology t = DiscoverOrDie(dir.path());
+  ASSERT_EQ(t.numa_nodes().size(), 2u);
+  ASSERT_EQ(t.numa_nodes()[0].hugepages.size(), 1u);
+  EXPECT_EQ(t.numa_nodes()[0].hugepages[0].total_pages, 1024u);
+  EXPECT_EQ(t.numa_nodes()[1].memory_bytes, 8ULL << 30);
+  std::string all;
+  for (const std::string& w : t.warnings()) all += w + "\n";
+  EXPECT_THAT(all, HasSubstr("hugepages-02048kB"));
+}
+
 }  // namespace
 }  // namespace topology

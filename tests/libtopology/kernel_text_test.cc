@@ -44,6 +44,17 @@ TEST(KernelTextTest, DistanceRows) {
   EXPECT_THAT(ParseDistanceRow(""), StatusIs(StatusCode::kInvalidArgument));
 }
 
+TEST(KernelTextTest, CanonicalDecimal) {
+  for (const char* yes : {"0", "7", "12", "2048"}) {
+    EXPECT_TRUE(IsCanonicalDecimal(yes)) << yes;
+  }
+  for (const char* no : {"", "00", "012", "+1", "-1", "1x", " 1"}) {
+    EXPECT_FALSE(IsCanonicalDecimal(no)) << no;
+  }
+  EXPECT_FALSE(ParseHugePagesDirName("hugepages-02048kB").ok());
+  EXPECT_EQ(*ParseHugePagesDirName("hugepages-2048kB"), 2048u * 1024);
+}
+
 TEST(KernelTextTest, NodeMemTotal) {
   EXPECT_EQ(*ParseNodeMemTotal("Node 0 MemTotal:       1024 kB\n"
                                "Node 0 MemFree:         512 kB\n"),

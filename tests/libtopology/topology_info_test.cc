@@ -142,11 +142,12 @@ TEST_F(TopologyInfoTest, FiltersSelectDevices) {
 }
 
 // --format dra: the standard DRA attributes per function, as a
-// ResourceSlice's devices.
+// ResourceSlice's devices, each named as topology-dra-driver names it (a
+// DNS label: a device name cannot be the bus id).
 TEST_F(TopologyInfoTest, DraFormatPrintsTheStandardAttributes) {
   const CommandResult run = Info("--format dra --class 0302");
   ASSERT_EQ(run.exit_code, 0) << run.out;
-  EXPECT_THAT(run.out, HasSubstr("- name: \"0000:1a:00.0\"\n"
+  EXPECT_THAT(run.out, HasSubstr("- name: pci-0000-1a-00-0\n"
                                  "  attributes:\n"
                                  "    resource.kubernetes.io/pciBusID:\n"
                                  "      string: \"0000:1a:00.0\"\n"

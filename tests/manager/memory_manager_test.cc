@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <optional>
 #include <random>
+#include <set>
 #include <tuple>
 
 #include <gmock/gmock.h>
@@ -19,6 +20,7 @@ namespace topology::manager {
 namespace {
 
 using ::testing::HasSubstr;
+using testing::IsOk;
 using testing::StatusIs;
 
 constexpr uint64_t mb = 1024 * 1024;
@@ -958,6 +960,61 @@ TEST(MemoryManagerTest, PodRequestsCountTheSidecarsStartedBefore) {
   }
 }
 
+// validation_reserved_memory_test.go's TestValidateReservedMemoryConfiguration,
+// with the function's own words ("invalid configuration: ..."), and
+// several errors joined as the kubelet's aggregate error joins them (each
+// message once).
+TEST(MemoryManagerTest, TestValidateReservedMemoryConfiguration) {
+  struct ConfigurationCase {
+    std::string description;
+    std::vector<MemoryReservation> reserved;
+    std::string expected_error;
+  };
+  const std::vector<ConfigurationCase> cases = {
+      {"The kubelet configuration does not have reserved memory parameter",
+       {},
+       ""},
+      {"The kubelet configuration has valid reserved memory parameter",
+       {{0, {{kMem, 128}}}},
+       ""},
+      {"The reserved memory has duplications for the NUMA node and limit type",
+       {{0, {{kMem, 128}}}, {0, {{kMem, 64}}}},
+       "invalid configuration: the reserved memory has a duplicate value for "
+       "NUMA node 0 and resource \"memory\""},
+      {"The reserved memory has unsupported limit type",
+       {{0, {{"blabla", 128}}}},
+       "invalid configuration: the limit type \"blabla\" for NUMA node 0 is "
+       "not supported, only [memory hugepages-<HugePageSize>] is accepted"},
+      {"The reserved memory has limit type with zero value",
+       {{0, {{kMem, 0}}}},
+       "invalid configuration: reserved memory may not be zero for NUMA node "
+       "0 and resource \"memory\""},
+      {"Two errors are aggregated",
+       {{1, {{kMem, 0}}}, {1, {{kMem, 0}}}},
+       "[invalid configuration: reserved memory may not be zero for NUMA node "
+       "1 and resource \"memory\", invalid configuration: the reserved "
+       "memory has a duplicate value for NUMA node 1 and resource "
+       "\"memory\"]"},
+  };
+  for (const ConfigurationCase& c : cases) {
+    const Status status = ValidateReservedMemoryConfiguration(c.reserved);
+    if (c.expected_error.empty()) {
+      EXPECT_THAT(status, IsOk()) << c.description;
+    } else {
+      EXPECT_THAT(status,
+                  StatusIs(StatusCode::kInvalidArgument, c.expected_error))
+          << c.description;
+    }
+  }
+  // Checked whatever the policy, before it is chosen.
+  MemoryManager::Options options;
+  options.reserved_memory = {{0, {{kMem, 0}}}};
+  EXPECT_THAT(
+      MemoryManager::Create(options, {MachineNode(0, 2 * gb, 0)}, nullptr)
+          .status(),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("may not be zero")));
+}
+
 // memory_manager_test.go's TestValidateReservedMemory.
 TEST(MemoryManagerTest, TestValidateReservedMemory) {
   const std::vector<NumaNode> machine = {MachineNode(0, 8 * gb, 0),
@@ -1318,6 +1375,108 @@ TEST(MemoryManagerTest, CompactHintsEqualTheExhaustiveOnRandomSequences) {
       if (sa.ok()) pods.push_back(pod.uid);
     }
   }
+}
+
+// Pods admitted, released and undone in random order, uids used again as
+// the host's serve uses them (the kubelet never does): after every step the
+// machine state is the one validateState rebuilds from the assignments, so
+// no memory is pinned twice nor freed twice. The memory an init container
+// leaves for reuse dies with its pod: a pod admitted again under the same
+// uid may not count it.
+TEST(MemoryManagerTest, ReleasesAndUndosNeverPinMemoryTwice) {
+  std::mt19937_64 random(5132);
+  for (int round = 0; round < 60; ++round) {
+    const int nodes = 1 + static_cast<int>(random() % 3);
+    std::vector<NumaNode> machine;
+    MemoryManager::Options options;
+    options.policy = kMemoryPolicyStatic;
+    for (int id = 0; id < nodes; ++id) {
+      machine.push_back(MachineNode(id, 8 * gb, random() % 3));
+      options.reserved_memory.push_back({id, {{kMem, 512 * mb}}});
+    }
+    options.node_allocatable_reservation = {
+        {kMem, static_cast<uint64_t>(nodes) * 512 * mb}};
+    auto manager = MemoryManager::Create(options, machine, nullptr);
+    ASSERT_TRUE(manager.ok()) << manager.status().message();
+    ReservedMemory reserved;
+    for (int id = 0; id < nodes; ++id) reserved[id][kMem] = 512 * mb;
+    const auto judge = *StaticMemoryPolicy::Create(machine, reserved);
+    std::set<std::string> admitted;
+    for (int step = 0; step < 40; ++step) {
+      SCOPED_TRACE("round " + std::to_string(round) + " step " +
+                   std::to_string(step));
+      const std::string uid = "p" + std::to_string(random() % 4);
+      if (admitted.contains(uid) && random() % 2 == 0) {
+        (*manager)->RemovePod(uid);
+        admitted.erase(uid);
+      } else if (!admitted.contains(uid)) {
+        Pod pod;
+        pod.uid = uid;
+        pod.guaranteed = true;
+        const auto memory = [&] { return (1 + random() % 10) * gb; };
+        const auto pages = [&] { return (random() % 2) * gb; };
+        if (random() % 2 == 0) {
+          pod.init_containers = {C("init", memory(), pages())};
+        }
+        pod.containers = {C("app", memory(), pages())};
+        if (random() % 3 == 0) {
+          pod.containers.push_back(C("side", memory(), 0));
+        }
+        bool ok = true;
+        for (const auto* list : {&pod.init_containers, &pod.containers}) {
+          for (const Container& c : *list) {
+            if (ok) ok = (*manager)->Allocate(pod, c).ok();
+          }
+        }
+        // A refusal, or an admission another manager refused: undone.
+        if (ok && random() % 5 != 0) {
+          admitted.insert(uid);
+        } else {
+          (*manager)->RemovePod(uid);
+        }
+      }
+      MemoryState state = (*manager)->State();
+      ASSERT_THAT(judge.Start(state), IsOk());
+      for (const auto& [id, node] : state.machine) {
+        for (const auto& [type, table] : node.memory) {
+          ASSERT_LE(table.reserved, table.allocatable)
+              << "node " << id << " " << type;
+        }
+      }
+    }
+  }
+}
+
+// The kubelet-shaped case of the sequence above: an init container's memory
+// a released pod left for reuse is not counted for the next pod of that uid.
+TEST(MemoryManagerTest, ReusableInitMemoryDiesWithItsPod) {
+  MemoryManager::Options options;
+  options.policy = kMemoryPolicyStatic;
+  options.reserved_memory = {{0, {{kMem, 1 * gb}}}};
+  options.node_allocatable_reservation = {{kMem, 1 * gb}};
+  auto manager =
+      MemoryManager::Create(options, {MachineNode(0, 8 * gb, 0)}, nullptr);
+  ASSERT_TRUE(manager.ok());
+  Pod first;
+  first.uid = "c";
+  first.guaranteed = true;
+  first.init_containers = {C("init", 6 * gb, 0)};
+  first.containers = {C("app", 1 * gb, 0)};
+  ASSERT_THAT((*manager)->Allocate(first, first.init_containers[0]), IsOk());
+  ASSERT_THAT((*manager)->Allocate(first, first.containers[0]), IsOk());
+  (*manager)->RemovePod("c");
+  Pod again;
+  again.uid = "c";
+  again.guaranteed = true;
+  again.containers = {C("app", 6 * gb, 0)};
+  ASSERT_THAT((*manager)->Allocate(again, again.containers[0]), IsOk());
+  EXPECT_EQ((*manager)->State().machine.at(0).memory.at(kMem).free, 1 * gb);
+  // A second pod of 6Gi no longer fits the 1Gi left.
+  Pod other;
+  other.uid = "d";
+  other.guaranteed = true;
+  other.containers = {C("app", 6 * gb, 0)};
+  EXPECT_FALSE((*manager)->Allocate(other, other.containers[0]).ok());
 }
 
 }  // namespace

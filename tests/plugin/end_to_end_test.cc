@@ -501,6 +501,29 @@ TEST_F(EndToEndTest, MemoryAssignmentsSurviveAKill) {
   const json refused = Admit(pod("refused", "170Gi"));
   EXPECT_FALSE(refused["admitted"].get<bool>());
   EXPECT_EQ(refused["reason"], "UnexpectedAdmissionError");
+  // --explain says the merge admitted and why the refusal is not a
+  // TopologyAffinityError; --format json carries the kubelet's message.
+  const auto manifest = root_.path() / "refused.yaml";
+  std::ofstream(manifest) << pod("refused", "170Gi");
+  const CommandResult explained =
+      RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+                 " admit --explain --control-socket " + control() + " " +
+                 manifest.string());
+  EXPECT_EQ(explained.exit_code, 1) << explained.out;
+  EXPECT_THAT(explained.out,
+              ::testing::HasSubstr("admitted by the Topology Manager"));
+  EXPECT_THAT(explained.out,
+              ::testing::HasSubstr("then refused: an allocation after the "
+                                   "merge failed (the kubelet's "
+                                   "UnexpectedAdmissionError, not "
+                                   "TopologyAffinityError"));
+  const CommandResult as_json =
+      RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+                 " admit --format json "
+                 "--control-socket " +
+                 control() + " " + manifest.string());
+  EXPECT_THAT(json::parse(as_json.out)["message"].get<std::string>(),
+              ::testing::HasSubstr("Allocate failed due to [memorymanager]"));
   const json fits = Admit(pod("fits", "100Gi"));
   ASSERT_TRUE(fits["admitted"].get<bool>()) << fits.dump();
   EXPECT_EQ(fits["containers"][0]["numa_nodes"], json::array({0, 1}));
@@ -536,10 +559,41 @@ TEST_F(EndToEndTest, ServeRefusesMemoryFlagsTheKubeletRefuses) {
     EXPECT_EQ(result.exit_code, 2) << r.flags << "\n" << result.out;
     EXPECT_THAT(result.out, ::testing::HasSubstr(r.message)) << r.flags;
   }
-  // Adds up: 50Mi + 50Mi reserved = the default eviction's 100Mi.
-  setup_.flags = {"--memory-manager-policy", "Static",
-                  "--reserved-memory",       "0:memory=50Mi",
-                  "--reserved-memory",       "1:memory=50Mi"};
+  // The kubelet's configuration file, pasted: its reservations refused as
+  // the flags are, and a flag given as well overrides it.
+  const auto config = root_.path() / "kubelet-config.yaml";
+  std::ofstream(config) << "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+                           "kind: KubeletConfiguration\n"
+                           "memoryManagerPolicy: Static\n"
+                           "reservedMemory:\n"
+                           "  - numaNode: 0\n"
+                           "    limits: {memory: 1Gi}\n";
+  const std::string with_config =
+      std::string(TOPOLOGY_MANAGER_BINARY) + " serve --plugin-dir " +
+      plugins().string() + " --host-root " + root_.path().string() +
+      " --control-socket " + control() + " --config " + config.string();
+  CommandResult result = RunCommand(with_config);
+  EXPECT_EQ(result.exit_code, 2) << result.out;
+  EXPECT_THAT(result.out,
+              ::testing::HasSubstr("the total amount \"1Gi\" of type "
+                                   "\"memory\" is not equal to the value "
+                                   "\"100Mi\""));
+  result = RunCommand(with_config +
+                      " --memory-manager-policy None"
+                      " --cpu-manager-policy nonsense");
+  EXPECT_EQ(result.exit_code, 2) << result.out;
+  EXPECT_THAT(result.out, ::testing::HasSubstr("nonsense"));
+  // Adds up: 50Mi + 50Mi reserved = the default eviction's 100Mi, from the
+  // file.
+  std::ofstream(config, std::ios::trunc)
+      << "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+         "kind: KubeletConfiguration\n"
+         "memoryManagerPolicy: Static\n"
+         "topologyManagerPolicy: single-numa-node\n"
+         "reservedMemory:\n"
+         "  - {numaNode: 0, limits: {memory: 50Mi}}\n"
+         "  - {numaNode: 1, limits: {memory: 50Mi}}\n";
+  setup_.flags = {"--config", config.string()};
   StartManager();
   const json status = Status();
   ASSERT_FALSE(status.is_null());
@@ -608,6 +662,9 @@ TEST_F(EndToEndTest, CommandLine) {
                       " " + file("six.yaml", PodYaml("six", 6, 0, 1)));
   EXPECT_EQ(result.exit_code, 1) << result.out;
   EXPECT_EQ(json::parse(result.out)["reason"], "TopologyAffinityError");
+  // The kubelet's message beside its reason, as status and the table say.
+  EXPECT_EQ(json::parse(result.out)["message"],
+            "Resources cannot be allocated with Topology locality");
 
   result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
                       " admit --control-socket " + control() + " " +

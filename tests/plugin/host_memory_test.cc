@@ -1,9 +1,13 @@
 // The host's Memory Manager against the kubelet's decisions: admission and
 // refusal with the kubelet's reasons, the start-up checks of the flags and
 // of the checkpoint (validateState), restore after a crash, the views.
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <random>
 #include <string>
+#include <thread>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -265,7 +269,37 @@ TEST_F(HostMemoryTest, StartRefusesWhereTheKubeletRefuses) {
   flags.reserved_memory = {"0:cpu=1"};
   EXPECT_THAT(create(flags), StatusIs(StatusCode::kInvalidArgument,
                                       HasSubstr("unknown type: \"cpu\"")));
+  // validation_reserved_memory.go: a node naming a type twice, a zero.
+  flags.reserved_memory = {"0:memory=312Mi", "0:memory=300Mi"};
+  EXPECT_THAT(create(flags),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("the reserved memory has a duplicate value "
+                                 "for NUMA node 0 and resource \"memory\"")));
+  flags.reserved_memory = {"0:memory=612Mi", "1:memory=0"};
+  EXPECT_THAT(create(flags),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("reserved memory may not be zero for NUMA "
+                                 "node 1 and resource \"memory\"")));
+  // Reservations past 2^64 bytes together, and a NaN percentage: refused,
+  // never saturated or cast.
   flags.reserved_memory = {"0:memory=312Mi", "1:memory=300Mi"};
+  flags.kube_reserved = "memory=7Ei";
+  flags.system_reserved = "memory=7Ei";
+  flags.eviction_hard = "memory.available<7Ei";
+  EXPECT_THAT(create(flags), StatusIs(StatusCode::kInvalidArgument,
+                                      HasSubstr("more than 2^64 bytes")));
+  flags.kube_reserved.clear();
+  flags.system_reserved = "memory=512Mi";
+  for (const char* threshold :
+       {"memory.available<nan%", "memory.available<NaN%",
+        "memory.available<inf%"}) {
+    flags.eviction_hard = threshold;
+    EXPECT_THAT(create(flags),
+                StatusIs(StatusCode::kInvalidArgument,
+                         HasSubstr("is not a percentage from 0% to 100%")))
+        << threshold;
+  }
+  flags.eviction_hard.reset();
   flags.kube_reserved = "gpu=1";
   EXPECT_THAT(create(flags),
               StatusIs(StatusCode::kInvalidArgument,
@@ -359,6 +393,200 @@ TEST_F(HostMemoryTest, RestartRefusedWhenTheMachineOrPolicyChanged) {
                          HasSubstr("configured policy \"None\" differs from "
                                    "state checkpoint policy \"Static\"")));
   }
+}
+
+// A pod released and admitted again under its uid (as serve re-admits,
+// and the kubelet never does) pins its memory once: the memory its first
+// init container left for reuse died with the first admission. The same
+// through an admission refused and undone.
+TEST_F(HostMemoryTest, AdmittedAgainAfterAReleaseOrARefusalPinsOnce) {
+  Start(Config(manager::kPolicySingleNumaNode),
+        TwoNodeMachine(root_.path(), 8));
+  const auto free_on = [&](size_t zone) {
+    // Held whole: a range-for over a part of a temporary would outlive it.
+    const nlohmann::json nrt = host_->NodeResourceTopology();
+    for (const auto& r : nrt["zones"][zone]["resources"]) {
+      if (r["name"] == "memory") return r["available"].get<std::string>();
+    }
+    return std::string();
+  };
+
+  manager::Pod first = MemoryPod("c", 1 * kGiB);
+  manager::Container init = first.containers[0];
+  init.name = "init";
+  init.limits["memory"] = static_cast<int64_t>(6 * kGiB);
+  first.init_containers = {init};
+  ASSERT_TRUE(host_->Admit(first, false).admitted);
+  ASSERT_THAT(host_->Release("c"), IsOk());
+  const PodResult again = host_->Admit(MemoryPod("c", 6 * kGiB), false);
+  ASSERT_TRUE(again.admitted) << again.message;
+  const size_t zone =
+      static_cast<size_t>(again.containers[0].numa_nodes->front());
+  EXPECT_EQ(free_on(zone), std::to_string(1 * kGiB));
+  ASSERT_THAT(host_->Release("c"), IsOk());
+
+  // Refused: the init container fits, the app container does not; undone.
+  manager::Pod refused = MemoryPod("d", 20 * kGiB);
+  refused.init_containers = {init};
+  ASSERT_FALSE(host_->Admit(refused, false).admitted);
+  const PodResult retried = host_->Admit(MemoryPod("d", 6 * kGiB), false);
+  ASSERT_TRUE(retried.admitted) << retried.message;
+  EXPECT_EQ(
+      free_on(static_cast<size_t>(retried.containers[0].numa_nodes->front())),
+      std::to_string(1 * kGiB));
+  // What is pinned restarts: validateState agrees with the assignments.
+  Crash();
+  Start(Config(manager::kPolicySingleNumaNode),
+        TwoNodeMachine(root_.path() / "again", 8));
+  EXPECT_EQ(host_->StatusJson()["pods"].size(), 1u);
+}
+
+// Sizes of 2^63 bytes and more (MemTotal of 2^53 kB a node) are written
+// unsigned and read back unsigned: the restart restores, it does not call
+// its own journal corrupt.
+TEST_F(HostMemoryTest, MemoryPast2To63BytesRestarts) {
+  constexpr uint64_t kGibs = uint64_t{1} << 33;  // 2^63 bytes a node
+  Start(Config(manager::kPolicyBestEffort),
+        TwoNodeMachine(root_.path(), kGibs));
+  const PodResult big = host_->Admit(MemoryPod("big", 2 * kGiB), false);
+  ASSERT_TRUE(big.admitted) << big.reason << ": " << big.message;
+  const auto before = host_->StatusJson()["pods"];
+  Crash();
+  Start(Config(manager::kPolicyBestEffort),
+        TwoNodeMachine(root_.path() / "again", kGibs));
+  EXPECT_EQ(host_->StatusJson()["pods"], before);
+  EXPECT_TRUE(std::filesystem::exists(dir_.path() / "device-plugins" /
+                                      kCheckpointFile));
+}
+
+// Every damage to the checkpoint of a node with pinned memory is refused,
+// with the kubelet's words and the files left as they were, or survived
+// with nothing forgotten: one byte changed at each of many places of the
+// journal (the memory and admit records among them), and the snapshot.
+TEST_F(HostMemoryTest, DamagedCheckpointIsRefusedOrSurvivedNeverForgotten) {
+  Start(Config(manager::kPolicyBestEffort), TwoNodeMachine(root_.path(), 8));
+  ASSERT_TRUE(host_->Admit(MemoryPod("a", 2 * kGiB), false).admitted);
+  ASSERT_TRUE(host_->Admit(MemoryPod("b", 3 * kGiB), false).admitted);
+  const auto pods = host_->StatusJson()["pods"];
+  Crash();
+  const auto dir = dir_.path() / "device-plugins";
+  const auto journal = dir / (std::string(kCheckpointFile) + ".journal");
+  const auto read = [](const std::filesystem::path& path) {
+    std::ifstream in(path, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  const std::string good = read(journal);
+  const size_t records = good.find_last_of('\n');
+  ASSERT_NE(records, std::string::npos);
+  std::mt19937_64 random(51u);
+  size_t refused = 0;
+  for (int round = 0; round < 48; ++round) {
+    // Anywhere in the records but their last newline (that one, lost, is a
+    // write a crash cut short: never acknowledged, so never a loss).
+    const size_t at =
+        round < 40 ? random() % records : good.find("\"op\":\"memory\"") + 4;
+    std::string damaged = good;
+    damaged[at] =
+        static_cast<char>(damaged[at] ^ static_cast<char>(1 + random() % 127));
+    std::ofstream(journal, std::ios::binary | std::ios::trunc) << damaged;
+    auto host = HostManager::Create(Config(manager::kPolicyBestEffort),
+                                    TwoNodeMachine(root_.path() / "r", 8));
+    ASSERT_THAT(host.status(), IsOk());
+    const Status started = testing::StartHost(**host);
+    if (!started.ok()) {
+      ++refused;
+      EXPECT_THAT(started, StatusIs(StatusCode::kFailedPrecondition,
+                                    HasSubstr("please drain this node")))
+          << "byte " << at;
+      EXPECT_EQ(read(journal), damaged) << "byte " << at;
+      EXPECT_FALSE(std::filesystem::exists(
+          dir / (std::string(kCheckpointFile) + ".corrupt")));
+    } else {
+      EXPECT_EQ((*host)->StatusJson()["pods"], pods) << "byte " << at;
+    }
+    (*host)->Stop();
+    std::filesystem::remove_all(root_.path() / "r");
+  }
+  EXPECT_GT(refused, 0u);
+  // The snapshot damaged (the journal good): refused the same way, twice.
+  std::ofstream(journal, std::ios::binary | std::ios::trunc) << good;
+  std::ofstream(dir / kCheckpointFile, std::ios::binary | std::ios::trunc)
+      << "garbage\n";
+  for (int start = 0; start < 2; ++start) {
+    auto host = HostManager::Create(Config(manager::kPolicyBestEffort),
+                                    TwoNodeMachine(root_.path() / "s", 8));
+    ASSERT_THAT(host.status(), IsOk());
+    EXPECT_THAT(testing::StartHost(**host),
+                StatusIs(StatusCode::kFailedPrecondition,
+                         HasSubstr("please drain this node")));
+    (*host)->Stop();
+    std::filesystem::remove_all(root_.path() / "s");
+  }
+}
+
+// Twenty clients admitting one pod at once get one answer: the first
+// admission's, never "busy" or a refusal without a reason; twenty releasing
+// it get one release and nineteen "not found", never UNAVAILABLE.
+TEST_F(HostMemoryTest, TwentyClientsOfOnePodGetTheFirstAnswer) {
+  Start(Config(manager::kPolicyBestEffort), TwoNodeMachine(root_.path(), 8));
+  constexpr int kClients = 20;
+  for (int round = 0; round < 3; ++round) {
+    std::vector<PodResult> results(kClients);
+    {
+      std::vector<std::thread> clients;
+      for (int i = 0; i < kClients; ++i) {
+        clients.emplace_back([&, i] {
+          results[static_cast<size_t>(i)] =
+              host_->Admit(MemoryPod("same", 2 * kGiB), false);
+        });
+      }
+      for (std::thread& client : clients) client.join();
+    }
+    for (const PodResult& result : results) {
+      ASSERT_TRUE(result.admitted) << result.reason << ": " << result.message;
+      EXPECT_EQ(MemoryOf(result), MemoryOf(results[0]));
+    }
+    EXPECT_EQ(host_->StatusJson()["pods"].size(), 1u);
+    std::vector<Status> released(kClients);
+    {
+      std::vector<std::thread> clients;
+      for (int i = 0; i < kClients; ++i) {
+        clients.emplace_back([&, i] {
+          released[static_cast<size_t>(i)] = host_->Release("same");
+        });
+      }
+      for (std::thread& client : clients) client.join();
+    }
+    int ok = 0;
+    for (const Status& status : released) {
+      if (status.ok()) {
+        ++ok;
+      } else {
+        EXPECT_EQ(status.code(), StatusCode::kNotFound) << status.message();
+      }
+    }
+    EXPECT_EQ(ok, 1);
+    EXPECT_THAT(host_->StatusJson()["pods"], IsEmpty());
+  }
+  // Admissions and releases of one pod interleaved: every refusal and
+  // every failure says why.
+  std::vector<std::thread> clients;
+  std::atomic<int> unexplained{0};
+  for (int i = 0; i < kClients; ++i) {
+    clients.emplace_back([&, i] {
+      if (i % 2 == 0) {
+        const PodResult r = host_->Admit(MemoryPod("mixed", kGiB), false);
+        if (!r.admitted && (r.reason.empty() || r.message.empty())) {
+          ++unexplained;
+        }
+      } else {
+        const Status s = host_->Release("mixed");
+        if (!s.ok() && s.code() != StatusCode::kNotFound) ++unexplained;
+      }
+    });
+  }
+  for (std::thread& client : clients) client.join();
+  EXPECT_EQ(unexplained.load(), 0);
 }
 
 }  // namespace

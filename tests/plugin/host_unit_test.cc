@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "checkpoint.h"
+#include "kubelet_config.h"
 #include "pod_manifest.h"
 #include "status_matchers.h"
 #include "text_util.h"
@@ -314,6 +315,80 @@ TEST(PodManifestTest, TopologyPolicyFromTheSpecOrTheAnnotation) {
                                 "e")
                   .status(),
               StatusIs(StatusCode::kInvalidArgument, HasSubstr("contradicts")));
+}
+
+// serve --config: a KubeletConfiguration as the kubelet reads it, each
+// field the managers and Node Allocatable read on the flag it stands for,
+// a flag given on the command line over it.
+TEST(KubeletConfigTest, TheManagersFieldsBecomeServesFlags) {
+  const std::string text =
+      "apiVersion: kubelet.config.k8s.io/v1beta1\n"
+      "kind: KubeletConfiguration\n"
+      "cgroupDriver: systemd\n"  // not the managers': left alone
+      "topologyManagerPolicy: single-numa-node\n"
+      "topologyManagerScope: pod\n"
+      "topologyManagerPolicyOptions: {prefer-closest-numa-nodes: \"true\"}\n"
+      "cpuManagerPolicy: static\n"
+      "reservedSystemCPUs: 0-1\n"
+      "memoryManagerPolicy: Static\n"
+      "kubeReserved: {cpu: 500m, memory: 924Mi}\n"
+      "systemReserved: {memory: 1Gi}\n"
+      "evictionHard: {memory.available: 100Mi, nodefs.available: 10%}\n"
+      "reservedMemory:\n"
+      "  - numaNode: 0\n"
+      "    limits: {memory: 1Gi, hugepages-2Mi: 4Mi}\n"
+      "  - {numaNode: 1, limits: {memory: 1Gi}}\n";
+  ServeFlags flags;
+  ASSERT_THAT(ApplyKubeletConfiguration(text, "kubelet.yaml", &flags), IsOk());
+  EXPECT_EQ(flags.policy, "single-numa-node");
+  EXPECT_EQ(flags.scope, "pod");
+  EXPECT_EQ(flags.policy_options, "prefer-closest-numa-nodes=true");
+  EXPECT_EQ(flags.cpu_policy, "static");
+  EXPECT_EQ(flags.reserved_cpus, "0-1");
+  EXPECT_EQ(flags.memory.policy, "Static");
+  EXPECT_EQ(flags.memory.kube_reserved, "cpu=500m,memory=924Mi");
+  EXPECT_EQ(flags.memory.system_reserved, "memory=1Gi");
+  EXPECT_EQ(flags.memory.eviction_hard,
+            "memory.available<100Mi,nodefs.available<10%");
+  EXPECT_THAT(flags.memory.reserved_memory,
+              ElementsAre("0:hugepages-2Mi=4Mi,memory=1Gi", "1:memory=1Gi"));
+  // The flags given win.
+  ServeFlags given;
+  given.policy = "restricted";
+  given.memory.reserved_memory = {"0:memory=2Gi"};
+  given.given = {"--topology-manager-policy", "--reserved-memory"};
+  ASSERT_THAT(ApplyKubeletConfiguration(text, "kubelet.yaml", &given), IsOk());
+  EXPECT_EQ(given.policy, "restricted");
+  EXPECT_THAT(given.memory.reserved_memory, ElementsAre("0:memory=2Gi"));
+  EXPECT_EQ(given.scope, "pod");
+}
+
+TEST(KubeletConfigTest, WhatCannotBeReadIsNamed) {
+  const std::string header =
+      "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n";
+  const std::pair<std::string, std::string> cases[] = {
+      {"kind: Pod\n", "not a KubeletConfiguration"},
+      {"apiVersion: v1\nkind: KubeletConfiguration\n",
+       "not a KubeletConfiguration"},
+      {header + "reservedMemory: {numaNode: 0}\n",
+       "reservedMemory: not a list"},
+      {header + "reservedMemory: [{limits: {memory: 1Gi}}]\n",
+       "reservedMemory[0].numaNode: missing"},
+      {header + "kubeReserved: [memory]\n", "kubeReserved: not a mapping"},
+      {header + "cpuManagerPolicy: [static]\n",
+       "cpuManagerPolicy: not a string or number"},
+      {header + "cpuManagerPolicyOptions: {full-pcpus-only: \"true\"}\n",
+       "cpuManagerPolicyOptions full-pcpus-only=true"},
+      {header + "memoryManagerPolicy: Static\nmemoryManagerPolicy: None\n",
+       "given twice"},
+      {"{", "kubelet.yaml"},
+  };
+  for (const auto& [text, message] : cases) {
+    ServeFlags flags;
+    EXPECT_THAT(ApplyKubeletConfiguration(text, "kubelet.yaml", &flags),
+                StatusIs(StatusCode::kInvalidArgument, HasSubstr(message)))
+        << text;
+  }
 }
 
 }  // namespace

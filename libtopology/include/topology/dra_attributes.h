@@ -20,16 +20,27 @@
 #define TOPOLOGY_DRA_ATTRIBUTES_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
 #include <vector>
 
 #include "topology/export.h"
+#include "topology/pci_address.h"
 #include "topology/status.h"
 #include "topology/sysfs_reader.h"
 
 namespace topology::dra {
+
+// A PCI function's DRA device name, as topology-dra-driver publishes it
+// and topology-info --format dra prints it: "pci-0000-3b-00-0", a DNS label
+// (a device name must be one; the bus id "0000:3b:00.0" is not).
+TOPOLOGY_EXPORT std::string PciDeviceName(const PciAddress& address);
+// The address a PciDeviceName names; nullopt for any other text (the name
+// of the returned address is exactly `name`).
+TOPOLOGY_EXPORT std::optional<PciAddress> AddressOfPciDeviceName(
+    std::string_view name);
 
 inline constexpr char kAttributePrefix[] = "resource.kubernetes.io/";
 inline constexpr char kPcieRootAttribute[] = "resource.kubernetes.io/pcieRoot";

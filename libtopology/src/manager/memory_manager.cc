@@ -7,12 +7,8 @@
 #include <set>
 #include <string>
 
-#include "saturating.h"
-
 namespace topology::manager {
 namespace {
-
-using internal::SaturatingAdd;
 
 // A mask holds 64 nodes; above 8 the hints are compact (HintFamily) and
 // Allocate searches them instead of listing every subset.
@@ -66,6 +62,47 @@ std::map<std::string, uint64_t> PodRequestedMemory(const Pod& pod) {
   return out;
 }
 
+Status ValidateReservedMemoryConfiguration(
+    const std::vector<MemoryReservation>& reservations) {
+  // Every error, joined as the kubelet's aggregate error joins them.
+  std::vector<std::string> errors;
+  std::map<int, std::set<std::string>> seen;
+  for (const MemoryReservation& reservation : reservations) {
+    const std::string node = std::to_string(reservation.numa_node);
+    std::set<std::string>& types = seen[reservation.numa_node];
+    for (const auto& [type, size] : reservation.limits) {
+      if (!IsMemoryResource(type)) {
+        errors.push_back("invalid configuration: the limit type \"" + type +
+                         "\" for NUMA node " + node +
+                         " is not supported, only [memory "
+                         "hugepages-<HugePageSize>] is accepted");
+      }
+      if (size == 0) {
+        errors.push_back(
+            "invalid configuration: reserved memory may not be zero for NUMA "
+            "node " +
+            node + " and resource \"" + type + "\"");
+      }
+      if (!types.insert(type).second) {
+        errors.push_back(
+            "invalid configuration: the reserved memory has a duplicate value "
+            "for NUMA node " +
+            node + " and resource \"" + type + "\"");
+      }
+    }
+  }
+  if (errors.empty()) return OkStatus();
+  // utilerrors' aggregate: each message once, in order; brackets around
+  // more than one.
+  std::set<std::string> said;
+  std::string joined;
+  for (const std::string& error : errors) {
+    if (!said.insert(error).second) continue;
+    joined += (said.size() > 1 ? ", " : "") + error;
+  }
+  return InvalidArgumentError(said.size() == 1 ? joined : "[" + joined + "]");
+}
+
 Status ValidateReservedMemory(
     const std::vector<NumaNode>& nodes,
     const std::map<std::string, uint64_t>& node_allocatable_reservation,
@@ -81,7 +118,13 @@ Status ValidateReservedMemory(
           " that does not exist on this machine");
     }
     for (const auto& [type, size] : reservation.limits) {
-      total[type] = SaturatingAdd(total[type], size);
+      // The kubelet adds Quantities without bound; a sum past 2^64 bytes
+      // is refused here rather than saturated into a false equality.
+      if (__builtin_add_overflow(total[type], size, &total[type])) {
+        return InvalidArgumentError(
+            "the total amount of type \"" + type +
+            "\" reserved by --reserved-memory is larger than 2^64 bytes");
+      }
     }
   }
   std::set<std::string> types;
@@ -122,6 +165,12 @@ ReservedMemory ConvertReservedMemory(
 StatusOr<std::unique_ptr<MemoryManager>> MemoryManager::Create(
     const Options& options, const std::vector<NumaNode>& nodes,
     const Store* store) {
+  // The kubelet validates its configuration before any manager starts.
+  if (Status valid =
+          ValidateReservedMemoryConfiguration(options.reserved_memory);
+      !valid.ok()) {
+    return valid;
+  }
   if (options.policy == kMemoryPolicyNone) {
     return std::unique_ptr<MemoryManager>(
         new MemoryManager(options.policy, nullptr, store));
@@ -199,7 +248,10 @@ void MemoryManager::RemovePod(const std::string& pod_uid) {
   MutexLock lock(mutex_);
   if (!policy_) return;
   const auto pod = state_.assignments.find(pod_uid);
-  if (pod == state_.assignments.end()) return;
+  if (pod == state_.assignments.end()) {
+    policy_->RemoveContainer(state_, pod_uid, {});  // forgets its reuse
+    return;
+  }
   std::vector<std::string> containers;
   for (const auto& [name, blocks] : pod->second) containers.push_back(name);
   for (const std::string& name : containers) {

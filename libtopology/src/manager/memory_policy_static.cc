@@ -743,14 +743,22 @@ void StaticMemoryPolicy::UpdateInitContainersBlocks(
 
 void StaticMemoryPolicy::RemoveContainer(MemoryState& state,
                                          const std::string& pod_uid,
-                                         const std::string& container) const {
+                                         const std::string& container) {
   auto pod = state.assignments.find(pod_uid);
-  if (pod == state.assignments.end()) return;
+  if (pod == state.assignments.end()) {
+    reusable_.erase(pod_uid);
+    return;
+  }
   auto it = pod->second.find(container);
   if (it == pod->second.end()) return;
   const std::vector<MemoryBlock> blocks = std::move(it->second);
   pod->second.erase(it);
-  if (pod->second.empty()) state.assignments.erase(pod);
+  if (pod->second.empty()) {
+    state.assignments.erase(pod);
+    // Reusable memory is memory the pod's init containers hold: with the
+    // pod gone it is nobody's, and counting it again would pin it twice.
+    reusable_.erase(pod_uid);
+  }
   for (const MemoryBlock& block : blocks) {
     uint64_t released = block.size;
     for (int id : block.numa_affinity) {

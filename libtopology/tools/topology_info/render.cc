@@ -731,7 +731,8 @@ std::string RenderDra(const SysfsReader& sysfs, const Topology& topology,
     const std::string id = device.address.ToString();
     const dra::PciAttributes attributes =
         dra::StandardPciAttributes(sysfs, id, form);
-    out << "\n- name: " << YamlQuoted(id) << "\n  attributes:";
+    out << "\n- name: " << dra::PciDeviceName(device.address)
+        << "\n  attributes:";
     if (attributes.attributes.empty()) out << " {}";
     for (const dra::DeviceAttribute& attribute : attributes.attributes) {
       out << "\n    " << attribute.name << ":\n      ";

@@ -43,6 +43,9 @@ class TOPOLOGY_EXPORT CpuManager final : public HintProvider {
   ProviderHints GetPodTopologyHints(const Pod& pod) override;
   Status Allocate(const Pod& pod, const Container& container) override;
 
+  // The static policy: containers get exclusive CPUs.
+  bool is_static() const { return static_; }
+
   void RemovePod(const std::string& pod_uid);
   // Puts back a container's exclusive CPUs from a checkpoint. Fails with
   // INVALID_ARGUMENT when they are not allocatable (reserved, unknown or

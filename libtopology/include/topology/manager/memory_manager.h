@@ -94,6 +94,14 @@ struct MemoryReservation {
   std::map<std::string, uint64_t> limits = {};
 };
 
+// validation_reserved_memory.go's validateReservedMemoryConfiguration, run
+// on every kubelet configuration whatever the policy: each limit's type is
+// memory or hugepages-<size> and not zero, and no NUMA node names a type
+// twice. INVALID_ARGUMENT with the kubelet's words, every error joined as
+// its aggregate error joins them ("[a, b]" for more than one).
+TOPOLOGY_EXPORT Status ValidateReservedMemoryConfiguration(
+    const std::vector<MemoryReservation>& reservations);
+
 // memory_manager.go's validateReservedMemory: every node named exists, and
 // per memory type the reservations add up to the Node Allocatable
 // reservation of that type (kube-reserved + system-reserved + hard
@@ -145,9 +153,11 @@ class TOPOLOGY_EXPORT StaticMemoryPolicy {
   // hint for the container. Idempotent. Errors are the kubelet's.
   Status Allocate(MemoryState& state, const Pod& pod,
                   const Container& container, const TopologyHint& affinity);
-  // Idempotent.
+  // Idempotent. Once the pod holds no memory, the memory its init
+  // containers left for reuse goes too: a pod admitted again (by uid, as
+  // the host's serve does and the kubelet never does) starts from nothing.
   void RemoveContainer(MemoryState& state, const std::string& pod_uid,
-                       const std::string& container) const;
+                       const std::string& container);
 
   const ReusableMemory& reusable_memory() const { return reusable_; }
   void set_reusable_memory(ReusableMemory reusable) {

@@ -22,6 +22,7 @@ struct Container {
   std::map<std::string, int64_t> limits = {};
   // An init container with restartPolicy Always (a sidecar).
   bool restartable = false;
+  friend bool operator==(const Container&, const Container&) = default;
 };
 
 struct Pod {
@@ -39,6 +40,7 @@ struct Pod {
   // read ("spec.topology.policy" or the annotation's name).
   std::string topology_policy = {};
   std::string topology_policy_source = {};
+  friend bool operator==(const Pod&, const Pod&) = default;
 };
 
 // The pod's effective request of one resource, the rule every kubelet
