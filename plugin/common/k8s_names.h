@@ -30,6 +30,18 @@ inline bool IsDns1123Label(std::string_view text) {
   return true;
 }
 
+// An object UID as this project accepts one from outside (a claim's, a
+// Node's): the API server's are RFC 4122 UUIDs; letters, digits and '-',
+// 1 to 128 characters, so that it can name a file and is never a path or
+// a megabyte copied into every object that refers to it.
+inline bool IsUid(std::string_view text) {
+  if (text.empty() || text.size() > 128) return false;
+  for (char c : text) {
+    if (!IsAlnum(c) && c != '-') return false;
+  }
+  return true;
+}
+
 // Dot-separated DNS-1123 labels, at most 253 characters in all.
 inline bool IsDns1123Subdomain(std::string_view text) {
   if (text.empty() || text.size() > 253) return false;

@@ -43,8 +43,10 @@ struct PodDevices {
 
 // The checkpoint is refused beyond this size (a node's worth of entries is
 // well under a megabyte; 110 pods with 8 containers of 8 devices each is
-// 300 KiB).
-inline constexpr size_t kMaxDeviceCheckpointBytes = size_t{16} << 20;
+// 300 KiB). Parsed, a document takes about eight times its size: 4 MiB
+// keeps the DRA driver, which reads it, within its DaemonSet's 64 MiB
+// memory limit whatever the file holds.
+inline constexpr size_t kMaxDeviceCheckpointBytes = size_t{4} << 20;
 
 // Parses the checkpoint's text. INVALID_ARGUMENT naming the entry and the
 // field when it is not the kubelet's format (a missing key, a wrong type,

@@ -191,6 +191,18 @@ StatusOr<int> CreateFileAtomically(const std::filesystem::path& path,
   return fd.Release();
 }
 
+Status RefuseLinkedDirectory(std::string_view what,
+                             const std::filesystem::path& dir) {
+  std::error_code error;
+  if (dir.empty() || !std::filesystem::is_symlink(dir, error)) {
+    return OkStatus();
+  }
+  return FailedPreconditionError(
+      "the " + std::string(what) + " " + dir.string() +
+      " is a symbolic link: files are written there without following "
+      "links; give the directory it names");
+}
+
 size_t RemoveTemporaryLeftovers(const std::filesystem::path& path) {
   return RemoveTemporaryLeftoversIn(path.parent_path().empty()
                                         ? std::filesystem::path(".")

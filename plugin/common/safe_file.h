@@ -63,6 +63,15 @@ size_t RemoveTemporaryLeftoversIn(const std::filesystem::path& dir,
                                   const std::string& name_prefix,
                                   bool exact = false);
 
+// One rule for every directory a daemon writes into (its state, CDI specs,
+// sockets): FAILED_PRECONDITION, naming `what` and the path, when the last
+// component of `dir` is a symbolic link. Files there are written without
+// following links, so a linked directory would start and then fail every
+// write; it is refused at start instead ("give the directory it names").
+// OK when `dir` is empty, missing or a directory.
+Status RefuseLinkedDirectory(std::string_view what,
+                             const std::filesystem::path& dir);
+
 // Writes all of `contents` at the descriptor's offset, retrying short
 // writes and EINTR; false with errno set on failure.
 bool WriteAll(int fd, std::string_view contents);

@@ -9,6 +9,7 @@
 
 #include <glog/logging.h>
 
+#include "topology/dra_attributes.h"
 #include "topology/draplugin/claim_cdi.h"
 
 #include "k8s_names.h"
@@ -56,7 +57,7 @@ std::vector<draplugin::SliceDevice> DraInventory(
     if (pci == nullptr) continue;
     const std::string id = address.ToString();
     draplugin::SliceDevice device;
-    device.name = DraDeviceName(address);
+    device.name = dra::PciDeviceName(address);
     const dra::PciAttributes standard =
         dra::StandardPciAttributes(sysfs, id, numa_form);
     for (const dra::DeviceAttribute& attribute : standard.attributes) {
@@ -170,7 +171,7 @@ void TaintUnhealthy(const std::string& driver,
   if (unhealthy.empty()) return;
   std::set<std::string> names;
   for (const auto& [address, reason] : unhealthy) {
-    names.insert(DraDeviceName(address));
+    names.insert(dra::PciDeviceName(address));
   }
   for (draplugin::SliceDevice& device : *devices) {
     if (names.contains(device.name)) {
@@ -196,6 +197,16 @@ std::map<PciAddress, std::vector<std::string>> HeldThroughDevicePlugins(
   return held;
 }
 
+StatusOr<std::map<PciAddress, std::vector<std::string>>>
+ReadHeldThroughDevicePlugins(const std::filesystem::path& checkpoint) {
+  auto entries = kubelet::ReadDeviceCheckpoint(checkpoint);
+  if (entries.ok()) return HeldThroughDevicePlugins(*entries);
+  if (entries.status().code() == StatusCode::kNotFound) {
+    return std::map<PciAddress, std::vector<std::string>>();
+  }
+  return entries.status();
+}
+
 draplugin::DeviceTaint HeldTaint(const std::string& driver,
                                  const std::string& pod_uid) {
   return {.key = driver + "/device-plugin-allocated",
@@ -208,7 +219,8 @@ void TaintHeld(const std::string& driver,
                std::vector<draplugin::SliceDevice>* devices) {
   if (held.empty()) return;
   for (draplugin::SliceDevice& device : *devices) {
-    const std::optional<PciAddress> address = AddressOfDraDevice(device.name);
+    const std::optional<PciAddress> address =
+        dra::AddressOfPciDeviceName(device.name);
     if (!address) continue;
     const auto it = held.find(*address);
     if (it == held.end() || it->second.empty()) continue;
@@ -225,7 +237,7 @@ std::vector<draplugin::DeviceHealth> HealthReport(
     if (snapshot.topology.FindDevice(address) == nullptr) continue;
     draplugin::DeviceHealth health;
     health.pool = pool;
-    health.device = DraDeviceName(address);
+    health.device = dra::PciDeviceName(address);
     const auto reason = unhealthy.find(address);
     if (reason == unhealthy.end()) {
       health.health = draplugin::HealthStatus::kHealthy;
@@ -267,13 +279,15 @@ Status CheckNoOverlap(const Config& dra_config, const Snapshot& snapshot,
 
 DraHandler::DraHandler(Config config, std::filesystem::path host_root,
                        std::filesystem::path cdi_dir, std::string driver,
-                       std::string pool, SnapshotSource snapshot)
+                       std::string pool, SnapshotSource snapshot,
+                       HeldSource held)
     : config_(std::move(config)),
       host_root_(std::move(host_root)),
       cdi_dir_(std::move(cdi_dir)),
       driver_(std::move(driver)),
       pool_(std::move(pool)),
-      snapshot_(std::move(snapshot)) {}
+      snapshot_(std::move(snapshot)),
+      held_(std::move(held)) {}
 
 StatusOr<std::vector<draplugin::PreparedDevice>> DraHandler::Prepare(
     const draplugin::Claim& claim) {
@@ -283,7 +297,7 @@ StatusOr<std::vector<draplugin::PreparedDevice>> DraHandler::Prepare(
   // so a claim costs its own devices, not a walk of the node's 10,000.
   const auto find = [&](const std::string& name)
       -> std::optional<std::pair<PciAddress, size_t>> {
-    auto address = AddressOfDraDevice(name);
+    auto address = dra::AddressOfPciDeviceName(name);
     if (!address) return std::nullopt;
     const auto it = snapshot->claims.find(*address);
     if (it == snapshot->claims.end()) return std::nullopt;
@@ -308,6 +322,29 @@ StatusOr<std::vector<draplugin::PreparedDevice>> DraHandler::Prepare(
     const std::string id = found->first.ToString();
     if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
   }
+  // A device a running pod holds through a device plugin is never also
+  // prepared for a claim (a node moving from one path to the other); the
+  // kubelet's checkpoint is read now, not as last published, and a
+  // checkpoint that cannot be read refuses every claim.
+  if (held_) {
+    auto held = held_();
+    if (!held.ok()) {
+      return FailedPreconditionError(
+          "cannot tell which devices pods hold through a device plugin (" +
+          held.status().message() +
+          "); no device is prepared until it can be read");
+    }
+    for (const auto& [result, address] : chosen) {
+      const auto it = held->find(address);
+      if (it == held->end() || it->second.empty()) continue;
+      return FailedPreconditionError(
+          "device " + result->device + " (" + address.ToString() +
+          ") is held by pod " + it->second.front() +
+          " through a device plugin (the kubelet's device checkpoint names "
+          "it): it is not prepared for claim " +
+          claim.ref.ns + "/" + claim.ref.name + " while that pod holds it");
+    }
+  }
   // The environment of the claim: what Allocate gives each resource's
   // devices together.
   std::map<std::string, std::string> claim_env;
@@ -327,7 +364,7 @@ StatusOr<std::vector<draplugin::PreparedDevice>> DraHandler::Prepare(
   std::vector<plugin::CdiDevice> cdi;
   std::set<std::string> named;
   for (const auto& [result, address] : chosen) {
-    const std::string name = DraDeviceName(address);
+    const std::string name = dra::PciDeviceName(address);
     if (!named.insert(name).second) continue;
     const size_t index = find(name)->second;
     auto allocation = AllocationFor(config_.resources[index], *snapshot,
@@ -351,7 +388,7 @@ StatusOr<std::vector<draplugin::PreparedDevice>> DraHandler::Prepare(
     prepared.push_back({{result->request},
                         result->pool,
                         result->device,
-                        {id_of.at(DraDeviceName(address))}});
+                        {id_of.at(dra::PciDeviceName(address))}});
   }
   return prepared;
 }

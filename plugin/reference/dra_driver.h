@@ -90,6 +90,11 @@ void TaintUnhealthy(const std::string& driver,
 // UUID) are not matched.
 std::map<PciAddress, std::vector<std::string>> HeldThroughDevicePlugins(
     const std::vector<kubelet::PodDevices>& entries);
+// HeldThroughDevicePlugins of the kubelet's device checkpoint at
+// `checkpoint`, read now: empty when there is none; the reader's error
+// (a link, too large, not the kubelet's format) when it cannot be read.
+StatusOr<std::map<PciAddress, std::vector<std::string>>>
+ReadHeldThroughDevicePlugins(const std::filesystem::path& checkpoint);
 
 // The taint a device held through a device plugin carries in its slice:
 // "<driver>/device-plugin-allocated", its value the UID of the (first)
@@ -140,9 +145,16 @@ std::string DeviceClassesYaml(const Config& config, const std::string& driver);
 class DraHandler final : public draplugin::DriverHandler {
  public:
   using SnapshotSource = std::function<std::shared_ptr<const Snapshot>()>;
+  // The devices running pods hold through device plugins, read afresh
+  // (ReadHeldThroughDevicePlugins of the kubelet's checkpoint).
+  using HeldSource =
+      std::function<StatusOr<std::map<PciAddress, std::vector<std::string>>>()>;
+  // With `held`, Prepare refuses a claim any of whose devices a pod holds
+  // through a device plugin, and every claim while `held` cannot say
+  // (fails closed): one device is never handed out by both paths.
   DraHandler(Config config, std::filesystem::path host_root,
              std::filesystem::path cdi_dir, std::string driver,
-             std::string pool, SnapshotSource snapshot);
+             std::string pool, SnapshotSource snapshot, HeldSource held = {});
 
   StatusOr<std::vector<draplugin::PreparedDevice>> Prepare(
       const draplugin::Claim& claim) override;
@@ -160,6 +172,7 @@ class DraHandler final : public draplugin::DriverHandler {
   const std::string driver_;
   const std::string pool_;
   const SnapshotSource snapshot_;
+  const HeldSource held_;
 };
 
 }  // namespace topology::device_plugin

@@ -306,16 +306,14 @@ int Run(int argc, char** argv) {
   std::map<topology::PciAddress, std::vector<std::string>> held;
   std::string held_problem;
   const auto read_held = [&]() -> bool {
-    auto entries = topology::kubelet::ReadDeviceCheckpoint(device_checkpoint);
+    auto read = dp::ReadHeldThroughDevicePlugins(device_checkpoint);
     std::map<topology::PciAddress, std::vector<std::string>> now;
-    if (entries.ok()) {
-      now = dp::HeldThroughDevicePlugins(*entries);
-      held_problem.clear();
-    } else if (entries.status().code() == topology::StatusCode::kNotFound) {
+    if (read.ok()) {
+      now = std::move(*read);
       held_problem.clear();
     } else {
-      if (entries.status().message() != held_problem) {
-        held_problem = entries.status().message();
+      if (read.status().message() != held_problem) {
+        held_problem = read.status().message();
         LOG(WARNING) << held_problem
                      << "; devices held through a device plugin stay as last "
                         "read";
@@ -366,8 +364,15 @@ int Run(int argc, char** argv) {
   };
   // The kubelet's directories before anything is published: a bad
   // --registry-dir or --plugin-dir ends the start here, naming it.
-  dp::DraHandler handler(*config, host_root, cdi_dir, driver, node,
-                         [&inventory] { return inventory.get(); });
+  // Prepare reads the kubelet's device checkpoint itself, at each claim:
+  // the taint above guards nothing where DRADeviceTaints is off or a claim
+  // tolerates it.
+  dp::DraHandler handler(
+      *config, host_root, cdi_dir, driver, node,
+      [&inventory] { return inventory.get(); },
+      [device_checkpoint] {
+        return dp::ReadHeldThroughDevicePlugins(device_checkpoint);
+      });
   dra::ApiClaimSource source(client->get());
   dra::DriverOptions options;
   options.driver_name = driver;

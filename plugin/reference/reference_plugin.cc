@@ -10,12 +10,14 @@
 
 #include "topology/device_selection.h"
 #include "topology/discovery.h"
+#include "topology/dra_attributes.h"
 #include "topology/draplugin/claim_checkpoint.h"
 #include "topology/plugin/cdi.h"
 #include "topology/plugin/metrics_text.h"
 #include "topology/plugin/uevent_monitor.h"
 
 #include "nvidia.h"
+#include "safe_file.h"
 #include "selectors.h"
 
 namespace topology::device_plugin {
@@ -248,6 +250,13 @@ class TopologyDevicePlugin::Handler final : public plugin::ResourceHandler {
 
   StatusOr<plugin::ContainerAllocation> Allocate(
       const std::vector<std::string>& device_ids) override {
+    // Read afresh: a claim prepared since the last list is never handed
+    // out a second time, and an unreadable claim checkpoint refuses.
+    if (Status free = plugin_->CheckNotHeldByDra(device_ids); !free.ok()) {
+      LOG(WARNING) << config_.name << ": Allocate " << Join(device_ids, ",")
+                   << ": " << free.message();
+      return free;
+    }
     const std::shared_ptr<const Snapshot> snapshot = plugin_->snapshot();
     auto allocation =
         AllocationFor(config_, *snapshot, plugin_->options_.host_root,
@@ -282,10 +291,20 @@ TopologyDevicePlugin::~TopologyDevicePlugin() { Stop(); }
 
 StatusOr<std::unique_ptr<TopologyDevicePlugin>> TopologyDevicePlugin::Create(
     PluginOptions options) {
+  if (Status direct =
+          files::RefuseLinkedDirectory("CDI directory", options.cdi_dir);
+      !direct.ok()) {
+    return direct;
+  }
   std::unique_ptr<TopologyDevicePlugin> plugin(
       new TopologyDevicePlugin(std::move(options)));
   // Events from here on start a rescan once the loop runs.
   if (plugin->options_.watch_uevents) plugin->loop_->WatchUevents();
+  // A claim the DRA driver prepares or unprepares changes the lists at
+  // once, not at the next period (with --rescan-interval 0, never).
+  if (!plugin->options_.dra_claims.empty()) {
+    plugin->loop_->WatchFile(plugin->options_.dra_claims);
+  }
   auto snapshot = plugin->Discover({});
   if (!snapshot.ok()) return snapshot.status();
   for (const std::string& warning : PfNamesWithoutInterface(
@@ -340,26 +359,6 @@ StatusOr<std::unique_ptr<TopologyDevicePlugin>> TopologyDevicePlugin::Create(
   return plugin;
 }
 
-std::string DraDeviceName(const PciAddress& address) {
-  std::string name = "pci-" + address.ToString();
-  std::replace(name.begin(), name.end(), ':', '-');
-  std::replace(name.begin(), name.end(), '.', '-');
-  return name;
-}
-
-std::optional<PciAddress> AddressOfDraDevice(std::string_view name) {
-  // "pci-0000-3b-00-0" -> "0000:3b:00.0"
-  if (name.size() != 16 || !name.starts_with("pci-")) return std::nullopt;
-  std::string text(name.substr(4));
-  if (text[4] != '-' || text[7] != '-' || text[10] != '-') return std::nullopt;
-  text[4] = ':';
-  text[7] = ':';
-  text[10] = '.';
-  auto address = PciAddress::Parse(text);
-  if (!address.ok() || DraDeviceName(*address) != name) return std::nullopt;
-  return *address;
-}
-
 StatusOr<std::shared_ptr<Snapshot>> DiscoverSnapshot(
     const Config& config, const std::filesystem::path& host_root,
     const SysfsReader& sysfs, const std::filesystem::path& cdi_dir,
@@ -410,7 +409,10 @@ std::vector<plugin::Device> TopologyDevicePlugin::DevicesOf(
   for (const auto& [address, index] : snapshot.claims) {
     if (index != resource) continue;
     // Held by a prepared DRA claim: offered again once it is unprepared.
+    // Before the claim checkpoint was ever read whole (corrupt, a link,
+    // too large at start), any device may be held: none is offered.
     if (dra_held_.contains(address)) continue;
+    if (!options_.dra_claims.empty() && !dra_held_known_) continue;
     const PciDevice* device = snapshot.topology.FindDevice(address);
     if (device == nullptr) continue;
     std::optional<plugin::HealthVerdict> last;
@@ -693,31 +695,67 @@ void TopologyDevicePlugin::NotifyUevent(const std::string& action,
   loop_->OnUevent(action, devpath);
 }
 
-bool TopologyDevicePlugin::ReadDraHeld() {
-  if (options_.dra_claims.empty()) return false;
-  auto claims = draplugin::LoadClaims(options_.dra_claims);
-  std::set<PciAddress> now;
-  if (claims.ok()) {
-    for (const auto& [uid, claim] : *claims) {
-      for (const draplugin::PreparedDevice& device : claim.devices) {
-        if (auto address = AddressOfDraDevice(device.device)) {
-          now.insert(*address);
-        }
+StatusOr<std::set<PciAddress>> ReadDraClaimHeld(
+    const std::filesystem::path& checkpoint) {
+  auto claims = draplugin::LoadClaims(checkpoint);
+  std::set<PciAddress> held;
+  if (!claims.ok()) {
+    if (claims.status().code() == StatusCode::kNotFound) return held;
+    return claims.status();
+  }
+  for (const auto& [uid, claim] : *claims) {
+    for (const draplugin::PreparedDevice& device : claim.devices) {
+      if (auto address = dra::AddressOfPciDeviceName(device.device)) {
+        held.insert(*address);
       }
     }
-    dra_claims_problem_.clear();
-  } else if (claims.status().code() == StatusCode::kNotFound) {
+  }
+  return held;
+}
+
+Status TopologyDevicePlugin::CheckNotHeldByDra(
+    const std::vector<std::string>& device_ids) const {
+  if (options_.dra_claims.empty()) return OkStatus();
+  auto held = ReadDraClaimHeld(options_.dra_claims);
+  if (!held.ok()) {
+    return FailedPreconditionError(
+        "cannot tell which devices prepared DRA claims hold (" +
+        held.status().message() +
+        "); nothing is allocated until it can be read");
+  }
+  for (const std::string& id : device_ids) {
+    auto address = PciAddress::Parse(id);
+    if (address.ok() && held->contains(*address)) {
+      return FailedPreconditionError(
+          "device " + id + " is held by a prepared DRA claim (" +
+          options_.dra_claims.string() +
+          "): it is not allocated through the device plugin too");
+    }
+  }
+  return OkStatus();
+}
+
+bool TopologyDevicePlugin::ReadDraHeld() {
+  if (options_.dra_claims.empty()) return false;
+  auto read = ReadDraClaimHeld(options_.dra_claims);
+  std::set<PciAddress> now;
+  if (read.ok()) {
+    now = std::move(*read);
     dra_claims_problem_.clear();
   } else {
-    if (claims.status().message() != dra_claims_problem_) {
-      dra_claims_problem_ = claims.status().message();
+    if (read.status().message() != dra_claims_problem_) {
+      dra_claims_problem_ = read.status().message();
       LOG(WARNING) << dra_claims_problem_
-                   << "; the devices DRA claims hold stay as last read";
+                   << "; the devices DRA claims hold stay as last read (none "
+                      "is offered if it was never read), and Allocate "
+                      "refuses every device until it can be read";
     }
     return false;
   }
   MutexLock lock(mu_);
-  if (now == dra_held_) return false;
+  const bool first = !dra_held_known_;
+  dra_held_known_ = true;
+  if (now == dra_held_ && !first) return false;
   for (const PciAddress& address : now) {
     if (!dra_held_.contains(address)) {
       LOG(INFO) << address.ToString()

@@ -83,11 +83,10 @@ struct Snapshot {
   std::set<std::string> cdi_defined;
 };
 
-// A PCI function's DRA device name (topology-dra-driver's):
-// "pci-0000-3b-00-0", a DNS label.
-std::string DraDeviceName(const PciAddress& address);
-// The address a DRA device name names; nullopt for any other text.
-std::optional<PciAddress> AddressOfDraDevice(std::string_view name);
+// The devices prepared claims of topology-dra-driver hold, from its claim
+// checkpoint: empty when there is none; the reader's error otherwise.
+StatusOr<std::set<PciAddress>> ReadDraClaimHeld(
+    const std::filesystem::path& checkpoint);
 
 // One discovery under `host_root` with what the plugin derives from it:
 // the config's claims (sticky for `previous`), the NVIDIA inventory, the
@@ -184,6 +183,10 @@ class TopologyDevicePlugin {
   // changed. A file that cannot be read keeps the last set (logged once
   // per problem).
   bool ReadDraHeld() TOPOLOGY_REQUIRES(rescan_mu_) TOPOLOGY_EXCLUDES(mu_);
+  // For Allocate: options_.dra_claims read now; FAILED_PRECONDITION when a
+  // device of `device_ids` is held by a prepared claim, or when the file
+  // exists but cannot be read (fails closed).
+  Status CheckNotHeldByDra(const std::vector<std::string>& device_ids) const;
   // One pass of the rescan loop: a full rescan after a uevent, without
   // uevents, or while GPU driver information is missing; else a reconcile.
   void Pass(const plugin::RescanLoop::Pass& pass);
@@ -209,6 +212,8 @@ class TopologyDevicePlugin {
   std::string last_rescan_error_ TOPOLOGY_GUARDED_BY(mu_);
   // Devices prepared claims of the DRA driver hold: not offered.
   std::set<PciAddress> dra_held_ TOPOLOGY_GUARDED_BY(mu_);
+  // The claim checkpoint was read whole at least once.
+  bool dra_held_known_ TOPOLOGY_GUARDED_BY(mu_) = false;
   std::string dra_claims_problem_ TOPOLOGY_GUARDED_BY(rescan_mu_);
 
   // One rescan at a time; taken before mu_.

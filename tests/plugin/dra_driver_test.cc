@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <map>
 #include <set>
 #include <string>
 
@@ -15,6 +16,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "topology/dra_attributes.h"
 #include "topology/draplugin/claim_cdi.h"
 #include "topology/sysfs_reader.h"
 
@@ -26,6 +28,7 @@ namespace topology::device_plugin {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 using ::testing::SizeIs;
 using ::topology::testing::IsOk;
 using ::topology::testing::StatusIs;
@@ -144,7 +147,7 @@ TEST_F(DraDriverTest, AFaultTaintsTheDeviceAndReportsItUnhealthyUntilQuiet) {
   for (const auto& device : devices) {
     if (device.taints.empty()) continue;
     ++tainted;
-    EXPECT_EQ(device.name, DraDeviceName(address));
+    EXPECT_EQ(device.name, dra::PciDeviceName(address));
     EXPECT_EQ(device.taints[0].key, "pci.libtopology.dev/unhealthy");
     EXPECT_EQ(device.taints[0].effect, "NoSchedule");
   }
@@ -154,7 +157,7 @@ TEST_F(DraDriverTest, AFaultTaintsTheDeviceAndReportsItUnhealthyUntilQuiet) {
   ASSERT_EQ(report.size(), devices.size());
   for (const auto& entry : report) {
     EXPECT_EQ(entry.pool, "node-a");
-    if (entry.device == DraDeviceName(address)) {
+    if (entry.device == dra::PciDeviceName(address)) {
       EXPECT_EQ(entry.health, draplugin::HealthStatus::kUnhealthy);
       EXPECT_THAT(entry.message, HasSubstr("AER"));
     } else {
@@ -287,9 +290,9 @@ TEST_F(DraDriverTest,
     EXPECT_EQ(device.taints[0].value, "6c1e8f50-0b8a-4d1e-9d1c-7a3f2b4c5d6e");
     EXPECT_EQ(device.taints[0].effect, "NoSchedule");
   }
-  EXPECT_EQ(tainted,
-            (std::set<std::string>{DraDeviceName(*PciAddress::Parse(vfs[0])),
-                                   DraDeviceName(*PciAddress::Parse(vfs[1]))}));
+  EXPECT_EQ(tainted, (std::set<std::string>{
+                         dra::PciDeviceName(*PciAddress::Parse(vfs[0])),
+                         dra::PciDeviceName(*PciAddress::Parse(vfs[1]))}));
   // What the API server accepts.
   EXPECT_THAT(draplugin::ValidateDevices(kDriver, devices), IsOk());
   // A UID that is no label value leaves the value empty, not the slice
@@ -300,12 +303,12 @@ TEST_F(DraDriverTest,
 
 TEST(DraDeviceNameTest, ANameIsReadBackToItsAddressAndNothingElse) {
   const auto address = *PciAddress::Parse("0000:3b:00.1");
-  EXPECT_EQ(DraDeviceName(address), "pci-0000-3b-00-1");
-  EXPECT_EQ(AddressOfDraDevice("pci-0000-3b-00-1"), address);
+  EXPECT_EQ(dra::PciDeviceName(address), "pci-0000-3b-00-1");
+  EXPECT_EQ(dra::AddressOfPciDeviceName("pci-0000-3b-00-1"), address);
   for (const char* other :
        {"", "pci-0000-3b-00-8", "pci-0000:3b:00.1", "PCI-0000-3B-00-1",
         "pci-0000-3b-00-1-", "accel-0000-3b-00-1", "pci-0000-3B-00-1"}) {
-    EXPECT_EQ(AddressOfDraDevice(other), std::nullopt) << other;
+    EXPECT_EQ(dra::AddressOfPciDeviceName(other), std::nullopt) << other;
   }
 }
 
@@ -335,8 +338,8 @@ TEST_F(DraDriverTest, PrepareGivesTheDevicePluginsEditsAsOneSpecPerClaim) {
   draplugin::Claim claim;
   claim.ref = {"ml", "uid-1", "pair"};
   for (size_t i = 0; i < 2; ++i) {
-    claim.results.push_back(
-        {"vf", kDriver, "node-a", DraDeviceName(*PciAddress::Parse(vfs[i]))});
+    claim.results.push_back({"vf", kDriver, "node-a",
+                             dra::PciDeviceName(*PciAddress::Parse(vfs[i]))});
   }
   DraHandler handler = Handler();
   auto prepared = handler.Prepare(claim);
@@ -372,6 +375,48 @@ TEST_F(DraDriverTest, PrepareGivesTheDevicePluginsEditsAsOneSpecPerClaim) {
   EXPECT_FALSE(std::filesystem::exists(file));
 }
 
+// A device a running pod holds through a device plugin (the kubelet's
+// device checkpoint, read at each Prepare) is never prepared for a claim,
+// taint or no taint; a checkpoint that cannot be read refuses every claim.
+TEST_F(DraDriverTest, DevicesHeldThroughADevicePluginAreNeverPrepared) {
+  const std::vector<std::string> vfs = Vfs();
+  ASSERT_GE(vfs.size(), 2u);
+  const PciAddress first = *PciAddress::Parse(vfs[0]);
+  StatusOr<std::map<PciAddress, std::vector<std::string>>> held =
+      std::map<PciAddress, std::vector<std::string>>{{first, {"u1"}}};
+  DraHandler handler(
+      config_, root_.path(), cdi_.path(), kDriver, "node-a",
+      [this] { return snapshot_; }, [&held] { return held; });
+  draplugin::Claim claim;
+  claim.ref = {"ml", "uid-3", "both"};
+  claim.results.push_back({"vf", kDriver, "node-a", dra::PciDeviceName(first)});
+  EXPECT_THAT(handler.Prepare(claim).status(),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("is held by pod u1 through a device plugin")));
+  EXPECT_TRUE(std::filesystem::is_empty(cdi_.path()));
+  // Another device is free.
+  claim.results[0].device = dra::PciDeviceName(*PciAddress::Parse(vfs[1]));
+  EXPECT_THAT(handler.Prepare(claim).status(), IsOk());
+  // The checkpoint unreadable: nothing is prepared.
+  held = FailedPreconditionError("kubelet_internal_checkpoint: a link");
+  claim.ref.uid = "uid-4";
+  EXPECT_THAT(handler.Prepare(claim).status(),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("no device is prepared until it can be "
+                                 "read")));
+  // Read from the kubelet's file as topology-dra-driver reads it.
+  const auto file = root_.path() / "kubelet_internal_checkpoint";
+  EXPECT_THAT(ReadHeldThroughDevicePlugins(file), IsOk());
+  EXPECT_THAT(*ReadHeldThroughDevicePlugins(file), IsEmpty());
+  std::ofstream(file) << "{not json";
+  EXPECT_FALSE(ReadHeldThroughDevicePlugins(file).ok());
+  // Larger than any node's checkpoint (parsed, it would take the driver
+  // past its memory limit): refused by its size, before it is read.
+  std::ofstream(file, std::ios::trunc)
+      << std::string(kubelet::kMaxDeviceCheckpointBytes + 1, ' ');
+  EXPECT_FALSE(ReadHeldThroughDevicePlugins(file).ok());
+}
+
 TEST_F(DraDriverTest, DevicesThisDriverDoesNotHaveAreRefused) {
   DraHandler handler = Handler();
   draplugin::Claim claim;
@@ -381,7 +426,7 @@ TEST_F(DraDriverTest, DevicesThisDriverDoesNotHaveAreRefused) {
               StatusIs(StatusCode::kFailedPrecondition,
                        HasSubstr("not one this driver has")));
   claim.results[0] = {"vf", kDriver, "node-b",
-                      DraDeviceName(*PciAddress::Parse(Vfs()[0]))};
+                      dra::PciDeviceName(*PciAddress::Parse(Vfs()[0]))};
   EXPECT_THAT(
       handler.Prepare(claim).status(),
       StatusIs(StatusCode::kFailedPrecondition, HasSubstr("not this node's")));

@@ -744,18 +744,26 @@ TEST_F(DraFrameworkTest, AnUnprepareCutShortIsFinishedBeforeAPrepare) {
   EXPECT_FALSE(reloaded->at("u1").unpreparing);
 }
 
-// A state directory that is a link would fail every Prepare (files there
-// are written without following links): refused at start, saying so.
-TEST_F(DraFrameworkTest, AStateDirectoryThatIsALinkIsRefusedAtStart) {
-  const auto real = dir_.path() / "real-state";
+// A state or CDI directory that is a link would fail every Prepare (files
+// there are written without following links): one rule for both, refused
+// at start, saying which.
+TEST_F(DraFrameworkTest, AStateOrCdiDirectoryThatIsALinkIsRefusedAtStart) {
+  const auto real = dir_.path() / "real-dir";
   std::filesystem::create_directories(real);
-  std::filesystem::create_directory_symlink(real, dir_.path() / "state");
-  DriverOptions options = Options();
-  options.state_dir = dir_.path() / "state";
-  auto runner = DriverRunner::Create(options, &source_, &handler_);
-  ASSERT_THAT(runner.status(), IsOk());
-  EXPECT_THAT((*runner)->Start(), StatusIs(StatusCode::kFailedPrecondition,
-                                           HasSubstr("is a symbolic link")));
+  std::filesystem::create_directory_symlink(real, dir_.path() / "linked");
+  for (const char* which : {"state directory", "CDI directory"}) {
+    DriverOptions options = Options();
+    (std::string(which) == "CDI directory" ? options.cdi_dir
+                                           : options.state_dir) =
+        dir_.path() / "linked";
+    auto runner = DriverRunner::Create(options, &source_, &handler_);
+    ASSERT_THAT(runner.status(), IsOk());
+    EXPECT_THAT((*runner)->Start(),
+                StatusIs(StatusCode::kFailedPrecondition,
+                         HasSubstr(std::string("the ") + which + " " +
+                                   (dir_.path() / "linked").string() +
+                                   " is a symbolic link")));
+  }
 }
 
 // Rolling updates: two instances with their pod UIDs in one plugin

@@ -10,10 +10,12 @@
 #define TOPOLOGY_TESTS_PLUGIN_FAKE_RESOURCE_STORE_H_
 
 #include <atomic>
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -43,6 +45,12 @@ class FakeResourceStore {
   }
 
   FakeApiServer::Answer Handle(const FakeApiServer::Request& request) {
+    if (request.method == "GET" && request.target == "/api/v1/nodes/" + node_) {
+      ++node_gets;
+      // A server that hangs on the Node (a fake peer's behaviour): no
+      // answer for longer than any client waits.
+      if (node_hangs) std::this_thread::sleep_for(std::chrono::seconds(3));
+    }
     std::lock_guard<std::mutex> lock(mu_);
     const std::string target = request.target;
     if (request.method == "GET" && claims_.contains(target)) {
@@ -50,10 +58,13 @@ class FakeResourceStore {
     }
     if (request.method == "GET" && target == "/api/v1/nodes/" + node_) {
       if (node_uid.empty()) return {404, R"({"kind":"Status"})"};
-      return {200, nlohmann::json(
-                       {{"kind", "Node"},
-                        {"metadata", {{"name", node_}, {"uid", node_uid}}}})
-                       .dump()};
+      nlohmann::json node = {
+          {"kind", "Node"}, {"metadata", {{"name", node_}, {"uid", node_uid}}}};
+      if (node_padding > 0) {
+        node["status"]["images"] = {
+            {{"names", {std::string(node_padding.load(), 'i')}}}};
+      }
+      return {200, node.dump()};
     }
     if (request.method == "GET" && target.starts_with(kSlicesPath)) {
       // The field selector as the API server reads it: "a=b,c=d", every
@@ -195,7 +206,10 @@ class FakeResourceStore {
   std::atomic<int> conflicts{0};
   std::atomic<int> refused{0};  // writes refused as invalid (422)
   std::atomic<bool> drop_taints{false};
-  std::string node_uid;  // the Node's, served when set (before Serve)
+  std::string node_uid;                 // the Node's, served when set
+  std::atomic<int> node_gets{0};        // GETs of the Node
+  std::atomic<bool> node_hangs{false};  // the Node's GET hangs for 3 s
+  std::atomic<size_t> node_padding{0};  // bytes of images in the Node
 
  private:
   // What the server does to a slice it stores.

@@ -1202,6 +1202,29 @@ TEST_F(FrameworkTest, P49_KubeletRestartInTheRealOrder) {
   EXPECT_THAT(Ids(*second->latest()), SizeIs(5));
 }
 
+// A node whose other daemons used up its inotify instances: the runner
+// lists the plugin directory instead (what poll_plugin_dir asks for), and
+// a kubelet restart is still noticed and registered again.
+TEST_F(FrameworkTest, KubeletRestartNoticedWhenThePluginDirectoryIsListed) {
+  kubelet_.Start();
+  auto options = Options();
+  options.poll_plugin_dir = true;
+  StartPlugin(MakeDevices(4), options);
+  auto first = Connection();
+  ASSERT_NE(first, nullptr);
+  kubelet_.Restart(1s);
+  auto second = Connection(2, 15s);
+  ASSERT_NE(second, nullptr);
+  EXPECT_NE(second->request().endpoint(), first->request().endpoint());
+  ASSERT_TRUE(second->WaitForMessages(1, Scaled(2s)));
+  EXPECT_THAT(Ids(*second->latest()), SizeIs(4));
+  // Only our own socket deleted: a new one, registered again.
+  std::filesystem::remove(dir_.path() / second->request().endpoint());
+  auto third = Connection(3, 15s);
+  ASSERT_NE(third, nullptr);
+  EXPECT_TRUE(third->WaitForMessages(1, Scaled(2s)));
+}
+
 TEST_F(FrameworkTest, P50_OnlyKubeletSocketRecreated) {
   kubelet_.Start();
   StartPlugin(MakeDevices(2));

@@ -41,6 +41,7 @@ namespace {
 
 using nlohmann::json;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 using ::testing::Not;
 using ::testing::SizeIs;
 using ::topology::testing::FakeDraKubelet;
@@ -421,6 +422,35 @@ TEST_F(KubeApiServerTest, PublishesInSlicesKeepsOthersAndSendsNothingTwice) {
   publisher.Stop();
   EXPECT_THAT(SlicesOf("node-elsewhere"), SizeIs(1));
   EXPECT_THAT(SlicesOf(node, "gpu.example.com"), SizeIs(1));
+}
+
+// The test kit's kubelet wipes against this project's own API server,
+// which has no field selector on spec.nodeName (it answers 400): listed
+// whole and filtered, as the publisher lists; another node's and another
+// driver's slices stay.
+TEST_F(KubeApiServerTest, TheKitsKubeletWipesWithoutFieldSelectors) {
+  const std::string node = "node-wiped";
+  for (const json& slice :
+       {Slice("wipe-other-node", "node-kept", kDriver, 1),
+        Slice("wipe-other-driver", node, "gpu.example.com", 1)}) {
+    auto made = admin_->Request("POST", kSlices, slice.dump());
+    ASSERT_THAT(made.status(), IsOk());
+    ASSERT_EQ(made->status, 201) << made->body;
+  }
+  SlicePublisher publisher(driver_.get(), kDriver, node, {});
+  ASSERT_THAT(publisher.Publish(node, Devices(200, "vf")), IsOk());
+  ASSERT_THAT(SlicesOf(node), SizeIs(2));
+  auto wiped = FakeDraKubelet::WipeSlices(*admin_, node, kDriver);
+  ASSERT_THAT(wiped.status(), IsOk());
+  EXPECT_EQ(*wiped, 2u);
+  EXPECT_THAT(SlicesOf(node), IsEmpty());
+  EXPECT_THAT(SlicesOf(node, "gpu.example.com"), SizeIs(1));
+  // The kubelet's start: every slice of the node, whatever the driver.
+  wiped = FakeDraKubelet::WipeSlices(*admin_, node);
+  ASSERT_THAT(wiped.status(), IsOk());
+  EXPECT_EQ(*wiped, 1u);
+  EXPECT_THAT(SlicesOf(node, "gpu.example.com"), IsEmpty());
+  EXPECT_THAT(SlicesOf("node-kept"), SizeIs(1));
 }
 
 TEST_F(KubeApiServerTest,

@@ -330,6 +330,38 @@ TEST_F(KubeClientTest, TheBackOffWaitsOnTheClientsClock) {
   EXPECT_EQ(calls.load(), 2);
 }
 
+// A name from outside that would make a path naming another object (a
+// slice name the server chose, "../nodes/x") is never sent.
+TEST_F(KubeClientTest, PathsThatCouldNameAnotherObjectAreNeverSent) {
+  std::atomic<int> calls{0};
+  Serve([&calls](const FakeApiServer::Request&) {
+    ++calls;
+    return FakeApiServer::Answer{200, "{}"};
+  });
+  auto client = Client(Config());
+  for (const char* path :
+       {"/apis/resource.k8s.io/v1/resourceslices/../../../api/v1/nodes/n",
+        "/apis/resource.k8s.io/v1/resourceslices/./x",
+        "/apis/resource.k8s.io/v1/resourceslices//x",
+        "/apis/resource.k8s.io/v1/resourceslices/a b",
+        "/apis/resource.k8s.io/v1/resourceslices/a%2F..",
+        "/apis/resource.k8s.io/v1/resourceslices/a\r\nHost: x",
+        "apis/relative"}) {
+    EXPECT_THAT(
+        client->Request("PUT", path, "{}").status(),
+        StatusIs(StatusCode::kInvalidArgument, HasSubstr("request path")))
+        << path;
+  }
+  EXPECT_EQ(calls.load(), 0);
+  for (const char* path :
+       {"/apis/resource.k8s.io/v1/resourceslices/node-a-gpu.example.com-x7k2p",
+        "/apis/resource.k8s.io/v1/"
+        "resourceslices?fieldSelector=spec.nodeName%3Dnode-a&limit=500",
+        "/api/v1/nodes/node-a"}) {
+    EXPECT_THAT(CheckRequestPath(path), IsOk()) << path;
+  }
+}
+
 TEST_F(KubeClientTest, SendsTheTokenAndReadsTheAnswer) {
   Serve([](const FakeApiServer::Request& request) {
     return FakeApiServer::Answer{200, "{\"kind\":\"" + request.method + "\"}"};

@@ -42,6 +42,7 @@ using plugin::HttpEndpoint;
 using plugin::HttpGet;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::IsEmpty;
 using ::testing::SizeIs;
 using ::testing::UnorderedElementsAre;
 using ::topology::testing::FakeKubelet;
@@ -242,6 +243,63 @@ TEST_F(ReferencePluginTest,
   std::ofstream(dra_claims_) << "{not json";
   ASSERT_THAT(plugin_->Reconcile(), IsOk());
   EXPECT_THAT(NodesById(*gpu_->latest()), SizeIs(7));
+}
+
+// The device plugin beside the DRA driver, with no periodic rescans: a
+// claim prepared after the last list is noticed at once (the checkpoint's
+// directory is watched) and never allocated through the device plugin too
+// (Allocate reads the checkpoint afresh); a checkpoint that cannot be read
+// refuses every Allocate, and one unreadable at start offers nothing.
+TEST_F(ReferencePluginTest, AClaimPreparedAfterTheListIsNeverAllocatedTwice) {
+  dra_claims_ = root_.path() / "dra" / draplugin::kClaimCheckpointFile;
+  std::filesystem::create_directories(dra_claims_.parent_path());
+  StartPlugin();
+  ASSERT_THAT(NodesById(*gpu_->latest()), SizeIs(8));
+  draplugin::PreparedClaims claims;
+  claims["c1"] = {.ref = {.ns = "default", .uid = "c1", .name = "one"},
+                  .devices = {{.request_names = {"gpu"},
+                               .pool = "node-a",
+                               .device = "pci-0000-1a-00-0",
+                               .cdi_device_ids = {}}}};
+  ASSERT_THAT(draplugin::SaveClaims(dra_claims_, claims), IsOk());
+  // Refused at once, from the file, whatever the last list said.
+  EXPECT_FALSE(AllocateGpus({"0000:1a:00.0"}).has_value());
+  // And the list follows without a rescan being asked for.
+  EXPECT_TRUE(WaitForList(
+      [](const v1beta1::ListAndWatchResponse& list) {
+        return NodesById(list).size() == 7;
+      },
+      Scaled(5s)));
+  // Unreadable: every Allocate is refused.
+  std::ofstream(dra_claims_) << "{not json";
+  EXPECT_FALSE(AllocateGpus({kNode1Gpus[0]}).has_value());
+  ASSERT_THAT(draplugin::SaveClaims(dra_claims_, {}), IsOk());
+  EXPECT_TRUE(AllocateGpus({kNode1Gpus[0]}).has_value());
+  EXPECT_TRUE(WaitForList(
+      [](const v1beta1::ListAndWatchResponse& list) {
+        return NodesById(list).size() == 8;
+      },
+      Scaled(5s)));
+}
+
+// A claim checkpoint unreadable at start (a link): any device may be held,
+// so none is offered or allocated until it is read whole.
+TEST_F(ReferencePluginTest, AClaimCheckpointUnreadableAtStartOffersNothing) {
+  dra_claims_ = root_.path() / "dra" / draplugin::kClaimCheckpointFile;
+  std::filesystem::create_directories(dra_claims_.parent_path());
+  const auto target = root_.path() / "elsewhere.json";
+  ASSERT_THAT(draplugin::SaveClaims(target, {}), IsOk());
+  std::filesystem::create_symlink(target, dra_claims_);
+  StartPlugin();
+  EXPECT_THAT(NodesById(*gpu_->latest()), IsEmpty());
+  EXPECT_FALSE(AllocateGpus({kNode1Gpus[0]}).has_value());
+  std::filesystem::remove(dra_claims_);
+  ASSERT_THAT(draplugin::SaveClaims(dra_claims_, {}), IsOk());
+  EXPECT_TRUE(WaitForList(
+      [](const v1beta1::ListAndWatchResponse& list) {
+        return NodesById(list).size() == 8;
+      },
+      Scaled(5s)));
 }
 
 TEST_F(ReferencePluginTest, ListsDevicesWithTheirNumaNodes) {

@@ -468,6 +468,49 @@ TEST_F(SlicePublisherTest, SlicesAreOwnedByTheirNode) {
       "controller": true}])"));
 }
 
+// A Node's uid is copied into every slice: one that is not a Kubernetes
+// UID (a megabyte, a path) is refused, and the slices go without an owner
+// rather than carry it.
+TEST_F(SlicePublisherTest, ANodeUidThatIsNoUidIsNeverCopied) {
+  Serve();
+  bool sriov = true;
+  for (const std::string& uid :
+       {std::string(1 << 20, 'a'), std::string("../x"), std::string("a b")}) {
+    store_->node_uid = uid;
+    auto changed = Devices(3);
+    sriov = !sriov;  // a change each round: the Node is read again
+    changed[0].attributes["sriov"] = {sriov, false};
+    ASSERT_THAT(publisher_->Publish("node-a", changed), IsOk());
+    EXPECT_FALSE(Ours()[0]["metadata"].contains("ownerReferences"))
+        << uid.substr(0, 8);
+  }
+}
+
+// The Node is read for the owner reference only: one short try, an answer
+// no larger than an object can be. A server that hangs on it, or answers
+// without end, holds up no publish and costs no memory; the slices go
+// without an owner until the Node can be read.
+TEST_F(SlicePublisherTest, ANodeThatCannotBeReadHoldsNothingUp) {
+  Serve();
+  store_->node_uid = "8d5c2d1e-0000-4000-8000-000000000001";
+  store_->node_padding = kMaxObjectBytes + 1;
+  ASSERT_THAT(publisher_->Publish("node-a", Devices(3)), IsOk());
+  EXPECT_FALSE(Ours()[0]["metadata"].contains("ownerReferences"));
+  EXPECT_EQ(store_->node_gets.load(), 1);
+  store_->node_padding = 0;
+  store_->node_hangs = true;
+  auto changed = Devices(3);
+  changed[0].attributes["sriov"] = {false, false};
+  ASSERT_THAT(publisher_->Publish("node-a", changed), IsOk());
+  EXPECT_FALSE(Ours()[0]["metadata"].contains("ownerReferences"));
+  EXPECT_EQ(store_->node_gets.load(), 2);  // one try, not the client's four
+  // Readable again: owned from the next change on.
+  store_->node_hangs = false;
+  changed[0].attributes["sriov"] = {true, false};
+  ASSERT_THAT(publisher_->Publish("node-a", changed), IsOk());
+  EXPECT_TRUE(Ours()[0]["metadata"].contains("ownerReferences"));
+}
+
 // A taint's timeAdded is the server's, kept at every republish (the Go
 // controller's copyTaintTimeAdded): a NoExecute toleration's seconds do not
 // start again.

@@ -1,6 +1,7 @@
 #include "topology/draplugin/claim_cdi.h"
 
 #include "driver_runner_impl.h"
+#include "k8s_names.h"
 
 namespace topology::draplugin {
 
@@ -12,10 +13,7 @@ std::string DriverRunner::Impl::RefusedUid(const ClaimRef& ref) {
   // is not printable is refused before any handler sees it.
   const std::string who = "claim " + ref.ns + "/" + ref.name;
   if (ref.uid.empty()) return who + " has no UID";
-  if (ref.uid.size() > 128 ||
-      ref.uid.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
-                                "ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-") !=
-          std::string::npos) {
+  if (!k8s::IsUid(ref.uid)) {
     return who +
            ": the UID is not a Kubernetes UID (letters, digits and "
            "'-', at most 128): " +

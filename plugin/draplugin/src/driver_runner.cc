@@ -37,13 +37,11 @@ Status DriverRunner::Impl::Start() {
        {std::pair<const char*, const std::filesystem::path*>{
             "registry directory", &options_.registry_dir},
         {"plugin directory", &options_.plugin_dir},
-        {"state directory", &options_.state_dir}}) {
-    std::error_code error;
-    if (std::filesystem::is_symlink(*dir, error)) {
-      return FailedPreconditionError(
-          std::string("the ") + what + " " + dir->string() +
-          " is a symbolic link: files are written there without following "
-          "links; give the directory it names");
+        {"state directory", &options_.state_dir},
+        {"CDI directory", &options_.cdi_dir}}) {
+    if (Status direct = files::RefuseLinkedDirectory(what, *dir);
+        !direct.ok()) {
+      return direct;
     }
   }
   if (!options_.pod_uid.empty()) {

@@ -235,16 +235,13 @@ StatusOr<std::unique_ptr<KubeClient>> KubeClient::Create(KubeConfig config,
       new KubeClient(std::move(config), options, std::move(transport)));
 }
 
-StatusOr<HttpResponse> KubeClient::Once(std::string_view method,
-                                        std::string_view path,
-                                        std::string_view body,
-                                        std::string_view accept,
-                                        uint64_t generation) {
+StatusOr<HttpResponse> KubeClient::Once(
+    std::string_view method, std::string_view path, std::string_view body,
+    std::string_view accept, uint64_t generation, const Options& options) {
   const Transport& t = *transport_;
   const std::string what =
       std::string(method) + " " + config_.server + std::string(path);
-  const SteadyClock::time_point deadline =
-      SteadyClock::now() + options_.timeout;
+  const SteadyClock::time_point deadline = SteadyClock::now() + options.timeout;
   bool timed_out = false;
 
   http::request<http::string_body> request;
@@ -315,13 +312,13 @@ StatusOr<HttpResponse> KubeClient::Once(std::string_view method,
       if (!hold(c.get())) return CancelledError(what + ": cancelled");
     }
     if (!c->stream.next_layer().is_open()) {
-      if (Status opened = c->Open(t, deadline, timed_out, what, options_);
+      if (Status opened = c->Open(t, deadline, timed_out, what, options);
           !opened.ok()) {
         return opened;
       }
     }
     http::response_parser<http::string_body> parser;
-    parser.body_limit(options_.max_body);
+    parser.body_limit(options.max_body);
     parser.header_limit(kMaxHeaderBytes);
     std::string_view step = "send";
     beast::error_code error = c->Run(deadline, timed_out, [&](auto done) {
@@ -343,7 +340,7 @@ StatusOr<HttpResponse> KubeClient::Once(std::string_view method,
       reused = false;
       continue;
     }
-    if (error) return Failure(what, step, error, timed_out, options_);
+    if (error) return Failure(what, step, error, timed_out, options);
     HttpResponse response;
     response.status = static_cast<long>(parser.get().result_int());
     const bool keep = parser.get().keep_alive();
@@ -467,21 +464,71 @@ Status KubeClient::Connection::Open(const Transport& t,
   return OkStatus();
 }
 
+Status CheckRequestPath(std::string_view path) {
+  const std::string_view route = path.substr(0, path.find('?'));
+  const auto refuse = [&](std::string_view why) {
+    return InvalidArgumentError("request path \"" +
+                                std::string(route.substr(0, 256)) +
+                                "\" refused: " + std::string(why));
+  };
+  if (!route.starts_with('/')) return refuse("not absolute");
+  size_t start = 1;
+  while (start <= route.size()) {
+    const size_t end = std::min(route.find('/', start), route.size());
+    const std::string_view segment = route.substr(start, end - start);
+    if (segment.empty() && end != route.size()) {
+      return refuse("an empty segment");
+    }
+    if (segment == "." || segment == "..") {
+      return refuse("a \".\" or \"..\" segment");
+    }
+    for (const char c : segment) {
+      const bool allowed = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                           (c >= '0' && c <= '9') || c == '-' || c == '.' ||
+                           c == '_' || c == '~' || c == ':';
+      if (!allowed) return refuse("a character outside a name");
+    }
+    start = end + 1;
+  }
+  return OkStatus();
+}
+
 StatusOr<HttpResponse> KubeClient::Request(std::string_view method,
                                            std::string_view path,
                                            std::string_view body,
                                            std::string_view accept) {
-  auto backoff = options_.backoff;
+  return Request(method, path, body, accept, Limits{});
+}
+
+StatusOr<HttpResponse> KubeClient::Request(std::string_view method,
+                                           std::string_view path,
+                                           std::string_view body,
+                                           std::string_view accept,
+                                           const Limits& limits) {
+  // Names that reach a path come from outside (the server's own answers
+  // included): a path that could name another object is never sent.
+  if (Status checked = CheckRequestPath(path); !checked.ok()) return checked;
+  Options options = options_;
+  if (limits.timeout.count() > 0) {
+    options.timeout = std::min(options.timeout, limits.timeout);
+  }
+  if (limits.attempts > 0) {
+    options.attempts = std::min(options.attempts, limits.attempts);
+  }
+  if (limits.max_body > 0) {
+    options.max_body = std::min(options.max_body, limits.max_body);
+  }
+  auto backoff = options.backoff;
   uint64_t generation = 0;
   {
     MutexLock lock(mu_);
     generation = generation_;
   }
   StatusOr<HttpResponse> last = UnavailableError("not sent");
-  for (int attempt = 0; attempt < options_.attempts; ++attempt) {
+  for (int attempt = 0; attempt < options.attempts; ++attempt) {
     if (attempt > 0) {
       // The back-off, cut short by Cancel().
-      const Clock& clock = *options_.clock;
+      const Clock& clock = *options.clock;
       const Clock::TimePoint until = clock.Now() + backoff;
       MutexLock lock(mu_);
       while (generation_ == generation && clock.Now() < until) {
@@ -493,7 +540,7 @@ StatusOr<HttpResponse> KubeClient::Request(std::string_view method,
       }
       backoff *= 2;
     }
-    last = Once(method, path, body, accept, generation);
+    last = Once(method, path, body, accept, generation, options);
     if (!last.ok() && last.status().code() == StatusCode::kCancelled) {
       return last;
     }
@@ -617,7 +664,10 @@ StatusOr<Claim> ApiClaimSource::Get(const ClaimRef& ref,
   }
   const std::string path = "/apis/resource.k8s.io/v1/namespaces/" + ref.ns +
                            "/resourceclaims/" + ref.name;
-  auto response = client_->Request("GET", path);
+  // A claim is one object: an answer larger than the API server stores
+  // one is refused before it is held in memory.
+  auto response =
+      client_->Request("GET", path, {}, {}, {.max_body = kMaxObjectBytes});
   if (!response.ok()) return response.status();
   if (Status status =
           StatusOf(*response, "GET resourceclaim " + ref.ns + "/" + ref.name);

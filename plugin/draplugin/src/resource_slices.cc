@@ -33,6 +33,9 @@ using slice_sync::Dump;
 using slice_sync::kMaxAnswerDepth;
 using slice_sync::kSlices;
 
+// The Node lookup's one attempt (the slices' owner reference).
+constexpr std::chrono::milliseconds kOwnerLookupTimeout{2000};
+
 }  // namespace
 
 Status ValidateDevices(const std::string& driver,
@@ -215,22 +218,33 @@ StatusOr<HttpResponse> SlicePublisher::ListOurs(bool metadata_only) {
     MutexLock lock(mu_);
     filter_here = filter_here_;
   }
-  auto listed = client_->Request(
-      "GET", slice_sync::ListPath(node_, driver_, filter_here), {}, accept);
-  if (listed.ok() && listed->status == 400 && !filter_here) {
+  const bool before = filter_here;
+  auto listed = ListNodeSlices(*client_, node_, driver_, &filter_here, accept);
+  if (filter_here && !before) {
     // No field selectors on spec.* here (custom resources): list all and
     // keep ours, from now on.
     LOG(INFO) << driver_
               << ": the API server refuses a field selector on "
                  "spec.nodeName; filtering slices here";
-    {
-      MutexLock lock(mu_);
-      filter_here_ = true;
-    }
-    listed = client_->Request("GET", slice_sync::ListPath(node_, driver_, true),
-                              {}, accept);
+    MutexLock lock(mu_);
+    filter_here_ = true;
   }
   return listed;
+}
+
+StatusOr<HttpResponse> ListNodeSlices(KubeClient& client,
+                                      const std::string& node,
+                                      const std::string& driver,
+                                      bool* filter_here,
+                                      std::string_view accept) {
+  if (!*filter_here) {
+    auto listed = client.Request(
+        "GET", slice_sync::ListPath(node, driver, false), {}, accept);
+    if (!listed.ok() || listed->status != 400) return listed;
+    *filter_here = true;
+  }
+  return client.Request("GET", slice_sync::ListPath(node, driver, true), {},
+                        accept);
 }
 
 bool SlicePublisher::Unchanged() {
@@ -261,7 +275,14 @@ bool SlicePublisher::Unchanged() {
 
 void SlicePublisher::LookUpOwner() {
   if (!owner_.empty()) return;
-  auto answer = client_->Request("GET", "/api/v1/nodes/" + node_);
+  // One try, briefly, and a Node's size at most: the owner reference is a
+  // nicety, and an API server that hangs or answers without end must not
+  // hold up or swell the publish that follows (it is tried again at the
+  // next sync).
+  auto answer = client_->Request("GET", "/api/v1/nodes/" + node_, {}, {},
+                                 {.timeout = kOwnerLookupTimeout,
+                                  .attempts = 1,
+                                  .max_body = kMaxObjectBytes});
   std::string why;
   if (!answer.ok()) {
     why = answer.status().message();
@@ -272,8 +293,13 @@ void SlicePublisher::LookUpOwner() {
     try {
       const json& metadata = json_fields::Object(node, "metadata");
       const std::string uid = json_fields::String(metadata, "uid");
-      if (json_fields::String(metadata, "name") != node_ || uid.empty()) {
+      if (json_fields::String(metadata, "name") != node_) {
         throw json_fields::JsonFieldError("metadata: another node's");
+      }
+      if (!k8s::IsUid(uid)) {
+        throw json_fields::JsonFieldError(
+            "metadata.uid: not a Kubernetes UID (letters, digits and '-', "
+            "at most 128)");
       }
       owner_ = Dump(json::array({{{"apiVersion", "v1"},
                                   {"kind", "Node"},

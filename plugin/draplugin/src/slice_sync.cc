@@ -170,8 +170,10 @@ std::string SlicePrefix(const std::string& node, const std::string& driver) {
 std::string ListPath(const std::string& node, const std::string& driver,
                      bool filter_here) {
   if (filter_here) return kSlices;
-  return std::string(kSlices) + "?fieldSelector=spec.nodeName%3D" + node +
-         "%2Cspec.driver%3D" + driver;
+  std::string path =
+      std::string(kSlices) + "?fieldSelector=spec.nodeName%3D" + node;
+  if (!driver.empty()) path += "%2Cspec.driver%3D" + driver;
+  return path;
 }
 
 StatusOr<Observation> ReadObserved(const std::string& body,

@@ -45,8 +45,9 @@ json Normal(const json& device);
 std::string SlicePrefix(const std::string& node, const std::string& driver);
 
 // The one list of this node's and driver's slices: with the field selector
-// on spec.nodeName and spec.driver, or, where the server refuses it,
-// without (the caller then keeps only ours).
+// on spec.nodeName and spec.driver (spec.nodeName alone for an empty
+// driver), or, where the server refuses it, without (the caller then keeps
+// only ours).
 std::string ListPath(const std::string& node, const std::string& driver,
                      bool filter_here);
 

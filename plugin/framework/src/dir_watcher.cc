@@ -9,29 +9,67 @@
 #include <poll.h>
 #include <sys/eventfd.h>
 #include <sys/inotify.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace topology::plugin {
 
+namespace {
+
+// inotify_init1's and inotify_add_watch's errors that say the node's
+// instances or watches are used up, not that the directory is wrong.
+bool OutOfWatches(int error) {
+  return error == EMFILE || error == ENFILE || error == ENOMEM ||
+         error == ENOSPC;
+}
+
+}  // namespace
+
 StatusOr<std::unique_ptr<DirWatcher>> DirWatcher::Start(
-    const std::filesystem::path& dir, Callback callback) {
-  const int inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
-  if (inotify_fd < 0) {
-    return InternalError(std::string("inotify_init1: ") + std::strerror(errno));
+    const std::filesystem::path& dir, Callback callback, bool poll) {
+  std::error_code error_code;
+  if (!std::filesystem::is_directory(dir, error_code)) {
+    return FailedPreconditionError("cannot watch " + dir.string() +
+                                   ": not a directory");
+  }
+  int inotify_fd = -1;
+  std::string why_polling = poll ? "as asked" : "";
+  if (!poll) {
+    inotify_fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+    if (inotify_fd < 0) {
+      const int error = errno;
+      if (!OutOfWatches(error)) {
+        return InternalError(std::string("inotify_init1: ") +
+                             std::strerror(error));
+      }
+      why_polling = std::string("inotify_init1: ") + std::strerror(error);
+    }
   }
   constexpr uint32_t kMask = IN_CREATE | IN_DELETE | IN_MOVED_FROM |
                              IN_MOVED_TO | IN_DELETE_SELF | IN_MOVE_SELF;
-  if (inotify_add_watch(inotify_fd, dir.c_str(), kMask) < 0) {
+  if (inotify_fd >= 0 &&
+      inotify_add_watch(inotify_fd, dir.c_str(), kMask) < 0) {
     const int error = errno;
     close(inotify_fd);
-    return FailedPreconditionError("cannot watch " + dir.string() + ": " +
-                                   std::strerror(error));
+    inotify_fd = -1;
+    if (!OutOfWatches(error)) {
+      return FailedPreconditionError("cannot watch " + dir.string() + ": " +
+                                     std::strerror(error));
+    }
+    why_polling = std::string("inotify_add_watch: ") + std::strerror(error);
   }
   const int stop_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
   if (stop_fd < 0) {
     const int error = errno;
-    close(inotify_fd);
+    if (inotify_fd >= 0) close(inotify_fd);
     return InternalError(std::string("eventfd: ") + std::strerror(error));
+  }
+  if (inotify_fd < 0 && !poll) {
+    LOG(WARNING) << "cannot watch " << dir.string() << " with inotify ("
+                 << why_polling << ": the node's inotify instances or "
+                 << "watches are used up, fs.inotify.max_user_instances and "
+                 << "max_user_watches); it is listed every "
+                 << kPollInterval.count() << " ms instead";
   }
   return std::unique_ptr<DirWatcher>(
       new DirWatcher(inotify_fd, stop_fd, dir, std::move(callback)));
@@ -43,7 +81,45 @@ DirWatcher::DirWatcher(int inotify_fd, int stop_fd, std::filesystem::path dir,
       stop_fd_(stop_fd),
       dir_(std::move(dir)),
       callback_(std::move(callback)) {
-  thread_ = std::thread([this] { Loop(); });
+  // What is there now is not news: only later changes are reported.
+  if (inotify_fd_ < 0) listed_ = List();
+  thread_ = std::thread([this] { inotify_fd_ < 0 ? PollLoop() : Loop(); });
+}
+
+std::map<std::string, ino_t> DirWatcher::List() const {
+  std::map<std::string, ino_t> entries;
+  std::error_code error;
+  for (std::filesystem::directory_iterator it(dir_, error), end;
+       !error && it != end; it.increment(error)) {
+    struct stat info {};
+    if (lstat(it->path().c_str(), &info) == 0) {
+      entries[it->path().filename().string()] = info.st_ino;
+    }
+  }
+  return entries;
+}
+
+void DirWatcher::PollLoop() {
+  while (true) {
+    pollfd stop{stop_fd_, POLLIN, 0};
+    const int ready = poll(&stop, 1, static_cast<int>(kPollInterval.count()));
+    if (ready < 0 && errno == EINTR) continue;
+    if (ready != 0) return;  // stopped (or poll failed: nothing to wait on)
+    const std::map<std::string, ino_t> now = List();
+    for (const auto& [name, inode] : listed_) {
+      const auto it = now.find(name);
+      if (it == now.end() || it->second != inode) {
+        callback_({DirEvent::Kind::kDeleted, name});
+      }
+    }
+    for (const auto& [name, inode] : now) {
+      const auto it = listed_.find(name);
+      if (it == listed_.end() || it->second != inode) {
+        callback_({DirEvent::Kind::kCreated, name});
+      }
+    }
+    listed_ = now;
+  }
 }
 
 DirWatcher::~DirWatcher() {
@@ -52,7 +128,7 @@ DirWatcher::~DirWatcher() {
     PLOG(ERROR) << "cannot stop the watcher of " << dir_;
   }
   thread_.join();
-  close(inotify_fd_);
+  if (inotify_fd_ >= 0) close(inotify_fd_);
   close(stop_fd_);
 }
 

@@ -3,11 +3,15 @@
 #ifndef TOPOLOGY_PLUGIN_SRC_DIR_WATCHER_H_
 #define TOPOLOGY_PLUGIN_SRC_DIR_WATCHER_H_
 
+#include <chrono>
 #include <filesystem>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <thread>
+
+#include <sys/types.h>
 
 #include "topology/status.h"
 
@@ -24,9 +28,18 @@ class DirWatcher {
   using Callback = std::function<void(const DirEvent&)>;
 
   // Starts watching `dir` (which must exist). Renames count as a delete of
-  // the old name and a create of the new one.
+  // the old name and a create of the new one. When no inotify instance or
+  // watch can be had (fs.inotify.max_user_instances or max_user_watches
+  // reached by the node's other daemons), or with `poll`, the directory is
+  // listed every `kPollInterval` instead and the same events are derived
+  // from two listings (a name gone, a name new, a name whose inode changed:
+  // deleted, then created): later, never missed and never fatal.
+  static constexpr std::chrono::milliseconds kPollInterval{1000};
   static StatusOr<std::unique_ptr<DirWatcher>> Start(
-      const std::filesystem::path& dir, Callback callback);
+      const std::filesystem::path& dir, Callback callback, bool poll = false);
+
+  // Whether the directory is listed rather than watched.
+  bool polling() const { return inotify_fd_ < 0; }
 
   ~DirWatcher();  // stops and joins
   DirWatcher(const DirWatcher&) = delete;
@@ -36,11 +49,15 @@ class DirWatcher {
   DirWatcher(int inotify_fd, int stop_fd, std::filesystem::path dir,
              Callback callback);
   void Loop();
+  void PollLoop();
+  // The directory's entries by name, with their inodes.
+  std::map<std::string, ino_t> List() const;
 
   int inotify_fd_;
   int stop_fd_;
   std::filesystem::path dir_;
   Callback callback_;
+  std::map<std::string, ino_t> listed_;  // polling: the last listing
   std::thread thread_;
 };
 

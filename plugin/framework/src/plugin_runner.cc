@@ -163,12 +163,14 @@ Status PluginRunner::StartChecked() {
       }
     }
   }
-  StatusOr<std::unique_ptr<DirWatcher>> watcher =
-      DirWatcher::Start(options_.plugin_dir, [this](const DirEvent& event) {
+  StatusOr<std::unique_ptr<DirWatcher>> watcher = DirWatcher::Start(
+      options_.plugin_dir,
+      [this](const DirEvent& event) {
         for (const auto& resource : impl_->resources) {
           resource->OnDirEvent(event);
         }
-      });
+      },
+      options_.poll_plugin_dir);
   if (!watcher.ok()) return watcher.status();
   impl_->started = true;
   for (const auto& resource : impl_->resources) {

@@ -6,11 +6,40 @@
 
 #include "topology/plugin/uevent_monitor.h"
 
+#include "dir_watcher.h"
+
 namespace topology::plugin {
 
 RescanLoop::RescanLoop(Options options) : options_(options) {}
 
-RescanLoop::~RescanLoop() { Stop(); }
+RescanLoop::~RescanLoop() {
+  // Their threads call RequestPass: gone before anything they touch.
+  file_watchers_.clear();
+  Stop();
+}
+
+bool RescanLoop::WatchFile(const std::filesystem::path& file) {
+  auto watcher = DirWatcher::Start(
+      file.parent_path(),
+      [this, name = file.filename().string()](const DirEvent& event) {
+        if (event.name == name) RequestPass();
+      });
+  if (!watcher.ok()) {
+    // A directory that does not exist (no DRA driver on the node yet) is
+    // not a fault: said once, quietly.
+    std::error_code error;
+    LOG_IF(WARNING, std::filesystem::exists(file.parent_path(), error))
+        << "cannot watch " << file.string() << " ("
+        << watcher.status().message()
+        << "); its changes are seen at periodic passes only";
+    LOG_IF(INFO, !std::filesystem::exists(file.parent_path(), error))
+        << file.parent_path().string() << " does not exist: changes of "
+        << file.filename().string() << " are seen at periodic passes only";
+    return false;
+  }
+  file_watchers_.push_back(std::move(*watcher));
+  return true;
+}
 
 bool RescanLoop::WatchUevents() {
   if (monitor_) return true;

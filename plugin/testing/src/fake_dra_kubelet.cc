@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "topology/draplugin/kube_client.h"
+#include "topology/draplugin/resource_slices.h"
 
 #include "dra/v1/api.grpc.pb.h"
 #include "dra/v1beta1/api.grpc.pb.h"
@@ -289,10 +290,10 @@ StatusOr<size_t> FakeDraKubelet::WipeSlices(draplugin::KubeClient& client,
                                             const std::string& node,
                                             const std::string& driver) {
   constexpr char kSlices[] = "/apis/resource.k8s.io/v1/resourceslices";
-  std::string selector = "spec.nodeName%3D" + node;
-  if (!driver.empty()) selector += "%2Cspec.driver%3D" + driver;
-  auto listed = client.Request(
-      "GET", std::string(kSlices) + "?fieldSelector=" + selector);
+  // As the kubelet lists them; a server without the field selector is
+  // filtered below.
+  bool filter_here = false;
+  auto listed = draplugin::ListNodeSlices(client, node, driver, &filter_here);
   if (!listed.ok()) return listed.status();
   if (Status status = draplugin::StatusOf(*listed, "listing resourceslices");
       !status.ok()) {

@@ -30,6 +30,17 @@ struct HttpResponse {
   std::string body = {};
 };
 
+// A request path as the client sends it: absolute, every segment of the
+// route (before '?') a name's characters ([A-Za-z0-9-._~:]), none empty
+// but a last one, none "." or "..". INVALID_ARGUMENT naming the path
+// otherwise: a name from outside (a claim's, a slice's the server chose)
+// can never make a path that names another object.
+Status CheckRequestPath(std::string_view path);
+
+// The largest answer that holds one object (etcd stores at most 1.5 MiB
+// of one; a Node with its images list is far below).
+inline constexpr size_t kMaxObjectBytes = size_t{4} << 20;
+
 class KubeClient {
  public:
   struct Options {
@@ -59,10 +70,22 @@ class KubeClient {
   // A kept connection the server has closed meanwhile is replaced at once
   // (not an attempt).
   // `accept` replaces "application/json" as the Accept header (e.g. a
-  // metadata-only list). Thread-safe.
+  // metadata-only list). A path CheckRequestPath refuses is never sent
+  // (INVALID_ARGUMENT). Thread-safe.
   StatusOr<HttpResponse> Request(std::string_view method, std::string_view path,
                                  std::string_view body = {},
                                  std::string_view accept = {});
+  // The client's Options narrowed for one request; zero keeps the
+  // client's. An answer no larger than an object of its kind can be (a
+  // Node, a claim), and a lookup that must not hold up what follows it.
+  struct Limits {
+    std::chrono::milliseconds timeout{0};
+    int attempts = 0;
+    size_t max_body = 0;
+  };
+  StatusOr<HttpResponse> Request(std::string_view method, std::string_view path,
+                                 std::string_view body, std::string_view accept,
+                                 const Limits& limits);
 
   // Closes kept connections beyond `keep` (after a burst of requests in
   // parallel, an idle driver keeps one). Thread-safe.
@@ -83,7 +106,7 @@ class KubeClient {
              std::unique_ptr<Transport> transport);
   StatusOr<HttpResponse> Once(std::string_view method, std::string_view path,
                               std::string_view body, std::string_view accept,
-                              uint64_t generation);
+                              uint64_t generation, const Options& options);
   // Connections kept between requests (at most a few): an idle driver's
   // resyncs cost no handshake.
   std::unique_ptr<Connection> TakeIdle() TOPOLOGY_EXCLUDES(mu_);

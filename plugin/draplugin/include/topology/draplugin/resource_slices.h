@@ -19,6 +19,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <variant>
 #include <vector>
@@ -87,6 +88,19 @@ Status ValidateDevices(const std::string& driver,
 StatusOr<std::vector<std::string>> NewPoolSliceBodies(
     const std::string& driver, const std::string& node, const std::string& pool,
     const std::vector<SliceDevice>& devices);
+
+// The ResourceSlices of `node` (of `driver` alone when not empty), listed
+// as the kubelet and the Go controller list them: with a field selector on
+// spec.nodeName (and spec.driver) where the server supports one; where it
+// answers 400 to it (no such field label), the whole list, and from then
+// on `*filter_here` is true and the caller keeps the slices of `node` and
+// `driver` itself. `accept` as KubeClient::Request's. The server's answer,
+// or the transport's failure.
+StatusOr<HttpResponse> ListNodeSlices(KubeClient& client,
+                                      const std::string& node,
+                                      const std::string& driver,
+                                      bool* filter_here,
+                                      std::string_view accept = {});
 
 class SlicePublisher {
  public:

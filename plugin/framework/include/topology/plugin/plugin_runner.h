@@ -97,6 +97,12 @@ struct RunnerOptions {
   // Time for the back-off, the stream gap and the liveness checks; not
   // owned. Tests give a FakeClock (topology/testing/fake_clock.h).
   const Clock* clock = &Clock::Real();
+  // List plugin_dir every second instead of watching it with inotify
+  // (kubelet restarts and other instances' sockets are then noticed within
+  // a second). The runner does so by itself, with a warning, when no
+  // inotify instance or watch can be had: a node whose other daemons used
+  // up fs.inotify.max_user_instances starts its plugins all the same.
+  bool poll_plugin_dir = false;
 };
 
 // The handle through which a plugin publishes one resource's devices.

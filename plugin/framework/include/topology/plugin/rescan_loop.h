@@ -28,12 +28,14 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <thread>
+#include <vector>
 
 #include "topology/clock.h"
 #include "topology/thread_annotations.h"
@@ -41,6 +43,7 @@
 namespace topology::plugin {
 
 class UeventMonitor;
+class DirWatcher;
 
 class RescanLoop {
  public:
@@ -88,6 +91,13 @@ class RescanLoop {
   // A full pass as soon as possible (at start, after a configuration
   // change).
   void RequestPass();
+  // Watches `file` through its directory (inotify): each time it is
+  // created or replaced (an atomic write renames over it) or removed, a
+  // full pass as soon as possible, whatever the interval. For a file
+  // another daemon writes that changes what a node offers. False, with a
+  // warning, when the directory cannot be watched: the file's changes are
+  // then seen at the periodic passes only.
+  bool WatchFile(const std::filesystem::path& file);
   bool uevents_live() const;
   bool running() const;
   // A uevent's pass is scheduled and has not started.
@@ -99,6 +109,7 @@ class RescanLoop {
   const Options options_;
   std::unique_ptr<UeventMonitor>
       monitor_;  // set and reset with the loop stopped
+  std::vector<std::unique_ptr<DirWatcher>> file_watchers_;
   mutable Mutex mu_;
   std::condition_variable_any wake_;
   PassFn pass_ TOPOLOGY_GUARDED_BY(mu_);

@@ -114,9 +114,10 @@ class FakeDraKubelet {
   // (defaultWipingDelay) after a driver deregistered, that driver's slices
   // of `node` (`driver` given). Through `client`, as the kubelet's node
   // credentials would delete them; a server without field selectors on
-  // spec.driver is filtered here. The number deleted; the API server's
-  // refusal otherwise. A driver's test calls it to see its slices come
-  // back.
+  // spec.nodeName or spec.driver (it answers 400) is listed whole and
+  // filtered here, as draplugin::ListNodeSlices lists. The number deleted; the
+  // API server's refusal otherwise. A driver's test calls it to see its slices
+  // come back.
   static StatusOr<size_t> WipeSlices(draplugin::KubeClient& client,
                                      const std::string& node,
                                      const std::string& driver = "");
