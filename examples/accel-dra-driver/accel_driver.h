@@ -4,6 +4,9 @@
 #ifndef ACCEL_DRA_DRIVER_ACCEL_DRIVER_H_
 #define ACCEL_DRA_DRIVER_ACCEL_DRIVER_H_
 
+// guide:includes
+#include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -11,26 +14,31 @@
 #include <variant>
 #include <vector>
 
-// guide:includes
 #include <glog/logging.h>  // LOG(); glog comes with libtopology::draplugin
 
-#include "topology/discovery.h"
-#include "topology/dra_attributes.h"
-#include "topology/draplugin/claim_cdi.h"
-#include "topology/draplugin/driver.h"
-#include "topology/draplugin/kube_client.h"
-#include "topology/draplugin/kube_config.h"
-#include "topology/draplugin/resource_slices.h"
-#include "topology/plugin/daemon.h"
-#include "topology/plugin/logging.h"
-#include "topology/sysfs_reader.h"
+#include "topology/discovery.h"                  // Discover
+#include "topology/dra_attributes.h"             // StandardPciAttributes
+#include "topology/draplugin/claim_cdi.h"        // WriteClaimCdiSpec
+#include "topology/draplugin/driver.h"           // DriverRunner, DriverHandler
+#include "topology/draplugin/kube_client.h"      // KubeClient
+#include "topology/draplugin/kube_config.h"      // InClusterConfig
+#include "topology/draplugin/resource_slices.h"  // SlicePublisher
+#include "topology/pci_device.h"                 // PciDevice
+#include "topology/plugin/cdi.h"                 // CdiDevice
+#include "topology/plugin/daemon.h"              // BlockShutdownSignals
+#include "topology/plugin/logging.h"             // InitLogging
+#include "topology/status.h"                     // Status, StatusOr
+#include "topology/sysfs_reader.h"               // NewHostRootReader
+#include "topology/topology.h"                   // Topology
 // guide:end
 
 namespace accel {
 
+// guide:flags
 namespace dra = topology::draplugin;
 namespace plugin = topology::plugin;
 
+// What the command line sets (main.cc parses it).
 struct Flags {
   std::string driver = "accel.example.com";
   std::string class_prefix = "1200";  // processing accelerators
@@ -43,6 +51,7 @@ struct Flags {
   std::string cdi_dir = "/var/run/cdi";
   int verbosity = 0;
 };
+// guide:end
 
 // guide:inventory
 // The devices: every PCI function whose class (six hex digits) starts with

@@ -2,7 +2,11 @@
 """Checks that a guide quotes its example: docs/plugin-author-guide.md
 examples/accel-plugin/, docs/dra-driver-guide.md examples/accel-dra-driver/.
 
-Usage: guide_quotes_example.py PROGRAM... GUIDE.
+Usage: guide_quotes_example.py PROGRAM... GUIDE
+       guide_quotes_example.py --extract OUT PROGRAM... GUIDE
+The second form writes the guide's blocks quoted from the PROGRAMs, in the
+guide's order, to OUT: one file that a test compiles alone, so that a reader
+who copies the guide's code gets a program that builds.
 Every block between "// guide:<name>" and "// guide:end" in a program must
 appear, verbatim and in full, inside a ```cpp block of the guide, and the
 guide must quote no C++ block that is not from the programs (apart from blocks
@@ -34,7 +38,30 @@ def cpp_blocks_of_guide(text):
     return out
 
 
+def extract(out_path, program_paths, guide_path):
+    guide = open(guide_path, encoding="utf-8").read()
+    bodies = set()
+    for program_path in program_paths:
+        bodies.update(blocks_of_program(
+            open(program_path, encoding="utf-8").read()).values())
+    chosen = [code for exempt, code in cpp_blocks_of_guide(guide)
+              if not exempt and code in bodies]
+    if not chosen:
+        print(f"{guide_path}: quotes no block of {' or '.join(program_paths)}")
+        return 1
+    with open(out_path, "w", encoding="utf-8") as out:
+        out.write("// The C++ of " + guide_path.rsplit("/", 1)[-1] +
+                  " quoted from " +
+                  ", ".join(p.rsplit("/", 1)[-1] for p in program_paths) +
+                  ", in its order.\n")
+        for code in chosen:
+            out.write(code + "\n")
+    return 0
+
+
 def main():
+    if len(sys.argv) > 1 and sys.argv[1] == "--extract":
+        return extract(sys.argv[2], sys.argv[3:-1], sys.argv[-1])
     program_paths, guide_path = sys.argv[1:-1], sys.argv[-1]
     guide = open(guide_path, encoding="utf-8").read()
     quoted = cpp_blocks_of_guide(guide)

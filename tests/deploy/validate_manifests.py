@@ -26,8 +26,10 @@
 7. Both paths on one node (deploy/both-paths): distinct selectors and
    policies, the driver given the device plugin's own ConfigMap, and the
    two configurations selecting disjoint devices on a generated machine.
-8. Renaming (tests/deploy/renamed: namespace, namePrefix, nameSuffix and
-   the example claim templates as a component): every reference resolves.
+8. Renaming (tests/deploy/renamed*: namespace, namePrefix and nameSuffix,
+   each alone and all together, with the example claim templates as a
+   component): every reference resolves, as kustomize resolves it (a
+   namespaced referral only from its own namespace).
 9. Each YAML block of docs/dra-driver-guide.md is quoted verbatim from the
    file it names.
 
@@ -198,7 +200,8 @@ def check_nfd_examples(source, configmap):
 
 
 DEVICE_PLUGIN_WRITABLE = ["/var/lib/kubelet/device-plugins", "/var/run/cdi"]
-DRA_WRITABLE = ["/var/lib/kubelet/plugins", "/var/lib/kubelet/plugins_registry",
+DRA_WRITABLE = ["/var/lib/kubelet/plugins/pci.libtopology.dev",
+                "/var/lib/kubelet/plugins_registry",
                 "/var/run/cdi"]
 
 
@@ -504,6 +507,37 @@ def check_admission_policy(objects, account, where, namespace="kube-system"):
 
 NAMESPACED = {"ConfigMap", "DaemonSet", "NetworkPolicy", "ServiceAccount",
               "Service", "PodMonitor", "ResourceClaimTemplate"}
+# The kinds of the shipped objects kustomize itself knows to be
+# cluster-scoped. Every other kind (DeviceClass, ValidatingAdmissionPolicy
+# and its binding, which its built-in schema lacks) it treats as namespaced:
+# a namespace transformer sets their namespace, and a name reference to one
+# resolves only from a referrer in the same namespace.
+KUSTOMIZE_CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "Namespace",
+                            "CustomResourceDefinition"}
+# The namespace kustomize sees on each rendered object (by id), where it
+# differs from what the object says (kinds outside NAMESPACED).
+KUSTOMIZE_NAMESPACE = {}
+
+
+def kustomize_namespace(doc):
+    """The namespace kustomize gives `doc` ("" for cluster-scoped kinds; no
+    namespace is "default")."""
+    if doc["kind"] in KUSTOMIZE_CLUSTER_SCOPED:
+        return ""
+    namespace = KUSTOMIZE_NAMESPACE.get(
+        id(doc), doc["metadata"].get("namespace", ""))
+    return namespace or "default"
+
+
+def references_resolve(referrer, referral):
+    """Whether kustomize renames `referral`'s name in `referrer` (nameref's
+    sameCurrentNamespaceAsReferrer): a cluster-scoped referrer or referral,
+    a ServiceAccount, or both in one namespace."""
+    if referrer["kind"] in KUSTOMIZE_CLUSTER_SCOPED or \
+            referral["kind"] in KUSTOMIZE_CLUSTER_SCOPED or \
+            referral["kind"] == "ServiceAccount":
+        return True
+    return kustomize_namespace(referrer) == kustomize_namespace(referral)
 
 
 # kustomize's built-in name references the shipped objects use (referral
@@ -602,6 +636,8 @@ def render(directory, where, component=False):
     for doc in objects:
         if namespace and doc["kind"] in NAMESPACED:
             doc["metadata"]["namespace"] = namespace
+        elif namespace and doc["kind"] not in KUSTOMIZE_CLUSTER_SCOPED:
+            KUSTOMIZE_NAMESPACE[id(doc)] = namespace
         if namespace and doc["kind"] in ("ClusterRoleBinding", "RoleBinding"):
             for subject in doc.get("subjects", []):
                 if subject.get("kind") == "ServiceAccount" and \
@@ -623,7 +659,8 @@ def render(directory, where, component=False):
             doc["metadata"]["name"] = new
             for referrer_kind, path in RENDER_REFERENCES.get(doc["kind"], []):
                 for referrer in objects:
-                    if referrer["kind"] == referrer_kind:
+                    if referrer["kind"] == referrer_kind and \
+                            references_resolve(referrer, doc):
                         rename_field(referrer, path.split("/"), old, new,
                                      doc["kind"] if path.startswith("subjects")
                                      else None)
@@ -895,7 +932,8 @@ def check_dra_path(daemonset_dir, base_objects, dra_binary):
         error(where, "--registry-dir must be the kubelet's plugins_registry")
     mounts = {m["mountPath"]: m for m in container.get("volumeMounts", [])}
     volumes = {v["name"]: v for v in pod.get("volumes", [])}
-    for path in (f"{root}/plugins_registry", f"{root}/plugins",
+    # Its own plugin directory, not every driver's (`plugins`).
+    for path in (f"{root}/plugins_registry", f"{root}/plugins/{driver}",
                  f"{root}/device-plugins", "/var/run/cdi"):
         mount = mounts.get(path)
         if mount is None:
@@ -934,7 +972,7 @@ def check_dra_path(daemonset_dir, base_objects, dra_binary):
                         rule.get("verbs", []))
     wanted = {("resource.k8s.io", "resourceclaims"): {"get"},
               ("resource.k8s.io", "resourceslices"):
-                  {"get", "list", "watch", "create", "update", "delete"},
+                  {"get", "list", "create", "update", "delete"},
               ("", "nodes"): {"get"}}
     if verbs != wanted:
         error(where, f"the driver's ServiceAccount must be granted exactly "
@@ -1017,23 +1055,42 @@ def check_dra_path(daemonset_dir, base_objects, dra_binary):
                 error(where, f"topology-dra-driver has no flag {flag}")
 
 
+# tests/deploy/renamed*: operators' overlays of the DRA path, each renaming
+# field on its own and all together: (directory, namespace, namePrefix,
+# nameSuffix).
+RENAMED_OVERLAYS = [("renamed", "accel-system", "team-", "-v2"),
+                    ("renamed-namespace", "accel-system", "", ""),
+                    ("renamed-prefix", None, "team-", ""),
+                    ("renamed-suffix", None, "", "-v2")]
+
+
 def check_renamed(source):
-    """tests/deploy/renamed, an operator's overlay of the DRA path with its
-    own namespace, a namePrefix and a nameSuffix, and the example claim
-    templates as a component: every name reference resolves (kustomize's
-    own, those of daemonset/dra/name-references.yaml, and the admission
-    policy's user through the replacements)."""
-    where = "tests/deploy/renamed"
-    directory = os.path.join(source, "tests", "deploy", "renamed")
+    """tests/deploy/renamed*, operators' overlays of the DRA path with their
+    own namespace, a namePrefix or a nameSuffix, alone and together, and the
+    example claim templates as a component: every name reference resolves
+    (kustomize's own, those of daemonset/dra/name-references.yaml, and the
+    admission policy's user through the replacements)."""
+    for overlay, namespace, prefix, suffix in RENAMED_OVERLAYS:
+        check_renamed_overlay(source, overlay, namespace, prefix, suffix)
+
+
+def check_renamed_overlay(source, overlay, namespace, prefix, suffix):
+    where = f"tests/deploy/{overlay}"
+    directory = os.path.join(source, "tests", "deploy", overlay)
     objects = render(directory, where)
     compare_with_kustomize(directory, objects, where)
     names = {}
     for doc in objects:
         names.setdefault(doc["kind"], set()).add(doc["metadata"]["name"])
-        if not doc["metadata"]["name"].startswith("team-") or \
-                not doc["metadata"]["name"].endswith("-v2"):
+        if not doc["metadata"]["name"].startswith(prefix) or \
+                not doc["metadata"]["name"].endswith(suffix):
             error(where, f"{doc['kind']} {doc['metadata']['name']} is not "
                          "renamed")
+        if namespace and doc["kind"] in NAMESPACED and \
+                doc["kind"] != "ResourceClaimTemplate" and \
+                doc["metadata"].get("namespace") != namespace:
+            error(where, f"{doc['kind']} {doc['metadata']['name']} is not in "
+                         f"{namespace}")
     accounts = {(d["metadata"].get("namespace"), d["metadata"]["name"])
                 for d in objects if d["kind"] == "ServiceAccount"}
 
@@ -1074,7 +1131,8 @@ def check_renamed(source):
     if "ResourceClaimTemplate" not in names:
         error(where, "the example claim templates are not rendered")
     if account is not None:
-        check_admission_policy(objects, account, where, "accel-system")
+        check_admission_policy(objects, account, where,
+                               namespace or "kube-system")
 
 
 def check_guide_quotes(source):
