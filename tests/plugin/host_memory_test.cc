@@ -215,6 +215,23 @@ TEST_F(HostMemoryTest, CrossNodeOverASingleNodeAllocationIsUnexpected) {
               ElementsAre(manager::MemoryBlock{{0}, "memory", 5 * kGiB}));
 }
 
+// The memory explanation gives every size in one unit, the largest that
+// holds each exactly: 6656Mi free beside a request of 10240Mi, never beside
+// "10Gi".
+TEST_F(HostMemoryTest, TheExplanationGivesSizesInOneUnit) {
+  Start(Config(manager::kPolicySingleNumaNode),
+        TwoNodeMachine(root_.path(), 8));
+  ASSERT_TRUE(host_->Admit(MemoryPod("half", 512 * kMiB), false).admitted);
+  const PodResult big = host_->Admit(MemoryPod("big", 10 * kGiB), true);
+  ASSERT_FALSE(big.admitted);
+  ASSERT_FALSE(big.explanation.empty());
+  const std::string memory = big.explanation[0]["memory"].dump();
+  EXPECT_THAT(memory, HasSubstr("container main asks for memory 10240Mi"));
+  EXPECT_THAT(memory, HasSubstr("memory 6656Mi free of 7168Mi"));
+  EXPECT_THAT(memory, HasSubstr("memory 7168Mi free of 7168Mi"));
+  EXPECT_THAT(memory, ::testing::Not(HasSubstr("Gi")));
+}
+
 TEST_F(HostMemoryTest, StartRefusesWhereTheKubeletRefuses) {
   const Topology machine = TwoNodeMachine(root_.path(), 8);
   const auto create = [&](MemoryFlags flags) -> Status {

@@ -337,9 +337,36 @@ std::vector<std::string> MemoryManager::Explain(
   const std::map<std::string, uint64_t> requests =
       container ? ContainerRequestedMemory(*container)
                 : PodRequestedMemory(pod);
+  // Every size in one unit, the largest that holds each exactly, so that
+  // sizes compare at a glance ("13212Mi free" beside "23552Mi", never
+  // beside "23Gi").
+  int unit = 6;  // 1024^6: Ei
+  const auto fit = [&unit](uint64_t bytes) {
+    int k = 0;
+    while (k < unit && bytes != 0 && bytes % 1024 == 0) {
+      bytes /= 1024;
+      ++k;
+    }
+    if (bytes != 0) unit = k;
+  };
+  for (const auto& [type, size] : requests) {
+    fit(size);
+    for (const auto& [id, node] : machine) {
+      if (const auto it = node.memory.find(type); it != node.memory.end()) {
+        fit(it->second.free);
+        fit(it->second.allocatable);
+      }
+    }
+  }
+  const auto quantity = [unit](uint64_t bytes) {
+    static constexpr const char* kSuffixes[] = {"",   "Ki", "Mi", "Gi",
+                                                "Ti", "Pi", "Ei"};
+    for (int k = 0; k < unit; ++k) bytes /= 1024;
+    return std::to_string(bytes) + kSuffixes[unit];
+  };
   std::string asked;
   for (const auto& [type, size] : requests) {
-    asked += (asked.empty() ? "" : ", ") + type + " " + BinaryQuantity(size);
+    asked += (asked.empty() ? "" : ", ") + type + " " + quantity(size);
   }
   out.push_back((container ? "container " + container->name : "the pod") +
                 " asks for " + (asked.empty() ? "no memory" : asked));
@@ -367,8 +394,8 @@ std::vector<std::string> MemoryManager::Explain(
       line += " " + type + " " +
               (table == node.memory.end()
                    ? std::string("none")
-                   : BinaryQuantity(table->second.free) + " free of " +
-                         BinaryQuantity(table->second.allocatable));
+                   : quantity(table->second.free) + " free of " +
+                         quantity(table->second.allocatable));
       line += ";";
     }
     if (node.assignments == 0) {
