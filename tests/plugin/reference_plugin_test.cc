@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "topology/dra_attributes.h"
 #include "topology/draplugin/claim_checkpoint.h"
 #include "topology/plugin/cdi.h"
 #include "topology/plugin/http_endpoint.h"
@@ -27,6 +28,7 @@
 #include "topology/testing/fake_kubelet.h"
 #include "topology/testing/sysfs_tree_builder.h"
 
+#include "dra_driver.h"
 #include "seeded_random.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
@@ -300,6 +302,102 @@ TEST_F(ReferencePluginTest, AClaimCheckpointUnreadableAtStartOffersNothing) {
         return NodesById(list).size() == 8;
       },
       Scaled(5s)));
+}
+
+// Both paths on one node, in random order: pods given GPUs through the
+// device plugin (the kubelet's checkpoint written after each Allocate, as
+// the kubelet writes it), claims prepared through the DRA driver's handler
+// (its checkpoint written, as the runner writes it), releases of both. No
+// GPU is ever held by both paths: each side reads the other's file when
+// it hands one out.
+TEST_F(ReferencePluginTest, BothPathsNeverHandOutOneDeviceTwice) {
+  dra_claims_ = root_.path() / "dra" / draplugin::kClaimCheckpointFile;
+  std::filesystem::create_directories(dra_claims_.parent_path());
+  const auto kubelet_checkpoint = root_.path() / "kubelet_internal_checkpoint";
+  StartPlugin();
+  auto config = ParseConfig(
+      "resources:\n"
+      "  - name: example.com/gpu\n"
+      "    selectors: [{vendors: [\"10de\"], classes: [\"0302\"]}]\n",
+      "dra");
+  ASSERT_THAT(config.status(), IsOk());
+  auto sysfs = NewHostRootReader(root_.path());
+  auto snapshot =
+      DiscoverSnapshot(*config, root_.path(), *sysfs, cdi_dir(), {});
+  ASSERT_THAT(snapshot.status(), IsOk());
+  std::shared_ptr<const Snapshot> shared = *snapshot;
+  DraHandler dra(
+      *config, root_.path(), cdi_dir(), "pci.libtopology.dev", "node-a",
+      [shared] { return shared; },
+      [&] { return ReadHeldThroughDevicePlugins(kubelet_checkpoint); });
+  std::map<std::string, std::string> by_plugin;  // GPU -> pod
+  draplugin::PreparedClaims claims;
+  const auto write_kubelet = [&] {
+    std::string entries;
+    for (const auto& [gpu, pod] : by_plugin) {
+      entries += std::string(entries.empty() ? "" : ",") + R"({"PodUID":")" +
+                 pod +
+                 R"(","ContainerName":"c","ResourceName":"example.com/gpu",)"
+                 R"("DeviceIDs":{"0":[")" +
+                 gpu + R"("]},"AllocResp":""})";
+    }
+    std::ofstream(kubelet_checkpoint, std::ios::trunc)
+        << R"({"Data":{"PodDeviceEntries":[)" << entries
+        << R"(],"RegisteredDevices":{}},"Checksum":1})";
+  };
+  write_kubelet();
+  std::mt19937_64 random(4815);
+  const std::vector<std::string> gpus = AllGpus();
+  int both = 0;
+  for (int step = 0; step < 120; ++step) {
+    SCOPED_TRACE("step " + std::to_string(step));
+    const std::string gpu = gpus[random() % gpus.size()];
+    switch (random() % 4) {
+      case 0:  // a pod asks the device plugin
+        if (AllocateGpus({gpu}).has_value()) {
+          by_plugin.emplace(gpu, "pod-" + std::to_string(step));
+          write_kubelet();
+        }
+        break;
+      case 1: {  // a claim is prepared
+        draplugin::Claim claim;
+        claim.ref = {"default", "claim-" + std::to_string(step), "c"};
+        claim.results.push_back({"gpu", "pci.libtopology.dev", "node-a",
+                                 dra::PciDeviceName(*PciAddress::Parse(gpu))});
+        auto prepared = dra.Prepare(claim);
+        if (prepared.ok()) {
+          claims[claim.ref.uid] = {.ref = claim.ref, .devices = *prepared};
+          ASSERT_THAT(draplugin::SaveClaims(dra_claims_, claims), IsOk());
+        }
+        break;
+      }
+      case 2:  // a pod ends
+        if (!by_plugin.empty()) {
+          by_plugin.erase(std::next(
+              by_plugin.begin(),
+              static_cast<std::ptrdiff_t>(random() % by_plugin.size())));
+          write_kubelet();
+        }
+        break;
+      default:  // a claim is unprepared
+        if (!claims.empty()) {
+          claims.erase(
+              std::next(claims.begin(),
+                        static_cast<std::ptrdiff_t>(random() % claims.size())));
+          ASSERT_THAT(draplugin::SaveClaims(dra_claims_, claims), IsOk());
+        }
+        break;
+    }
+    for (const auto& [uid, claim] : claims) {
+      for (const draplugin::PreparedDevice& device : claim.devices) {
+        const auto address = dra::AddressOfPciDeviceName(device.device);
+        if (address && by_plugin.contains(address->ToString())) ++both;
+      }
+    }
+    ASSERT_EQ(both, 0) << gpu << " is held by both paths";
+  }
+  EXPECT_FALSE(by_plugin.empty());
+  EXPECT_FALSE(claims.empty());
 }
 
 TEST_F(ReferencePluginTest, ListsDevicesWithTheirNumaNodes) {
