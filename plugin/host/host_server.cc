@@ -23,8 +23,7 @@ constexpr size_t kMaxConnections = 256;
 // counted on its connection.
 void ConfigureServer(grpc::ServerBuilder& builder,
                      std::shared_ptr<plugin::ConnectionCalls> calls) {
-  builder.experimental().SetInterceptorCreators(
-      plugin::ConnectionCalls::Interceptors(std::move(calls)));
+  plugin::ConfigureBoundedServer(builder, std::move(calls));
   builder.AddChannelArgument(GRPC_ARG_SERVER_HANDSHAKE_TIMEOUT_MS, 10'000);
   builder.AddChannelArgument(GRPC_ARG_MAX_CONNECTION_IDLE_MS, 300'000);
   builder.SetMaxReceiveMessageSize(16 << 20);
@@ -106,6 +105,7 @@ void HostServer::Shutdown(std::chrono::system_clock::time_point deadline) {
 HostServer::ConnectionCounters HostServer::ControlConnections() const {
   if (!control_acceptor_) return {};
   return {.evicted = control_acceptor_->evicted(),
+          .cut = control_acceptor_->cut(),
           .refused = control_acceptor_->refused(),
           .starved = control_acceptor_->starved()};
 }

@@ -44,6 +44,7 @@ class HostServer {
   };
   struct ConnectionCounters {
     uint64_t evicted = 0;
+    uint64_t cut = 0;
     uint64_t refused = 0;
     uint64_t starved = 0;
   };

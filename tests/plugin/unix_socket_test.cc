@@ -12,6 +12,7 @@
 #include <future>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
@@ -26,6 +27,7 @@
 #include <gtest/gtest.h>
 
 #include "temp_dir.h"
+#include "wait_for.h"
 
 namespace topology::plugin {
 namespace {
@@ -205,6 +207,55 @@ TEST(UnixAcceptorTest, APathTooLongIsNamed) {
   auto acceptor = UnixAcceptor::Start(path, server.get(), {});
   ASSERT_FALSE(acceptor.ok());
   EXPECT_THAT(acceptor.status().message(), HasSubstr("longer than"));
+}
+
+// Every connection holding a call (unread streams, a flood of them): a
+// newcomer (the kubelet dialling) is never refused. The connection closed
+// for it is the newest of the peer holding the most; the oldest, the
+// kubelet's long-held one, stays.
+TEST(UnixAcceptorTest, ANewcomerIsNeverRefusedWhenEveryConnectionIsBusy) {
+  testing::TempDir dir;
+  EmptyServer server;
+  const auto path = dir.path() / "busy.sock";
+  auto calls = std::make_shared<ConnectionCalls>();
+  // Every descriptor the acceptor can hand over counts as holding a call.
+  std::vector<std::unique_ptr<ConnectionCalls::Call>> held;
+  for (int fd = 0; fd < 1024; ++fd) {
+    held.push_back(std::make_unique<ConnectionCalls::Call>(
+        calls.get(), "fd:" + std::to_string(fd)));
+  }
+  auto acceptor = UnixAcceptor::Start(path, server.get(),
+                                      {.max_connections = 4, .calls = calls});
+  ASSERT_TRUE(acceptor.ok()) << acceptor.status().ToString();
+  const auto dial = [&] {
+    const int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_un address{};
+    address.sun_family = AF_UNIX;
+    std::strncpy(address.sun_path, path.c_str(), sizeof(address.sun_path) - 1);
+    EXPECT_EQ(
+        connect(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)), 0);
+    return fd;
+  };
+  // Whether the server shut the connection: its hang-up, after whatever
+  // it sent first (HTTP/2 settings).
+  const auto hung_up = [](int fd, int timeout_ms) {
+    pollfd p{fd, POLLRDHUP, 0};
+    return poll(&p, 1, timeout_ms) > 0 && (p.revents & POLLRDHUP) != 0;
+  };
+  // Handed over in the order they arrive (the listen backlog's).
+  std::vector<int> clients;
+  for (int i = 0; i < 5; ++i) clients.push_back(dial());
+  ASSERT_TRUE(testing::WaitFor([&] { return (*acceptor)->cut() == 1; }));
+  EXPECT_EQ((*acceptor)->refused(), 0u);
+  EXPECT_EQ((*acceptor)->evicted(), 0u);
+  // The newest before the newcomer was closed for it ...
+  EXPECT_TRUE(hung_up(clients[3], 5000));
+  // ... and the others, the oldest first among them, are served still.
+  for (int i : {0, 1, 2, 4}) {
+    EXPECT_FALSE(hung_up(clients[static_cast<size_t>(i)], 0)) << i;
+  }
+  for (int fd : clients) close(fd);
+  held.clear();
 }
 
 }  // namespace

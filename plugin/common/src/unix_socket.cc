@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <map>
 #include <string_view>
 #include <utility>
 
@@ -248,17 +249,43 @@ void UnixAcceptor::Prune() {
   handed_ = std::move(open);
 }
 
+void ConfigureBoundedServer(grpc::ServerBuilder& builder,
+                            std::shared_ptr<ConnectionCalls> calls) {
+  builder.experimental().SetInterceptorCreators(
+      ConnectionCalls::Interceptors(std::move(calls)));
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             kMaxStreamsPerConnection);
+}
+
 bool UnixAcceptor::MakeRoom() {
-  for (auto it = handed_.begin(); it != handed_.end(); ++it) {
-    if (calls_ != nullptr && calls_->Busy(it->given)) continue;
-    // The oldest idle connection goes: gRPC sees it end and cleans up.
-    shutdown(it->copy, SHUT_RDWR);
-    close(it->copy);
-    handed_.erase(it);
-    evicted_.fetch_add(1);
-    return true;
-  }
-  return false;
+  if (handed_.empty()) return false;
+  std::map<pid_t, size_t> per_peer;
+  for (const Handed& handed : handed_) ++per_peer[handed.peer];
+  // Idle before busy; of the peer holding the most connections; its newest
+  // (handed_ is oldest first, so the walk goes backwards and keeps the
+  // first of the largest).
+  const auto pick = [&](bool idle) {
+    auto chosen = handed_.end();
+    for (auto it = handed_.end(); it != handed_.begin();) {
+      --it;
+      const bool busy = calls_ != nullptr && calls_->Busy(it->given);
+      if (busy == idle) continue;
+      if (chosen == handed_.end() ||
+          per_peer[it->peer] > per_peer[chosen->peer]) {
+        chosen = it;
+      }
+    }
+    return chosen;
+  };
+  auto victim = pick(/*idle=*/true);
+  const bool idle = victim != handed_.end();
+  if (!idle) victim = pick(/*idle=*/false);
+  // gRPC sees it end and cleans up (a call on it ends UNAVAILABLE).
+  shutdown(victim->copy, SHUT_RDWR);
+  close(victim->copy);
+  handed_.erase(victim);
+  (idle ? evicted_ : cut_).fetch_add(1);
+  return true;
 }
 
 void UnixAcceptor::Loop() {
@@ -296,22 +323,25 @@ void UnixAcceptor::Loop() {
       continue;
     }
     Prune();
-    bool room = true;
-    while (room && handed_.size() >= max_connections_) room = MakeRoom();
-    if (!room) {
-      // Every connection has a call in flight: none is cut for this one.
-      close(fd);
-      refused_.fetch_add(1);
-      warn(std::to_string(max_connections_) +
-           " connections, each with a call in flight; a new one is refused");
-      continue;
+    const uint64_t cut_before = cut_.load();
+    while (handed_.size() >= max_connections_ && MakeRoom()) {
     }
-    if (handed_.size() + 1 >= max_connections_) {
+    if (cut_.load() != cut_before) {
+      warn(std::to_string(max_connections_) +
+           " connections, each with a call in flight: the newest of the "
+           "peer holding the most was closed for a new one");
+    } else if (handed_.size() + 1 >= max_connections_) {
       warn("at the limit of " + std::to_string(max_connections_) +
-           " connections; the oldest idle ones are closed for new ones");
+           " connections; idle ones of the peer holding the most are closed "
+           "for new ones");
+    }
+    ucred peer{};
+    socklen_t length = sizeof(peer);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &peer, &length) != 0) {
+      peer.pid = 0;
     }
     const int copy = fcntl(fd, F_DUPFD_CLOEXEC, 0);
-    if (copy >= 0) handed_.push_back({copy, fd});
+    if (copy >= 0) handed_.push_back({copy, fd, peer.pid});
     grpc::AddInsecureChannelFromFd(server_, fd);
   }
 }

@@ -172,8 +172,7 @@ StatusOr<Served> Serve(const std::filesystem::path& socket,
   auto calls = std::make_shared<ConnectionCalls>();
   grpc::ServerBuilder builder;
   builder.SetMaxReceiveMessageSize(16 << 20);
-  builder.experimental().SetInterceptorCreators(
-      ConnectionCalls::Interceptors(calls));
+  plugin::ConfigureBoundedServer(builder, calls);
   for (grpc::Service* service : services) builder.RegisterService(service);
   Served served;
   served.server = builder.BuildAndStart();

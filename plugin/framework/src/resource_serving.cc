@@ -25,8 +25,7 @@ StatusOr<std::unique_ptr<ServingInstance>> ResourceServer::NewInstance() {
   instance->service = std::make_unique<DevicePluginService>(this);
   grpc::ServerBuilder builder;
   builder.RegisterService(instance->service.get());
-  builder.experimental().SetInterceptorCreators(
-      ConnectionCalls::Interceptors(instance->calls));
+  ConfigureBoundedServer(builder, instance->calls);
   builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS,
                               1);
   builder.SetSyncServerOption(

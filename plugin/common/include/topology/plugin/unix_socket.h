@@ -13,11 +13,14 @@
 //    accept() fails with EMFILE, and has no limit on connections): it
 //    retries after running out of descriptors, hands each connection to the
 //    gRPC server (grpc::AddInsecureChannelFromFd) and keeps at most
-//    `max_connections` open. A new connection beyond that closes the oldest
-//    idle one (no call in flight, as ConnectionCalls' interceptor reports),
-//    or is refused when none is idle: a flood of idle connections can
-//    neither exhaust descriptors nor lock clients out, and no call is ever
-//    cut for it.
+//    `max_connections` open. A new connection is never refused: beyond the
+//    bound one open connection is closed for it, an idle one (no call in
+//    flight, as ConnectionCalls' interceptor reports) before one with a
+//    call, of the peer process holding the most connections (SO_PEERCRED),
+//    its newest first. A flood of connections, idle or each holding an
+//    unread stream, costs its sender its own newest ones: the kubelet's
+//    long-held connection and its new one are served all the same, and
+//    descriptors and memory stay bounded.
 //  - The socket's identity (device, inode) is kept: the file is removed at
 //    the end only while it is still ours, and a caller can tell when it was
 //    removed or replaced (SocketAt) and serve again.
@@ -41,6 +44,7 @@
 
 namespace grpc {
 class Server;
+class ServerBuilder;
 namespace experimental {
 class ServerInterceptorFactoryInterface;
 }
@@ -95,6 +99,18 @@ class ConnectionCalls {
   std::map<int, int> in_flight_ TOPOLOGY_GUARDED_BY(mu_);  // by descriptor
 };
 
+// Streams one connection may hold open at once (HTTP/2's
+// SETTINGS_MAX_CONCURRENT_STREAMS): a client opening more waits for one to
+// end, so one connection can tie up at most this many of the server's
+// threads and buffers (the kubelet holds two or three).
+inline constexpr int kMaxStreamsPerConnection = 32;
+
+// What every server an acceptor serves sets: `calls`' interceptor (the
+// acceptor tells idle connections from busy ones by it) and the bound of
+// streams per connection.
+void ConfigureBoundedServer(grpc::ServerBuilder& builder,
+                            std::shared_ptr<ConnectionCalls> calls);
+
 struct UnixSocketOptions {
   // The socket's mode, whatever the umask.
   mode_t mode = 0600;
@@ -125,10 +141,13 @@ class UnixAcceptor {
 
   const std::filesystem::path& path() const { return path_; }
   const SocketIdentity& identity() const { return identity_; }
-  // Idle connections closed to stay under the cap, new ones refused
-  // because every connection had a call in flight, and accept() failures
-  // for want of descriptors, since the start.
+  // Idle connections closed to stay under the cap, connections with a call
+  // in flight closed for a newcomer (every open one had a call), new ones
+  // refused (none since connections are closed for newcomers: kept for
+  // the counters' readers), and accept() failures for want of descriptors,
+  // since the start.
   uint64_t evicted() const { return evicted_.load(); }
+  uint64_t cut() const { return cut_.load(); }
   uint64_t refused() const { return refused_.load(); }
   uint64_t starved() const { return starved_.load(); }
 
@@ -136,8 +155,8 @@ class UnixAcceptor {
   UnixAcceptor(std::filesystem::path path, SocketIdentity identity,
                grpc::Server* server, int listen_fd, int wake_fd,
                const UnixSocketOptions& options);
-  // Makes room for one more connection by closing the oldest idle one;
-  // false when every connection has a call in flight.
+  // Makes room for one more connection by closing one (the header
+  // comment says which); false only when there is none to close.
   bool MakeRoom();
   void Loop();
   // Forgets connections that have ended (closes their duplicates).
@@ -152,6 +171,7 @@ class UnixAcceptor {
   std::atomic<bool> stopping_{false};
   const std::shared_ptr<const ConnectionCalls> calls_;
   std::atomic<uint64_t> evicted_{0};
+  std::atomic<uint64_t> cut_{0};
   std::atomic<uint64_t> refused_{0};
   std::atomic<uint64_t> starved_{0};
   // Each connection handed over, oldest first: a duplicate of it, which
@@ -161,6 +181,7 @@ class UnixAcceptor {
   struct Handed {
     int copy = -1;
     int given = -1;
+    pid_t peer = 0;  // the connecting process (SO_PEERCRED); 0: unknown
   };
   std::deque<Handed> handed_;
   std::thread thread_;
