@@ -147,8 +147,9 @@ void DriverRunner::Impl::Stop() {
 
 namespace {
 
-// Connections open at once on one socket (the kubelet holds one or two);
-// more close the oldest idle one.
+// Connections open at once on one socket (the kubelet holds one or two); a
+// new one beyond it closes another (unix_socket.h: idle first, of the peer
+// holding the most, its newest), never the newcomer.
 constexpr size_t kMaxConnections = 64;
 
 struct Served {

@@ -94,8 +94,9 @@ using plugin::IsSocket;
 using plugin::Listening;
 using plugin::UnixAcceptor;
 
-// Connections open at once on one socket (the kubelet holds one); more
-// close the oldest idle one.
+// Connections open at once on one socket (the kubelet holds one); a new one
+// beyond it closes another (unix_socket.h: idle first, of the peer holding
+// the most, its newest), never the newcomer.
 constexpr size_t kMaxConnections = 64;
 
 // Runs a vendor's handler: an exception it throws becomes an INTERNAL
