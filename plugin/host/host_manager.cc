@@ -620,10 +620,11 @@ const HostManager::PodRecord* HostManager::FindPod(
 }
 
 Status HostManager::Release(const std::string& key) {
-  // No admission lock: a release never waits for a plugin. The pod is
-  // marked busy so that an admission of the same uid cannot interleave.
-  // A pod being admitted or released by another request is waited for:
-  // the release then acts on what that request left (a pod released
+  // No admission lock: a release of a pod nobody else touches never waits
+  // for a plugin. The pod is marked busy so that an admission of the same
+  // uid cannot interleave. A pod being admitted or released by another
+  // request is waited for (as long as that request, whose plugin calls
+  // have deadlines): the release then acts on what it left (a pod released
   // meanwhile is not found), never answers "busy".
   std::string uid;
   for (;;) {
