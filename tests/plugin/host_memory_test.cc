@@ -2,6 +2,7 @@
 // refusal with the kubelet's reasons, the start-up checks of the flags and
 // of the checkpoint (validateState), restore after a crash, the views.
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -525,6 +526,60 @@ TEST_F(HostMemoryTest, DamagedCheckpointIsRefusedOrSurvivedNeverForgotten) {
     std::filesystem::remove_all(root_.path() / "r");
   }
   EXPECT_GT(refused, 0u);
+  // Records whose checksums are right and whose values no record can hold
+  // (a record written by another hand): a negative NUMA node, a size that
+  // is a string, 2^64, 1.5. Refused the same way, never read as nothing.
+  const auto reframed = [](const std::string& body) {
+    uint64_t hash = 14695981039346656037ull;  // FNV-1a 64, as the store
+    for (const char c : body) {
+      hash = (hash ^ static_cast<unsigned char>(c)) * 1099511628211ull;
+    }
+    char hex[17];
+    std::snprintf(hex, sizeof(hex), "%016llx",
+                  static_cast<unsigned long long>(hash));
+    return std::string(hex) + " " + body + "\n";
+  };
+  const size_t line_start = good.find(" {\"op\":\"admit\"");
+  ASSERT_NE(line_start, std::string::npos);
+  const size_t body_start = line_start + 1;
+  const size_t body_end = good.find('\n', body_start);
+  const std::string body = good.substr(body_start, body_end - body_start);
+  const size_t size_at = body.find("\"size\":");
+  ASSERT_NE(size_at, std::string::npos);
+  const size_t size_end = body.find_first_of(",}", size_at);
+  const size_t nodes_at = body.find("\"numa_nodes\":[", size_at);
+  ASSERT_NE(nodes_at, std::string::npos);
+  const std::string with_size =
+      body.substr(0, size_at) + "\"size\":%s" + body.substr(size_end);
+  // Reframed as it is, the record reads back: the checksums are right.
+  ASSERT_EQ(good.substr(0, line_start - 16) + reframed(body) +
+                good.substr(body_end + 1),
+            good);
+  std::vector<std::string> bad_bodies;
+  for (const char* size : {"\"2Gi\"", "18446744073709551616", "1.5", "-1"}) {
+    std::string b = with_size;
+    b.replace(b.find("%s"), 2, size);
+    bad_bodies.push_back(b);
+  }
+  std::string negative_node = body;
+  negative_node.insert(nodes_at + std::string("\"numa_nodes\":[").size(),
+                       "-1,");
+  bad_bodies.push_back(negative_node);
+  for (const std::string& bad : bad_bodies) {
+    std::string damaged = good.substr(0, line_start - 16) + reframed(bad) +
+                          good.substr(body_end + 1);
+    std::ofstream(journal, std::ios::binary | std::ios::trunc) << damaged;
+    auto host = HostManager::Create(Config(manager::kPolicyBestEffort),
+                                    TwoNodeMachine(root_.path() / "v", 8));
+    ASSERT_THAT(host.status(), IsOk());
+    EXPECT_THAT(testing::StartHost(**host),
+                StatusIs(StatusCode::kFailedPrecondition,
+                         HasSubstr("please drain this node")))
+        << bad;
+    EXPECT_EQ(read(journal), damaged);
+    (*host)->Stop();
+    std::filesystem::remove_all(root_.path() / "v");
+  }
   // The snapshot damaged (the journal good): refused the same way, twice.
   std::ofstream(journal, std::ios::binary | std::ios::trunc) << good;
   std::ofstream(dir / kCheckpointFile, std::ios::binary | std::ios::trunc)
