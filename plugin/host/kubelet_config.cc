@@ -111,11 +111,13 @@ Status ApplyKubeletConfiguration(std::string_view text, std::string_view where,
         {"cpuManagerPolicy", "--cpu-manager-policy"},
         {"reservedSystemCPUs", "--reserved-cpus"},
         {"memoryManagerPolicy", "--memory-manager-policy"}};
-    for (const auto& [field, target] : strings) {
-      const YAML::Node value = doc[field];
+    for (const auto& entry : strings) {
+      const YAML::Node value = doc[entry.first];
       if (!value || value.IsNull()) continue;
-      const std::string text_value = Scalar(value, field);
-      unless_given(flag_of.at(field), [&] { *target = text_value; });
+      const std::string text_value = Scalar(value, entry.first);
+      // A local, not a structured binding: clang 14 captures none.
+      std::string* const target = entry.second;
+      unless_given(flag_of.at(entry.first), [&] { *target = text_value; });
     }
     if (const YAML::Node options = doc["cpuManagerPolicyOptions"]; options) {
       const auto map = ScalarMap(options, "cpuManagerPolicyOptions");
@@ -134,11 +136,14 @@ Status ApplyKubeletConfiguration(std::string_view text, std::string_view where,
              &flags->memory.kube_reserved},
             {"systemReserved", "--system-reserved", '=',
              &flags->memory.system_reserved}};
-    for (const auto& [field, flag, separator, target] : maps) {
+    for (const auto& entry : maps) {
+      const char* const field = std::get<0>(entry);
       const YAML::Node value = doc[field];
       if (!value) continue;
-      const std::string joined = Joined(ScalarMap(value, field), separator);
-      unless_given(flag, [&] { *target = joined; });
+      const std::string joined =
+          Joined(ScalarMap(value, field), std::get<2>(entry));
+      std::string* const target = std::get<3>(entry);
+      unless_given(std::get<1>(entry), [&] { *target = joined; });
     }
     if (const YAML::Node eviction = doc["evictionHard"]; eviction) {
       const std::string joined =
