@@ -1,6 +1,7 @@
 // The kubelet device manager's checkpoint, read from outside the kubelet:
-// <kubelet root>/device-plugins/kubelet_internal_checkpoint, which names
-// the devices each running container holds through a device plugin. The
+// /var/lib/kubelet/device-plugins/kubelet_internal_checkpoint (fixed in the
+// kubelet whatever its --root-dir), which names the devices each running
+// container holds through a device plugin. The
 // DRA driver reads it so that a device a pod still holds through the
 // device plugin is not handed out again through a claim (the switch from
 // one path to the other on a live node).

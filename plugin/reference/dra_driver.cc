@@ -1,6 +1,7 @@
 #include "dra_driver.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <map>
 #include <optional>
@@ -13,6 +14,7 @@
 #include "topology/draplugin/claim_cdi.h"
 
 #include "k8s_names.h"
+#include "pod_resources.h"
 #include "selectors.h"
 
 namespace topology::device_plugin {
@@ -205,6 +207,49 @@ ReadHeldThroughDevicePlugins(const std::filesystem::path& checkpoint) {
     return std::map<PciAddress, std::vector<std::string>>();
   }
   return entries.status();
+}
+
+std::map<PciAddress, std::vector<std::string>> RunningHolders(
+    std::map<PciAddress, std::vector<std::string>> held,
+    const std::set<std::string>& ids) {
+  std::set<PciAddress> listed;
+  for (const std::string& id : ids) {
+    if (auto address = PciAddress::Parse(id); address.ok()) {
+      listed.insert(*address);
+    }
+  }
+  std::erase_if(
+      held, [&](const auto& entry) { return !listed.contains(entry.first); });
+  return held;
+}
+
+HeldDevicesReader::HeldDevicesReader(std::filesystem::path checkpoint,
+                                     std::filesystem::path pod_resources_socket)
+    : checkpoint_(std::move(checkpoint)),
+      pod_resources_socket_(std::move(pod_resources_socket)) {}
+
+StatusOr<std::map<PciAddress, std::vector<std::string>>>
+HeldDevicesReader::Read() const {
+  auto held = ReadHeldThroughDevicePlugins(checkpoint_);
+  if (!held.ok() || held->empty()) return held;
+  auto ids =
+      ListDevicePluginDeviceIds(pod_resources_socket_, std::chrono::seconds(2));
+  std::string problem = ids.ok() ? std::string() : ids.status().message();
+  {
+    MutexLock lock(mu_);
+    if (problem != problem_) {
+      if (!problem.empty()) {
+        LOG(WARNING) << problem
+                     << "; every device the kubelet's checkpoint names counts "
+                        "as held through a device plugin, a deleted pod's too";
+      } else {
+        LOG(INFO) << "the kubelet's pod resources API answers again";
+      }
+      problem_ = std::move(problem);
+    }
+  }
+  if (!ids.ok()) return held;
+  return RunningHolders(std::move(*held), *ids);
 }
 
 draplugin::DeviceTaint HeldTaint(const std::string& driver,

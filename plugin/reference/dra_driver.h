@@ -12,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -21,6 +22,7 @@
 #include "topology/draplugin/resource_slices.h"
 #include "topology/plugin/health.h"
 #include "topology/sysfs_reader.h"
+#include "topology/thread_annotations.h"
 
 #include "config.h"
 #include "kubelet_checkpoint.h"
@@ -95,6 +97,34 @@ std::map<PciAddress, std::vector<std::string>> HeldThroughDevicePlugins(
 // (a link, too large, not the kubelet's format) when it cannot be read.
 StatusOr<std::map<PciAddress, std::vector<std::string>>>
 ReadHeldThroughDevicePlugins(const std::filesystem::path& checkpoint);
+
+// Of `held`, the devices whose PCI address is one of `ids` (device ids the
+// pod resources API lists for running pods); the others are a deleted
+// pod's, which the kubelet's checkpoint keeps until its next allocation.
+std::map<PciAddress, std::vector<std::string>> RunningHolders(
+    std::map<PciAddress, std::vector<std::string>> held,
+    const std::set<std::string>& ids);
+
+// What the driver asks before it publishes and at every Prepare: the
+// devices running pods hold through device plugins now. The kubelet's
+// device checkpoint (ReadHeldThroughDevicePlugins), confirmed by its pod
+// resources API on `pod_resources_socket` (2 s deadline); where that API
+// does not answer, the checkpoint alone, so that a deleted pod's device
+// stays held rather than one device ever being handed out twice (the
+// problem logged once until it changes). Safe from any thread; no lock is
+// held across the call.
+class HeldDevicesReader {
+ public:
+  HeldDevicesReader(std::filesystem::path checkpoint,
+                    std::filesystem::path pod_resources_socket);
+  StatusOr<std::map<PciAddress, std::vector<std::string>>> Read() const;
+
+ private:
+  const std::filesystem::path checkpoint_;
+  const std::filesystem::path pod_resources_socket_;
+  mutable Mutex mu_;
+  mutable std::string problem_ TOPOLOGY_GUARDED_BY(mu_);
+};
 
 // The taint a device held through a device plugin carries in its slice:
 // "<driver>/device-plugin-allocated", its value the UID of the (first)

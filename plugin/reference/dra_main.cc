@@ -38,6 +38,7 @@
 #include "dra_driver.h"
 #include "kubelet_checkpoint.h"
 #include "kubelet_names.h"
+#include "pod_resources.h"
 #include "program.h"
 #include "reference_plugin.h"
 #include "safe_file.h"
@@ -88,6 +89,9 @@ int Run(int argc, char** argv) {
   std::string host_root = "/";
   std::string kubeconfig;
   std::string kubelet_root = "/var/lib/kubelet";
+  // The kubelet's device manager keeps its socket and checkpoint here
+  // whatever its --root-dir (pluginapi.DevicePluginPath).
+  std::string device_plugin_dir = "/var/lib/kubelet/device-plugins";
   std::string registry_dir;
   std::string plugin_dir;
   std::string cdi_dir = "/var/run/cdi";
@@ -114,8 +118,12 @@ int Run(int argc, char** argv) {
                  "kubeconfig file (default: in-cluster credentials)");
   app.add_option("--kubelet-root", kubelet_root,
                  "The kubelet's --root-dir: the registration and plugin "
-                 "directories default below it, and the device manager's "
-                 "checkpoint is read from its device-plugins/")
+                 "directories default below it")
+      ->capture_default_str();
+  app.add_option("--device-plugin-dir", device_plugin_dir,
+                 "The kubelet device manager's directory, whose checkpoint "
+                 "says which devices pods hold through device plugins (the "
+                 "kubelet keeps it here whatever its --root-dir)")
       ->capture_default_str();
   app.add_option("--registry-dir", registry_dir,
                  "The kubelet's plugin registration directory (default: "
@@ -187,6 +195,9 @@ int Run(int argc, char** argv) {
   }
   if (kubelet_root.empty() || kubelet_root.front() != '/') {
     return usage("--kubelet-root must be an absolute path");
+  }
+  if (device_plugin_dir.empty() || device_plugin_dir.front() != '/') {
+    return usage("--device-plugin-dir must be an absolute path");
   }
   const std::filesystem::path kubelet_dir(kubelet_root);
   if (registry_dir.empty()) {
@@ -297,16 +308,19 @@ int Run(int argc, char** argv) {
   health.Judge(**discovered, *sysfs);
 
   // Devices running pods still hold through a device plugin (the kubelet
-  // device manager's checkpoint): published tainted, so that a node moved
-  // from the device plugin to DRA never hands one out twice. Read at start
-  // and at every health pass; a file that cannot be read keeps the last
-  // holders known (logged once per problem).
-  const std::filesystem::path device_checkpoint =
-      kubelet_dir / "device-plugins" / topology::kubelet::kKubeletCheckpoint;
+  // device manager's checkpoint, confirmed by its pod resources API):
+  // published tainted, so that a node moved from the device plugin to DRA
+  // never hands one out twice. Read at start and at every health pass; a
+  // file that cannot be read keeps the last holders known (logged once per
+  // problem).
+  const dp::HeldDevicesReader held_reader(
+      std::filesystem::path(device_plugin_dir) /
+          topology::kubelet::kKubeletCheckpoint,
+      dp::PodResourcesSocket(kubelet_dir));
   std::map<topology::PciAddress, std::vector<std::string>> held;
   std::string held_problem;
   const auto read_held = [&]() -> bool {
-    auto read = dp::ReadHeldThroughDevicePlugins(device_checkpoint);
+    auto read = held_reader.Read();
     std::map<topology::PciAddress, std::vector<std::string>> now;
     if (read.ok()) {
       now = std::move(*read);
@@ -370,9 +384,7 @@ int Run(int argc, char** argv) {
   dp::DraHandler handler(
       *config, host_root, cdi_dir, driver, node,
       [&inventory] { return inventory.get(); },
-      [device_checkpoint] {
-        return dp::ReadHeldThroughDevicePlugins(device_checkpoint);
-      });
+      [&held_reader] { return held_reader.Read(); });
   dra::ApiClaimSource source(client->get());
   dra::DriverOptions options;
   options.driver_name = driver;

@@ -1,5 +1,5 @@
-// DRA goals (numbers in docs/performance.md), against the real
-// kube-apiserver that scripts/kube-apiserver builds and starts for the run:
+// DRA goals (numbers in docs/performance.md), against the real Kubernetes
+// control plane that scripts/kube-cluster builds and starts for the run:
 //   - publish 10,000 devices (an SR-IOV tree of 40 PFs x 250 VFs) as this
 //     node's pool: the time and the slices; a re-publish of the unchanged
 //     inventory sends nothing;
@@ -96,22 +96,22 @@ class ApiServer {
 
  private:
   static std::string Script() {
-    return std::string(TOPOLOGY_SOURCE_DIR) + "/scripts/kube-apiserver";
+    return std::string(TOPOLOGY_SOURCE_DIR) + "/scripts/kube-cluster";
   }
   ApiServer() {
     const std::string dir = dir_.path() / "server";
-    if (std::system(
-            ("'" + Script() + "' start-or-skip '" + dir + "' >/dev/null 2>&1")
-                .c_str()) != 0) {
-      error_ = "scripts/kube-apiserver could not start a server";
+    if (std::system(("'" + Script() + "' fixture '" + dir +
+                     "' --control-plane-only >/dev/null 2>&1")
+                        .c_str()) != 0) {
+      error_ = "scripts/kube-cluster could not start a cluster";
       return;
     }
     started_ = true;
     std::ifstream env(std::filesystem::path(dir) / "env");
     if (!env) {
-      std::ifstream skipped(std::filesystem::path(dir) / "skipped");
-      error_.assign(std::istreambuf_iterator<char>(skipped), {});
-      if (error_.empty()) error_ = "no kube-apiserver";
+      std::ifstream unavailable(std::filesystem::path(dir) / "unavailable");
+      error_.assign(std::istreambuf_iterator<char>(unavailable), {});
+      if (error_.empty()) error_ = "no Kubernetes cluster";
       return;
     }
     for (std::string line; std::getline(env, line);) {

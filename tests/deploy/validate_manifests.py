@@ -924,6 +924,10 @@ def check_dra_path(daemonset_dir, base_objects, dra_binary):
     # The kubelet root is set once (--kubelet-root); the other kubelet
     # paths default below it, as the driver computes them.
     root = args.get("--kubelet-root", "/var/lib/kubelet")
+    # The device manager's directory is the kubelet's fixed one, not below
+    # --root-dir (pluginapi.DevicePluginPath).
+    device_plugins = args.get("--device-plugin-dir",
+                              "/var/lib/kubelet/device-plugins")
     if args.get("--plugin-dir", f"{root}/plugins/{driver}") != \
             f"{root}/plugins/{driver}":
         error(where, "--plugin-dir must be <kubelet root>/plugins/<driver>")
@@ -934,7 +938,7 @@ def check_dra_path(daemonset_dir, base_objects, dra_binary):
     volumes = {v["name"]: v for v in pod.get("volumes", [])}
     # Its own plugin directory, not every driver's (`plugins`).
     for path in (f"{root}/plugins_registry", f"{root}/plugins/{driver}",
-                 f"{root}/device-plugins", "/var/run/cdi"):
+                 device_plugins, f"{root}/pod-resources", "/var/run/cdi"):
         mount = mounts.get(path)
         if mount is None:
             error(where, f"{path} is not mounted where the driver uses it")
@@ -942,7 +946,10 @@ def check_dra_path(daemonset_dir, base_objects, dra_binary):
         host = volumes.get(mount["name"], {}).get("hostPath", {}).get("path")
         if host != path:
             error(where, f"{path} must be the host's {path}, not {host}")
-    if not mounts.get(f"{root}/device-plugins", {}).get("readOnly"):
+    if not mounts.get(f"{root}/pod-resources", {}).get("readOnly"):
+        error(where, "the kubelet's pod resources API is asked, never "
+                     "written, by the driver: readOnly")
+    if not mounts.get(device_plugins, {}).get("readOnly"):
         error(where, "the device plugin directory is read (the kubelet's "
                      "checkpoint), never written, by the driver: readOnly")
     if not pod.get("automountServiceAccountToken"):

@@ -426,8 +426,8 @@ TEST_F(DraDriverBinaryTest, AFaultIsATaintOnTheSliceAndUnhealthyOnTheStream) {
 }
 
 // The switch from the device plugin on a live node: a device a running pod
-// holds through the device plugin (the kubelet's checkpoint under
-// --kubelet-root) is published with a NoSchedule taint whose value is the
+// holds through the device plugin (the kubelet's checkpoint in
+// --device-plugin-dir) is published with a NoSchedule taint whose value is the
 // pod's UID; once the kubelet's checkpoint no longer names it, the taint
 // goes at the next resync.
 TEST_F(DraDriverBinaryTest,
@@ -446,8 +446,9 @@ TEST_F(DraDriverBinaryTest,
   // Which device: the first function the driver publishes, found from a
   // run without a checkpoint entry.
   write_checkpoint("");
-  auto driver = Start(
-      {"--kubelet-root", kubelet_root.string(), "--health-interval", "100ms"});
+  auto driver =
+      Start({"--device-plugin-dir", (kubelet_root / "device-plugins").string(),
+             "--health-interval", "100ms"});
   ASSERT_TRUE(WaitFor([&] { return !Slices().empty(); }, 10s)) << Log();
   const std::string first = Slices().front()["spec"]["devices"][0]["name"];
   std::string address = first.substr(4);  // pci-0000-3b-00-0

@@ -9,8 +9,12 @@
 #include <fstream>
 #include <iterator>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -20,6 +24,7 @@
 #include "topology/draplugin/claim_cdi.h"
 #include "topology/sysfs_reader.h"
 
+#include "podresources/v1/api.grpc.pb.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
@@ -415,6 +420,83 @@ TEST_F(DraDriverTest, DevicesHeldThroughADevicePluginAreNeverPrepared) {
   std::ofstream(file, std::ios::trunc)
       << std::string(kubelet::kMaxDeviceCheckpointBytes + 1, ' ');
   EXPECT_FALSE(ReadHeldThroughDevicePlugins(file).ok());
+}
+
+// The kubelet's pod resources API, as the kubelet serves it: List names
+// the devices of the running pods it is given.
+class PodResourcesServer final : public v1::PodResourcesLister::Service {
+ public:
+  PodResourcesServer(const std::filesystem::path& socket,
+                     std::vector<std::string> device_ids)
+      : device_ids_(std::move(device_ids)) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("unix:" + socket.string(),
+                             grpc::InsecureServerCredentials());
+    builder.RegisterService(this);
+    server_ = builder.BuildAndStart();
+  }
+  ~PodResourcesServer() override { server_->Shutdown(); }
+  grpc::Status List(grpc::ServerContext*, const v1::ListPodResourcesRequest*,
+                    v1::ListPodResourcesResponse* answer) override {
+    auto* container = answer->add_pod_resources()->add_containers();
+    container->set_name("app");
+    auto* devices = container->add_devices();
+    devices->set_resource_name("example.com/vf");
+    for (const std::string& id : device_ids_) devices->add_device_ids(id);
+    return grpc::Status::OK;
+  }
+
+ private:
+  std::vector<std::string> device_ids_;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+// The kubelet keeps a deleted pod's devices in its checkpoint until its
+// next device allocation (found on the real kubelet v1.37): a device the
+// checkpoint names is held only while the pod resources API lists it for a
+// running pod. Where that API does not answer, the checkpoint alone
+// decides (a deleted pod's device stays held: never one device twice).
+TEST_F(DraDriverTest, ACheckpointEntryOfADeletedPodHoldsNothing) {
+  const std::vector<std::string> vfs = Vfs();
+  ASSERT_GE(vfs.size(), 2u);
+  const auto checkpoint = root_.path() / "kubelet_internal_checkpoint";
+  std::string entries;
+  for (size_t i = 0; i < 2; ++i) {
+    if (!entries.empty()) entries += ",";
+    entries += R"({"PodUID":"pod-)" + std::to_string(i) +
+               R"(","ContainerName":"app","ResourceName":"example.com/vf",)"
+               R"("DeviceIDs":{"0":[")" +
+               vfs[i] + R"("]},"AllocResp":""})";
+  }
+  std::ofstream(checkpoint) << R"({"Data":{"PodDeviceEntries":[)" << entries
+                            << R"(],"RegisteredDevices":{}},"Checksum":1})";
+  const PciAddress running = *PciAddress::Parse(vfs[0]);
+  const PciAddress deleted = *PciAddress::Parse(vfs[1]);
+  ::topology::testing::TempDir sockets;
+  const auto socket = sockets.path() / "kubelet.sock";
+  HeldDevicesReader reader(checkpoint, socket);
+
+  // No API: both count as held.
+  auto held = reader.Read();
+  ASSERT_THAT(held.status(), IsOk());
+  EXPECT_THAT(*held, SizeIs(2));
+  {
+    // Only the running pod's device is listed.
+    PodResourcesServer kubelet(socket, {vfs[0], "GPU-8d3f"});
+    held = reader.Read();
+    ASSERT_THAT(held.status(), IsOk());
+    ASSERT_THAT(*held, SizeIs(1));
+    EXPECT_EQ(held->begin()->first, running);
+    EXPECT_EQ(held->begin()->second, std::vector<std::string>{"pod-0"});
+  }
+  // The API gone again: the checkpoint alone.
+  held = reader.Read();
+  ASSERT_THAT(held.status(), IsOk());
+  EXPECT_TRUE(held->contains(deleted));
+
+  EXPECT_THAT(
+      RunningHolders({{running, {"pod-0"}}, {deleted, {"pod-1"}}}, {vfs[1]}),
+      ::testing::ElementsAre(::testing::Key(deleted)));
 }
 
 TEST_F(DraDriverTest, DevicesThisDriverDoesNotHaveAreRefused) {

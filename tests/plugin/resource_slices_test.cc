@@ -344,10 +344,11 @@ TEST_F(SlicePublisherTest, InvalidDevicesAreRefusedBeforeAnythingIsSent) {
   devices[0].attributes["Not_A_Domain/model"] = {std::string("x"), false};
   EXPECT_THAT(refused(devices), StatusIs(StatusCode::kInvalidArgument,
                                          HasSubstr("RFC 1123 subdomain")));
+  // A name of two slashes the 1.37 server stores unchecked, and so does
+  // the check (kube_apiserver_tests hold both to one table).
   devices = Devices(1);
   devices[0].attributes["a/b/c"] = {std::string("x"), false};
-  EXPECT_THAT(refused(devices), StatusIs(StatusCode::kInvalidArgument,
-                                         HasSubstr("more than one slash")));
+  EXPECT_THAT(ValidateDevices("gpu.example.com", devices), IsOk());
   devices = Devices(1);
   devices[0].attributes["model"] = {std::string(65, 'x'), false};
   EXPECT_THAT(refused(devices),

@@ -27,6 +27,12 @@ inline constexpr size_t kMaxAttributeValuesPerDevice = 48;
 inline constexpr size_t kDeviceTaintsMaxLength = 16;
 inline constexpr size_t kDeviceAttributeMaxValueLength = 64;
 inline constexpr size_t kDeviceMaxIdLength = 32;
+// Partitionable devices: counter sets of a slice, counters of a set, a
+// device's consumptions and the counters of one.
+inline constexpr size_t kResourceSliceMaxCounterSets = 8;
+inline constexpr size_t kMaxCountersPerCounterSet = 32;
+inline constexpr size_t kMaxCounterConsumptionsPerDevice = 2;
+inline constexpr size_t kMaxCountersPerCounterConsumption = 32;
 
 // OK when `driver` is a valid driver name (ValidateCSIDriverName: at most
 // 63 characters, a DNS-1123 subdomain once lower-cased); else

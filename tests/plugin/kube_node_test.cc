@@ -1,0 +1,400 @@
+// The device plugin and the DRA driver on a real Kubernetes v1.37 node
+// (scripts/kube-cluster start-node: containerd 2 with CDI, runc, and the
+// kubelet with the static CPU manager, Topology Manager single-numa-node
+// and the Static Memory Manager), scheduled by the real kube-scheduler.
+// The devices are this machine's own PCI functions: the virtio network
+// function(s) it has. The fixture starts the node once per run;
+// TOPOLOGY_KUBE_CLUSTER_DIR names its directory. Without a cluster (not
+// built here, outside CI) every test skips, saying why.
+#include <chrono>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "topology/draplugin/kube_client.h"
+#include "topology/draplugin/kube_config.h"
+
+#include "child_process.h"
+#include "status_matchers.h"
+#include "temp_dir.h"
+#include "wait_for.h"
+
+namespace topology::draplugin {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::topology::testing::IsOk;
+using ::topology::testing::WaitFor;
+using namespace std::chrono_literals;
+
+constexpr char kResource[] = "example.com/virtio";
+constexpr char kEnv[] = "PCIDEVICE_EXAMPLE_COM_VIRTIO";
+constexpr char kPods[] = "/api/v1/namespaces/default/pods";
+
+// KEY=VALUE lines of `file`; empty when it is absent.
+std::map<std::string, std::string> ReadEnv(const std::filesystem::path& file) {
+  std::map<std::string, std::string> out;
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line);) {
+    const auto equals = line.find('=');
+    if (equals != std::string::npos) {
+      out[line.substr(0, equals)] = line.substr(equals + 1);
+    }
+  }
+  return out;
+}
+
+std::string ReadFile(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  return std::string((std::istreambuf_iterator<char>(in)), {});
+}
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos;
+       at = text.find(what, at + what.size())) {
+    ++n;
+  }
+  return n;
+}
+
+class KubeNodeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const char* dir = std::getenv("TOPOLOGY_KUBE_CLUSTER_DIR");
+    ASSERT_NE(dir, nullptr) << "TOPOLOGY_KUBE_CLUSTER_DIR is not set";
+    dir_ = dir;
+    if (std::filesystem::exists(dir_ / "unavailable")) {
+      GTEST_SKIP() << "no Kubernetes cluster: "
+                   << ReadFile(dir_ / "unavailable");
+    }
+    env_ = ReadEnv(dir_ / "env");
+    node_ = ReadEnv(dir_ / "node-env");
+    ASSERT_FALSE(node_.empty())
+        << "the cluster has no node (see the log of kube_cluster_start)";
+    auto config = LoadKubeConfig(env_["KUBECONFIG"]);
+    ASSERT_THAT(config.status(), IsOk());
+    auto client = KubeClient::Create(*config);
+    ASSERT_THAT(client.status(), IsOk());
+    admin_ = std::move(*client);
+    std::ofstream(work_.path() / "config.yaml")
+        << "resources:\n"
+           "  - name: "
+        << kResource
+        << "\n"
+           "    selectors: [{classes: [\"0200\"], drivers: [virtio-pci]}]\n";
+  }
+
+  json Get(const std::string& path) const {
+    auto answer = admin_->Request("GET", path);
+    if (!answer.ok() || answer->status != 200) return json();
+    return json::parse(answer->body, nullptr, false);
+  }
+  long Post(const std::string& path, const json& body) const {
+    auto answer = admin_->Request("POST", path, body.dump());
+    EXPECT_THAT(answer.status(), IsOk());
+    if (!answer.ok()) return 0;
+    EXPECT_EQ(answer->status, 201) << path << ": " << answer->body;
+    return answer->status;
+  }
+  void Delete(const std::string& path) const {
+    auto answer = admin_->Request("DELETE", path);
+    EXPECT_THAT(answer.status(), IsOk());
+  }
+  // The node's allocatable count of `resource`, "" when it has none.
+  std::string Allocatable(const std::string& resource) const {
+    const json node = Get("/api/v1/nodes/" + node_.at("KUBE_NODE"));
+    if (!node.is_object()) return "";
+    return node["status"]["allocatable"].value(resource, "");
+  }
+  std::string PodPhase(const std::string& name) const {
+    const json pod = Get(std::string(kPods) + "/" + name);
+    if (!pod.is_object()) return "";
+    return pod["status"].value("phase", "");
+  }
+  // What the pod's container printed, through the API server and the
+  // kubelet (pods/log).
+  std::string Logs(const std::string& name) const {
+    auto answer =
+        admin_->Request("GET", std::string(kPods) + "/" + name + "/log");
+    if (!answer.ok() || answer->status != 200) return "";
+    return answer->body;
+  }
+  bool Gone(const std::string& name) const {
+    auto answer = admin_->Request("GET", std::string(kPods) + "/" + name);
+    return answer.ok() && answer->status == 404;
+  }
+  // The pod's events, one line each: what the scheduler and the kubelet
+  // said (for failure messages).
+  std::string Events(const std::string& name) const {
+    const json events = Get(
+        "/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%"
+        "3D" +
+        name);
+    std::string out;
+    if (!events.is_object()) return out;
+    for (const json& event : events["items"]) {
+      out +=
+          event.value("reason", "") + ": " + event.value("message", "") + "\n";
+    }
+    return out;
+  }
+  // A pod of one busybox container that prints what it was given (its
+  // CPUs, memory nodes and environment), then waits to be deleted.
+  json Pod(const std::string& name, const json& resources) const {
+    return {
+        {"apiVersion", "v1"},
+        {"kind", "Pod"},
+        {"metadata", {{"name", name}}},
+        {"spec",
+         {{"terminationGracePeriodSeconds", 1},
+          {"automountServiceAccountToken", false},
+          {"containers",
+           {{{"name", "app"},
+             {"image", node_.at("BUSYBOX_IMAGE")},
+             {"imagePullPolicy", "Never"},
+             {"command",
+              {"sh", "-c",
+               "grep -E '^(Cpus|Mems)_allowed_list' /proc/self/status; env; "
+               "echo printed; exec sleep 3600"}},
+             {"resources", resources}}}}}}};
+  }
+  json KubeletState(const std::string& file) const {
+    std::ifstream in(std::filesystem::path(node_.at("KUBELET_ROOT")) / file);
+    return json::parse(in, nullptr, false);
+  }
+  std::string Script() const {
+    return std::string(TOPOLOGY_SOURCE_DIR) + "/scripts/kube-cluster";
+  }
+
+  std::filesystem::path dir_;
+  std::map<std::string, std::string> env_;
+  std::map<std::string, std::string> node_;
+  std::unique_ptr<KubeClient> admin_;
+  ::topology::testing::TempDir work_;
+};
+
+// The DaemonSet's plugin binary on the real kubelet: it registers, the
+// node advertises the device, and a Guaranteed pod gets the device, the
+// one CPU the static CPU manager can give exclusively and memory the
+// Static Memory Manager pinned to node 0. A restart of the plugin and one
+// of the kubelet keep all three.
+TEST_F(KubeNodeTest, TheDevicePluginOnTheRealKubelet) {
+  const std::string log = (work_.path() / "plugin.log").string();
+  auto start = [&] {
+    return std::make_unique<::topology::testing::ChildProcess>(
+        TOPOLOGY_DEVICE_PLUGIN_BINARY,
+        std::vector<std::string>{
+            "--config", (work_.path() / "config.yaml").string(), "--cdi-dir",
+            "", "--http-addr", "", "--dra-claims", "", "-v", "1"},
+        log, /*append=*/true);
+  };
+  auto plugin = start();
+  ASSERT_TRUE(WaitFor([&] { return Allocatable(kResource) == "1"; }, 60s))
+      << ReadFile(log);
+
+  const json resources = {
+      {"limits", {{"cpu", "1"}, {"memory", "64Mi"}, {kResource, "1"}}},
+      {"requests", {{"cpu", "1"}, {"memory", "64Mi"}, {kResource, "1"}}}};
+  ASSERT_EQ(Post(kPods, Pod("guaranteed", resources)), 201);
+  ASSERT_TRUE(WaitFor(
+      [&] { return Logs("guaranteed").find("printed") != std::string::npos; },
+      120s))
+      << PodPhase("guaranteed") << "\n"
+      << Events("guaranteed");
+  const std::string printed = Logs("guaranteed");
+  EXPECT_THAT(printed, HasSubstr("Cpus_allowed_list:\t1\n"));
+  EXPECT_THAT(printed, HasSubstr("Mems_allowed_list:\t0\n"));
+  EXPECT_THAT(printed, HasSubstr(std::string(kEnv) + "=0000:"));
+
+  const json pod = Get(std::string(kPods) + "/guaranteed");
+  const std::string uid = pod["metadata"]["uid"];
+  EXPECT_EQ(pod["status"]["qosClass"], "Guaranteed");
+  const auto check_state = [&](const std::string& when) {
+    const json cpus = KubeletState("cpu_manager_state");
+    ASSERT_TRUE(cpus.is_object()) << when;
+    EXPECT_EQ(cpus["policyName"], "static") << when;
+    EXPECT_EQ(cpus["entries"][uid]["app"], "1") << when << ": " << cpus;
+    const json memory = KubeletState("memory_manager_state");
+    ASSERT_TRUE(memory.is_object()) << when;
+    EXPECT_EQ(memory["policyName"], "Static") << when;
+    const json& blocks = memory["entries"][uid]["app"];
+    ASSERT_TRUE(blocks.is_array()) << when << ": " << memory;
+    bool pinned = false;
+    for (const json& block : blocks) {
+      pinned = pinned || (block["type"] == "memory" &&
+                          block["numaAffinity"] == json::array({0}) &&
+                          block["size"] == 64 * 1024 * 1024);
+    }
+    EXPECT_TRUE(pinned) << when << ": " << memory;
+  };
+  check_state("after admission");
+
+  // The plugin restarts: it registers again, the pod keeps its device.
+  plugin->Signal(SIGTERM);
+  EXPECT_EQ(plugin->Wait(5s), 0) << ReadFile(log);
+  plugin = start();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return Count(ReadFile(log), "registered endpoint") == 2 &&
+               Allocatable(kResource) == "1";
+      },
+      60s))
+      << ReadFile(log);
+  EXPECT_EQ(PodPhase("guaranteed"), "Running");
+  check_state("after the plugin's restart");
+
+  // The kubelet restarts: its checkpoints give the pod the same CPU,
+  // memory and device.
+  ASSERT_EQ(
+      std::system(("'" + Script() + "' restart-kubelet '" + dir_.string() + "'")
+                      .c_str()),
+      0);
+  ASSERT_TRUE(WaitFor([&] { return Allocatable(kResource) == "1"; }, 60s));
+  EXPECT_EQ(PodPhase("guaranteed"), "Running");
+  check_state("after the kubelet's restart");
+
+  // Deleted, the pod gives all three back.
+  Delete(std::string(kPods) + "/guaranteed");
+  ASSERT_TRUE(WaitFor([&] { return Gone("guaranteed"); }, 60s));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        const json cpus = KubeletState("cpu_manager_state");
+        return cpus.is_object() && !cpus["entries"].contains(uid);
+      },
+      30s));
+  plugin->Signal(SIGTERM);
+  EXPECT_EQ(plugin->Wait(5s), 0);
+}
+
+// topology-dra-driver on the real kubelet and scheduler: registered through
+// the kubelet's plugin watcher, its slices allocated by kube-scheduler for a
+// pod with a ResourceClaimTemplate, prepared by the kubelet through the
+// driver's socket, the CDI edits seen inside the container; deleting the
+// pod unprepares. Then a claim with a prioritized list (firstAvailable)
+// whose first choice no device matches gets the second.
+TEST_F(KubeNodeTest, TheDraDriverOnTheRealKubeletAndScheduler) {
+  const std::string kDriver = "pci.libtopology.dev";
+  const json device_class = {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "DeviceClass"},
+      {"metadata", {{"name", "virtio.example.com"}}},
+      {"spec",
+       {{"selectors",
+         {{{"cel",
+            {{"expression",
+              "device.driver == \"" + kDriver + "\" && device.attributes[\"" +
+                  kDriver + "\"].resource == \"" + kResource + "\""}}}}}}}}};
+  ASSERT_EQ(Post("/apis/resource.k8s.io/v1/deviceclasses", device_class), 201);
+  const std::string log = (work_.path() / "driver.log").string();
+  ::topology::testing::ChildProcess driver(
+      TOPOLOGY_DRA_DRIVER_BINARY,
+      {"--config", (work_.path() / "config.yaml").string(), "--kubeconfig",
+       env_["KUBECONFIG_DRIVER"], "--node-name", node_["KUBE_NODE"],
+       "--kubelet-root", node_["KUBELET_ROOT"], "--cdi-dir", node_["CDI_DIR"],
+       "-v", "1"},
+      log, /*append=*/true);
+  const auto published = [&] {
+    const json slices = Get(
+        "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%"
+        "3D" +
+        node_["KUBE_NODE"]);
+    return slices.is_object() && !slices["items"].empty();
+  };
+  ASSERT_TRUE(WaitFor(published, 60s)) << ReadFile(log);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return ReadFile(log).find("registered with the kubelet") !=
+               std::string::npos;
+      },
+      60s))
+      << ReadFile(log);
+
+  const json template_object = {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "ResourceClaimTemplate"},
+      {"metadata", {{"name", "virtio"}}},
+      {"spec",
+       {{"spec",
+         {{"devices",
+           {{"requests",
+             {{{"name", "nic"},
+               {"exactly",
+                {{"deviceClassName", "virtio.example.com"}}}}}}}}}}}}};
+  ASSERT_EQ(
+      Post("/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates",
+           template_object),
+      201);
+  json pod = Pod("with-claim", {{"claims", {{{"name", "nic"}}}}});
+  pod["spec"]["resourceClaims"] = {
+      {{"name", "nic"}, {"resourceClaimTemplateName", "virtio"}}};
+  ASSERT_EQ(Post(kPods, pod), 201);
+  ASSERT_TRUE(WaitFor(
+      [&] { return Logs("with-claim").find("printed") != std::string::npos; },
+      120s))
+      << PodPhase("with-claim") << "\n"
+      << Events("with-claim") << ReadFile(log);
+  EXPECT_THAT(Logs("with-claim"), HasSubstr(std::string(kEnv) + "=0000:"));
+  const auto cdi_specs = [&] {
+    size_t n = 0;
+    for (const auto& entry :
+         std::filesystem::directory_iterator(node_["CDI_DIR"])) {
+      n += entry.path().filename().string().starts_with("pci.libtopology.dev");
+    }
+    return n;
+  };
+  EXPECT_EQ(cdi_specs(), 1u);
+  Delete(std::string(kPods) + "/with-claim");
+  ASSERT_TRUE(WaitFor([&] { return Gone("with-claim"); }, 60s));
+  EXPECT_TRUE(WaitFor([&] { return cdi_specs() == 0; }, 30s)) << ReadFile(log);
+
+  // A prioritized list: no GPU here, so the second choice.
+  json claim = {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "ResourceClaim"},
+      {"metadata", {{"name", "gpu-or-virtio"}}},
+      {"spec",
+       {{"devices",
+         {{"requests",
+           {{{"name", "accel"},
+             {"firstAvailable",
+              {{{"name", "gpu"}, {"deviceClassName", "gpu.example.com"}},
+               {{"name", "virtio"},
+                {"deviceClassName", "virtio.example.com"}}}}}}}}}}}};
+  ASSERT_EQ(
+      Post("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims", claim),
+      201);
+  pod = Pod("with-choice", {{"claims", {{{"name", "accel"}}}}});
+  pod["spec"]["resourceClaims"] = {
+      {{"name", "accel"}, {"resourceClaimName", "gpu-or-virtio"}}};
+  ASSERT_EQ(Post(kPods, pod), 201);
+  ASSERT_TRUE(WaitFor(
+      [&] { return Logs("with-choice").find("printed") != std::string::npos; },
+      120s))
+      << PodPhase("with-choice") << "\n"
+      << Events("with-choice") << ReadFile(log);
+  EXPECT_THAT(Logs("with-choice"), HasSubstr(std::string(kEnv) + "=0000:"));
+  const json allocated =
+      Get("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/"
+          "gpu-or-virtio");
+  EXPECT_EQ(
+      allocated["status"]["allocation"]["devices"]["results"][0]["request"],
+      "accel/virtio");
+  Delete(std::string(kPods) + "/with-choice");
+  ASSERT_TRUE(WaitFor([&] { return Gone("with-choice"); }, 60s));
+  EXPECT_TRUE(WaitFor([&] { return cdi_specs() == 0; }, 30s));
+  driver.Signal(SIGTERM);
+  EXPECT_EQ(driver.Wait(5s), 0) << ReadFile(log);
+}
+
+}  // namespace
+}  // namespace topology::draplugin
