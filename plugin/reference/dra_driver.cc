@@ -462,24 +462,30 @@ std::string DeviceClassesYaml(const Config& config, const std::string& driver) {
   for (const ResourceConfig& resource : config.resources) {
     const std::string name = DeviceClassName(resource.name);
     if (!out.empty()) out += "---\n";
-    out += "# The devices of the ConfigMap's resource " + resource.name +
-           ". A claim asks for\n# them with deviceClassName: " + name +
-           ".\n"
-           "apiVersion: resource.k8s.io/v1\n"
-           "kind: DeviceClass\n"
-           "metadata:\n"
-           "  name: " +
-           name +
-           "\n"
-           "spec:\n"
-           "  selectors:\n"
-           "    - cel:\n"
-           "        expression: >-\n"
-           "          device.driver == \"" +
-           driver +
-           "\" &&\n"
-           "          device.attributes[\"" +
-           driver + "\"].resource == \"" + resource.name + "\"\n";
+    out +=
+        "# The devices of the ConfigMap's resource " + resource.name +
+        ". A claim asks for\n# them with deviceClassName: " + name +
+        ". A pod written for the device\n# plugin (limits: " + resource.name +
+        ": 1) gets one through DRA, unchanged,\n# on a node where no "
+        "device plugin serves it (extendedResourceName).\n"
+        "apiVersion: resource.k8s.io/v1\n"
+        "kind: DeviceClass\n"
+        "metadata:\n"
+        "  name: " +
+        name +
+        "\n"
+        "spec:\n"
+        "  extendedResourceName: " +
+        resource.name +
+        "\n"
+        "  selectors:\n"
+        "    - cel:\n"
+        "        expression: >-\n"
+        "          device.driver == \"" +
+        driver +
+        "\" &&\n"
+        "          device.attributes[\"" +
+        driver + "\"].resource == \"" + resource.name + "\"\n";
   }
   return out;
 }

@@ -167,7 +167,9 @@ Status CheckNoOverlap(const Config& dra_config, const Snapshot& snapshot,
 std::string DeviceClassName(const std::string& resource);
 // The DeviceClasses of every resource of `config`, as YAML documents
 // separated by "---": each selects the devices `driver` publishes for that
-// resource (CEL on the driver and its "resource" attribute). What
+// resource (CEL on the driver and its "resource" attribute) and names the
+// resource as its extendedResourceName, so that a pod's `limits:
+// <resource>: N` is served through DRA where no device plugin serves it. What
 // topology-dra-driver --print-device-classes writes; the DaemonSet's DRA
 // component ships exactly this output for its ConfigMap.
 std::string DeviceClassesYaml(const Config& config, const std::string& driver);

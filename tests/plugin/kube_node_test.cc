@@ -15,6 +15,8 @@
 #include <string>
 #include <vector>
 
+#include <grpcpp/grpcpp.h>
+
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -23,6 +25,7 @@
 #include "topology/draplugin/kube_config.h"
 
 #include "child_process.h"
+#include "podresources/v1/api.grpc.pb.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
 #include "wait_for.h"
@@ -38,6 +41,8 @@ using namespace std::chrono_literals;
 
 constexpr char kResource[] = "example.com/virtio";
 constexpr char kEnv[] = "PCIDEVICE_EXAMPLE_COM_VIRTIO";
+constexpr char kDraResource[] = "example.com/virtio-dra";
+constexpr char kDraEnv[] = "PCIDEVICE_EXAMPLE_COM_VIRTIO_DRA";
 constexpr char kPods[] = "/api/v1/namespaces/default/pods";
 
 // KEY=VALUE lines of `file`; empty when it is absent.
@@ -187,7 +192,8 @@ class KubeNodeTest : public ::testing::Test {
 // node advertises the device, and a Guaranteed pod gets the device, the
 // one CPU the static CPU manager can give exclusively and memory the
 // Static Memory Manager pinned to node 0. A restart of the plugin and one
-// of the kubelet keep all three.
+// of the kubelet keep all three. The kubelet's pod resources API (List,
+// Get, GetAllocatableResources) reports them.
 TEST_F(KubeNodeTest, TheDevicePluginOnTheRealKubelet) {
   const std::string log = (work_.path() / "plugin.log").string();
   auto start = [&] {
@@ -239,6 +245,80 @@ TEST_F(KubeNodeTest, TheDevicePluginOnTheRealKubelet) {
   };
   check_state("after admission");
 
+  // The kubelet's pod resources API reports what it gave, as a monitoring
+  // agent or a NodeResourceTopology exporter reads it.
+  auto lister = v1::PodResourcesLister::NewStub(grpc::CreateChannel(
+      "unix:" + (std::filesystem::path(node_.at("KUBELET_ROOT")) /
+                 "pod-resources" / "kubelet.sock")
+                    .string(),
+      grpc::InsecureChannelCredentials()));
+  const auto ask = [](auto call) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + 10s);
+    return call(&context);
+  };
+  const auto check_container = [&](const v1::ContainerResources& container) {
+    EXPECT_EQ(container.name(), "app");
+    ASSERT_EQ(container.devices_size(), 1) << container.DebugString();
+    EXPECT_EQ(container.devices(0).resource_name(), kResource);
+    ASSERT_EQ(container.devices(0).device_ids_size(), 1);
+    EXPECT_THAT(container.devices(0).device_ids(0),
+                ::testing::StartsWith("0000:"));
+    EXPECT_THAT(container.cpu_ids(), ::testing::ElementsAre(1));
+    bool pinned = false;
+    for (const auto& block : container.memory()) {
+      pinned = pinned || (block.memory_type() == "memory" &&
+                          block.size() == 64u * 1024 * 1024 &&
+                          block.topology().nodes_size() == 1 &&
+                          block.topology().nodes(0).id() == 0);
+    }
+    EXPECT_TRUE(pinned) << container.DebugString();
+  };
+  v1::ListPodResourcesResponse listed;
+  ASSERT_TRUE(ask([&](grpc::ClientContext* context) {
+                return lister->List(context, {}, &listed);
+              }).ok());
+  bool found = false;
+  for (const auto& pod_resources : listed.pod_resources()) {
+    if (pod_resources.name() != "guaranteed") continue;
+    found = true;
+    EXPECT_EQ(pod_resources.namespace_(), "default");
+    ASSERT_EQ(pod_resources.containers_size(), 1);
+    check_container(pod_resources.containers(0));
+  }
+  EXPECT_TRUE(found) << listed.DebugString();
+  v1::GetPodResourcesRequest which;
+  which.set_pod_name("guaranteed");
+  which.set_pod_namespace("default");
+  v1::GetPodResourcesResponse got;
+  ASSERT_TRUE(ask([&](grpc::ClientContext* context) {
+                return lister->Get(context, which, &got);
+              }).ok());
+  ASSERT_EQ(got.pod_resources().containers_size(), 1);
+  check_container(got.pod_resources().containers(0));
+  v1::AllocatableResourcesResponse allocatable;
+  ASSERT_TRUE(ask([&](grpc::ClientContext* context) {
+                return lister->GetAllocatableResources(context, {},
+                                                       &allocatable);
+              }).ok());
+  // CPU 0 is reserved: CPU 1 alone can be given exclusively.
+  EXPECT_THAT(allocatable.cpu_ids(), ::testing::ElementsAre(1));
+  bool device_allocatable = false;
+  for (const auto& devices : allocatable.devices()) {
+    device_allocatable =
+        device_allocatable || (devices.resource_name() == kResource &&
+                               devices.device_ids_size() == 1);
+  }
+  EXPECT_TRUE(device_allocatable) << allocatable.DebugString();
+  bool memory_allocatable = false;
+  for (const auto& block : allocatable.memory()) {
+    memory_allocatable = memory_allocatable ||
+                         (block.memory_type() == "memory" && block.size() > 0 &&
+                          block.topology().nodes_size() == 1 &&
+                          block.topology().nodes(0).id() == 0);
+  }
+  EXPECT_TRUE(memory_allocatable) << allocatable.DebugString();
+
   // The plugin restarts: it registers again, the pod keeps its device.
   plugin->Signal(SIGTERM);
   EXPECT_EQ(plugin->Wait(5s), 0) << ReadFile(log);
@@ -284,21 +364,31 @@ TEST_F(KubeNodeTest, TheDevicePluginOnTheRealKubelet) {
 // whose first choice no device matches gets the second.
 TEST_F(KubeNodeTest, TheDraDriverOnTheRealKubeletAndScheduler) {
   const std::string kDriver = "pci.libtopology.dev";
+  // A resource name of its own: the device plugin's test leaves its
+  // resource in the node's capacity for a while, and a resource a device
+  // plugin serves is not served through DRA.
+  std::ofstream(work_.path() / "dra-config.yaml")
+      << "resources:\n"
+         "  - name: "
+      << kDraResource
+      << "\n"
+         "    selectors: [{classes: [\"0200\"], drivers: [virtio-pci]}]\n";
   const json device_class = {
       {"apiVersion", "resource.k8s.io/v1"},
       {"kind", "DeviceClass"},
       {"metadata", {{"name", "virtio.example.com"}}},
       {"spec",
-       {{"selectors",
+       {{"extendedResourceName", kDraResource},
+        {"selectors",
          {{{"cel",
             {{"expression",
               "device.driver == \"" + kDriver + "\" && device.attributes[\"" +
-                  kDriver + "\"].resource == \"" + kResource + "\""}}}}}}}}};
+                  kDriver + "\"].resource == \"" + kDraResource + "\""}}}}}}}}};
   ASSERT_EQ(Post("/apis/resource.k8s.io/v1/deviceclasses", device_class), 201);
   const std::string log = (work_.path() / "driver.log").string();
   ::topology::testing::ChildProcess driver(
       TOPOLOGY_DRA_DRIVER_BINARY,
-      {"--config", (work_.path() / "config.yaml").string(), "--kubeconfig",
+      {"--config", (work_.path() / "dra-config.yaml").string(), "--kubeconfig",
        env_["KUBECONFIG_DRIVER"], "--node-name", node_["KUBE_NODE"],
        "--kubelet-root", node_["KUBELET_ROOT"], "--cdi-dir", node_["CDI_DIR"],
        "-v", "1"},
@@ -343,7 +433,7 @@ TEST_F(KubeNodeTest, TheDraDriverOnTheRealKubeletAndScheduler) {
       120s))
       << PodPhase("with-claim") << "\n"
       << Events("with-claim") << ReadFile(log);
-  EXPECT_THAT(Logs("with-claim"), HasSubstr(std::string(kEnv) + "=0000:"));
+  EXPECT_THAT(Logs("with-claim"), HasSubstr(std::string(kDraEnv) + "=0000:"));
   const auto cdi_specs = [&] {
     size_t n = 0;
     for (const auto& entry :
@@ -382,7 +472,7 @@ TEST_F(KubeNodeTest, TheDraDriverOnTheRealKubeletAndScheduler) {
       120s))
       << PodPhase("with-choice") << "\n"
       << Events("with-choice") << ReadFile(log);
-  EXPECT_THAT(Logs("with-choice"), HasSubstr(std::string(kEnv) + "=0000:"));
+  EXPECT_THAT(Logs("with-choice"), HasSubstr(std::string(kDraEnv) + "=0000:"));
   const json allocated =
       Get("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/"
           "gpu-or-virtio");
@@ -391,6 +481,21 @@ TEST_F(KubeNodeTest, TheDraDriverOnTheRealKubeletAndScheduler) {
       "accel/virtio");
   Delete(std::string(kPods) + "/with-choice");
   ASSERT_TRUE(WaitFor([&] { return Gone("with-choice"); }, 60s));
+  EXPECT_TRUE(WaitFor([&] { return cdi_specs() == 0; }, 30s));
+
+  // A pod written for the device plugin, unchanged: the class's
+  // extendedResourceName has the scheduler make its claim, and the
+  // kubelet prepares it through the driver.
+  ASSERT_EQ(Post(kPods, Pod("extended", {{"limits", {{kDraResource, "1"}}}})),
+            201);
+  ASSERT_TRUE(WaitFor(
+      [&] { return Logs("extended").find("printed") != std::string::npos; },
+      120s))
+      << PodPhase("extended") << "\n"
+      << Events("extended") << ReadFile(log);
+  EXPECT_THAT(Logs("extended"), HasSubstr(std::string(kDraEnv) + "=0000:"));
+  Delete(std::string(kPods) + "/extended");
+  ASSERT_TRUE(WaitFor([&] { return Gone("extended"); }, 60s));
   EXPECT_TRUE(WaitFor([&] { return cdi_specs() == 0; }, 30s));
   driver.Signal(SIGTERM);
   EXPECT_EQ(driver.Wait(5s), 0) << ReadFile(log);

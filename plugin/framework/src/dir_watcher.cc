@@ -119,6 +119,7 @@ void DirWatcher::PollLoop() {
       }
     }
     listed_ = now;
+    callback_({DirEvent::Kind::kListed, ""});
   }
 }
 

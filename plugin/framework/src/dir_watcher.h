@@ -18,9 +18,12 @@
 namespace topology::plugin {
 
 struct DirEvent {
-  enum class Kind { kCreated, kDeleted };
+  // kListed: polling only, after every listing (no name): a file made and
+  // removed between two listings shows in none, so a consumer that knows
+  // of such a file (its own socket) checks it then.
+  enum class Kind { kCreated, kDeleted, kListed };
   Kind kind;
-  std::string name;  // file name inside the directory
+  std::string name;  // file name inside the directory; empty for kListed
 };
 
 class DirWatcher {

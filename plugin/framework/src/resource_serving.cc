@@ -154,12 +154,16 @@ void ResourceServer::OnDirEvent(const DirEvent& event) {
     registered_ = false;
     next_attempt_ = options_.clock->Now();
     backoff_ = options_.initial_backoff;
-  } else if (event.kind == DirEvent::Kind::kDeleted && current_ &&
-             !replacing_ && event.name == current_->endpoint &&
+  } else if (current_ && !replacing_ &&
+             ((event.kind == DirEvent::Kind::kDeleted &&
+               event.name == current_->endpoint) ||
+              (event.kind == DirEvent::Kind::kListed && !restart_requested_)) &&
              !IsSocket(current_->path)) {
     // (A delete of a leftover file at our path before binding is not ours:
-    // our socket still exists then.)
-    LOG(INFO) << name_ << ": socket " << event.name
+    // our socket still exists then. A directory that is listed, not
+    // watched, shows no socket of ours made and removed between two
+    // listings: checked at every listing.)
+    LOG(INFO) << name_ << ": socket " << current_->endpoint
               << " was deleted (kubelet restart); serving a new socket";
     restart_requested_ = true;
     deletion_restart_at_ = options_.clock->Now();
