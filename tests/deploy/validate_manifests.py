@@ -514,8 +514,10 @@ NAMESPACED = {"ConfigMap", "DaemonSet", "NetworkPolicy", "ServiceAccount",
 # resolves only from a referrer in the same namespace.
 KUSTOMIZE_CLUSTER_SCOPED = {"ClusterRole", "ClusterRoleBinding", "Namespace",
                             "CustomResourceDefinition"}
-# The namespace kustomize sees on each rendered object (by id), where it
-# differs from what the object says (kinds outside NAMESPACED).
+# The namespace kustomize sees on each rendered object, where it differs
+# from what the object says (kinds outside NAMESPACED): by id, with the
+# object itself, so that an object of an earlier rendering, freed, never
+# lends its namespace to a new one given the same id.
 KUSTOMIZE_NAMESPACE = {}
 
 
@@ -524,8 +526,10 @@ def kustomize_namespace(doc):
     namespace is "default")."""
     if doc["kind"] in KUSTOMIZE_CLUSTER_SCOPED:
         return ""
-    namespace = KUSTOMIZE_NAMESPACE.get(
-        id(doc), doc["metadata"].get("namespace", ""))
+    namespace = doc["metadata"].get("namespace", "")
+    known = KUSTOMIZE_NAMESPACE.get(id(doc))
+    if known is not None and known[0] is doc:
+        namespace = known[1]
     return namespace or "default"
 
 
@@ -637,7 +641,7 @@ def render(directory, where, component=False):
         if namespace and doc["kind"] in NAMESPACED:
             doc["metadata"]["namespace"] = namespace
         elif namespace and doc["kind"] not in KUSTOMIZE_CLUSTER_SCOPED:
-            KUSTOMIZE_NAMESPACE[id(doc)] = namespace
+            KUSTOMIZE_NAMESPACE[id(doc)] = (doc, namespace)
         if namespace and doc["kind"] in ("ClusterRoleBinding", "RoleBinding"):
             for subject in doc.get("subjects", []):
                 if subject.get("kind") == "ServiceAccount" and \
