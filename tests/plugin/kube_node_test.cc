@@ -26,6 +26,7 @@
 
 #include "child_process.h"
 #include "podresources/v1/api.grpc.pb.h"
+#include "run_command.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
 #include "wait_for.h"
@@ -193,7 +194,8 @@ class KubeNodeTest : public ::testing::Test {
 // one CPU the static CPU manager can give exclusively and memory the
 // Static Memory Manager pinned to node 0. A restart of the plugin and one
 // of the kubelet keep all three. The kubelet's pod resources API (List,
-// Get, GetAllocatableResources) reports them.
+// Get, GetAllocatableResources) reports them, and topology-manager, given
+// the kubelet's configuration file on this node, predicts them.
 TEST_F(KubeNodeTest, TheDevicePluginOnTheRealKubelet) {
   const std::string log = (work_.path() / "plugin.log").string();
   auto start = [&] {
@@ -287,6 +289,18 @@ TEST_F(KubeNodeTest, TheDevicePluginOnTheRealKubelet) {
     check_container(pod_resources.containers(0));
   }
   EXPECT_TRUE(found) << listed.DebugString();
+  // The device the kubelet gave the pod, as its pod resources API says.
+  const auto listed_device_id = [](const v1::ListPodResourcesResponse& all) {
+    for (const auto& pod_resources : all.pod_resources()) {
+      if (pod_resources.name() == "guaranteed" &&
+          pod_resources.containers_size() == 1 &&
+          pod_resources.containers(0).devices_size() == 1 &&
+          pod_resources.containers(0).devices(0).device_ids_size() == 1) {
+        return pod_resources.containers(0).devices(0).device_ids(0);
+      }
+    }
+    return std::string();
+  };
   v1::GetPodResourcesRequest which;
   which.set_pod_name("guaranteed");
   which.set_pod_namespace("default");
@@ -318,6 +332,72 @@ TEST_F(KubeNodeTest, TheDevicePluginOnTheRealKubelet) {
                           block.topology().nodes(0).id() == 0);
   }
   EXPECT_TRUE(memory_allocatable) << allocatable.DebugString();
+
+  // topology-manager, given the same node (the kubelet's configuration
+  // file, this machine, the same plugin), predicts what the kubelet did:
+  // the same CPU, memory on the same node, the same device.
+  ::topology::testing::TempDir host;
+  const std::string host_dir = host.path().string() + "/";
+  const std::string serve_log = (work_.path() / "serve.log").string();
+  ::topology::testing::ChildProcess serve(
+      TOPOLOGY_MANAGER_BINARY,
+      {"serve", "--config", node_.at("KUBELET_CONFIG"), "--plugin-dir",
+       host_dir, "--control-socket", (host.path() / "control.sock").string()},
+      serve_log);
+  ASSERT_TRUE(WaitFor(
+      [&] { return std::filesystem::exists(host.path() / "kubelet.sock"); },
+      30s))
+      << ReadFile(serve_log);
+  ::topology::testing::ChildProcess twin(
+      TOPOLOGY_DEVICE_PLUGIN_BINARY,
+      {"--config", (work_.path() / "config.yaml").string(), "--plugin-dir",
+       host_dir, "--cdi-dir", "", "--http-addr", "", "--dra-claims", ""},
+      (work_.path() / "twin.log").string());
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return ReadFile(serve_log).find(
+                   "registered " + std::string(kResource)) != std::string::npos;
+      },
+      30s))
+      << ReadFile(serve_log);
+  std::ofstream(work_.path() / "pod.yaml")
+      << json({{"apiVersion", "v1"},
+               {"kind", "Pod"},
+               {"metadata",
+                {{"name", "guaranteed"},
+                 {"namespace", "default"},
+                 {"uid", uid}}},
+               {"spec",
+                {{"containers",
+                  {{{"name", "app"},
+                    {"image", "busybox"},
+                    {"resources", resources}}}}}}})
+             .dump();
+  const auto predicted = ::topology::testing::RunCommand(
+      std::string(TOPOLOGY_MANAGER_BINARY) + " admit --format json " +
+      "--control-socket " + (host.path() / "control.sock").string() + " " +
+      (work_.path() / "pod.yaml").string() + " 2>&1");
+  ASSERT_EQ(predicted.exit_code, 0) << predicted.out;
+  const json prediction = json::parse(predicted.out, nullptr, false);
+  ASSERT_TRUE(prediction.is_object()) << predicted.out;
+  EXPECT_EQ(prediction["admitted"], true) << predicted.out;
+  const json& app = prediction["containers"][0];
+  EXPECT_EQ(app["cpus"],
+            KubeletState("cpu_manager_state")["entries"][uid]["app"])
+      << predicted.out;
+  EXPECT_EQ(app["devices"][kResource][0], listed_device_id(listed))
+      << predicted.out;
+  bool same_memory = false;
+  for (const json& block : app["memory"]) {
+    same_memory = same_memory || (block["type"] == "memory" &&
+                                  block["numa_nodes"] == json::array({0}) &&
+                                  block["size"] == 64 * 1024 * 1024);
+  }
+  EXPECT_TRUE(same_memory) << predicted.out;
+  twin.Signal(SIGTERM);
+  EXPECT_EQ(twin.Wait(5s), 0);
+  serve.Signal(SIGTERM);
+  EXPECT_EQ(serve.Wait(5s), 0) << ReadFile(serve_log);
 
   // The plugin restarts: it registers again, the pod keeps its device.
   plugin->Signal(SIGTERM);
