@@ -39,6 +39,9 @@ class ChildProcess {
       posix_spawn_file_actions_addopen(
           &actions, STDERR_FILENO, log.c_str(),
           O_WRONLY | O_CREAT | (append ? O_APPEND : O_TRUNC), 0600);
+      // Its stdout too: a child that outlives a crashed test must not hold
+      // the test's output pipe open, or ctest waits for it forever.
+      posix_spawn_file_actions_adddup2(&actions, STDERR_FILENO, STDOUT_FILENO);
     }
     EXPECT_EQ(posix_spawn(&pid_, binary.c_str(), &actions, nullptr, argv.data(),
                           environ),

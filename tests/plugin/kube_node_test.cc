@@ -46,6 +46,11 @@ constexpr char kDraResource[] = "example.com/virtio-dra";
 constexpr char kDraEnv[] = "PCIDEVICE_EXAMPLE_COM_VIRTIO_DRA";
 constexpr char kPods[] = "/api/v1/namespaces/default/pods";
 
+// JSON objects here are never const: operator[] of a const json on a key
+// that is absent is undefined (the kubelet leaves "entries" out of its
+// state files when no container holds anything); on a mutable one it is
+// null.
+
 // KEY=VALUE lines of `file`; empty when it is absent.
 std::map<std::string, std::string> ReadEnv(const std::filesystem::path& file) {
   std::map<std::string, std::string> out;
@@ -118,12 +123,12 @@ class KubeNodeTest : public ::testing::Test {
   }
   // The node's allocatable count of `resource`, "" when it has none.
   std::string Allocatable(const std::string& resource) const {
-    const json node = Get("/api/v1/nodes/" + node_.at("KUBE_NODE"));
+    json node = Get("/api/v1/nodes/" + node_.at("KUBE_NODE"));
     if (!node.is_object()) return "";
     return node["status"]["allocatable"].value(resource, "");
   }
   std::string PodPhase(const std::string& name) const {
-    const json pod = Get(std::string(kPods) + "/" + name);
+    json pod = Get(std::string(kPods) + "/" + name);
     if (!pod.is_object()) return "";
     return pod["status"].value("phase", "");
   }
@@ -142,7 +147,7 @@ class KubeNodeTest : public ::testing::Test {
   // The pod's events, one line each: what the scheduler and the kubelet
   // said (for failure messages).
   std::string Events(const std::string& name) const {
-    const json events = Get(
+    json events = Get(
         "/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%"
         "3D" +
         name);
@@ -224,18 +229,18 @@ TEST_F(KubeNodeTest, TheDevicePluginOnTheRealKubelet) {
   EXPECT_THAT(printed, HasSubstr("Mems_allowed_list:\t0\n"));
   EXPECT_THAT(printed, HasSubstr(std::string(kEnv) + "=0000:"));
 
-  const json pod = Get(std::string(kPods) + "/guaranteed");
+  json pod = Get(std::string(kPods) + "/guaranteed");
   const std::string uid = pod["metadata"]["uid"];
   EXPECT_EQ(pod["status"]["qosClass"], "Guaranteed");
   const auto check_state = [&](const std::string& when) {
-    const json cpus = KubeletState("cpu_manager_state");
+    json cpus = KubeletState("cpu_manager_state");
     ASSERT_TRUE(cpus.is_object()) << when;
     EXPECT_EQ(cpus["policyName"], "static") << when;
     EXPECT_EQ(cpus["entries"][uid]["app"], "1") << when << ": " << cpus;
-    const json memory = KubeletState("memory_manager_state");
+    json memory = KubeletState("memory_manager_state");
     ASSERT_TRUE(memory.is_object()) << when;
     EXPECT_EQ(memory["policyName"], "Static") << when;
-    const json& blocks = memory["entries"][uid]["app"];
+    json& blocks = memory["entries"][uid]["app"];
     ASSERT_TRUE(blocks.is_array()) << when << ": " << memory;
     bool pinned = false;
     for (const json& block : blocks) {
@@ -378,10 +383,10 @@ TEST_F(KubeNodeTest, TheDevicePluginOnTheRealKubelet) {
       "--control-socket " + (host.path() / "control.sock").string() + " " +
       (work_.path() / "pod.yaml").string() + " 2>&1");
   ASSERT_EQ(predicted.exit_code, 0) << predicted.out;
-  const json prediction = json::parse(predicted.out, nullptr, false);
+  json prediction = json::parse(predicted.out, nullptr, false);
   ASSERT_TRUE(prediction.is_object()) << predicted.out;
   EXPECT_EQ(prediction["admitted"], true) << predicted.out;
-  const json& app = prediction["containers"][0];
+  json& app = prediction["containers"][0];
   EXPECT_EQ(app["cpus"],
             KubeletState("cpu_manager_state")["entries"][uid]["app"])
       << predicted.out;
@@ -428,7 +433,7 @@ TEST_F(KubeNodeTest, TheDevicePluginOnTheRealKubelet) {
   ASSERT_TRUE(WaitFor([&] { return Gone("guaranteed"); }, 60s));
   ASSERT_TRUE(WaitFor(
       [&] {
-        const json cpus = KubeletState("cpu_manager_state");
+        json cpus = KubeletState("cpu_manager_state");
         return cpus.is_object() && !cpus["entries"].contains(uid);
       },
       30s));
@@ -474,7 +479,7 @@ TEST_F(KubeNodeTest, TheDraDriverOnTheRealKubeletAndScheduler) {
        "-v", "1"},
       log, /*append=*/true);
   const auto published = [&] {
-    const json slices = Get(
+    json slices = Get(
         "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%"
         "3D" +
         node_["KUBE_NODE"]);
@@ -553,7 +558,7 @@ TEST_F(KubeNodeTest, TheDraDriverOnTheRealKubeletAndScheduler) {
       << PodPhase("with-choice") << "\n"
       << Events("with-choice") << ReadFile(log);
   EXPECT_THAT(Logs("with-choice"), HasSubstr(std::string(kDraEnv) + "=0000:"));
-  const json allocated =
+  json allocated =
       Get("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/"
           "gpu-or-virtio");
   EXPECT_EQ(
