@@ -179,6 +179,17 @@ class KubeNodeTest : public ::testing::Test {
                "echo printed; exec sleep 3600"}},
              {"resources", resources}}}}}}};
   }
+  // Whether the pod's container printed all it prints (it ends with
+  // "printed"), within the two minutes a pod may take to be scheduled,
+  // prepared and started here.
+  bool Printed(const std::string& pod) const {
+    return WaitFor(
+        [&] { return Logs(pod).find("printed") != std::string::npos; }, 120s);
+  }
+  // Why a pod is not there yet: its phase and events.
+  std::string Why(const std::string& pod) const {
+    return PodPhase(pod) + "\n" + Events(pod);
+  }
   json KubeletState(const std::string& file) const {
     std::ifstream in(std::filesystem::path(node_.at("KUBELET_ROOT")) / file);
     return json::parse(in, nullptr, false);
@@ -219,11 +230,7 @@ TEST_F(KubeNodeTest, TheDevicePluginOnTheRealKubelet) {
       {"limits", {{"cpu", "1"}, {"memory", "64Mi"}, {kResource, "1"}}},
       {"requests", {{"cpu", "1"}, {"memory", "64Mi"}, {kResource, "1"}}}};
   ASSERT_EQ(Post(kPods, Pod("guaranteed", resources)), 201);
-  ASSERT_TRUE(WaitFor(
-      [&] { return Logs("guaranteed").find("printed") != std::string::npos; },
-      120s))
-      << PodPhase("guaranteed") << "\n"
-      << Events("guaranteed");
+  ASSERT_TRUE(Printed("guaranteed")) << Why("guaranteed");
   const std::string printed = Logs("guaranteed");
   EXPECT_THAT(printed, HasSubstr("Cpus_allowed_list:\t1\n"));
   EXPECT_THAT(printed, HasSubstr("Mems_allowed_list:\t0\n"));
@@ -513,11 +520,7 @@ TEST_F(KubeNodeTest, TheDraDriverOnTheRealKubeletAndScheduler) {
   pod["spec"]["resourceClaims"] = {
       {{"name", "nic"}, {"resourceClaimTemplateName", "virtio"}}};
   ASSERT_EQ(Post(kPods, pod), 201);
-  ASSERT_TRUE(WaitFor(
-      [&] { return Logs("with-claim").find("printed") != std::string::npos; },
-      120s))
-      << PodPhase("with-claim") << "\n"
-      << Events("with-claim") << ReadFile(log);
+  ASSERT_TRUE(Printed("with-claim")) << Why("with-claim") << ReadFile(log);
   EXPECT_THAT(Logs("with-claim"), HasSubstr(std::string(kDraEnv) + "=0000:"));
   const auto cdi_specs = [&] {
     size_t n = 0;
@@ -552,11 +555,7 @@ TEST_F(KubeNodeTest, TheDraDriverOnTheRealKubeletAndScheduler) {
   pod["spec"]["resourceClaims"] = {
       {{"name", "accel"}, {"resourceClaimName", "gpu-or-virtio"}}};
   ASSERT_EQ(Post(kPods, pod), 201);
-  ASSERT_TRUE(WaitFor(
-      [&] { return Logs("with-choice").find("printed") != std::string::npos; },
-      120s))
-      << PodPhase("with-choice") << "\n"
-      << Events("with-choice") << ReadFile(log);
+  ASSERT_TRUE(Printed("with-choice")) << Why("with-choice") << ReadFile(log);
   EXPECT_THAT(Logs("with-choice"), HasSubstr(std::string(kDraEnv) + "=0000:"));
   json allocated =
       Get("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/"
@@ -573,11 +572,7 @@ TEST_F(KubeNodeTest, TheDraDriverOnTheRealKubeletAndScheduler) {
   // kubelet prepares it through the driver.
   ASSERT_EQ(Post(kPods, Pod("extended", {{"limits", {{kDraResource, "1"}}}})),
             201);
-  ASSERT_TRUE(WaitFor(
-      [&] { return Logs("extended").find("printed") != std::string::npos; },
-      120s))
-      << PodPhase("extended") << "\n"
-      << Events("extended") << ReadFile(log);
+  ASSERT_TRUE(Printed("extended")) << Why("extended") << ReadFile(log);
   EXPECT_THAT(Logs("extended"), HasSubstr(std::string(kDraEnv) + "=0000:"));
   Delete(std::string(kPods) + "/extended");
   ASSERT_TRUE(WaitFor([&] { return Gone("extended"); }, 60s));
