@@ -37,6 +37,9 @@ Usage: validate_manifests.py SOURCE_DIR PLUGIN_BINARY TOPOLOGY_INFO LIBTOPOLOGY
                              FIXTURE_ROOT [DRA_DRIVER_BINARY]
        validate_manifests.py --both-paths-configs SOURCE_DIR OUT_DIR
            (writes each path's configuration of deploy/both-paths, rendered)
+       validate_manifests.py --render KUSTOMIZATION_DIR OUT_FILE
+           (writes the objects rendered from the kustomization, a JSON list:
+           what the real-node tests create on their cluster)
 """
 
 import datetime
@@ -1273,11 +1276,27 @@ def write_both_paths_configs(source, out_dir):
     return 1 if ERRORS else 0
 
 
+def write_rendered(directory, out_file):
+    """The kustomization in `directory` rendered, as a JSON list in
+    `out_file`; 1 (saying why) when it cannot be."""
+    import json
+    objects = render(directory, directory)
+    for message in ERRORS:
+        print("error:", message)
+    if ERRORS:
+        return 1
+    with open(out_file, "w") as out:
+        json.dump(objects, out, indent=1)
+    return 0
+
+
 def main():
     if sys.argv[1:] == ["--self-test"]:
         return self_test()
     if sys.argv[1:2] == ["--both-paths-configs"] and len(sys.argv) == 4:
         return write_both_paths_configs(sys.argv[2], sys.argv[3])
+    if sys.argv[1:2] == ["--render"] and len(sys.argv) == 4:
+        return write_rendered(sys.argv[2], sys.argv[3])
     source, binary, info, libtopology, fixture = sys.argv[1:6]
     global PLUGIN_BINARY, FIXTURE
     PLUGIN_BINARY, FIXTURE = binary, fixture

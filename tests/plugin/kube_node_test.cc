@@ -23,8 +23,10 @@
 
 #include "topology/draplugin/kube_client.h"
 #include "topology/draplugin/kube_config.h"
+#include "topology/testing/machines.h"
 
 #include "child_process.h"
+#include "kube_node_fixture.h"
 #include "podresources/v1/api.grpc.pb.h"
 #include "run_command.h"
 #include "status_matchers.h"
@@ -33,177 +35,6 @@
 
 namespace topology::draplugin {
 namespace {
-
-using nlohmann::json;
-using ::testing::HasSubstr;
-using ::topology::testing::IsOk;
-using ::topology::testing::WaitFor;
-using namespace std::chrono_literals;
-
-constexpr char kResource[] = "example.com/virtio";
-constexpr char kEnv[] = "PCIDEVICE_EXAMPLE_COM_VIRTIO";
-constexpr char kDraResource[] = "example.com/virtio-dra";
-constexpr char kDraEnv[] = "PCIDEVICE_EXAMPLE_COM_VIRTIO_DRA";
-constexpr char kPods[] = "/api/v1/namespaces/default/pods";
-
-// JSON objects here are never const: operator[] of a const json on a key
-// that is absent is undefined (the kubelet leaves "entries" out of its
-// state files when no container holds anything); on a mutable one it is
-// null.
-
-// KEY=VALUE lines of `file`; empty when it is absent.
-std::map<std::string, std::string> ReadEnv(const std::filesystem::path& file) {
-  std::map<std::string, std::string> out;
-  std::ifstream in(file);
-  for (std::string line; std::getline(in, line);) {
-    const auto equals = line.find('=');
-    if (equals != std::string::npos) {
-      out[line.substr(0, equals)] = line.substr(equals + 1);
-    }
-  }
-  return out;
-}
-
-std::string ReadFile(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  return std::string((std::istreambuf_iterator<char>(in)), {});
-}
-
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos;
-       at = text.find(what, at + what.size())) {
-    ++n;
-  }
-  return n;
-}
-
-class KubeNodeTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    const char* dir = std::getenv("TOPOLOGY_KUBE_CLUSTER_DIR");
-    ASSERT_NE(dir, nullptr) << "TOPOLOGY_KUBE_CLUSTER_DIR is not set";
-    dir_ = dir;
-    if (std::filesystem::exists(dir_ / "unavailable")) {
-      GTEST_SKIP() << "no Kubernetes cluster: "
-                   << ReadFile(dir_ / "unavailable");
-    }
-    env_ = ReadEnv(dir_ / "env");
-    node_ = ReadEnv(dir_ / "node-env");
-    ASSERT_FALSE(node_.empty())
-        << "the cluster has no node (see the log of kube_cluster_start)";
-    auto config = LoadKubeConfig(env_["KUBECONFIG"]);
-    ASSERT_THAT(config.status(), IsOk());
-    auto client = KubeClient::Create(*config);
-    ASSERT_THAT(client.status(), IsOk());
-    admin_ = std::move(*client);
-    std::ofstream(work_.path() / "config.yaml")
-        << "resources:\n"
-           "  - name: "
-        << kResource
-        << "\n"
-           "    selectors: [{classes: [\"0200\"], drivers: [virtio-pci]}]\n";
-  }
-
-  json Get(const std::string& path) const {
-    auto answer = admin_->Request("GET", path);
-    if (!answer.ok() || answer->status != 200) return json();
-    return json::parse(answer->body, nullptr, false);
-  }
-  long Post(const std::string& path, const json& body) const {
-    auto answer = admin_->Request("POST", path, body.dump());
-    EXPECT_THAT(answer.status(), IsOk());
-    if (!answer.ok()) return 0;
-    EXPECT_EQ(answer->status, 201) << path << ": " << answer->body;
-    return answer->status;
-  }
-  void Delete(const std::string& path) const {
-    auto answer = admin_->Request("DELETE", path);
-    EXPECT_THAT(answer.status(), IsOk());
-  }
-  // The node's allocatable count of `resource`, "" when it has none.
-  std::string Allocatable(const std::string& resource) const {
-    json node = Get("/api/v1/nodes/" + node_.at("KUBE_NODE"));
-    if (!node.is_object()) return "";
-    return node["status"]["allocatable"].value(resource, "");
-  }
-  std::string PodPhase(const std::string& name) const {
-    json pod = Get(std::string(kPods) + "/" + name);
-    if (!pod.is_object()) return "";
-    return pod["status"].value("phase", "");
-  }
-  // What the pod's container printed, through the API server and the
-  // kubelet (pods/log).
-  std::string Logs(const std::string& name) const {
-    auto answer =
-        admin_->Request("GET", std::string(kPods) + "/" + name + "/log");
-    if (!answer.ok() || answer->status != 200) return "";
-    return answer->body;
-  }
-  bool Gone(const std::string& name) const {
-    auto answer = admin_->Request("GET", std::string(kPods) + "/" + name);
-    return answer.ok() && answer->status == 404;
-  }
-  // The pod's events, one line each: what the scheduler and the kubelet
-  // said (for failure messages).
-  std::string Events(const std::string& name) const {
-    json events = Get(
-        "/api/v1/namespaces/default/events?fieldSelector=involvedObject.name%"
-        "3D" +
-        name);
-    std::string out;
-    if (!events.is_object()) return out;
-    for (const json& event : events["items"]) {
-      out +=
-          event.value("reason", "") + ": " + event.value("message", "") + "\n";
-    }
-    return out;
-  }
-  // A pod of one busybox container that prints what it was given (its
-  // CPUs, memory nodes and environment), then waits to be deleted.
-  json Pod(const std::string& name, const json& resources) const {
-    return {
-        {"apiVersion", "v1"},
-        {"kind", "Pod"},
-        {"metadata", {{"name", name}}},
-        {"spec",
-         {{"terminationGracePeriodSeconds", 1},
-          {"automountServiceAccountToken", false},
-          {"containers",
-           {{{"name", "app"},
-             {"image", node_.at("BUSYBOX_IMAGE")},
-             {"imagePullPolicy", "Never"},
-             {"command",
-              {"sh", "-c",
-               "grep -E '^(Cpus|Mems)_allowed_list' /proc/self/status; env; "
-               "echo printed; exec sleep 3600"}},
-             {"resources", resources}}}}}}};
-  }
-  // Whether the pod's container printed all it prints (it ends with
-  // "printed"), within the two minutes a pod may take to be scheduled,
-  // prepared and started here.
-  bool Printed(const std::string& pod) const {
-    return WaitFor(
-        [&] { return Logs(pod).find("printed") != std::string::npos; }, 120s);
-  }
-  // Why a pod is not there yet: its phase and events.
-  std::string Why(const std::string& pod) const {
-    return PodPhase(pod) + "\n" + Events(pod);
-  }
-  json KubeletState(const std::string& file) const {
-    std::ifstream in(std::filesystem::path(node_.at("KUBELET_ROOT")) / file);
-    return json::parse(in, nullptr, false);
-  }
-  std::string Script() const {
-    return std::string(TOPOLOGY_SOURCE_DIR) + "/scripts/kube-cluster";
-  }
-
-  std::filesystem::path dir_;
-  std::map<std::string, std::string> env_;
-  std::map<std::string, std::string> node_;
-  std::unique_ptr<KubeClient> admin_;
-  ::topology::testing::TempDir work_;
-};
 
 // The DaemonSet's plugin binary on the real kubelet: it registers, the
 // node advertises the device, and a Guaranteed pod gets the device, the
@@ -455,28 +286,11 @@ TEST_F(KubeNodeTest, TheDevicePluginOnTheRealKubelet) {
 // pod unprepares. Then a claim with a prioritized list (firstAvailable)
 // whose first choice no device matches gets the second.
 TEST_F(KubeNodeTest, TheDraDriverOnTheRealKubeletAndScheduler) {
-  const std::string kDriver = "pci.libtopology.dev";
   // A resource name of its own: the device plugin's test leaves its
   // resource in the node's capacity for a while, and a resource a device
   // plugin serves is not served through DRA.
-  std::ofstream(work_.path() / "dra-config.yaml")
-      << "resources:\n"
-         "  - name: "
-      << kDraResource
-      << "\n"
-         "    selectors: [{classes: [\"0200\"], drivers: [virtio-pci]}]\n";
-  const json device_class = {
-      {"apiVersion", "resource.k8s.io/v1"},
-      {"kind", "DeviceClass"},
-      {"metadata", {{"name", "virtio.example.com"}}},
-      {"spec",
-       {{"extendedResourceName", kDraResource},
-        {"selectors",
-         {{{"cel",
-            {{"expression",
-              "device.driver == \"" + kDriver + "\" && device.attributes[\"" +
-                  kDriver + "\"].resource == \"" + kDraResource + "\""}}}}}}}}};
-  ASSERT_EQ(Post("/apis/resource.k8s.io/v1/deviceclasses", device_class), 201);
+  std::ofstream(work_.path() / "dra-config.yaml") << DraConfig();
+  EnsureDraClassAndTemplate();
   const std::string log = (work_.path() / "driver.log").string();
   ::topology::testing::ChildProcess driver(
       TOPOLOGY_DRA_DRIVER_BINARY,
@@ -501,39 +315,17 @@ TEST_F(KubeNodeTest, TheDraDriverOnTheRealKubeletAndScheduler) {
       60s))
       << ReadFile(log);
 
-  const json template_object = {
-      {"apiVersion", "resource.k8s.io/v1"},
-      {"kind", "ResourceClaimTemplate"},
-      {"metadata", {{"name", "virtio"}}},
-      {"spec",
-       {{"spec",
-         {{"devices",
-           {{"requests",
-             {{{"name", "nic"},
-               {"exactly",
-                {{"deviceClassName", "virtio.example.com"}}}}}}}}}}}}};
-  ASSERT_EQ(
-      Post("/apis/resource.k8s.io/v1/namespaces/default/resourceclaimtemplates",
-           template_object),
-      201);
   json pod = Pod("with-claim", {{"claims", {{{"name", "nic"}}}}});
   pod["spec"]["resourceClaims"] = {
       {{"name", "nic"}, {"resourceClaimTemplateName", "virtio"}}};
   ASSERT_EQ(Post(kPods, pod), 201);
   ASSERT_TRUE(Printed("with-claim")) << Why("with-claim") << ReadFile(log);
   EXPECT_THAT(Logs("with-claim"), HasSubstr(std::string(kDraEnv) + "=0000:"));
-  const auto cdi_specs = [&] {
-    size_t n = 0;
-    for (const auto& entry :
-         std::filesystem::directory_iterator(node_["CDI_DIR"])) {
-      n += entry.path().filename().string().starts_with("pci.libtopology.dev");
-    }
-    return n;
-  };
-  EXPECT_EQ(cdi_specs(), 1u);
+  EXPECT_EQ(DriverCdiSpecs(), 1u);
   Delete(std::string(kPods) + "/with-claim");
   ASSERT_TRUE(WaitFor([&] { return Gone("with-claim"); }, 60s));
-  EXPECT_TRUE(WaitFor([&] { return cdi_specs() == 0; }, 30s)) << ReadFile(log);
+  EXPECT_TRUE(WaitFor([&] { return DriverCdiSpecs() == 0; }, 30s))
+      << ReadFile(log);
 
   // A prioritized list: no GPU here, so the second choice.
   json claim = {
@@ -565,7 +357,7 @@ TEST_F(KubeNodeTest, TheDraDriverOnTheRealKubeletAndScheduler) {
       "accel/virtio");
   Delete(std::string(kPods) + "/with-choice");
   ASSERT_TRUE(WaitFor([&] { return Gone("with-choice"); }, 60s));
-  EXPECT_TRUE(WaitFor([&] { return cdi_specs() == 0; }, 30s));
+  EXPECT_TRUE(WaitFor([&] { return DriverCdiSpecs() == 0; }, 30s));
 
   // A pod written for the device plugin, unchanged: the class's
   // extendedResourceName has the scheduler make its claim, and the
@@ -576,9 +368,125 @@ TEST_F(KubeNodeTest, TheDraDriverOnTheRealKubeletAndScheduler) {
   EXPECT_THAT(Logs("extended"), HasSubstr(std::string(kDraEnv) + "=0000:"));
   Delete(std::string(kPods) + "/extended");
   ASSERT_TRUE(WaitFor([&] { return Gone("extended"); }, 60s));
-  EXPECT_TRUE(WaitFor([&] { return cdi_specs() == 0; }, 30s));
+  EXPECT_TRUE(WaitFor([&] { return DriverCdiSpecs() == 0; }, 30s));
   driver.Signal(SIGTERM);
   EXPECT_EQ(driver.Wait(5s), 0) << ReadFile(log);
+}
+
+// Device health from the driver to the pod's status through the real
+// kubelet (ResourceHealthStatus, beta and on at 1.37): the kubelet opens
+// the driver's health stream when it registers, and a device a running
+// pod holds turns Unhealthy in the container's allocatedResourcesStatus,
+// the driver's reason its message. A device cannot be made to fail here:
+// the driver reads a generated machine ("vm": two ConnectX functions,
+// each with an AER counter) whose counter the test raises, as a fatal PCIe
+// error raises it; the CDI edits are environment only, so the container
+// runs on this machine.
+TEST_F(KubeNodeTest, DeviceHealthReachesThePodStatus) {
+  const auto root = work_.path() / "machine";
+  ASSERT_TRUE(::topology::testing::WriteMachine("vm", root));
+  for (const auto& entry :
+       std::filesystem::directory_iterator(root / "sys/bus/pci/devices")) {
+    std::ofstream(entry.path() / "aer_dev_fatal") << "TOTAL_ERR_FATAL 0\n";
+  }
+  constexpr char kHealthResource[] = "example.com/connectx";
+  std::ofstream(work_.path() / "health-config.yaml")
+      << "resources:\n  - name: " << kHealthResource
+      << "\n    selectors: [{vendors: [\"15b3\"]}]\n";
+  Ensure("/apis/resource.k8s.io/v1/deviceclasses",
+         {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "DeviceClass"},
+          {"metadata", {{"name", "connectx.example.com"}}},
+          {"spec",
+           {{"selectors",
+             {{{"cel",
+                {{"expression", std::string("device.driver == \"") + kDriver +
+                                    "\" && device.attributes[\"" + kDriver +
+                                    "\"].resource == \"" + kHealthResource +
+                                    "\""}}}}}}}}});
+  const std::string log = (work_.path() / "health-driver.log").string();
+  ::topology::testing::ChildProcess driver(
+      TOPOLOGY_DRA_DRIVER_BINARY,
+      {"--config", (work_.path() / "health-config.yaml").string(),
+       "--host-root", root.string(), "--kubeconfig", env_["KUBECONFIG_DRIVER"],
+       "--node-name", node_["KUBE_NODE"], "--kubelet-root",
+       node_["KUBELET_ROOT"], "--cdi-dir", node_["CDI_DIR"],
+       "--health-interval", "100ms", "--recovery-period", "1h", "-v", "1"},
+      log, /*append=*/true);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return ReadFile(log).find("registered with the kubelet") !=
+               std::string::npos;
+      },
+      60s))
+      << ReadFile(log);
+  json claim = {
+      {"apiVersion", "resource.k8s.io/v1"},
+      {"kind", "ResourceClaim"},
+      {"metadata", {{"name", "connectx"}}},
+      {"spec",
+       {{"devices",
+         {{"requests",
+           {{{"name", "nic"},
+             {"exactly", {{"deviceClassName", "connectx.example.com"}}}}}}}}}}};
+  ASSERT_EQ(
+      Post("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims", claim),
+      201);
+  json pod = Pod("watched", {{"claims", {{{"name", "nic"}}}}});
+  pod["spec"]["resourceClaims"] = {
+      {{"name", "nic"}, {"resourceClaimName", "connectx"}}};
+  ASSERT_EQ(Post(kPods, pod), 201);
+  ASSERT_TRUE(Printed("watched")) << Why("watched") << ReadFile(log);
+
+  // The health the kubelet reports for the claim's one device; "" while
+  // it reports none.
+  const auto reported = [&](std::string* message) -> std::string {
+    json status = Get(std::string(kPods) + "/watched")["status"];
+    if (!status.is_object() || !status["containerStatuses"].is_array() ||
+        status["containerStatuses"].empty()) {
+      return "";
+    }
+    json statuses = status["containerStatuses"][0]["allocatedResourcesStatus"];
+    if (!statuses.is_array()) return "";
+    for (json& entry : statuses) {
+      if (entry.value("name", "") != "claim:nic") continue;
+      json resources = entry["resources"];
+      if (!resources.is_array() || resources.size() != 1) return "";
+      if (message != nullptr) *message = resources[0].value("message", "");
+      return resources[0].value("health", "");
+    }
+    return "";
+  };
+  EXPECT_TRUE(WaitFor([&] { return reported(nullptr) == "Healthy"; }, 60s))
+      << Get(std::string(kPods) + "/watched")["status"].dump();
+
+  // The fault, on the device the scheduler allocated.
+  json allocated = Get(
+      "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/connectx");
+  const std::string device =
+      allocated["status"]["allocation"]["devices"]["results"][0].value("device",
+                                                                       "");
+  ASSERT_TRUE(device.starts_with("pci-")) << allocated.dump();
+  std::string address = device.substr(4);  // pci-0000-3b-00-0
+  address[4] = ':';
+  address[7] = ':';
+  address[10] = '.';
+  std::ofstream(root / "sys/bus/pci/devices" / address / "aer_dev_fatal")
+      << "TOTAL_ERR_FATAL 3\n";
+  std::string message;
+  EXPECT_TRUE(WaitFor([&] { return reported(&message) == "Unhealthy"; }, 60s))
+      << Get(std::string(kPods) + "/watched")["status"].dump() << ReadFile(log);
+  EXPECT_THAT(message, HasSubstr("AER"));
+
+  Delete(std::string(kPods) + "/watched");
+  ASSERT_TRUE(WaitFor([&] { return Gone("watched"); }, 60s));
+  Delete("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/connectx");
+  driver.Signal(SIGTERM);
+  EXPECT_EQ(driver.Wait(5s), 0) << ReadFile(log);
+  // Its slices go with it: the next test publishes this node's devices.
+  Delete(
+      "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3D" +
+      node_["KUBE_NODE"]);
 }
 
 }  // namespace

@@ -77,6 +77,8 @@ struct FirstSight {
   bool whole = false;
   bool connected = false;
   mode_t mode = 0;
+  // Every name created in the directory until then, this one included.
+  std::vector<std::string> names;
 };
 
 FirstSight WatchAppear(const std::filesystem::path& path, int inotify) {
@@ -87,6 +89,7 @@ FirstSight WatchAppear(const std::filesystem::path& path, int inotify) {
     const ssize_t n = read(inotify, buffer.data(), buffer.size());
     for (size_t i = 0; n > 0 && i < static_cast<size_t>(n);) {
       const auto* event = reinterpret_cast<const inotify_event*>(&buffer[i]);
+      if (event->len > 0) sight.names.emplace_back(event->name);
       if (event->len > 0 && path.filename() == event->name) {
         sight.seen = true;
         sight.whole = (event->mask & IN_MOVED_TO) != 0;
@@ -127,6 +130,41 @@ TEST(UnixAcceptorTest, TheSocketAppearsOnlyOnceItAcceptsWithItsMode) {
     acceptor->reset();
     EXPECT_FALSE(IsSocket(path));
   }
+}
+
+// In place (the kubelet's plugin registry, whose watcher stats every name
+// that appears and logs an error for one already gone): the only name that
+// ever appears in the directory is the socket's own, and it has its mode
+// from the start, whatever the umask (the mode is the unbound socket's).
+// Failed before in_place: the real kubelet logged "stat file
+// .<name>.tmp failed" at each registration.
+TEST(UnixAcceptorTest, InPlaceOnlyItsNameAppearsWithItsMode) {
+  testing::TempDir dir;
+  const auto path = dir.path() / "driver-reg.sock";
+  EmptyServer server;
+  const mode_t umask_was = umask(0);
+  for (int round = 0; round < 20; ++round) {
+    const int inotify = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+    ASSERT_GE(inotify, 0);
+    ASSERT_GE(
+        inotify_add_watch(inotify, dir.path().c_str(), IN_CREATE | IN_MOVED_TO),
+        0);
+    std::future<FirstSight> watched = std::async(
+        std::launch::async, [&] { return WatchAppear(path, inotify); });
+    auto acceptor = UnixAcceptor::Start(path, server.get(),
+                                        {.mode = 0600, .in_place = true});
+    ASSERT_TRUE(acceptor.ok()) << acceptor.status().ToString();
+    const FirstSight sight = watched.get();
+    EXPECT_TRUE(sight.seen);
+    EXPECT_EQ(sight.mode, 0600u) << "round " << round;
+    close(inotify);
+    EXPECT_THAT(sight.names, ::testing::Each(std::string("driver-reg.sock")))
+        << "round " << round;
+    EXPECT_TRUE(Listening(path));
+    acceptor->reset();
+    EXPECT_FALSE(IsSocket(path));
+  }
+  umask(umask_was);
 }
 
 TEST(UnixAcceptorTest, AStaleSocketIsReplacedALiveOneAndOtherFilesAreNot) {

@@ -154,11 +154,12 @@ StatusOr<std::unique_ptr<UnixAcceptor>> UnixAcceptor::Start(
     if (Listening(path)) return refuse("another process serves it");
   }
   // Bound under a hidden sibling name and renamed once it listens; a path
-  // so long that the sibling's name does not fit is bound in place.
+  // so long that the sibling's name does not fit, or one asked for in
+  // place, is bound in place.
   const std::filesystem::path hidden =
       path.parent_path() / ("." + path.filename().string() + ".tmp");
   sockaddr_un address{};
-  const bool staged = ToAddress(hidden, &address);
+  const bool staged = !options.in_place && ToAddress(hidden, &address);
   const std::filesystem::path& bound = staged ? hidden : path;
   if (!staged) address = final_address;
   if (lstat(bound.c_str(), &existing) == 0) {
@@ -179,6 +180,13 @@ StatusOr<std::unique_ptr<UnixAcceptor>> UnixAcceptor::Start(
     }
     return refuse(reason);
   };
+  // The mode of the unbound socket is the one bind gives the file (less
+  // the umask): never wider than asked, even bound in place.
+  if (fchmod(fd, options.mode) != 0) {
+    const std::string reason = std::strerror(errno);
+    close(fd);
+    return refuse("fchmod: " + reason);
+  }
   if (bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0) {
     const std::string reason = std::strerror(errno);
     close(fd);

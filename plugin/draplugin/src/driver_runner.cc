@@ -160,8 +160,8 @@ struct Served {
 // A server on `socket` (the shared helper: mode set before it appears, a
 // stale socket replaced, a live one never).
 StatusOr<Served> Serve(const std::filesystem::path& socket,
-                       const std::vector<grpc::Service*>& services,
-                       mode_t mode) {
+                       const std::vector<grpc::Service*>& services, mode_t mode,
+                       bool in_place) {
   // Another instance's socket is never replaced: two drivers on one node
   // would take the kubelet's registration from each other.
   if (SocketAt(socket) && Listening(socket)) {
@@ -181,9 +181,11 @@ StatusOr<Served> Serve(const std::filesystem::path& socket,
     return FailedPreconditionError("cannot build a server for " +
                                    socket.string());
   }
-  auto acceptor = UnixAcceptor::Start(
-      socket, served.server.get(),
-      {.mode = mode, .max_connections = kMaxConnections, .calls = calls});
+  auto acceptor = UnixAcceptor::Start(socket, served.server.get(),
+                                      {.mode = mode,
+                                       .max_connections = kMaxConnections,
+                                       .calls = calls,
+                                       .in_place = in_place});
   if (!acceptor.ok()) {
     served.server->Shutdown(std::chrono::system_clock::now());
     return acceptor.status();
@@ -213,7 +215,7 @@ Status DriverRunner::Impl::ServeDra() {
   old_acceptor.reset();
   if (old) old->Shutdown(std::chrono::system_clock::now());
   old.reset();
-  auto served = Serve(dra_socket_, services, 0600);
+  auto served = Serve(dra_socket_, services, 0600, /*in_place=*/false);
   if (!served.ok()) return served.status();
   MutexLock servers(server_mu_);
   dra_identity_ = served->acceptor->identity();
@@ -240,7 +242,10 @@ Status DriverRunner::Impl::ServeRegistration() {
     // GetInfo again.
     registered_ = false;
   }
-  auto served = Serve(registration_socket_, {&registration_}, 0600);
+  // The kubelet's plugin watcher stats every name that appears in the
+  // registry: the socket is bound at its own name there.
+  auto served =
+      Serve(registration_socket_, {&registration_}, 0600, /*in_place=*/true);
   if (!served.ok()) return served.status();
   MutexLock servers(server_mu_);
   registration_identity_ = served->acceptor->identity();

@@ -3,10 +3,16 @@
 //
 //  - The socket appears only once it accepts connections, with its mode and
 //    group already set: it is bound under a hidden sibling name
-//    (".<name>.tmp", which the kubelet's plugin watcher ignores), given its
-//    mode and group, listened on, and renamed over the path. A client that
-//    sees the file never gets "connection refused" from a socket still
-//    being set up, and never sees it with the wrong owner.
+//    (".<name>.tmp"), given its mode and group, listened on, and renamed
+//    over the path. A client that sees the file never gets "connection
+//    refused" from a socket still being set up, and never sees it with the
+//    wrong owner.
+//  - Except in a directory a watcher reads as files appear (the kubelet's
+//    plugin registry: its watcher stats each new name, the hidden one
+//    included, and logs an error when it is already gone): bound in place
+//    there (UnixSocketOptions::in_place), its mode given before bind, as
+//    the Go helper's is; that watcher's client dials until the socket
+//    listens.
 //  - A stale socket at the path (a killed process's) is replaced; anything
 //    else there is an error, never removed.
 //  - Our own accept loop (gRPC 1.51's listener stops accepting for good once
@@ -121,6 +127,9 @@ struct UnixSocketOptions {
   // Calls in flight per connection (the server's interceptor); without it
   // every connection counts as idle.
   std::shared_ptr<const ConnectionCalls> calls = nullptr;
+  // Bound at the path itself, not under a hidden name renamed over it: for
+  // a directory whose watcher stats every name that appears.
+  bool in_place = false;
 };
 
 // Thread safety: Start and the destructor from one thread; the accept loop
