@@ -139,6 +139,16 @@ class DraDriverBinaryTest : public ::testing::Test {
         "127.0.0.1:" + std::to_string(http_port),
         "-v",
         "1"};
+    // Every kubelet path the test's own: a kubelet running on this machine
+    // (the real-node tests' one) is never asked, nor its checkpoint read.
+    args.insert(args.end(),
+                {"--kubelet-root", (sockets_.path() / "kubelet").string()});
+    if (std::find(extra.begin(), extra.end(), "--device-plugin-dir") ==
+        extra.end()) {
+      args.insert(args.end(),
+                  {"--device-plugin-dir",
+                   (sockets_.path() / "kubelet" / "device-plugins").string()});
+    }
     args.insert(args.end(), extra.begin(), extra.end());
     return std::make_unique<DriverProcess>(
         std::move(args), (work_.path() / "driver.log").string());
@@ -644,7 +654,10 @@ TEST_F(DraDriverBinaryTest, TheBothPathsOverlayStartsBothEachOwningItsDevices) {
       TOPOLOGY_DEVICE_PLUGIN_BINARY,
       {"--config", (configs / "device-plugin.yaml").string(), "--host-root",
        machine.path().string(), "--plugin-dir", plugins.path().string(),
-       "--http-addr", "", "--rescan-interval", "0"},
+       "--http-addr", "", "--rescan-interval", "0",
+       // The driver's claims, as the overlay mounts them.
+       "--dra-claims",
+       (sockets_.path() / "plugin" / "prepared-claims.json").string()},
       (work_.path() / "plugin.log").string());
   auto connection = kubelet.WaitForConnection("example.com/nic", 10s);
   ASSERT_NE(connection, nullptr);

@@ -166,7 +166,7 @@ class EndToEndTest : public ::testing::Test {
         TOPOLOGY_DEVICE_PLUGIN_BINARY, "--config",
         (work_.path() / "plugin.yaml").string(), "--host-root",
         root_.path().string(), "--plugin-dir", plugins().string(),
-        "--http-addr", "", "--rescan-interval", "0"});
+        "--http-addr", "", "--rescan-interval", "0", "--dra-claims", ""});
   }
 
   json Status() {

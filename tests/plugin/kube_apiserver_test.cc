@@ -794,7 +794,12 @@ class DriverAgainstApiServerTest : public KubeApiServerTest {
             root_.path().string(), "--kubeconfig", kubeconfig, "--node-name",
             node, "--registry-dir", (sockets_.path() / "registry").string(),
             "--plugin-dir", (sockets_.path() / "plugin").string(), "--cdi-dir",
-            (work_.path() / "cdi").string(), "-v", "1"},
+            (work_.path() / "cdi").string(),
+            // Its own kubelet paths: the node's kubelet is never asked.
+            "--kubelet-root", (sockets_.path() / "kubelet").string(),
+            "--device-plugin-dir",
+            (sockets_.path() / "kubelet" / "device-plugins").string(), "-v",
+            "1"},
         (work_.path() / "driver.log").string(), /*append=*/true);
   }
   std::string Log() const {

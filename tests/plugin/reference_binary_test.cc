@@ -60,11 +60,11 @@ class PluginBinaryTest : public ::testing::Test {
                               "        classes: [\"0302\"]\n";
   }
   std::vector<std::string> Args() const {
-    return {"--config",          config_.string(),
-            "--host-root",       root_.path().string(),
-            "--plugin-dir",      plugins_.path().string(),
-            "--http-addr",       "",
-            "--rescan-interval", "0"};
+    return {"--config", config_.string(), "--host-root", root_.path().string(),
+            "--plugin-dir", plugins_.path().string(), "--http-addr", "",
+            "--rescan-interval", "0",
+            // No DRA driver's claims: never the machine's.
+            "--dra-claims", ""};
   }
 
   TempDir root_;
