@@ -7,6 +7,8 @@
 #include "topology/discovery.h"
 #include "topology/manager/topology_manager.h"
 
+#include "topology/testing/sysfs_tree_builder.h"
+
 #include "status_matchers.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
@@ -116,6 +118,52 @@ TEST_F(CpuManagerTest, RestoreTakesFreeCpusOnly) {
   EXPECT_THAT(cpus_->Restore("other", "c", CpuSet::Of({0})),  // reserved
               testing::StatusIs(StatusCode::kInvalidArgument));
 }
+
+// The kubelet fills the half-used core before it splits a free one: on 2
+// sockets x 2 cores x 2 threads (siblings c and c+4) with CPU 0 reserved, a
+// pod of one CPU gets CPU 4, the reserved CPU's sibling (kubelet v1.37's
+// takeByTopologyNUMAPacked; whole cores first gave CPU 1 before).
+TEST(CpuManagerOrderTest, TheHalfUsedCoreIsFilledFirst) {
+  testing::TempDir dir;
+  {
+    testing::SysfsTreeBuilder b(dir.path());
+    for (int cpu = 0; cpu < 8; ++cpu) {
+      const int first = cpu % 4;
+      b.AddCpu(cpu, first / 2, first % 2,
+               std::to_string(first) + "," + std::to_string(first + 4));
+    }
+    b.AddNode(0, "0-1,4-5", uint64_t{8} << 30);
+    b.AddNode(1, "2-3,6-7", uint64_t{8} << 30);
+    b.SetDistances({{10, 21}, {21, 10}});
+    b.Finish();
+  }
+  DiscoveryOptions options;
+  options.host_root = dir.path();
+  const Topology topology = *Discover(options);
+  for (const char* policy : {kPolicyNone, kPolicySingleNumaNode}) {
+    ManagerConfig config;
+    config.policy = policy;
+    auto manager =
+        *TopologyManager::Create(config, *NumaInfo::FromTopology(topology));
+    auto cpus = *CpuManager::Create(kCpuPolicyStatic, topology,
+                                    CpuSet::Of({0}), manager.get());
+    manager->AddHintProvider(cpus.get());
+    Pod pod;
+    pod.uid = "a";
+    pod.name = "a";
+    pod.guaranteed = true;
+    pod.containers = {Container{"c", {{"cpu", 1000}}, false}};
+    ASSERT_TRUE(manager->Admit(pod).admit) << policy;
+    EXPECT_EQ(cpus->ContainerCpus("a", "c").ToList(), "4") << policy;
+    // Then the other half-used one is gone: a whole core of node 0.
+    pod.uid = "b";
+    pod.name = "b";
+    pod.containers = {Container{"c", {{"cpu", 2000}}, false}};
+    ASSERT_TRUE(manager->Admit(pod).admit) << policy;
+    EXPECT_EQ(cpus->ContainerCpus("b", "c").ToList(), "1,5") << policy;
+  }
+}
+
 
 }  // namespace
 }  // namespace topology::manager

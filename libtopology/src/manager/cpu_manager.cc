@@ -3,8 +3,12 @@
 #include <algorithm>
 #include <climits>
 #include <memory>
+#include <set>
+#include <vector>
 
 #include "topology/manager/numa_hints.h"
+
+#include "cpu_assignment.h"
 
 namespace topology::manager {
 namespace {
@@ -19,22 +23,31 @@ StatusOr<std::unique_ptr<CpuManager>> CpuManager::Create(
   if (policy != kCpuPolicyNone && policy != kCpuPolicyStatic) {
     return InvalidArgumentError("unknown policy: \"" + policy + "\"");
   }
+  // The kubelet's CPUTopology (cpumanager/topology.Discover): a core is
+  // named by its lowest thread, the socket is the package, a CPU outside
+  // every NUMA node is on node 0 as cadvisor puts it.
   std::map<int, CpuPlace> cpus;
-  std::map<std::pair<int, int>, int> core_keys;
+  auto view = std::make_unique<CpuTopologyView>();
+  std::set<int> cores, sockets, nodes_with_cpus;
   for (const CpuInfo& cpu : topology.cpus()) {
-    CpuPlace place;
-    place.numa_node = cpu.numa_node.value_or(-1);
-    const auto core = std::make_pair(cpu.package_id, cpu.core_id);
-    // Unknown cores (-1) are per-CPU.
-    if (cpu.core_id < 0) {
-      place.core_key = -1 - cpu.id;
-    } else {
-      auto [it, inserted] =
-          core_keys.emplace(core, static_cast<int>(core_keys.size()));
-      place.core_key = it->second;
-    }
-    cpus[cpu.id] = place;
+    cpus[cpu.id] = CpuPlace{cpu.numa_node.value_or(-1)};
+    CpuDetail detail;
+    const std::vector<int> siblings = cpu.thread_siblings.Ids();
+    detail.core = siblings.empty()
+                      ? cpu.id
+                      : std::min(cpu.id, *std::min_element(siblings.begin(),
+                                                           siblings.end()));
+    detail.socket = std::max(cpu.package_id, 0);
+    detail.numa_node = std::max(cpu.numa_node.value_or(0), 0);
+    view->cpus[cpu.id] = detail;
+    cores.insert(detail.core);
+    sockets.insert(detail.socket);
+    nodes_with_cpus.insert(detail.numa_node);
   }
+  view->num_cpus = static_cast<int>(view->cpus.size());
+  view->num_cores = static_cast<int>(cores.size());
+  view->num_sockets = static_cast<int>(sockets.size());
+  view->num_numa_nodes = static_cast<int>(nodes_with_cpus.size());
   for (int id : reserved.Ids()) {
     if (!cpus.count(id)) {
       return InvalidArgumentError("reserved CPU " + std::to_string(id) +
@@ -52,17 +65,21 @@ StatusOr<std::unique_ptr<CpuManager>> CpuManager::Create(
   }
   return std::unique_ptr<CpuManager>(
       new CpuManager(policy == kCpuPolicyStatic, std::move(nodes),
-                     std::move(cpus), reserved, store));
+                     std::move(cpus), std::move(view), reserved, store));
 }
 
 CpuManager::CpuManager(bool is_static, std::vector<int> cpu_nodes,
-                       std::map<int, CpuPlace> cpus, CpuSet reserved,
-                       const Store* store)
+                       std::map<int, CpuPlace> cpus,
+                       std::unique_ptr<const CpuTopologyView> view,
+                       CpuSet reserved, const Store* store)
     : static_(is_static),
       cpu_nodes_(std::move(cpu_nodes)),
       cpus_(std::move(cpus)),
+      view_(std::move(view)),
       reserved_(std::move(reserved)),
       store_(store) {}
+
+CpuManager::~CpuManager() = default;
 
 int64_t CpuManager::GuaranteedCpus(const Pod& pod, const Container& container) {
   if (!pod.guaranteed) return 0;
@@ -145,25 +162,9 @@ ProviderHints CpuManager::GetPodTopologyHints(const Pod& pod) {
                   }));
 }
 
-CpuSet CpuManager::TakeByTopology(const CpuSet& from, int count) const {
-  CpuSet taken;
-  if (count <= 0) return taken;
-  // Group the candidates by core; whole cores (all their threads in `from`)
-  // go first, in core order, then single threads in id order.
-  std::map<int, std::vector<int>> by_core;
-  std::map<int, int> core_size;
-  for (const auto& [id, place] : cpus_) ++core_size[place.core_key];
-  for (int id : from.Ids()) by_core[cpus_.at(id).core_key].push_back(id);
-  for (const auto& [core, ids] : by_core) {
-    if (static_cast<int>(ids.size()) != core_size[core]) continue;
-    if (taken.Count() + static_cast<int>(ids.size()) > count) continue;
-    for (int id : ids) taken.Add(id);
-  }
-  for (int id : from.Ids()) {
-    if (taken.Count() >= count) break;
-    taken.Add(id);
-  }
-  return taken;
+StatusOr<CpuSet> CpuManager::TakeByTopology(const CpuSet& from,
+                                            int count) const {
+  return TakeByTopologyNumaPacked(*view_, from, count, CpuSorting::kPacked);
 }
 
 Status CpuManager::Allocate(const Pod& pod, const Container& container) {
@@ -187,33 +188,28 @@ Status CpuManager::Allocate(const Pod& pod, const Container& container) {
                   [&](const Container& c) {
                     return c.name == container.name && !c.restartable;
                   });
-  // Reusable CPUs of finished init containers first, then the affinity.
-  CpuSet result = TakeByTopology(reusable_, requested);
-  const CpuSet pool = Allocatable().Union(reusable_);
+  // The kubelet's allocateCPUs: the CPUs of the affinity's NUMA nodes
+  // first, as many as they give, then the rest; both from the free CPUs and
+  // those the pod's finished init containers leave.
+  const CpuSet allocatable = Allocatable().Union(reusable_);
+  CpuSet result;
   const TopologyHint hint = store_->GetAffinity(pod.uid, container.name);
-  if (hint.affinity.has_value() && result.Count() < requested) {
+  if (hint.affinity.has_value()) {
     CpuSet aligned;
-    for (int id : pool.Ids()) {
-      if (!result.Contains(id) &&
-          hint.affinity->IsSet(cpus_.at(id).numa_node)) {
-        aligned.Add(id);
-      }
+    for (int id : allocatable.Ids()) {
+      if (hint.affinity->IsSet(cpus_.at(id).numa_node)) aligned.Add(id);
     }
-    result = result.Union(TakeByTopology(aligned, requested - result.Count()));
+    auto taken = TakeByTopology(aligned, std::min(requested, aligned.Count()));
+    if (!taken.ok()) return taken.status();
+    result = *taken;
   }
-  if (result.Count() < requested) {
-    CpuSet rest;
-    for (int id : pool.Ids()) {
-      if (!result.Contains(id)) rest.Add(id);
-    }
-    result = result.Union(TakeByTopology(rest, requested - result.Count()));
+  CpuSet rest;
+  for (int id : allocatable.Ids()) {
+    if (!result.Contains(id)) rest.Add(id);
   }
-  if (result.Count() < requested) {
-    return ResourceExhaustedError(
-        "not enough cpus available to satisfy request: requested=" +
-        std::to_string(requested) +
-        ", available=" + std::to_string(pool.Count()));
-  }
+  auto taken = TakeByTopology(rest, requested - result.Count());
+  if (!taken.ok()) return taken.status();
+  result = result.Union(*taken);
   assignments_[{pod.uid, container.name}] = result;
   if (is_init) {
     reusable_ = reusable_.Union(result);

@@ -1,8 +1,12 @@
 // CpuManager: the kubelet CPU manager's topology side as a HintProvider.
 // With the static policy, a container of a Guaranteed pod with an integer
 // CPU limit gets exclusive CPUs: hints come from the CPUs of each NUMA node
-// (the kubelet's generateCPUTopologyHints), and Allocate takes CPUs from the
-// stored affinity first (whole free cores, then threads), then elsewhere.
+// (the kubelet's generateCPUTopologyHints), and Allocate takes them as the
+// kubelet's static policy does (allocateCPUs): from the free CPUs and those
+// the pod's finished init containers leave, first those of the stored
+// affinity's NUMA nodes, then the rest, each time in the order of the
+// kubelet's cpu_assignment.go (whole NUMA nodes and sockets, whole cores,
+// then single CPUs, the most used first).
 // Other containers share the pool and give no hint. Reserved CPUs are never
 // handed out. With the none policy it gives no hints and allocates nothing.
 //
@@ -25,6 +29,8 @@
 
 namespace topology::manager {
 
+struct CpuTopologyView;
+
 inline constexpr char kCpuPolicyNone[] = "none";
 inline constexpr char kCpuPolicyStatic[] = "static";
 
@@ -37,6 +43,8 @@ class TOPOLOGY_EXPORT CpuManager final : public HintProvider {
                                                       const Topology& topology,
                                                       const CpuSet& reserved,
                                                       const Store* store);
+
+  ~CpuManager() override;
 
   ProviderHints GetTopologyHints(const Pod& pod,
                                  const Container& container) override;
@@ -65,10 +73,11 @@ class TOPOLOGY_EXPORT CpuManager final : public HintProvider {
  private:
   struct CpuPlace {
     int numa_node = -1;
-    int core_key = 0;  // unique per (package, core)
   };
   CpuManager(bool is_static, std::vector<int> cpu_nodes,
-             std::map<int, CpuPlace> cpus, CpuSet reserved, const Store* store);
+             std::map<int, CpuPlace> cpus,
+             std::unique_ptr<const CpuTopologyView> view, CpuSet reserved,
+             const Store* store);
 
   CpuSet Assigned() const TOPOLOGY_REQUIRES(mutex_);
   CpuSet Allocatable() const TOPOLOGY_REQUIRES(mutex_);
@@ -76,12 +85,14 @@ class TOPOLOGY_EXPORT CpuManager final : public HintProvider {
                     int64_t request) const;
   ProviderHints HintsFor(const Pod& pod, const std::string& container_key,
                          int64_t requested) const TOPOLOGY_REQUIRES(mutex_);
-  // Takes `count` CPUs from `from`: whole free cores first, then threads.
-  CpuSet TakeByTopology(const CpuSet& from, int count) const;
+  // Takes `count` CPUs of `from` in the kubelet's order.
+  StatusOr<CpuSet> TakeByTopology(const CpuSet& from, int count) const;
 
   const bool static_;
   const std::vector<int> cpu_nodes_;  // NUMA nodes that have CPUs
   const std::map<int, CpuPlace> cpus_;
+  // The machine as the kubelet's CPUTopology (cpu_assignment.h).
+  const std::unique_ptr<const CpuTopologyView> view_;
   const CpuSet reserved_;
   const Store* const store_;
   mutable Mutex mutex_;
