@@ -157,7 +157,8 @@ class KubeNodeTest : public ::testing::Test {
     return out;
   }
   // A pod of one busybox container that prints what it was given (its
-  // CPUs, memory nodes and environment), then waits to be deleted.
+  // CPUs, memory nodes, environment and /dev/net), then waits to be
+  // deleted.
   json Pod(const std::string& name, const json& resources) const {
     return {
         {"apiVersion", "v1"},
@@ -173,6 +174,7 @@ class KubeNodeTest : public ::testing::Test {
              {"command",
               {"sh", "-c",
                "grep -E '^(Cpus|Mems)_allowed_list' /proc/self/status; env; "
+               "ls -ln /dev/net 2>&1; "
                "echo printed; exec sleep 3600"}},
              {"resources", resources}}}}}}};
   }
@@ -224,10 +226,13 @@ class KubeNodeTest : public ::testing::Test {
                       {{"deviceClassName", "virtio.example.com"}}}}}}}}}}}}});
   }
   // The driver's configuration: the machine's virtio network function as
-  // kDraResource.
-  static std::string DraConfig() {
+  // kDraResource; with `device_node`, /dev/net/tun handed out with it (a
+  // device node every such machine has), so that a container shows the
+  // CDI edits' device node as well as their environment.
+  static std::string DraConfig(bool device_node = false) {
     return std::string("resources:\n  - name: ") + kDraResource +
-           "\n    selectors: [{classes: [\"0200\"], drivers: [virtio-pci]}]\n";
+           "\n    selectors: [{classes: [\"0200\"], drivers: [virtio-pci]}]\n" +
+           (device_node ? "    deviceNodes: [/dev/net/tun]\n" : "");
   }
   // The CDI specs the driver has written (one per prepared claim).
   size_t DriverCdiSpecs() const {

@@ -282,14 +282,16 @@ TEST_F(KubeNodeTest, TheDevicePluginOnTheRealKubelet) {
 // topology-dra-driver on the real kubelet and scheduler: registered through
 // the kubelet's plugin watcher, its slices allocated by kube-scheduler for a
 // pod with a ResourceClaimTemplate, prepared by the kubelet through the
-// driver's socket, the CDI edits seen inside the container; deleting the
+// driver's socket, the CDI edits (environment and device node) seen inside
+// the container; deleting the
 // pod unprepares. Then a claim with a prioritized list (firstAvailable)
 // whose first choice no device matches gets the second.
 TEST_F(KubeNodeTest, TheDraDriverOnTheRealKubeletAndScheduler) {
   // A resource name of its own: the device plugin's test leaves its
   // resource in the node's capacity for a while, and a resource a device
   // plugin serves is not served through DRA.
-  std::ofstream(work_.path() / "dra-config.yaml") << DraConfig();
+  std::ofstream(work_.path() / "dra-config.yaml")
+      << DraConfig(/*device_node=*/true);
   EnsureDraClassAndTemplate();
   const std::string log = (work_.path() / "driver.log").string();
   ::topology::testing::ChildProcess driver(
@@ -321,6 +323,9 @@ TEST_F(KubeNodeTest, TheDraDriverOnTheRealKubeletAndScheduler) {
   ASSERT_EQ(Post(kPods, pod), 201);
   ASSERT_TRUE(Printed("with-claim")) << Why("with-claim") << ReadFile(log);
   EXPECT_THAT(Logs("with-claim"), HasSubstr(std::string(kDraEnv) + "=0000:"));
+  // The claim's device node, /dev/net/tun (character device 10, 200).
+  EXPECT_THAT(Logs("with-claim"),
+              ::testing::ContainsRegex("c[-rw]+ .* 10, +200 .*tun"));
   EXPECT_EQ(DriverCdiSpecs(), 1u);
   Delete(std::string(kPods) + "/with-claim");
   ASSERT_TRUE(WaitFor([&] { return Gone("with-claim"); }, 60s));
