@@ -6,7 +6,6 @@
 
 #include "topology/discovery.h"
 #include "topology/manager/topology_manager.h"
-
 #include "topology/testing/sysfs_tree_builder.h"
 
 #include "status_matchers.h"
@@ -145,8 +144,8 @@ TEST(CpuManagerOrderTest, TheHalfUsedCoreIsFilledFirst) {
     config.policy = policy;
     auto manager =
         *TopologyManager::Create(config, *NumaInfo::FromTopology(topology));
-    auto cpus = *CpuManager::Create(kCpuPolicyStatic, topology,
-                                    CpuSet::Of({0}), manager.get());
+    auto cpus = *CpuManager::Create(kCpuPolicyStatic, topology, CpuSet::Of({0}),
+                                    manager.get());
     manager->AddHintProvider(cpus.get());
     Pod pod;
     pod.uid = "a";
@@ -163,7 +162,6 @@ TEST(CpuManagerOrderTest, TheHalfUsedCoreIsFilledFirst) {
     EXPECT_EQ(cpus->ContainerCpus("b", "c").ToList(), "1,5") << policy;
   }
 }
-
 
 }  // namespace
 }  // namespace topology::manager
