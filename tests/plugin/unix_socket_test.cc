@@ -103,6 +103,33 @@ FirstSight WatchAppear(const std::filesystem::path& path, int inotify) {
   return sight;
 }
 
+// Starts an acceptor at `path` while a watcher of its directory looks
+// from its own thread, as a client woken by the new name would: what it
+// saw. `acceptor` gets the acceptor (null, the test failed, when it did
+// not start).
+FirstSight StartWatched(const std::filesystem::path& path, grpc::Server* server,
+                        const UnixSocketOptions& options,
+                        std::unique_ptr<UnixAcceptor>* acceptor) {
+  const int inotify = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
+  if (inotify < 0 || inotify_add_watch(inotify, path.parent_path().c_str(),
+                                       IN_CREATE | IN_MOVED_TO) < 0) {
+    ADD_FAILURE() << "inotify: " << std::strerror(errno);
+    if (inotify >= 0) close(inotify);
+    return {};
+  }
+  std::future<FirstSight> watched = std::async(
+      std::launch::async, [&] { return WatchAppear(path, inotify); });
+  auto started = UnixAcceptor::Start(path, server, options);
+  const FirstSight sight = watched.get();
+  close(inotify);
+  if (!started.ok()) {
+    ADD_FAILURE() << started.status().ToString();
+    return sight;
+  }
+  *acceptor = std::move(*started);
+  return sight;
+}
+
 // Fails with the old bind-then-listen order: the name appeared (inotify's
 // IN_CREATE at bind) before the socket accepted or had its mode; a client
 // woken by it could be refused. The watcher looks from its own thread, as
@@ -112,22 +139,15 @@ TEST(UnixAcceptorTest, TheSocketAppearsOnlyOnceItAcceptsWithItsMode) {
   const auto path = dir.path() / "kubelet.sock";
   EmptyServer server;
   for (int round = 0; round < 20; ++round) {
-    const int inotify = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    ASSERT_GE(inotify, 0);
-    ASSERT_GE(
-        inotify_add_watch(inotify, dir.path().c_str(), IN_CREATE | IN_MOVED_TO),
-        0);
-    std::future<FirstSight> watched = std::async(
-        std::launch::async, [&] { return WatchAppear(path, inotify); });
-    auto acceptor = UnixAcceptor::Start(path, server.get(), {.mode = 0600});
-    ASSERT_TRUE(acceptor.ok()) << acceptor.status().ToString();
-    const FirstSight sight = watched.get();
-    close(inotify);
+    std::unique_ptr<UnixAcceptor> acceptor;
+    const FirstSight sight =
+        StartWatched(path, server.get(), {.mode = 0600}, &acceptor);
+    ASSERT_NE(acceptor, nullptr);
     EXPECT_TRUE(sight.seen);
     EXPECT_TRUE(sight.whole) << "round " << round;
     EXPECT_TRUE(sight.connected) << "round " << round;
     EXPECT_EQ(sight.mode, 0600u) << "round " << round;
-    acceptor->reset();
+    acceptor.reset();
     EXPECT_FALSE(IsSocket(path));
   }
 }
@@ -144,24 +164,16 @@ TEST(UnixAcceptorTest, InPlaceOnlyItsNameAppearsWithItsMode) {
   EmptyServer server;
   const mode_t umask_was = umask(0);
   for (int round = 0; round < 20; ++round) {
-    const int inotify = inotify_init1(IN_CLOEXEC | IN_NONBLOCK);
-    ASSERT_GE(inotify, 0);
-    ASSERT_GE(
-        inotify_add_watch(inotify, dir.path().c_str(), IN_CREATE | IN_MOVED_TO),
-        0);
-    std::future<FirstSight> watched = std::async(
-        std::launch::async, [&] { return WatchAppear(path, inotify); });
-    auto acceptor = UnixAcceptor::Start(path, server.get(),
-                                        {.mode = 0600, .in_place = true});
-    ASSERT_TRUE(acceptor.ok()) << acceptor.status().ToString();
-    const FirstSight sight = watched.get();
+    std::unique_ptr<UnixAcceptor> acceptor;
+    const FirstSight sight = StartWatched(
+        path, server.get(), {.mode = 0600, .in_place = true}, &acceptor);
+    ASSERT_NE(acceptor, nullptr);
     EXPECT_TRUE(sight.seen);
     EXPECT_EQ(sight.mode, 0600u) << "round " << round;
-    close(inotify);
     EXPECT_THAT(sight.names, ::testing::Each(std::string("driver-reg.sock")))
         << "round " << round;
     EXPECT_TRUE(Listening(path));
-    acceptor->reset();
+    acceptor.reset();
     EXPECT_FALSE(IsSocket(path));
   }
   umask(umask_was);

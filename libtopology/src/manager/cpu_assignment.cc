@@ -62,12 +62,7 @@ class Accumulator {
   }
 
   void TakeFullCores() {
-    for (int core :
-         FreeUnits(Level::kCore, SortedCores(), topology_.CpusPerCore())) {
-      const CpuSet cpus = AllIn(Level::kCore, core);
-      if (needed_ < cpus.Count()) continue;
-      Take(cpus);
-    }
+    TakeFull(Level::kCore, SortedCores(), topology_.CpusPerCore());
   }
 
   void TakeRemainingCpus() {
@@ -112,42 +107,28 @@ class Accumulator {
     return sorted;
   }
 
-  std::vector<int> SortedNumaNodes() const {
-    if (numa_first_) return Units(Level::kNuma, std::nullopt, 0);
+  // The units of `level` in each unit of `outers` (of level `outer`), in
+  // that order: a unit in two outer units is listed twice, as upstream
+  // lists it.
+  std::vector<int> Within(Level level, Level outer,
+                          const std::vector<int>& outers) const {
     std::vector<int> out;
-    for (int socket : SortedSockets()) {
-      for (int numa : Units(Level::kNuma, Level::kSocket, socket)) {
-        out.push_back(numa);
-      }
+    for (int id : outers) {
+      for (int unit : Units(level, outer, id)) out.push_back(unit);
     }
     return out;
+  }
+  std::vector<int> SortedNumaNodes() const {
+    return numa_first_ ? Units(Level::kNuma, std::nullopt, 0)
+                       : Within(Level::kNuma, Level::kSocket, SortedSockets());
   }
   std::vector<int> SortedSockets() const {
-    if (!numa_first_) return Units(Level::kSocket, std::nullopt, 0);
-    std::vector<int> out;
-    for (int numa : SortedNumaNodes()) {
-      for (int socket : Units(Level::kSocket, Level::kNuma, numa)) {
-        out.push_back(socket);
-      }
-    }
-    return out;
+    return numa_first_ ? Within(Level::kSocket, Level::kNuma, SortedNumaNodes())
+                       : Units(Level::kSocket, std::nullopt, 0);
   }
   std::vector<int> SortedCores() const {
-    std::vector<int> out;
-    if (numa_first_) {
-      for (int socket : SortedSockets()) {
-        for (int core : Units(Level::kCore, Level::kSocket, socket)) {
-          out.push_back(core);
-        }
-      }
-    } else {
-      for (int numa : SortedNumaNodes()) {
-        for (int core : Units(Level::kCore, Level::kNuma, numa)) {
-          out.push_back(core);
-        }
-      }
-    }
-    return out;
+    return numa_first_ ? Within(Level::kCore, Level::kSocket, SortedSockets())
+                       : Within(Level::kCore, Level::kNuma, SortedNumaNodes());
   }
   // Packed: core by core (in SortedCores' order), each core's CPUs by id.
   // Spread: socket by socket, each socket's CPUs by id.
@@ -178,17 +159,15 @@ class Accumulator {
     return out;
   }
 
-  void TakeFullNumaNodes() {
-    for (int numa : FreeUnits(Level::kNuma, SortedNumaNodes(), 0)) {
-      const CpuSet cpus = AllIn(Level::kNuma, numa);
-      if (needed_ < cpus.Count()) continue;
-      Take(cpus);
-    }
-  }
+  void TakeFullNumaNodes() { TakeFull(Level::kNuma, SortedNumaNodes(), 0); }
   void TakeFullSockets() {
-    for (int socket : FreeUnits(Level::kSocket, SortedSockets(),
-                                topology_.CpusPerSocket())) {
-      const CpuSet cpus = AllIn(Level::kSocket, socket);
+    TakeFull(Level::kSocket, SortedSockets(), topology_.CpusPerSocket());
+  }
+  // Every unit of `sorted` that is all free (FreeUnits) and that the
+  // request still needs whole, in that order.
+  void TakeFull(Level level, const std::vector<int>& sorted, int average) {
+    for (int id : FreeUnits(level, sorted, average)) {
+      const CpuSet cpus = AllIn(level, id);
       if (needed_ < cpus.Count()) continue;
       Take(cpus);
     }
