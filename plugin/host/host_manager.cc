@@ -102,8 +102,11 @@ StatusOr<std::unique_ptr<HostManager>> HostManager::Create(HostConfig config,
   host->topology_manager_ = std::move(*tm);
   auto cpu = manager::CpuManager::Create(
       host->config_.cpu_policy, host->topology_, host->config_.reserved_cpus,
-      host->topology_manager_.get());
-  if (!cpu.ok()) return cpu.status();
+      host->topology_manager_.get(), host->config_.cpu_policy_options);
+  if (!cpu.ok()) {
+    return Status(cpu.status().code(),
+                  "cpu manager: " + cpu.status().message());
+  }
   host->cpu_manager_ = std::move(*cpu);
   auto memory = manager::MemoryManager::Create(host->config_.memory,
                                                host->topology_.numa_nodes(),

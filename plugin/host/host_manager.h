@@ -66,6 +66,8 @@ struct HostConfig {
   std::string node_name;
   manager::ManagerConfig topology;  // policy, scope, options
   std::string cpu_policy = manager::kCpuPolicyNone;
+  // The static policy's options (--cpu-manager-policy-options).
+  std::map<std::string, std::string> cpu_policy_options;
   CpuSet reserved_cpus;
   // The kubelet's Memory Manager: --memory-manager-policy, --reserved-memory
   // and the Node Allocatable reservation of memory types (kube-reserved +

@@ -119,19 +119,12 @@ Status ApplyKubeletConfiguration(std::string_view text, std::string_view where,
       std::string* const target = entry.second;
       unless_given(flag_of.at(entry.first), [&] { *target = text_value; });
     }
-    if (const YAML::Node options = doc["cpuManagerPolicyOptions"]; options) {
-      const auto map = ScalarMap(options, "cpuManagerPolicyOptions");
-      if (!map.empty()) {
-        return InvalidArgumentError(
-            file + ": cpuManagerPolicyOptions " + Joined(map, '=') +
-            ": the static policy's options are not modelled here, so what "
-            "serve admitted would not be what the kubelet admits");
-      }
-    }
     const std::vector<std::tuple<const char*, const char*, char, std::string*>>
         maps = {
             {"topologyManagerPolicyOptions",
              "--topology-manager-policy-options", '=', &flags->policy_options},
+            {"cpuManagerPolicyOptions", "--cpu-manager-policy-options", '=',
+             &flags->cpu_policy_options},
             {"kubeReserved", "--kube-reserved", '=',
              &flags->memory.kube_reserved},
             {"systemReserved", "--system-reserved", '=',

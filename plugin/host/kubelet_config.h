@@ -9,7 +9,7 @@
 //   topologyManagerScope           --topology-manager-scope
 //   topologyManagerPolicyOptions   --topology-manager-policy-options
 //   cpuManagerPolicy               --cpu-manager-policy
-//   cpuManagerPolicyOptions        (refused when not empty: not modelled)
+//   cpuManagerPolicyOptions        --cpu-manager-policy-options
 //   reservedSystemCPUs             --reserved-cpus
 //   memoryManagerPolicy            --memory-manager-policy
 //   reservedMemory                 --reserved-memory
@@ -36,8 +36,7 @@ inline constexpr size_t kMaxKubeletConfigBytes = size_t{1} << 20;
 // Applies the KubeletConfiguration `text` (from `where`, for messages) to
 // `flags` as the header comment says. INVALID_ARGUMENT naming `where` and
 // the field: not YAML, not a KubeletConfiguration of
-// kubelet.config.k8s.io/v1beta1, a field of the wrong type, or
-// cpuManagerPolicyOptions given.
+// kubelet.config.k8s.io/v1beta1, or a field of the wrong type.
 Status ApplyKubeletConfiguration(std::string_view text, std::string_view where,
                                  ServeFlags* flags);
 

@@ -249,6 +249,14 @@ void PrintPodTable(const json& pods, bool explain, bool show_policy = false) {
         }
       }
     }
+    // The CPU manager's full-pcpus-only option refused it (the kubelet's
+    // SMTAlignmentError), whatever the merge said.
+    if (explain && !pod["admitted"].get<bool>() &&
+        pod["reason"] == "SMTAlignmentError") {
+      std::cout << "  refused by the CPU manager's option full-pcpus-only "
+                   "(exclusive CPUs only as whole cores): "
+                << pod.value("message", std::string()) << "\n";
+    }
   }
 }
 
@@ -414,6 +422,10 @@ int RunManagerCli(int argc, char** argv, ServeCommand serve_command) {
       ->add_option("--cpu-manager-policy", serve_flags.cpu_policy,
                    "none or static")
       ->capture_default_str();
+  serve->add_option("--cpu-manager-policy-options",
+                    serve_flags.cpu_policy_options,
+                    "key=value,... (e.g. full-pcpus-only=true), as the "
+                    "kubelet's flag");
   serve->add_option("--reserved-cpus", serve_flags.reserved_cpus,
                     "CPUs kept for the system (cpulist)");
   serve

@@ -33,6 +33,7 @@ struct ServeFlags {
   std::string scope = "container";
   std::string policy_options;
   std::string cpu_policy = "none";
+  std::string cpu_policy_options;  // key=value,...
   std::string reserved_cpus;
   // --memory-manager-policy, --reserved-memory, --kube-reserved,
   // --system-reserved, --eviction-hard.

@@ -64,20 +64,27 @@ int RunServe(const topology::host::ServeFlags& given, char** argv) {
   config.topology.policy = flags.policy;
   config.topology.scope = flags.scope;
   config.cpu_policy = flags.cpu_policy;
-  if (!flags.policy_options.empty()) {
-    std::stringstream items(flags.policy_options);
+  // The kubelet's key=value,... flags of policy options.
+  const auto options = [](const std::string& flag, const std::string& text,
+                          std::map<std::string, std::string>* out) {
+    std::stringstream items(text);
     std::string item;
     while (std::getline(items, item, ',')) {
       const size_t equals = item.find('=');
       if (equals == std::string::npos || equals == 0) {
-        std::cerr
-            << "topology-manager serve: --topology-manager-policy-options: "
-            << "\"" << item << "\" is not key=value\n";
-        return topology::host::kExitUsage;
+        std::cerr << "topology-manager serve: " << flag << ": \"" << item
+                  << "\" is not key=value\n";
+        return false;
       }
-      config.topology.policy_options[item.substr(0, equals)] =
-          item.substr(equals + 1);
+      (*out)[item.substr(0, equals)] = item.substr(equals + 1);
     }
+    return true;
+  };
+  if (!options("--topology-manager-policy-options", flags.policy_options,
+               &config.topology.policy_options) ||
+      !options("--cpu-manager-policy-options", flags.cpu_policy_options,
+               &config.cpu_policy_options)) {
+    return topology::host::kExitUsage;
   }
   if (!flags.reserved_cpus.empty()) {
     auto reserved = topology::CpuSet::ParseList(flags.reserved_cpus);

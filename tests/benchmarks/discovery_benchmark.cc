@@ -30,6 +30,7 @@
 
 #include "topology/discovery.h"
 
+#include "build_paths.h"
 #include "real_machines.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
@@ -107,7 +108,7 @@ void RunCommand(benchmark::State& state, const std::string& command) {
   }
 }
 
-#ifdef TOPOLOGY_INFO_BINARY
+#ifdef TOPOLOGY_HAVE_INFO_BINARY
 // `topology-info select` as a user runs it: k of the 4,080 VFs of a
 // 4,098-function SR-IOV tree (discovery, the cost tree, the choice and the
 // runner-up explanation), one process per iteration.
@@ -122,9 +123,9 @@ void BM_SelectCommand4096Vfs(benchmark::State& state) {
     }
     return out;
   }();
-  RunCommand(state, std::string(TOPOLOGY_INFO_BINARY) + " --host-root '" +
-                        root.string() + "' select --from " + *vfs +
-                        " --count " + std::to_string(state.range(0)) +
+  RunCommand(state, topology::testing::ProgramPath("topology-info") +
+                        " --host-root '" + root.string() + "' select --from " +
+                        *vfs + " --count " + std::to_string(state.range(0)) +
                         " --format json > /dev/null");
 }
 BENCHMARK(BM_SelectCommand4096Vfs)
@@ -284,10 +285,10 @@ std::vector<std::string> LstopoEnv(const std::filesystem::path& root) {
   return {"HWLOC_COMPONENTS=linux,stop", "HWLOC_FSROOT=" + root.string()};
 }
 
-#ifdef TOPOLOGY_INFO_BINARY
+#ifdef TOPOLOGY_HAVE_INFO_BINARY
 std::string InfoJson(const std::filesystem::path& root) {
-  return std::string(TOPOLOGY_INFO_BINARY) + " --host-root '" + root.string() +
-         "' --format json > /dev/null";
+  return topology::testing::ProgramPath("topology-info") + " --host-root '" +
+         root.string() + "' --format json > /dev/null";
 }
 
 // `topology-info --format json` against `lstopo --whole-io --of xml` on
@@ -313,7 +314,7 @@ BENCHMARK(BM_LstopoXmlSriov)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-#ifdef TOPOLOGY_INFO_BINARY
+#ifdef TOPOLOGY_HAVE_INFO_BINARY
 // The machine the benchmark runs on, read live as a user on a node runs
 // both programs (hwloc with all its components in both). A real function's
 // config space costs a hardware access per dword read (trapped by the
@@ -376,7 +377,7 @@ BENCHMARK(BM_LstopoRecording)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-#ifdef TOPOLOGY_INFO_BINARY
+#ifdef TOPOLOGY_HAVE_INFO_BINARY
 void BM_InfoJsonRecording(benchmark::State& state) {
   const auto root = Recording(state);
   if (!root) return;
@@ -398,7 +399,7 @@ BENCHMARK(BM_LstopoXmlRecording)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
-#ifdef TOPOLOGY_INFO_BINARY
+#ifdef TOPOLOGY_HAVE_INFO_BINARY
 double Median(std::vector<double> values) {
   std::sort(values.begin(), values.end());
   return values.empty() ? 0 : values[values.size() / 2];

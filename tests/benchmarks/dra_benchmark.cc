@@ -39,6 +39,7 @@
 #include "topology/plugin/logging.h"
 #include "topology/testing/fake_dra_kubelet.h"
 
+#include "build_paths.h"
 #include "dra_driver.h"
 #include "process_stats.h"
 #include "socket_util.h"
@@ -96,7 +97,7 @@ class ApiServer {
 
  private:
   static std::string Script() {
-    return std::string(TOPOLOGY_SOURCE_DIR) + "/scripts/kube-cluster";
+    return topology::testing::SourceDir() + "/scripts/kube-cluster";
   }
   ApiServer() {
     const std::string dir = dir_.path() / "server";
@@ -442,7 +443,7 @@ void BM_IdleDraDriver10000(benchmark::State& state) {
   const int port = testing::FreeLoopbackPort();
   for (auto _ : state) {
     std::vector<std::string> args = {
-        TOPOLOGY_DRA_DRIVER_BINARY,
+        topology::testing::ProgramPath("topology-dra-driver"),
         "--config",
         (inventory.root.path() / "config.yaml").string(),
         "--host-root",

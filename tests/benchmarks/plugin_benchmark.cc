@@ -30,6 +30,7 @@
 #include "topology/plugin/plugin_runner.h"
 #include "topology/testing/fake_kubelet.h"
 
+#include "build_paths.h"
 #include "context_switches.h"
 #include "http_attack.h"
 #include "process_stats.h"
@@ -228,16 +229,17 @@ void IdlePlugin(benchmark::State& state, const std::string& machine,
   testing::FakeKubelet kubelet(plugins.path());
   kubelet.Start();
   for (auto _ : state) {
-    std::vector<std::string> args = {TOPOLOGY_DEVICE_PLUGIN_BINARY,
-                                     "--config",
-                                     (root->path() / "config.yaml").string(),
-                                     "--host-root",
-                                     root->path().string(),
-                                     "--plugin-dir",
-                                     plugins.path().string(),
-                                     "--http-addr",
-                                     "127.0.0.1:0",
-                                     uevents ? "--uevents" : "--no-uevents"};
+    std::vector<std::string> args = {
+        topology::testing::ProgramPath("topology-device-plugin"),
+        "--config",
+        (root->path() / "config.yaml").string(),
+        "--host-root",
+        root->path().string(),
+        "--plugin-dir",
+        plugins.path().string(),
+        "--http-addr",
+        "127.0.0.1:0",
+        uevents ? "--uevents" : "--no-uevents"};
     std::vector<char*> argv;
     argv.reserve(args.size());
     for (auto& arg : args) argv.push_back(arg.data());

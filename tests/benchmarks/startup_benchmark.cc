@@ -21,6 +21,7 @@
 
 #include <benchmark/benchmark.h>
 
+#include "build_paths.h"
 #include "synthetic_machines.h"
 
 namespace {
@@ -89,19 +90,22 @@ void BM_Startup(benchmark::State& state, std::vector<std::string> args) {
   }
 }
 
-BENCHMARK_CAPTURE(BM_Startup, empty_c_program, {EMPTY_PROGRAM})
+BENCHMARK_CAPTURE(BM_Startup, empty_c_program,
+                  {topology::testing::ProgramPath("empty_program")})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Startup, topology_info_help,
-                  {TOPOLOGY_INFO_BINARY, "--help"})
+                  {topology::testing::ProgramPath("topology-info"), "--help"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Startup, topology_manager_help,
-                  {TOPOLOGY_MANAGER_BINARY, "--help"})
+                  {topology::testing::ProgramPath("topology-manager"),
+                   "--help"})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 BENCHMARK_CAPTURE(BM_Startup, topology_manager_merge,
-                  {TOPOLOGY_MANAGER_BINARY, "merge", MergeCaseFile()})
+                  {topology::testing::ProgramPath("topology-manager"), "merge",
+                   MergeCaseFile()})
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
 
@@ -129,20 +133,21 @@ class Server {
         "        limits: {cpu: 2, memory: 1Gi}\n",
         pod);
     std::fclose(pod);
-    std::vector<std::string> args = {TOPOLOGY_MANAGER_BINARY,
-                                     "serve",
-                                     "--plugin-dir",
-                                     dir_ + "/plugins",
-                                     "--host-root",
-                                     root,
-                                     "--control-socket",
-                                     socket_,
-                                     "--topology-manager-policy",
-                                     "single-numa-node",
-                                     "--cpu-manager-policy",
-                                     "static",
-                                     "--reserved-cpus",
-                                     "0"};
+    std::vector<std::string> args = {
+        topology::testing::ProgramPath("topology-manager"),
+        "serve",
+        "--plugin-dir",
+        dir_ + "/plugins",
+        "--host-root",
+        root,
+        "--control-socket",
+        socket_,
+        "--topology-manager-policy",
+        "single-numa-node",
+        "--cpu-manager-policy",
+        "static",
+        "--reserved-cpus",
+        "0"};
     std::vector<char*> argv;
     argv.reserve(args.size() + 1);
     for (std::string& arg : args) argv.push_back(arg.data());
@@ -200,12 +205,12 @@ void BM_AdmitCommand(benchmark::State& state) {
   for (auto _ : state) {
     const auto start = std::chrono::steady_clock::now();
     const bool admitted =
-        RunOnce({TOPOLOGY_MANAGER_BINARY, "admit", "--control-socket",
-                 server.socket(), server.pod()});
+        RunOnce({topology::testing::ProgramPath("topology-manager"), "admit",
+                 "--control-socket", server.socket(), server.pod()});
     const auto middle = std::chrono::steady_clock::now();
     const bool released =
-        RunOnce({TOPOLOGY_MANAGER_BINARY, "release", "--control-socket",
-                 server.socket(), "bench-uid"});
+        RunOnce({topology::testing::ProgramPath("topology-manager"), "release",
+                 "--control-socket", server.socket(), "bench-uid"});
     const auto end = std::chrono::steady_clock::now();
     if (!admitted || !released) {
       state.SkipWithError("admit or release failed");

@@ -11,6 +11,7 @@
 #include "topology/discovery.h"
 #include "topology/testing/machines.h"
 
+#include "build_paths.h"
 #include "run_command.h"
 #include "temp_dir.h"
 
@@ -23,7 +24,7 @@ using testing::RunCommand;
 using testing::TempDir;
 
 std::string Fixture(const std::string& args) {
-  return std::string(TOPOLOGY_SYSFS_FIXTURE) + " " + args;
+  return topology::testing::ProgramPath("topology-sysfs-fixture") + " " + args;
 }
 
 TEST(SysfsFixtureCommandTest, ListsEveryMachineWithADescription) {

@@ -13,6 +13,7 @@
 
 #include "topology/discovery.h"
 
+#include "build_paths.h"
 #include "real_machines.h"
 #include "render.h"
 #include "run_command.h"
@@ -37,8 +38,9 @@ class TopologyInfoTest : public ::testing::Test {
   }
   static void TearDownTestSuite() { delete dir_; }
   static CommandResult Info(const std::string& args) {
-    return RunCommand(std::string(TOPOLOGY_INFO_BINARY) + " --host-root '" +
-                      (dir_->path() / "dual").string() + "' " + args);
+    return RunCommand(topology::testing::ProgramPath("topology-info") +
+                      " --host-root '" + (dir_->path() / "dual").string() +
+                      "' " + args);
   }
   static testing::TempDir* dir_;
 };
@@ -166,7 +168,7 @@ TEST_F(TopologyInfoTest, DraFormatPrintsTheStandardAttributes) {
   testing::TempDir vm;
   testing::WriteVmMachine(vm.path());
   const CommandResult omitted =
-      RunCommand(std::string(TOPOLOGY_INFO_BINARY) +
+      RunCommand(topology::testing::ProgramPath("topology-info") +
                  " --format dra --host-root '" + vm.path().string() + "'");
   ASSERT_EQ(omitted.exit_code, 0) << omitted.out;
   EXPECT_THAT(omitted.out,
@@ -174,7 +176,7 @@ TEST_F(TopologyInfoTest, DraFormatPrintsTheStandardAttributes) {
   EXPECT_THAT(omitted.out, HasSubstr("has no NUMA affinity (numa_node=-1)"));
 
   const CommandResult xml =
-      RunCommand(std::string(TOPOLOGY_INFO_BINARY) +
+      RunCommand(topology::testing::ProgramPath("topology-info") +
                  " --format dra --hwloc-xml /nonexistent.xml");
   EXPECT_EQ(xml.exit_code, 2) << xml.out;
   EXPECT_THAT(xml.out, HasSubstr("--format dra"));
@@ -219,11 +221,11 @@ TEST_F(TopologyInfoTest, BadInputExitsTwoWithTheArgumentNamed) {
   run = Info("--format yaml");
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.out, HasSubstr("--format"));
-  run = RunCommand(std::string(TOPOLOGY_INFO_BINARY) +
+  run = RunCommand(topology::testing::ProgramPath("topology-info") +
                    " --host-root /nonexistent-root");
   EXPECT_EQ(run.exit_code, 1);
   EXPECT_THAT(run.out, HasSubstr("not a sysfs tree"));
-  run = RunCommand(std::string(TOPOLOGY_INFO_BINARY) +
+  run = RunCommand(topology::testing::ProgramPath("topology-info") +
                    " --hwloc-xml /x.xml --host-root /");
   EXPECT_EQ(run.exit_code, 2);
   EXPECT_THAT(run.out, Not(HasSubstr("Segmentation")));
@@ -234,7 +236,7 @@ TEST_F(TopologyInfoTest, BadInputExitsTwoWithTheArgumentNamed) {
 // getopt's reordering), help and version on stdout with exit 0, and every
 // misuse exits 2 naming the option.
 TEST_F(TopologyInfoTest, CommandLineParsesAsDocumented) {
-  const std::string binary = TOPOLOGY_INFO_BINARY;
+  const std::string binary = topology::testing::ProgramPath("topology-info");
   CommandResult run = RunCommand(binary + " --help");
   EXPECT_EQ(run.exit_code, 0);
   for (const char* option :
@@ -303,10 +305,10 @@ TEST_F(TopologyInfoTest, LibpciGivesTheSameDocument) {
 TEST_F(TopologyInfoTest, OutputThatCannotBeWrittenExitsOne) {
   if (!std::filesystem::exists("/dev/full")) GTEST_SKIP() << "no /dev/full";
   for (const char* format : {"json", "text", "dot"}) {
-    const CommandResult run =
-        RunCommand(std::string("{ ") + TOPOLOGY_INFO_BINARY + " --host-root '" +
-                   (dir_->path() / "dual").string() + "' --format " + format +
-                   " > /dev/full; }");
+    const CommandResult run = RunCommand(
+        std::string("{ ") + topology::testing::ProgramPath("topology-info") +
+        " --host-root '" + (dir_->path() / "dual").string() + "' --format " +
+        format + " > /dev/full; }");
     EXPECT_EQ(run.exit_code, 1) << format;
     EXPECT_THAT(run.out, HasSubstr("cannot write the output")) << format;
   }
@@ -340,8 +342,9 @@ TEST(TopologyInfoRecordingsTest,
       ASSERT_TRUE(root.has_value());
       source = "--host-root '" + root->string() + "'";
     }
-    const CommandResult run = RunCommand(std::string(TOPOLOGY_INFO_BINARY) +
-                                         " " + source + " --format json");
+    const CommandResult run =
+        RunCommand(topology::testing::ProgramPath("topology-info") + " " +
+                   source + " --format json");
     ASSERT_EQ(run.exit_code, 0) << run.out;
     const json ours = json::parse(run.out);
     std::ifstream in(*dir / expected_name);
@@ -478,8 +481,9 @@ namespace {
 CommandResult InfoOn(const char* tarball, const std::string& args) {
   const auto root = testing::UnpackRealMachine(tarball);
   EXPECT_TRUE(root.has_value()) << tarball;
-  return RunCommand(std::string(TOPOLOGY_INFO_BINARY) + " --host-root '" +
-                    root.value_or("/nonexistent").string() + "' " + args);
+  return RunCommand(topology::testing::ProgramPath("topology-info") +
+                    " --host-root '" + root.value_or("/nonexistent").string() +
+                    "' " + args);
 }
 
 // OS devices per function (operators write pfNames selectors from them),
@@ -511,8 +515,8 @@ TEST(TopologyInfoRecordingsTest, OsDevicesDomainsAndCpuAffinity) {
 }
 
 TEST(TopologyInfoCommandTest, PrintsItsVersion) {
-  const CommandResult result =
-      RunCommand(std::string(TOPOLOGY_INFO_BINARY) + " --version");
+  const CommandResult result = RunCommand(
+      topology::testing::ProgramPath("topology-info") + " --version");
   EXPECT_EQ(result.exit_code, 0) << result.out;
   EXPECT_EQ(result.out,
             std::string("topology-info ") + TOPOLOGY_PROJECT_VERSION + "\n");

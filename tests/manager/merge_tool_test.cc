@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "build_paths.h"
 #include "run_command.h"
 #include "temp_dir.h"
 
@@ -20,8 +21,9 @@ CommandResult Merge(const std::string& input, const std::string& args = "") {
   testing::TempDir dir;
   const auto file = dir.path() / "case.json";
   std::ofstream(file) << input;
-  return testing::RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) + " merge " +
-                             args + " < '" + file.string() + "'");
+  return testing::RunCommand(
+      topology::testing::ProgramPath("topology-manager") + " merge " + args +
+      " < '" + file.string() + "'");
 }
 
 constexpr char kIssueExample[] = R"({

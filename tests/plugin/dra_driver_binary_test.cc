@@ -32,6 +32,7 @@
 #include "topology/testing/fake_dra_kubelet.h"
 #include "topology/testing/fake_kubelet.h"
 
+#include "build_paths.h"
 #include "child_process.h"
 #include "fake_api_server.h"
 #include "fake_resource_store.h"
@@ -59,7 +60,9 @@ using ::topology::testing::IsOk;
 using ::topology::testing::Scaled;
 using namespace std::chrono_literals;
 
-constexpr char kBinary[] = TOPOLOGY_DRA_DRIVER_BINARY;
+const std::string& Binary() {
+  return topology::testing::ProgramPath("topology-dra-driver");
+}
 constexpr char kDriver[] = "pci.libtopology.dev";
 
 std::string Base64(const std::string& in) {
@@ -86,7 +89,7 @@ std::string Base64(const std::string& in) {
 class DriverProcess : public ::topology::testing::ChildProcess {
  public:
   DriverProcess(std::vector<std::string> args, const std::string& log)
-      : ChildProcess(kBinary, std::move(args), log, /*append=*/true) {}
+      : ChildProcess(Binary(), std::move(args), log, /*append=*/true) {}
 };
 
 using ::topology::testing::WaitFor;
@@ -639,9 +642,10 @@ TEST_F(DraDriverBinaryTest, UninstallKeepsTheSpecsOfPreparedClaimsOnly) {
 TEST_F(DraDriverBinaryTest, TheBothPathsOverlayStartsBothEachOwningItsDevices) {
   const auto configs = work_.path() / "both-paths";
   const auto rendered = ::topology::testing::RunCommand(
-      std::string(TOPOLOGY_SYSTEM_PYTHON3) + " " + TOPOLOGY_SOURCE_DIR +
+      std::string(TOPOLOGY_SYSTEM_PYTHON3) + " " +
+      topology::testing::SourceDir() +
       "/tests/deploy/validate_manifests.py --both-paths-configs " +
-      TOPOLOGY_SOURCE_DIR + " " + configs.string());
+      topology::testing::SourceDir() + " " + configs.string());
   ASSERT_EQ(rendered.exit_code, 0) << rendered.out;
   ::topology::testing::TempDir machine;
   ASSERT_TRUE(testing::WriteMachine("dual-socket-8gpu", machine.path()));
@@ -651,7 +655,7 @@ TEST_F(DraDriverBinaryTest, TheBothPathsOverlayStartsBothEachOwningItsDevices) {
   ::topology::testing::FakeKubelet kubelet(plugins.path());
   kubelet.Start();
   ::topology::testing::ChildProcess plugin(
-      TOPOLOGY_DEVICE_PLUGIN_BINARY,
+      topology::testing::ProgramPath("topology-device-plugin"),
       {"--config", (configs / "device-plugin.yaml").string(), "--host-root",
        machine.path().string(), "--plugin-dir", plugins.path().string(),
        "--http-addr", "", "--rescan-interval", "0",

@@ -24,6 +24,7 @@
 #include "topology/draplugin/claim_cdi.h"
 #include "topology/sysfs_reader.h"
 
+#include "build_paths.h"
 #include "podresources/v1/api.grpc.pb.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
@@ -101,7 +102,7 @@ TEST_F(DraDriverTest, TheInventoryIsTheDevicePluginsWithTopologyAttributes) {
 // The guide's attribute table names every attribute the driver publishes,
 // in both NUMA forms (docs/dra-driver-guide.md, "Attributes").
 TEST_F(DraDriverTest, EveryPublishedAttributeIsInTheGuide) {
-  std::ifstream in(std::string(TOPOLOGY_SOURCE_DIR) +
+  std::ifstream in(topology::testing::SourceDir() +
                    "/docs/dra-driver-guide.md");
   const std::string guide((std::istreambuf_iterator<char>(in)),
                           std::istreambuf_iterator<char>());

@@ -26,6 +26,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "build_paths.h"
 #include "fake_plugin.h"
 #include "run_command.h"
 #include "seeded_random.h"
@@ -135,26 +136,27 @@ class EndToEndTest : public ::testing::Test {
   }
 
   void StartManager() {
-    std::vector<std::string> command{TOPOLOGY_MANAGER_BINARY,
-                                     "serve",
-                                     "--plugin-dir",
-                                     plugins().string(),
-                                     "--host-root",
-                                     root_.path().string(),
-                                     "--control-socket",
-                                     control(),
-                                     "--topology-manager-policy",
-                                     setup_.policy,
-                                     "--topology-manager-scope",
-                                     setup_.scope,
-                                     "--cpu-manager-policy",
-                                     "static",
-                                     "--reserved-cpus",
-                                     "0",
-                                     "--grace-period",
-                                     "5s",
-                                     "--node-name",
-                                     "e2e"};
+    std::vector<std::string> command{
+        topology::testing::ProgramPath("topology-manager"),
+        "serve",
+        "--plugin-dir",
+        plugins().string(),
+        "--host-root",
+        root_.path().string(),
+        "--control-socket",
+        control(),
+        "--topology-manager-policy",
+        setup_.policy,
+        "--topology-manager-scope",
+        setup_.scope,
+        "--cpu-manager-policy",
+        "static",
+        "--reserved-cpus",
+        "0",
+        "--grace-period",
+        "5s",
+        "--node-name",
+        "e2e"};
     command.insert(command.end(), setup_.flags.begin(), setup_.flags.end());
     manager_ = std::make_unique<Process>(command);
     (void)WaitFor([&] { return std::filesystem::exists(control()); }, 5s);
@@ -163,7 +165,7 @@ class EndToEndTest : public ::testing::Test {
   }
   void StartPlugin() {
     plugin_ = std::make_unique<Process>(std::vector<std::string>{
-        TOPOLOGY_DEVICE_PLUGIN_BINARY, "--config",
+        topology::testing::ProgramPath("topology-device-plugin"), "--config",
         (work_.path() / "plugin.yaml").string(), "--host-root",
         root_.path().string(), "--plugin-dir", plugins().string(),
         "--http-addr", "", "--rescan-interval", "0", "--dra-claims", ""});
@@ -506,7 +508,7 @@ TEST_F(EndToEndTest, MemoryAssignmentsSurviveAKill) {
   const auto manifest = root_.path() / "refused.yaml";
   std::ofstream(manifest) << pod("refused", "170Gi");
   const CommandResult explained =
-      RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+      RunCommand(topology::testing::ProgramPath("topology-manager") +
                  " admit --explain --control-socket " + control() + " " +
                  manifest.string());
   EXPECT_EQ(explained.exit_code, 1) << explained.out;
@@ -518,7 +520,7 @@ TEST_F(EndToEndTest, MemoryAssignmentsSurviveAKill) {
                                    "UnexpectedAdmissionError, not "
                                    "TopologyAffinityError"));
   const CommandResult as_json =
-      RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+      RunCommand(topology::testing::ProgramPath("topology-manager") +
                  " admit --format json "
                  "--control-socket " +
                  control() + " " + manifest.string());
@@ -529,14 +531,63 @@ TEST_F(EndToEndTest, MemoryAssignmentsSurviveAKill) {
   EXPECT_EQ(fits["containers"][0]["numa_nodes"], json::array({0, 1}));
 }
 
+// The CPU manager's full-pcpus-only option through serve, as the kubelet
+// takes it: on a machine of 2 threads per core, an odd request is refused
+// with the kubelet's SMTAlignmentError and its message, --explain names the
+// option, and an even one gets whole cores. An option the kubelet does not
+// know stops serve as it stops the kubelet.
+TEST_F(EndToEndTest, FullPcpusOnlyRefusesAsTheKubeletDoes) {
+  Write({.policy = "none",
+         .flags = {"--cpu-manager-policy-options", "full-pcpus-only=true"}});
+  StartManager();
+  const json odd = Admit(PodYaml("odd", 0, 0, 3));
+  EXPECT_FALSE(odd["admitted"].get<bool>()) << odd.dump();
+  EXPECT_EQ(odd["reason"], "SMTAlignmentError");
+  EXPECT_EQ(odd["message"],
+            "SMT Alignment Error: requested 3 cpus not multiple cpus per core "
+            "= 2");
+  const auto manifest = root_.path() / "odd.yaml";
+  std::ofstream(manifest) << PodYaml("odd", 0, 0, 3);
+  const CommandResult explained =
+      RunCommand(topology::testing::ProgramPath("topology-manager") +
+                 " admit --explain --control-socket " + control() + " " +
+                 manifest.string());
+  EXPECT_EQ(explained.exit_code, 1) << explained.out;
+  EXPECT_THAT(explained.out,
+              ::testing::HasSubstr("refused by the CPU manager's option "
+                                   "full-pcpus-only"));
+  const json even = Admit(PodYaml("even", 0, 0, 4));
+  ASSERT_TRUE(even["admitted"].get<bool>()) << even.dump();
+  ASSERT_EQ(manager_->Stop(), 0);
+
+  const std::string serve = topology::testing::ProgramPath("topology-manager") +
+                            " serve --plugin-dir " + plugins().string() +
+                            " --host-root " + root_.path().string() +
+                            " --control-socket " + control() +
+                            " --cpu-manager-policy static --reserved-cpus 0";
+  CommandResult refused =
+      RunCommand(serve + " --cpu-manager-policy-options fast-cpus=true");
+  EXPECT_EQ(refused.exit_code, 2) << refused.out;
+  EXPECT_THAT(
+      refused.out,
+      ::testing::HasSubstr("unknown CPU Manager Policy option: \"fast-cpus\""));
+  refused =
+      RunCommand(serve + " --cpu-manager-policy-options align-by-socket=true");
+  EXPECT_EQ(refused.exit_code, 2) << refused.out;
+  EXPECT_THAT(refused.out,
+              ::testing::HasSubstr("CPU Manager Policy Alpha-level Options not "
+                                   "enabled, but option \"align-by-socket\""));
+}
+
 // serve with the kubelet's memory flags refuses to start (exit 2, the
 // kubelet's words) where the kubelet refuses, and starts where it starts.
 TEST_F(EndToEndTest, ServeRefusesMemoryFlagsTheKubeletRefuses) {
   Write({});
-  const std::string serve =
-      std::string(TOPOLOGY_MANAGER_BINARY) + " serve --plugin-dir " +
-      plugins().string() + " --host-root " + root_.path().string() +
-      " --control-socket " + control() + " --memory-manager-policy Static";
+  const std::string serve = topology::testing::ProgramPath("topology-manager") +
+                            " serve --plugin-dir " + plugins().string() +
+                            " --host-root " + root_.path().string() +
+                            " --control-socket " + control() +
+                            " --memory-manager-policy Static";
   struct Refusal {
     std::string flags;
     std::string message;
@@ -569,9 +620,10 @@ TEST_F(EndToEndTest, ServeRefusesMemoryFlagsTheKubeletRefuses) {
                            "  - numaNode: 0\n"
                            "    limits: {memory: 1Gi}\n";
   const std::string with_config =
-      std::string(TOPOLOGY_MANAGER_BINARY) + " serve --plugin-dir " +
-      plugins().string() + " --host-root " + root_.path().string() +
-      " --control-socket " + control() + " --config " + config.string();
+      topology::testing::ProgramPath("topology-manager") +
+      " serve --plugin-dir " + plugins().string() + " --host-root " +
+      root_.path().string() + " --control-socket " + control() + " --config " +
+      config.string();
   CommandResult result = RunCommand(with_config);
   EXPECT_EQ(result.exit_code, 2) << result.out;
   EXPECT_THAT(result.out,
@@ -645,9 +697,9 @@ TEST_F(EndToEndTest, CommandLine) {
     return path.string();
   };
   const std::string good = file("good.yaml", PodYaml("good", 2, 1, 2));
-  CommandResult result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
-                                    " admit --format json --control-socket " +
-                                    control() + " " + good);
+  CommandResult result = RunCommand(
+      topology::testing::ProgramPath("topology-manager") +
+      " admit --format json --control-socket " + control() + " " + good);
   ASSERT_EQ(result.exit_code, 0) << result.out;
   const json line = json::parse(result.out);
   EXPECT_EQ(line["pod"], "good");
@@ -657,7 +709,7 @@ TEST_F(EndToEndTest, CommandLine) {
   EXPECT_EQ(line["containers"][0]["numa_nodes"].size(), 1u);
   EXPECT_FALSE(line["containers"][0]["cpus"].get<std::string>().empty());
 
-  result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+  result = RunCommand(topology::testing::ProgramPath("topology-manager") +
                       " admit --format json --control-socket " + control() +
                       " " + file("six.yaml", PodYaml("six", 6, 0, 1)));
   EXPECT_EQ(result.exit_code, 1) << result.out;
@@ -666,7 +718,7 @@ TEST_F(EndToEndTest, CommandLine) {
   EXPECT_EQ(json::parse(result.out)["message"],
             "Resources cannot be allocated with Topology locality");
 
-  result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+  result = RunCommand(topology::testing::ProgramPath("topology-manager") +
                       " admit --control-socket " + control() + " " +
                       file("bad.yaml",
                            "kind: Pod\nmetadata: {name: b}\nspec: "
@@ -676,20 +728,20 @@ TEST_F(EndToEndTest, CommandLine) {
   EXPECT_THAT(result.out,
               ::testing::HasSubstr("spec.containers[0].resources.limits.cpu"));
 
-  result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+  result = RunCommand(topology::testing::ProgramPath("topology-manager") +
                       " status --format nrt --control-socket " + control());
   ASSERT_EQ(result.exit_code, 0) << result.out;
   const json nrt = json::parse(result.out);
   EXPECT_EQ(nrt["kind"], "NodeResourceTopology");
   EXPECT_THAT(nrt["zones"], SizeIs(2));
 
-  result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+  result = RunCommand(topology::testing::ProgramPath("topology-manager") +
                       " release good --control-socket " + control());
   EXPECT_EQ(result.exit_code, 0) << result.out;
-  result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+  result = RunCommand(topology::testing::ProgramPath("topology-manager") +
                       " release good --control-socket " + control());
   EXPECT_EQ(result.exit_code, 2) << result.out;
-  result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+  result = RunCommand(topology::testing::ProgramPath("topology-manager") +
                       " status --control-socket " +
                       (work_.path() / "nope.sock").string());
   EXPECT_EQ(result.exit_code, 3) << result.out;
@@ -697,8 +749,8 @@ TEST_F(EndToEndTest, CommandLine) {
   // A pod name that is not UTF-8 is bad input (2), named, never "cannot
   // reach" (3).
   result = RunCommand(
-      std::string(TOPOLOGY_MANAGER_BINARY) + " admit --control-socket " +
-      control() + " " +
+      topology::testing::ProgramPath("topology-manager") +
+      " admit --control-socket " + control() + " " +
       file("latin1.yaml",
            "kind: Pod\nmetadata: {name: \"caf\xe9\"}\nspec: {containers: "
            "[{name: c}]}\n"));
@@ -707,8 +759,8 @@ TEST_F(EndToEndTest, CommandLine) {
               ::testing::HasSubstr("metadata.name: is not valid UTF-8"));
   // Elsewhere (a comment), the server names the file and line.
   result = RunCommand(
-      std::string(TOPOLOGY_MANAGER_BINARY) + " admit --control-socket " +
-      control() + " " +
+      topology::testing::ProgramPath("topology-manager") +
+      " admit --control-socket " + control() + " " +
       file("comment.yaml",
            "kind: Pod\nmetadata: {name: c}\n# caf\xe9\nspec: {containers: "
            "[{name: c}]}\n"));
@@ -718,29 +770,29 @@ TEST_F(EndToEndTest, CommandLine) {
   // Manifests are bounded before anything is sent: exit 2 naming the file
   // and the limit, never "cannot reach" or an exception's text.
   const std::string big = file("big.yaml", std::string(20u << 20, '#'));
-  result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+  result = RunCommand(topology::testing::ProgramPath("topology-manager") +
                       " admit --control-socket " + control() + " " + big);
   EXPECT_EQ(result.exit_code, 2) << result.out;
   EXPECT_THAT(result.out, ::testing::HasSubstr(big + " is larger than 4 MiB"));
-  result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+  result = RunCommand(topology::testing::ProgramPath("topology-manager") +
                       " admit --control-socket " + control() + " " +
                       work_.path().string());
   EXPECT_EQ(result.exit_code, 2) << result.out;
   EXPECT_THAT(result.out, ::testing::HasSubstr("is a directory"));
-  result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+  result = RunCommand(topology::testing::ProgramPath("topology-manager") +
                       " admit --control-socket " + control() + " /dev/zero");
   EXPECT_EQ(result.exit_code, 2) << result.out;
   EXPECT_THAT(result.out,
               ::testing::HasSubstr("/dev/zero is larger than 4 MiB"));
   const std::string part = file("part.yaml", std::string(4u << 20, '#'));
-  result = RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+  result = RunCommand(topology::testing::ProgramPath("topology-manager") +
                       " admit --control-socket " + control() + " " + part +
                       " " + part + " " + part + " " + good);
   EXPECT_EQ(result.exit_code, 2) << result.out;
   EXPECT_THAT(result.out, ::testing::HasSubstr("larger than 12 MiB"));
   // A key given twice is refused, as the API server refuses it.
   result =
-      RunCommand(std::string(TOPOLOGY_MANAGER_BINARY) +
+      RunCommand(topology::testing::ProgramPath("topology-manager") +
                  " admit --control-socket " + control() + " " +
                  file("twice.yaml",
                       "kind: Pod\nmetadata:\n  name: twice\n  annotations:\n"
@@ -774,8 +826,8 @@ namespace {
 // Every binary names itself and the project's version, and exits 0.
 TEST(CommandLineTest, EveryBinaryPrintsItsVersion) {
   for (const std::string& binary :
-       {std::string(TOPOLOGY_MANAGER_BINARY),
-        std::string(TOPOLOGY_DEVICE_PLUGIN_BINARY)}) {
+       {topology::testing::ProgramPath("topology-manager"),
+        topology::testing::ProgramPath("topology-device-plugin")}) {
     const CommandResult result = RunCommand(binary + " --version");
     EXPECT_EQ(result.exit_code, 0) << binary << ": " << result.out;
     const std::string name = std::filesystem::path(binary).filename().string();

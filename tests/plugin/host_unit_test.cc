@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "build_paths.h"
 #include "checkpoint.h"
 #include "kubelet_config.h"
 #include "pod_manifest.h"
@@ -178,7 +179,7 @@ TEST(PodManifestTest, LargerThanTheLimitIsRefused) {
 }
 
 std::string Corpus(const std::string& name) {
-  std::ifstream in(std::string(TOPOLOGY_SOURCE_DIR) +
+  std::ifstream in(topology::testing::SourceDir() +
                    "/tests/fuzz/corpus/checkpoint/" + name);
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
@@ -329,6 +330,8 @@ TEST(KubeletConfigTest, TheManagersFieldsBecomeServesFlags) {
       "topologyManagerScope: pod\n"
       "topologyManagerPolicyOptions: {prefer-closest-numa-nodes: \"true\"}\n"
       "cpuManagerPolicy: static\n"
+      "cpuManagerPolicyOptions:\n"
+      "  {full-pcpus-only: \"true\", strict-cpu-reservation: \"true\"}\n"
       "reservedSystemCPUs: 0-1\n"
       "memoryManagerPolicy: Static\n"
       "kubeReserved: {cpu: 500m, memory: 924Mi}\n"
@@ -344,6 +347,8 @@ TEST(KubeletConfigTest, TheManagersFieldsBecomeServesFlags) {
   EXPECT_EQ(flags.scope, "pod");
   EXPECT_EQ(flags.policy_options, "prefer-closest-numa-nodes=true");
   EXPECT_EQ(flags.cpu_policy, "static");
+  EXPECT_EQ(flags.cpu_policy_options,
+            "full-pcpus-only=true,strict-cpu-reservation=true");
   EXPECT_EQ(flags.reserved_cpus, "0-1");
   EXPECT_EQ(flags.memory.policy, "Static");
   EXPECT_EQ(flags.memory.kube_reserved, "cpu=500m,memory=924Mi");
@@ -377,8 +382,8 @@ TEST(KubeletConfigTest, WhatCannotBeReadIsNamed) {
       {header + "kubeReserved: [memory]\n", "kubeReserved: not a mapping"},
       {header + "cpuManagerPolicy: [static]\n",
        "cpuManagerPolicy: not a string or number"},
-      {header + "cpuManagerPolicyOptions: {full-pcpus-only: \"true\"}\n",
-       "cpuManagerPolicyOptions full-pcpus-only=true"},
+      {header + "cpuManagerPolicyOptions: [full-pcpus-only]\n",
+       "cpuManagerPolicyOptions: not a mapping"},
       {header + "memoryManagerPolicy: Static\nmemoryManagerPolicy: None\n",
        "given twice"},
       {"{", "kubelet.yaml"},

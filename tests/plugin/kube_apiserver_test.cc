@@ -32,6 +32,7 @@
 #include "topology/plugin/http_endpoint.h"
 #include "topology/testing/fake_dra_kubelet.h"
 
+#include "build_paths.h"
 #include "child_process.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
@@ -788,7 +789,7 @@ class DriverAgainstApiServerTest : public KubeApiServerTest {
       std::string kubeconfig = "", std::string node = kNode) {
     if (kubeconfig.empty()) kubeconfig = env_["KUBECONFIG_DRIVER"];
     return std::make_unique<::topology::testing::ChildProcess>(
-        TOPOLOGY_DRA_DRIVER_BINARY,
+        topology::testing::ProgramPath("topology-dra-driver"),
         std::vector<std::string>{
             "--config", (work_.path() / "config.yaml").string(), "--host-root",
             root_.path().string(), "--kubeconfig", kubeconfig, "--node-name",
@@ -941,7 +942,7 @@ TEST_F(DriverAgainstApiServerTest, TheGuidesExamplePublishesAndPrepares) {
   constexpr char kExample[] = "accel.example.com";
   constexpr char kExampleNode[] = "node-example";
   ::topology::testing::ChildProcess driver(
-      ACCEL_DRA_DRIVER_BINARY,
+      topology::testing::ProgramPath("accel-dra-driver"),
       {"--driver-name", kExample, "--class", "1200", "--node-name",
        kExampleNode, "--kubeconfig", env_["KUBECONFIG_DRIVER"], "--host-root",
        root_.path().string(), "--registry-dir",

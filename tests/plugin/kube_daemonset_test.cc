@@ -22,6 +22,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "build_paths.h"
 #include "kube_node_fixture.h"
 #include "run_command.h"
 
@@ -101,13 +102,15 @@ class KubeDaemonSetTest : public KubeNodeTest {
     // plugin's entry point as in deploy/Dockerfile.
     const auto tar = work_.path() / "image.tar";
     auto made = RunCommand(
-        std::string("python3 ") + TOPOLOGY_SOURCE_DIR +
+        std::string("python3 ") + topology::testing::SourceDir() +
         "/tests/kube-cluster/images/make_image.py --name " + kImage +
         " --out " + tar.string() +
         " --entrypoint /usr/bin/topology-device-plugin --with-libraries"
-        " --file " TOPOLOGY_DRA_DRIVER_BINARY
+        " --file " +
+        topology::testing::ProgramPath("topology-dra-driver") +
         "=/usr/bin/topology-dra-driver"
-        " --file " TOPOLOGY_DEVICE_PLUGIN_BINARY
+        " --file " +
+        topology::testing::ProgramPath("topology-device-plugin") +
         "=/usr/bin/topology-device-plugin");
     ASSERT_EQ(made.exit_code, 0) << made.out;
     auto imported =
@@ -142,10 +145,11 @@ class KubeDaemonSetTest : public KubeNodeTest {
   // repository), as this node needs them.
   std::vector<json> Render(const std::string& kustomization) {
     const auto out = work_.path() / "rendered.json";
-    auto rendered = RunCommand(
-        std::string(TOPOLOGY_SYSTEM_PYTHON3) + " " + TOPOLOGY_SOURCE_DIR +
-        "/tests/deploy/validate_manifests.py --render " + TOPOLOGY_SOURCE_DIR +
-        "/" + kustomization + " " + out.string());
+    auto rendered = RunCommand(std::string(TOPOLOGY_SYSTEM_PYTHON3) + " " +
+                               topology::testing::SourceDir() +
+                               "/tests/deploy/validate_manifests.py --render " +
+                               topology::testing::SourceDir() + "/" +
+                               kustomization + " " + out.string());
     EXPECT_EQ(rendered.exit_code, 0) << rendered.out;
     std::ifstream in(out);
     json objects = json::parse(in, nullptr, false);
@@ -375,9 +379,9 @@ TEST_F(KubeDaemonSetTest, BothPathsOfferEachDeviceOnce) {
   // The DeviceClasses of the driver's ConfigMap, as an operator makes them.
   std::ofstream(work_.path() / "dra.yaml") << dra_config;
   auto classes = RunCommand(
-      std::string(TOPOLOGY_DRA_DRIVER_BINARY) + " --print-device-classes " +
-      "--config " + (work_.path() / "dra.yaml").string() + " | " +
-      TOPOLOGY_SYSTEM_PYTHON3 +
+      topology::testing::ProgramPath("topology-dra-driver") +
+      " --print-device-classes " + "--config " +
+      (work_.path() / "dra.yaml").string() + " | " + TOPOLOGY_SYSTEM_PYTHON3 +
       " -c 'import json, sys, yaml; "
       "print(json.dumps([d for d in yaml.safe_load_all(sys.stdin) if d]))'");
   ASSERT_EQ(classes.exit_code, 0) << classes.out;

@@ -22,6 +22,7 @@
 #include "topology/draplugin/kube_client.h"
 #include "topology/draplugin/kube_config.h"
 
+#include "build_paths.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
 #include "wait_for.h"
@@ -248,7 +249,7 @@ class KubeNodeTest : public ::testing::Test {
     return json::parse(in, nullptr, false);
   }
   std::string Script() const {
-    return std::string(TOPOLOGY_SOURCE_DIR) + "/scripts/kube-cluster";
+    return topology::testing::SourceDir() + "/scripts/kube-cluster";
   }
 
   std::filesystem::path dir_;

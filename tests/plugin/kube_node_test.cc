@@ -25,6 +25,7 @@
 #include "topology/draplugin/kube_config.h"
 #include "topology/testing/machines.h"
 
+#include "build_paths.h"
 #include "child_process.h"
 #include "kube_node_fixture.h"
 #include "podresources/v1/api.grpc.pb.h"
@@ -47,7 +48,7 @@ TEST_F(KubeNodeTest, TheDevicePluginOnTheRealKubelet) {
   const std::string log = (work_.path() / "plugin.log").string();
   auto start = [&] {
     return std::make_unique<::topology::testing::ChildProcess>(
-        TOPOLOGY_DEVICE_PLUGIN_BINARY,
+        topology::testing::ProgramPath("topology-device-plugin"),
         std::vector<std::string>{
             "--config", (work_.path() / "config.yaml").string(), "--cdi-dir",
             "", "--http-addr", "", "--dra-claims", "", "-v", "1"},
@@ -183,7 +184,7 @@ TEST_F(KubeNodeTest, TheDevicePluginOnTheRealKubelet) {
   const std::string host_dir = host.path().string() + "/";
   const std::string serve_log = (work_.path() / "serve.log").string();
   ::topology::testing::ChildProcess serve(
-      TOPOLOGY_MANAGER_BINARY,
+      topology::testing::ProgramPath("topology-manager"),
       {"serve", "--config", node_.at("KUBELET_CONFIG"), "--plugin-dir",
        host_dir, "--control-socket", (host.path() / "control.sock").string()},
       serve_log);
@@ -192,7 +193,7 @@ TEST_F(KubeNodeTest, TheDevicePluginOnTheRealKubelet) {
       30s))
       << ReadFile(serve_log);
   ::topology::testing::ChildProcess twin(
-      TOPOLOGY_DEVICE_PLUGIN_BINARY,
+      topology::testing::ProgramPath("topology-device-plugin"),
       {"--config", (work_.path() / "config.yaml").string(), "--plugin-dir",
        host_dir, "--cdi-dir", "", "--http-addr", "", "--dra-claims", ""},
       (work_.path() / "twin.log").string());
@@ -217,8 +218,9 @@ TEST_F(KubeNodeTest, TheDevicePluginOnTheRealKubelet) {
                     {"resources", resources}}}}}}})
              .dump();
   const auto predicted = ::topology::testing::RunCommand(
-      std::string(TOPOLOGY_MANAGER_BINARY) + " admit --format json " +
-      "--control-socket " + (host.path() / "control.sock").string() + " " +
+      topology::testing::ProgramPath("topology-manager") +
+      " admit --format json " + "--control-socket " +
+      (host.path() / "control.sock").string() + " " +
       (work_.path() / "pod.yaml").string() + " 2>&1");
   ASSERT_EQ(predicted.exit_code, 0) << predicted.out;
   json prediction = json::parse(predicted.out, nullptr, false);
@@ -295,7 +297,7 @@ TEST_F(KubeNodeTest, TheDraDriverOnTheRealKubeletAndScheduler) {
   EnsureDraClassAndTemplate();
   const std::string log = (work_.path() / "driver.log").string();
   ::topology::testing::ChildProcess driver(
-      TOPOLOGY_DRA_DRIVER_BINARY,
+      topology::testing::ProgramPath("topology-dra-driver"),
       {"--config", (work_.path() / "dra-config.yaml").string(), "--kubeconfig",
        env_["KUBECONFIG_DRIVER"], "--node-name", node_["KUBE_NODE"],
        "--kubelet-root", node_["KUBELET_ROOT"], "--cdi-dir", node_["CDI_DIR"],
@@ -411,7 +413,7 @@ TEST_F(KubeNodeTest, DeviceHealthReachesThePodStatus) {
                                     "\""}}}}}}}}});
   const std::string log = (work_.path() / "health-driver.log").string();
   ::topology::testing::ChildProcess driver(
-      TOPOLOGY_DRA_DRIVER_BINARY,
+      topology::testing::ProgramPath("topology-dra-driver"),
       {"--config", (work_.path() / "health-config.yaml").string(),
        "--host-root", root.string(), "--kubeconfig", env_["KUBECONFIG_DRIVER"],
        "--node-name", node_["KUBE_NODE"], "--kubelet-root",

@@ -23,6 +23,7 @@
 
 #include "topology/testing/fake_kubelet.h"
 
+#include "build_paths.h"
 #include "child_process.h"
 #include "run_command.h"
 #include "synthetic_machines.h"
@@ -38,7 +39,9 @@ using namespace std::chrono_literals;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-constexpr char kBinary[] = TOPOLOGY_DEVICE_PLUGIN_BINARY;
+const std::string& Binary() {
+  return topology::testing::ProgramPath("topology-device-plugin");
+}
 
 // The plugin binary as a child process.
 class PluginProcess : public ::topology::testing::ChildProcess {
@@ -46,7 +49,7 @@ class PluginProcess : public ::topology::testing::ChildProcess {
   // With `log`, the process's stderr (its klog lines) goes to that file.
   explicit PluginProcess(std::vector<std::string> args,
                          const std::string& log = "")
-      : ChildProcess(kBinary, std::move(args), log) {}
+      : ChildProcess(Binary(), std::move(args), log) {}
 };
 
 class PluginBinaryTest : public ::testing::Test {
@@ -214,8 +217,8 @@ TEST_F(PluginBinaryTest, StopWithStalledClientsOnEverySocketIsPrompt) {
 
 TEST_F(PluginBinaryTest, PrintMatches) {
   const CommandResult result =
-      RunCommand(std::string(kBinary) + " --config " + config_.string() +
-                 " --host-root " + root_.path().string() + " --print-matches");
+      RunCommand(Binary() + " --config " + config_.string() + " --host-root " +
+                 root_.path().string() + " --print-matches");
   EXPECT_EQ(result.exit_code, 0) << result.out;
   EXPECT_THAT(result.out, HasSubstr("example.com/gpu: 8 device(s)"));
   EXPECT_THAT(result.out, HasSubstr("0000:bb:00.0  10de:20b0 class 030200  "
@@ -223,7 +226,7 @@ TEST_F(PluginBinaryTest, PrintMatches) {
   // Flags as Go's flag package takes them (one dash, "="), as operators
   // copy them from Go plugins' manifests.
   const CommandResult go_style =
-      RunCommand(std::string(kBinary) + " -v=2 -config=" + config_.string() +
+      RunCommand(Binary() + " -v=2 -config=" + config_.string() +
                  " -host-root=" + root_.path().string() + " --print-matches");
   EXPECT_EQ(go_style.exit_code, 0) << go_style.out;
   EXPECT_THAT(go_style.out, HasSubstr("example.com/gpu: 8 device(s)"));
@@ -232,18 +235,18 @@ TEST_F(PluginBinaryTest, PrintMatches) {
 TEST_F(PluginBinaryTest, BadInputIsExitTwoNamingWhat) {
   std::ofstream(config_) << "resources:\n  - name: example.com/gpu\n"
                             "    selectors: [{vendor: [\"10de\"]}]\n";
-  CommandResult result = RunCommand(std::string(kBinary) + " --config " +
-                                    config_.string() + " --print-matches");
+  CommandResult result = RunCommand(Binary() + " --config " + config_.string() +
+                                    " --print-matches");
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_THAT(result.out,
               HasSubstr("resources[0].selectors[0]: unknown key \"vendor\""));
   std::ofstream(config_) << "resources: [{name: example.com/gpu, "
                             "selectors: [{vendors: [\"10de\"]}]}]\n";
-  result = RunCommand(std::string(kBinary) + " --config " + config_.string() +
+  result = RunCommand(Binary() + " --config " + config_.string() +
                       " --rescan-interval 5 --print-matches");
   EXPECT_EQ(result.exit_code, 2);
   EXPECT_THAT(result.out, HasSubstr("--rescan-interval"));
-  result = RunCommand(std::string(kBinary) + " --no-such-flag");
+  result = RunCommand(Binary() + " --no-such-flag");
   EXPECT_EQ(result.exit_code, 2);
 }
 

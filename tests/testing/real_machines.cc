@@ -6,6 +6,8 @@
 
 #include <unistd.h>
 
+#include "build_paths.h"
+
 namespace topology::testing {
 
 std::optional<std::filesystem::path> RealMachinesDir() {
@@ -16,8 +18,8 @@ std::optional<std::filesystem::path> RealMachinesDir() {
     return std::nullopt;
   }
   // The recordings live in the repository, so a fresh clone runs every test.
-  const std::filesystem::path dir = std::filesystem::path(TOPOLOGY_SOURCE_DIR) /
-                                    "tests" / "data" / "real-machines";
+  const std::filesystem::path dir =
+      std::filesystem::path(SourceDir()) / "tests" / "data" / "real-machines";
   if (std::filesystem::is_directory(dir, ec)) return dir.lexically_normal();
   return std::nullopt;
 }
@@ -30,7 +32,7 @@ std::optional<std::filesystem::path> UnpackRealMachine(
   // Unpacked once per build tree: each test runs in its own process, and the
   // trees are read-only to the tests. Extraction goes to a private folder that
   // is renamed into place, so parallel tests never see half a tree.
-  const std::filesystem::path cache = TOPOLOGY_FIXTURE_CACHE_DIR;
+  const std::filesystem::path cache = FixtureCacheDir();
   const std::filesystem::path target = cache / (tarball + ".d");
   if (!std::filesystem::exists(target, ec)) {
     const std::filesystem::path staging =

@@ -59,13 +59,21 @@ class [[nodiscard]] TOPOLOGY_EXPORT Status {
   // Returns a copy whose message is "context: message". OK stays OK.
   Status WithContext(std::string_view context) const;
 
+  // A word for programs, as gRPC's ErrorInfo.reason: e.g. the kubelet's
+  // admission reason ("SMTAlignmentError") that a resource manager's
+  // refusal is reported under. Empty unless set; OK stays OK.
+  const std::string& reason() const { return reason_; }
+  Status WithReason(std::string reason) const;
+
   friend bool operator==(const Status& a, const Status& b) {
-    return a.code_ == b.code_ && a.message_ == b.message_;
+    return a.code_ == b.code_ && a.message_ == b.message_ &&
+           a.reason_ == b.reason_;
   }
 
  private:
   StatusCode code_ = StatusCode::kOk;
   std::string message_;
+  std::string reason_;
 };
 
 inline Status OkStatus() { return Status(); }

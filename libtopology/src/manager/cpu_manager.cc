@@ -15,14 +15,91 @@ namespace {
 
 constexpr char kPodKey[] = "";  // pod-scope hints are keyed by no container
 
+// The static policy's options of v1.37 (cpumanager/policy_options.go) by
+// maturity; alpha ones need the CPUManagerPolicyAlphaOptions gate, off by
+// default.
+constexpr char kFullPcpusOnly[] = "full-pcpus-only";
+constexpr char kStrictCpuReservation[] = "strict-cpu-reservation";
+const std::set<std::string, std::less<>>& AlphaOptions() {
+  static const std::set<std::string, std::less<>> options = {
+      "align-by-socket", "distribute-cpus-across-cores"};
+  return options;
+}
+const std::set<std::string, std::less<>>& KnownOptions() {
+  static const std::set<std::string, std::less<>> options = {
+      kFullPcpusOnly,
+      kStrictCpuReservation,
+      "prefer-align-cpus-by-uncorecache",
+      "distribute-cpus-across-numa",
+      "align-by-socket",
+      "distribute-cpus-across-cores"};
+  return options;
+}
+
+// Go's strconv.ParseBool.
+std::optional<bool> ParseGoBool(std::string_view text) {
+  for (std::string_view yes : {"1", "t", "T", "TRUE", "true", "True"}) {
+    if (text == yes) return true;
+  }
+  for (std::string_view no : {"0", "f", "F", "FALSE", "false", "False"}) {
+    if (text == no) return false;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
+
+StatusOr<CpuManager::Options> CpuManager::ParseOptions(
+    const std::string& policy,
+    const std::map<std::string, std::string>& options) {
+  Options out;
+  if (options.empty()) return out;
+  if (policy == kCpuPolicyNone) {
+    // As Go prints the map: "map[a:b c:d]", keys in order.
+    std::string printed;
+    for (const auto& [name, value] : options) {
+      printed += (printed.empty() ? "" : " ") + name + ":" + value;
+    }
+    return InvalidArgumentError(
+        "None policy: received unsupported options=map[" + printed + "]");
+  }
+  for (const auto& [name, value] : options) {
+    if (!KnownOptions().count(name)) {
+      return InvalidArgumentError("unknown CPU Manager Policy option: \"" +
+                                  name + "\"");
+    }
+    if (AlphaOptions().count(name)) {
+      return InvalidArgumentError(
+          "CPU Manager Policy Alpha-level Options not enabled, but option \"" +
+          name + "\" provided");
+    }
+    const std::optional<bool> on = ParseGoBool(value);
+    if (!on) {
+      return InvalidArgumentError("bad value for option \"" + name +
+                                  "\": strconv.ParseBool: parsing \"" + value +
+                                  "\": invalid syntax");
+    }
+    if (name == kFullPcpusOnly) {
+      out.full_pcpus_only = *on;
+    } else if (name == kStrictCpuReservation) {
+      out.strict_cpu_reservation = *on;
+    } else if (*on) {
+      return Status(StatusCode::kUnimplemented,
+                    "CPU Manager Policy option \"" + name +
+                        "\" is not implemented by libtopology");
+    }
+  }
+  return out;
+}
 
 StatusOr<std::unique_ptr<CpuManager>> CpuManager::Create(
     const std::string& policy, const Topology& topology, const CpuSet& reserved,
-    const Store* store) {
+    const Store* store, const std::map<std::string, std::string>& options) {
   if (policy != kCpuPolicyNone && policy != kCpuPolicyStatic) {
     return InvalidArgumentError("unknown policy: \"" + policy + "\"");
   }
+  auto parsed = ParseOptions(policy, options);
+  if (!parsed.ok()) return parsed.status();
   // The kubelet's CPUTopology (cpumanager/topology.Discover): a core is
   // named by its lowest thread, the socket is the package, a CPU outside
   // every NUMA node is on node 0 as cadvisor puts it.
@@ -63,20 +140,30 @@ StatusOr<std::unique_ptr<CpuManager>> CpuManager::Create(
   for (const NumaNode& node : topology.numa_nodes()) {
     if (node.has_cpus()) nodes.push_back(node.id);
   }
-  return std::unique_ptr<CpuManager>(
-      new CpuManager(policy == kCpuPolicyStatic, std::move(nodes),
-                     std::move(cpus), std::move(view), reserved, store));
+  CpuSet reserved_cores;
+  for (int id : reserved.Ids()) {
+    const int core = view->cpus.at(id).core;
+    for (const auto& [cpu, detail] : view->cpus) {
+      if (detail.core == core) reserved_cores.Add(cpu);
+    }
+  }
+  return std::unique_ptr<CpuManager>(new CpuManager(
+      policy == kCpuPolicyStatic, *parsed, std::move(nodes), std::move(cpus),
+      std::move(view), reserved, std::move(reserved_cores), store));
 }
 
-CpuManager::CpuManager(bool is_static, std::vector<int> cpu_nodes,
-                       std::map<int, CpuPlace> cpus,
+CpuManager::CpuManager(bool is_static, Options options,
+                       std::vector<int> cpu_nodes, std::map<int, CpuPlace> cpus,
                        std::unique_ptr<const CpuTopologyView> view,
-                       CpuSet reserved, const Store* store)
+                       CpuSet reserved, CpuSet reserved_cores,
+                       const Store* store)
     : static_(is_static),
+      options_(options),
       cpu_nodes_(std::move(cpu_nodes)),
       cpus_(std::move(cpus)),
       view_(std::move(view)),
       reserved_(std::move(reserved)),
+      reserved_cores_(std::move(reserved_cores)),
       store_(store) {}
 
 CpuManager::~CpuManager() = default;
@@ -109,6 +196,40 @@ CpuSet CpuManager::Allocatable() const {
 CpuSet CpuManager::SharedPool() const {
   MutexLock lock(mutex_);
   return Allocatable();
+}
+
+CpuSet CpuManager::DefaultCpuSet() const {
+  MutexLock lock(mutex_);
+  return options_.strict_cpu_reservation ? Allocatable()
+                                         : Allocatable().Union(reserved_);
+}
+
+Status CpuManager::CheckSmtAlignment(int64_t requested) const {
+  if (!options_.full_pcpus_only) return OkStatus();
+  const int per_core =
+      view_->num_cores == 0 ? 0 : view_->num_cpus / view_->num_cores;
+  if (per_core > 0 && requested % per_core != 0) {
+    return FailedPreconditionError(
+               "SMT Alignment Error: requested " + std::to_string(requested) +
+               " cpus not multiple cpus per core = " + std::to_string(per_core))
+        .WithReason(kSmtAlignmentError);
+  }
+  // The free CPUs less every core a reserved CPU is on: a request that is
+  // a multiple of the threads per core then always takes whole cores.
+  int available = 0;
+  for (int id : Allocatable().Ids()) {
+    if (!reserved_cores_.Contains(id)) ++available;
+  }
+  if (requested > available) {
+    return FailedPreconditionError(
+               "SMT Alignment Error: not enough free physical CPUs: "
+               "available physical CPUs = " +
+               std::to_string(available) +
+               ", requested CPUs = " + std::to_string(requested) +
+               ", CPUs per core = " + std::to_string(per_core))
+        .WithReason(kSmtAlignmentError);
+  }
+  return OkStatus();
 }
 
 HintList CpuManager::Generate(const CpuSet& available, const CpuSet& reusable,
@@ -176,6 +297,7 @@ Status CpuManager::Allocate(const Pod& pod, const Container& container) {
   const int64_t requested64 = GuaranteedCpus(pod, container);
   if (!static_ || requested64 == 0) return OkStatus();
   if (assignments_.count({pod.uid, container.name})) return OkStatus();
+  if (Status smt = CheckSmtAlignment(requested64); !smt.ok()) return smt;
   if (requested64 > static_cast<int64_t>(cpus_.size())) {
     return ResourceExhaustedError(
         "not enough cpus available to satisfy request: requested=" +

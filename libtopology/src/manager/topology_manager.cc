@@ -143,6 +143,11 @@ std::optional<AdmitResult> TopologyManager::AllocateAll(
   for (HintProvider* provider : providers_) {
     const Status status = provider->Allocate(pod, container);
     if (!status.ok()) {
+      // A refusal with the kubelet's own reason (its admission.Error) is
+      // reported as the kubelet reports it: the reason and the message.
+      if (!status.reason().empty()) {
+        return AdmitResult{false, status.reason(), status.message()};
+      }
       return AdmitResult{false, kUnexpectedAdmissionError,
                          "Allocate failed due to " + status.message() +
                              ", which is unexpected"};

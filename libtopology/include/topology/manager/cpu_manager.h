@@ -33,16 +33,26 @@ struct CpuTopologyView;
 
 inline constexpr char kCpuPolicyNone[] = "none";
 inline constexpr char kCpuPolicyStatic[] = "static";
+// The kubelet's admission reason for a full-pcpus-only refusal.
+inline constexpr char kSmtAlignmentError[] = "SMTAlignmentError";
 
 class TOPOLOGY_EXPORT CpuManager final : public HintProvider {
  public:
   // Fails with INVALID_ARGUMENT for an unknown policy, reserved CPUs that
   // are not CPUs of `topology`, or (static) no reserved CPUs, as the kubelet
   // requires a non-empty reservation for the static policy.
-  static StatusOr<std::unique_ptr<CpuManager>> Create(const std::string& policy,
-                                                      const Topology& topology,
-                                                      const CpuSet& reserved,
-                                                      const Store* store);
+  //
+  // `options` are the kubelet's cpuManagerPolicyOptions, checked as
+  // NewStaticPolicyOptions checks them (an unknown name, an alpha option
+  // without its gate, which is off by default, a value that is not a Go
+  // boolean; the none policy takes none). Implemented: full-pcpus-only
+  // (a container's CPUs are whole cores, else the kubelet's
+  // SMTAlignmentError) and strict-cpu-reservation (the reserved CPUs leave
+  // the shared pool). The other options of v1.37 fail with UNIMPLEMENTED.
+  static StatusOr<std::unique_ptr<CpuManager>> Create(
+      const std::string& policy, const Topology& topology,
+      const CpuSet& reserved, const Store* store,
+      const std::map<std::string, std::string>& options = {});
 
   ~CpuManager() override;
 
@@ -65,6 +75,10 @@ class TOPOLOGY_EXPORT CpuManager final : public HintProvider {
                        const std::string& container) const;
   // CPUs not reserved and not assigned exclusively.
   CpuSet SharedPool() const;
+  // The kubelet's default CPU set, where containers without exclusive CPUs
+  // run: the shared pool and, unless strict-cpu-reservation is set, the
+  // reserved CPUs.
+  CpuSet DefaultCpuSet() const;
 
   // Exclusive CPUs a container asks for: its CPU limit in whole CPUs if the
   // pod is Guaranteed and the limit is an integer, else 0.
@@ -74,10 +88,20 @@ class TOPOLOGY_EXPORT CpuManager final : public HintProvider {
   struct CpuPlace {
     int numa_node = -1;
   };
-  CpuManager(bool is_static, std::vector<int> cpu_nodes,
+  // The static policy's options (the kubelet's StaticPolicyOptions).
+  struct Options {
+    bool full_pcpus_only = false;
+    bool strict_cpu_reservation = false;
+  };
+  static StatusOr<Options> ParseOptions(
+      const std::string& policy,
+      const std::map<std::string, std::string>& options);
+  CpuManager(bool is_static, Options options, std::vector<int> cpu_nodes,
              std::map<int, CpuPlace> cpus,
              std::unique_ptr<const CpuTopologyView> view, CpuSet reserved,
-             const Store* store);
+             CpuSet reserved_cores, const Store* store);
+  // full-pcpus-only: the kubelet's enforceSMTAlignment.
+  Status CheckSmtAlignment(int64_t requested) const TOPOLOGY_REQUIRES(mutex_);
 
   CpuSet Assigned() const TOPOLOGY_REQUIRES(mutex_);
   CpuSet Allocatable() const TOPOLOGY_REQUIRES(mutex_);
@@ -89,11 +113,15 @@ class TOPOLOGY_EXPORT CpuManager final : public HintProvider {
   StatusOr<CpuSet> TakeByTopology(const CpuSet& from, int count) const;
 
   const bool static_;
+  const Options options_;
   const std::vector<int> cpu_nodes_;  // NUMA nodes that have CPUs
   const std::map<int, CpuPlace> cpus_;
   // The machine as the kubelet's CPUTopology (cpu_assignment.h).
   const std::unique_ptr<const CpuTopologyView> view_;
   const CpuSet reserved_;
+  // The reserved CPUs with their cores' other threads (the kubelet's
+  // reservedPhysicalCPUs).
+  const CpuSet reserved_cores_;
   const Store* const store_;
   mutable Mutex mutex_;
   std::map<std::pair<std::string, std::string>, CpuSet> assignments_

@@ -1,0 +1,687 @@
+// kubelet-oracle: the kubelet's own resource managers (k8s.io/kubernetes at
+// the version pinned in go.mod) answering admissions for the differential
+// tests of libtopology's managers (tests/manager/oracle_test.cc).
+//
+// It reads one JSON request per line on stdin and writes one JSON answer
+// per line on stdout:
+//
+//	{"op":"start","machine":{...},"kubelet":{...}}  -> {"ok":true} | {"ok":false,"error":"..."}
+//	{"op":"admit","pod":{...},"samples":N}           -> {"ok":true,"outcomes":[...]}
+//	{"op":"commit","index":I}                        -> {"ok":true}
+//	{"op":"release","uid":"..."}                     -> {"ok":true}
+//	{"op":"bench","pod":{...},"iterations":N}        -> {"ok":true,"nsPerOp":F}
+//
+// "bench" times the kubelet admitting the pod and removing its containers
+// again, N times over the current state (for the benchmarks that compare
+// ours with it in the same run).
+//
+// "admit" runs the kubelet's admission N times, each from the same state,
+// and answers every distinct outcome: where the kubelet's choice depends on
+// Go's map order, there is more than one. "commit" makes outcome I the
+// state the next step starts from (the caller commits the outcome that
+// matches its own answer, so that one sequence is followed).
+//
+// The admission is the kubelet's: topologymanager.NewManager with the
+// case's policy, scope and options; as its hint providers, in the kubelet's
+// order, the static CPU manager policy (cpumanager.NewStaticPolicy over the
+// topology that topology.Discover makes of the case's cadvisor
+// MachineInfo) and the Static Memory Manager policy
+// (memorymanager.NewPolicyStatic, its configuration first checked by
+// memorymanager.NewManager), each over its own state as their managers
+// wire them, without the reconcile loops.
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"time"
+
+	cadvisorapi "github.com/google/cadvisor/lib/model"
+	v1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	"k8s.io/apimachinery/pkg/types"
+	utilfeature "k8s.io/apiserver/pkg/util/feature"
+	"k8s.io/klog/v2"
+	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
+	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
+	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/state"
+	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/topology"
+	"k8s.io/kubernetes/pkg/kubelet/cm/memorymanager"
+	memstate "k8s.io/kubernetes/pkg/kubelet/cm/memorymanager/state"
+	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
+	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
+	"k8s.io/utils/cpuset"
+)
+
+// The machine as the case describes it.
+type machineCPU struct {
+	ID     int `json:"id"`
+	Socket int `json:"socket"`
+	Core   int `json:"core"` // the core's id inside its socket (cadvisor's Core.Id)
+	Node   int `json:"node"`
+	Uncore int `json:"uncore"` // L3 group id; -1 when unknown
+}
+
+type machineHugePages struct {
+	PageSize uint64 `json:"pageSize"` // bytes
+	Count    uint64 `json:"count"`
+}
+
+type machineNode struct {
+	ID        int                `json:"id"`
+	Distances []uint64           `json:"distances"`
+	Memory    uint64             `json:"memory"`
+	HugePages []machineHugePages `json:"hugepages"`
+}
+
+type machine struct {
+	Nodes []machineNode `json:"nodes"`
+	CPUs  []machineCPU  `json:"cpus"`
+}
+
+type kubeletConfig struct {
+	TopologyPolicy        string            `json:"topologyManagerPolicy"`
+	TopologyScope         string            `json:"topologyManagerScope"`
+	TopologyPolicyOptions map[string]string `json:"topologyManagerPolicyOptions"`
+	CPUPolicy             string            `json:"cpuManagerPolicy"`
+	CPUPolicyOptions      map[string]string `json:"cpuManagerPolicyOptions"`
+	ReservedCPUs          []int             `json:"reservedCPUs"`
+	MemoryPolicy          string            `json:"memoryManagerPolicy"`
+	// Per NUMA node, memory type -> bytes (the kubelet's reservedMemory).
+	ReservedMemory []struct {
+		NUMANode int               `json:"numaNode"`
+		Limits   map[string]uint64 `json:"limits"`
+	} `json:"reservedMemory"`
+	// kube-reserved + system-reserved + hard eviction, per memory type.
+	NodeAllocatableReservation map[string]uint64 `json:"nodeAllocatableReservation"`
+	FeatureGates               map[string]bool   `json:"featureGates"`
+}
+
+type container struct {
+	Name        string `json:"name"`
+	CPUMilli    int64  `json:"cpuMilli"`
+	Memory      int64  `json:"memory"`       // bytes; 64 MiB when not given
+	HugePages2M int64  `json:"hugepages2Mi"` // bytes
+	Restartable bool   `json:"restartable"`
+}
+
+type pod struct {
+	UID            string      `json:"uid"`
+	QOS            string      `json:"qos"` // guaranteed, burstable, besteffort
+	InitContainers []container `json:"init"`
+	Containers     []container `json:"containers"`
+}
+
+type request struct {
+	Op      string        `json:"op"`
+	Machine machine       `json:"machine"`
+	Kubelet kubeletConfig `json:"kubelet"`
+	Pod     pod           `json:"pod"`
+	Samples int           `json:"samples"`
+	Index   int           `json:"index"`
+	// bench
+	Iterations int    `json:"iterations"`
+	UID        string `json:"uid"`
+}
+
+type hint struct {
+	Nodes     []int `json:"nodes"`
+	Preferred bool  `json:"preferred"`
+}
+
+type memoryBlock struct {
+	Type  string `json:"type"`
+	Size  uint64 `json:"size"`
+	Nodes []int  `json:"nodes"`
+}
+
+type outcome struct {
+	Admit    bool                     `json:"admit"`
+	Reason   string                   `json:"reason"`
+	Message  string                   `json:"message"`
+	CPUs     map[string]string        `json:"cpus"`
+	Memory   map[string][]memoryBlock `json:"memory"`
+	Affinity map[string]hint          `json:"affinity"`
+	Shared   string                   `json:"shared"`
+}
+
+type answer struct {
+	OK       bool      `json:"ok"`
+	Error    string    `json:"error,omitempty"`
+	Outcomes []outcome `json:"outcomes,omitempty"`
+	NsPerOp  float64   `json:"nsPerOp,omitempty"`
+}
+
+type oracle struct {
+	logger   klog.Logger
+	info     *cadvisorapi.MachineInfo
+	nodes    []cadvisorapi.Node
+	topo     *topology.CPUTopology
+	config   kubeletConfig
+	reserved cpuset.CPUSet
+	state    state.State
+	// The Static Memory Manager's state; nil under the None policy.
+	memory         memstate.State
+	reservedMemory map[int]map[v1.ResourceName]uint64
+	// The outcomes of the last admit and the state each left.
+	pending []pendingOutcome
+}
+
+type pendingOutcome struct {
+	outcome outcome
+	state   state.State
+	memory  memstate.State
+}
+
+// memoryProvider is memorymanager's manager as a hint provider.
+type memoryProvider struct {
+	policy memorymanager.Policy
+	state  memstate.State
+}
+
+func (p *memoryProvider) GetTopologyHints(logger klog.Logger, pod *v1.Pod, c *v1.Container, op lifecycle.Operation) map[string][]topologymanager.TopologyHint {
+	return p.policy.GetTopologyHints(logger, p.state, pod, c, op)
+}
+
+func (p *memoryProvider) GetPodTopologyHints(logger klog.Logger, pod *v1.Pod, op lifecycle.Operation) map[string][]topologymanager.TopologyHint {
+	return p.policy.GetPodTopologyHints(logger, p.state, pod, op)
+}
+
+func (p *memoryProvider) AllocatePod(logger klog.Logger, pod *v1.Pod, op lifecycle.Operation) error {
+	return p.policy.AllocatePod(logger, p.state, pod, op)
+}
+
+func (p *memoryProvider) Allocate(ctx context.Context, pod *v1.Pod, c *v1.Container, op lifecycle.Operation) error {
+	return p.policy.Allocate(ctx, p.state, pod, c, op)
+}
+
+func cloneMemory(logger klog.Logger, s memstate.State) memstate.State {
+	if s == nil {
+		return nil
+	}
+	c := memstate.NewMemoryState(logger)
+	c.SetMachineState(s.GetMachineState())
+	c.SetMemoryAssignments(s.GetMemoryAssignments())
+	c.SetPodMemoryAssignments(s.GetPodMemoryAssignments())
+	return c
+}
+
+// cpuProvider is cpumanager's manager as a hint provider: the policy over
+// one state.
+type cpuProvider struct {
+	policy cpumanager.Policy
+	state  state.State
+}
+
+func (p *cpuProvider) GetTopologyHints(logger klog.Logger, pod *v1.Pod, c *v1.Container, op lifecycle.Operation) map[string][]topologymanager.TopologyHint {
+	return p.policy.GetTopologyHints(logger, p.state, pod, c, op)
+}
+
+func (p *cpuProvider) GetPodTopologyHints(logger klog.Logger, pod *v1.Pod, op lifecycle.Operation) map[string][]topologymanager.TopologyHint {
+	return p.policy.GetPodTopologyHints(logger, p.state, pod, op)
+}
+
+func (p *cpuProvider) AllocatePod(logger klog.Logger, pod *v1.Pod, op lifecycle.Operation) error {
+	return p.policy.AllocatePod(logger, p.state, pod, op)
+}
+
+func (p *cpuProvider) Allocate(ctx context.Context, pod *v1.Pod, c *v1.Container, op lifecycle.Operation) error {
+	return p.policy.Allocate(klog.FromContext(ctx), p.state, pod, c, op)
+}
+
+func cloneState(logger klog.Logger, s state.State) state.State {
+	c := state.NewMemoryState(logger)
+	c.SetDefaultCPUSet(s.GetDefaultCPUSet())
+	c.SetCPUAssignments(s.GetCPUAssignments())
+	c.SetPodCPUAssignments(s.GetPodCPUAssignments())
+	c.SetCPUBaselines(s.GetCPUBaselines())
+	return c
+}
+
+func (o *oracle) start(r *request) error {
+	for name, on := range r.Kubelet.FeatureGates {
+		if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{name: on}); err != nil {
+			return err
+		}
+	}
+	info := &cadvisorapi.MachineInfo{NumCores: len(r.Machine.CPUs)}
+	sockets := map[int]bool{}
+	for _, n := range r.Machine.Nodes {
+		node := cadvisorapi.Node{Id: n.ID, Memory: n.Memory, Distances: n.Distances}
+		for _, h := range n.HugePages {
+			node.HugePages = append(node.HugePages, cadvisorapi.HugePagesInfo{PageSize: h.PageSize / 1024, NumPages: h.Count})
+		}
+		// Threads grouped by (socket, core), in the order of their first CPU.
+		type key struct{ socket, core int }
+		index := map[key]int{}
+		for _, c := range r.Machine.CPUs {
+			if c.Node != n.ID {
+				continue
+			}
+			sockets[c.Socket] = true
+			k := key{c.Socket, c.Core}
+			i, ok := index[k]
+			if !ok {
+				i = len(node.Cores)
+				index[k] = i
+				core := cadvisorapi.Core{Id: c.Core, SocketID: c.Socket}
+				if c.Uncore >= 0 {
+					core.UncoreCaches = []cadvisorapi.Cache{{Id: c.Uncore, Size: 32 << 20, Type: "Unified", Level: 3}}
+				}
+				node.Cores = append(node.Cores, core)
+			}
+			node.Cores[i].Threads = append(node.Cores[i].Threads, c.ID)
+		}
+		info.Topology = append(info.Topology, node)
+	}
+	info.NumSockets = len(sockets)
+	for _, n := range info.Topology {
+		info.MemoryCapacity += n.Memory
+	}
+	o.info = info
+	topo, err := topology.Discover(o.logger, info)
+	if err != nil {
+		return err
+	}
+	o.nodes = info.Topology
+	o.topo = topo
+	o.config = r.Kubelet
+	o.reserved = cpuset.New(r.Kubelet.ReservedCPUs...)
+	// The kubelet's checks of its configuration: the Topology Manager's
+	// (options, the number of NUMA nodes, policy and scope names) and the
+	// CPU manager's (options, reserved CPUs), as NewManager and
+	// NewStaticPolicy make them.
+	if _, err := o.topologyManager(); err != nil {
+		return err
+	}
+	if err := o.startMemory(); err != nil {
+		return err
+	}
+	o.state = state.NewMemoryState(o.logger)
+	if o.config.CPUPolicy == "static" {
+		policy, err := o.cpuPolicy(nil)
+		if err != nil {
+			return err
+		}
+		if err := policy.Start(o.logger, o.state); err != nil {
+			return err
+		}
+	} else {
+		o.state.SetDefaultCPUSet(topo.CPUDetails.CPUs())
+	}
+	return nil
+}
+
+// startMemory checks the Memory Manager's configuration as the kubelet's
+// NewManager does (the reservations add up to Node Allocatable's, name
+// nodes that exist) and starts the Static policy's state.
+func (o *oracle) startMemory() error {
+	policyName := o.config.MemoryPolicy
+	if policyName == "" {
+		policyName = "None"
+	}
+	reservation := v1.ResourceList{}
+	for name, bytes := range o.config.NodeAllocatableReservation {
+		reservation[v1.ResourceName(name)] = *resource.NewQuantity(int64(bytes), resource.BinarySI)
+	}
+	var reserved []kubeletconfig.MemoryReservation
+	o.reservedMemory = map[int]map[v1.ResourceName]uint64{}
+	for _, n := range o.info.Topology {
+		o.reservedMemory[n.Id] = map[v1.ResourceName]uint64{}
+	}
+	for _, r := range o.config.ReservedMemory {
+		limits := v1.ResourceList{}
+		for name, bytes := range r.Limits {
+			limits[v1.ResourceName(name)] = *resource.NewQuantity(int64(bytes), resource.BinarySI)
+			if o.reservedMemory[r.NUMANode] == nil {
+				o.reservedMemory[r.NUMANode] = map[v1.ResourceName]uint64{}
+			}
+			o.reservedMemory[r.NUMANode][v1.ResourceName(name)] = bytes
+		}
+		reserved = append(reserved, kubeletconfig.MemoryReservation{NumaNode: int32(r.NUMANode), Limits: limits})
+	}
+	tm, err := o.topologyManager()
+	if err != nil {
+		return err
+	}
+	if _, err := memorymanager.NewManager(o.logger, policyName, o.info, reservation, reserved, os.TempDir(), tm); err != nil {
+		return err
+	}
+	if policyName != "Static" {
+		return nil
+	}
+	policy, err := o.memoryPolicy(tm)
+	if err != nil {
+		return err
+	}
+	o.memory = memstate.NewMemoryState(o.logger)
+	return policy.Start(o.logger, o.memory)
+}
+
+func (o *oracle) memoryPolicy(affinity topologymanager.Store) (memorymanager.Policy, error) {
+	return memorymanager.NewPolicyStatic(o.logger, o.info, o.reservedMemory, affinity)
+}
+
+func (o *oracle) topologyManager() (topologymanager.Manager, error) {
+	return topologymanager.NewManager(o.logger, o.nodes, o.config.TopologyPolicy, o.config.TopologyScope, o.config.TopologyPolicyOptions)
+}
+
+func (o *oracle) cpuPolicy(affinity topologymanager.Store) (cpumanager.Policy, error) {
+	if affinity == nil {
+		tm, err := o.topologyManager()
+		if err != nil {
+			return nil, err
+		}
+		affinity = tm
+	}
+	return cpumanager.NewStaticPolicy(o.logger, o.topo, o.reserved.Size(), o.reserved, affinity, o.config.CPUPolicyOptions)
+}
+
+func quantity(milli int64) resource.Quantity {
+	return *resource.NewMilliQuantity(milli, resource.DecimalSI)
+}
+
+func (c container) spec(qos string) v1.Container {
+	out := v1.Container{Name: c.Name}
+	if c.Restartable {
+		always := v1.ContainerRestartPolicyAlways
+		out.RestartPolicy = &always
+	}
+	memory := resource.MustParse("64Mi")
+	if c.Memory > 0 {
+		memory = *resource.NewQuantity(c.Memory, resource.BinarySI)
+	}
+	switch qos {
+	case "guaranteed":
+		out.Resources.Limits = v1.ResourceList{v1.ResourceCPU: quantity(c.CPUMilli), v1.ResourceMemory: memory}
+		out.Resources.Requests = v1.ResourceList{v1.ResourceCPU: quantity(c.CPUMilli), v1.ResourceMemory: memory}
+	case "burstable":
+		out.Resources.Requests = v1.ResourceList{v1.ResourceCPU: quantity(c.CPUMilli), v1.ResourceMemory: memory}
+	}
+	if c.HugePages2M > 0 && qos != "besteffort" {
+		// Huge pages: requests equal limits in every QoS class.
+		pages := *resource.NewQuantity(c.HugePages2M, resource.BinarySI)
+		if out.Resources.Limits == nil {
+			out.Resources.Limits = v1.ResourceList{}
+		}
+		out.Resources.Limits["hugepages-2Mi"] = pages
+		out.Resources.Requests["hugepages-2Mi"] = pages
+	}
+	return out
+}
+
+func (p pod) spec() *v1.Pod {
+	out := &v1.Pod{}
+	out.UID = types.UID(p.UID)
+	out.Name = p.UID
+	out.Namespace = "default"
+	for _, c := range p.InitContainers {
+		out.Spec.InitContainers = append(out.Spec.InitContainers, c.spec(p.QOS))
+	}
+	for _, c := range p.Containers {
+		out.Spec.Containers = append(out.Spec.Containers, c.spec(p.QOS))
+	}
+	return out
+}
+
+func nodesOf(h topologymanager.TopologyHint) hint {
+	out := hint{Preferred: h.Preferred, Nodes: []int{}}
+	if h.NUMANodeAffinity != nil {
+		out.Nodes = append(out.Nodes, h.NUMANodeAffinity.GetBits()...)
+	}
+	sort.Ints(out.Nodes)
+	return out
+}
+
+func (o *oracle) admitOnce(p pod) (outcome, state.State, memstate.State, error) {
+	st := cloneState(o.logger, o.state)
+	mem := cloneMemory(o.logger, o.memory)
+	tm, err := o.topologyManager()
+	if err != nil {
+		return outcome{}, nil, nil, err
+	}
+	var memPolicy memorymanager.Policy
+	if o.config.CPUPolicy == "static" {
+		policy, err := o.cpuPolicy(tm)
+		if err != nil {
+			return outcome{}, nil, nil, err
+		}
+		tm.AddHintProvider(o.logger, &cpuProvider{policy: policy, state: st})
+	}
+	if mem != nil {
+		memPolicy, err = o.memoryPolicy(tm)
+		if err != nil {
+			return outcome{}, nil, nil, err
+		}
+		tm.AddHintProvider(o.logger, &memoryProvider{policy: memPolicy, state: mem})
+	}
+	spec := p.spec()
+	ctx := klog.NewContext(context.Background(), o.logger)
+	result := tm.Admit(ctx, &lifecycle.PodAdmitAttributes{Pod: spec, Operation: lifecycle.AddOperation})
+	out := outcome{Admit: result.Admit, Reason: result.Reason, Message: result.Message,
+		CPUs: map[string]string{}, Memory: map[string][]memoryBlock{}, Affinity: map[string]hint{}}
+	for _, c := range append(append([]container{}, p.InitContainers...), p.Containers...) {
+		if set, ok := st.GetCPUSet(p.UID, c.Name); ok && !set.IsEmpty() {
+			out.CPUs[c.Name] = set.String()
+		}
+		if mem != nil {
+			for _, b := range mem.GetMemoryBlocks(p.UID, c.Name) {
+				nodes := append([]int{}, b.NUMAAffinity...)
+				sort.Ints(nodes)
+				out.Memory[c.Name] = append(out.Memory[c.Name], memoryBlock{Type: string(b.Type), Size: b.Size, Nodes: nodes})
+			}
+			sort.Slice(out.Memory[c.Name], func(i, j int) bool { return out.Memory[c.Name][i].Type < out.Memory[c.Name][j].Type })
+		}
+		if o.config.TopologyPolicy != "none" {
+			if h := tm.GetAffinity(o.logger, p.UID, c.Name); h.NUMANodeAffinity != nil {
+				out.Affinity[c.Name] = nodesOf(h)
+			}
+		}
+	}
+	if !result.Admit {
+		// The kubelet forgets a refused pod's state (its containers never
+		// start; the reconcile loop removes what they were given).
+		policy, err := o.cpuPolicyOrNil(tm)
+		if err != nil {
+			return outcome{}, nil, nil, err
+		}
+		for _, c := range append(append([]container{}, p.InitContainers...), p.Containers...) {
+			if policy != nil {
+				_ = policy.RemoveContainer(o.logger, st, p.UID, c.Name)
+			}
+			if memPolicy != nil {
+				memPolicy.RemoveContainer(o.logger, mem, p.UID, c.Name)
+			}
+		}
+		out.CPUs = map[string]string{}
+		out.Memory = map[string][]memoryBlock{}
+		out.Affinity = map[string]hint{}
+	}
+	out.Shared = st.GetDefaultCPUSet().String()
+	return out, st, mem, nil
+}
+
+func (o *oracle) cpuPolicyOrNil(tm topologymanager.Store) (cpumanager.Policy, error) {
+	if o.config.CPUPolicy != "static" {
+		return nil, nil
+	}
+	return o.cpuPolicy(tm)
+}
+
+func sameOutcome(a, b outcome) bool {
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}
+
+func (o *oracle) admit(r *request) ([]outcome, error) {
+	samples := r.Samples
+	if samples <= 0 {
+		samples = 1
+	}
+	o.pending = nil
+	var outcomes []outcome
+	for i := 0; i < samples; i++ {
+		out, st, mem, err := o.admitOnce(r.Pod)
+		if err != nil {
+			return nil, err
+		}
+		seen := false
+		for _, p := range o.pending {
+			if sameOutcome(p.outcome, out) {
+				seen = true
+				break
+			}
+		}
+		if !seen {
+			o.pending = append(o.pending, pendingOutcome{outcome: out, state: st, memory: mem})
+			outcomes = append(outcomes, out)
+		}
+	}
+	return outcomes, nil
+}
+
+// bench admits p and removes its containers, n times, over the current
+// state with one Topology Manager and its providers, as the kubelet runs
+// them; the time per admission and removal.
+func (o *oracle) bench(p pod, n int) (float64, error) {
+	if n <= 0 {
+		return 0, fmt.Errorf("iterations must be positive")
+	}
+	tm, err := o.topologyManager()
+	if err != nil {
+		return 0, err
+	}
+	var cpuPolicy cpumanager.Policy
+	if o.config.CPUPolicy == "static" {
+		if cpuPolicy, err = o.cpuPolicy(tm); err != nil {
+			return 0, err
+		}
+		tm.AddHintProvider(o.logger, &cpuProvider{policy: cpuPolicy, state: o.state})
+	}
+	var memPolicy memorymanager.Policy
+	if o.memory != nil {
+		if memPolicy, err = o.memoryPolicy(tm); err != nil {
+			return 0, err
+		}
+		tm.AddHintProvider(o.logger, &memoryProvider{policy: memPolicy, state: o.memory})
+	}
+	spec := p.spec()
+	ctx := klog.NewContext(context.Background(), o.logger)
+	attrs := &lifecycle.PodAdmitAttributes{Pod: spec, Operation: lifecycle.AddOperation}
+	names := []string{}
+	for _, c := range append(append([]container{}, p.InitContainers...), p.Containers...) {
+		names = append(names, c.Name)
+	}
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		if result := tm.Admit(ctx, attrs); !result.Admit {
+			return 0, fmt.Errorf("not admitted: %s: %s", result.Reason, result.Message)
+		}
+		for _, name := range names {
+			if cpuPolicy != nil {
+				if err := cpuPolicy.RemoveContainer(o.logger, o.state, p.UID, name); err != nil {
+					return 0, err
+				}
+			}
+			if memPolicy != nil {
+				memPolicy.RemoveContainer(o.logger, o.memory, p.UID, name)
+			}
+		}
+	}
+	return float64(time.Since(start).Nanoseconds()) / float64(n), nil
+}
+
+func (o *oracle) release(uid string) error {
+	if o.memory != nil {
+		policy, err := o.memoryPolicy(nil)
+		if err != nil {
+			return err
+		}
+		for name := range o.memory.GetMemoryAssignments()[uid] {
+			policy.RemoveContainer(o.logger, o.memory, uid, name)
+		}
+	}
+	policy, err := o.cpuPolicyOrNil(nil)
+	if err != nil || policy == nil {
+		return err
+	}
+	for name := range o.state.GetCPUAssignments()[uid] {
+		if err := policy.RemoveContainer(o.logger, o.state, uid, name); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func main() {
+	verbose := flag.Bool("v", false, "log the kubelet's messages on stderr")
+	flag.Parse()
+	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(klogFlags)
+	if !*verbose {
+		_ = klogFlags.Set("logtostderr", "false")
+		_ = klogFlags.Set("alsologtostderr", "false")
+		_ = klogFlags.Set("stderrthreshold", "FATAL")
+		klog.SetOutput(io.Discard)
+	} else {
+		_ = klogFlags.Set("v", "4")
+	}
+	o := &oracle{logger: klog.Background()}
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 1<<20), 64<<20)
+	out := bufio.NewWriter(os.Stdout)
+	encoder := json.NewEncoder(out)
+	for in.Scan() {
+		line := strings.TrimSpace(in.Text())
+		if line == "" {
+			continue
+		}
+		var r request
+		var a answer
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			a.Error = "bad request: " + err.Error()
+		} else {
+			var err error
+			switch r.Op {
+			case "start":
+				*o = oracle{logger: o.logger}
+				err = o.start(&r)
+			case "admit":
+				a.Outcomes, err = o.admit(&r)
+			case "commit":
+				if r.Index < 0 || r.Index >= len(o.pending) {
+					err = fmt.Errorf("no outcome %d", r.Index)
+				} else {
+					o.state = o.pending[r.Index].state
+					o.memory = o.pending[r.Index].memory
+					o.pending = nil
+				}
+			case "release":
+				err = o.release(r.UID)
+			case "bench":
+				a.NsPerOp, err = o.bench(r.Pod, r.Iterations)
+			default:
+				err = fmt.Errorf("unknown op %q", r.Op)
+			}
+			if err != nil {
+				a.Error = err.Error()
+			} else {
+				a.OK = true
+			}
+		}
+		if err := encoder.Encode(&a); err != nil {
+			os.Exit(1)
+		}
+		if err := out.Flush(); err != nil {
+			os.Exit(1)
+		}
+	}
+}
