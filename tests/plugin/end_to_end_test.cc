@@ -197,6 +197,14 @@ class EndToEndTest : public ::testing::Test {
                        std::chrono::milliseconds timeout = 10s) {
     return WaitFor([&] { return Allocatable(resource) == count; }, timeout);
   }
+  // `topology-manager admit FLAGS --control-socket ... MANIFEST`, as a
+  // user runs it.
+  CommandResult AdmitCommand(const std::string& flags,
+                             const std::filesystem::path& manifest) const {
+    return RunCommand(topology::testing::ProgramPath("topology-manager") +
+                      " admit " + flags + " --control-socket " + control() +
+                      " " + manifest.string());
+  }
   json Admit(const std::string& yaml) {
     grpc::ClientContext context;
     tm::AdmitRequest request;
@@ -507,10 +515,7 @@ TEST_F(EndToEndTest, MemoryAssignmentsSurviveAKill) {
   // TopologyAffinityError; --format json carries the kubelet's message.
   const auto manifest = root_.path() / "refused.yaml";
   std::ofstream(manifest) << pod("refused", "170Gi");
-  const CommandResult explained =
-      RunCommand(topology::testing::ProgramPath("topology-manager") +
-                 " admit --explain --control-socket " + control() + " " +
-                 manifest.string());
+  const CommandResult explained = AdmitCommand("--explain", manifest);
   EXPECT_EQ(explained.exit_code, 1) << explained.out;
   EXPECT_THAT(explained.out,
               ::testing::HasSubstr("admitted by the Topology Manager"));
@@ -519,11 +524,7 @@ TEST_F(EndToEndTest, MemoryAssignmentsSurviveAKill) {
                                    "merge failed (the kubelet's "
                                    "UnexpectedAdmissionError, not "
                                    "TopologyAffinityError"));
-  const CommandResult as_json =
-      RunCommand(topology::testing::ProgramPath("topology-manager") +
-                 " admit --format json "
-                 "--control-socket " +
-                 control() + " " + manifest.string());
+  const CommandResult as_json = AdmitCommand("--format json", manifest);
   EXPECT_THAT(json::parse(as_json.out)["message"].get<std::string>(),
               ::testing::HasSubstr("Allocate failed due to [memorymanager]"));
   const json fits = Admit(pod("fits", "100Gi"));
@@ -548,10 +549,7 @@ TEST_F(EndToEndTest, FullPcpusOnlyRefusesAsTheKubeletDoes) {
             "= 2");
   const auto manifest = root_.path() / "odd.yaml";
   std::ofstream(manifest) << PodYaml("odd", 0, 0, 3);
-  const CommandResult explained =
-      RunCommand(topology::testing::ProgramPath("topology-manager") +
-                 " admit --explain --control-socket " + control() + " " +
-                 manifest.string());
+  const CommandResult explained = AdmitCommand("--explain", manifest);
   EXPECT_EQ(explained.exit_code, 1) << explained.out;
   EXPECT_THAT(explained.out,
               ::testing::HasSubstr("refused by the CPU manager's option "
@@ -697,9 +695,7 @@ TEST_F(EndToEndTest, CommandLine) {
     return path.string();
   };
   const std::string good = file("good.yaml", PodYaml("good", 2, 1, 2));
-  CommandResult result = RunCommand(
-      topology::testing::ProgramPath("topology-manager") +
-      " admit --format json --control-socket " + control() + " " + good);
+  CommandResult result = AdmitCommand("--format json", good);
   ASSERT_EQ(result.exit_code, 0) << result.out;
   const json line = json::parse(result.out);
   EXPECT_EQ(line["pod"], "good");
@@ -709,9 +705,8 @@ TEST_F(EndToEndTest, CommandLine) {
   EXPECT_EQ(line["containers"][0]["numa_nodes"].size(), 1u);
   EXPECT_FALSE(line["containers"][0]["cpus"].get<std::string>().empty());
 
-  result = RunCommand(topology::testing::ProgramPath("topology-manager") +
-                      " admit --format json --control-socket " + control() +
-                      " " + file("six.yaml", PodYaml("six", 6, 0, 1)));
+  result =
+      AdmitCommand("--format json", file("six.yaml", PodYaml("six", 6, 0, 1)));
   EXPECT_EQ(result.exit_code, 1) << result.out;
   EXPECT_EQ(json::parse(result.out)["reason"], "TopologyAffinityError");
   // The kubelet's message beside its reason, as status and the table say.
