@@ -312,7 +312,7 @@ std::string RunCase(Oracle& oracle, const json& c, Coverage& coverage,
     int match = -1;
     json outcomes;
     // Few samples first; more before a difference is called one.
-    for (const int samples : {6, 64}) {
+    for (const int samples : {2, 64}) {
       const json answer =
           oracle.Ask({{"op", "admit"}, {"pod", pod}, {"samples", samples}});
       if (!answer.value("ok", false)) {

@@ -43,6 +43,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/go-logr/logr"
 	cadvisorapi "github.com/google/cadvisor/lib/model"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -634,7 +635,14 @@ func main() {
 	} else {
 		_ = klogFlags.Set("v", "4")
 	}
-	o := &oracle{logger: klog.Background()}
+	// Without -v the managers log to a logger that discards before it
+	// formats: their V(0) lines ("Allocate start", the affinity) would
+	// otherwise cost more than the decisions.
+	logger := logr.Discard()
+	if *verbose {
+		logger = klog.Background()
+	}
+	o := &oracle{logger: logger}
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 1<<20), 64<<20)
 	out := bufio.NewWriter(os.Stdout)
