@@ -126,9 +126,8 @@ void BM_Kubelet(benchmark::State& state, Setup (*setup)()) {
   }
   // One operation a request: the iteration's manual time is the oracle's
   // own, and the pipe's round trip is all the wall time adds.
-  const json request = {{"op", "bench"},
-                        {"pod", GuaranteedPod("timed", 16)},
-                        {"iterations", 1}};
+  const json request = {
+      {"op", "bench"}, {"pod", GuaranteedPod("timed", 16)}, {"iterations", 1}};
   for (auto _ : state) {
     answer = oracle.Ask(request);
     if (!answer.value("ok", false)) {
