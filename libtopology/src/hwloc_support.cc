@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <climits>
 #include <csignal>
 #include <cstdint>
 #include <cstdlib>
@@ -271,6 +272,16 @@ std::vector<CpuInfo> CpusFromHwloc(hwloc_topology_t topology) {
                            ? static_cast<int>(package->os_index)
                            : static_cast<int>(package->logical_index);
     }
+    // The L3 cache: hwloc's os_index is the id sysfs gives the cache
+    // (cache/indexN/id), as cadvisor reads it.
+    if (hwloc_obj_t l3 =
+            hwloc_get_ancestor_obj_by_type(topology, HWLOC_OBJ_L3CACHE, pu)) {
+      cpu.l3_cache_id = l3->os_index != HWLOC_UNKNOWN_INDEX &&
+                                l3->os_index <= static_cast<unsigned>(INT_MAX)
+                            ? static_cast<int>(l3->os_index)
+                            : static_cast<int>(l3->logical_index);
+      cpu.l3_shared = CpuSetFromHwloc(l3->cpuset);
+    }
     cpus.push_back(std::move(cpu));
   }
   return cpus;
@@ -311,11 +322,14 @@ StatusOr<HwlocMachine> LoadMachineWithHwloc(
            HWLOC_TOPOLOGY_FLAG_NO_CPUKINDS;
 #endif
   hwloc_topology_set_flags(topology.get(), flags);
-  // PCI comes from libpci and sysfs; caches are not needed.
+  // PCI comes from libpci and sysfs; of the caches only L3, the kubelet's
+  // uncore cache.
   hwloc_topology_set_io_types_filter(topology.get(),
                                      HWLOC_TYPE_FILTER_KEEP_NONE);
   hwloc_topology_set_cache_types_filter(topology.get(),
                                         HWLOC_TYPE_FILTER_KEEP_NONE);
+  hwloc_topology_set_type_filter(topology.get(), HWLOC_OBJ_L3CACHE,
+                                 HWLOC_TYPE_FILTER_KEEP_ALL);
   hwloc_topology_set_icache_types_filter(topology.get(),
                                          HWLOC_TYPE_FILTER_KEEP_NONE);
   int loaded = 0;

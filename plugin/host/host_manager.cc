@@ -100,9 +100,19 @@ StatusOr<std::unique_ptr<HostManager>> HostManager::Create(HostConfig config,
       manager::TopologyManager::Create(host->config_.topology, host->numa_);
   if (!tm.ok()) return tm.status();
   host->topology_manager_ = std::move(*tm);
-  auto cpu = manager::CpuManager::Create(
-      host->config_.cpu_policy, host->topology_, host->config_.reserved_cpus,
-      host->topology_manager_.get(), host->config_.cpu_policy_options);
+  manager::CpuManagerConfig cpu_config;
+  cpu_config.policy = host->config_.cpu_policy;
+  cpu_config.reserved = host->config_.reserved_cpus;
+  cpu_config.options = host->config_.cpu_policy_options;
+  const auto gate = [&](const char* name, bool by_default) {
+    const auto it = host->config_.feature_gates.find(name);
+    return it == host->config_.feature_gates.end() ? by_default : it->second;
+  };
+  cpu_config.alpha_options = gate("CPUManagerPolicyAlphaOptions", false);
+  cpu_config.beta_options = gate("CPUManagerPolicyBetaOptions", true);
+  cpu_config.topology_policy = host->config_.topology.policy;
+  auto cpu = manager::CpuManager::Create(cpu_config, host->topology_,
+                                         host->topology_manager_.get());
   if (!cpu.ok()) {
     return Status(cpu.status().code(),
                   "cpu manager: " + cpu.status().message());

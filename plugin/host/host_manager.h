@@ -69,6 +69,10 @@ struct HostConfig {
   // The static policy's options (--cpu-manager-policy-options).
   std::map<std::string, std::string> cpu_policy_options;
   CpuSet reserved_cpus;
+  // The kubelet's --feature-gates / featureGates: those that decide what
+  // the managers accept (CPUManagerPolicyAlphaOptions,
+  // CPUManagerPolicyBetaOptions) are read; others are kept but unused.
+  std::map<std::string, bool> feature_gates;
   // The kubelet's Memory Manager: --memory-manager-policy, --reserved-memory
   // and the Node Allocatable reservation of memory types (kube-reserved +
   // system-reserved + hard eviction).

@@ -426,6 +426,10 @@ int RunManagerCli(int argc, char** argv, ServeCommand serve_command) {
                     serve_flags.cpu_policy_options,
                     "key=value,... (e.g. full-pcpus-only=true), as the "
                     "kubelet's flag");
+  serve->add_option(
+      "--feature-gates", serve_flags.feature_gates,
+      "Name=true|false,..., as the kubelet's flag (read: "
+      "CPUManagerPolicyAlphaOptions, CPUManagerPolicyBetaOptions)");
   serve->add_option("--reserved-cpus", serve_flags.reserved_cpus,
                     "CPUs kept for the system (cpulist)");
   serve

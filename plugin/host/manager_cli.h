@@ -34,6 +34,7 @@ struct ServeFlags {
   std::string policy_options;
   std::string cpu_policy = "none";
   std::string cpu_policy_options;  // key=value,...
+  std::string feature_gates;       // Name=bool,...
   std::string reserved_cpus;
   // --memory-manager-policy, --reserved-memory, --kube-reserved,
   // --system-reserved, --eviction-hard.

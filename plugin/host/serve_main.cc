@@ -4,6 +4,7 @@
 #include <charconv>
 #include <chrono>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include "topology/discovery.h"
+#include "topology/manager/policy_options.h"
 #include "topology/plugin/daemon.h"
 #include "topology/plugin/duration.h"
 #include "topology/plugin/logging.h"
@@ -85,6 +87,23 @@ int RunServe(const topology::host::ServeFlags& given, char** argv) {
       !options("--cpu-manager-policy-options", flags.cpu_policy_options,
                &config.cpu_policy_options)) {
     return topology::host::kExitUsage;
+  }
+  {
+    std::map<std::string, std::string> gates;
+    if (!options("--feature-gates", flags.feature_gates, &gates)) {
+      return topology::host::kExitUsage;
+    }
+    for (const auto& [name, value] : gates) {
+      const std::optional<bool> on = topology::manager::ParseGoBool(value);
+      if (!on) {
+        std::cerr << "topology-manager serve: --feature-gates: invalid value "
+                     "of "
+                  << name << "=" << value << ", err: strconv.ParseBool: "
+                  << "parsing \"" << value << "\": invalid syntax\n";
+        return topology::host::kExitUsage;
+      }
+      config.feature_gates[name] = *on;
+    }
   }
   if (!flags.reserved_cpus.empty()) {
     auto reserved = topology::CpuSet::ParseList(flags.reserved_cpus);

@@ -158,6 +158,38 @@ TEST(DiscoveryTest, DualSocketAccelerators) {
   }
 }
 
+// L3 caches as sysfs gives them (cache/index3/id and shared_cpu_map), the
+// kubelet's uncore caches: 4 per node on the split-L3 machine, one per
+// socket over two nodes with sub-NUMA clustering, none where sysfs has no
+// cache directories.
+TEST(DiscoveryTest, L3CachesAsSysfsNumbersThem) {
+  TempDir split;
+  testing::WriteSplitL3Machine(split.path());
+  const Topology t = DiscoverOrDie(split.path());
+  ASSERT_EQ(t.cpus().size(), 32u);
+  for (const CpuInfo& cpu : t.cpus()) {
+    const int first = cpu.id % 16 / 4 * 4;
+    EXPECT_EQ(cpu.l3_cache_id, cpu.id % 16 / 4) << cpu.id;
+    EXPECT_EQ(cpu.l3_shared,
+              CpuSet::Of({first, first + 1, first + 2, first + 3, first + 16,
+                          first + 17, first + 18, first + 19}))
+        << cpu.id;
+  }
+  TempDir snc;
+  testing::WriteSubNumaClusterMachine(snc.path());
+  const Topology s = DiscoverOrDie(snc.path());
+  EXPECT_EQ(s.cpus()[8].l3_cache_id, 0);
+  EXPECT_EQ(s.cpus()[8].l3_shared.ToList(), "0-15");
+  EXPECT_EQ(s.cpus()[20].l3_cache_id, 1);
+  TempDir none;
+  testing::WriteVmMachine(none.path());
+  const Topology vm = DiscoverOrDie(none.path());
+  for (const CpuInfo& cpu : vm.cpus()) {
+    EXPECT_EQ(cpu.l3_cache_id, -1);
+    EXPECT_TRUE(cpu.l3_shared.empty());
+  }
+}
+
 TEST(DiscoveryTest, SubNumaClustering) {
   TempDir dir;
   testing::WriteSubNumaClusterMachine(dir.path());

@@ -81,8 +81,12 @@ Topology MachineOf(const json& machine) {
   Topology::Parts parts;
   std::map<int, CpuSet> node_cpus;
   std::map<std::pair<int, int>, CpuSet> cores;
+  std::map<int, CpuSet> l3;
   for (const json& c : machine.at("cpus")) {
     node_cpus[c.at("node").get<int>()].Add(c.at("id").get<int>());
+    if (c.value("uncore", -1) >= 0) {
+      l3[c.at("uncore").get<int>()].Add(c.at("id").get<int>());
+    }
     cores[{c.at("socket").get<int>(), c.at("core").get<int>()}].Add(
         c.at("id").get<int>());
   }
@@ -109,6 +113,10 @@ Topology MachineOf(const json& machine) {
     cpu.core_id = c.at("core").get<int>();
     cpu.numa_node = c.at("node").get<int>();
     cpu.thread_siblings = cores[{cpu.package_id, cpu.core_id}];
+    // The uncore cache the case gives (cadvisor's Core.UncoreCaches) as
+    // an L3 cache shared by every CPU of the same id.
+    cpu.l3_cache_id = c.value("uncore", -1);
+    if (cpu.l3_cache_id >= 0) cpu.l3_shared = l3[cpu.l3_cache_id];
     parts.cpus.push_back(cpu);
   }
   parts.source = "the case's machine";
@@ -162,11 +170,16 @@ std::optional<std::string> OurNode::Start(const json& machine,
   tm_ = std::move(*tm);
   const CpuSet reserved =
       CpuSet::Of(kubelet.value("reservedCPUs", std::vector<int>{}));
-  auto cpu =
-      CpuManager::Create(kubelet.at("cpuManagerPolicy").get<std::string>(),
-                         *topology_, reserved, tm_.get(),
-                         kubelet.value("cpuManagerPolicyOptions",
-                                       std::map<std::string, std::string>{}));
+  CpuManagerConfig cpu_config;
+  cpu_config.policy = kubelet.at("cpuManagerPolicy").get<std::string>();
+  cpu_config.reserved = reserved;
+  cpu_config.options = kubelet.value("cpuManagerPolicyOptions",
+                                     std::map<std::string, std::string>{});
+  const json gates = kubelet.value("featureGates", json::object());
+  cpu_config.alpha_options = gates.value("CPUManagerPolicyAlphaOptions", false);
+  cpu_config.beta_options = gates.value("CPUManagerPolicyBetaOptions", true);
+  cpu_config.topology_policy = config.policy;
+  auto cpu = CpuManager::Create(cpu_config, *topology_, tm_.get());
   if (!cpu.ok()) return cpu.status().message();
   cpu_ = std::move(*cpu);
   MemoryManager::Options memory;

@@ -26,6 +26,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "topology/cpu_set.h"
+
 #include "build_paths.h"
 #include "fake_plugin.h"
 #include "run_command.h"
@@ -575,6 +577,47 @@ TEST_F(EndToEndTest, FullPcpusOnlyRefusesAsTheKubeletDoes) {
   EXPECT_THAT(refused.out,
               ::testing::HasSubstr("CPU Manager Policy Alpha-level Options not "
                                    "enabled, but option \"align-by-socket\""));
+  // The gate, as the kubelet's --feature-gates takes it: past the gate,
+  // the options that exclude each other are refused.
+  refused =
+      RunCommand(serve +
+                 " --feature-gates CPUManagerPolicyAlphaOptions=true"
+                 " --cpu-manager-policy-options "
+                 "full-pcpus-only=true,distribute-cpus-across-cores=true");
+  EXPECT_EQ(refused.exit_code, 2) << refused.out;
+  EXPECT_THAT(refused.out,
+              ::testing::HasSubstr("static policy options full-pcpus-only and "
+                                   "distribute-cpus-across-cores can not be "
+                                   "used at the same time"));
+  refused =
+      RunCommand(serve + " --feature-gates CPUManagerPolicyAlphaOptions=on");
+  EXPECT_EQ(refused.exit_code, 2) << refused.out;
+  EXPECT_THAT(refused.out,
+              ::testing::HasSubstr("--feature-gates: invalid value of "
+                                   "CPUManagerPolicyAlphaOptions=on"));
+}
+
+// The options that shape the choice of CPUs, with the alpha gate on, as
+// serve takes them: 20 CPUs of two 16-CPU nodes are 10 on each
+// (distribute-cpus-across-numa), not a whole node and 4 more.
+TEST_F(EndToEndTest, AlphaCpuOptionsServeWithTheirGate) {
+  Write({.policy = "none",
+         .flags = {"--feature-gates", "CPUManagerPolicyAlphaOptions=true",
+                   "--cpu-manager-policy-options",
+                   "align-by-socket=true,distribute-cpus-across-numa=true"}});
+  StartManager();
+  const json spread = Admit(PodYaml("spread", 0, 0, 20));
+  ASSERT_TRUE(spread["admitted"].get<bool>()) << spread.dump();
+  const CpuSet cpus =
+      *CpuSet::ParseList(spread["containers"][0]["cpus"].get<std::string>());
+  for (int node = 0; node < 2; ++node) {
+    std::ifstream list(root_.path() / "sys/devices/system/node" /
+                       ("node" + std::to_string(node)) / "cpulist");
+    std::string text;
+    std::getline(list, text);
+    EXPECT_EQ(cpus.Intersection(*CpuSet::ParseList(text)).Count(), 10)
+        << cpus.ToList() << " on node " << node;
+  }
 }
 
 // serve with the kubelet's memory flags refuses to start (exit 2, the

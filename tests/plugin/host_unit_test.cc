@@ -332,6 +332,7 @@ TEST(KubeletConfigTest, TheManagersFieldsBecomeServesFlags) {
       "cpuManagerPolicy: static\n"
       "cpuManagerPolicyOptions:\n"
       "  {full-pcpus-only: \"true\", strict-cpu-reservation: \"true\"}\n"
+      "featureGates: {CPUManagerPolicyAlphaOptions: true}\n"
       "reservedSystemCPUs: 0-1\n"
       "memoryManagerPolicy: Static\n"
       "kubeReserved: {cpu: 500m, memory: 924Mi}\n"
@@ -350,6 +351,7 @@ TEST(KubeletConfigTest, TheManagersFieldsBecomeServesFlags) {
   EXPECT_EQ(flags.cpu_policy_options,
             "full-pcpus-only=true,strict-cpu-reservation=true");
   EXPECT_EQ(flags.reserved_cpus, "0-1");
+  EXPECT_EQ(flags.feature_gates, "CPUManagerPolicyAlphaOptions=true");
   EXPECT_EQ(flags.memory.policy, "Static");
   EXPECT_EQ(flags.memory.kube_reserved, "cpu=500m,memory=924Mi");
   EXPECT_EQ(flags.memory.system_reserved, "memory=1Gi");

@@ -21,6 +21,10 @@ struct CpuInfo {
   std::optional<int> numa_node = {};
   // CPUs sharing this CPU's core (SMT siblings), itself included.
   CpuSet thread_siblings = {};
+  // The CPU's level 3 cache: its id as sysfs numbers it (cache/indexN/id)
+  // and the CPUs sharing it; -1 and empty when not known.
+  int l3_cache_id = -1;
+  CpuSet l3_shared = {};
 };
 
 }  // namespace topology

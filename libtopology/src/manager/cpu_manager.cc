@@ -3,10 +3,13 @@
 #include <algorithm>
 #include <climits>
 #include <memory>
+#include <optional>
 #include <set>
+#include <tuple>
 #include <vector>
 
 #include "topology/manager/numa_hints.h"
+#include "topology/manager/policy_options.h"
 
 #include "cpu_assignment.h"
 
@@ -16,45 +19,34 @@ namespace {
 constexpr char kPodKey[] = "";  // pod-scope hints are keyed by no container
 
 // The static policy's options of v1.37 (cpumanager/policy_options.go) by
-// maturity; alpha ones need the CPUManagerPolicyAlphaOptions gate, off by
-// default.
+// maturity: alpha ones need the CPUManagerPolicyAlphaOptions gate (off by
+// default), beta ones CPUManagerPolicyBetaOptions (on by default).
 constexpr char kFullPcpusOnly[] = "full-pcpus-only";
 constexpr char kStrictCpuReservation[] = "strict-cpu-reservation";
-const std::set<std::string, std::less<>>& AlphaOptions() {
-  static const std::set<std::string, std::less<>> options = {
-      "align-by-socket", "distribute-cpus-across-cores"};
+constexpr char kDistributeAcrossNuma[] = "distribute-cpus-across-numa";
+constexpr char kAlignBySocket[] = "align-by-socket";
+constexpr char kDistributeAcrossCores[] = "distribute-cpus-across-cores";
+constexpr char kPreferUncore[] = "prefer-align-cpus-by-uncorecache";
+enum class Maturity { kAlpha, kBeta, kStable };
+const std::map<std::string, Maturity, std::less<>>& KnownOptions() {
+  static const std::map<std::string, Maturity, std::less<>> options = {
+      {kFullPcpusOnly, Maturity::kStable},
+      {kStrictCpuReservation, Maturity::kStable},
+      {kPreferUncore, Maturity::kStable},
+      {kDistributeAcrossNuma, Maturity::kBeta},
+      {kAlignBySocket, Maturity::kAlpha},
+      {kDistributeAcrossCores, Maturity::kAlpha}};
   return options;
-}
-const std::set<std::string, std::less<>>& KnownOptions() {
-  static const std::set<std::string, std::less<>> options = {
-      kFullPcpusOnly,
-      kStrictCpuReservation,
-      "prefer-align-cpus-by-uncorecache",
-      "distribute-cpus-across-numa",
-      "align-by-socket",
-      "distribute-cpus-across-cores"};
-  return options;
-}
-
-// Go's strconv.ParseBool.
-std::optional<bool> ParseGoBool(std::string_view text) {
-  for (std::string_view yes : {"1", "t", "T", "TRUE", "true", "True"}) {
-    if (text == yes) return true;
-  }
-  for (std::string_view no : {"0", "f", "F", "FALSE", "false", "False"}) {
-    if (text == no) return false;
-  }
-  return std::nullopt;
 }
 
 }  // namespace
 
 StatusOr<CpuManager::Options> CpuManager::ParseOptions(
-    const std::string& policy,
-    const std::map<std::string, std::string>& options) {
+    const CpuManagerConfig& config) {
   Options out;
+  const auto& options = config.options;
   if (options.empty()) return out;
-  if (policy == kCpuPolicyNone) {
+  if (config.policy == kCpuPolicyNone) {
     // As Go prints the map: "map[a:b c:d]", keys in order.
     std::string printed;
     for (const auto& [name, value] : options) {
@@ -63,14 +55,27 @@ StatusOr<CpuManager::Options> CpuManager::ParseOptions(
     return InvalidArgumentError(
         "None policy: received unsupported options=map[" + printed + "]");
   }
+  const std::map<std::string, bool*> fields = {
+      {kFullPcpusOnly, &out.full_pcpus_only},
+      {kStrictCpuReservation, &out.strict_cpu_reservation},
+      {kDistributeAcrossNuma, &out.distribute_across_numa},
+      {kAlignBySocket, &out.align_by_socket},
+      {kDistributeAcrossCores, &out.distribute_across_cores},
+      {kPreferUncore, &out.prefer_uncore}};
   for (const auto& [name, value] : options) {
-    if (!KnownOptions().count(name)) {
+    const auto known = KnownOptions().find(name);
+    if (known == KnownOptions().end()) {
       return InvalidArgumentError("unknown CPU Manager Policy option: \"" +
                                   name + "\"");
     }
-    if (AlphaOptions().count(name)) {
+    if (known->second == Maturity::kAlpha && !config.alpha_options) {
       return InvalidArgumentError(
           "CPU Manager Policy Alpha-level Options not enabled, but option \"" +
+          name + "\" provided");
+    }
+    if (known->second == Maturity::kBeta && !config.beta_options) {
+      return InvalidArgumentError(
+          "CPU Manager Policy Beta-level Options not enabled, but option \"" +
           name + "\" provided");
     }
     const std::optional<bool> on = ParseGoBool(value);
@@ -79,14 +84,23 @@ StatusOr<CpuManager::Options> CpuManager::ParseOptions(
                                   "\": strconv.ParseBool: parsing \"" + value +
                                   "\": invalid syntax");
     }
-    if (name == kFullPcpusOnly) {
-      out.full_pcpus_only = *on;
-    } else if (name == kStrictCpuReservation) {
-      out.strict_cpu_reservation = *on;
-    } else if (*on) {
-      return Status(StatusCode::kUnimplemented,
-                    "CPU Manager Policy option \"" + name +
-                        "\" is not implemented by libtopology");
+    *fields.at(name) = *on;
+  }
+  // The pairs NewStaticPolicyOptions refuses, in its order.
+  const std::vector<std::tuple<bool, bool, const char*, const char*>>
+      exclusive = {{out.full_pcpus_only, out.distribute_across_cores,
+                    kFullPcpusOnly, kDistributeAcrossCores},
+                   {out.distribute_across_numa, out.distribute_across_cores,
+                    kDistributeAcrossNuma, kDistributeAcrossCores},
+                   {out.prefer_uncore, out.distribute_across_cores,
+                    kPreferUncore, kDistributeAcrossCores},
+                   {out.prefer_uncore, out.distribute_across_numa,
+                    kPreferUncore, kDistributeAcrossNuma}};
+  for (const auto& [a, b, name_a, name_b] : exclusive) {
+    if (a && b) {
+      return InvalidArgumentError(std::string("static policy options ") +
+                                  name_a + " and " + name_b +
+                                  " can not be used at the same time");
     }
   }
   return out;
@@ -95,19 +109,40 @@ StatusOr<CpuManager::Options> CpuManager::ParseOptions(
 StatusOr<std::unique_ptr<CpuManager>> CpuManager::Create(
     const std::string& policy, const Topology& topology, const CpuSet& reserved,
     const Store* store, const std::map<std::string, std::string>& options) {
+  CpuManagerConfig config;
+  config.policy = policy;
+  config.reserved = reserved;
+  config.options = options;
+  return Create(config, topology, store);
+}
+
+StatusOr<std::unique_ptr<CpuManager>> CpuManager::Create(
+    const CpuManagerConfig& config, const Topology& topology,
+    const Store* store) {
+  const std::string& policy = config.policy;
+  const CpuSet& reserved = config.reserved;
   if (policy != kCpuPolicyNone && policy != kCpuPolicyStatic) {
     return InvalidArgumentError("unknown policy: \"" + policy + "\"");
   }
-  auto parsed = ParseOptions(policy, options);
+  auto parsed = ParseOptions(config);
   if (!parsed.ok()) return parsed.status();
   // The kubelet's CPUTopology (cpumanager/topology.Discover): a core is
   // named by its lowest thread, the socket is the package, a CPU outside
-  // every NUMA node is on node 0 as cadvisor puts it.
+  // every NUMA node is on node 0 as cadvisor puts it. The uncore cache is
+  // the L3 cache where it serves part of the NUMA node's threads (its
+  // cores times the core's threads, as cadvisor counts), else the socket.
   std::map<int, CpuPlace> cpus;
   auto view = std::make_unique<CpuTopologyView>();
-  std::set<int> cores, sockets, nodes_with_cpus;
+  std::set<int> cores, sockets, nodes_with_cpus, uncores;
+  std::map<int, std::set<int>> node_cores;  // NUMA node -> cores (siblings)
   for (const CpuInfo& cpu : topology.cpus()) {
-    cpus[cpu.id] = CpuPlace{cpu.numa_node.value_or(-1)};
+    const std::vector<int> siblings = cpu.thread_siblings.Ids();
+    node_cores[cpu.numa_node.value_or(0)].insert(
+        siblings.empty() ? cpu.id : siblings.front());
+  }
+  for (const CpuInfo& cpu : topology.cpus()) {
+    cpus[cpu.id] =
+        CpuPlace{cpu.numa_node.value_or(-1), std::max(cpu.package_id, 0)};
     CpuDetail detail;
     const std::vector<int> siblings = cpu.thread_siblings.Ids();
     detail.core = siblings.empty()
@@ -116,15 +151,37 @@ StatusOr<std::unique_ptr<CpuManager>> CpuManager::Create(
                                                            siblings.end()));
     detail.socket = std::max(cpu.package_id, 0);
     detail.numa_node = std::max(cpu.numa_node.value_or(0), 0);
+    const int node_threads =
+        static_cast<int>(node_cores[cpu.numa_node.value_or(0)].size()) *
+        std::max(cpu.thread_siblings.Count(), 1);
+    detail.uncore =
+        cpu.l3_cache_id >= 0 && cpu.l3_shared.Count() != node_threads
+            ? cpu.l3_cache_id
+            : detail.socket;
     view->cpus[cpu.id] = detail;
     cores.insert(detail.core);
     sockets.insert(detail.socket);
     nodes_with_cpus.insert(detail.numa_node);
+    uncores.insert(detail.uncore);
   }
   view->num_cpus = static_cast<int>(view->cpus.size());
   view->num_cores = static_cast<int>(cores.size());
   view->num_sockets = static_cast<int>(sockets.size());
   view->num_numa_nodes = static_cast<int>(nodes_with_cpus.size());
+  view->num_uncore_caches = static_cast<int>(uncores.size());
+  // ValidateStaticPolicyOptions.
+  if (parsed->align_by_socket) {
+    if (config.topology_policy == "single-numa-node") {
+      return InvalidArgumentError(
+          "Topolgy manager single-numa-node policy is incompatible with "
+          "CPUManager align-by-socket policy option");
+    }
+    if (view->num_sockets > view->num_numa_nodes) {
+      return InvalidArgumentError(
+          "Align by socket is not compatible with hardware where number of "
+          "sockets are more than number of NUMA");
+    }
+  }
   for (int id : reserved.Ids()) {
     if (!cpus.count(id)) {
       return InvalidArgumentError("reserved CPU " + std::to_string(id) +
@@ -251,7 +308,66 @@ HintList CpuManager::Generate(const CpuSet& available, const CpuSet& reusable,
     hint_request.available_items.push_back(mask_of(id));
   for (int id : reusable.Ids())
     hint_request.reusable_items.push_back(mask_of(id));
-  return GenerateHintList(hint_request, HintForm::kAuto);
+  if (!options_.align_by_socket ||
+      static_cast<int>(cpu_nodes_.size()) > kCompactHintsAboveNodes) {
+    return GenerateHintList(hint_request, HintForm::kAuto);
+  }
+  // align-by-socket: a hint is also preferred when its nodes span as few
+  // sockets as the smallest fitting set of nodes needs (the kubelet's
+  // generateCPUTopologyHints). The smallest number of nodes whose CPUs
+  // hold the request: the largest nodes first.
+  std::vector<int> sizes;
+  for (int node : cpu_nodes_) {
+    int n = 0;
+    for (const auto& [id, place] : cpus_) n += place.numa_node == node;
+    sizes.push_back(n);
+  }
+  std::sort(sizes.rbegin(), sizes.rend());
+  int min_affinity = static_cast<int>(cpu_nodes_.size());
+  int sum = 0;
+  for (size_t k = 0; k < sizes.size(); ++k) {
+    sum += sizes[k];
+    if (sum >= hint_request.request) {
+      min_affinity = static_cast<int>(k) + 1;
+      break;
+    }
+  }
+  std::vector<TopologyHint> hints = GenerateNumaHints(hint_request);
+  for (TopologyHint& hint : hints) {
+    if (hint.affinity && SocketAligned(*hint.affinity, min_affinity)) {
+      hint.preferred = true;
+    }
+  }
+  return hints;
+}
+
+bool CpuManager::SocketAligned(const NumaMask& mask, int min_affinity) const {
+  const int per_socket =
+      view_->num_sockets == 0 ? 0 : view_->num_numa_nodes / view_->num_sockets;
+  if (per_socket == 0) return false;
+  const int min_sockets = (min_affinity + per_socket - 1) / per_socket;
+  std::set<int> sockets;
+  for (const auto& [id, detail] : view_->cpus) {
+    if (mask.IsSet(detail.numa_node)) sockets.insert(detail.socket);
+  }
+  return static_cast<int>(sockets.size()) == min_sockets;
+}
+
+CpuSet CpuManager::Aligned(const NumaMask& affinity, const CpuSet& from) const {
+  std::set<int> sockets;
+  if (options_.align_by_socket) {
+    for (const auto& [id, detail] : view_->cpus) {
+      if (affinity.IsSet(detail.numa_node)) sockets.insert(detail.socket);
+    }
+  }
+  CpuSet aligned;
+  for (int id : from.Ids()) {
+    const bool in = options_.align_by_socket
+                        ? sockets.count(view_->cpus.at(id).socket) > 0
+                        : affinity.IsSet(cpus_.at(id).numa_node);
+    if (in) aligned.Add(id);
+  }
+  return aligned;
 }
 
 ProviderHints CpuManager::HintsFor(const Pod& pod,
@@ -285,7 +401,18 @@ ProviderHints CpuManager::GetPodTopologyHints(const Pod& pod) {
 
 StatusOr<CpuSet> CpuManager::TakeByTopology(const CpuSet& from,
                                             int count) const {
-  return TakeByTopologyNumaPacked(*view_, from, count, CpuSorting::kPacked);
+  // The kubelet's takeByTopology.
+  const CpuSorting sorting = options_.distribute_across_cores
+                                 ? CpuSorting::kSpread
+                                 : CpuSorting::kPacked;
+  if (options_.distribute_across_numa) {
+    const int group = options_.full_pcpus_only ? view_->CpusPerCore() : 1;
+    return TakeByTopologyNumaDistributed(*view_, from, count, group, sorting,
+                                         options_.align_by_socket);
+  }
+  return TakeByTopologyNumaPacked(
+      *view_, from, count,
+      {.sorting = sorting, .prefer_uncore = options_.prefer_uncore});
 }
 
 Status CpuManager::Allocate(const Pod& pod, const Container& container) {
@@ -317,10 +444,7 @@ Status CpuManager::Allocate(const Pod& pod, const Container& container) {
   CpuSet result;
   const TopologyHint hint = store_->GetAffinity(pod.uid, container.name);
   if (hint.affinity.has_value()) {
-    CpuSet aligned;
-    for (int id : allocatable.Ids()) {
-      if (hint.affinity->IsSet(cpus_.at(id).numa_node)) aligned.Add(id);
-    }
+    const CpuSet aligned = Aligned(*hint.affinity, allocatable);
     auto taken = TakeByTopology(aligned, std::min(requested, aligned.Count()));
     if (!taken.ok()) return taken.status();
     result = *taken;

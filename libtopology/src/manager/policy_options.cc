@@ -5,20 +5,18 @@
 #include <string>
 
 namespace topology::manager {
-namespace {
 
-// Go's strconv.ParseBool.
-std::optional<bool> ParseGoBool(const std::string& text) {
-  if (text == "1" || text == "t" || text == "T" || text == "TRUE" ||
-      text == "true" || text == "True") {
-    return true;
+std::optional<bool> ParseGoBool(std::string_view text) {
+  for (std::string_view yes : {"1", "t", "T", "TRUE", "true", "True"}) {
+    if (text == yes) return true;
   }
-  if (text == "0" || text == "f" || text == "F" || text == "FALSE" ||
-      text == "false" || text == "False") {
-    return false;
+  for (std::string_view no : {"0", "f", "F", "FALSE", "false", "False"}) {
+    if (text == no) return false;
   }
   return std::nullopt;
 }
+
+namespace {
 
 // Go's strconv.Atoi (optional sign, decimal, fits in int).
 std::optional<int> ParseGoInt(const std::string& text) {

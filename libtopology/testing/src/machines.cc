@@ -216,8 +216,11 @@ void WriteAcceleratorMachine(const std::filesystem::path& root) {
 void WriteSubNumaClusterMachine(const std::filesystem::path& root) {
   SysfsTreeBuilder b(root);
   // 2 sockets x 8 cores, no SMT: node = 2*socket + (core / 4).
+  // One L3 cache a socket, over both its nodes (the kubelet's uncore
+  // cache then spans them).
   for (int cpu = 0; cpu < 32; ++cpu) {
     b.AddCpu(cpu, cpu / 16, cpu % 16, std::to_string(cpu));
+    b.AddL3Cache(cpu, cpu / 16, cpu < 16 ? "0-15" : "16-31");
   }
   for (int node = 0; node < 4; ++node) {
     const int first = node * 8;
@@ -233,6 +236,26 @@ void WriteSubNumaClusterMachine(const std::filesystem::path& root) {
                   std::to_string(first) + "-" + std::to_string(first + 7),
                   {Gpu(20 + 2 * node), Nic(21 + 2 * node)});
   }
+  b.Finish();
+}
+
+void WriteSplitL3Machine(const std::filesystem::path& root) {
+  SysfsTreeBuilder b(root);
+  // 1 socket, 1 node, 16 cores x 2 threads (CPU c and c+16); an L3 cache
+  // per 4 cores (CPUs 4k-4k+3 and their siblings), ids 0-3.
+  for (int cpu = 0; cpu < 32; ++cpu) {
+    const int core = cpu % 16;
+    b.AddCpu(cpu, 0, core,
+             std::to_string(core) + "," + std::to_string(core + 16));
+    const int first = core / 4 * 4;
+    b.AddL3Cache(cpu, core / 4,
+                 std::to_string(first) + "-" + std::to_string(first + 3) + "," +
+                     std::to_string(first + 16) + "-" +
+                     std::to_string(first + 19));
+  }
+  b.AddNode(0, "0-31", 256 * kGiB);
+  b.SetDistances({{10}});
+  AddSwitchTree(b, 0x41, 0, "0-31", {Gpu(20), Nic(21)});
   b.Finish();
 }
 
@@ -364,6 +387,9 @@ std::vector<MachineInfo> Machines() {
        "2 sockets, 8 processing accelerators (class 1200, /dev/accel) and 2 "
        "SR-IOV NICs with 4 VFs each behind 2 PCIe switches"},
       {"snc", "sub-NUMA clustering: 2 sockets x 2 nodes, a GPU and a NIC each"},
+      {"split-l3",
+       "1 socket x 16 cores x 2 threads, an L3 cache per 4 cores (uncore "
+       "caches), a GPU and a NIC"},
       {"vm", "a VM with 2 NUMA nodes whose devices report numa_node -1"},
       {"cpuless-node", "2 sockets and a CPU-less CXL memory node"},
       {"sparse-nodes", "online NUMA nodes 0, 2 and 5 only, a GPU on each"},
@@ -390,6 +416,8 @@ bool WriteMachine(const std::string& name, const std::filesystem::path& root) {
     WriteAcceleratorMachine(root);
   } else if (name == "snc") {
     WriteSubNumaClusterMachine(root);
+  } else if (name == "split-l3") {
+    WriteSplitL3Machine(root);
   } else if (name == "vm") {
     WriteVmMachine(root);
   } else if (name == "cpuless-node") {

@@ -128,6 +128,21 @@ void SysfsTreeBuilder::AddCpu(int id, int package, int core,
   WriteFile(dir + "/topology/core_cpus", CpulistToMask(siblings) + "\n");
 }
 
+void SysfsTreeBuilder::AddL3Cache(int cpu, int id, const std::string& shared) {
+  const std::string dir =
+      "devices/system/cpu/cpu" + std::to_string(cpu) + "/cache/index3";
+  WriteFile(dir + "/level", "3\n");
+  WriteFile(dir + "/id", std::to_string(id) + "\n");
+  WriteFile(dir + "/type", "Unified\n");
+  WriteFile(dir + "/size", "32768K\n");
+  WriteFile(dir + "/coherency_line_size", "64\n");
+  WriteFile(dir + "/ways_of_associativity", "16\n");
+  WriteFile(dir + "/physical_line_partition", "1\n");
+  WriteFile(dir + "/number_of_sets", "32768\n");
+  WriteFile(dir + "/shared_cpu_list", shared + "\n");
+  WriteFile(dir + "/shared_cpu_map", CpulistToMask(shared) + "\n");
+}
+
 fs::path SysfsTreeBuilder::DeviceDir(const std::string& host_bridge,
                                      const std::vector<std::string>& path,
                                      size_t upto) const {

@@ -190,6 +190,7 @@ json CpuJson(const CpuInfo& cpu) {
   c["core"] = cpu.core_id;
   c["numa_node"] = cpu.numa_node ? json(*cpu.numa_node) : json(nullptr);
   c["thread_siblings"] = cpu.thread_siblings.ToList();
+  c["l3_cache"] = cpu.l3_cache_id >= 0 ? json(cpu.l3_cache_id) : json(nullptr);
   return c;
 }
 
@@ -532,6 +533,21 @@ std::string RenderText(const Topology& topology, const DeviceFilter& filter) {
   }
   out << "\nCPUs: " << topology.cpus().size() << " in " << packages.size()
       << " package(s), " << cores.size() << " core(s)\n";
+  // L3 caches: the kubelet's uncore caches where one serves part of a
+  // NUMA node (prefer-align-cpus-by-uncorecache).
+  std::map<int, CpuSet> l3;
+  for (const CpuInfo& cpu : topology.cpus()) {
+    if (cpu.l3_cache_id >= 0) l3[cpu.l3_cache_id] = cpu.l3_shared;
+  }
+  if (!l3.empty()) {
+    out << "L3 caches: " << l3.size() << " (";
+    const char* separator = "";
+    for (const auto& [id, cpus] : l3) {
+      out << separator << id << ": CPUs " << cpus.ToList();
+      separator = "; ";
+    }
+    out << ")\n";
+  }
 
   const std::vector<const PciDevice*> selected = Selected(topology, filter);
   out << "\nPCI devices (" << selected.size() << " of "

@@ -246,7 +246,17 @@ func cloneState(logger klog.Logger, s state.State) state.State {
 	return c
 }
 
+// The gates cases set, at their defaults: a case starts from them, not
+// from the gates of the case before it.
+var caseGates = map[string]bool{
+	"CPUManagerPolicyAlphaOptions": false,
+	"CPUManagerPolicyBetaOptions":  true,
+}
+
 func (o *oracle) start(r *request) error {
+	if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(caseGates); err != nil {
+		return err
+	}
 	for name, on := range r.Kubelet.FeatureGates {
 		if err := utilfeature.DefaultMutableFeatureGate.SetFromMap(map[string]bool{name: on}); err != nil {
 			return err

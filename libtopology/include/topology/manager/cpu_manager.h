@@ -36,19 +36,42 @@ inline constexpr char kCpuPolicyStatic[] = "static";
 // The kubelet's admission reason for a full-pcpus-only refusal.
 inline constexpr char kSmtAlignmentError[] = "SMTAlignmentError";
 
+// What the CPU manager is made from beyond the machine: the kubelet's
+// --cpu-manager-policy, --reserved-cpus, --cpu-manager-policy-options,
+// the feature gates its options need and the Topology Manager's policy
+// (align-by-socket refuses single-numa-node).
+struct CpuManagerConfig {
+  std::string policy = "none";
+  CpuSet reserved = {};
+  std::map<std::string, std::string> options = {};
+  // CPUManagerPolicyAlphaOptions (off by default) and
+  // CPUManagerPolicyBetaOptions (on by default).
+  bool alpha_options = false;
+  bool beta_options = true;
+  std::string topology_policy = "none";
+};
+
 class TOPOLOGY_EXPORT CpuManager final : public HintProvider {
  public:
   // Fails with INVALID_ARGUMENT for an unknown policy, reserved CPUs that
   // are not CPUs of `topology`, or (static) no reserved CPUs, as the kubelet
   // requires a non-empty reservation for the static policy.
   //
-  // `options` are the kubelet's cpuManagerPolicyOptions, checked as
-  // NewStaticPolicyOptions checks them (an unknown name, an alpha option
-  // without its gate, which is off by default, a value that is not a Go
-  // boolean; the none policy takes none). Implemented: full-pcpus-only
-  // (a container's CPUs are whole cores, else the kubelet's
-  // SMTAlignmentError) and strict-cpu-reservation (the reserved CPUs leave
-  // the shared pool). The other options of v1.37 fail with UNIMPLEMENTED.
+  // The options are the kubelet's cpuManagerPolicyOptions, checked as
+  // NewStaticPolicyOptions and ValidateStaticPolicyOptions check them, with
+  // the kubelet's words: an unknown name, an alpha or beta option without
+  // its gate, a value that is not a Go boolean, options that exclude each
+  // other, align-by-socket beside single-numa-node or on a machine with
+  // more sockets than NUMA nodes; the none policy takes none. Every option
+  // of v1.37: full-pcpus-only (whole cores, else SMTAlignmentError),
+  // strict-cpu-reservation (the reserved CPUs leave the shared pool),
+  // distribute-cpus-across-numa, align-by-socket,
+  // distribute-cpus-across-cores and prefer-align-cpus-by-uncorecache.
+  static StatusOr<std::unique_ptr<CpuManager>> Create(
+      const CpuManagerConfig& config, const Topology& topology,
+      const Store* store);
+  // The same, with the gates at their defaults and no Topology Manager
+  // policy.
   static StatusOr<std::unique_ptr<CpuManager>> Create(
       const std::string& policy, const Topology& topology,
       const CpuSet& reserved, const Store* store,
@@ -87,15 +110,18 @@ class TOPOLOGY_EXPORT CpuManager final : public HintProvider {
  private:
   struct CpuPlace {
     int numa_node = -1;
+    int socket = 0;
   };
   // The static policy's options (the kubelet's StaticPolicyOptions).
   struct Options {
     bool full_pcpus_only = false;
     bool strict_cpu_reservation = false;
+    bool distribute_across_numa = false;
+    bool align_by_socket = false;
+    bool distribute_across_cores = false;
+    bool prefer_uncore = false;
   };
-  static StatusOr<Options> ParseOptions(
-      const std::string& policy,
-      const std::map<std::string, std::string>& options);
+  static StatusOr<Options> ParseOptions(const CpuManagerConfig& config);
   CpuManager(bool is_static, Options options, std::vector<int> cpu_nodes,
              std::map<int, CpuPlace> cpus,
              std::unique_ptr<const CpuTopologyView> view, CpuSet reserved,
@@ -107,6 +133,11 @@ class TOPOLOGY_EXPORT CpuManager final : public HintProvider {
   CpuSet Allocatable() const TOPOLOGY_REQUIRES(mutex_);
   HintList Generate(const CpuSet& available, const CpuSet& reusable,
                     int64_t request) const;
+  // align-by-socket: the kubelet's isHintSocketAligned.
+  bool SocketAligned(const NumaMask& mask, int min_affinity) const;
+  // The CPUs of `from` aligned with `affinity`: on its NUMA nodes, or with
+  // align-by-socket on their sockets (the kubelet's getAlignedCPUs).
+  CpuSet Aligned(const NumaMask& affinity, const CpuSet& from) const;
   ProviderHints HintsFor(const Pod& pod, const std::string& container_key,
                          int64_t requested) const TOPOLOGY_REQUIRES(mutex_);
   // Takes `count` CPUs of `from` in the kubelet's order.

@@ -6,7 +6,9 @@
 #define TOPOLOGY_MANAGER_POLICY_OPTIONS_H_
 
 #include <map>
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "topology/export.h"
 #include "topology/status.h"
@@ -16,6 +18,10 @@ namespace topology::manager {
 inline constexpr char kPreferClosestNumaNodes[] = "prefer-closest-numa-nodes";
 inline constexpr char kMaxAllowableNumaNodes[] = "max-allowable-numa-nodes";
 inline constexpr int kDefaultMaxAllowableNumaNodes = 8;
+
+// Go's strconv.ParseBool, as the kubelet reads every boolean option and
+// feature gate: 1 t T TRUE true True, 0 f F FALSE false False.
+TOPOLOGY_EXPORT std::optional<bool> ParseGoBool(std::string_view text);
 
 struct PolicyOptions {
   bool prefer_closest_numa = false;

@@ -37,9 +37,15 @@ void WriteDualSocketGpuMachine(const std::filesystem::path& root);
 void WriteAcceleratorMachine(const std::filesystem::path& root);
 
 // Sub-NUMA clustering: 2 sockets x 2 nodes (SLIT 10/11/21), CPUs 0-15 on
-// socket 0 (nodes 0,1) and 16-31 on socket 1 (nodes 2,3); one GPU and one NIC
-// per node.
+// socket 0 (nodes 0,1) and 16-31 on socket 1 (nodes 2,3), one L3 cache per
+// socket (ids 0, 1); one GPU and one NIC per node.
 void WriteSubNumaClusterMachine(const std::filesystem::path& root);
+
+// One socket and node, 16 cores x 2 threads (CPU c and c+16), an L3 cache
+// per 4 cores (ids 0-3: CPUs 0-3,16-19 share L3 0, ...), as AMD's core
+// complexes: the kubelet's uncore caches. One PCIe switch with a GPU
+// (bus 0x41) and a NIC.
+void WriteSplitL3Machine(const std::filesystem::path& root);
 
 // A VM with 2 virtual NUMA nodes whose devices all report numa_node -1 and
 // local_cpulist = every CPU (what the kernel prints then).

@@ -51,6 +51,9 @@ class SysfsTreeBuilder {
   void SetDistances(std::vector<std::vector<int>> rows);
   // Adds a CPU with its topology files.
   void AddCpu(int id, int package, int core, const std::string& siblings);
+  // CPU `cpu`'s level 3 cache (cache/index3): sysfs id `id`, shared by
+  // `shared` (a cpulist), 32 MiB unified.
+  void AddL3Cache(int cpu, int id, const std::string& shared);
   // Adds a PCI function (bridges on the path are written with class 0x0604,
   // vendor 0x10b5 and the function's numa_node/local_cpulist).
   void AddPciFunction(const PciFunctionSpec& spec);
