@@ -139,6 +139,32 @@ TEST_F(DeviceManagerTest, NoTopologyMeansNilHints) {
   EXPECT_FALSE(hints.at(kGpu).has_value());
 }
 
+// Kubelet v1.37 (topology_hints.go, generateDeviceTopologyHints): hints
+// combine only the NUMA nodes that host a device of the resource, and the
+// fewest of them that hold the request are preferred; nodes the machine
+// does not have are left out.
+TEST_F(DeviceManagerTest, HintsCombineOnlyTheNodesHostingDevices) {
+  devices_ = std::make_unique<DeviceManager>(std::vector<int>{0, 1, 2, 3},
+                                             manager_.get());
+  devices_->UpdateResource(kGpu,
+                           {{"g0", {1}, true},
+                            {"g1", {3}, true},
+                            {"g2", {}, true},
+                            {"g3", {7}, true}},
+                           nullptr);
+  const Pod pod = GpuPod("a", 2);
+  const ProviderHints hints =
+      devices_->GetTopologyHints(pod, pod.containers[0]);
+  ASSERT_TRUE(hints.at(kGpu).has_value());
+  std::vector<std::pair<std::vector<int>, bool>> got;
+  for (const TopologyHint& hint : *hints.at(kGpu)) {
+    got.push_back({hint.affinity->Ids(), hint.preferred});
+  }
+  // Over every node, {0,1,3}, {1,2,3} and {0,1,2,3} would be hints too.
+  EXPECT_THAT(got,
+              ::testing::ElementsAre(std::pair(std::vector<int>{1, 3}, true)));
+}
+
 TEST_F(DeviceManagerTest, NotEnoughDevicesIsAnEmptyList) {
   const Pod pod = GpuPod("a", 5);
   const ProviderHints hints =

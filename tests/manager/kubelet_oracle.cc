@@ -143,6 +143,11 @@ Pod PodOf(const json& spec) {
     if (qos != "besteffort" && c.value("hugepages2Mi", int64_t{0}) > 0) {
       out.limits["hugepages-2Mi"] = c.at("hugepages2Mi");
     }
+    // Device plugin resources: requests equal limits in every QoS class.
+    const json devices = c.value("devices", json::object());
+    for (const auto& [resource, count] : devices.items()) {
+      out.limits[resource] = count.get<int64_t>();
+    }
     return out;
   };
   for (const json& c : spec.value("init", json::array())) {
@@ -195,7 +200,25 @@ std::optional<std::string> OurNode::Start(const json& machine,
       MemoryManager::Create(memory, topology_->numa_nodes(), tm_.get());
   if (!memory_manager.ok()) return memory_manager.status().message();
   memory_ = std::move(*memory_manager);
-  // The kubelet's order of providers: the CPU manager, then memory.
+  // The devices as the oracle's plugins offer them: each resource's list,
+  // GetPreferredAllocation preferring the devices it must include, then
+  // the lowest ids (tests/manager/oracle/main.go, devicePlugin).
+  std::map<std::string, std::vector<Device>> resources;
+  for (const json& d : machine.value("devices", json::array())) {
+    resources[d.at("resource").get<std::string>()].push_back(
+        Device{.id = d.at("id").get<std::string>(),
+               .numa_nodes = d.value("nodes", std::vector<int>{}),
+               .healthy = true});
+  }
+  if (!resources.empty()) {
+    devices_ = std::make_unique<DeviceManager>(numa->node_ids(), tm_.get());
+    for (auto& [resource, list] : resources) {
+      devices_->UpdateResource(resource, std::move(list),
+                               std::make_shared<LowestIdsPlugin>());
+    }
+    tm_->AddHintProvider(devices_.get());
+  }
+  // The kubelet's order of providers: devices, CPUs, then memory.
   tm_->AddHintProvider(cpu_.get());
   tm_->AddHintProvider(memory_.get());
   return std::nullopt;
@@ -203,12 +226,39 @@ std::optional<std::string> OurNode::Start(const json& machine,
 
 bool OurNode::AdmitPod(const Pod& pod) { return tm_->Admit(pod).admit; }
 
+StatusOr<std::vector<std::string>> LowestIdsPlugin::GetPreferredAllocation(
+    const std::vector<std::string>& available,
+    const std::vector<std::string>& must_include, int size) {
+  std::vector<std::string> chosen = must_include;
+  std::vector<std::string> rest;
+  for (const std::string& id : available) {
+    if (std::find(must_include.begin(), must_include.end(), id) ==
+        must_include.end()) {
+      rest.push_back(id);
+    }
+  }
+  std::sort(rest.begin(), rest.end());
+  for (const std::string& id : rest) {
+    if (static_cast<int>(chosen.size()) >= size) break;
+    chosen.push_back(id);
+  }
+  return chosen;
+}
+
 json OurNode::Admit(const json& spec) {
   const Pod pod = PodOf(spec);
   const AdmitResult result = tm_->Admit(pod);
   json out = {{"admit", result.admit},     {"reason", result.reason},
               {"message", result.message}, {"cpus", json::object()},
               {"memory", json::object()},  {"affinity", json::object()}};
+  out["devices"] = json::object();
+  if (result.admit && devices_ != nullptr) {
+    for (const DeviceManager::Allocation& a : devices_->Allocations()) {
+      if (a.pod_uid == pod.uid && !a.device_ids.empty()) {
+        out["devices"][a.container][a.resource] = a.device_ids;
+      }
+    }
+  }
   if (result.admit) {
     for (const std::string& name : ContainerNames(pod)) {
       const CpuSet cpus = cpu_->ContainerCpus(pod.uid, name);
@@ -245,6 +295,7 @@ void OurNode::Release(const std::string& uid) {
   tm_->RemovePod(uid);
   cpu_->RemovePod(uid);
   memory_->RemovePod(uid);
+  if (devices_ != nullptr) devices_->RemovePod(uid);
 }
 
 }  // namespace topology::manager::oracle

@@ -4,7 +4,8 @@
 // benchmarks that measure ours against the kubelet's code in one run.
 //
 // A case is JSON: "machine" (NUMA nodes with distances, memory and huge
-// pages; CPUs with socket, core and node), "kubelet" (the policies,
+// pages; CPUs with socket, core, node and uncore cache; devices with their
+// resource and NUMA nodes), "kubelet" (the policies,
 // options and reservations, under the KubeletConfiguration's field names)
 // and "steps" (admit a pod, release a pod). oracle/main.go documents the
 // protocol.
@@ -22,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "topology/manager/cpu_manager.h"
+#include "topology/manager/device_manager.h"
 #include "topology/manager/memory_manager.h"
 #include "topology/manager/pod.h"
 #include "topology/manager/topology_manager.h"
@@ -58,6 +60,20 @@ Topology MachineOf(const nlohmann::json& machine);
 // The case's pod as the managers read it.
 Pod PodOf(const nlohmann::json& spec);
 
+// A device plugin that prefers the devices it must include, then the
+// lowest ids; its Allocate answers nothing (the oracle's plugins do the
+// same).
+class LowestIdsPlugin final : public DevicePluginEndpoint {
+ public:
+  bool PreferredAllocationAvailable() const override { return true; }
+  StatusOr<std::vector<std::string>> GetPreferredAllocation(
+      const std::vector<std::string>& available,
+      const std::vector<std::string>& must_include, int size) override;
+  StatusOr<std::string> Allocate(const std::vector<std::string>&) override {
+    return std::string();
+  }
+};
+
 // Our managers on the case's machine and configuration, answering as the
 // oracle answers.
 class OurNode {
@@ -78,6 +94,9 @@ class OurNode {
   std::unique_ptr<TopologyManager> tm_;
   std::unique_ptr<CpuManager> cpu_;
   std::unique_ptr<MemoryManager> memory_;
+  // Null when the machine has no devices (the kubelet then has no device
+  // plugin resources and gives no device hints).
+  std::unique_ptr<DeviceManager> devices_;
 };
 
 }  // namespace topology::manager::oracle

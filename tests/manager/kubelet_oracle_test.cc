@@ -141,6 +141,28 @@ json GenerateMachine(std::mt19937_64& rng, Focus focus) {
                                  {"uncore", uncore}});
     }
   }
+  // Device plugin resources on one machine in three: GPUs and NICs on the
+  // CPU nodes, one in eight on two nodes, one in eight without topology.
+  if (!distributed && pick(0, 2) == 0) {
+    machine["devices"] = json::array();
+    for (const char* resource : {"example.com/gpu", "example.com/nic"}) {
+      const int count = pick(0, 8);
+      for (int i = 0; i < count; ++i) {
+        std::vector<int> on;
+        const int roll = pick(0, 7);
+        if (roll != 0) on.push_back(pick(0, cpu_nodes - 1));
+        if (roll == 1 && cpu_nodes > 1) {
+          const int other = pick(0, cpu_nodes - 1);
+          if (other != on.front()) on.push_back(other);
+          std::sort(on.begin(), on.end());
+        }
+        machine["devices"].push_back(
+            {{"resource", resource},
+             {"id", std::string(resource).substr(12) + "-" + std::to_string(i)},
+             {"nodes", on}});
+      }
+    }
+  }
   return machine;
 }
 
@@ -242,7 +264,8 @@ json GenerateKubelet(std::mt19937_64& rng, const json& machine, Focus focus) {
 // kubelet's resource fit refuses it before the managers otherwise (and the
 // Memory Manager would meet a type its machine state lacks).
 json GeneratePod(std::mt19937_64& rng, const std::string& uid, int cpus,
-                 bool hugepages, Focus focus) {
+                 bool hugepages, const std::vector<std::string>& resources,
+                 Focus focus) {
   const auto pick = [&](int lo, int hi) {
     return std::uniform_int_distribution<int>(lo, hi)(rng);
   };
@@ -262,6 +285,9 @@ json GeneratePod(std::mt19937_64& rng, const std::string& uid, int cpus,
       c["hugepages2Mi"] = int64_t(pick(1, 256)) * (2 << 20);
     }
     if (restartable) c["restartable"] = true;
+    for (const std::string& resource : resources) {
+      if (pick(0, 2) == 0) c["devices"][resource] = pick(1, 2);
+    }
     return c;
   };
   json pod = {{"uid", uid},
@@ -293,6 +319,11 @@ json GenerateCase(uint64_t seed, Focus focus = Focus::kAny) {
   c["kubelet"] = GenerateKubelet(rng, c["machine"], focus);
   const int cpus = static_cast<int>(c["machine"]["cpus"].size());
   const bool hugepages = c["machine"]["nodes"][0].contains("hugepages");
+  std::set<std::string> offered;
+  for (const json& d : c["machine"].value("devices", json::array())) {
+    offered.insert(d.at("resource").get<std::string>());
+  }
+  const std::vector<std::string> resources(offered.begin(), offered.end());
   std::vector<std::string> live;
   int next = 0;
   const int steps = pick(4, 14);
@@ -303,8 +334,8 @@ json GenerateCase(uint64_t seed, Focus focus = Focus::kAny) {
       live.erase(live.begin() + i);
     } else {
       const std::string uid = "pod-" + std::to_string(next++);
-      c["steps"].push_back(
-          {{"admit", GeneratePod(rng, uid, cpus, hugepages, focus)}});
+      c["steps"].push_back({{"admit", GeneratePod(rng, uid, cpus, hugepages,
+                                                  resources, focus)}});
       live.push_back(uid);
     }
   }
@@ -332,6 +363,7 @@ struct Coverage {
   int admissions = 0;
   int refusals = 0;
   int exclusive = 0;        // admissions that pinned CPUs
+  int devices = 0;          // admissions that were given devices
   int several_answers = 0;  // the kubelet could answer more than one way
 };
 
@@ -392,6 +424,7 @@ std::string RunCase(Oracle& oracle, const json& c, Coverage& coverage,
     ++coverage.admissions;
     if (!mine.at("admit").get<bool>()) ++coverage.refusals;
     if (!mine.at("cpus").empty()) ++coverage.exclusive;
+    if (!mine.at("devices").empty()) ++coverage.devices;
     if (outcomes.size() > 1) ++coverage.several_answers;
     if (match < 0) {
       std::string out =
@@ -439,9 +472,9 @@ class KubeletOracleTest : public ::testing::Test {
   void TearDown() override {
     std::printf(
         "%d cases, %d admissions compared: %d refused, %d with exclusive "
-        "CPUs, %d where the kubelet had several answers\n",
+        "CPUs, %d with devices, %d where the kubelet had several answers\n",
         coverage_.cases, coverage_.admissions, coverage_.refusals,
-        coverage_.exclusive, coverage_.several_answers);
+        coverage_.exclusive, coverage_.devices, coverage_.several_answers);
   }
 
   std::unique_ptr<Oracle> oracle_;
@@ -514,6 +547,7 @@ TEST_F(KubeletOracleTest, GeneratedCasesAgree) {
   // Not a vacuous run: most admissions pin CPUs, some are refused, and the
   // kubelet's several answers are met.
   EXPECT_GT(coverage_.exclusive, coverage_.admissions / 5);
+  EXPECT_GT(coverage_.devices, coverage_.admissions / 20);
   EXPECT_GT(coverage_.refusals, 0);
 }
 

@@ -64,6 +64,17 @@ void DeviceManager::UpdateResource(
   }
   r.has_topology =
       std::find(r.located.begin(), r.located.end(), 1) != r.located.end();
+  // The nodes hints are made over (kubelet v1.37's deviceNUMANodes): those
+  // of the machine that host a device of the resource, every node when
+  // none does.
+  r.node_ids.clear();
+  for (int id : numa_node_ids_) {
+    if (std::any_of(r.masks.begin(), r.masks.end(),
+                    [&](const NumaMask& mask) { return mask.IsSet(id); })) {
+      r.node_ids.push_back(id);
+    }
+  }
+  if (r.node_ids.empty()) r.node_ids = numa_node_ids_;
   r.any_healthy =
       std::find(r.healthy.begin(), r.healthy.end(), 1) != r.healthy.end();
   // What the allocations hold, counted again for the new list.
@@ -168,7 +179,7 @@ HintList DeviceManager::Generate(const Resource& r, const IndexList& available,
                                  const DeviceSet& reusable,
                                  int64_t request) const {
   HintRequest hint_request;
-  hint_request.node_ids = numa_node_ids_;
+  hint_request.node_ids = r.node_ids;
   hint_request.request = Saturate(request);
   hint_request.all_items = r.masks;
   hint_request.available_items.reserve(available.size());

@@ -44,16 +44,19 @@ import (
 	"time"
 
 	"github.com/go-logr/logr"
+	"google.golang.org/grpc"
 	cadvisorapi "github.com/google/cadvisor/lib/model"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
 	utilfeature "k8s.io/apiserver/pkg/util/feature"
 	"k8s.io/klog/v2"
+	pluginapi "k8s.io/kubelet/pkg/apis/deviceplugin/v1beta1"
 	kubeletconfig "k8s.io/kubernetes/pkg/kubelet/apis/config"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/state"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/topology"
+	"libtopology.dev/kubelet-oracle/devicemanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/memorymanager"
 	memstate "k8s.io/kubernetes/pkg/kubelet/cm/memorymanager/state"
 	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
@@ -82,9 +85,18 @@ type machineNode struct {
 	HugePages []machineHugePages `json:"hugepages"`
 }
 
+// A device a device plugin offers: its resource, id and NUMA nodes (none:
+// no topology).
+type machineDevice struct {
+	Resource string `json:"resource"`
+	ID       string `json:"id"`
+	Nodes    []int  `json:"nodes"`
+}
+
 type machine struct {
-	Nodes []machineNode `json:"nodes"`
-	CPUs  []machineCPU  `json:"cpus"`
+	Nodes   []machineNode   `json:"nodes"`
+	CPUs    []machineCPU    `json:"cpus"`
+	Devices []machineDevice `json:"devices"`
 }
 
 type kubeletConfig struct {
@@ -111,6 +123,8 @@ type container struct {
 	Memory      int64  `json:"memory"`       // bytes; 64 MiB when not given
 	HugePages2M int64  `json:"hugepages2Mi"` // bytes
 	Restartable bool   `json:"restartable"`
+	// Device plugin resource -> count.
+	Devices map[string]int64 `json:"devices"`
 }
 
 type pod struct {
@@ -151,6 +165,8 @@ type outcome struct {
 	Memory   map[string][]memoryBlock `json:"memory"`
 	Affinity map[string]hint          `json:"affinity"`
 	Shared   string                   `json:"shared"`
+	// Container -> resource -> device ids, sorted.
+	Devices map[string]map[string][]string `json:"devices"`
 }
 
 type answer struct {
@@ -171,6 +187,13 @@ type oracle struct {
 	// The Static Memory Manager's state; nil under the None policy.
 	memory         memstate.State
 	reservedMemory map[int]map[v1.ResourceName]uint64
+	machineDevices []machineDevice
+	// The device manager's state (nil: the machine has no devices) and
+	// the directory its socket and checkpoint live in.
+	devices   *devicemanager.OracleState
+	deviceDir string
+	// The pods admitted and not released: the kubelet's active pods.
+	live map[string]*v1.Pod
 	// The outcomes of the last admit and the state each left.
 	pending []pendingOutcome
 }
@@ -179,6 +202,107 @@ type pendingOutcome struct {
 	outcome outcome
 	state   state.State
 	memory  memstate.State
+	devices *devicemanager.OracleState
+	pod     *v1.Pod
+}
+
+// devicePlugin is a device plugin as the device manager reaches it: no
+// gRPC, the same answers. It advertises GetPreferredAllocation and prefers
+// the devices it must include, then the lowest ids, so that the kubelet's
+// choice does not rest on Go's map order.
+type devicePlugin struct{ resource string }
+
+func (p devicePlugin) API() pluginapi.DevicePluginClient { return p }
+func (p devicePlugin) Resource() string                  { return p.resource }
+func (p devicePlugin) SocketPath() string                { return p.resource + ".sock" }
+
+func (p devicePlugin) GetDevicePluginOptions(context.Context, *pluginapi.Empty, ...grpc.CallOption) (*pluginapi.DevicePluginOptions, error) {
+	return &pluginapi.DevicePluginOptions{GetPreferredAllocationAvailable: true}, nil
+}
+
+func (p devicePlugin) ListAndWatch(context.Context, *pluginapi.Empty, ...grpc.CallOption) (pluginapi.DevicePlugin_ListAndWatchClient, error) {
+	return nil, fmt.Errorf("the oracle's devices are given, not watched")
+}
+
+func (p devicePlugin) GetPreferredAllocation(_ context.Context, r *pluginapi.PreferredAllocationRequest, _ ...grpc.CallOption) (*pluginapi.PreferredAllocationResponse, error) {
+	out := &pluginapi.PreferredAllocationResponse{}
+	for _, c := range r.ContainerRequests {
+		chosen := append([]string{}, c.MustIncludeDeviceIDs...)
+		must := map[string]bool{}
+		for _, id := range chosen {
+			must[id] = true
+		}
+		rest := []string{}
+		for _, id := range c.AvailableDeviceIDs {
+			if !must[id] {
+				rest = append(rest, id)
+			}
+		}
+		sort.Strings(rest)
+		for _, id := range rest {
+			if len(chosen) >= int(c.AllocationSize) {
+				break
+			}
+			chosen = append(chosen, id)
+		}
+		out.ContainerResponses = append(out.ContainerResponses, &pluginapi.ContainerPreferredAllocationResponse{DeviceIDs: chosen})
+	}
+	return out, nil
+}
+
+func (p devicePlugin) Allocate(_ context.Context, r *pluginapi.AllocateRequest, _ ...grpc.CallOption) (*pluginapi.AllocateResponse, error) {
+	out := &pluginapi.AllocateResponse{}
+	for range r.ContainerRequests {
+		out.ContainerResponses = append(out.ContainerResponses, &pluginapi.ContainerAllocateResponse{})
+	}
+	return out, nil
+}
+
+func (p devicePlugin) PreStartContainer(context.Context, *pluginapi.PreStartContainerRequest, ...grpc.CallOption) (*pluginapi.PreStartContainerResponse, error) {
+	return &pluginapi.PreStartContainerResponse{}, nil
+}
+
+// deviceManager is the kubelet's device manager over the committed state,
+// the case's plugins registered and their devices listed; `admitting` is
+// active with the pods admitted.
+func (o *oracle) deviceManager(store topologymanager.Store, admitting *v1.Pod) (*devicemanager.ManagerImpl, error) {
+	active := func() []*v1.Pod {
+		pods := []*v1.Pod{}
+		for _, p := range o.live {
+			pods = append(pods, p)
+		}
+		if admitting != nil {
+			pods = append(pods, admitting)
+		}
+		return pods
+	}
+	dm, err := devicemanager.NewOracleManager(o.logger, o.deviceDir, o.nodes, store, active, o.devices)
+	if err != nil {
+		return nil, err
+	}
+	ctx := klog.NewContext(context.Background(), o.logger)
+	byResource := map[string][]*pluginapi.Device{}
+	resources := []string{}
+	for _, d := range o.machineDevices {
+		if _, ok := byResource[d.Resource]; !ok {
+			resources = append(resources, d.Resource)
+		}
+		device := &pluginapi.Device{ID: d.ID, Health: pluginapi.Healthy}
+		if len(d.Nodes) > 0 {
+			device.Topology = &pluginapi.TopologyInfo{}
+			for _, n := range d.Nodes {
+				device.Topology.Nodes = append(device.Topology.Nodes, &pluginapi.NUMANode{ID: int64(n)})
+			}
+		}
+		byResource[d.Resource] = append(byResource[d.Resource], device)
+	}
+	for _, r := range resources {
+		if err := dm.PluginConnected(ctx, r, devicePlugin{resource: r}); err != nil {
+			return nil, err
+		}
+		dm.PluginListAndWatchReceiver(o.logger, r, &pluginapi.ListAndWatchResponse{Devices: byResource[r]})
+	}
+	return dm, nil
 }
 
 // memoryProvider is memorymanager's manager as a hint provider.
@@ -303,6 +427,15 @@ func (o *oracle) start(r *request) error {
 	}
 	o.nodes = info.Topology
 	o.topo = topo
+	o.machineDevices = r.Machine.Devices
+	o.live = map[string]*v1.Pod{}
+	if len(o.machineDevices) > 0 {
+		dir, err := os.MkdirTemp("", "kubelet-oracle-devices-")
+		if err != nil {
+			return err
+		}
+		o.deviceDir = dir
+	}
 	o.config = r.Kubelet
 	o.reserved = cpuset.New(r.Kubelet.ReservedCPUs...)
 	// The kubelet's checks of its configuration: the Topology Manager's
@@ -416,11 +549,26 @@ func (c container) spec(qos string) v1.Container {
 	case "burstable":
 		out.Resources.Requests = v1.ResourceList{v1.ResourceCPU: quantity(c.CPUMilli), v1.ResourceMemory: memory}
 	}
+	for name, count := range c.Devices {
+		// Extended resources: requests equal limits in every QoS class.
+		n := *resource.NewQuantity(count, resource.DecimalSI)
+		if out.Resources.Limits == nil {
+			out.Resources.Limits = v1.ResourceList{}
+		}
+		if out.Resources.Requests == nil {
+			out.Resources.Requests = v1.ResourceList{}
+		}
+		out.Resources.Limits[v1.ResourceName(name)] = n
+		out.Resources.Requests[v1.ResourceName(name)] = n
+	}
 	if c.HugePages2M > 0 && qos != "besteffort" {
 		// Huge pages: requests equal limits in every QoS class.
 		pages := *resource.NewQuantity(c.HugePages2M, resource.BinarySI)
 		if out.Resources.Limits == nil {
 			out.Resources.Limits = v1.ResourceList{}
+		}
+		if out.Resources.Requests == nil {
+			out.Resources.Requests = v1.ResourceList{}
 		}
 		out.Resources.Limits["hugepages-2Mi"] = pages
 		out.Resources.Requests["hugepages-2Mi"] = pages
@@ -451,33 +599,43 @@ func nodesOf(h topologymanager.TopologyHint) hint {
 	return out
 }
 
-func (o *oracle) admitOnce(p pod) (outcome, state.State, memstate.State, error) {
+func (o *oracle) admitOnce(p pod) (outcome, state.State, memstate.State, *devicemanager.OracleState, error) {
 	st := cloneState(o.logger, o.state)
 	mem := cloneMemory(o.logger, o.memory)
 	tm, err := o.topologyManager()
 	if err != nil {
-		return outcome{}, nil, nil, err
+		return outcome{}, nil, nil, nil, err
+	}
+	spec := p.spec()
+	// The kubelet's order of providers: the device manager, the CPU
+	// manager, the Memory Manager.
+	var dm *devicemanager.ManagerImpl
+	if len(o.machineDevices) > 0 {
+		if dm, err = o.deviceManager(tm, spec); err != nil {
+			return outcome{}, nil, nil, nil, err
+		}
+		tm.AddHintProvider(o.logger, dm)
 	}
 	var memPolicy memorymanager.Policy
 	if o.config.CPUPolicy == "static" {
 		policy, err := o.cpuPolicy(tm)
 		if err != nil {
-			return outcome{}, nil, nil, err
+			return outcome{}, nil, nil, nil, err
 		}
 		tm.AddHintProvider(o.logger, &cpuProvider{policy: policy, state: st})
 	}
 	if mem != nil {
 		memPolicy, err = o.memoryPolicy(tm)
 		if err != nil {
-			return outcome{}, nil, nil, err
+			return outcome{}, nil, nil, nil, err
 		}
 		tm.AddHintProvider(o.logger, &memoryProvider{policy: memPolicy, state: mem})
 	}
-	spec := p.spec()
 	ctx := klog.NewContext(context.Background(), o.logger)
 	result := tm.Admit(ctx, &lifecycle.PodAdmitAttributes{Pod: spec, Operation: lifecycle.AddOperation})
 	out := outcome{Admit: result.Admit, Reason: result.Reason, Message: result.Message,
-		CPUs: map[string]string{}, Memory: map[string][]memoryBlock{}, Affinity: map[string]hint{}}
+		CPUs: map[string]string{}, Memory: map[string][]memoryBlock{}, Affinity: map[string]hint{},
+		Devices: map[string]map[string][]string{}}
 	for _, c := range append(append([]container{}, p.InitContainers...), p.Containers...) {
 		if set, ok := st.GetCPUSet(p.UID, c.Name); ok && !set.IsEmpty() {
 			out.CPUs[c.Name] = set.String()
@@ -490,6 +648,21 @@ func (o *oracle) admitOnce(p pod) (outcome, state.State, memstate.State, error) 
 			}
 			sort.Slice(out.Memory[c.Name], func(i, j int) bool { return out.Memory[c.Name][i].Type < out.Memory[c.Name][j].Type })
 		}
+		if dm != nil {
+			for resource, devices := range dm.GetDevices(p.UID, c.Name) {
+				ids := []string{}
+				for id := range devices {
+					ids = append(ids, id)
+				}
+				sort.Strings(ids)
+				if len(ids) > 0 {
+					if out.Devices[c.Name] == nil {
+						out.Devices[c.Name] = map[string][]string{}
+					}
+					out.Devices[c.Name][resource] = ids
+				}
+			}
+		}
 		if o.config.TopologyPolicy != "none" {
 			if h := tm.GetAffinity(o.logger, p.UID, c.Name); h.NUMANodeAffinity != nil {
 				out.Affinity[c.Name] = nodesOf(h)
@@ -501,7 +674,7 @@ func (o *oracle) admitOnce(p pod) (outcome, state.State, memstate.State, error) 
 		// start; the reconcile loop removes what they were given).
 		policy, err := o.cpuPolicyOrNil(tm)
 		if err != nil {
-			return outcome{}, nil, nil, err
+			return outcome{}, nil, nil, nil, err
 		}
 		for _, c := range append(append([]container{}, p.InitContainers...), p.Containers...) {
 			if policy != nil {
@@ -514,9 +687,16 @@ func (o *oracle) admitOnce(p pod) (outcome, state.State, memstate.State, error) 
 		out.CPUs = map[string]string{}
 		out.Memory = map[string][]memoryBlock{}
 		out.Affinity = map[string]hint{}
+		// Its devices go back when the pod is found inactive, before the
+		// next hints.
+		out.Devices = map[string]map[string][]string{}
 	}
 	out.Shared = st.GetDefaultCPUSet().String()
-	return out, st, mem, nil
+	var devices *devicemanager.OracleState
+	if dm != nil {
+		devices = dm.OracleSave(o.logger)
+	}
+	return out, st, mem, devices, nil
 }
 
 func (o *oracle) cpuPolicyOrNil(tm topologymanager.Store) (cpumanager.Policy, error) {
@@ -540,7 +720,7 @@ func (o *oracle) admit(r *request) ([]outcome, error) {
 	o.pending = nil
 	var outcomes []outcome
 	for i := 0; i < samples; i++ {
-		out, st, mem, err := o.admitOnce(r.Pod)
+		out, st, mem, devices, err := o.admitOnce(r.Pod)
 		if err != nil {
 			return nil, err
 		}
@@ -552,7 +732,7 @@ func (o *oracle) admit(r *request) ([]outcome, error) {
 			}
 		}
 		if !seen {
-			o.pending = append(o.pending, pendingOutcome{outcome: out, state: st, memory: mem})
+			o.pending = append(o.pending, pendingOutcome{outcome: out, state: st, memory: mem, devices: devices, pod: r.Pod.spec()})
 			outcomes = append(outcomes, out)
 		}
 	}
@@ -610,7 +790,16 @@ func (o *oracle) bench(p pod, n int) (float64, error) {
 	return float64(time.Since(start).Nanoseconds()) / float64(n), nil
 }
 
+func (o *oracle) removeDeviceDir() {
+	if o.deviceDir != "" {
+		_ = os.RemoveAll(o.deviceDir)
+		o.deviceDir = ""
+	}
+}
+
 func (o *oracle) release(uid string) error {
+	// The device manager frees a pod's devices once it is no longer active.
+	delete(o.live, uid)
 	if o.memory != nil {
 		policy, err := o.memoryPolicy(nil)
 		if err != nil {
@@ -670,6 +859,7 @@ func main() {
 			var err error
 			switch r.Op {
 			case "start":
+				o.removeDeviceDir()
 				*o = oracle{logger: o.logger}
 				err = o.start(&r)
 			case "admit":
@@ -678,8 +868,13 @@ func main() {
 				if r.Index < 0 || r.Index >= len(o.pending) {
 					err = fmt.Errorf("no outcome %d", r.Index)
 				} else {
-					o.state = o.pending[r.Index].state
-					o.memory = o.pending[r.Index].memory
+					chosen := o.pending[r.Index]
+					o.state = chosen.state
+					o.memory = chosen.memory
+					o.devices = chosen.devices
+					if chosen.outcome.Admit {
+						o.live[string(chosen.pod.UID)] = chosen.pod
+					}
 					o.pending = nil
 				}
 			case "release":
@@ -696,6 +891,7 @@ func main() {
 			}
 		}
 		if err := encoder.Encode(&a); err != nil {
+			o.removeDeviceDir()
 			os.Exit(1)
 		}
 		if err := out.Flush(); err != nil {

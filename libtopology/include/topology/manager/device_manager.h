@@ -1,7 +1,9 @@
 // DeviceManager: the device side of the kubelet's admission, as a
 // HintProvider. It knows each extended resource's devices (from a device
 // plugin's ListAndWatch), generates topology hints with the kubelet device
-// manager's rules, and allocates after admission with its rules: reusable
+// manager's rules (as of v1.37, over the NUMA nodes that host a device of
+// the resource, every node when none does), and allocates after admission
+// with its rules: reusable
 // init-container devices first, then devices aligned with the stored
 // affinity (asking the plugin's GetPreferredAllocation only when there are
 // more aligned devices than needed), then the rest.
@@ -165,6 +167,8 @@ class TOPOLOGY_EXPORT DeviceManager final : public HintProvider {
     std::vector<uint8_t> located = {};   // per device: any NUMA node listed
     std::vector<uint32_t> holders = {};  // allocations holding each device
     bool has_topology = false;           // any device with NUMA nodes
+    // The NUMA nodes hints combine: those hosting a device, else all.
+    std::vector<int> node_ids = {};
     bool any_healthy = false;
     std::shared_ptr<DevicePluginEndpoint> endpoint = {};
     // The index of `id`, or -1.
