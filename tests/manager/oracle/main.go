@@ -1,6 +1,8 @@
 // kubelet-oracle: the kubelet's own resource managers (k8s.io/kubernetes at
 // the version pinned in go.mod) answering admissions for the differential
-// tests of libtopology's managers (tests/manager/oracle_test.cc).
+// tests of libtopology's managers (tests/manager/kubelet_oracle_test.cc).
+// CMake builds it from a copy assembled in the build tree (assemble.cmake):
+// the import "libtopology.dev/kubelet-oracle/devicemanager" exists there.
 //
 // It reads one JSON request per line on stdin and writes one JSON answer
 // per line on stdout:
@@ -23,7 +25,10 @@
 //
 // The admission is the kubelet's: topologymanager.NewManager with the
 // case's policy, scope and options; as its hint providers, in the kubelet's
-// order, the static CPU manager policy (cpumanager.NewStaticPolicy over the
+// order, the device manager (when the machine has devices: the package
+// devicemanager, built from the kubelet's files with one of ours beside
+// them, see assemble.cmake; its plugins answer in process), the static CPU
+// manager policy (cpumanager.NewStaticPolicy over the
 // topology that topology.Discover makes of the case's cadvisor
 // MachineInfo) and the Static Memory Manager policy
 // (memorymanager.NewPolicyStatic, its configuration first checked by
