@@ -58,19 +58,26 @@ CpuTopologyView DualSocketNoHT() {
   return view;
 }
 
+// 2 sockets of `nodes` / 2 NUMA nodes of `cores_per_node` cores, 2 threads
+// (CPU c and c + the number of cores).
+CpuTopologyView DualSocketMultiNuma(int nodes, int cores_per_node) {
+  CpuTopologyView view;
+  const int cores = nodes * cores_per_node;
+  for (int cpu = 0; cpu < 2 * cores; ++cpu) {
+    const int core = cpu % cores;
+    view.cpus[cpu] = {core, core / (cores / 2), core / cores_per_node};
+  }
+  view.num_cpus = 2 * cores;
+  view.num_sockets = 2;
+  view.num_cores = cores;
+  view.num_numa_nodes = nodes;
+  return view;
+}
+
 // topoDualSocketMultiNumaPerSocketHT: 2 sockets, 4 NUMA nodes of 10 cores,
 // 2 threads (CPU c and c+40).
 CpuTopologyView DualSocketMultiNumaPerSocketHT() {
-  CpuTopologyView view;
-  for (int cpu = 0; cpu < 80; ++cpu) {
-    const int core = cpu % 40;
-    view.cpus[cpu] = {core, core / 20, core / 10};
-  }
-  view.num_cpus = 80;
-  view.num_sockets = 2;
-  view.num_cores = 40;
-  view.num_numa_nodes = 4;
-  return view;
+  return DualSocketMultiNuma(4, 10);
 }
 
 struct Row {
@@ -176,16 +183,7 @@ std::vector<Row> Rows() {
 // topoDualSocketMultiNumaPerSocketHTLarge: 2 sockets, 8 NUMA nodes of 16
 // cores, 2 threads (CPU c and c+128).
 CpuTopologyView DualSocketMultiNumaPerSocketHTLarge() {
-  CpuTopologyView view;
-  for (int cpu = 0; cpu < 256; ++cpu) {
-    const int core = cpu % 128;
-    view.cpus[cpu] = {core, core / 64, core / 16};
-  }
-  view.num_cpus = 256;
-  view.num_sockets = 2;
-  view.num_cores = 128;
-  view.num_numa_nodes = 8;
-  return view;
+  return DualSocketMultiNuma(8, 16);
 }
 
 // TestTakeByTopologyNUMADistributed: commonTakeByTopologyExtendedTestCases

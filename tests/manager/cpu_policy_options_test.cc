@@ -6,7 +6,6 @@
 // then the kubelet's words, and what the options change in hints and
 // CPUs. The choice of CPUs under every option is also judged, admission
 // by admission, by the kubelet oracle (kubelet_oracle_test.cc).
-#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -22,6 +21,7 @@
 
 #include "status_matchers.h"
 #include "temp_dir.h"
+#include "upstream_machines.h"
 
 namespace topology::manager {
 namespace {
@@ -31,59 +31,8 @@ using testing::StatusIs;
 constexpr char kAlphaGate[] = "CPUManagerPolicyAlphaOptions";
 constexpr char kBetaGate[] = "CPUManagerPolicyBetaOptions";
 
-struct Place {
-  int core;
-  int socket;
-  int node;
-};
-
-// A machine as policy_test.go writes one: each CPU's core, socket and NUMA
-// node; threads of a core are siblings.
-Topology MachineOf(int cpus, const std::function<Place(int)>& place) {
-  Topology::Parts parts;
-  std::map<int, CpuSet> node_cpus;
-  std::map<int, CpuSet> core_cpus;
-  for (int cpu = 0; cpu < cpus; ++cpu) {
-    node_cpus[place(cpu).node].Add(cpu);
-    core_cpus[place(cpu).core].Add(cpu);
-  }
-  for (const auto& [id, set] : node_cpus) {
-    NumaNode node;
-    node.id = id;
-    node.cpus = set;
-    node.memory_bytes = uint64_t{64} << 30;
-    parts.numa_nodes.push_back(node);
-  }
-  for (int cpu = 0; cpu < cpus; ++cpu) {
-    CpuInfo info;
-    info.id = cpu;
-    info.package_id = place(cpu).socket;
-    info.core_id = place(cpu).core;
-    info.numa_node = place(cpu).node;
-    info.thread_siblings = core_cpus[place(cpu).core];
-    parts.cpus.push_back(info);
-  }
-  parts.source = "policy_test.go";
-  return Topology(std::move(parts));
-}
-
-// topoDualSocketMultiNumaPerSocketHT: 2 sockets, 4 nodes of 10 cores, 2
-// threads (CPU c and c+40).
-Topology DualSocketMultiNumaPerSocketHT() {
-  return MachineOf(80, [](int cpu) {
-    const int core = cpu % 40;
-    return Place{core, core / 20, core / 10};
-  });
-}
-
-// fakeTopoMultiSocketDualSocketPerNumaHT: 4 sockets, 2 nodes (two sockets
-// a node), 10 cores a socket, 2 threads (CPU c and c+40).
-Topology MultiSocketDualSocketPerNumaHT() {
-  return MachineOf(80, [](int cpu) {
-    const int core = cpu % 40;
-    return Place{core, core / 10, core / 20};
-  });
-}
+using upstream::DualSocketMultiNumaPerSocketHT;
+using upstream::MultiSocketDualSocketPerNumaHT;
 
 // The CPU manager as the kubelet makes it: static, CPU 0 reserved, the
 // Topology Manager's policy and the feature gates given.

@@ -21,62 +21,15 @@
 
 #include "topology/manager/cpu_manager.h"
 
+#include "upstream_machines.h"
+
 namespace topology::manager {
 namespace {
 
-struct Place {
-  int core;
-  int socket;
-  int node;
-};
-
-Topology MachineOf(int cpus, Place (*place)(int)) {
-  Topology::Parts parts;
-  std::map<int, CpuSet> node_cpus;
-  std::map<int, CpuSet> core_cpus;
-  for (int cpu = 0; cpu < cpus; ++cpu) {
-    node_cpus[place(cpu).node].Add(cpu);
-    core_cpus[place(cpu).core].Add(cpu);
-  }
-  for (const auto& [id, set] : node_cpus) {
-    NumaNode node;
-    node.id = id;
-    node.cpus = set;
-    node.memory_bytes = uint64_t{64} << 30;
-    parts.numa_nodes.push_back(node);
-  }
-  for (int cpu = 0; cpu < cpus; ++cpu) {
-    CpuInfo info;
-    info.id = cpu;
-    info.package_id = place(cpu).socket;
-    info.core_id = place(cpu).core;
-    info.numa_node = place(cpu).node;
-    info.thread_siblings = core_cpus[place(cpu).core];
-    parts.cpus.push_back(info);
-  }
-  parts.source = "policy_test.go";
-  return Topology(std::move(parts));
-}
-
-// The machines of policy_test.go.
-Topology SingleSocketHT() {
-  return MachineOf(8, [](int cpu) { return Place{cpu % 4, 0, 0}; });
-}
-Topology DualSocketHT() {
-  return MachineOf(12, [](int cpu) {
-    const int core = cpu % 6;
-    return Place{core, core % 2, core % 2};
-  });
-}
-Topology DualSocketNoHT() {
-  return MachineOf(8, [](int cpu) { return Place{cpu, cpu / 4, cpu / 4}; });
-}
-Topology DualSocketMultiNumaPerSocketHT() {
-  return MachineOf(80, [](int cpu) {
-    const int core = cpu % 40;
-    return Place{core, core / 20, core / 10};
-  });
-}
+using upstream::DualSocketHT;
+using upstream::DualSocketMultiNumaPerSocketHT;
+using upstream::DualSocketNoHT;
+using upstream::SingleSocketHT;
 
 // topologymanager.NewFakeManagerWithHint: every container's affinity.
 class FixedStore final : public Store {

@@ -565,36 +565,32 @@ TEST_F(EndToEndTest, FullPcpusOnlyRefusesAsTheKubeletDoes) {
                             " --host-root " + root_.path().string() +
                             " --control-socket " + control() +
                             " --cpu-manager-policy static --reserved-cpus 0";
-  CommandResult refused =
-      RunCommand(serve + " --cpu-manager-policy-options fast-cpus=true");
-  EXPECT_EQ(refused.exit_code, 2) << refused.out;
-  EXPECT_THAT(
-      refused.out,
-      ::testing::HasSubstr("unknown CPU Manager Policy option: \"fast-cpus\""));
-  refused =
-      RunCommand(serve + " --cpu-manager-policy-options align-by-socket=true");
-  EXPECT_EQ(refused.exit_code, 2) << refused.out;
-  EXPECT_THAT(refused.out,
-              ::testing::HasSubstr("CPU Manager Policy Alpha-level Options not "
-                                   "enabled, but option \"align-by-socket\""));
-  // The gate, as the kubelet's --feature-gates takes it: past the gate,
-  // the options that exclude each other are refused.
-  refused =
-      RunCommand(serve +
-                 " --feature-gates CPUManagerPolicyAlphaOptions=true"
-                 " --cpu-manager-policy-options "
-                 "full-pcpus-only=true,distribute-cpus-across-cores=true");
-  EXPECT_EQ(refused.exit_code, 2) << refused.out;
-  EXPECT_THAT(refused.out,
-              ::testing::HasSubstr("static policy options full-pcpus-only and "
-                                   "distribute-cpus-across-cores can not be "
-                                   "used at the same time"));
-  refused =
-      RunCommand(serve + " --feature-gates CPUManagerPolicyAlphaOptions=on");
-  EXPECT_EQ(refused.exit_code, 2) << refused.out;
-  EXPECT_THAT(refused.out,
-              ::testing::HasSubstr("--feature-gates: invalid value of "
-                                   "CPUManagerPolicyAlphaOptions=on"));
+  // Refused as the kubelet refuses them; the gate as the kubelet's
+  // --feature-gates takes it: past the gate, options that exclude each
+  // other are refused.
+  const struct {
+    std::string flags;
+    std::string message;
+  } refusals[] = {
+      {"--cpu-manager-policy-options fast-cpus=true",
+       "unknown CPU Manager Policy option: \"fast-cpus\""},
+      {"--cpu-manager-policy-options align-by-socket=true",
+       "CPU Manager Policy Alpha-level Options not enabled, but option "
+       "\"align-by-socket\""},
+      {"--feature-gates CPUManagerPolicyAlphaOptions=true "
+       "--cpu-manager-policy-options "
+       "full-pcpus-only=true,distribute-cpus-across-cores=true",
+       "static policy options full-pcpus-only and "
+       "distribute-cpus-across-cores can not be used at the same time"},
+      {"--feature-gates CPUManagerPolicyAlphaOptions=on",
+       "--feature-gates: invalid value of CPUManagerPolicyAlphaOptions=on"},
+  };
+  for (const auto& refusal : refusals) {
+    const CommandResult refused = RunCommand(serve + " " + refusal.flags);
+    EXPECT_EQ(refused.exit_code, 2) << refusal.flags << "\n" << refused.out;
+    EXPECT_THAT(refused.out, ::testing::HasSubstr(refusal.message))
+        << refusal.flags;
+  }
 }
 
 // The options that shape the choice of CPUs, with the alpha gate on, as
