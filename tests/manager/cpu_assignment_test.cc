@@ -285,12 +285,8 @@ std::vector<DistributedRow> DistributedRows() {
   return rows;
 }
 
-class TakeByTopologyNumaPackedTest : public ::testing::TestWithParam<Row> {};
-
-TEST_P(TakeByTopologyNumaPackedTest, AsUpstreamsTable) {
-  const Row& row = GetParam();
-  auto result = TakeByTopologyNumaPacked(row.topology, row.available, row.count,
-                                         {.sorting = row.sorting});
+// The row's error, or its CPUs.
+void ExpectAsTheRow(const Row& row, const StatusOr<CpuSet>& result) {
   if (!row.error.empty()) {
     ASSERT_FALSE(result.ok());
     EXPECT_EQ(result.status().message(), row.error);
@@ -298,6 +294,15 @@ TEST_P(TakeByTopologyNumaPackedTest, AsUpstreamsTable) {
   }
   ASSERT_TRUE(result.ok()) << result.status().message();
   EXPECT_EQ(result->ToList(), row.expected.ToList());
+}
+
+class TakeByTopologyNumaPackedTest : public ::testing::TestWithParam<Row> {};
+
+TEST_P(TakeByTopologyNumaPackedTest, AsUpstreamsTable) {
+  const Row& row = GetParam();
+  ExpectAsTheRow(
+      row, TakeByTopologyNumaPacked(row.topology, row.available, row.count,
+                                    {.sorting = row.sorting}));
 }
 
 std::string RowName(const ::testing::TestParamInfo<Row>& info) {
@@ -316,16 +321,10 @@ class TakeByTopologyNumaDistributedTest
 
 TEST_P(TakeByTopologyNumaDistributedTest, AsUpstreamsTable) {
   const Row& row = GetParam().row;
-  auto result = TakeByTopologyNumaDistributed(
-      row.topology, row.available, row.count, GetParam().group_size,
-      CpuSorting::kPacked, /*align_by_socket=*/false);
-  if (!row.error.empty()) {
-    ASSERT_FALSE(result.ok());
-    EXPECT_EQ(result.status().message(), row.error);
-    return;
-  }
-  ASSERT_TRUE(result.ok()) << result.status().message();
-  EXPECT_EQ(result->ToList(), row.expected.ToList());
+  ExpectAsTheRow(row, TakeByTopologyNumaDistributed(
+                          row.topology, row.available, row.count,
+                          GetParam().group_size, CpuSorting::kPacked,
+                          /*align_by_socket=*/false));
 }
 
 INSTANTIATE_TEST_SUITE_P(
