@@ -103,11 +103,21 @@ StatusOr<std::unique_ptr<HostManager>> HostManager::Create(HostConfig config,
   manager::CpuManagerConfig cpu_config;
   cpu_config.policy = host->config_.cpu_policy;
   cpu_config.reserved = host->config_.reserved_cpus;
+  if (host->config_.reserved_cpus.empty()) {
+    cpu_config.reserved_count = host->config_.reserved_cpu_count;
+  }
   cpu_config.options = host->config_.cpu_policy_options;
   const auto gate = [&](const char* name, bool by_default) {
     const auto it = host->config_.feature_gates.find(name);
     return it == host->config_.feature_gates.end() ? by_default : it->second;
   };
+  if (gate("PodLevelResourceManagers", false)) {
+    return Status(
+        StatusCode::kUnimplemented,
+        "feature gate PodLevelResourceManagers: pod-level resources in the "
+        "Topology, CPU and Memory Managers are not modelled; run without it "
+        "(it is off by default)");
+  }
   cpu_config.alpha_options = gate("CPUManagerPolicyAlphaOptions", false);
   cpu_config.beta_options = gate("CPUManagerPolicyBetaOptions", true);
   cpu_config.topology_policy = host->config_.topology.policy;
@@ -732,7 +742,8 @@ HostSnapshot HostManager::Snapshot() const {
   snapshot.scope = config_.topology.scope;
   snapshot.pod_policies = topology_manager_->dynamic();
   snapshot.cpu_policy = config_.cpu_policy;
-  snapshot.reserved_cpus = config_.reserved_cpus;
+  snapshot.reserved_cpus = cpu_manager_->is_static() ? cpu_manager_->reserved()
+                                                     : config_.reserved_cpus;
   snapshot.shared_cpus = cpu_manager_->SharedPool();
   snapshot.memory_policy = memory_manager_->policy_name();
   if (memory_manager_->is_static()) snapshot.memory = memory_manager_->State();

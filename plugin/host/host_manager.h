@@ -69,9 +69,14 @@ struct HostConfig {
   // The static policy's options (--cpu-manager-policy-options).
   std::map<std::string, std::string> cpu_policy_options;
   CpuSet reserved_cpus;
+  // Without reserved_cpus: the kubelet's numReservedCPUs (--kube-reserved
+  // plus --system-reserved cpu, rounded up), which the static policy then
+  // chooses itself; -1 when unset.
+  int reserved_cpu_count = -1;
   // The kubelet's --feature-gates / featureGates: those that decide what
   // the managers accept (CPUManagerPolicyAlphaOptions,
-  // CPUManagerPolicyBetaOptions) are read; others are kept but unused.
+  // CPUManagerPolicyBetaOptions) are read, PodLevelResourceManagers on is
+  // refused (not modelled); others are kept but unused.
   std::map<std::string, bool> feature_gates;
   // The kubelet's Memory Manager: --memory-manager-policy, --reserved-memory
   // and the Node Allocatable reservation of memory types (kube-reserved +

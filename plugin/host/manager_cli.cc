@@ -429,9 +429,13 @@ int RunManagerCli(int argc, char** argv, ServeCommand serve_command) {
   serve->add_option(
       "--feature-gates", serve_flags.feature_gates,
       "Name=true|false,..., as the kubelet's flag (read: "
-      "CPUManagerPolicyAlphaOptions, CPUManagerPolicyBetaOptions)");
+      "CPUManagerPolicyAlphaOptions, CPUManagerPolicyBetaOptions; "
+      "PodLevelResourceManagers=true is refused)");
   serve->add_option("--reserved-cpus", serve_flags.reserved_cpus,
-                    "CPUs kept for the system (cpulist)");
+                    "CPUs kept for the system (cpulist); without it the "
+                    "static policy keeps as many as --kube-reserved plus "
+                    "--system-reserved cpu, rounded up, chosen as the "
+                    "kubelet chooses them");
   serve
       ->add_option("--memory-manager-policy", serve_flags.memory.policy,
                    "None or Static (the kubelet's Memory Manager)")

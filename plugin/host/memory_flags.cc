@@ -1,6 +1,8 @@
 #include "memory_flags.h"
 
+#include <algorithm>
 #include <charconv>
+#include <climits>
 #include <cmath>
 
 #include "pod_manifest.h"
@@ -98,6 +100,39 @@ StatusOr<uint64_t> ReservedMemoryOf(const std::string& flag,
     }
   }
   return memory;
+}
+
+StatusOr<int64_t> ReservedCpuMilliOf(const std::string& flag,
+                                     const std::string& value) {
+  // The names and the form are checked by ReservedMemoryOf.
+  if (auto checked = ReservedMemoryOf(flag, value); !checked.ok()) {
+    return checked.status();
+  }
+  int64_t milli = 0;
+  if (value.empty()) return milli;
+  for (const std::string& item : Split(value, ',')) {
+    const size_t equals = item.find('=');
+    if (item.substr(0, equals) != "cpu") continue;
+    auto cpu = ParseCpuQuantity(item.substr(equals + 1));
+    if (!cpu.ok()) {
+      return Status(cpu.status().code(), flag + ": " + cpu.status().message());
+    }
+    milli = *cpu;
+  }
+  return milli;
+}
+
+StatusOr<int> ReservedCpuCount(const std::string& kube_reserved,
+                               const std::string& system_reserved) {
+  auto kube = ReservedCpuMilliOf("--kube-reserved", kube_reserved);
+  if (!kube.ok()) return kube.status();
+  auto system = ReservedCpuMilliOf("--system-reserved", system_reserved);
+  if (!system.ok()) return system.status();
+  // Each is at most INT64_MAX / 1000 whole CPUs' worth: no machine has
+  // that many, and the sum in whole CPUs is clamped below INT_MAX.
+  const int64_t whole = (*kube / 1000 + *system / 1000) +
+                        (*kube % 1000 + *system % 1000 + 999) / 1000;
+  return static_cast<int>(std::min<int64_t>(whole, INT_MAX));
 }
 
 StatusOr<uint64_t> HardEvictionMemory(const std::string& value,

@@ -29,6 +29,15 @@ StatusOr<std::vector<manager::MemoryReservation>> ParseReservedMemory(
 StatusOr<uint64_t> ReservedMemoryOf(const std::string& flag,
                                     const std::string& value);
 
+// The same flag's cpu entry in millicores (0 when absent).
+StatusOr<int64_t> ReservedCpuMilliOf(const std::string& flag,
+                                     const std::string& value);
+
+// The kubelet's numReservedCPUs: --kube-reserved plus --system-reserved
+// cpu in whole CPUs, rounded up.
+StatusOr<int> ReservedCpuCount(const std::string& kube_reserved,
+                               const std::string& system_reserved);
+
 // memory.available of "memory.available<100Mi,nodefs.available<10%": bytes,
 // a percentage taken of `memory_capacity` as the kubelet does; 0 when the
 // signal is absent.

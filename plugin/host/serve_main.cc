@@ -113,6 +113,17 @@ int RunServe(const topology::host::ServeFlags& given, char** argv) {
       return topology::host::kExitUsage;
     }
     config.reserved_cpus = *reserved;
+  } else {
+    // The kubelet reserves CPUs by count from kube- and system-reserved
+    // cpu when no set is given (--reserved-cpus overrides both).
+    auto count = topology::host::ReservedCpuCount(flags.memory.kube_reserved,
+                                                  flags.memory.system_reserved);
+    if (!count.ok()) {
+      std::cerr << "topology-manager serve: " << count.status().message()
+                << "\n";
+      return topology::host::kExitUsage;
+    }
+    config.reserved_cpu_count = *count;
   }
   uint64_t memory_capacity = 0;
   for (const topology::NumaNode& node : topology->numa_nodes()) {

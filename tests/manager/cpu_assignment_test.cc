@@ -5,9 +5,8 @@
 // TestTakeByTopologyNUMADistributed (with
 // commonTakeByTopologyExtendedTestCases), each row under its upstream
 // description, on the machines of policy_test.go with upstream's counts
-// (some leave the NUMA node count 0, as there). The uncore cache rows
-// (policy_static_test.go, on cadvisor machines) are judged by the kubelet
-// oracle's generated cases instead.
+// (some leave the NUMA node count 0, as there), with its rows for
+// prefer-align-cpus-by-uncorecache.
 #include "cpu_assignment.h"
 
 #include <cctype>
@@ -88,7 +87,46 @@ struct Row {
   int count;
   std::string error;
   CpuSet expected;
+  bool prefer_uncore = false;  // PreferAlignByUncoreCacheOption
 };
+
+// `cpus` CPUs, one thread a core, one NUMA node (the count left 0, as
+// upstream leaves it), CPU c on socket c / per_socket and uncore cache
+// c / 4: topoUncoreDualSocketNoSMT (16, 8) and topoUncoreSingleSocketNoSMT
+// (16, 16).
+CpuTopologyView UncoreNoSmt(int per_socket) {
+  CpuTopologyView view;
+  for (int cpu = 0; cpu < 16; ++cpu) {
+    view.cpus[cpu] = {cpu, cpu / per_socket, 0, cpu / 4};
+  }
+  view.num_cpus = 16;
+  view.num_cores = 16;
+  view.num_sockets = 16 / per_socket;
+  view.num_uncore_caches = 4;
+  return view;
+}
+
+// topoUncoreSingleSocketMultiNuma: one socket, NUMA nodes of CPUs 0-7 and
+// 8-15, four uncore caches of 4 CPUs, one thread a core.
+CpuTopologyView UncoreSingleSocketMultiNuma() {
+  CpuTopologyView view = UncoreNoSmt(16);
+  for (auto& [cpu, detail] : view.cpus) detail.numa_node = cpu / 8;
+  return view;
+}
+
+// topoUncoreSingleSocketSMT: one socket, 8 cores of 2 threads (CPU c and
+// c+8), uncore caches of cores 0-3 and 4-7.
+CpuTopologyView UncoreSingleSocketSmt() {
+  CpuTopologyView view;
+  for (int cpu = 0; cpu < 16; ++cpu) {
+    view.cpus[cpu] = {cpu % 8, 0, 0, cpu % 8 / 4};
+  }
+  view.num_cpus = 16;
+  view.num_cores = 8;
+  view.num_sockets = 1;
+  view.num_uncore_caches = 2;
+  return view;
+}
 
 // A row's name in test listings (not its bytes).
 void PrintTo(const Row& row, std::ostream* os) { *os << row.description; }
@@ -158,6 +196,30 @@ std::vector<Row> Rows() {
        "(filling them up) and 2 coming from the fourth NUMA node",
        DualSocketMultiNumaPerSocketHT(), packed, Parse("0-79"), 64, "",
        Parse("0-29,40-69,30,31,70,71")},
+      // Test cases for PreferAlignByUncoreCache
+      {"take cpus from two full UncoreCaches and partial from a single "
+       "UncoreCache",
+       UncoreNoSmt(16), packed, Parse("1-15"), 10, "",
+       CpuSet::Of({1, 2, 4, 5, 6, 7, 8, 9, 10, 11}), true},
+      {"take one cpu from dual socket with HT - core from Socket 0",
+       DualSocketHT(), packed, CpuSet::Of({1, 2, 3, 4, 5, 7, 8, 9, 10, 11}), 1,
+       "", CpuSet::Of({1}), true},
+      {"take first available UncoreCache from first socket", UncoreNoSmt(8),
+       packed, Parse("0-15"), 4, "", CpuSet::Of({0, 1, 2, 3}), true},
+      {"take all available UncoreCache from first socket", UncoreNoSmt(8),
+       packed, Parse("2-15"), 6, "", CpuSet::Of({2, 3, 4, 5, 6, 7}), true},
+      {"take first available UncoreCache from second socket", UncoreNoSmt(8),
+       packed, Parse("8-15"), 4, "", CpuSet::Of({8, 9, 10, 11}), true},
+      {"take first available UncoreCache from available NUMA",
+       UncoreSingleSocketMultiNuma(), packed, Parse("3,4-8,12"), 2, "",
+       CpuSet::Of({4, 5}), true},
+      {"take cpus from best available UncoreCache group of multi uncore cache "
+       "single socket - SMT enabled",
+       UncoreSingleSocketSmt(), packed, Parse("2-3,10-11,4-7,12-15"), 6, "",
+       CpuSet::Of({4, 5, 6, 12, 13, 14}), true},
+      {"take cpus from multiple UncoreCache of single socket - SMT enabled",
+       UncoreSingleSocketSmt(), packed, Parse("1-7,9-15"), 10, "",
+       Parse("4-7,12-15,1,9"), true},
       // TestTakeByTopologyWithSpreadPhysicalCPUsPreferredOption
       {"take a socket of cpus from single socket with HT, 3 cpus",
        SingleSocketHT(), spread, Parse("0-7"), 3, "", CpuSet::Of({0, 1, 2})},
@@ -301,8 +363,9 @@ class TakeByTopologyNumaPackedTest : public ::testing::TestWithParam<Row> {};
 TEST_P(TakeByTopologyNumaPackedTest, AsUpstreamsTable) {
   const Row& row = GetParam();
   ExpectAsTheRow(
-      row, TakeByTopologyNumaPacked(row.topology, row.available, row.count,
-                                    {.sorting = row.sorting}));
+      row, TakeByTopologyNumaPacked(
+               row.topology, row.available, row.count,
+               {.sorting = row.sorting, .prefer_uncore = row.prefer_uncore}));
 }
 
 std::string RowName(const ::testing::TestParamInfo<Row>& info) {

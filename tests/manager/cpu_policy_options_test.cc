@@ -149,6 +149,31 @@ TEST(CpuPolicyOptionsTest, ValidateStaticPolicyOptions) {
   }
 }
 
+// policy_static_test.go's TestStaticPolicyOptions (NewStaticPolicyOptions):
+// refused or taken; what it parses to is what the other tests observe.
+TEST(CpuPolicyOptionsTest, StaticPolicyOptions) {
+  const Topology machine = DualSocketMultiNumaPerSocketHT();
+  const struct {
+    std::string description;
+    std::map<std::string, std::string> options;
+    bool error;
+  } rows[] = {
+      {"nil args", {}, false},
+      {"empty args", {}, false},
+      {"bad single arg", {{"badValue1", ""}}, true},
+      {"bad multiple arg", {{"badValue1", ""}, {"badvalue2", "aaaa"}}, true},
+      {"good arg", {{"full-pcpus-only", "true"}}, false},
+      {"good arg, bad value", {{"full-pcpus-only", "enabled!"}}, true},
+      {"bad arg intermixed",
+       {{"full-pcpus-only", "1"}, {"badvalue2", "lorem ipsum"}},
+       true},
+  };
+  for (const auto& row : rows) {
+    EXPECT_EQ(!CreateWith(machine, row.options).ok(), row.error)
+        << row.description;
+  }
+}
+
 TEST(CpuPolicyOptionsTest, PolicyOptionsCompatibility) {
   const Topology machine = DualSocketMultiNumaPerSocketHT();
   const struct {

@@ -178,6 +178,9 @@ std::optional<std::string> OurNode::Start(const json& machine,
   CpuManagerConfig cpu_config;
   cpu_config.policy = kubelet.at("cpuManagerPolicy").get<std::string>();
   cpu_config.reserved = reserved;
+  if (reserved.empty()) {
+    cpu_config.reserved_count = kubelet.value("reservedCPUCount", -1);
+  }
   cpu_config.options = kubelet.value("cpuManagerPolicyOptions",
                                      std::map<std::string, std::string>{});
   const json gates = kubelet.value("featureGates", json::object());

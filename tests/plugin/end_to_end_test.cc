@@ -584,6 +584,9 @@ TEST_F(EndToEndTest, FullPcpusOnlyRefusesAsTheKubeletDoes) {
        "distribute-cpus-across-cores can not be used at the same time"},
       {"--feature-gates CPUManagerPolicyAlphaOptions=on",
        "--feature-gates: invalid value of CPUManagerPolicyAlphaOptions=on"},
+      {"--feature-gates PodLevelResourceManagers=true",
+       "feature gate PodLevelResourceManagers: pod-level resources in the "
+       "Topology, CPU and Memory Managers are not modelled"},
   };
   for (const auto& refusal : refusals) {
     const CommandResult refused = RunCommand(serve + " " + refusal.flags);
@@ -591,6 +594,53 @@ TEST_F(EndToEndTest, FullPcpusOnlyRefusesAsTheKubeletDoes) {
     EXPECT_THAT(refused.out, ::testing::HasSubstr(refusal.message))
         << refusal.flags;
   }
+}
+
+// Without --reserved-cpus the static policy reserves kube- and
+// system-reserved cpu, rounded up, choosing the CPUs as the kubelet's
+// NewStaticPolicy does (whole cores first: CPU 0 and its sibling); with
+// none reserved at all it is refused in the kubelet's words.
+TEST_F(EndToEndTest, ReservedCpusByCountAsTheKubeletTakesThem) {
+  Write({});
+  std::ifstream siblings(root_.path() /
+                         "sys/devices/system/cpu/cpu0/topology/"
+                         "thread_siblings_list");
+  std::string core0;
+  std::getline(siblings, core0);
+  ASSERT_EQ(CpuSet::ParseList(core0)->Count(), 2) << core0;
+  const std::vector<std::string> serve = {
+      topology::testing::ProgramPath("topology-manager"),
+      "serve",
+      "--plugin-dir",
+      plugins().string(),
+      "--host-root",
+      root_.path().string(),
+      "--control-socket",
+      control(),
+      "--cpu-manager-policy",
+      "static"};
+  std::vector<std::string> command = serve;
+  for (const char* flag : {"--kube-reserved", "cpu=1500m,memory=1Gi",
+                           "--system-reserved", "cpu=0.4"}) {
+    command.push_back(flag);
+  }
+  manager_ = std::make_unique<Process>(command);
+  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(control()); }, 5s));
+  stub_ = tm::Control::NewStub(grpc::CreateChannel(
+      "unix:" + control(), grpc::InsecureChannelCredentials()));
+  const json status = Status();
+  ASSERT_FALSE(status.is_null());
+  EXPECT_EQ(status["cpus"]["reserved"], CpuSet::ParseList(core0)->ToList());
+  ASSERT_EQ(manager_->Stop(), 0);
+
+  std::string line;
+  for (const std::string& part : serve) line += part + " ";
+  const CommandResult refused = RunCommand(line);
+  EXPECT_EQ(refused.exit_code, 2) << refused.out;
+  EXPECT_THAT(refused.out,
+              ::testing::HasSubstr("[cpumanager] the static policy requires "
+                                   "systemreserved.cpu + kubereserved.cpu to "
+                                   "be greater than zero"));
 }
 
 // The options that shape the choice of CPUs, with the alpha gate on, as

@@ -233,6 +233,36 @@ TEST_F(HostMemoryTest, TheExplanationGivesSizesInOneUnit) {
   EXPECT_THAT(memory, ::testing::Not(HasSubstr("Gi")));
 }
 
+// The kubelet's numReservedCPUs: kube- plus system-reserved cpu, whole
+// CPUs rounded up (math.Ceil of the millicores / 1000).
+TEST(ReservedCpuCountTest, KubePlusSystemRoundedUp) {
+  const struct {
+    std::string kube, system;
+    int count;
+  } rows[] = {{"", "", 0},
+              {"memory=1Gi", "pid=100", 0},
+              {"cpu=1", "", 1},
+              {"cpu=1500m,memory=1Gi", "cpu=0.4", 2},
+              {"cpu=500m", "cpu=500m", 1},
+              {"cpu=1m", "", 1},
+              {"cpu=2", "cpu=2001m", 5}};
+  for (const auto& row : rows) {
+    auto count = ReservedCpuCount(row.kube, row.system);
+    ASSERT_TRUE(count.ok()) << row.kube << " " << row.system;
+    EXPECT_EQ(*count, row.count) << row.kube << " " << row.system;
+  }
+  EXPECT_THAT(
+      ReservedCpuCount("cpu=lots", ""),
+      StatusIs(StatusCode::kInvalidArgument, HasSubstr("--kube-reserved")));
+  EXPECT_THAT(
+      ReservedCpuCount("", "cpu=-1"),
+      StatusIs(StatusCode::kInvalidArgument,
+               HasSubstr("--system-reserved: \"-1\" is not a CPU quantity")));
+  EXPECT_THAT(ReservedCpuCount("gpu=1", ""),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("unsupported resource name")));
+}
+
 TEST_F(HostMemoryTest, StartRefusesWhereTheKubeletRefuses) {
   const Topology machine = TwoNodeMachine(root_.path(), 8);
   const auto create = [&](MemoryFlags flags) -> Status {

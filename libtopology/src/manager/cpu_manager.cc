@@ -120,7 +120,7 @@ StatusOr<std::unique_ptr<CpuManager>> CpuManager::Create(
     const CpuManagerConfig& config, const Topology& topology,
     const Store* store) {
   const std::string& policy = config.policy;
-  const CpuSet& reserved = config.reserved;
+  CpuSet reserved = config.reserved;
   if (policy != kCpuPolicyNone && policy != kCpuPolicyStatic) {
     return InvalidArgumentError("unknown policy: \"" + policy + "\"");
   }
@@ -188,10 +188,28 @@ StatusOr<std::unique_ptr<CpuManager>> CpuManager::Create(
                                   " is not a CPU of " + topology.source());
     }
   }
-  if (policy == kCpuPolicyStatic && reserved.empty()) {
-    return InvalidArgumentError(
-        "the static policy requires systemreserved.cpu + kubereserved.cpu to "
-        "be greater than zero (set --reserved-cpus)");
+  if (policy == kCpuPolicyStatic) {
+    const int count =
+        config.reserved_count < 0 ? reserved.Count() : config.reserved_count;
+    // The kubelet's manager, then NewStaticPolicy.
+    if (count == 0 && config.require_reservation) {
+      return InvalidArgumentError(
+          "[cpumanager] the static policy requires systemreserved.cpu + "
+          "kubereserved.cpu to be greater than zero (--reserved-cpus, or cpu "
+          "in --kube-reserved or --system-reserved)");
+    }
+    if (reserved.empty() && count > 0) {
+      CpuSet all;
+      for (const auto& [id, place] : cpus) all.Add(id);
+      auto taken = TakeByTopology(*parsed, *view, all, count);
+      if (taken.ok()) reserved = *taken;
+    }
+    if (reserved.Count() != count) {
+      return InvalidArgumentError(
+          "[cpumanager] unable to reserve the required amount of CPUs (size "
+          "of " +
+          reserved.ToList() + " did not equal " + std::to_string(count) + ")");
+    }
   }
   std::vector<int> nodes;
   for (const NumaNode& node : topology.numa_nodes()) {
@@ -399,20 +417,20 @@ ProviderHints CpuManager::GetPodTopologyHints(const Pod& pod) {
                   }));
 }
 
-StatusOr<CpuSet> CpuManager::TakeByTopology(const CpuSet& from,
-                                            int count) const {
-  // The kubelet's takeByTopology.
-  const CpuSorting sorting = options_.distribute_across_cores
+StatusOr<CpuSet> CpuManager::TakeByTopology(const Options& options,
+                                            const CpuTopologyView& view,
+                                            const CpuSet& from, int count) {
+  const CpuSorting sorting = options.distribute_across_cores
                                  ? CpuSorting::kSpread
                                  : CpuSorting::kPacked;
-  if (options_.distribute_across_numa) {
-    const int group = options_.full_pcpus_only ? view_->CpusPerCore() : 1;
-    return TakeByTopologyNumaDistributed(*view_, from, count, group, sorting,
-                                         options_.align_by_socket);
+  if (options.distribute_across_numa) {
+    const int group = options.full_pcpus_only ? view.CpusPerCore() : 1;
+    return TakeByTopologyNumaDistributed(view, from, count, group, sorting,
+                                         options.align_by_socket);
   }
   return TakeByTopologyNumaPacked(
-      *view_, from, count,
-      {.sorting = sorting, .prefer_uncore = options_.prefer_uncore});
+      view, from, count,
+      {.sorting = sorting, .prefer_uncore = options.prefer_uncore});
 }
 
 Status CpuManager::Allocate(const Pod& pod, const Container& container) {
@@ -442,7 +460,9 @@ Status CpuManager::Allocate(const Pod& pod, const Container& container) {
   // those the pod's finished init containers leave.
   const CpuSet allocatable = Allocatable().Union(reusable_);
   CpuSet result;
-  const TopologyHint hint = store_->GetAffinity(pod.uid, container.name);
+  const TopologyHint hint = store_ != nullptr
+                                ? store_->GetAffinity(pod.uid, container.name)
+                                : TopologyHint{};
   if (hint.affinity.has_value()) {
     const CpuSet aligned = Aligned(*hint.affinity, allocatable);
     auto taken = TakeByTopology(aligned, std::min(requested, aligned.Count()));
@@ -479,6 +499,67 @@ void CpuManager::RemovePod(const std::string& pod_uid) {
     reuse_pod_.clear();
     reusable_ = CpuSet();
   }
+}
+
+void CpuManager::RemoveContainer(const std::string& pod_uid,
+                                 const std::string& container) {
+  MutexLock lock(mutex_);
+  // CPUs a sibling shares stay assigned through the sibling's entry.
+  assignments_.erase({pod_uid, container});
+}
+
+Status CpuManager::Start(const CpuManagerState& state) {
+  MutexLock lock(mutex_);
+  if (!assignments_.empty()) {
+    return FailedPreconditionError(
+        "the CPU manager starts from a state only before it assigns CPUs");
+  }
+  if (!static_) return OkStatus();
+  CpuSet all;
+  for (const auto& [id, place] : cpus_) {
+    if (!options_.strict_cpu_reservation || !reserved_.Contains(id)) {
+      all.Add(id);
+    }
+  }
+  const CpuSet& shared = state.default_set;
+  // Go's %q of a CPU list.
+  const auto q = [](const CpuSet& set) { return "\"" + set.ToList() + "\""; };
+  if (shared.empty()) {
+    if (!state.assignments.empty()) {
+      return FailedPreconditionError("default cpuset cannot be empty");
+    }
+    return OkStatus();
+  }
+  if (options_.strict_cpu_reservation) {
+    if (reserved_.Intersects(shared)) {
+      return FailedPreconditionError(
+          "some of strictly reserved cpus: " +
+          q(reserved_.Intersection(shared)) +
+          " are present in defaultCpuSet: " + q(shared));
+    }
+  } else if (!reserved_.IsSubsetOf(shared)) {
+    return FailedPreconditionError(
+        "not all reserved cpus: " + q(reserved_) +
+        " are present in defaultCpuSet: " + q(shared));
+  }
+  CpuSet known = shared;
+  for (const auto& [key, set] : state.assignments) {
+    if (set.Intersects(shared)) {
+      return FailedPreconditionError(
+          "pod: " + key.first + ", container: " + key.second +
+          " cpuset: " + q(set) + " overlaps with default cpuset " + q(shared));
+    }
+    known = known.Union(set);
+  }
+  if (!(known == all)) {
+    return FailedPreconditionError("current set of available CPUs " + q(all) +
+                                   " doesn't match with CPUs in state " +
+                                   q(known));
+  }
+  for (const auto& [key, set] : state.assignments) {
+    if (!set.empty()) assignments_[key] = set;
+  }
+  return OkStatus();
 }
 
 Status CpuManager::Restore(const std::string& pod_uid,

@@ -44,13 +44,14 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"runtime/debug"
 	"sort"
 	"strings"
 	"time"
 
 	"github.com/go-logr/logr"
-	"google.golang.org/grpc"
 	cadvisorapi "github.com/google/cadvisor/lib/model"
+	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 	"k8s.io/apimachinery/pkg/types"
@@ -61,12 +62,12 @@ import (
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/state"
 	"k8s.io/kubernetes/pkg/kubelet/cm/cpumanager/topology"
-	"libtopology.dev/kubelet-oracle/devicemanager"
 	"k8s.io/kubernetes/pkg/kubelet/cm/memorymanager"
 	memstate "k8s.io/kubernetes/pkg/kubelet/cm/memorymanager/state"
 	"k8s.io/kubernetes/pkg/kubelet/cm/topologymanager"
 	"k8s.io/kubernetes/pkg/kubelet/lifecycle"
 	"k8s.io/utils/cpuset"
+	"libtopology.dev/kubelet-oracle/devicemanager"
 )
 
 // The machine as the case describes it.
@@ -111,7 +112,10 @@ type kubeletConfig struct {
 	CPUPolicy             string            `json:"cpuManagerPolicy"`
 	CPUPolicyOptions      map[string]string `json:"cpuManagerPolicyOptions"`
 	ReservedCPUs          []int             `json:"reservedCPUs"`
-	MemoryPolicy          string            `json:"memoryManagerPolicy"`
+	// Without reservedCPUs: numReservedCPUs (kubeReserved + systemReserved
+	// cpu, rounded up), the CPUs NewStaticPolicy then chooses.
+	ReservedCPUCount int    `json:"reservedCPUCount"`
+	MemoryPolicy     string `json:"memoryManagerPolicy"`
 	// Per NUMA node, memory type -> bytes (the kubelet's reservedMemory).
 	ReservedMemory []struct {
 		NUMANode int               `json:"numaNode"`
@@ -462,6 +466,8 @@ func (o *oracle) start(r *request) error {
 		if err := policy.Start(o.logger, o.state); err != nil {
 			return err
 		}
+		// The CPUs it chose, kept for every later policy of this case.
+		o.reserved = o.topo.CPUDetails.CPUs().Difference(policy.GetAllocatableCPUs(o.state))
 	} else {
 		o.state.SetDefaultCPUSet(topo.CPUDetails.CPUs())
 	}
@@ -530,7 +536,11 @@ func (o *oracle) cpuPolicy(affinity topologymanager.Store) (cpumanager.Policy, e
 		}
 		affinity = tm
 	}
-	return cpumanager.NewStaticPolicy(o.logger, o.topo, o.reserved.Size(), o.reserved, affinity, o.config.CPUPolicyOptions)
+	count := o.reserved.Size()
+	if count == 0 {
+		count = o.config.ReservedCPUCount
+	}
+	return cpumanager.NewStaticPolicy(o.logger, o.topo, count, o.reserved, affinity, o.config.CPUPolicyOptions)
 }
 
 func quantity(milli int64) resource.Quantity {
@@ -829,6 +839,9 @@ func (o *oracle) release(uid string) error {
 func main() {
 	verbose := flag.Bool("v", false, "log the kubelet's messages on stderr")
 	flag.Parse()
+	// The Topology Manager's merge allocates a slice per permutation and
+	// keeps little: collecting less often saves a seventh of the time.
+	debug.SetGCPercent(400)
 	klogFlags := flag.NewFlagSet("klog", flag.ContinueOnError)
 	klog.InitFlags(klogFlags)
 	if !*verbose {

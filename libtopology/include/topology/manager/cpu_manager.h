@@ -49,6 +49,23 @@ struct CpuManagerConfig {
   bool alpha_options = false;
   bool beta_options = true;
   std::string topology_policy = "none";
+  // The kubelet's numReservedCPUs: kubeReserved.cpu + systemReserved.cpu
+  // in whole CPUs, rounded up (--reserved-cpus makes it that set's size);
+  // -1 takes the size of `reserved`. With `reserved` empty, the static
+  // policy reserves this many CPUs itself, taken as it takes a container's
+  // (NewStaticPolicy); else the two must agree.
+  int reserved_count = -1;
+  // The kubelet's manager refuses a static policy that reserves no CPU;
+  // its policy alone (NewStaticPolicy, as upstream's tables run it) takes
+  // one. Only those tables clear this.
+  bool require_reservation = true;
+};
+
+// The kubelet's cpu_manager_state as the static policy reads it at start:
+// the default CPU set and each (pod UID, container)'s exclusive CPUs.
+struct CpuManagerState {
+  CpuSet default_set = {};
+  std::map<std::pair<std::string, std::string>, CpuSet> assignments = {};
 };
 
 class TOPOLOGY_EXPORT CpuManager final : public HintProvider {
@@ -67,6 +84,9 @@ class TOPOLOGY_EXPORT CpuManager final : public HintProvider {
   // strict-cpu-reservation (the reserved CPUs leave the shared pool),
   // distribute-cpus-across-numa, align-by-socket,
   // distribute-cpus-across-cores and prefer-align-cpus-by-uncorecache.
+  //
+  // `store` gives each container's affinity; null, none is stored (the
+  // kubelet's topologymanager.NewFakeManager).
   static StatusOr<std::unique_ptr<CpuManager>> Create(
       const CpuManagerConfig& config, const Topology& topology,
       const Store* store);
@@ -79,6 +99,18 @@ class TOPOLOGY_EXPORT CpuManager final : public HintProvider {
 
   ~CpuManager() override;
 
+  // Starts from the kubelet's state as its static policy starts
+  // (validateState): an empty default set with no assignments is a fresh
+  // start; else the reserved CPUs must all be in the default set (none of
+  // them, with strict-cpu-reservation), no container's CPUs may be in it,
+  // and the default set and the containers' CPUs together must be every
+  // CPU of the machine (less the reserved ones, with
+  // strict-cpu-reservation). Refused with the kubelet's words
+  // (FAILED_PRECONDITION), keeping nothing; else the containers' CPUs are
+  // theirs. The none policy starts from any state and keeps none of it.
+  // Only before the first allocation or restore.
+  Status Start(const CpuManagerState& state);
+
   ProviderHints GetTopologyHints(const Pod& pod,
                                  const Container& container) override;
   ProviderHints GetPodTopologyHints(const Pod& pod) override;
@@ -88,6 +120,13 @@ class TOPOLOGY_EXPORT CpuManager final : public HintProvider {
   bool is_static() const { return static_; }
 
   void RemovePod(const std::string& pod_uid);
+  // The kubelet's RemoveContainer: the container's exclusive CPUs go back
+  // to the shared pool, save those another container of the pod still
+  // holds (CPUs an init container left to an app container).
+  void RemoveContainer(const std::string& pod_uid,
+                       const std::string& container);
+  // The reserved CPUs: those configured, or those the policy chose.
+  const CpuSet& reserved() const { return reserved_; }
   // Puts back a container's exclusive CPUs from a checkpoint. Fails with
   // INVALID_ARGUMENT when they are not allocatable (reserved, unknown or
   // already assigned).
@@ -140,8 +179,14 @@ class TOPOLOGY_EXPORT CpuManager final : public HintProvider {
   CpuSet Aligned(const NumaMask& affinity, const CpuSet& from) const;
   ProviderHints HintsFor(const Pod& pod, const std::string& container_key,
                          int64_t requested) const TOPOLOGY_REQUIRES(mutex_);
-  // Takes `count` CPUs of `from` in the kubelet's order.
-  StatusOr<CpuSet> TakeByTopology(const CpuSet& from, int count) const;
+  // Takes `count` CPUs of `from` in the kubelet's order (takeByTopology,
+  // with the options that change it).
+  static StatusOr<CpuSet> TakeByTopology(const Options& options,
+                                         const CpuTopologyView& view,
+                                         const CpuSet& from, int count);
+  StatusOr<CpuSet> TakeByTopology(const CpuSet& from, int count) const {
+    return TakeByTopology(options_, *view_, from, count);
+  }
 
   const bool static_;
   const Options options_;
