@@ -27,7 +27,16 @@ std::vector<std::string> ContainerNames(const Pod& pod) {
 
 }  // namespace
 
-Oracle::Oracle(const std::string& program) {
+Oracle::Oracle(const std::string& program)
+    : Oracle(std::vector<std::string>{program}) {}
+
+Oracle::Oracle(const std::vector<std::string>& argv) {
+  std::vector<char*> args;
+  for (const std::string& arg : argv) {
+    args.push_back(const_cast<char*>(arg.c_str()));
+  }
+  args.push_back(nullptr);
+  const std::string& program = argv.at(0);
   // An oracle that died must not take the test with it at the next write.
   std::signal(SIGPIPE, SIG_IGN);
   int to_child[2];
@@ -41,7 +50,7 @@ Oracle::Oracle(const std::string& program) {
     ::close(to_child[1]);
     ::close(from_child[0]);
     ::close(from_child[1]);
-    ::execl(program.c_str(), program.c_str(), static_cast<char*>(nullptr));
+    ::execv(program.c_str(), args.data());
     std::fprintf(stderr, "cannot run %s: %s\n", program.c_str(),
                  std::strerror(errno));
     ::_exit(127);

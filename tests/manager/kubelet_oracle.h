@@ -36,6 +36,8 @@ namespace topology::manager::oracle {
 class Oracle {
  public:
   explicit Oracle(const std::string& program);
+  // The oracle run by a command line of its own (argv[0] the program).
+  explicit Oracle(const std::vector<std::string>& argv);
   Oracle(const Oracle&) = delete;
   Oracle& operator=(const Oracle&) = delete;
   ~Oracle();

@@ -36,14 +36,18 @@
 #include <nlohmann/json.hpp>
 
 #include "topology/cpu_set.h"
+#include "topology/discovery.h"
 #include "topology/manager/cpu_manager.h"
 #include "topology/manager/memory_manager.h"
 #include "topology/manager/numa_info.h"
 #include "topology/manager/pod.h"
 #include "topology/manager/topology_manager.h"
+#include "topology/testing/machines.h"
 #include "topology/topology.h"
 
 #include "build_paths.h"
+#include "cpu_assignment.h"
+#include "temp_dir.h"
 
 namespace topology::manager {
 namespace {
@@ -56,21 +60,30 @@ using oracle::OurNode;
 
 size_t Index(int i) { return static_cast<size_t>(i); }
 
-// What a generated case dwells on: anything, or CPUs distributed over
-// many NUMA nodes (distribute-cpus-across-numa on 8 nodes, requests that
-// need 4 or more of them: the kubelet's combinations of 4 nodes and more).
-enum class Focus { kAny, kDistributed };
+// What a generated case dwells on: anything; CPUs distributed over many
+// NUMA nodes (distribute-cpus-across-numa on 8 nodes, requests that need 4
+// or more of them: the kubelet's combinations of 4 nodes and more); or
+// machines of more than 8 NUMA nodes, which the kubelet takes only with
+// max-allowable-numa-nodes (the CPU manager the one hint provider, so that
+// the kubelet's exhaustive merge stays quick).
+enum class Focus { kAny, kDistributed, kManyNodes };
 
 json GenerateMachine(std::mt19937_64& rng, Focus focus) {
   const auto pick = [&](int lo, int hi) {
     return std::uniform_int_distribution<int>(lo, hi)(rng);
   };
-  const bool distributed = focus == Focus::kDistributed;
-  const int sockets =
+  const bool many = focus == Focus::kManyNodes;
+  // Neither CPU-less nodes nor devices on the focused machines.
+  const bool distributed = focus == Focus::kDistributed || many;
+  int sockets =
       distributed ? 4 : std::vector<int>{1, 1, 2, 2, 2, 4}[Index(pick(0, 5))];
-  const int nodes_per_socket =
-      distributed || pick(0, 3) == 0 ? 2 : 1;  // sub-NUMA
-  const int cores_per_node = distributed ? pick(1, 3) : pick(1, 8);
+  int nodes_per_socket = distributed || pick(0, 3) == 0 ? 2 : 1;  // sub-NUMA
+  int cores_per_node = distributed ? pick(1, 3) : pick(1, 8);
+  if (many) {  // 9 to 12 nodes, one or two a socket
+    nodes_per_socket = pick(1, 2);
+    sockets = nodes_per_socket == 2 ? pick(5, 6) : pick(9, 12);
+    cores_per_node = pick(1, 2);
+  }
   const int threads = pick(0, 2) == 0 ? 1 : 2;
   const bool split_numbering = pick(0, 1) == 1;  // siblings n cores apart
   const int cpu_nodes = sockets * nodes_per_socket;
@@ -170,6 +183,34 @@ json GenerateKubelet(std::mt19937_64& rng, const json& machine, Focus focus) {
   const auto pick = [&](int lo, int hi) {
     return std::uniform_int_distribution<int>(lo, hi)(rng);
   };
+  if (focus == Focus::kManyNodes) {
+    static const std::vector<std::string> kPolicies = {
+        "none", "best-effort", "restricted", "single-numa-node"};
+    const int nodes = static_cast<int>(machine.at("nodes").size());
+    json kubelet = {
+        {"topologyManagerPolicy", kPolicies[Index(pick(0, 3))]},
+        {"topologyManagerScope", pick(0, 2) == 0 ? "pod" : "container"},
+        {"topologyManagerPolicyOptions", json::object()},
+        {"cpuManagerPolicy", pick(0, 5) == 0 ? "none" : "static"},
+        {"cpuManagerPolicyOptions", json::object()},
+        {"reservedCPUs", {0}}};
+    // max-allowable-numa-nodes: the node count, more, one too few (refused
+    // at start) or none (refused: more than 8 nodes).
+    json& options = kubelet["topologyManagerPolicyOptions"];
+    const int roll = pick(0, 5);
+    if (roll <= 1) {
+      options["max-allowable-numa-nodes"] = std::to_string(nodes);
+    } else if (roll <= 3) {
+      options["max-allowable-numa-nodes"] = std::to_string(pick(nodes, 16));
+    } else if (roll == 4) {
+      options["max-allowable-numa-nodes"] = std::to_string(nodes - 1);
+    }
+    if (pick(0, 2) == 0) options["prefer-closest-numa-nodes"] = "true";
+    if (kubelet["cpuManagerPolicy"] == "static" && pick(0, 2) == 0) {
+      kubelet["cpuManagerPolicyOptions"]["full-pcpus-only"] = "true";
+    }
+    return kubelet;
+  }
   if (focus == Focus::kDistributed) {
     json kubelet = {
         {"topologyManagerPolicy", pick(0, 1) == 0 ? "none" : "best-effort"},
@@ -313,6 +354,7 @@ json GenerateCase(uint64_t seed, Focus focus = Focus::kAny) {
   };
   json c;
   c["name"] = std::string(focus == Focus::kDistributed ? "distributed-"
+                          : focus == Focus::kManyNodes ? "many-nodes-"
                                                        : "generated-") +
               std::to_string(seed);
   c["machine"] = GenerateMachine(rng, focus);
@@ -575,6 +617,78 @@ TEST_F(KubeletOracleTest, DistributedCasesAgree) {
     }
   }
   EXPECT_GT(coverage_.exclusive, coverage_.admissions / 5);
+}
+
+// Machines of 9 to 12 NUMA nodes with max-allowable-numa-nodes, too
+// small or absent (both refused at start alike), every Topology Manager
+// policy and scope: the kubelet's exhaustive merge is the judge of ours.
+TEST_F(KubeletOracleTest, ManyNodeCasesAgree) {
+  const char* count_env = std::getenv("TOPOLOGY_ORACLE_MANY_NODE_CASES");
+  const int count = count_env != nullptr ? std::atoi(count_env) : 100;
+  int failures = 0;
+  for (int i = 0; i < count && failures < 5; ++i) {
+    if (!Check(GenerateCase(static_cast<uint64_t>(i) + 1, Focus::kManyNodes))) {
+      ++failures;
+    }
+  }
+  EXPECT_GT(coverage_.exclusive, coverage_.admissions / 5);
+  EXPECT_GT(coverage_.refusals, 0);
+}
+
+// The kubelet's view of each test machine: cadvisor's reading of sysfs
+// (sysinfo.GetNodesInfo: an L3 cache serving exactly a NUMA node's threads
+// is the node's, any other is an uncore cache) and topology.Discover, run
+// by the oracle in a mount namespace where the machine's tree is
+// /sys/devices/system, against DiscoverCpuTopology over our discovery of
+// the same tree: each CPU's core, socket, NUMA node and uncore cache, and
+// the counts.
+TEST(KubeletDiscoveryTest, EveryTestMachineAsCadvisorAndTheKubeletSeeIt) {
+  int machines = 0;
+  int uncore_machines = 0;
+  for (const std::string& name : topology::testing::MachineNames()) {
+    // Its CPUs are the dual-socket machines'; its 4,096 PCI functions take
+    // most of a minute to write and read.
+    if (name == "sriov-4096") continue;
+    SCOPED_TRACE(name);
+    topology::testing::TempDir dir;
+    ASSERT_TRUE(topology::testing::WriteMachine(name, dir.path()));
+    DiscoveryOptions options;
+    options.host_root = dir.path();
+    auto machine = Discover(options);
+    ASSERT_TRUE(machine.ok()) << machine.status().message();
+    const CpuTopologyView ours = DiscoverCpuTopology(*machine);
+    Oracle oracle({"/usr/bin/unshare", "--mount", "--propagation", "private",
+                   "--", "/bin/sh", "-c",
+                   "mount --bind \"$0/sys/devices/system\" /sys/devices/system "
+                   "&& exec \"$1\"",
+                   dir.path().string(),
+                   topology::testing::ProgramPath("kubelet-oracle")});
+    const json answer = oracle.Ask({{"op", "discover"}});
+    ASSERT_TRUE(answer.value("ok", false)) << answer.dump();
+    const json& theirs = answer.at("topology");
+    EXPECT_EQ(theirs.at("numCPUs"), ours.num_cpus);
+    EXPECT_EQ(theirs.at("numCores"), ours.num_cores);
+    EXPECT_EQ(theirs.at("numSockets"), ours.num_sockets);
+    EXPECT_EQ(theirs.at("numNUMANodes"), ours.num_numa_nodes);
+    EXPECT_EQ(theirs.at("numUncoreCache"), ours.num_uncore_caches);
+    ASSERT_EQ(theirs.at("cpus").size(), ours.cpus.size());
+    bool uncore_apart_from_socket = false;
+    for (const json& cpu : theirs.at("cpus")) {
+      const int id = cpu.at("id");
+      ASSERT_TRUE(ours.cpus.count(id)) << "CPU " << id;
+      const CpuDetail& detail = ours.cpus.at(id);
+      EXPECT_EQ(cpu.at("core"), detail.core) << "CPU " << id;
+      EXPECT_EQ(cpu.at("socket"), detail.socket) << "CPU " << id;
+      EXPECT_EQ(cpu.at("node"), detail.numa_node) << "CPU " << id;
+      EXPECT_EQ(cpu.at("uncore"), detail.uncore) << "CPU " << id;
+      if (detail.uncore != detail.socket) uncore_apart_from_socket = true;
+    }
+    ++machines;
+    if (uncore_apart_from_socket) ++uncore_machines;
+  }
+  // Not vacuous: every machine, and some name uncore caches of their own.
+  EXPECT_GE(machines, 7);
+  EXPECT_GE(uncore_machines, 1);
 }
 
 }  // namespace

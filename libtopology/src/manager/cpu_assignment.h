@@ -30,6 +30,7 @@
 
 #include "topology/cpu_set.h"
 #include "topology/status.h"
+#include "topology/topology.h"
 
 namespace topology::manager {
 
@@ -60,6 +61,11 @@ struct CpuTopologyView {
     return num_uncore_caches == 0 ? 0 : num_cpus / num_uncore_caches;
   }
 };
+
+// The kubelet's CPUTopology of a machine: what cpumanager/topology.Discover
+// makes of the MachineInfo cadvisor reads from the same sysfs (tested
+// against both on the test kit's machines).
+CpuTopologyView DiscoverCpuTopology(const Topology& topology);
 
 enum class CpuSorting { kPacked, kSpread };
 

@@ -126,49 +126,12 @@ StatusOr<std::unique_ptr<CpuManager>> CpuManager::Create(
   }
   auto parsed = ParseOptions(config);
   if (!parsed.ok()) return parsed.status();
-  // The kubelet's CPUTopology (cpumanager/topology.Discover): a core is
-  // named by its lowest thread, the socket is the package, a CPU outside
-  // every NUMA node is on node 0 as cadvisor puts it. The uncore cache is
-  // the L3 cache where it serves part of the NUMA node's threads (its
-  // cores times the core's threads, as cadvisor counts), else the socket.
   std::map<int, CpuPlace> cpus;
-  auto view = std::make_unique<CpuTopologyView>();
-  std::set<int> cores, sockets, nodes_with_cpus, uncores;
-  std::map<int, std::set<int>> node_cores;  // NUMA node -> cores (siblings)
-  for (const CpuInfo& cpu : topology.cpus()) {
-    const std::vector<int> siblings = cpu.thread_siblings.Ids();
-    node_cores[cpu.numa_node.value_or(0)].insert(
-        siblings.empty() ? cpu.id : siblings.front());
-  }
   for (const CpuInfo& cpu : topology.cpus()) {
     cpus[cpu.id] =
         CpuPlace{cpu.numa_node.value_or(-1), std::max(cpu.package_id, 0)};
-    CpuDetail detail;
-    const std::vector<int> siblings = cpu.thread_siblings.Ids();
-    detail.core = siblings.empty()
-                      ? cpu.id
-                      : std::min(cpu.id, *std::min_element(siblings.begin(),
-                                                           siblings.end()));
-    detail.socket = std::max(cpu.package_id, 0);
-    detail.numa_node = std::max(cpu.numa_node.value_or(0), 0);
-    const int node_threads =
-        static_cast<int>(node_cores[cpu.numa_node.value_or(0)].size()) *
-        std::max(cpu.thread_siblings.Count(), 1);
-    detail.uncore =
-        cpu.l3_cache_id >= 0 && cpu.l3_shared.Count() != node_threads
-            ? cpu.l3_cache_id
-            : detail.socket;
-    view->cpus[cpu.id] = detail;
-    cores.insert(detail.core);
-    sockets.insert(detail.socket);
-    nodes_with_cpus.insert(detail.numa_node);
-    uncores.insert(detail.uncore);
   }
-  view->num_cpus = static_cast<int>(view->cpus.size());
-  view->num_cores = static_cast<int>(cores.size());
-  view->num_sockets = static_cast<int>(sockets.size());
-  view->num_numa_nodes = static_cast<int>(nodes_with_cpus.size());
-  view->num_uncore_caches = static_cast<int>(uncores.size());
+  auto view = std::make_unique<CpuTopologyView>(DiscoverCpuTopology(topology));
   // ValidateStaticPolicyOptions.
   if (parsed->align_by_socket) {
     if (config.topology_policy == "single-numa-node") {

@@ -280,6 +280,16 @@ void WriteVmMachine(const std::filesystem::path& root) {
 void WriteCpulessNodeMachine(const std::filesystem::path& root) {
   SysfsTreeBuilder b(root);
   AddCpus(b, 2, 4);
+  // One L3 cache a socket, so a whole NUMA node's (cadvisor names no uncore
+  // cache there: the CPU manager's is the socket, not the cache's id, which
+  // is numbered apart from the sockets here).
+  for (int socket = 0; socket < 2; ++socket) {
+    for (int i = 0; i < 4; ++i) {
+      for (int cpu : {socket * 4 + i, socket * 4 + i + 8}) {
+        b.AddL3Cache(cpu, socket + 2, SocketCpus(socket, 4, 2));
+      }
+    }
+  }
   b.AddNode(0, SocketCpus(0, 4, 2), 64 * kGiB);
   b.AddNode(1, SocketCpus(1, 4, 2), 64 * kGiB);
   b.AddNode(2, "", 512 * kGiB);
@@ -391,7 +401,8 @@ std::vector<MachineInfo> Machines() {
        "1 socket x 16 cores x 2 threads, an L3 cache per 4 cores (uncore "
        "caches), a GPU and a NIC"},
       {"vm", "a VM with 2 NUMA nodes whose devices report numa_node -1"},
-      {"cpuless-node", "2 sockets and a CPU-less CXL memory node"},
+      {"cpuless-node",
+       "2 sockets (an L3 cache each) and a CPU-less CXL memory node"},
       {"sparse-nodes", "online NUMA nodes 0, 2 and 5 only, a GPU on each"},
       {"sriov-4096", "16 SR-IOV NICs x 255 VFs: 4,096 functions"},
       {"sriov-<P>x<V>",

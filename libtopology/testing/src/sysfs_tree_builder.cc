@@ -40,6 +40,32 @@ std::string RangeList(const std::vector<int>& ids) {
 }
 
 // cpulist -> hex mask in 32-bit words, as the kernel prints cpumap.
+// "0-3,8" -> 0 1 2 3 8; empty when the text is not a CPU list.
+std::vector<int> ParseCpulist(const std::string& cpulist) {
+  std::vector<int> out;
+  size_t start = 0;
+  while (start < cpulist.size()) {
+    size_t end = cpulist.find(',', start);
+    if (end == std::string::npos) end = cpulist.size();
+    const std::string item = cpulist.substr(start, end - start);
+    int first = 0;
+    int last = 0;
+    int used = 0;
+    if (std::sscanf(item.c_str(), "%d-%d%n", &first, &last, &used) == 2 &&
+        static_cast<size_t>(used) == item.size()) {
+    } else if (std::sscanf(item.c_str(), "%d%n", &first, &used) == 1 &&
+               static_cast<size_t>(used) == item.size()) {
+      last = first;
+    } else {
+      return {};
+    }
+    if (first < 0 || last < first || last - first > 65536) return {};
+    for (int cpu = first; cpu <= last; ++cpu) out.push_back(cpu);
+    start = end + 1;
+  }
+  return out;
+}
+
 std::string CpulistToMask(const std::string& cpulist) {
   std::vector<uint32_t> words(1, 0);
   std::stringstream in(cpulist);
@@ -280,6 +306,19 @@ void SysfsTreeBuilder::Finish(const FinishOptions& options) {
     for (int d : row) text += (text.empty() ? "" : " ") + std::to_string(d);
     WriteFile("devices/system/node/node" + std::to_string(ids[i]) + "/distance",
               text + "\n");
+  }
+  // Each node's CPUs as links to their directories, as sysfs has them
+  // (cadvisor finds a node's CPUs so); a list that is not one is left.
+  for (const auto& [id, cpus] : node_cpus_) {
+    for (int cpu : ParseCpulist(cpus)) {
+      const fs::path link =
+          Sys("devices/system/node/node" + std::to_string(id) + "/cpu" +
+              std::to_string(cpu));
+      if (!fs::exists(fs::symlink_status(link))) {
+        fs::create_directory_symlink(
+            fs::path("../../cpu/cpu" + std::to_string(cpu)), link);
+      }
+    }
   }
   for (auto& [package, members] : package_cpus_) {
     std::sort(members.begin(), members.end());

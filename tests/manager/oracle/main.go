@@ -12,10 +12,16 @@
 //	{"op":"commit","index":I}                        -> {"ok":true}
 //	{"op":"release","uid":"..."}                     -> {"ok":true}
 //	{"op":"bench","pod":{...},"iterations":N}        -> {"ok":true,"nsPerOp":F}
+//	{"op":"discover"}                                -> {"ok":true,"topology":{...}}
 //
 // "bench" times the kubelet admitting the pod and removing its containers
 // again, N times over the current state (for the benchmarks that compare
 // ours with it in the same run).
+//
+// "discover" is the kubelet's view of the machine this process sees:
+// cadvisor's sysinfo.GetNodesInfo over /sys (a test runs the oracle where a
+// generated tree is mounted there), then topology.Discover; each CPU's
+// core, socket, NUMA node and uncore cache, and the counts.
 //
 // "admit" runs the kubelet's admission N times, each from the same state,
 // and answers every distinct outcome: where the kubelet's choice depends on
@@ -51,6 +57,8 @@ import (
 
 	"github.com/go-logr/logr"
 	cadvisorapi "github.com/google/cadvisor/lib/model"
+	"github.com/google/cadvisor/lib/utils/sysfs"
+	"github.com/google/cadvisor/lib/utils/sysinfo"
 	"google.golang.org/grpc"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -179,10 +187,61 @@ type outcome struct {
 }
 
 type answer struct {
-	OK       bool      `json:"ok"`
-	Error    string    `json:"error,omitempty"`
-	Outcomes []outcome `json:"outcomes,omitempty"`
-	NsPerOp  float64   `json:"nsPerOp,omitempty"`
+	OK       bool        `json:"ok"`
+	Error    string      `json:"error,omitempty"`
+	Outcomes []outcome   `json:"outcomes,omitempty"`
+	NsPerOp  float64     `json:"nsPerOp,omitempty"`
+	Topology *discovered `json:"topology,omitempty"`
+}
+
+type discoveredCPU struct {
+	ID     int `json:"id"`
+	Core   int `json:"core"`
+	Socket int `json:"socket"`
+	Node   int `json:"node"`
+	Uncore int `json:"uncore"`
+}
+
+type discovered struct {
+	CPUs           []discoveredCPU `json:"cpus"`
+	NumCPUs        int             `json:"numCPUs"`
+	NumCores       int             `json:"numCores"`
+	NumSockets     int             `json:"numSockets"`
+	NumNUMANodes   int             `json:"numNUMANodes"`
+	NumUncoreCache int             `json:"numUncoreCache"`
+}
+
+// discover reads /sys as the kubelet's cadvisor does and makes of it what
+// the CPU manager makes.
+func discover(logger klog.Logger) (*discovered, error) {
+	nodes, cores, err := sysinfo.GetNodesInfo(sysfs.NewRealSysFs())
+	if err != nil {
+		return nil, err
+	}
+	// cadvisor counts the sockets from /proc/cpuinfo's physical ids: the
+	// packages of the CPUs sysfs lists.
+	sockets := map[int]bool{}
+	for _, node := range nodes {
+		for _, core := range node.Cores {
+			sockets[core.SocketID] = true
+		}
+	}
+	topo, err := topology.Discover(logger, &cadvisorapi.MachineInfo{NumCores: cores, NumSockets: len(sockets), Topology: nodes})
+	if err != nil {
+		return nil, err
+	}
+	out := &discovered{
+		NumCPUs:        topo.NumCPUs,
+		NumCores:       topo.NumCores,
+		NumSockets:     topo.NumSockets,
+		NumNUMANodes:   topo.NumNUMANodes,
+		NumUncoreCache: topo.NumUncoreCache,
+	}
+	for _, id := range topo.CPUDetails.CPUs().List() {
+		info := topo.CPUDetails[id]
+		out.CPUs = append(out.CPUs, discoveredCPU{ID: id, Core: info.CoreID, Socket: info.SocketID, Node: info.NUMANodeID, Uncore: info.UncoreCacheID})
+	}
+	return out, nil
 }
 
 type oracle struct {
@@ -899,6 +958,8 @@ func main() {
 				err = o.release(r.UID)
 			case "bench":
 				a.NsPerOp, err = o.bench(r.Pod, r.Iterations)
+			case "discover":
+				a.Topology, err = discover(o.logger)
 			default:
 				err = fmt.Errorf("unknown op %q", r.Op)
 			}

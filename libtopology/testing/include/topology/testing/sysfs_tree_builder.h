@@ -75,8 +75,10 @@ class SysfsTreeBuilder {
     // Some kernels have no cpu/online; CPUs are the cpuN folders.
     bool cpu_online_file = true;
   };
-  // Writes node/online, possible, has_cpu, distances and cpu/online (no
-  // node folder at all when no node was added: a kernel without NUMA).
+  // Writes node/online, possible, has_cpu, distances, each node's cpuN
+  // links to its CPUs' directories (as sysfs has them, and cadvisor reads
+  // them) and cpu/online (no node folder at all when no node was added: a
+  // kernel without NUMA).
   void Finish() { Finish(FinishOptions{}); }
   void Finish(const FinishOptions& options);
 
