@@ -53,6 +53,58 @@ TEST(FakeClockTest, AdvanceWakesEveryWaiter) {
   EXPECT_EQ(clock.waiters(), 0u);
 }
 
+// An Advance the moment a waiter has registered, before its wait has begun,
+// is never lost: the waiter's wait has no real-time bound, so a lost one
+// would hang here.
+TEST(FakeClockTest, AnAdvanceBetweenTheLookAndTheWaitIsNotLost) {
+  for (int round = 0; round < 500; ++round) {
+    FakeClock clock;
+    Mutex mu;
+    std::condition_variable_any cv;
+    const Clock::TimePoint deadline = clock.Now() + 1s;
+    std::atomic<bool> done{false};
+    std::thread waiter([&] {
+      MutexLock lock(mu);
+      while (clock.Now() < deadline) clock.WaitUntil(cv, lock, deadline);
+      done = true;
+    });
+    while (clock.waiters() == 0) std::this_thread::yield();
+    clock.Advance(1s);
+    ASSERT_TRUE(WaitFor([&] { return done.load(); }, 5s)) << "round " << round;
+    waiter.join();
+  }
+}
+
+// A waiter's lock held by another thread that is not waiting: Advance
+// wakes the waiter once that lock is free.
+TEST(FakeClockTest, AdvanceReachesAWaiterWhoseLockIsBusy) {
+  FakeClock clock;
+  Mutex mu;
+  std::condition_variable_any cv;
+  const Clock::TimePoint deadline = clock.Now() + 1min;
+  std::atomic<bool> done{false};
+  std::thread waiter([&] {
+    MutexLock lock(mu);
+    while (clock.Now() < deadline) clock.WaitUntil(cv, lock, deadline);
+    done = true;
+  });
+  ASSERT_TRUE(WaitFor([&] { return clock.waiters() > 0; }, 5s));
+  std::atomic<bool> holding{false};
+  std::atomic<bool> release{false};
+  std::thread holder([&] {
+    MutexLock lock(mu);
+    holding = true;
+    while (!release) std::this_thread::yield();
+  });
+  ASSERT_TRUE(WaitFor([&] { return holding.load(); }, 5s));
+  std::thread advancer([&] { clock.Advance(1min); });
+  release = true;
+  holder.join();
+  advancer.join();
+  EXPECT_TRUE(WaitFor([&] { return done.load(); }, 5s));
+  waiter.join();
+}
+
 TEST(FakeClockTest, APassedDeadlineDoesNotWait) {
   FakeClock clock;
   Mutex mu;

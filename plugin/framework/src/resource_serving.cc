@@ -337,7 +337,7 @@ void ResourceServer::Supervise() {
       }
     }
     if (wake_at) {
-      // (A fake clock returns early: the loop looks again.)
+      // (A wait may end early, notified or spuriously: the loop looks again.)
       options_.clock->WaitUntil(wake_, lock, *wake_at);
     } else {
       wake_.wait(lock);

@@ -12,7 +12,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
-#include <map>
+#include <set>
+#include <stop_token>
 
 #include "topology/clock.h"
 
@@ -29,46 +30,54 @@ class FakeClock final : public Clock {
 
   // Returns at once when the deadline has passed; otherwise waits until
   // notified, or until Advance() moves the time (every waiter is woken, so
-  // the caller's loop sees the time the test has set), or at most a few
-  // real milliseconds: an Advance between the caller's check and its wait
-  // is not lost.
+  // the caller's loop sees the time the test has set). No real time bounds
+  // the wait: Advance() stops each waiter's stop source, and the wait on a
+  // stop token either sees the stop before it sleeps or is woken by it, so
+  // an Advance() between the caller's look at the time and the wait is
+  // not lost.
   void WaitUntil(std::condition_variable_any& cv, MutexLock& lock,
                  TimePoint deadline) const override {
     if (Now() >= deadline) return;
+    std::stop_source advanced;
     {
       MutexLock waiters(waiters_mu_);
-      ++waiters_[&cv];
+      waiters_.insert(&advanced);
     }
-    if (Now() < deadline) cv.wait_for(lock, std::chrono::milliseconds(2));
+    if (Now() < deadline) {
+      // One wait: the first look only lets it sleep; any wake-up ends it.
+      bool looked = false;
+      cv.wait(lock, advanced.get_token(), [&looked] {
+        const bool again = looked;
+        looked = true;
+        return again;
+      });
+    }
     MutexLock waiters(waiters_mu_);
-    if (auto it = waiters_.find(&cv); it != waiters_.end() && --it->second == 0)
-      waiters_.erase(it);
+    waiters_.erase(&advanced);
   }
 
   // Moves the time forward and wakes every thread waiting on this clock.
   void Advance(Duration by) {
     ticks_.fetch_add(by.count());
     MutexLock waiters(waiters_mu_);
-    for (const auto& [cv, count] : waiters_) cv->notify_all();
+    for (std::stop_source* waiter : waiters_) waiter->request_stop();
   }
 
   // Threads waiting on this clock now (a test can wait for a waiter before
   // it advances the time).
   size_t waiters() const {
     MutexLock waiters(waiters_mu_);
-    size_t total = 0;
-    for (const auto& [cv, count] : waiters_) total += count;
-    return total;
+    return waiters_.size();
   }
 
  private:
   std::atomic<Duration::rep> ticks_;
-  // The condition variables threads wait on, with how many wait on each.
-  // Taken inside the waiter's own lock, never around it: Advance only
-  // notifies.
+  // Each waiting thread's stop source, stopped by Advance. Taken inside a
+  // waiter's own lock (registering, leaving) and by Advance, which only
+  // stops sources (their callbacks notify the waiters' condition
+  // variables): it never waits for a waiter's lock.
   mutable Mutex waiters_mu_;
-  mutable std::map<std::condition_variable_any*, size_t> waiters_
-      TOPOLOGY_GUARDED_BY(waiters_mu_);
+  mutable std::set<std::stop_source*> waiters_ TOPOLOGY_GUARDED_BY(waiters_mu_);
 };
 
 }  // namespace topology::testing
