@@ -137,33 +137,39 @@ class EndToEndTest : public ::testing::Test {
     return (work_.path() / "control.sock").string();
   }
 
-  void StartManager() {
-    std::vector<std::string> command{
-        topology::testing::ProgramPath("topology-manager"),
-        "serve",
-        "--plugin-dir",
-        plugins().string(),
-        "--host-root",
-        root_.path().string(),
-        "--control-socket",
-        control(),
-        "--topology-manager-policy",
-        setup_.policy,
-        "--topology-manager-scope",
-        setup_.scope,
-        "--cpu-manager-policy",
-        "static",
-        "--reserved-cpus",
-        "0",
-        "--grace-period",
-        "5s",
-        "--node-name",
-        "e2e"};
-    command.insert(command.end(), setup_.flags.begin(), setup_.flags.end());
+  // serve over this test's machine, plugin directory and control socket.
+  std::vector<std::string> ServeCommand() const {
+    return {topology::testing::ProgramPath("topology-manager"),
+            "serve",
+            "--plugin-dir",
+            plugins().string(),
+            "--host-root",
+            root_.path().string(),
+            "--control-socket",
+            control()};
+  }
+  // Starts `command` as the manager; true once its control socket is there.
+  bool StartServe(const std::vector<std::string>& command) {
     manager_ = std::make_unique<Process>(command);
-    (void)WaitFor([&] { return std::filesystem::exists(control()); }, 5s);
+    const bool listening =
+        WaitFor([&] { return std::filesystem::exists(control()); }, 5s);
     stub_ = tm::Control::NewStub(grpc::CreateChannel(
         "unix:" + control(), grpc::InsecureChannelCredentials()));
+    return listening;
+  }
+  void StartManager() {
+    std::vector<std::string> command = ServeCommand();
+    for (const std::string& flag :
+         {std::string("--topology-manager-policy"), setup_.policy,
+          std::string("--topology-manager-scope"), setup_.scope,
+          std::string("--cpu-manager-policy"), std::string("static"),
+          std::string("--reserved-cpus"), std::string("0"),
+          std::string("--grace-period"), std::string("5s"),
+          std::string("--node-name"), std::string("e2e")}) {
+      command.push_back(flag);
+    }
+    command.insert(command.end(), setup_.flags.begin(), setup_.flags.end());
+    (void)StartServe(command);
   }
   void StartPlugin() {
     plugin_ = std::make_unique<Process>(std::vector<std::string>{
@@ -608,26 +614,15 @@ TEST_F(EndToEndTest, ReservedCpusByCountAsTheKubeletTakesThem) {
   std::string core0;
   std::getline(siblings, core0);
   ASSERT_EQ(CpuSet::ParseList(core0)->Count(), 2) << core0;
-  const std::vector<std::string> serve = {
-      topology::testing::ProgramPath("topology-manager"),
-      "serve",
-      "--plugin-dir",
-      plugins().string(),
-      "--host-root",
-      root_.path().string(),
-      "--control-socket",
-      control(),
-      "--cpu-manager-policy",
-      "static"};
+  std::vector<std::string> serve = ServeCommand();
+  serve.push_back("--cpu-manager-policy");
+  serve.push_back("static");
   std::vector<std::string> command = serve;
   for (const char* flag : {"--kube-reserved", "cpu=1500m,memory=1Gi",
                            "--system-reserved", "cpu=0.4"}) {
     command.push_back(flag);
   }
-  manager_ = std::make_unique<Process>(command);
-  ASSERT_TRUE(WaitFor([&] { return std::filesystem::exists(control()); }, 5s));
-  stub_ = tm::Control::NewStub(grpc::CreateChannel(
-      "unix:" + control(), grpc::InsecureChannelCredentials()));
+  ASSERT_TRUE(StartServe(command));
   const json status = Status();
   ASSERT_FALSE(status.is_null());
   EXPECT_EQ(status["cpus"]["reserved"], CpuSet::ParseList(core0)->ToList());
