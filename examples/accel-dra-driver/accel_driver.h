@@ -25,8 +25,7 @@
 #include "topology/draplugin/resource_slices.h"  // SlicePublisher
 #include "topology/pci_device.h"                 // PciDevice
 #include "topology/plugin/cdi.h"                 // CdiDevice
-#include "topology/plugin/daemon.h"              // BlockShutdownSignals
-#include "topology/plugin/logging.h"             // InitLogging
+#include "topology/plugin/daemon.h"              // SetUpDaemon, AwaitShutdown
 #include "topology/status.h"                     // Status, StatusOr
 #include "topology/sysfs_reader.h"               // NewHostRootReader
 #include "topology/topology.h"                   // Topology

@@ -83,8 +83,10 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
 }
 
 // guide:run
-int Run(const Flags& flags) {
-  plugin::BlockShutdownSignals();  // before any thread starts
+int Run(const Flags& flags, const char* argv0) {
+  // Before any thread: gRPC's engine, klog-format logs, signals blocked.
+  const plugin::DaemonProcess process{.verbosity = flags.verbosity};
+  plugin::SetUpDaemon(argv0, process);
   auto topo = topology::Discover({.host_root = flags.host_root});
   if (!topo.ok()) {
     LOG(ERROR) << "discovery: " << topo.status().ToString();
@@ -153,9 +155,7 @@ int Run(const Flags& flags) {
     return 1;
   }
 
-  const int signal = plugin::WaitForShutdownSignal();
-  LOG(INFO) << "signal " << signal << ": stopping";
-  plugin::ExitIfStillRunningAfter(std::chrono::milliseconds(4500), 0);
+  plugin::AwaitShutdown(process);  // SIGTERM; the stop has 4.5 s
   (*runner)->Stop();  // removes both sockets; prepared claims stay
   publisher.Stop();
   return 0;
@@ -167,6 +167,5 @@ int Run(const Flags& flags) {
 int main(int argc, char** argv) {
   Flags flags;
   if (!ParseFlags(argc, argv, flags)) return 2;
-  plugin::InitLogging(argv[0], flags.verbosity);  // klog-format lines
-  return Run(flags);
+  return Run(flags, argv[0]);
 }

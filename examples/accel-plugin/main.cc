@@ -246,9 +246,10 @@ topology::StatusOr<std::unique_ptr<plugin::HttpEndpoint>> ServeHttp(
 // guide:end
 
 // guide:main
-int Run(const Flags& flags) {
-  plugin::ChooseGrpcPollEngine();  // before gRPC starts
-  plugin::BlockShutdownSignals();  // before any thread starts
+int Run(const Flags& flags, const char* argv0) {
+  // Before any thread: gRPC's engine, klog-format logs, signals blocked.
+  const plugin::DaemonProcess process{.verbosity = flags.verbosity};
+  plugin::SetUpDaemon(argv0, process);
 
   topology::DiscoveryOptions options;
   options.host_root = flags.host_root;  // the host's sys/ in a container
@@ -300,9 +301,7 @@ int Run(const Flags& flags) {
   loop.RequestPass();  // the first check at once
   loop.Start([&](const plugin::RescanLoop::Pass& pass) { health.Pass(pass); });
 
-  const int signal = plugin::WaitForShutdownSignal();
-  LOG(INFO) << "signal " << signal << ": stopping";
-  plugin::ExitIfStillRunningAfter(std::chrono::milliseconds(4500), 0);
+  plugin::AwaitShutdown(process);  // SIGTERM; the stop has 4.5 s
   loop.Stop();
   http.reset();
   runner.Stop();  // ends the streams, removes the socket
@@ -315,6 +314,5 @@ int Run(const Flags& flags) {
 int main(int argc, char** argv) {
   Flags flags;
   if (!ParseFlags(argc, argv, flags)) return 2;
-  plugin::InitLogging(argv[0], flags.verbosity);  // klog-format lines
-  return Run(flags);
+  return Run(flags, argv[0]);
 }

@@ -14,6 +14,11 @@ namespace topology::text {
 // Whether `text` is well-formed UTF-8 (no overlong forms, no surrogates).
 bool IsValidUtf8(std::string_view text);
 
+// The length of the UTF-8 sequence at `text[i]` (i < text.size()), 0 when
+// it is not a valid one (overlong forms, surrogates and values past
+// U+10FFFF included).
+size_t Utf8SequenceLength(std::string_view text, size_t i);
+
 // The line (from 1) holding the first byte that is not valid UTF-8; 0 when
 // all of `text` is.
 size_t InvalidUtf8Line(std::string_view text);

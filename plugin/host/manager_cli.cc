@@ -138,6 +138,113 @@ void PrintAllocateResponses(const json& responses) {
   }
 }
 
+// One container's row: NUMA nodes, CPUs, devices and pinned memory
+// (type=size@nodes), then the plugins' Allocate answers when given.
+void PrintContainerRow(const std::string& pod, const json& c) {
+  std::string devices;
+  for (const auto& [resource, ids] : c["devices"].items()) {
+    devices += (devices.empty() ? "" : " ") + resource + "=" + Join(ids);
+  }
+  if (c.contains("memory") && c["memory"].is_array()) {
+    for (const json& block : c["memory"]) {
+      if (!block.is_object() ||
+          !block.value("size", json()).is_number_unsigned()) {
+        continue;
+      }
+      devices += (devices.empty() ? "" : " ") +
+                 block.value("type", std::string("?")) + "=" +
+                 BinaryQuantity(block["size"].get<uint64_t>()) + "@" +
+                 Join(block.value("numa_nodes", json::array()));
+    }
+  }
+  const std::string numa =
+      c["numa_nodes"].is_null() ? "-" : Join(c["numa_nodes"]);
+  const std::string cpus = c["cpus"].get<std::string>();
+  std::cout << std::setw(18) << pod << std::setw(14)
+            << c["name"].get<std::string>() << std::setw(8) << numa
+            << std::setw(14) << (cpus.empty() ? "shared" : cpus) << devices
+            << "\n";
+  if (c.contains("allocate_responses")) {
+    PrintAllocateResponses(c["allocate_responses"]);
+  }
+}
+
+// The topology policy a pod was admitted under, and where it came from.
+void PrintPodPolicy(const json& pod, const json& policy) {
+  std::cout << "  topology policy of " << pod["pod"].get<std::string>() << ": "
+            << policy["policy"].get<std::string>() << " ("
+            << policy["scope"].get<std::string>() << " scope), from "
+            << policy["source"].get<std::string>();
+  if (policy["requested"].is_string()) {
+    std::cout << (policy["source"] == "node" ? "; the pod asked for "
+                                             : "; asked as ")
+              << policy["requested"].get<std::string>();
+  }
+  std::cout << "\n";
+}
+
+// Each provider's hints for one resource: "{0} preferred, {0,1}".
+void PrintHints(const std::string& resource, const json& hints) {
+  std::cout << "    " << std::setw(18) << resource << " ";
+  if (hints.is_null()) {
+    std::cout << "any NUMA node (no preference)\n";
+    return;
+  }
+  if (hints.empty()) std::cout << "cannot be satisfied";
+  bool first = true;
+  for (const json& hint : hints) {
+    std::cout << (first ? "" : ", ") << "{"
+              << (hint["mask"].is_null() ? "any" : Join(hint["mask"])) << "}"
+              << (hint["preferred"].get<bool>() ? " preferred" : "");
+    first = false;
+  }
+  std::cout << "\n";
+}
+
+// One merge of the explanation: the hints, the merged hint and the
+// decision, and the Memory Manager's lines.
+void PrintMerge(const json& pod, const json& merge) {
+  std::cout << "  hints"
+            << (merge["container"].is_null()
+                    ? std::string(" for the pod")
+                    : " for container " + merge["container"].get<std::string>())
+            << ":\n";
+  for (const json& provider : merge["providers"]) {
+    for (const auto& [resource, hints] : provider.items()) {
+      PrintHints(resource, hints);
+    }
+  }
+  std::cout << "  merged: {"
+            << (merge["merged"]["mask"].is_null()
+                    ? std::string("any")
+                    : Join(merge["merged"]["mask"]))
+            << "}"
+            << (merge["merged"]["preferred"].get<bool>() ? " preferred"
+                                                         : " not preferred")
+            << (merge["admit"].get<bool>()
+                    ? ", admitted by the Topology Manager"
+                    : ", rejected")
+            << ": " << merge["reason"].get<std::string>() << "\n";
+  // The merge admitted, the pod is refused all the same: a hint provider's
+  // Allocate failed after it, which the kubelet reports as
+  // UnexpectedAdmissionError, not TopologyAffinityError.
+  if (merge["admit"].get<bool>() && !pod["admitted"].get<bool>() &&
+      pod["reason"] == "UnexpectedAdmissionError") {
+    std::cout << "  then refused: an allocation after the merge failed "
+                 "(the kubelet's UnexpectedAdmissionError, not "
+                 "TopologyAffinityError: the merge itself admitted): "
+              << pod.value("message", std::string()) << "\n";
+  }
+  if (merge.contains("memory") && merge["memory"].is_array()) {
+    std::cout << "  memory:\n";
+    for (const json& line : merge["memory"]) {
+      if (line.is_string()) {
+        std::cout << "    " << line.get<std::string>() << "\n";
+      }
+    }
+  }
+}
+
 void PrintPodTable(const json& pods, bool explain, bool show_policy = false) {
   std::cout << std::left << std::setw(18) << "POD" << std::setw(14)
             << "CONTAINER" << std::setw(8) << "NUMA" << std::setw(14) << "CPUS"
@@ -149,105 +256,14 @@ void PrintPodTable(const json& pods, bool explain, bool show_policy = false) {
                 << pod["message"].get<std::string>() << "\n";
     }
     for (const json& c : pod["containers"]) {
-      std::string devices;
-      for (const auto& [resource, ids] : c["devices"].items()) {
-        devices += (devices.empty() ? "" : " ") + resource + "=" + Join(ids);
-      }
-      // Pinned memory: type=size@nodes.
-      if (c.contains("memory") && c["memory"].is_array()) {
-        for (const json& block : c["memory"]) {
-          if (!block.is_object() ||
-              !block.value("size", json()).is_number_unsigned()) {
-            continue;
-          }
-          devices += (devices.empty() ? "" : " ") +
-                     block.value("type", std::string("?")) + "=" +
-                     BinaryQuantity(block["size"].get<uint64_t>()) + "@" +
-                     Join(block.value("numa_nodes", json::array()));
-        }
-      }
-      const std::string numa =
-          c["numa_nodes"].is_null() ? "-" : Join(c["numa_nodes"]);
-      const std::string cpus = c["cpus"].get<std::string>();
-      std::cout << std::setw(18) << pod["pod"].get<std::string>()
-                << std::setw(14) << c["name"].get<std::string>() << std::setw(8)
-                << numa << std::setw(14) << (cpus.empty() ? "shared" : cpus)
-                << devices << "\n";
-      if (c.contains("allocate_responses")) {
-        PrintAllocateResponses(c["allocate_responses"]);
-      }
+      PrintContainerRow(pod["pod"].get<std::string>(), c);
     }
     const json& policy = pod.value("topology_policy", json(nullptr));
     if ((explain || show_policy) && policy.is_object()) {
-      std::cout << "  topology policy of " << pod["pod"].get<std::string>()
-                << ": " << policy["policy"].get<std::string>() << " ("
-                << policy["scope"].get<std::string>() << " scope), from "
-                << policy["source"].get<std::string>();
-      if (policy["requested"].is_string()) {
-        std::cout << (policy["source"] == "node" ? "; the pod asked for "
-                                                 : "; asked as ")
-                  << policy["requested"].get<std::string>();
-      }
-      std::cout << "\n";
+      PrintPodPolicy(pod, policy);
     }
     if (explain && pod.contains("explanation")) {
-      for (const json& merge : pod["explanation"]) {
-        std::cout << "  hints"
-                  << (merge["container"].is_null()
-                          ? std::string(" for the pod")
-                          : " for container " +
-                                merge["container"].get<std::string>())
-                  << ":\n";
-        for (const json& provider : merge["providers"]) {
-          for (const auto& [resource, hints] : provider.items()) {
-            std::cout << "    " << std::setw(18) << resource << " ";
-            if (hints.is_null()) {
-              std::cout << "any NUMA node (no preference)\n";
-              continue;
-            }
-            if (hints.empty()) std::cout << "cannot be satisfied";
-            bool first = true;
-            for (const json& hint : hints) {
-              std::cout << (first ? "" : ", ") << "{"
-                        << (hint["mask"].is_null() ? "any" : Join(hint["mask"]))
-                        << "}"
-                        << (hint["preferred"].get<bool>() ? " preferred" : "");
-              first = false;
-            }
-            std::cout << "\n";
-          }
-        }
-        std::cout << "  merged: {"
-                  << (merge["merged"]["mask"].is_null()
-                          ? std::string("any")
-                          : Join(merge["merged"]["mask"]))
-                  << "}"
-                  << (merge["merged"]["preferred"].get<bool>()
-                          ? " preferred"
-                          : " not preferred")
-                  << (merge["admit"].get<bool>()
-                          ? ", admitted by the Topology Manager"
-                          : ", rejected")
-                  << ": " << merge["reason"].get<std::string>() << "\n";
-        // The merge admitted, the pod is refused all the same: a hint
-        // provider's Allocate failed after it, which the kubelet reports as
-        // UnexpectedAdmissionError, not TopologyAffinityError.
-        if (merge["admit"].get<bool>() && !pod["admitted"].get<bool>() &&
-            pod["reason"] == "UnexpectedAdmissionError") {
-          std::cout << "  then refused: an allocation after the merge failed "
-                       "(the kubelet's UnexpectedAdmissionError, not "
-                       "TopologyAffinityError: the merge itself admitted): "
-                    << pod.value("message", std::string()) << "\n";
-        }
-        if (merge.contains("memory") && merge["memory"].is_array()) {
-          std::cout << "  memory:\n";
-          for (const json& line : merge["memory"]) {
-            if (line.is_string()) {
-              std::cout << "    " << line.get<std::string>() << "\n";
-            }
-          }
-        }
-      }
+      for (const json& merge : pod["explanation"]) PrintMerge(pod, merge);
     }
     // The CPU manager's full-pcpus-only option refused it (the kubelet's
     // SMTAlignmentError), whatever the merge said.
@@ -369,6 +385,91 @@ int RunStatus(const std::string& format, const std::string& socket) {
 
 }  // namespace
 
+void ServeFlags::AddFlags(CLI::App& serve) {
+  serve.add_option("--plugin-dir", plugin_dir, "Device plugin directory")
+      ->capture_default_str();
+  serve
+      .add_option("--host-root", host_root,
+                  "Directory whose sys/ is the machine's")
+      ->capture_default_str();
+  serve.add_option("--hwloc-xml", hwloc_xml,
+                   "Act for the machine of this hwloc XML export");
+  serve
+      .add_option("--control-socket", control_socket,
+                  "Socket of the admit/release/status commands")
+      ->capture_default_str();
+  serve
+      .add_option("--topology-manager-policy", policy,
+                  "none, best-effort, restricted, single-numa-node, or "
+                  "dynamic: each pod's own policy (beyond the kubelet)")
+      ->capture_default_str();
+  serve.add_option("--topology-manager-scope", scope, "container or pod")
+      ->capture_default_str();
+  serve.add_option("--topology-manager-policy-options", policy_options,
+                   "key=value,... (e.g. prefer-closest-numa-nodes=true)");
+  serve.add_option("--cpu-manager-policy", cpu_policy, "none or static")
+      ->capture_default_str();
+  serve.add_option("--cpu-manager-policy-options", cpu_policy_options,
+                   "key=value,... (e.g. full-pcpus-only=true), as the "
+                   "kubelet's flag");
+  serve.add_option("--feature-gates", feature_gates,
+                   "Name=true|false,..., as the kubelet's flag (read: "
+                   "CPUManagerPolicyAlphaOptions, CPUManagerPolicyBetaOptions; "
+                   "PodLevelResourceManagers=true is refused)");
+  serve.add_option("--reserved-cpus", reserved_cpus,
+                   "CPUs kept for the system (cpulist); without it the "
+                   "static policy keeps as many as --kube-reserved plus "
+                   "--system-reserved cpu, rounded up, chosen as the "
+                   "kubelet chooses them");
+  serve
+      .add_option("--memory-manager-policy", memory.policy,
+                  "None or Static (the kubelet's Memory Manager)")
+      ->capture_default_str();
+  serve.add_option("--reserved-memory", memory.reserved_memory,
+                   "Memory reserved per NUMA node, repeatable "
+                   "(0:memory=1Gi with --kube-reserved memory=924Mi): per "
+                   "type the reservations add up to --kube-reserved + "
+                   "--system-reserved + the --eviction-hard memory, as the "
+                   "kubelet requires (so huge pages cannot be reserved)");
+  serve.add_option("--kube-reserved", memory.kube_reserved,
+                   "The kubelet's --kube-reserved (cpu=1,memory=2Gi,...)");
+  serve.add_option("--system-reserved", memory.system_reserved,
+                   "The kubelet's --system-reserved (cpu=1,memory=2Gi,...)");
+  serve.add_option(
+      "--eviction-hard", memory.eviction_hard,
+      "The kubelet's --eviction-hard; its memory.available counts in the "
+      "reservation (default memory.available<100Mi)");
+  serve
+      .add_option("--memory-drift-tolerance", memory_drift_tolerance,
+                  "On restart, accept a NUMA node's memory total that moved "
+                  "by up to this much (KEP-6232; beyond the kubelet)")
+      ->capture_default_str();
+  serve
+      .add_option("--grace-period", grace_period,
+                  "Removal delay of a disconnected plugin's resource")
+      ->capture_default_str();
+  serve.add_option(
+      "--node-name", node_name,
+      "Name in status and NodeResourceTopology (default: host name)");
+  serve.add_flag("--cost-based-selection", cost_based_selection,
+                 "Choose a multi-resource container's PCI devices together by "
+                 "PCIe cost (beyond the kubelet)");
+  serve
+      .add_option("--plugin-rpc-timeout", rpc_timeout,
+                  "Deadline of GetPreferredAllocation and Allocate calls "
+                  "(Go duration; the kubelet has none)")
+      ->capture_default_str();
+  serve.add_option("--control-group", control_group,
+                   "Group (name or id) allowed to use the control socket "
+                   "(mode 0660); default: root only (0600)");
+  serve.add_option("-v,--v", verbosity, "Log verbosity");
+  serve.add_option(
+      "--config", kubelet_config,
+      "A KubeletConfiguration file (kubelet.config.k8s.io/v1beta1), as the "
+      "kubelet's --config: the fields of the four managers and Node "
+      "Allocatable apply; flags given as well override them");
+}
+
 int RunManagerCli(int argc, char** argv, ServeCommand serve_command) {
   CLI::App app{
       "The kubelet's device manager, CPU manager and Topology "
@@ -392,99 +493,7 @@ int RunManagerCli(int argc, char** argv, ServeCommand serve_command) {
   ServeFlags serve_flags;
   auto* serve = app.add_subcommand(
       "serve", "Accept device plugins on kubelet.sock and admit pods");
-  serve
-      ->add_option("--plugin-dir", serve_flags.plugin_dir,
-                   "Device plugin directory")
-      ->capture_default_str();
-  serve
-      ->add_option("--host-root", serve_flags.host_root,
-                   "Directory whose sys/ is the machine's")
-      ->capture_default_str();
-  serve->add_option("--hwloc-xml", serve_flags.hwloc_xml,
-                    "Act for the machine of this hwloc XML export");
-  serve
-      ->add_option("--control-socket", serve_flags.control_socket,
-                   "Socket of the admit/release/status commands")
-      ->capture_default_str();
-  serve
-      ->add_option("--topology-manager-policy", serve_flags.policy,
-                   "none, best-effort, restricted, single-numa-node, or "
-                   "dynamic: each pod's own policy (beyond the kubelet)")
-      ->capture_default_str();
-  serve
-      ->add_option("--topology-manager-scope", serve_flags.scope,
-                   "container or pod")
-      ->capture_default_str();
-  serve->add_option("--topology-manager-policy-options",
-                    serve_flags.policy_options,
-                    "key=value,... (e.g. prefer-closest-numa-nodes=true)");
-  serve
-      ->add_option("--cpu-manager-policy", serve_flags.cpu_policy,
-                   "none or static")
-      ->capture_default_str();
-  serve->add_option("--cpu-manager-policy-options",
-                    serve_flags.cpu_policy_options,
-                    "key=value,... (e.g. full-pcpus-only=true), as the "
-                    "kubelet's flag");
-  serve->add_option(
-      "--feature-gates", serve_flags.feature_gates,
-      "Name=true|false,..., as the kubelet's flag (read: "
-      "CPUManagerPolicyAlphaOptions, CPUManagerPolicyBetaOptions; "
-      "PodLevelResourceManagers=true is refused)");
-  serve->add_option("--reserved-cpus", serve_flags.reserved_cpus,
-                    "CPUs kept for the system (cpulist); without it the "
-                    "static policy keeps as many as --kube-reserved plus "
-                    "--system-reserved cpu, rounded up, chosen as the "
-                    "kubelet chooses them");
-  serve
-      ->add_option("--memory-manager-policy", serve_flags.memory.policy,
-                   "None or Static (the kubelet's Memory Manager)")
-      ->capture_default_str();
-  serve->add_option("--reserved-memory", serve_flags.memory.reserved_memory,
-                    "Memory reserved per NUMA node, repeatable "
-                    "(0:memory=1Gi with --kube-reserved memory=924Mi): per "
-                    "type the reservations add up to --kube-reserved + "
-                    "--system-reserved + the --eviction-hard memory, as the "
-                    "kubelet requires (so huge pages cannot be reserved)");
-  serve->add_option("--kube-reserved", serve_flags.memory.kube_reserved,
-                    "The kubelet's --kube-reserved (cpu=1,memory=2Gi,...)");
-  serve->add_option("--system-reserved", serve_flags.memory.system_reserved,
-                    "The kubelet's --system-reserved (cpu=1,memory=2Gi,...)");
-  auto* eviction_hard = serve->add_option(
-      "--eviction-hard", serve_flags.memory.eviction_hard,
-      "The kubelet's --eviction-hard; its memory.available counts in the "
-      "reservation (default memory.available<100Mi)");
-  (void)eviction_hard;
-  serve
-      ->add_option("--memory-drift-tolerance",
-                   serve_flags.memory_drift_tolerance,
-                   "On restart, accept a NUMA node's memory total that moved "
-                   "by up to this much (KEP-6232; beyond the kubelet)")
-      ->capture_default_str();
-  serve
-      ->add_option("--grace-period", serve_flags.grace_period,
-                   "Removal delay of a disconnected plugin's resource")
-      ->capture_default_str();
-  serve->add_option(
-      "--node-name", serve_flags.node_name,
-      "Name in status and NodeResourceTopology (default: host name)");
-  serve->add_flag("--cost-based-selection", serve_flags.cost_based_selection,
-                  "Choose a multi-resource container's PCI devices together by "
-                  "PCIe cost (beyond the kubelet)");
-  serve
-      ->add_option("--plugin-rpc-timeout", serve_flags.rpc_timeout,
-                   "Deadline of GetPreferredAllocation and Allocate calls "
-                   "(Go duration; the kubelet has none)")
-      ->capture_default_str();
-  serve->add_option("--control-group", serve_flags.control_group,
-                    "Group (name or id) allowed to use the control socket "
-                    "(mode 0660); default: root only (0600)");
-  serve->add_option("-v,--v", serve_flags.verbosity, "Log verbosity");
-  serve->add_option(
-      "--config", serve_flags.kubelet_config,
-      "A KubeletConfiguration file (kubelet.config.k8s.io/v1beta1), as the "
-      "kubelet's --config: the fields of the four managers and Node "
-      "Allocatable apply; flags given as well override them");
+  serve_flags.AddFlags(*serve);
 
   std::vector<std::string> pod_files;
   std::string admit_format = "text";

@@ -16,6 +16,10 @@
 #include "kubelet_names.h"
 #include "memory_flags.h"
 
+namespace CLI {
+class App;
+}  // namespace CLI
+
 namespace topology::host {
 
 inline constexpr int kExitRejected = 1;
@@ -52,6 +56,9 @@ struct ServeFlags {
   std::string kubelet_config;
   // The flags given on the command line ("--reserved-memory").
   std::set<std::string> given;
+
+  // Binds serve's flags, as the kubelet names them, to these fields.
+  void AddFlags(CLI::App& serve);
 };
 
 // How a program runs serve: the light one execs the full one, the full one

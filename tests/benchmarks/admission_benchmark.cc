@@ -48,6 +48,7 @@
 #include "synthetic_machines.h"
 #include "temp_dir.h"
 #include "topologymanager/v1alpha1/control.grpc.pb.h"
+#include "wait_for.h"
 
 namespace topology {
 namespace {
@@ -96,15 +97,16 @@ class Node {
         device_plugin::TopologyDevicePlugin::Create(std::move(options));
     if (!plugin.ok() || !(*plugin)->Start().ok()) std::abort();
     plugin_ = std::move(*plugin);
-    for (int i = 0; i < 3000; ++i) {
-      auto resources = host_->Resources();
-      bool ready = true;
-      for (const auto& [name, count] : shape.allocatable) {
-        ready = ready && resources[name].allocatable == count;
-      }
-      if (ready) break;
-      std::this_thread::sleep_for(10ms);
-    }
+    (void)testing::WaitFor(
+        [&] {
+          auto resources = host_->Resources();
+          bool ready = true;
+          for (const auto& [name, count] : shape.allocatable) {
+            ready = ready && resources[name].allocatable == count;
+          }
+          return ready;
+        },
+        std::chrono::seconds(30));
     if (shape.control_socket) {
       control_ = topologymanager::v1alpha1::Control::NewStub(
           grpc::CreateChannel("unix:" + config.control_socket.string(),

@@ -45,6 +45,7 @@
 #include "socket_util.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
+#include "wait_for.h"
 
 extern char** environ;
 
@@ -470,14 +471,13 @@ void BM_IdleDraDriver10000(benchmark::State& state) {
       return;
     }
     testing::FakeDraKubelet kubelet(sockets.path() / "registry");
-    const auto deadline = std::chrono::steady_clock::now() + 120s;
-    bool ready = false;
-    while (!ready && std::chrono::steady_clock::now() < deadline) {
-      (void)kubelet.Register(kDriver);
-      auto answer = plugin::HttpGet(port, "/readyz");
-      ready = answer.ok() && answer->first == 200;
-      if (!ready) std::this_thread::sleep_for(200ms);
-    }
+    const bool ready = testing::WaitFor(
+        [&] {
+          (void)kubelet.Register(kDriver);
+          auto answer = plugin::HttpGet(port, "/readyz");
+          return answer.ok() && answer->first == 200;
+        },
+        120s, 200ms);
     if (!ready) {
       kill(pid, SIGKILL);
       waitpid(pid, nullptr, 0);
@@ -489,7 +489,8 @@ void BM_IdleDraDriver10000(benchmark::State& state) {
     size_t health_messages = 0;
     std::thread watcher(
         [&] { health_messages = kubelet.WatchHealth("v1", 1000, 90s).size(); });
-    std::this_thread::sleep_for(3s);  // the start settles
+    // The start is over once the kubelet has the complete list.
+    (void)testing::WaitFor([&] { return kubelet.health_messages() >= 1; }, 30s);
     MeasureIdleProcess(state, pid, 60s);
     kill(pid, SIGTERM);
     waitpid(pid, nullptr, 0);

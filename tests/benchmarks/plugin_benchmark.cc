@@ -37,6 +37,7 @@
 #include "reference_plugin.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
+#include "wait_for.h"
 
 extern char** environ;
 
@@ -308,7 +309,13 @@ void BM_HealthzUnderAttack(benchmark::State& state) {
     default:
       break;
   }
-  std::this_thread::sleep_for(1s);  // the attack in place
+  // The attack in place: every attacker holds its connections.
+  (void)testing::WaitFor([&] {
+    for (const auto& attack : attacks) {
+      if (attack->open() < 10) return false;
+    }
+    return true;
+  });
   std::vector<double> micros;
   size_t answered = 0;
   for (auto _ : state) {

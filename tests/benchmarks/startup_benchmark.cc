@@ -23,6 +23,7 @@
 
 #include "build_paths.h"
 #include "synthetic_machines.h"
+#include "wait_for.h"
 
 namespace {
 
@@ -160,13 +161,10 @@ class Server {
         posix_spawn(&pid_, argv[0], &actions, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     if (spawned != 0) pid_ = 0;
-    for (int i = 0; i < 500 && pid_ != 0; ++i) {
-      if (access(socket_.c_str(), F_OK) == 0) {
-        ready_ = true;
-        break;
-      }
-      usleep(10000);
-    }
+    ready_ =
+        pid_ != 0 && topology::testing::WaitFor(
+                         [&] { return access(socket_.c_str(), F_OK) == 0; },
+                         std::chrono::seconds(5));
   }
   ~Server() {
     if (pid_ != 0) {

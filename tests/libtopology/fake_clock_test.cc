@@ -21,9 +21,12 @@ using namespace std::chrono_literals;
 TEST(FakeClockTest, TimeMovesOnlyWhenAdvanced) {
   FakeClock clock;
   const Clock::TimePoint start = clock.Now();
+  const auto wall_start = clock.WallNow();
   EXPECT_EQ(clock.Now(), start);
+  EXPECT_EQ(clock.WallNow(), wall_start);
   clock.Advance(5min);
   EXPECT_EQ(clock.Now() - start, 5min);
+  EXPECT_EQ(clock.WallNow() - wall_start, 5min);
 }
 
 TEST(FakeClockTest, AdvanceWakesEveryWaiter) {
@@ -112,6 +115,49 @@ TEST(FakeClockTest, APassedDeadlineDoesNotWait) {
   MutexLock lock(mu);
   clock.WaitUntil(cv, lock, clock.Now());
   EXPECT_EQ(clock.waiters(), 0u);
+}
+
+// What a test reads to prove that a timer has not fired: after an advance
+// short of the deadline, the waiter begins a new wait (it has looked at the
+// new time), and only an advance to the deadline lets it through.
+TEST(FakeClockTest, AWaiterThatLookedAndSleptAgainIsCounted) {
+  FakeClock clock;
+  Mutex mu;
+  std::condition_variable_any cv;
+  const Clock::TimePoint deadline = clock.Now() + 200ms;
+  std::atomic<bool> fired{false};
+  std::thread timer([&] {
+    MutexLock lock(mu);
+    while (clock.Now() < deadline) clock.WaitUntil(cv, lock, deadline);
+    fired = true;
+  });
+  ASSERT_TRUE(WaitFor([&] { return clock.waiters() == 1; }, 5s));
+  const uint64_t waits = clock.waits();
+  EXPECT_GE(waits, 1u);
+  ASSERT_TRUE(clock.AdvanceAndLetWaitersLook(199ms));
+  EXPECT_FALSE(fired.load());
+  EXPECT_EQ(clock.waits(), waits + 1);
+  clock.Advance(1ms);
+  EXPECT_TRUE(WaitFor([&] { return fired.load(); }, 5s));
+  timer.join();
+  EXPECT_EQ(clock.waits(), waits + 1);
+  // Nobody waits: nothing to look.
+  EXPECT_TRUE(clock.AdvanceAndLetWaitersLook(1h, 0ms));
+}
+
+// A waiter the time lets through does not wait again: the look says so.
+TEST(FakeClockTest, AWaiterLetThroughIsNoLook) {
+  FakeClock clock;
+  Mutex mu;
+  std::condition_variable_any cv;
+  const Clock::TimePoint deadline = clock.Now() + 200ms;
+  std::thread timer([&] {
+    MutexLock lock(mu);
+    while (clock.Now() < deadline) clock.WaitUntil(cv, lock, deadline);
+  });
+  ASSERT_TRUE(WaitFor([&] { return clock.waiters() == 1; }, 5s));
+  EXPECT_FALSE(clock.AdvanceAndLetWaitersLook(200ms, 50ms));
+  timer.join();
 }
 
 }  // namespace

@@ -4,15 +4,18 @@
 #ifndef TOPOLOGY_TESTS_PLUGIN_CHILD_PROCESS_H_
 #define TOPOLOGY_TESTS_PLUGIN_CHILD_PROCESS_H_
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <optional>
 #include <string>
-#include <thread>
 #include <vector>
 
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <spawn.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -58,18 +61,26 @@ class ChildProcess {
   ChildProcess& operator=(const ChildProcess&) = delete;
 
   void Signal(int signal) { kill(pid_, signal); }
-  // Exit status (or 128+signal), nullopt on timeout.
+  // Exit status (or 128+signal), nullopt on timeout. Woken by the exit
+  // itself: a pidfd is readable once the process has ended.
   std::optional<int> Wait(std::chrono::milliseconds timeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (std::chrono::steady_clock::now() < deadline) {
-      int status = 0;
-      if (waitpid(pid_, &status, WNOHANG) == pid_) {
-        pid_ = -1;
-        return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (pid_ <= 0) return std::nullopt;
+    const int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));
+    if (pidfd < 0) {
+      ADD_FAILURE() << "pidfd_open(" << pid_ << "): " << std::strerror(errno);
+      return std::nullopt;
     }
-    return std::nullopt;
+    pollfd ended{pidfd, POLLIN, 0};
+    int ready = 0;
+    do {
+      ready = poll(&ended, 1, static_cast<int>(timeout.count()));
+    } while (ready < 0 && errno == EINTR);
+    close(pidfd);
+    if (ready <= 0) return std::nullopt;
+    int status = 0;
+    if (waitpid(pid_, &status, 0) != pid_) return std::nullopt;
+    pid_ = -1;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   }
 
  private:

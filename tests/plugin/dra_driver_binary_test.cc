@@ -6,6 +6,7 @@
 // its sockets, and after a restart unprepares the claim, removing the spec.
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -13,6 +14,7 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <netinet/in.h>
@@ -342,15 +344,20 @@ TEST_F(DraDriverBinaryTest, TwoProcessesWithTheirPodUidsShareANode) {
       WaitFor([&] { return through_b.RegisterSocket(socket_b, kDriver).ok(); },
               Scaled(10s)))
       << Log();
+  // A file's identity: its inode and its change time (a socket made again
+  // at once may get the inode number just freed).
+  using Identity = std::pair<ino_t, int64_t>;
   const auto inode = [](const std::filesystem::path& path) {
     struct stat info {};
-    return lstat(path.c_str(), &info) == 0 ? info.st_ino : ino_t{0};
+    if (lstat(path.c_str(), &info) != 0) return Identity{0, 0};
+    return Identity{info.st_ino, int64_t{info.st_ctim.tv_sec} * 1000000000 +
+                                     info.st_ctim.tv_nsec};
   };
   const auto dra_a = sockets_.path() / "plugin" / ("dra-" + uid_a + ".sock");
   const auto dra_b = sockets_.path() / "plugin" / ("dra-" + uid_b + ".sock");
-  const std::vector<ino_t> before = {inode(socket_a), inode(socket_b),
-                                     inode(dra_a), inode(dra_b)};
-  for (ino_t i : before) EXPECT_NE(i, ino_t{0});
+  const std::vector<Identity> before = {inode(socket_a), inode(socket_b),
+                                        inode(dra_a), inode(dra_b)};
+  for (const Identity& i : before) EXPECT_NE(i.first, ino_t{0});
   const json slice = Slices().front();
   AddClaimOfOne("u-1", slice["spec"]["devices"][0]["name"]);
   auto prepared = through_a.Prepare({{"ml", "u-1", "one"}});
@@ -363,16 +370,31 @@ TEST_F(DraDriverBinaryTest, TwoProcessesWithTheirPodUidsShareANode) {
   ASSERT_THAT(undone.status(), IsOk());
   EXPECT_EQ(undone->at("u-1"), "") << Log();
   EXPECT_FALSE(std::filesystem::exists(spec));
-  // Thirty socket checks (one a second) later, nothing was replaced and
-  // both are still registered: the window in which a rollout with surge
-  // keeps both instances.
-  std::this_thread::sleep_for(30s);
+  // Each instance's looks at its sockets leave the other's alone. A socket
+  // of a's removed is served again by a (so a has looked since), while b's
+  // are the same files; then the other way round.
+  EXPECT_THAT(Log(), Not(HasSubstr("serving it again")));
+  const auto replaced = [&](const std::filesystem::path& path,
+                            const Identity& old) {
+    return WaitFor(
+        [&] {
+          const Identity now = inode(path);
+          return now.first != 0 && now != old;
+        },
+        Scaled(10s));
+  };
+  std::filesystem::remove(dra_a);
+  ASSERT_TRUE(replaced(dra_a, before[2])) << Log();
+  ASSERT_TRUE(replaced(socket_a, before[0])) << Log();  // registered again
+  EXPECT_EQ(inode(socket_b), before[1]);
+  EXPECT_EQ(inode(dra_b), before[3]);
+  const std::vector<Identity> after_a = {inode(socket_a), inode(dra_a)};
+  std::filesystem::remove(dra_b);
+  ASSERT_TRUE(replaced(dra_b, before[3])) << Log();
+  ASSERT_TRUE(replaced(socket_b, before[1])) << Log();
+  EXPECT_EQ((std::vector<Identity>{inode(socket_a), inode(dra_a)}), after_a);
   EXPECT_TRUE(through_a.RegisterSocket(socket_a, kDriver).ok());
   EXPECT_TRUE(through_b.RegisterSocket(socket_b, kDriver).ok());
-  EXPECT_EQ((std::vector<ino_t>{inode(socket_a), inode(socket_b), inode(dra_a),
-                                inode(dra_b)}),
-            before);
-  EXPECT_THAT(Log(), Not(HasSubstr("serving it again")));
   // Killing one leaves the other serving.
   a->Signal(SIGKILL);
   a->Wait(5s);

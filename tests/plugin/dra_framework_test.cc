@@ -22,8 +22,10 @@
 
 #include "topology/draplugin/claim_checkpoint.h"
 #include "topology/draplugin/driver.h"
+#include "topology/testing/fake_clock.h"
 #include "topology/testing/fake_dra_kubelet.h"
 
+#include "gate.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
 #include "time_scale.h"
@@ -107,14 +109,12 @@ class TableSource : public ClaimSource {
 };
 
 // A driver that prepares every result as one device with a CDI id named
-// after the claim, counting its calls; it can be slowed or made to fail.
+// after the claim, counting its calls; it can be held or made to fail.
 class RecordingHandler : public DriverHandler {
  public:
   StatusOr<std::vector<PreparedDevice>> Prepare(const Claim& claim) override {
     ++prepares_;
-    if (const auto delay = delay_.load(); delay.count() > 0) {
-      std::this_thread::sleep_for(delay);
-    }
+    held_.Wait();
     std::lock_guard<std::mutex> lock(mu_);
     if (claim.ref.uid == failing_) return InternalError("device is on fire");
     if (claim.ref.uid == throwing_) throw std::runtime_error("boom");
@@ -145,7 +145,10 @@ class RecordingHandler : public DriverHandler {
     std::lock_guard<std::mutex> lock(mu_);
     throwing_ = uid;
   }
-  void set_delay(std::chrono::milliseconds delay) { delay_ = delay; }
+  // Prepare waits from Hold() until Let() (a slow device).
+  void Hold() { held_.Close(); }
+  void Let() { held_.Open(); }
+  size_t held() const { return held_.waiting(); }
   int prepares() const { return prepares_; }
   int unprepares() const { return unprepares_; }
   std::map<std::string, std::vector<PreparedDevice>> unprepared() const {
@@ -157,7 +160,7 @@ class RecordingHandler : public DriverHandler {
   mutable std::mutex mu_;
   std::atomic<int> prepares_{0};
   std::atomic<int> unprepares_{0};
-  std::atomic<std::chrono::milliseconds> delay_{0ms};
+  ::topology::testing::Gate held_{/*open=*/true};
   std::string failing_;
   std::string throwing_;
   std::map<std::string, std::vector<PreparedDevice>> prepared_;
@@ -172,7 +175,14 @@ class DraFrameworkTest : public ::testing::Test {
     options.registry_dir = dir_.path() / "plugins_registry";
     options.plugin_dir = dir_.path() / "plugins" / kDriver;
     options.socket_check = 50ms;
+    options.clock = &clock_;
     return options;
+  }
+  // One look of the runners at their sockets: the clock moves by the
+  // period, and each runner has looked (and served again what was gone)
+  // once it waits again.
+  void Look() {
+    ASSERT_TRUE(clock_.AdvanceAndLetWaitersLook(Options().socket_check));
   }
   void Start(DriverOptions options) {
     auto runner = DriverRunner::Create(std::move(options), &source_, &handler_);
@@ -181,6 +191,9 @@ class DraFrameworkTest : public ::testing::Test {
     ASSERT_THAT(runner_->Start(), IsOk());
   }
   void Start() { Start(Options()); }
+  // A test that failed with the handler held lets it go: the runner's stop
+  // would wait for the call in it.
+  void TearDown() override { handler_.Let(); }
   void Restart() {
     runner_.reset();
     Start();
@@ -208,6 +221,9 @@ class DraFrameworkTest : public ::testing::Test {
   ::topology::testing::TempDir dir_;
   TableSource source_;
   RecordingHandler handler_;
+  // The runners' time: socket checks, the kubelet's deadlines, the dates
+  // of health reports. Outlives them.
+  ::topology::testing::FakeClock clock_;
   std::unique_ptr<DriverRunner> runner_;
   FakeDraKubelet kubelet_{dir_.path() / "plugins_registry"};
 };
@@ -387,12 +403,17 @@ TEST_F(DraFrameworkTest, ConcurrentCallsForOneClaimPrepareItOnce) {
   ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
   const ClaimRef claim = GpuClaim("u1");
   const ClaimRef other = GpuClaim("u2");
-  handler_.set_delay(300ms);
+  handler_.Hold();
   auto a = std::async(std::launch::async,
                       [&] { return kubelet_.Prepare({Kubelet(claim)}); });
   auto b = std::async(std::launch::async, [&] {
     return kubelet_.Prepare({Kubelet(claim), Kubelet(other)});
   });
+  // One call prepares u1; the other waits for u1's turn (on the clock,
+  // beside the socket watcher).
+  ASSERT_TRUE(WaitFor(
+      [&] { return handler_.held() == 1 && clock_.waiters() == 2; }, 10s));
+  handler_.Let();
   ASSERT_THAT(a.get().status(), IsOk());
   auto both = b.get();
   ASSERT_THAT(both.status(), IsOk());
@@ -553,9 +574,14 @@ TEST_F(DraFrameworkTest, ARefreshSendsTheListAgainUpdated) {
                       {"node-b", "nic-long-device-name-7",
                        HealthStatus::kUnhealthy, "link down"},
                       {"node-a", "gpu-2", HealthStatus::kUnknown, ""}});
+  const size_t seen = kubelet_.health_messages();
   auto watching = std::async(std::launch::async,
                              [&] { return kubelet_.WatchHealth("v1", 2, 5s); });
-  std::this_thread::sleep_for(1100ms);  // the time has a second's grain
+  // The stream has its first list; the refresh is a second later (the
+  // time has a second's grain).
+  ASSERT_TRUE(
+      WaitFor([&] { return kubelet_.health_messages() > seen; }, Scaled(5s)));
+  clock_.Advance(1s);
   runner_->RefreshHealth();
   const auto messages = watching.get();
   ASSERT_THAT(messages, SizeIs(2));
@@ -603,12 +629,9 @@ TEST_F(DraFrameworkTest, DeletedSocketsAreServedAgain) {
   ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
   std::filesystem::remove(runner_->dra_socket());
   std::filesystem::remove(runner_->registration_socket());
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return std::filesystem::exists(runner_->dra_socket()) &&
-               std::filesystem::exists(runner_->registration_socket());
-      },
-      3s));
+  Look();
+  EXPECT_TRUE(std::filesystem::exists(runner_->dra_socket()));
+  EXPECT_TRUE(std::filesystem::exists(runner_->registration_socket()));
   EXPECT_FALSE(runner_->registered());
   ASSERT_TRUE(
       WaitFor([&] { return kubelet_.Register(kDriver).ok(); }, Scaled(3s)));
@@ -687,22 +710,25 @@ TEST_F(DraFrameworkTest, AWaitForTheClaimEndsAtTheKubeletsDeadline) {
   Start();
   ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
   const ClaimRef claim = GpuClaim("u1");
-  handler_.set_delay(Scaled(1500ms));
+  handler_.Hold();
   auto slow = std::async(std::launch::async,
                          [&] { return kubelet_.Prepare({Kubelet(claim)}); });
-  ASSERT_TRUE(WaitFor([&] { return handler_.prepares() == 1; }, Scaled(2s)));
+  ASSERT_TRUE(WaitFor([&] { return handler_.held() == 1; }, 10s));
   FakeDraKubelet hurried(dir_.path() / "plugins_registry");
   ASSERT_THAT(hurried.Register(kDriver), IsOk());
-  hurried.set_call_timeout(Scaled(300ms));
-  auto answer = hurried.Prepare({Kubelet(claim)}, "", 1);
-  // Either the runner answered at its deadline or gRPC cut the call at the
-  // same moment; never an answer after the first call's end.
-  if (answer.ok()) {
-    EXPECT_THAT(answer->at("u1").error,
-                HasSubstr("the kubelet's deadline passed"));
-  } else {
-    EXPECT_EQ(answer.status().code(), StatusCode::kDeadlineExceeded);
-  }
+  hurried.set_call_timeout(30s);
+  auto waiting = std::async(std::launch::async, [&] {
+    return hurried.Prepare({Kubelet(claim)}, "", 1);
+  });
+  // The second call waits for the claim's turn (beside the socket watcher)
+  // until its deadline, 30 s on the runner's clock.
+  ASSERT_TRUE(WaitFor([&] { return clock_.waiters() == 2; }, 10s));
+  clock_.Advance(31s);  // past it, whatever margin gRPC gave the deadline
+  auto answer = waiting.get();
+  ASSERT_THAT(answer.status(), IsOk());
+  EXPECT_THAT(answer->at("u1").error,
+              HasSubstr("the kubelet's deadline passed"));
+  handler_.Let();
   ASSERT_THAT(slow.get().status(), IsOk());
   EXPECT_EQ(handler_.prepares(), 1);
 }
@@ -825,7 +851,7 @@ TEST_F(DraFrameworkTest, TwoInstancesWithTheirPodUidsBothServe) {
   EXPECT_THAT(handler_.unprepared().at("u1"), SizeIs(2));
   EXPECT_THAT((*first)->PreparedClaims(), SizeIs(1));  // until it looks
   // A few socket checks later neither socket was replaced.
-  std::this_thread::sleep_for(Scaled(200ms));
+  for (int look = 0; look < 3; ++look) Look();
   struct stat after_a {};
   struct stat after_b {};
   ASSERT_EQ(lstat((*first)->dra_socket().c_str(), &after_a), 0);
@@ -868,11 +894,11 @@ TEST_F(DraFrameworkTest, ASocketThatFailedToBeServedAgainIsRetried) {
   // The directory goes (and with it the socket) and comes back a little
   // later: the first attempts fail.
   std::filesystem::rename(plugin_dir, dir_.path() / "moved");
-  std::this_thread::sleep_for(Scaled(150ms));
+  Look();  // the socket cannot be served
+  EXPECT_FALSE(std::filesystem::exists(runner_->dra_socket()));
   std::filesystem::create_directories(plugin_dir);
-  ASSERT_TRUE(
-      WaitFor([&] { return std::filesystem::exists(runner_->dra_socket()); },
-              Scaled(3s)));
+  Look();
+  EXPECT_TRUE(std::filesystem::exists(runner_->dra_socket()));
   ASSERT_TRUE(
       WaitFor([&] { return kubelet_.Register(kDriver).ok(); }, Scaled(3s)));
   EXPECT_TRUE(runner_->registered());

@@ -3,6 +3,7 @@
 // crash and return, manager restart, and a long admit/release loop.
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
@@ -30,6 +31,7 @@
 
 #include "build_paths.h"
 #include "fake_plugin.h"
+#include "gate.h"
 #include "run_command.h"
 #include "seeded_random.h"
 #include "synthetic_machines.h"
@@ -921,15 +923,15 @@ TEST(CommandLineTest, EveryBinaryPrintsItsVersion) {
 TEST_F(EndToEndTest, CallsOnOneConnectionDoNotWaitForEachOther) {
   Write({});
   StartManager();
-  std::atomic<bool> hold{false};
+  Gate open(/*open=*/true);
   std::promise<void> allocating;
   std::atomic<bool> first{true};
   FakePlugin plugin(plugins(), "example.com/gpu", "slow.sock");
   plugin.SetDevices({MakeDevice("gpu-0", {0}), MakeDevice("gpu-1", {0})});
   plugin.SetAllocate([&](const v1beta1::AllocateRequest& request,
                          v1beta1::AllocateResponse* response) {
-    if (hold.load() && first.exchange(false)) allocating.set_value();
-    while (hold.load()) std::this_thread::sleep_for(10ms);
+    if (!open.is_open() && first.exchange(false)) allocating.set_value();
+    open.Wait();
     for (int i = 0; i < request.container_requests_size(); ++i) {
       response->add_container_responses();
     }
@@ -939,7 +941,7 @@ TEST_F(EndToEndTest, CallsOnOneConnectionDoNotWaitForEachOther) {
   ASSERT_TRUE(plugin.Register().ok());
   ASSERT_TRUE(WaitAllocatable("example.com/gpu", 2));
   ASSERT_TRUE(Admit(PodYaml("held", 1, 0, 0))["admitted"].get<bool>());
-  hold.store(true);
+  open.Close();
   // A fresh connection whose first call is the slow admission.
   stub_ = tm::Control::NewStub(grpc::CreateChannel(
       "unix:" + control(), grpc::InsecureChannelCredentials()));
@@ -955,7 +957,7 @@ TEST_F(EndToEndTest, CallsOnOneConnectionDoNotWaitForEachOther) {
   const auto start = std::chrono::steady_clock::now();
   EXPECT_TRUE(Release("held"));
   EXPECT_LT(std::chrono::steady_clock::now() - start, 1s);
-  hold.store(false);
+  open.Open();
   EXPECT_TRUE(slow.get()["admitted"].get<bool>());
   plugin.Stop();
 }
@@ -989,6 +991,8 @@ TEST_F(EndToEndTest, RandomisedCrashesKeepEveryAnswer) {
   // The model: pods whose last answer was "admitted" (uid -> devices), and
   // those whose last answer was "released" or "rejected".
   std::mutex mu;
+  // Notified when a storm's admission returns (under `mu`).
+  std::condition_variable storm_settled;
   std::map<std::string, std::vector<std::string>> present;
   std::set<std::string> absent;
   std::set<std::string> unsure;  // a call cut by the kill
@@ -1086,6 +1090,7 @@ TEST_F(EndToEndTest, RandomisedCrashesKeepEveryAnswer) {
 
     // Clients until the kill.
     std::atomic<bool> killed{false};
+    std::atomic<int> answers{0};  // calls answered OK this round
     // The storm of this round: one pod every client admits, then every
     // client releases. Its answers settle at the restart like cut calls.
     struct Storm {
@@ -1131,8 +1136,10 @@ TEST_F(EndToEndTest, RandomisedCrashesKeepEveryAnswer) {
             "}\nspec:\n  containers:\n  - name: main\n    resources:\n"
             "      limits: {example.com/gpu: 1}\n");
         const grpc::Status done = stub.Admit(&context, request, &reply);
+        if (done.ok()) ++answers;
         lock.lock();
         --storm->admitting;
+        storm_settled.notify_all();
         if (!done.ok()) {
           storm->cut = true;
           return;
@@ -1159,16 +1166,14 @@ TEST_F(EndToEndTest, RandomisedCrashesKeepEveryAnswer) {
       // Releases start once no admission of the pod is in flight: from
       // then on the pod can only go.
       storm->releasing = true;
-      while (storm->admitting > 0 && !killed.load()) {
-        lock.unlock();
-        std::this_thread::sleep_for(1ms);
-        lock.lock();
-      }
+      storm_settled.wait(
+          lock, [&] { return storm->admitting == 0 || killed.load(); });
       ++storm->releasing_now;
       lock.unlock();
       tm::ReleaseRequest request;
       request.set_pod(uid);
       const grpc::Status done = stub.Release(&context, request, &reply);
+      if (done.ok()) ++answers;
       lock.lock();
       --storm->releasing_now;
       if (done.ok()) {
@@ -1222,6 +1227,7 @@ TEST_F(EndToEndTest, RandomisedCrashesKeepEveryAnswer) {
             tm::ReleaseRequest request;
             request.set_pod(release_uid);
             const grpc::Status done = stub->Release(&context, request, &reply);
+            if (done.ok()) ++answers;
             std::lock_guard lock(mu);
             if (done.ok()) {
               unsure.erase(release_uid);
@@ -1251,6 +1257,7 @@ TEST_F(EndToEndTest, RandomisedCrashesKeepEveryAnswer) {
                 std::to_string(mine.Uniform(1, 2)) + "}\n");
           }
           const grpc::Status done = stub->Admit(&context, request, &reply);
+          if (done.ok()) ++answers;
           if (!done.ok()) continue;  // cut: the restart settles them
           const json results = json::parse(reply.json(), nullptr, false);
           std::lock_guard lock(mu);
@@ -1274,17 +1281,27 @@ TEST_F(EndToEndTest, RandomisedCrashesKeepEveryAnswer) {
         }
       });
     }
-    // Plugins re-register now and then; then the crash.
-    const auto until = std::chrono::steady_clock::now() +
-                       std::chrono::milliseconds(random.Uniform(50, 400));
-    while (std::chrono::steady_clock::now() < until) {
-      std::this_thread::sleep_for(
-          std::chrono::milliseconds(random.Uniform(10, 80)));
+    // Plugins re-register now and then; then the crash. Both come after a
+    // number of answers the round draws, not after a time.
+    // (No ASSERT until the clients are joined.)
+    const int crash_after = random.Uniform(5, 80);
+    bool answering = true;
+    for (int answered = random.Uniform(1, 10);
+         answering && answered < crash_after;
+         answered += random.Uniform(1, 10)) {
+      answering = WaitFor([&] { return answers.load() >= answered; });
       if (random.Chance(30)) register_plugin();
     }
+    EXPECT_TRUE(answering &&
+                WaitFor([&] { return answers.load() >= crash_after; }))
+        << "round " << round << ": " << answers.load() << " answers";
     EXPECT_EQ(manager_->Stop(SIGKILL), 128 + SIGKILL)
         << "serve died before the kill";
-    killed.store(true);
+    {
+      std::lock_guard lock(mu);
+      killed.store(true);
+    }
+    storm_settled.notify_all();
     for (std::thread& client : clients) client.join();
   }
   RecordProperty("admitted", static_cast<int>(admitted_total));

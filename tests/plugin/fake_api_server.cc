@@ -106,6 +106,7 @@ class FakeApiServer::Impl {
     std::lock_guard<std::mutex> lock(mu_);
     return requests_;
   }
+  int closes() const { return closes_.load(); }
 
  private:
   void Accept() {
@@ -168,6 +169,11 @@ class FakeApiServer::Impl {
         break;
       }
     }
+    // The close is announced (close_notify sent) before it is counted, so a
+    // test that saw the count finds it at the client; then the client's
+    // close_notify is awaited.
+    (void)SSL_shutdown(stream.native_handle());
+    ++closes_;
     stream.shutdown(error);
   }
 
@@ -180,6 +186,7 @@ class FakeApiServer::Impl {
   unsigned short port_ = 0;
   std::atomic<bool> stopping_{false};
   std::atomic<int> connections_{0};
+  std::atomic<int> closes_{0};
   std::thread acceptor_thread_;
   std::vector<std::thread> workers_;  // the acceptor's until it returns
   mutable std::mutex mu_;
@@ -211,5 +218,6 @@ std::string FakeApiServer::other_ca_pem() const { return impl_->other_ca(); }
 std::vector<FakeApiServer::Request> FakeApiServer::requests() const {
   return impl_->requests();
 }
+int FakeApiServer::closes() const { return impl_->closes(); }
 
 }  // namespace topology::testing

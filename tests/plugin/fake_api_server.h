@@ -57,6 +57,8 @@ class FakeApiServer {
   // A CA that signed nothing here (a client trusting it must refuse us).
   std::string other_ca_pem() const;
   std::vector<Request> requests() const;
+  // Connections the server has closed (its close_notify sent).
+  int closes() const;
 
  private:
   class Impl;

@@ -25,6 +25,7 @@
 
 #include "checkpoint_store.h"
 #include "fake_plugin.h"
+#include "gate.h"
 #include "host_manager.h"
 #include "host_start.h"
 #include "pod_manifest.h"
@@ -44,6 +45,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::SizeIs;
 using ::topology::testing::FakePlugin;
+using ::topology::testing::Gate;
 using ::topology::testing::IsOk;
 using ::topology::testing::MakeDeadSocket;
 using ::topology::testing::MakeDevice;
@@ -304,13 +306,17 @@ TEST_F(HostTest, K08_K29_OptionsFromGetDevicePluginOptionsCount) {
 }
 
 TEST_F(HostTest, K09_OneStreamPerConnectionAndNoRedial) {
-  StartHost();
+  auto config = Config();
+  config.clock = &clock_;
+  StartHost(config);
   auto plugin = Plugin("a.sock", FourGpus());
   ASSERT_TRUE(WaitFor([&] { return View().capacity == 4; }));
   EXPECT_EQ(plugin->stream_opens(), 1);
   plugin->EndStreams(grpc::Status::OK);
+  // The stream's end is handled where a redial would be made, and no timer
+  // short of the grace period makes one.
   ASSERT_TRUE(WaitFor([&] { return View().stopped; }));
-  std::this_thread::sleep_for(200ms);
+  ASSERT_TRUE(clock_.AdvanceAndLetWaitersLook(config.grace_period - 1ms));
   EXPECT_EQ(plugin->stream_opens(), 1);
   EXPECT_EQ(plugin->options_calls(), 1);
 }
@@ -322,10 +328,10 @@ TEST_F(HostTest, K10_K11_TakeoverNewestRegistrationWins) {
   auto second = Plugin("b.sock", {MakeDevice("gpu-9", {0})});
   ASSERT_TRUE(WaitFor([&] { return View().capacity == 1; }));
   EXPECT_THAT(View().endpoint, HasSubstr("b.sock"));
-  // The old plugin's late messages and its exit change nothing.
+  // The old plugin's late messages and its exit change nothing (Stop
+  // returns once its streams have ended).
   first->SetDevices(FourGpus());
   first->Stop();
-  std::this_thread::sleep_for(200ms);
   EXPECT_EQ(View().capacity, 1u);
   EXPECT_EQ(View().allocatable, 1u);
   EXPECT_FALSE(View().stopped);
@@ -1065,8 +1071,8 @@ TEST_F(HostTest, AllocateResponsesAreKeptWithTheAllocation) {
 // needs it (within the deadline); a release does not wait for it; Stop()
 // returns promptly even with the call in flight.
 TEST_F(HostTest, HungPluginHasADeadlineAndDoesNotBlockStop) {
-  // Declared first: the plugins' handlers read it until they are gone.
-  std::atomic<bool> hang{true};
+  // Declared first: the plugins' handlers wait at it until they are gone.
+  Gate hang;
   auto config = Config();
   config.rpc_timeout = 500ms;
   StartHost(config);
@@ -1077,7 +1083,7 @@ TEST_F(HostTest, HungPluginHasADeadlineAndDoesNotBlockStop) {
   plugin->SetAllocate(
       [&](const v1beta1::AllocateRequest&, v1beta1::AllocateResponse*) {
         ++entered;
-        while (hang.load()) std::this_thread::sleep_for(10ms);
+        hang.Wait();
         return grpc::Status::OK;
       });
   const auto start = std::chrono::steady_clock::now();
@@ -1103,7 +1109,7 @@ TEST_F(HostTest, HungPluginHasADeadlineAndDoesNotBlockStop) {
   again->SetAllocate(
       [&](const v1beta1::AllocateRequest&, v1beta1::AllocateResponse*) {
         ++entered;
-        while (hang.load()) std::this_thread::sleep_for(10ms);
+        hang.Wait();
         return grpc::Status::OK;
       });
   ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
@@ -1115,7 +1121,7 @@ TEST_F(HostTest, HungPluginHasADeadlineAndDoesNotBlockStop) {
   host_->Stop();
   EXPECT_LT(std::chrono::steady_clock::now() - stop_start, 3s);
   EXPECT_FALSE(stuck.get().admitted);
-  hang.store(false);
+  hang.Open();
   plugin->Stop();
   again->Stop();
 }
@@ -1426,6 +1432,7 @@ TEST_F(HostTest, BatchStopsWhenTheClientGivesUp) {
 TEST_F(HostTest, ReRegistrationWithASilentStreamIsSafe) {
   auto config = Config();
   config.grace_period = 50ms;
+  config.clock = &clock_;  // the collector's rounds are the test's
   StartHost(config);
   v1beta1::DevicePluginOptions options;
   options.set_get_preferred_allocation_available(true);
@@ -1438,7 +1445,9 @@ TEST_F(HostTest, ReRegistrationWithASilentStreamIsSafe) {
   ASSERT_TRUE(second->Register().ok());
   first->Stop();
   first.reset();
-  std::this_thread::sleep_for(300ms);  // several collection rounds
+  for (int round = 0; round < 3; ++round) {  // three collection rounds
+    ASSERT_TRUE(clock_.AdvanceAndLetWaitersLook(config.grace_period));
+  }
   for (int i = 0; i < 3; ++i) {
     const PodResult result =
         host_->Admit(MakePod("p" + std::to_string(i), {{kGpu, 1}}), false);
@@ -1635,7 +1644,7 @@ TEST_F(HostTest, RestoreDropsADeviceListedTwiceInAContainer) {
 // deadline, the rest at once (the plugin is not called again until a
 // cool-off has passed). A plugin that answers again is called again.
 TEST_F(HostTest, PodsQueuedOnAHungPluginCostOneDeadline) {
-  std::atomic<bool> hang{true};
+  Gate hang;
   auto config = Config();
   config.rpc_timeout = 400ms;
   config.clock = &clock_;  // the cool-off ends when the test says
@@ -1648,7 +1657,7 @@ TEST_F(HostTest, PodsQueuedOnAHungPluginCostOneDeadline) {
   }));
   gpus->SetAllocate([&](const v1beta1::AllocateRequest& request,
                         v1beta1::AllocateResponse* response) {
-    while (hang.load()) std::this_thread::sleep_for(10ms);
+    hang.Wait();
     for (int i = 0; i < request.container_requests_size(); ++i) {
       response->add_container_responses();
     }
@@ -1663,7 +1672,8 @@ TEST_F(HostTest, PodsQueuedOnAHungPluginCostOneDeadline) {
                           false);
     }));
   }
-  std::this_thread::sleep_for(50ms);  // the GPU pods are in the queue first
+  // The GPU pods are in the queue first: one holds the plugin.
+  ASSERT_TRUE(WaitFor([&] { return hang.waiting() == 1; }));
   const PodResult unrelated =
       host_->Admit(MakePod("nic-pod", {{"example.com/nic", 1}}), false);
   const auto waited = std::chrono::steady_clock::now() - start;
@@ -1680,7 +1690,7 @@ TEST_F(HostTest, PodsQueuedOnAHungPluginCostOneDeadline) {
   }
   EXPECT_EQ(host_->StatusJson()["resources"][0]["in_use"], 0);
   // The plugin answers again: after the cool-off it is tried and used.
-  hang.store(false);
+  hang.Open();
   clock_.Advance(config.rpc_timeout);
   const PodResult later = host_->Admit(MakePod("later", {{kGpu, 1}}), false);
   EXPECT_TRUE(later.admitted) << later.message;
@@ -1721,11 +1731,11 @@ TEST_F(HostTest, TheConnectionCapNeverCutsACallInFlight) {
   ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
   std::promise<void> allocating;
   std::atomic<bool> first{true};
-  std::atomic<bool> hold{true};
+  Gate hold;
   plugin->SetAllocate([&](const v1beta1::AllocateRequest& request,
                           v1beta1::AllocateResponse* response) {
     if (first.exchange(false)) allocating.set_value();
-    while (hold.load()) std::this_thread::sleep_for(10ms);
+    hold.Wait();
     for (int i = 0; i < request.container_requests_size(); ++i) {
       response->add_container_responses();
     }
@@ -1745,7 +1755,7 @@ TEST_F(HostTest, TheConnectionCapNeverCutsACallInFlight) {
   EXPECT_TRUE(
       WaitFor([&] { return host_->ControlConnections().evicted > 0; }, 10s));
   EXPECT_EQ(host_->ControlConnections().refused, 0u);
-  hold.store(false);
+  hold.Open();
   const grpc::Status status = admitted.get();
   for (int fd : flood) close(fd);
   ASSERT_TRUE(status.ok()) << status.error_message();

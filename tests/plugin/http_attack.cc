@@ -130,8 +130,13 @@ std::chrono::milliseconds TimeUntilClosed(const std::string& source, int port,
   if (fd < 0) return std::chrono::milliseconds(0);
   (void)SendAll(fd, bytes);
   const auto deadline = start + timeout;
-  while (SteadyClock::now() < deadline && !Closed(fd)) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // Woken by the server's close (or by data, which is read and dropped).
+  while (!Closed(fd)) {
+    const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - SteadyClock::now());
+    if (left.count() <= 0) break;
+    pollfd p{fd, POLLIN | POLLRDHUP, 0};
+    (void)poll(&p, 1, static_cast<int>(left.count()));
   }
   close(fd);
   return std::min(timeout,

@@ -14,6 +14,7 @@
 
 #include "http_attack.h"
 #include "status_matchers.h"
+#include "wait_for.h"
 
 namespace topology::plugin {
 namespace {
@@ -25,6 +26,7 @@ using topology::testing::IsOk;
 using topology::testing::ProbeFrom;
 using topology::testing::SlowLoris;
 using topology::testing::TimeUntilClosed;
+using topology::testing::WaitFor;
 
 class HttpEndpointTest : public ::testing::Test {
  protected:
@@ -50,10 +52,8 @@ class HttpEndpointTest : public ::testing::Test {
 
   // Waits until `attack` holds `count` connections (the client's view).
   static void WaitForOpen(const SlowLoris& attack, int count) {
-    const auto deadline = std::chrono::steady_clock::now() + 5s;
-    while (attack.open() < count && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(10ms);
-    ASSERT_GE(attack.open(), count);
+    ASSERT_TRUE(WaitFor([&] { return attack.open() >= count; }, 5s))
+        << attack.open() << " of " << count << " open";
   }
 
   std::unique_ptr<HttpEndpoint> http_;

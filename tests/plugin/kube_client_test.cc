@@ -510,7 +510,7 @@ TEST_F(KubeClientTest, AKeptConnectionTheServerClosedIsReplacedAtOnce) {
   options.attempts = 1;  // the replacement is not a retry
   auto client = Client(Config(), options);
   ASSERT_THAT(client->Request("GET", "/a").status(), IsOk());
-  std::this_thread::sleep_for(50ms);  // the server's close arrives
+  ASSERT_TRUE(testing::WaitFor([&] { return server_->closes() == 1; }));
   ASSERT_THAT(client->Request("POST", "/b", "{}").status(), IsOk());
   ASSERT_THAT(server_->requests(), SizeIs(2));
   EXPECT_EQ(server_->requests()[1].connection, 2);

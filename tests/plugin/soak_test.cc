@@ -31,6 +31,7 @@ using namespace std::chrono_literals;
 using ::topology::testing::FakePlugin;
 using ::topology::testing::IsOk;
 using ::topology::testing::MakeDevice;
+using ::topology::testing::WaitFor;
 
 constexpr char kGpu[] = "example.com/gpu";
 
@@ -95,10 +96,9 @@ TEST(SoakTest, PluginRestartsAdmissionsAndManagerRestarts) {
     plugin->SetDevices(devices);
     plugin->Start();
     ASSERT_TRUE(plugin->Register().ok()) << restart;
-    for (int i = 0; i < 200; ++i) {
-      if (host->Resources()[kGpu].allocatable == 8) break;
-      std::this_thread::sleep_for(2ms);
-    }
+    EXPECT_TRUE(WaitFor([&] {
+      return host->Resources()[kGpu].allocatable == 8;
+    })) << restart;
     // Now and then the manager itself restarts and restores.
     if (restart % 97 == 96) {
       host.reset();
@@ -110,10 +110,9 @@ TEST(SoakTest, PluginRestartsAdmissionsAndManagerRestarts) {
       plugin->SetDevices(devices);
       plugin->Start();
       ASSERT_TRUE(plugin->Register().ok());
-      for (int i = 0; i < 200; ++i) {
-        if (host->Resources()[kGpu].allocatable == 8) break;
-        std::this_thread::sleep_for(2ms);
-      }
+      EXPECT_TRUE(WaitFor([&] {
+        return host->Resources()[kGpu].allocatable == 8;
+      })) << restart;
     }
     for (int a = 0; a < 10; ++a) {
       if (!held_pods.empty() && (rng.Chance(33) || held_pods.size() > 5)) {

@@ -1,8 +1,8 @@
 // Time for the daemons, injectable. The host module and the device plugin
-// framework read the time and wait for it through a Clock: grace periods,
-// garbage collection, back-off and pauses. Production uses Clock::Real();
-// tests give a FakeClock (topology/testing/fake_clock.h) and advance it
-// instead of sleeping.
+// and DRA frameworks read the time and wait for it through a Clock: grace
+// periods, garbage collection, back-off, pauses and dates. Production uses
+// Clock::Real(); tests give a FakeClock (topology/testing/fake_clock.h) and
+// advance it instead of sleeping.
 #ifndef TOPOLOGY_CLOCK_H_
 #define TOPOLOGY_CLOCK_H_
 
@@ -22,6 +22,11 @@ class TOPOLOGY_EXPORT Clock {
   virtual ~Clock() = default;
 
   virtual TimePoint Now() const = 0;
+
+  // The wall clock's time, for what is read by others as a date (a health
+  // report's time, a status's timestamp); durations and deadlines are
+  // Now()'s. A fake clock moves both together.
+  virtual std::chrono::system_clock::time_point WallNow() const = 0;
 
   // Waits on `cv`, `lock` held, until it is notified or Now() reaches
   // `deadline`. It may return early (a spurious wake-up, or a fake clock's

@@ -10,7 +10,10 @@
 
 #include <glog/logging.h>
 #include <sys/resource.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include "topology/plugin/logging.h"
 
 namespace topology::plugin {
 
@@ -80,6 +83,21 @@ int WaitForShutdownSignal() {
   while (sigwait(&set, &signal) != 0) {
   }
   return signal;
+}
+
+void SetUpDaemon(const char* argv0, const DaemonProcess& process) {
+  umask(077);
+  const std::string engine = ChooseGrpcPollEngine(process.grpc_engine);
+  InitLogging(argv0, process.verbosity);
+  BlockShutdownSignals();
+  RaiseOpenFileLimit();
+  VLOG(1) << "gRPC polling engine: " << engine;
+}
+
+void AwaitShutdown(const DaemonProcess& process) {
+  const int signal = WaitForShutdownSignal();
+  LOG(INFO) << "received signal " << signal << "; shutting down";
+  ExitIfStillRunningAfter(process.stop_limit, process.stuck_exit_code);
 }
 
 }  // namespace topology::plugin

@@ -37,6 +37,10 @@ size_t SequenceLength(std::string_view text, size_t i) {
 
 }  // namespace
 
+size_t Utf8SequenceLength(std::string_view text, size_t i) {
+  return SequenceLength(text, i);
+}
+
 bool IsValidUtf8(std::string_view text) {
   for (size_t i = 0; i < text.size();) {
     const size_t length = SequenceLength(text, i);

@@ -22,48 +22,38 @@ std::string DriverRunner::Impl::RefusedUid(const ClaimRef& ref) {
   return "";
 }
 
-std::string DriverRunner::Impl::LockInstances(Deadline deadline) {
-  // flock's wait cannot be bounded; polled, with the kubelet's deadline.
-  while (flock(instance_lock_fd_, LOCK_EX | LOCK_NB) != 0) {
-    if (errno != EWOULDBLOCK && errno != EINTR) {
-      return std::string("cannot lock ") +
-             (options_.plugin_dir / kSerializeLock).string() + ": " +
-             std::strerror(errno);
-    }
-    if (options_.clock->Now() >= deadline) {
-      return "the kubelet's deadline passed while another instance of the "
-             "driver held " +
-             (options_.plugin_dir / kSerializeLock).string();
-    }
+StatusOr<std::unique_ptr<InstanceLock::Held>> DriverRunner::Impl::LockInstances(
+    Deadline deadline) {
+  auto held = instances_->Acquire(deadline, [this] {
     MutexLock lock(mu_);
-    if (stopping_) return "the driver is stopping";
-    changed_.wait_for(lock, std::chrono::milliseconds(5));
-  }
+    return stopping_;
+  });
+  if (!held.ok()) return held.status();
   // What the other instance did since: the checkpoint is the truth.
   if (Status loaded = claims_.Reload();
       !loaded.ok() && loaded.code() != StatusCode::kNotFound) {
     LOG(ERROR) << loaded.message()
                << "; the claims this instance knows are kept";
   }
-  return "";
+  return held;
 }
 
 Status DriverRunner::Impl::RemoveUnpreparedSpecs() {
   if (options_.cdi_dir.empty()) return OkStatus();
   // Under the instances' lock, with the checkpoint read again there: a
   // claim another instance is preparing has its record before its spec.
-  std::optional<MutexLock> instances;
-  if (instance_lock_fd_ >= 0) {
-    instances.emplace(instance_mu_);
-    if (std::string error =
-            LockInstances(options_.clock->Now() + std::chrono::seconds(10));
-        !error.empty()) {
-      return FailedPreconditionError(error);
+  std::unique_ptr<InstanceLock::Held> held;
+  if (instances_) {
+    auto locked =
+        LockInstances(options_.clock->Now() + std::chrono::seconds(10));
+    if (!locked.ok()) {
+      return FailedPreconditionError(locked.status().message());
     }
+    held = std::move(*locked);
   }
   auto removed = draplugin::RemoveUnpreparedCdiSpecs(
       options_.cdi_dir, options_.driver_name, claims_.Uids());
-  if (instances) UnlockInstances();
+  held.reset();
   if (!removed.ok()) return removed.status();
   for (const std::string& uid : *removed) {
     LOG(INFO) << options_.driver_name << ": removed the CDI spec of claim "
@@ -72,45 +62,43 @@ Status DriverRunner::Impl::RemoveUnpreparedSpecs() {
   return OkStatus();
 }
 
-void DriverRunner::Impl::UnlockInstances() {
-  (void)flock(instance_lock_fd_, LOCK_UN);
-}
-
 std::map<std::string, ClaimOutcome> DriverRunner::Impl::PrepareClaims(
     const std::vector<ClaimRef>& refs, Deadline deadline) {
   std::map<std::string, ClaimOutcome> out;
-  std::optional<MutexLock> instances;
-  if (instance_lock_fd_ >= 0) {
-    instances.emplace(instance_mu_);
-    if (std::string error = LockInstances(deadline); !error.empty()) {
-      for (const ClaimRef& ref : refs) out[ref.uid].error = error;
+  std::unique_ptr<InstanceLock::Held> held;
+  if (instances_) {
+    auto locked = LockInstances(deadline);
+    if (!locked.ok()) {
+      for (const ClaimRef& ref : refs) {
+        out[ref.uid].error = locked.status().message();
+      }
       return out;
     }
+    held = std::move(*locked);
   }
   for (const ClaimRef& ref : refs) {
     if (out.contains(ref.uid)) continue;  // listed twice: one answer
     out[ref.uid] = PrepareOne(ref, deadline);
   }
-  if (instances) UnlockInstances();
   return out;
 }
 
 std::map<std::string, std::string> DriverRunner::Impl::UnprepareClaims(
     const std::vector<ClaimRef>& refs, Deadline deadline) {
   std::map<std::string, std::string> out;
-  std::optional<MutexLock> instances;
-  if (instance_lock_fd_ >= 0) {
-    instances.emplace(instance_mu_);
-    if (std::string error = LockInstances(deadline); !error.empty()) {
-      for (const ClaimRef& ref : refs) out[ref.uid] = error;
+  std::unique_ptr<InstanceLock::Held> held;
+  if (instances_) {
+    auto locked = LockInstances(deadline);
+    if (!locked.ok()) {
+      for (const ClaimRef& ref : refs) out[ref.uid] = locked.status().message();
       return out;
     }
+    held = std::move(*locked);
   }
   for (const ClaimRef& ref : refs) {
     if (out.contains(ref.uid)) continue;
     out[ref.uid] = UnprepareOne(ref, deadline);
   }
-  if (instances) UnlockInstances();
   return out;
 }
 

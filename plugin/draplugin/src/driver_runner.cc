@@ -1,4 +1,5 @@
 #include "driver_runner_impl.h"
+#include "text_util.h"
 
 namespace topology::draplugin {
 
@@ -45,13 +46,10 @@ Status DriverRunner::Impl::Start() {
     }
   }
   if (!options_.pod_uid.empty()) {
-    const std::filesystem::path lock = options_.plugin_dir / kSerializeLock;
-    instance_lock_fd_ =
-        open(lock.c_str(), O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (instance_lock_fd_ < 0) {
-      return FailedPreconditionError("cannot open " + lock.string() + ": " +
-                                     std::strerror(errno));
-    }
+    auto opened = InstanceLock::Open(options_.plugin_dir / kSerializeLock,
+                                     options_.clock);
+    if (!opened.ok()) return opened.status();
+    instances_ = std::move(*opened);
   }
   if (const size_t removed = files::RemoveTemporaryLeftovers(checkpoint_);
       removed > 0) {
@@ -99,6 +97,8 @@ void DriverRunner::Impl::Stop() {
     stopping_ = true;
   }
   changed_.notify_all();
+  // A call waiting for the instances' lock sees the stop at once.
+  if (instances_) instances_->Interrupt();
   // No claim's turn is had from now on; the health streams end at once.
   claims_.Stop();
   health_.Stop();
@@ -360,7 +360,7 @@ std::string HealthMessage(std::string_view message) {
   std::vector<size_t> ends;  // where each character ends in `out`
   size_t characters = 0;
   for (size_t i = 0; i < message.size();) {
-    const size_t length = Utf8Length(message, i);
+    const size_t length = text::Utf8SequenceLength(message, i);
     if (length == 0) {
       out += "\xef\xbf\xbd";  // U+FFFD
       ++i;

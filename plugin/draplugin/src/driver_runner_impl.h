@@ -1,10 +1,10 @@
 // DriverRunner's parts, private to the DRA framework, split as the Go
 // helper splits them: the runner (start, stop, sockets, registration: here
 // and in driver_runner.cc), its gRPC services (registration, DRA v1 and
-// v1beta1: thin shells over the runner, below), the claim table
+// v1beta1: thin shells over the runner, driver_services.h), the claim table
 // (claim_table.h: durable before visible, a turn per claim), Prepare and
-// Unprepare over it with the instances' lock (driver_claims.cc), and the
-// health streams (health_streams.h).
+// Unprepare over it (driver_claims.cc) with the instances' lock
+// (instance_lock.h), and the health streams (health_streams.h).
 #ifndef TOPOLOGY_DRAPLUGIN_DRIVER_RUNNER_IMPL_H_
 #define TOPOLOGY_DRAPLUGIN_DRIVER_RUNNER_IMPL_H_
 
@@ -40,17 +40,13 @@
 
 #include "checksum.h"
 #include "claim_table.h"
-#include "dra/v1/api.grpc.pb.h"
-#include "dra/v1beta1/api.grpc.pb.h"
+#include "driver_services.h"
 #include "health_streams.h"
+#include "instance_lock.h"
 #include "k8s_names.h"
-#include "pluginregistration/v1/api.grpc.pb.h"
 #include "safe_file.h"
 
 namespace topology::draplugin {
-
-namespace drav1 = ::k8s::io::kubelet::pkg::apis::dra::v1;
-namespace drav1beta1 = ::k8s::io::kubelet::pkg::apis::dra::v1beta1;
 
 inline constexpr char kDraV1[] = "v1.DRAPlugin";
 inline constexpr char kDraV1beta1[] = "v1beta1.DRAPlugin";
@@ -62,40 +58,6 @@ inline constexpr char kSerializeLock[] = "serialize.lock";
 
 // The kubelet keeps at most this many characters of a health message.
 inline constexpr size_t kMaxHealthMessage = 1024;
-
-// The length of the UTF-8 sequence at `text[i]`, 0 when it is not a valid
-// one (overlong forms, surrogates and values past U+10FFFF included).
-inline size_t Utf8Length(std::string_view text, size_t i) {
-  const auto byte = [&](size_t k) {
-    return static_cast<unsigned char>(text[k]);
-  };
-  const unsigned char c = byte(i);
-  if (c < 0x80) return 1;
-  size_t length = 0;
-  uint32_t value = 0;
-  if (c >= 0xc2 && c <= 0xdf) {
-    length = 2;
-    value = c & 0x1fu;
-  } else if (c >= 0xe0 && c <= 0xef) {
-    length = 3;
-    value = c & 0x0fu;
-  } else if (c >= 0xf0 && c <= 0xf4) {
-    length = 4;
-    value = c & 0x07u;
-  } else {
-    return 0;
-  }
-  if (i + length > text.size()) return 0;
-  for (size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xc0u) != 0x80u) return 0;
-    value = (value << 6) | (byte(i + k) & 0x3fu);
-  }
-  if ((length == 3 && value < 0x800) || (length == 4 && value < 0x10000) ||
-      (value >= 0xd800 && value <= 0xdfff) || value > 0x10ffff) {
-    return 0;
-  }
-  return length;
-}
 
 using plugin::ConnectionCalls;
 using plugin::Listening;
@@ -114,16 +76,10 @@ auto Guarded(Call&& call) -> decltype(call()) {
   return plugin::CallGuarded("the driver", std::forward<Call>(call));
 }
 
-// What one claim of a call came to.
-struct ClaimOutcome {
-  std::vector<PreparedDevice> devices;
-  std::string error;  // non-empty: this claim failed
-};
-
 // The service names registration advertises, in order.
 std::vector<std::string> ServedVersions(bool serve_health);
 
-class DriverRunner::Impl {
+class DriverRunner::Impl final : private ClaimCalls {
  public:
   Impl(DriverOptions options, ClaimSource* source, DriverHandler* handler)
       : options_(std::move(options)),
@@ -140,16 +96,17 @@ class DriverRunner::Impl {
                         : options_.plugin_dir /
                               ("dra-" + options_.pod_uid + ".sock")),
         checkpoint_(options_.state_dir / kClaimCheckpointFile),
-        registration_(this),
-        dra_v1_(this),
-        dra_v1beta1_(this),
+        registration_({options_.driver_name, dra_socket_.string(),
+                       ServedVersions(options_.serve_health)},
+                      [this](bool registered, const std::string& error) {
+                        OnRegistrationStatus(registered, error);
+                      }),
+        dra_v1_(this, options_.clock),
+        dra_v1beta1_(this, options_.clock),
         claims_(checkpoint_, options_.clock),
-        health_(options_.health_timeout) {}
+        health_(options_.health_timeout, options_.clock) {}
 
-  ~Impl() {
-    Stop();
-    if (instance_lock_fd_ >= 0) close(instance_lock_fd_);
-  }
+  ~Impl() { Stop(); }
 
   Status Start() TOPOLOGY_EXCLUDES(mu_);
   void Stop() TOPOLOGY_EXCLUDES(mu_);
@@ -174,126 +131,13 @@ class DriverRunner::Impl {
   const std::filesystem::path& dra_socket() const { return dra_socket_; }
 
  private:
-  // --- gRPC services, each a thin shell over the runner -------------------
-  class RegistrationService final
-      : public pluginregistration::Registration::Service {
-   public:
-    explicit RegistrationService(Impl* runner) : runner_(runner) {}
-    grpc::Status GetInfo(grpc::ServerContext* /*context*/,
-                         const pluginregistration::InfoRequest* /*request*/,
-                         pluginregistration::PluginInfo* info) override {
-      info->set_type(kPluginType);
-      info->set_name(runner_->options_.driver_name);
-      info->set_endpoint(runner_->dra_socket_.string());
-      for (const std::string& version :
-           ServedVersions(runner_->options_.serve_health)) {
-        info->add_supported_versions(version);
-      }
-      return grpc::Status::OK;
-    }
-    grpc::Status NotifyRegistrationStatus(
-        grpc::ServerContext* /*context*/,
-        const pluginregistration::RegistrationStatus* status,
-        pluginregistration::RegistrationStatusResponse* /*response*/) override {
-      runner_->OnRegistrationStatus(status->plugin_registered(),
-                                    status->error());
-      return grpc::Status::OK;
-    }
-
-   private:
-    Impl* const runner_;
-  };
-
-  template <typename Api>
-  class DraService final : public Api::DRAPlugin::Service {
-   public:
-    explicit DraService(Impl* runner) : runner_(runner) {}
-    grpc::Status NodePrepareResources(
-        grpc::ServerContext* context,
-        const typename Api::NodePrepareResourcesRequest* request,
-        typename Api::NodePrepareResourcesResponse* response) override {
-      for (const auto& [uid, outcome] : runner_->PrepareClaims(
-               Refs(request->claims()), runner_->DeadlineOf(context))) {
-        auto& out = (*response->mutable_claims())[uid];
-        if (!outcome.error.empty()) {
-          out.set_error(outcome.error);
-          continue;
-        }
-        for (const PreparedDevice& device : outcome.devices) {
-          auto* d = out.add_devices();
-          for (const auto& name : device.request_names) {
-            d->add_request_names(name);
-          }
-          d->set_pool_name(device.pool);
-          d->set_device_name(device.device);
-          for (const auto& id : device.cdi_device_ids) {
-            d->add_cdi_device_ids(id);
-          }
-        }
-      }
-      return grpc::Status::OK;
-    }
-    grpc::Status NodeUnprepareResources(
-        grpc::ServerContext* context,
-        const typename Api::NodeUnprepareResourcesRequest* request,
-        typename Api::NodeUnprepareResourcesResponse* response) override {
-      for (const auto& [uid, error] : runner_->UnprepareClaims(
-               Refs(request->claims()), runner_->DeadlineOf(context))) {
-        (*response->mutable_claims())[uid].set_error(error);
-      }
-      return grpc::Status::OK;
-    }
-
-   private:
-    template <typename Claims>
-    static std::vector<ClaimRef> Refs(const Claims& claims) {
-      std::vector<ClaimRef> refs;
-      refs.reserve(static_cast<size_t>(claims.size()));
-      for (const auto& claim : claims) {
-        refs.push_back({claim.namespace_(), claim.uid(), claim.name()});
-      }
-      return refs;
-    }
-    Impl* const runner_;
-  };
-
-  struct DraV1 {
-    using DRAPlugin = drav1::DRAPlugin;
-    using NodePrepareResourcesRequest = drav1::NodePrepareResourcesRequest;
-    using NodePrepareResourcesResponse = drav1::NodePrepareResourcesResponse;
-    using NodeUnprepareResourcesRequest = drav1::NodeUnprepareResourcesRequest;
-    using NodeUnprepareResourcesResponse =
-        drav1::NodeUnprepareResourcesResponse;
-  };
-  struct DraV1beta1 {
-    using DRAPlugin = drav1beta1::DRAPlugin;
-    using NodePrepareResourcesRequest = drav1beta1::NodePrepareResourcesRequest;
-    using NodePrepareResourcesResponse =
-        drav1beta1::NodePrepareResourcesResponse;
-    using NodeUnprepareResourcesRequest =
-        drav1beta1::NodeUnprepareResourcesRequest;
-    using NodeUnprepareResourcesResponse =
-        drav1beta1::NodeUnprepareResourcesResponse;
-  };
-
   // --- claims ----------------------------------------------------------------
-  using Deadline = Clock::TimePoint;
-  // The kubelet's deadline of a call (45 s by default), on the runner's
-  // clock.
-  Deadline DeadlineOf(const grpc::ServerContext* context) const {
-    const auto left = context->deadline() - std::chrono::system_clock::now();
-    // No deadline, or one beyond any wait that makes sense.
-    constexpr auto kLongest = std::chrono::hours(1);
-    return options_.clock->Now() +
-           (left > kLongest
-                ? std::chrono::duration_cast<Clock::Duration>(kLongest)
-                : std::chrono::duration_cast<Clock::Duration>(left));
-  }
+  // ClaimCalls: the DRA services' calls (driver_services.h).
   std::map<std::string, ClaimOutcome> PrepareClaims(
-      const std::vector<ClaimRef>& refs, Deadline deadline)
+      const std::vector<ClaimRef>& refs, Deadline deadline) override
       TOPOLOGY_EXCLUDES(mu_);
   std::map<std::string, std::string> UnprepareClaims(
-      const std::vector<ClaimRef>& refs, Deadline deadline)
+      const std::vector<ClaimRef>& refs, Deadline deadline) override
       TOPOLOGY_EXCLUDES(mu_);
   ClaimOutcome PrepareOne(const ClaimRef& ref, Deadline deadline)
       TOPOLOGY_EXCLUDES(mu_);
@@ -306,13 +150,13 @@ class DriverRunner::Impl {
   static std::string RefusedUid(const ClaimRef& ref);
 
  private:
-  // Rolling updates: takes <plugin_dir>/serialize.lock (by `deadline`) and
-  // reads the shared checkpoint; an error when it cannot be had.
-  // REQUIRES: instance_mu_.
-  std::string LockInstances(Deadline deadline) TOPOLOGY_EXCLUDES(mu_);
+  // Rolling updates: the instances' lock by `deadline`, and the shared
+  // checkpoint read again under it; an error saying why it cannot be had.
+  // REQUIRES: instances_.
+  StatusOr<std::unique_ptr<InstanceLock::Held>> LockInstances(Deadline deadline)
+      TOPOLOGY_EXCLUDES(mu_);
   // DriverOptions::cdi_dir's specs of claims not prepared, removed.
   Status RemoveUnpreparedSpecs() TOPOLOGY_EXCLUDES(mu_);
-  void UnlockInstances();
   void OnRegistrationStatus(bool registered, const std::string& error)
       TOPOLOGY_EXCLUDES(mu_);
 
@@ -358,11 +202,9 @@ class DriverRunner::Impl {
       TOPOLOGY_GUARDED_BY(server_mu_);
   bool taken_warned_ TOPOLOGY_GUARDED_BY(server_mu_) = false;
   std::thread watcher_;
-  // Rolling updates: <plugin_dir>/serialize.lock, open while started.
-  int instance_lock_fd_ = -1;
-  // Calls of this process, one at a time while they hold the instance lock
-  // (flock serialises processes, not the threads of one).
-  Mutex instance_mu_ TOPOLOGY_ACQUIRED_BEFORE(mu_);
+  // Rolling updates: <plugin_dir>/serialize.lock, open from Start (with a
+  // pod UID only). Taken before mu_.
+  std::unique_ptr<InstanceLock> instances_;
 };
 
 }  // namespace topology::draplugin

@@ -1,7 +1,6 @@
 #include "health_streams.h"
 
 #include <cstring>
-#include <ctime>
 #include <map>
 #include <string>
 #include <string_view>
@@ -181,8 +180,9 @@ class HealthStreams::Service final : public grpc::Service {
   HealthStreams* const streams_;
 };
 
-HealthStreams::HealthStreams(std::chrono::seconds timeout)
+HealthStreams::HealthStreams(std::chrono::seconds timeout, const Clock* clock)
     : timeout_(timeout),
+      clock_(clock),
       list_(std::make_shared<const List>()),
       v1_(std::make_unique<Service>(
           this, "/v1.DRAResourceHealth/NodeWatchResources")),
@@ -191,6 +191,13 @@ HealthStreams::HealthStreams(std::chrono::seconds timeout)
 
 HealthStreams::~HealthStreams() { Stop(); }
 
+// Seconds since the epoch, as the kubelet reads lastUpdatedTime.
+int64_t HealthStreams::Date() const {
+  return std::chrono::duration_cast<std::chrono::seconds>(
+             clock_->WallNow().time_since_epoch())
+      .count();
+}
+
 void HealthStreams::Set(std::vector<DeviceHealth> devices) {
   List list = List::Of(devices);
   devices.clear();
@@ -198,7 +205,7 @@ void HealthStreams::Set(std::vector<DeviceHealth> devices) {
   {
     MutexLock lock(mu_);
     list_ = std::make_shared<const List>(std::move(list));
-    time_ = static_cast<int64_t>(std::time(nullptr));
+    time_ = Date();
     ++version_;
   }
   changed_.notify_all();
@@ -207,7 +214,7 @@ void HealthStreams::Set(std::vector<DeviceHealth> devices) {
 void HealthStreams::Refresh() {
   {
     MutexLock lock(mu_);
-    time_ = static_cast<int64_t>(std::time(nullptr));
+    time_ = Date();
     ++version_;
   }
   changed_.notify_all();

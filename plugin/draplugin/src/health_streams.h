@@ -15,6 +15,7 @@
 #include <grpcpp/grpcpp.h>
 #include <grpcpp/impl/service_type.h>
 
+#include "topology/clock.h"
 #include "topology/draplugin/driver.h"
 #include "topology/thread_annotations.h"
 
@@ -23,8 +24,9 @@ namespace topology::draplugin {
 class HealthStreams {
  public:
   // `timeout`: sent with every device's health (the kubelet takes Unknown
-  // after this long without an update).
-  explicit HealthStreams(std::chrono::seconds timeout);
+  // after this long without an update). `clock` dates the reports; not
+  // owned.
+  HealthStreams(std::chrono::seconds timeout, const Clock* clock);
   ~HealthStreams();
   HealthStreams(const HealthStreams&) = delete;
   HealthStreams& operator=(const HealthStreams&) = delete;
@@ -48,7 +50,10 @@ class HealthStreams {
                      grpc::ServerWriter<grpc::ByteBuffer>* writer)
       TOPOLOGY_EXCLUDES(mu_);
 
+  int64_t Date() const;
+
   const std::chrono::seconds timeout_;
+  const Clock* const clock_;
   mutable Mutex mu_;
   std::condition_variable_any changed_;  // list_, time_, stopping_
   std::shared_ptr<const List> list_ TOPOLOGY_GUARDED_BY(mu_);

@@ -1,7 +1,15 @@
-// Process helpers every daemon of the project uses (the device plugins, the
-// DRA driver, the host's serve): shutdown signals, the open-file limit,
-// gRPC's polling engine, the exit deadline. plugin_runner.h includes this
-// header, so plugins that include it see them as before.
+// The sequence every daemon of the project runs (the device plugins, the
+// DRA drivers, the host's serve), and its parts: shutdown signals, the
+// open-file limit, gRPC's polling engine, the exit deadline. plugin_runner.h
+// includes this header, so plugins that include it see them as before.
+//
+//   int Run(const Options& options, const char* argv0) {
+//     plugin::DaemonProcess process{.verbosity = options.verbosity};
+//     plugin::SetUpDaemon(argv0, process);  // before any thread
+//     ... start ...
+//     plugin::AwaitShutdown(process);       // SIGTERM or SIGINT
+//     ... stop ...
+//   }
 #ifndef TOPOLOGY_PLUGIN_DAEMON_H_
 #define TOPOLOGY_PLUGIN_DAEMON_H_
 
@@ -10,6 +18,28 @@
 #include <string>
 
 namespace topology::plugin {
+
+// How a daemon's process is set up and stopped.
+struct DaemonProcess {
+  int verbosity = 0;  // klog's -v
+  // gRPC's polling engine (ChooseGrpcPollEngine); "epoll1" for servers
+  // handed their connections by descriptor.
+  std::string grpc_engine = "poll";
+  // The orderly stop's bound after the signal (within the kubelet's and
+  // the container runtime's grace), and the exit status past it.
+  std::chrono::milliseconds stop_limit{4500};
+  int stuck_exit_code = 0;
+};
+
+// The process set up, in this order, before any thread exists: files and
+// sockets get explicit modes (a umask of 077 covers the window before),
+// gRPC's polling engine, the klog-format log (InitLogging), the shutdown
+// signals blocked, the open-file limit raised.
+void SetUpDaemon(const char* argv0, const DaemonProcess& process);
+
+// Returns once SIGTERM or SIGINT arrived, said in the log, with the stop's
+// bound armed (ExitIfStillRunningAfter).
+void AwaitShutdown(const DaemonProcess& process);
 
 // Blocks SIGTERM and SIGINT in the calling thread and every thread it
 // creates afterwards; call first in main(). WaitForShutdownSignal() then
