@@ -167,14 +167,14 @@ TEST(SliceSyncTest, PlanDeletesObsoleteUpdatesInPlaceAndCreatesTheRest) {
   EXPECT_THAT(plan->deletes, ElementsAre("old"));
   ASSERT_THAT(plan->writes, SizeIs(2));
   EXPECT_TRUE(plan->writes[0].update);
-  EXPECT_EQ(plan->writes[0].path,
-            "/apis/resource.k8s.io/v1/resourceslices/keep");
+  EXPECT_EQ(plan->writes[0].name, "keep");
   const json updated = json::parse(plan->writes[0].body);
   EXPECT_EQ(updated["metadata"]["name"], "keep");
   EXPECT_EQ(updated["metadata"]["resourceVersion"], "7");
   EXPECT_EQ(updated["spec"]["pool"]["generation"], 6);
   EXPECT_EQ(updated["spec"]["pool"]["resourceSliceCount"], 2);
   EXPECT_FALSE(plan->writes[1].update);
+  EXPECT_EQ(plan->writes[1].name, "");
   const json created = json::parse(plan->writes[1].body);
   EXPECT_EQ(created["metadata"]["generateName"], "node-a-pci.libtopology.dev-");
   EXPECT_FALSE(created["metadata"].contains("name"));

@@ -93,6 +93,7 @@ std::string SlicePublisher::Inflate(const Block& block) {
 SlicePublisher::SlicePublisher(KubeClient* client, std::string driver,
                                std::string node, Options options)
     : client_(client),
+      slices_(client),
       driver_(std::move(driver)),
       node_(std::move(node)),
       options_(options) {}
@@ -219,7 +220,7 @@ StatusOr<HttpResponse> SlicePublisher::ListOurs(bool metadata_only) {
     filter_here = filter_here_;
   }
   const bool before = filter_here;
-  auto listed = ListNodeSlices(*client_, node_, driver_, &filter_here, accept);
+  auto listed = slices_.ListNode(node_, driver_, &filter_here, accept);
   if (filter_here && !before) {
     // No field selectors on spec.* here (custom resources): list all and
     // keep ours, from now on.
@@ -232,19 +233,41 @@ StatusOr<HttpResponse> SlicePublisher::ListOurs(bool metadata_only) {
   return listed;
 }
 
+StatusOr<HttpResponse> ResourceSliceClient::ListNode(
+    const std::string& node, const std::string& driver, bool* filter_here,
+    std::string_view accept) const {
+  if (!*filter_here) {
+    auto listed = client_->Request(
+        "GET", slice_sync::ListPath(node, driver, false), {}, accept);
+    if (!listed.ok() || listed->status != 400) return listed;
+    *filter_here = true;
+  }
+  return client_->Request("GET", slice_sync::ListPath(node, driver, true), {},
+                          accept);
+}
+
+StatusOr<HttpResponse> ResourceSliceClient::Create(
+    std::string_view body) const {
+  return client_->Request("POST", kSlices, body);
+}
+
+StatusOr<HttpResponse> ResourceSliceClient::Update(
+    const std::string& name, std::string_view body) const {
+  return client_->Request("PUT", std::string(kSlices) + "/" + name, body);
+}
+
+StatusOr<HttpResponse> ResourceSliceClient::Delete(
+    const std::string& name) const {
+  return client_->Request("DELETE", std::string(kSlices) + "/" + name);
+}
+
 StatusOr<HttpResponse> ListNodeSlices(KubeClient& client,
                                       const std::string& node,
                                       const std::string& driver,
                                       bool* filter_here,
                                       std::string_view accept) {
-  if (!*filter_here) {
-    auto listed = client.Request(
-        "GET", slice_sync::ListPath(node, driver, false), {}, accept);
-    if (!listed.ok() || listed->status != 400) return listed;
-    *filter_here = true;
-  }
-  return client.Request("GET", slice_sync::ListPath(node, driver, true), {},
-                        accept);
+  return ResourceSliceClient(&client).ListNode(node, driver, filter_here,
+                                               accept);
 }
 
 bool SlicePublisher::Unchanged() {
@@ -404,7 +427,7 @@ Status SlicePublisher::Apply(slice_sync::Plan plan, const std::string& pool,
   uint64_t updates = 0;
   uint64_t deletes = 0;
   for (const std::string& name : plan.deletes) {
-    auto answer = client_->Request("DELETE", std::string(kSlices) + "/" + name);
+    auto answer = slices_.Delete(name);
     if (!answer.ok()) return fail(answer.status());
     if (answer->status != 404) {
       if (Status status = StatusOf(*answer, "delete resourceslice " + name);
@@ -430,8 +453,8 @@ Status SlicePublisher::Apply(slice_sync::Plan plan, const std::string& pool,
   const bool sent = slice_sync::ParallelFor(plan.writes.size(), [&](size_t i) {
     slice_sync::Plan::Write& write = plan.writes[i];
     Answer& out = answers[i];
-    out.answer =
-        client_->Request(write.update ? "PUT" : "POST", write.path, write.body);
+    out.answer = write.update ? slices_.Update(write.name, write.body)
+                              : slices_.Create(write.body);
     write.body.clear();
     write.body.shrink_to_fit();
     if (!out.answer.ok()) return;

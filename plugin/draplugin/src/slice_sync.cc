@@ -321,11 +321,10 @@ StatusOr<Plan> PlanWrites(const Observation& observed,
       const Observed& existing = observed.slices[i];
       slice["metadata"]["name"] = existing.name;
       slice["metadata"]["resourceVersion"] = existing.resource_version;
-      write.path = std::string(kSlices) + "/" + existing.name;
+      write.name = existing.name;
       write.what = "update resourceslice " + existing.name;
     } else {
       slice["metadata"]["generateName"] = prefix;
-      write.path = kSlices;
       write.what = "create resourceslice " + prefix + "*";
     }
     write.valid = ValidateResourceSliceJson(slice);

@@ -110,7 +110,7 @@ json SliceJson(const std::string& driver, const std::string& node,
 struct Plan {
   struct Write {
     bool update = false;
-    std::string path;
+    std::string name;  // the slice updated; empty for a create
     std::string body;
     std::string what;  // "create resourceslice <prefix>*", "update ..."
     Status valid = OkStatus();

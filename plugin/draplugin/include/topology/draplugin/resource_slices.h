@@ -89,13 +89,36 @@ StatusOr<std::vector<std::string>> NewPoolSliceBodies(
     const std::string& driver, const std::string& node, const std::string& pool,
     const std::vector<SliceDevice>& devices);
 
-// The ResourceSlices of `node` (of `driver` alone when not empty), listed
-// as the kubelet and the Go controller list them: with a field selector on
-// spec.nodeName (and spec.driver) where the server supports one; where it
-// answers 400 to it (no such field label), the whole list, and from then
-// on `*filter_here` is true and the caller keeps the slices of `node` and
-// `driver` itself. `accept` as KubeClient::Request's. The server's answer,
-// or the transport's failure.
+// resource.k8s.io/v1 ResourceSlices through a KubeClient, typed as
+// client-go's ResourceSlices() client is: the verbs and paths in one place.
+// Each answer is the server's (status and body, unread), or the transport's
+// failure. Thread-safe as the client is.
+class ResourceSliceClient {
+ public:
+  // `client` is not owned and must outlive this one.
+  explicit ResourceSliceClient(KubeClient* client) : client_(client) {}
+
+  // The ResourceSlices of `node` (of `driver` alone when not empty), listed
+  // as the kubelet and the Go controller list them: with a field selector
+  // on spec.nodeName (and spec.driver) where the server supports one; where
+  // it answers 400 to it (no such field label), the whole list, and from
+  // then on `*filter_here` is true and the caller keeps the slices of
+  // `node` and `driver` itself. `accept` as KubeClient::Request's.
+  StatusOr<HttpResponse> ListNode(const std::string& node,
+                                  const std::string& driver, bool* filter_here,
+                                  std::string_view accept = {}) const;
+  // POST of a new slice (its metadata.generateName or name in `body`).
+  StatusOr<HttpResponse> Create(std::string_view body) const;
+  // PUT of the slice `name` (its resourceVersion in `body`).
+  StatusOr<HttpResponse> Update(const std::string& name,
+                                std::string_view body) const;
+  StatusOr<HttpResponse> Delete(const std::string& name) const;
+
+ private:
+  KubeClient* const client_;
+};
+
+// ResourceSliceClient(&client).ListNode(node, driver, filter_here, accept).
 StatusOr<HttpResponse> ListNodeSlices(KubeClient& client,
                                       const std::string& node,
                                       const std::string& driver,
@@ -163,6 +186,7 @@ class SlicePublisher {
   void Loop() TOPOLOGY_EXCLUDES(mu_);
 
   KubeClient* const client_;
+  const ResourceSliceClient slices_;  // through client_
   const std::string driver_;
   const std::string node_;
   const Options options_;
