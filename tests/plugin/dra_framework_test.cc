@@ -189,6 +189,8 @@ class DraFrameworkTest : public ::testing::Test {
     ASSERT_THAT(runner.status(), IsOk());
     runner_ = std::move(*runner);
     ASSERT_THAT(runner_->Start(), IsOk());
+    // Its socket watcher waits on the clock: the test's looks are its.
+    ASSERT_TRUE(WaitFor([&] { return clock_.waiters() >= 1; }, 10s));
   }
   void Start() { Start(Options()); }
   // A test that failed with the handler held lets it go: the runner's stop
@@ -623,15 +625,19 @@ TEST_F(DraFrameworkTest, WithoutHealthNoHealthServiceIsAdvertised) {
 }
 
 // A kubelet (or an operator) that removes the sockets gets them back:
-// served again and registered again.
+// served again at once (the directories are watched: no look of the clock's
+// is needed) and registered again.
 TEST_F(DraFrameworkTest, DeletedSocketsAreServedAgain) {
   Start();
   ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
   std::filesystem::remove(runner_->dra_socket());
   std::filesystem::remove(runner_->registration_socket());
-  Look();
-  EXPECT_TRUE(std::filesystem::exists(runner_->dra_socket()));
-  EXPECT_TRUE(std::filesystem::exists(runner_->registration_socket()));
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return std::filesystem::exists(runner_->dra_socket()) &&
+               std::filesystem::exists(runner_->registration_socket());
+      },
+      Scaled(5s)));
   EXPECT_FALSE(runner_->registered());
   ASSERT_TRUE(
       WaitFor([&] { return kubelet_.Register(kDriver).ok(); }, Scaled(3s)));
@@ -808,6 +814,7 @@ TEST_F(DraFrameworkTest, TwoInstancesWithTheirPodUidsBothServe) {
   ASSERT_THAT(second.status(), IsOk());
   ASSERT_THAT((*first)->Start(), IsOk());
   ASSERT_THAT((*second)->Start(), IsOk());
+  ASSERT_TRUE(WaitFor([&] { return clock_.waiters() >= 2; }, 10s));
   EXPECT_EQ((*first)->registration_socket(),
             RollingUpdateRegistrationSocket(dir_.path() / "plugins_registry",
                                             kDriver, a.pod_uid));

@@ -84,6 +84,7 @@ Status DriverRunner::Impl::Start() {
     Stop();
     return served;
   }
+  WatchSocketDirectories();
   watcher_ = std::thread([this] { WatchSockets(); });
   LOG(INFO) << options_.driver_name << ": serving " << dra_socket_.string()
             << ", registration at " << registration_socket_.string();
@@ -102,6 +103,8 @@ void DriverRunner::Impl::Stop() {
   // No claim's turn is had from now on; the health streams end at once.
   claims_.Stop();
   health_.Stop();
+  // (Their callbacks take mu_: not held here.)
+  directory_watchers_.clear();
   if (watcher_.joinable()) watcher_.join();
   std::unique_ptr<grpc::Server> registration;
   std::unique_ptr<grpc::Server> dra;
@@ -254,14 +257,69 @@ Status DriverRunner::Impl::ServeRegistration() {
   return OkStatus();
 }
 
+void DriverRunner::Impl::WatchSocketDirectories() {
+  // The kubelet's plugin watcher finds sockets through fsnotify; a socket
+  // it (or anyone) removes is noticed here the same way, and served again
+  // at once rather than at the next look.
+  std::vector<std::pair<std::filesystem::path, std::string>> watched = {
+      {dra_socket_.parent_path(), dra_socket_.filename().string()},
+      {registration_socket_.parent_path(),
+       registration_socket_.filename().string()}};
+  if (watched[0].first == watched[1].first) {
+    watched.pop_back();
+    watched[0].second.clear();  // both names
+  }
+  for (const auto& [dir, name] : watched) {
+    auto watcher = plugin::DirWatcher::Start(
+        dir, [this, name = name](const plugin::DirEvent& event) {
+          const bool ours =
+              name.empty()
+                  ? event.name == dra_socket_.filename().string() ||
+                        event.name == registration_socket_.filename().string()
+                  : event.name == name;
+          if (event.kind == plugin::DirEvent::Kind::kCreated ||
+              (event.kind == plugin::DirEvent::Kind::kDeleted &&
+               (!ours || StillServed(event.name)))) {
+            return;
+          }
+          {
+            MutexLock lock(mu_);
+            look_now_ = true;
+          }
+          changed_.notify_all();
+        });
+    if (!watcher.ok()) {
+      // Looked at every socket_check all the same.
+      LOG(WARNING) << options_.driver_name << ": " << watcher.status().message()
+                   << "; its sockets are looked at every "
+                   << options_.socket_check.count() << " ms only";
+      continue;
+    }
+    directory_watchers_.push_back(std::move(*watcher));
+  }
+}
+
+bool DriverRunner::Impl::StillServed(const std::string& name) {
+  // The runner's own replacement of a socket (unlinked, then bound again)
+  // is a removal too: by the time it is heard, the socket at the path is
+  // the new one this runner serves.
+  const bool dra = name == dra_socket_.filename().string();
+  const std::filesystem::path& path = dra ? dra_socket_ : registration_socket_;
+  MutexLock servers(server_mu_);
+  const std::optional<SocketIdentity>& identity =
+      dra ? dra_identity_ : registration_identity_;
+  return identity.has_value() && SocketAt(path) == identity;
+}
+
 void DriverRunner::Impl::WatchSockets() {
   const Clock& clock = *options_.clock;
   MutexLock lock(mu_);
   while (!stopping_) {
     const Clock::TimePoint next = clock.Now() + options_.socket_check;
-    while (!stopping_ && clock.Now() < next) {
+    while (!stopping_ && !look_now_ && clock.Now() < next) {
       clock.WaitUntil(changed_, lock, next);
     }
+    look_now_ = false;
     if (stopping_) break;
     lock.unlock();
     // Served again when the socket is gone, or when serving it failed
@@ -292,15 +350,20 @@ void DriverRunner::Impl::WatchSockets() {
                       "is left alone (run each instance with its pod UID)";
       }
     }
-    // The DRA socket first: registration names it.
+    // The DRA socket first: registration names it. While it cannot be
+    // served, registering again would only name a socket nobody serves
+    // (and make a watched directory's events, and a look, at every try).
+    bool dra_served = false;
     if (dra_gone) {
       LOG(WARNING) << options_.driver_name << ": " << dra_socket_.string()
                    << " was removed; serving it again";
       if (Status served = ServeDra(); !served.ok()) {
         LOG(ERROR) << served.message();
+      } else {
+        dra_served = true;
       }
     }
-    if (registration_gone || dra_gone) {
+    if (registration_gone || dra_served) {
       LOG(WARNING) << options_.driver_name << ": "
                    << registration_socket_.string()
                    << (registration_gone ? " was removed" : "")

@@ -34,6 +34,7 @@
 #include "topology/draplugin/claim_checkpoint.h"
 #include "topology/draplugin/driver.h"
 #include "topology/draplugin/slice_validation.h"
+#include "topology/plugin/dir_watcher.h"
 #include "topology/plugin/guarded.h"
 #include "topology/plugin/unix_socket.h"
 #include "topology/thread_annotations.h"
@@ -164,7 +165,15 @@ class DriverRunner::Impl final : private ClaimCalls {
   // ----------------------------------------------------------------
   Status ServeDra() TOPOLOGY_EXCLUDES(mu_);
   Status ServeRegistration() TOPOLOGY_EXCLUDES(mu_);
+  // Looks at the sockets every socket_check, and at once when a watched
+  // directory says one of them was removed.
   void WatchSockets() TOPOLOGY_EXCLUDES(mu_);
+  // Starts watching the directories of the two sockets (inotify); where no
+  // watch can be had, the periodic look alone finds a removed socket.
+  void WatchSocketDirectories() TOPOLOGY_EXCLUDES(mu_);
+  // Whether the socket `name` (the DRA socket's or the registration's file
+  // name) is the one this runner serves now.
+  bool StillServed(const std::string& name) TOPOLOGY_EXCLUDES(server_mu_);
 
   const DriverOptions options_;
   ClaimSource* const source_;
@@ -182,7 +191,9 @@ class DriverRunner::Impl final : private ClaimCalls {
   HealthStreams health_;
 
   mutable Mutex mu_;
-  std::condition_variable_any changed_;  // stopping_ (the socket watcher)
+  std::condition_variable_any changed_;  // stopping_, look_now_
+  // A watched directory said one of the sockets was removed.
+  bool look_now_ TOPOLOGY_GUARDED_BY(mu_) = false;
   bool registered_ TOPOLOGY_GUARDED_BY(mu_) = false;
   std::string registration_error_ TOPOLOGY_GUARDED_BY(mu_);
   bool started_ TOPOLOGY_GUARDED_BY(mu_) = false;
@@ -202,6 +213,7 @@ class DriverRunner::Impl final : private ClaimCalls {
       TOPOLOGY_GUARDED_BY(server_mu_);
   bool taken_warned_ TOPOLOGY_GUARDED_BY(server_mu_) = false;
   std::thread watcher_;
+  std::vector<std::unique_ptr<plugin::DirWatcher>> directory_watchers_;
   // Rolling updates: <plugin_dir>/serialize.lock, open from Start (with a
   // pod UID only). Taken before mu_.
   std::unique_ptr<InstanceLock> instances_;

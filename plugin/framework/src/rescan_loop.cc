@@ -6,7 +6,7 @@
 
 #include "topology/plugin/uevent_monitor.h"
 
-#include "dir_watcher.h"
+#include "topology/plugin/dir_watcher.h"
 
 namespace topology::plugin {
 

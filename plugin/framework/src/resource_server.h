@@ -46,7 +46,7 @@
 #include "topology/thread_annotations.h"
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
-#include "dir_watcher.h"
+#include "topology/plugin/dir_watcher.h"
 #include "grpc_status.h"
 #include "list_and_watch.h"
 #include "proto_conversion.h"

@@ -1,7 +1,9 @@
 // Watches one directory with inotify and reports files created and deleted
-// there, from a thread of its own.
-#ifndef TOPOLOGY_PLUGIN_SRC_DIR_WATCHER_H_
-#define TOPOLOGY_PLUGIN_SRC_DIR_WATCHER_H_
+// there, from a thread of its own: how the device plugin framework notices
+// a kubelet restart and the DRA framework a socket removed, as the
+// kubelet's plugin watcher notices sockets (fsnotify).
+#ifndef TOPOLOGY_PLUGIN_DIR_WATCHER_H_
+#define TOPOLOGY_PLUGIN_DIR_WATCHER_H_
 
 #include <chrono>
 #include <filesystem>
@@ -66,4 +68,4 @@ class DirWatcher {
 
 }  // namespace topology::plugin
 
-#endif  // TOPOLOGY_PLUGIN_SRC_DIR_WATCHER_H_
+#endif  // TOPOLOGY_PLUGIN_DIR_WATCHER_H_

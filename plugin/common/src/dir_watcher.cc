@@ -1,4 +1,4 @@
-#include "dir_watcher.h"
+#include "topology/plugin/dir_watcher.h"
 
 #include <array>
 #include <cerrno>
