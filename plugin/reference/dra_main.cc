@@ -458,15 +458,8 @@ int Main(int argc, char** argv) {
       "with their NUMA and PCIe topology, claims prepared through CDI."};
   app.set_version_flag("--version",
                        std::string("topology-dra-driver ") + TOPOLOGY_VERSION);
-  dp::DraDriverOptions options;
-  options.AddFlags(app);
-  if (auto done = dp::ParseCommandLine(app, argc, argv, kExitUsage)) {
-    return *done;
-  }
-  if (auto completed = options.Complete(); !completed.ok()) {
-    return Usage(completed.message());
-  }
-  return Run(options, argv[0]);
+  return dp::ParseCompleteAndRun<dp::DraDriverOptions>(
+      "topology-dra-driver", app, argc, argv, kExitUsage, &Run);
 }
 
 }  // namespace

@@ -83,15 +83,8 @@ int Main(int argc, char** argv) {
       "costs."};
   app.set_version_flag(
       "--version", std::string("topology-device-plugin ") + TOPOLOGY_VERSION);
-  dp::DevicePluginOptions options;
-  options.AddFlags(app);
-  if (auto done = dp::ParseCommandLine(app, argc, argv, kExitUsage)) {
-    return *done;
-  }
-  if (auto completed = options.Complete(); !completed.ok()) {
-    return Usage(completed.message());
-  }
-  return Run(options, argv[0]);
+  return dp::ParseCompleteAndRun<dp::DevicePluginOptions>(
+      "topology-device-plugin", app, argc, argv, kExitUsage, &Run);
 }
 
 }  // namespace

@@ -38,6 +38,23 @@ inline std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv,
 // thrown past `run` ends the program with one line naming it and exit 1.
 using plugin::RunGuarded;
 
+// A program's main, in the pattern of the kubelet's cmd/kubelet/app: the
+// Options' flags bound (AddFlags) and parsed, the Options completed
+// (Complete: defaults, validation; a refusal said on stderr as
+// "<program>: ...", exit `usage_exit`), then `run(options, argv[0])`.
+template <typename Options, typename Run>
+int ParseCompleteAndRun(const char* program, CLI::App& app, int argc,
+                        char** argv, int usage_exit, Run run) {
+  Options options;
+  options.AddFlags(app);
+  if (auto done = ParseCommandLine(app, argc, argv, usage_exit)) return *done;
+  if (auto completed = options.Complete(); !completed.ok()) {
+    std::cerr << program << ": " << completed.message() << "\n";
+    return usage_exit;
+  }
+  return run(options, argv[0]);
+}
+
 }  // namespace topology::device_plugin
 
 #endif  // TOPOLOGY_DEVICE_PLUGIN_PROGRAM_H_

@@ -2,47 +2,26 @@
 // kubelet's calls, GetPreferredAllocation, Allocate and PreStartContainer
 // (the fixture: framework_test_fixture.h).
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
-#include <filesystem>
-#include <fstream>
-#include <functional>
 #include <future>
-#include <optional>
+#include <mutex>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <thread>
-
-#include <grpcpp/generic/generic_stub.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
-#include <unistd.h>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
-#include "topology/plugin/plugin_runner.h"
-#include "topology/plugin/resource_name.h"
-#include "topology/testing/fake_clock.h"
-#include "topology/testing/fake_kubelet.h"
-
 #include "framework_test_fixture.h"
-#include "plugin_test_support.h"
-#include "socket_util.h"
-#include "status_matchers.h"
-#include "temp_dir.h"
-#include "time_scale.h"
-#include "wait_for.h"
 
 namespace topology::testing {
 namespace {
 
 using namespace std::chrono_literals;
-using ::testing::ElementsAre;
-using ::testing::HasSubstr;
-using ::testing::SizeIs;
 
 // --- P.c GetPreferredAllocation (framework checks) --------------------------
 

@@ -32,6 +32,11 @@
 
 namespace topology::testing {
 
+// The matchers the part P tests share.
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using ::testing::SizeIs;
+
 inline constexpr char kResource[] = "example.com/dev";
 
 class FrameworkTest : public ::testing::Test {
