@@ -17,9 +17,7 @@
 #include "checkpoint.h"
 #include "checkpoint_store.h"
 #include "cost_selector.h"
-#include "deviceplugin/v1beta1/api.pb.h"
 #include "host_server.h"
-#include "host_services.h"
 #include "kubelet_names.h"
 #include "plugin_endpoint.h"
 #include "text_util.h"
@@ -30,19 +28,6 @@ using nlohmann::json;
 
 namespace {
 
-json HintListJson(const manager::HintList& list) {
-  if (!list.has_value()) return nullptr;
-  json out = json::array();
-  std::vector<manager::TopologyHint> hints = list.Expand();
-  for (size_t i = 0; i < hints.size() && i < 64; ++i) {
-    const auto& hint = hints[i];
-    out.push_back(
-        {{"mask", hint.affinity ? json(hint.affinity->Ids()) : json(nullptr)},
-         {"preferred", hint.preferred}});
-  }
-  return out;
-}
-
 // What the containers hold, as the checkpoint keeps it.
 std::vector<CheckpointContainer> Holdings(
     const std::vector<ContainerResult>& containers) {
@@ -52,38 +37,6 @@ std::vector<CheckpointContainer> Holdings(
     out.push_back({c.name, c.devices, c.cpus, c.numa_nodes, c.memory});
   }
   return out;
-}
-
-// A ContainerAllocateResponse as JSON; null when absent or unreadable.
-json AllocateResponseJson(const std::string& bytes) {
-  v1beta1::ContainerAllocateResponse response;
-  if (bytes.empty() || !response.ParseFromString(bytes)) return nullptr;
-  json envs = json::object();
-  for (const auto& [key, value] : response.envs()) envs[key] = value;
-  json annotations = json::object();
-  for (const auto& [key, value] : response.annotations()) {
-    annotations[key] = value;
-  }
-  json mounts = json::array();
-  for (const auto& mount : response.mounts()) {
-    mounts.push_back({{"container_path", mount.container_path()},
-                      {"host_path", mount.host_path()},
-                      {"read_only", mount.read_only()}});
-  }
-  json devices = json::array();
-  for (const auto& device : response.devices()) {
-    devices.push_back({{"container_path", device.container_path()},
-                       {"host_path", device.host_path()},
-                       {"permissions", device.permissions()}});
-  }
-  json cdi = json::array();
-  for (const auto& device : response.cdi_devices())
-    cdi.push_back(device.name());
-  return {{"envs", envs},
-          {"mounts", mounts},
-          {"devices", devices},
-          {"annotations", annotations},
-          {"cdi_devices", cdi}};
 }
 
 }  // namespace
@@ -541,36 +494,17 @@ PodResult HostManager::AdmitInSlot(const manager::Pod& pod, bool explain,
       return it == names.end() ? uid : it->second;
     };
     for (const manager::MergeTrace& trace : traces) {
-      json providers = json::array();
-      for (const manager::ProviderHints& hints : trace.provider_hints) {
-        json provider = json::object();
-        for (const auto& [resource, list] : hints) {
-          provider[resource] = HintListJson(list);
-        }
-        providers.push_back(provider);
-      }
-      result.explanation.push_back(
-          {{"container",
-            trace.container.empty() ? json(nullptr) : json(trace.container)},
-           {"providers", providers},
-           {"merged",
-            {{"mask", trace.result.hint.affinity
-                          ? json(trace.result.hint.affinity->Ids())
-                          : json(nullptr)},
-             {"preferred", trace.result.hint.preferred}}},
-           {"admit", trace.result.admit},
-           {"reason", trace.explanation.reason},
-           {"permutations", trace.explanation.permutations}});
       const manager::Container* container = nullptr;
       for (const auto* list : {&pod.init_containers, &pod.containers}) {
         for (const manager::Container& c : *list) {
           if (c.name == trace.container) container = &c;
         }
       }
-      if (!trace.container.empty() && container == nullptr) continue;
-      std::vector<std::string> memory =
-          memory_manager_->Explain(pod, container, name_of);
-      if (!memory.empty()) result.explanation.back()["memory"] = memory;
+      std::vector<std::string> memory;
+      if (trace.container.empty() || container != nullptr) {
+        memory = memory_manager_->Explain(pod, container, name_of);
+      }
+      result.explanation.push_back(MergeTraceJson(trace, memory));
     }
   }
   std::vector<const manager::Container*> all;

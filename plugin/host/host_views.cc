@@ -4,6 +4,7 @@
 #include <map>
 #include <utility>
 
+#include "deviceplugin/v1beta1/api.pb.h"
 #include "pod_manifest.h"
 
 namespace topology::host {
@@ -11,6 +12,19 @@ namespace topology::host {
 using nlohmann::json;
 
 namespace {
+
+json HintListJson(const manager::HintList& list) {
+  if (!list.has_value()) return nullptr;
+  json out = json::array();
+  std::vector<manager::TopologyHint> hints = list.Expand();
+  for (size_t i = 0; i < hints.size() && i < 64; ++i) {
+    const auto& hint = hints[i];
+    out.push_back(
+        {{"mask", hint.affinity ? json(hint.affinity->Ids()) : json(nullptr)},
+         {"preferred", hint.preferred}});
+  }
+  return out;
+}
 
 // One resource's devices on one NUMA node ("none": devices without one).
 struct NodeCounts {
@@ -240,6 +254,62 @@ json NodeResourceTopologyJson(const HostSnapshot& snapshot) {
            {{{"name", "topologyManagerPolicy"}, {"value", snapshot.policy}},
             {{"name", "topologyManagerScope"}, {"value", snapshot.scope}}}},
           {"zones", zones}};
+}
+
+json MergeTraceJson(const manager::MergeTrace& trace,
+                    const std::vector<std::string>& memory) {
+  json providers = json::array();
+  for (const manager::ProviderHints& hints : trace.provider_hints) {
+    json provider = json::object();
+    for (const auto& [resource, list] : hints) {
+      provider[resource] = HintListJson(list);
+    }
+    providers.push_back(provider);
+  }
+  json out = {{"container",
+               trace.container.empty() ? json(nullptr) : json(trace.container)},
+              {"providers", providers},
+              {"merged",
+               {{"mask", trace.result.hint.affinity
+                             ? json(trace.result.hint.affinity->Ids())
+                             : json(nullptr)},
+                {"preferred", trace.result.hint.preferred}}},
+              {"admit", trace.result.admit},
+              {"reason", trace.explanation.reason},
+              {"permutations", trace.explanation.permutations}};
+  if (!memory.empty()) out["memory"] = memory;
+  return out;
+}
+
+json AllocateResponseJson(const std::string& bytes) {
+  v1beta1::ContainerAllocateResponse response;
+  if (bytes.empty() || !response.ParseFromString(bytes)) return nullptr;
+  json envs = json::object();
+  for (const auto& [key, value] : response.envs()) envs[key] = value;
+  json annotations = json::object();
+  for (const auto& [key, value] : response.annotations()) {
+    annotations[key] = value;
+  }
+  json mounts = json::array();
+  for (const auto& mount : response.mounts()) {
+    mounts.push_back({{"container_path", mount.container_path()},
+                      {"host_path", mount.host_path()},
+                      {"read_only", mount.read_only()}});
+  }
+  json devices = json::array();
+  for (const auto& device : response.devices()) {
+    devices.push_back({{"container_path", device.container_path()},
+                       {"host_path", device.host_path()},
+                       {"permissions", device.permissions()}});
+  }
+  json cdi = json::array();
+  for (const auto& device : response.cdi_devices())
+    cdi.push_back(device.name());
+  return {{"envs", envs},
+          {"mounts", mounts},
+          {"devices", devices},
+          {"annotations", annotations},
+          {"cdi_devices", cdi}};
 }
 
 }  // namespace topology::host

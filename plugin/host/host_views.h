@@ -11,6 +11,7 @@
 
 #include "topology/cpu_set.h"
 #include "topology/manager/device_manager.h"
+#include "topology/manager/topology_manager.h"
 #include "topology/topology.h"
 
 #include "pod_result.h"
@@ -41,6 +42,17 @@ struct HostSnapshot {
   std::vector<ResourceSnapshot> resources = {};  // by name
   std::vector<PodResult> pods = {};              // by uid
 };
+
+// One merge of an admission's explanation, as replies show it: each
+// provider's hints (at most 64 a resource), the merged hint, the decision
+// and its reason, and the Memory Manager's lines for it (when any).
+nlohmann::json MergeTraceJson(const manager::MergeTrace& trace,
+                              const std::vector<std::string>& memory);
+
+// A plugin's ContainerAllocateResponse (as the device manager keeps it,
+// serialized) as replies show it: envs, mounts, devices, annotations, CDI
+// devices; null when absent or unreadable.
+nlohmann::json AllocateResponseJson(const std::string& bytes);
 
 nlohmann::json StatusJson(const HostSnapshot& snapshot);
 // topology.node.k8s.io/v1alpha2 NodeResourceTopology.
