@@ -156,7 +156,7 @@ int Run(const Flags& flags, const char* argv0) {
   }
 
   plugin::AwaitShutdown(process);  // SIGTERM; the stop has 4.5 s
-  (*runner)->Stop();  // removes both sockets; prepared claims stay
+  (*runner)->Stop();               // removes both sockets; prepared claims stay
   publisher.Stop();
   return 0;
 }

@@ -4,9 +4,8 @@
 
 #include <glog/logging.h>
 
-#include "topology/plugin/uevent_monitor.h"
-
 #include "topology/plugin/dir_watcher.h"
+#include "topology/plugin/uevent_monitor.h"
 
 namespace topology::plugin {
 

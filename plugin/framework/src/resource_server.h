@@ -38,6 +38,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "topology/plugin/dir_watcher.h"
 #include "topology/plugin/guarded.h"
 #include "topology/plugin/plugin_runner.h"
 #include "topology/plugin/resource_name.h"
@@ -46,7 +47,6 @@
 #include "topology/thread_annotations.h"
 
 #include "deviceplugin/v1beta1/api.grpc.pb.h"
-#include "topology/plugin/dir_watcher.h"
 #include "grpc_status.h"
 #include "list_and_watch.h"
 #include "proto_conversion.h"
