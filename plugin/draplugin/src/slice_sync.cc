@@ -257,43 +257,22 @@ std::vector<std::string> DesiredDeviceLists(
   return wanted;
 }
 
-namespace {
-
-// `list` as the server stores it (where it dropped fields before).
-const std::string& StoredAs(
-    const std::string& list,
-    const std::map<std::string, std::string>& stored_as) {
-  const auto stored = stored_as.find(list);
-  return stored == stored_as.end() ? list : stored->second;
-}
-
-// Whether `slice` is `pool`'s at `observed`'s generation, with `count`
-// slices, `owner_uid`'s, and holds exactly `devices` as stored.
-bool SliceInStep(const Observed& slice, const Observation& observed,
-                 const std::string& pool, size_t count,
-                 const std::string& owner_uid, const std::string& devices) {
-  return slice.pool == pool && slice.generation == observed.generation &&
-         slice.count == static_cast<int64_t>(count) &&
-         slice.owner_uid == owner_uid && Dump(slice.devices) == devices;
-}
-
-}  // namespace
-
 bool InStep(const Observation& observed, const std::vector<std::string>& wanted,
             const std::string& pool, const std::string& owner_uid,
             const std::map<std::string, std::string>& stored_as) {
   if (observed.slices.size() != wanted.size()) return false;
   std::multiset<std::string> expected;
   for (const std::string& list : wanted) {
-    expected.insert(StoredAs(list, stored_as));
+    const auto stored = stored_as.find(list);
+    expected.insert(stored == stored_as.end() ? list : stored->second);
   }
   for (const Observed& slice : observed.slices) {
-    const std::string devices = Dump(slice.devices);
-    if (!SliceInStep(slice, observed, pool, wanted.size(), owner_uid,
-                     devices)) {
+    if (slice.pool != pool || slice.generation != observed.generation ||
+        slice.count != static_cast<int64_t>(wanted.size()) ||
+        slice.owner_uid != owner_uid) {
       return false;
     }
-    const auto it = expected.find(devices);
+    const auto it = expected.find(Dump(slice.devices));
     if (it == expected.end()) return false;
     expected.erase(it);
   }
@@ -323,44 +302,17 @@ json SliceJson(const std::string& driver, const std::string& node,
 StatusOr<Plan> PlanWrites(const Observation& observed,
                           const std::vector<std::string>& wanted,
                           const std::string& pool, const std::string& driver,
-                          const std::string& node, const std::string& owner,
-                          const std::string& owner_uid,
-                          const std::map<std::string, std::string>& stored_as) {
+                          const std::string& node, const std::string& owner) {
   Plan plan;
+  plan.generation = observed.generation + 1;
   const size_t kept = std::min(observed.in_pool, wanted.size());
   for (size_t i = kept; i < observed.slices.size(); ++i) {
     plan.deletes.push_back(observed.slices[i].name);
   }
-  // The Go controller's rule: the generation is kept when no slice is new
-  // and at most one kept slice changes (one update makes the pool whole
-  // again: the scheduler never sees it half written); otherwise the next
-  // generation goes to every slice.
-  std::vector<bool> changed(kept, false);
-  size_t changes = 0;
-  for (size_t i = 0; i < kept; ++i) {
-    changed[i] = !SliceInStep(observed.slices[i], observed, pool, wanted.size(),
-                              owner_uid, StoredAs(wanted[i], stored_as));
-    if (changed[i]) ++changes;
-  }
-  const bool keep_generation =
-      observed.generation > 0 && kept == wanted.size() && changes <= 1;
-  plan.generation =
-      keep_generation ? observed.generation : observed.generation + 1;
-  std::vector<size_t> written;
-  for (size_t i = 0; i < wanted.size(); ++i) {
-    if (keep_generation && !changed[i]) {
-      plan.unchanged[observed.slices[i].name] =
-          observed.slices[i].resource_version;
-    } else {
-      written.push_back(i);
-    }
-  }
   const std::string prefix = SlicePrefix(node, driver);
-  plan.writes.resize(written.size());
-  const bool built = ParallelFor(plan.writes.size(), [&](size_t w) {
-    const size_t i = written[w];
-    Plan::Write& write = plan.writes[w];
-    write.index = i;
+  plan.writes.resize(wanted.size());
+  const bool built = ParallelFor(plan.writes.size(), [&](size_t i) {
+    Plan::Write& write = plan.writes[i];
     write.update = i < kept;
     json slice = SliceJson(driver, node, pool, plan.generation, wanted.size(),
                            json::parse(wanted[i]), owner);
