@@ -13,7 +13,6 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstring>
-#include <ctime>
 #include <exception>
 #include <map>
 #include <optional>
@@ -25,7 +24,6 @@
 #include <fcntl.h>
 #include <glog/logging.h>
 #include <grpcpp/grpcpp.h>
-#include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
