@@ -591,13 +591,15 @@ TEST_F(KubeApiServerTest, PublishesInSlicesKeepsOthersAndSendsNothingTwice) {
   EXPECT_EQ(after.updates, before.updates);
   EXPECT_EQ(after.deletes, before.deletes);
 
-  // A changed inventory is the pool's next generation, no slice left of
-  // the old one.
+  // A smaller inventory: the slices no longer needed deleted, no slice
+  // left of the old one; one update makes the pool whole, so the
+  // generation is kept (the Go controller's rule).
   ASSERT_THAT(publisher.Publish(node, Devices(100, "vf")), IsOk());
   const auto next = SlicesOf(node);
   ASSERT_THAT(next, SizeIs(1));
-  EXPECT_GT(next[0]["spec"]["pool"]["generation"].get<int64_t>(),
+  EXPECT_EQ(next[0]["spec"]["pool"]["generation"].get<int64_t>(),
             slices[0]["spec"]["pool"]["generation"].get<int64_t>());
+  EXPECT_EQ(next[0]["spec"]["pool"]["resourceSliceCount"], 1);
 
   // Idle, the resync reads names and resource versions only (the server's
   // metadata-only list) and finds them as they were: no full list, no write.

@@ -232,9 +232,20 @@ TEST_F(SlicePublisherTest, AnUnchangedInventorySendsNothing) {
   const int writes = store_->writes;
   ASSERT_THAT(publisher_->Publish("node-a", Devices(200)), IsOk());
   EXPECT_EQ(store_->writes, writes);
-  // A change goes out as the next generation, in every slice.
+  // A change within one slice is that slice's update alone, the
+  // generation kept (the Go controller's rule: one update makes the pool
+  // whole, so the scheduler never sees it half written).
   auto changed = Devices(200);
   changed[150].attributes["sriov"] = {false, false};
+  ASSERT_THAT(publisher_->Publish("node-a", changed), IsOk());
+  EXPECT_EQ(store_->writes, writes + 1);
+  ASSERT_THAT(Ours(), SizeIs(2));
+  for (const json& slice : Ours()) {
+    EXPECT_EQ(slice["spec"]["pool"]["generation"], 1);
+  }
+  // Changes in two slices go out as the next generation, in every slice.
+  changed[10].attributes["sriov"] = {false, false};
+  changed[160].attributes["sriov"] = {false, false};
   ASSERT_THAT(publisher_->Publish("node-a", changed), IsOk());
   for (const json& slice : Ours()) {
     EXPECT_EQ(slice["spec"]["pool"]["generation"], 2);
@@ -258,8 +269,9 @@ TEST_F(SlicePublisherTest, OnlyThisNodesAndDriversSlicesAreTouched) {
   EXPECT_TRUE(all.contains("theirs"));
   EXPECT_TRUE(all.contains("other-driver"));
   ASSERT_THAT(Ours(), SizeIs(1));
-  // Above the old generation of the same pool.
-  EXPECT_EQ(all.at("older")["spec"]["pool"]["generation"], 2);
+  // One update makes the pool whole: its generation is kept (the Go
+  // controller's rule).
+  EXPECT_EQ(all.at("older")["spec"]["pool"]["generation"], 1);
   EXPECT_THAT(all.at("older")["spec"]["devices"], SizeIs(3));
 }
 
@@ -524,7 +536,8 @@ TEST_F(SlicePublisherTest, ATaintKeepsItsTimeAcrossRepublishes) {
   ASSERT_FALSE(added.empty());
   devices[1].attributes["sriov"] = {false, false};
   ASSERT_THAT(publisher_->Publish("node-a", devices), IsOk());
-  EXPECT_EQ(Ours()[0]["spec"]["pool"]["generation"], 2);
+  EXPECT_EQ(Ours()[0]["spec"]["devices"][1]["attributes"]["sriov"]["bool"],
+            false);
   EXPECT_EQ(Ours()[0]["spec"]["devices"][0]["taints"][0]["timeAdded"], added);
 }
 

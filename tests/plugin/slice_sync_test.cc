@@ -181,6 +181,88 @@ TEST(SliceSyncTest, PlanDeletesObsoleteUpdatesInPlaceAndCreatesTheRest) {
   for (const auto& write : plan->writes) EXPECT_THAT(write.valid, IsOk());
 }
 
+// Phase 4, as the Go controller: no slice new and one kept slice changed
+// is that slice's update alone at the same generation; two changed, or a
+// new slice, are the next generation for every slice.
+TEST(SliceSyncTest, OneUpdateKeepsTheGeneration) {
+  const auto listed = [](const std::vector<std::string>& devices) {
+    std::vector<json> items;
+    for (size_t i = 0; i < devices.size(); ++i) {
+      items.push_back(Slice("s" + std::to_string(i), "node-a", kDriver,
+                            "node-a", 4, static_cast<int64_t>(devices.size()),
+                            json::parse(devices[i])));
+    }
+    return List(std::move(items));
+  };
+  const std::vector<std::string> now = {R"([{"name":"d-1"}])",
+                                        R"([{"name":"d-2"}])"};
+  auto observed = ReadObserved(listed(now), "node-a", kDriver, "node-a");
+  ASSERT_THAT(observed.status(), IsOk());
+
+  auto one = PlanWrites(*observed, {now[0], R"([{"name":"d-3"}])"}, "node-a",
+                        kDriver, "node-a", "");
+  ASSERT_THAT(one.status(), IsOk());
+  EXPECT_EQ(one->generation, 4);
+  ASSERT_THAT(one->writes, SizeIs(1));
+  EXPECT_EQ(one->writes[0].index, 1u);
+  EXPECT_EQ(one->writes[0].name, "s1");
+  EXPECT_EQ(json::parse(one->writes[0].body)["spec"]["pool"]["generation"], 4);
+  EXPECT_THAT(one->unchanged, SizeIs(1));
+  EXPECT_TRUE(one->unchanged.contains("s0"));
+
+  auto two =
+      PlanWrites(*observed, {R"([{"name":"d-4"}])", R"([{"name":"d-3"}])"},
+                 "node-a", kDriver, "node-a", "");
+  ASSERT_THAT(two.status(), IsOk());
+  EXPECT_EQ(two->generation, 5);
+  EXPECT_THAT(two->writes, SizeIs(2));
+  EXPECT_THAT(two->unchanged, SizeIs(0));
+
+  auto grown = PlanWrites(*observed, {now[0], now[1], R"([{"name":"d-5"}])"},
+                          "node-a", kDriver, "node-a", "");
+  ASSERT_THAT(grown.status(), IsOk());
+  EXPECT_EQ(grown->generation, 5);
+  EXPECT_THAT(grown->writes, SizeIs(3));
+}
+
+// Slices are matched to the wanted lists by content, not by the order of
+// their names (ours encode no index): the same lists wanted in the other
+// order send nothing new, and one changed list is written to the slice
+// that held it.
+TEST(SliceSyncTest, SlicesAreMatchedByContentNotByNameOrder) {
+  const std::vector<std::string> now = {R"([{"name":"d-1"}])",
+                                        R"([{"name":"d-2"}])"};
+  auto observed = ReadObserved(
+      List(
+          {Slice("a", "node-a", kDriver, "node-a", 4, 2, json::parse(now[1])),
+           Slice("b", "node-a", kDriver, "node-a", 4, 2, json::parse(now[0]))}),
+      "node-a", kDriver, "node-a");
+  ASSERT_THAT(observed.status(), IsOk());
+  auto same = PlanWrites(*observed, now, "node-a", kDriver, "node-a", "");
+  ASSERT_THAT(same.status(), IsOk());
+  EXPECT_EQ(same->generation, 4);
+  EXPECT_THAT(same->writes, SizeIs(0));
+  EXPECT_THAT(same->deletes, SizeIs(0));
+  EXPECT_THAT(same->unchanged, SizeIs(2));
+
+  auto one = PlanWrites(*observed, {now[0], R"([{"name":"d-3"}])"}, "node-a",
+                        kDriver, "node-a", "");
+  ASSERT_THAT(one.status(), IsOk());
+  EXPECT_EQ(one->generation, 4);
+  ASSERT_THAT(one->writes, SizeIs(1));
+  EXPECT_EQ(one->writes[0].name, "a");  // it held d-2, which went
+  EXPECT_TRUE(one->unchanged.contains("b"));
+
+  // One slice fewer: the rest updated with the new count (one update) and
+  // the other deleted, at the same generation (the Go controller's rule).
+  auto shrunk =
+      PlanWrites(*observed, {now[0]}, "node-a", kDriver, "node-a", "");
+  ASSERT_THAT(shrunk.status(), IsOk());
+  EXPECT_EQ(shrunk->generation, 4);
+  ASSERT_THAT(shrunk->writes, SizeIs(1));
+  EXPECT_THAT(shrunk->deletes, SizeIs(1));
+}
+
 }  // namespace
 }  // namespace topology::draplugin::slice_sync
 

@@ -405,8 +405,8 @@ Status SlicePublisher::Sync() {
 
   // Phase 4, plan: every slice built and judged as the API server will
   // judge it before any is sent.
-  auto plan =
-      slice_sync::PlanWrites(*observed, wanted, pool, driver_, node_, owner_);
+  auto plan = slice_sync::PlanWrites(*observed, wanted, pool, driver_, node_,
+                                     owner_, owner_uid, stored_as_);
   if (!plan.ok()) return fail(plan.status());
   for (const slice_sync::Plan::Write& write : plan->writes) {
     if (!write.valid.ok()) {
@@ -485,10 +485,12 @@ Status SlicePublisher::Apply(slice_sync::Plan plan, const std::string& pool,
   Status failed =
       sent ? OkStatus()
            : InternalError("writing the slices of pool " + pool + " failed");
-  std::map<std::string, std::string> written_versions;
-  for (size_t i = 0; i < answers.size(); ++i) {
-    const slice_sync::Plan::Write& write = plan.writes[i];
-    const Answer& out = answers[i];
+  // The slices left as they were count as known.
+  std::map<std::string, std::string> written_versions = plan.unchanged;
+  for (size_t w = 0; w < answers.size(); ++w) {
+    const slice_sync::Plan::Write& write = plan.writes[w];
+    const Answer& out = answers[w];
+    const std::string& sent_devices = wanted[write.index];
     if (!out.answer.ok()) {
       if (failed.ok()) failed = out.answer.status();
       continue;
@@ -516,15 +518,15 @@ Status SlicePublisher::Apply(slice_sync::Plan plan, const std::string& pool,
     // look needs no full list to learn them), and the devices as kept,
     // which differ from what was sent when the server dropped fields.
     written_versions[out.name] = out.version;
-    if (out.stored != wanted[i]) {
-      if (!stored_as_.contains(wanted[i])) {
+    if (out.stored != sent_devices) {
+      if (!stored_as_.contains(sent_devices)) {
         LOG(WARNING) << driver_ << ": the API server dropped fields of "
                      << "resourceslice " << out.name
                      << " (a feature gate off?): what it stored differs from "
                         "what was sent; kept as stored, not sent again until "
                         "the devices change";
       }
-      stored_as_[wanted[i]] = out.stored;
+      stored_as_[sent_devices] = out.stored;
     }
   }
   if (!failed.ok()) {
@@ -546,7 +548,7 @@ Status SlicePublisher::Apply(slice_sync::Plan plan, const std::string& pool,
             << ": " << devices << " device(s) in " << wanted.size()
             << " slice(s) (" << creates << " created, " << updates
             << " updated, " << deletes << " deleted)";
-  // Every wanted slice was written (a new generation) and no other is
+  // Every wanted slice was written or left as it was, and no other is
   // left: the node's slices are exactly these versions. Unknown versions
   // make the next resync list in full.
   const bool all_known =

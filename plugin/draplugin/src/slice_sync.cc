@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <exception>
+#include <map>
 #include <set>
 #include <system_error>
 #include <thread>
@@ -257,22 +258,43 @@ std::vector<std::string> DesiredDeviceLists(
   return wanted;
 }
 
+namespace {
+
+// `list` as the server stores it (where it dropped fields before).
+const std::string& StoredAs(
+    const std::string& list,
+    const std::map<std::string, std::string>& stored_as) {
+  const auto stored = stored_as.find(list);
+  return stored == stored_as.end() ? list : stored->second;
+}
+
+// Whether `slice` is `pool`'s at `observed`'s generation, with `count`
+// slices, `owner_uid`'s, and holds exactly `devices` as stored.
+bool SliceInStep(const Observed& slice, const Observation& observed,
+                 const std::string& pool, size_t count,
+                 const std::string& owner_uid, const std::string& devices) {
+  return slice.pool == pool && slice.generation == observed.generation &&
+         slice.count == static_cast<int64_t>(count) &&
+         slice.owner_uid == owner_uid && Dump(slice.devices) == devices;
+}
+
+}  // namespace
+
 bool InStep(const Observation& observed, const std::vector<std::string>& wanted,
             const std::string& pool, const std::string& owner_uid,
             const std::map<std::string, std::string>& stored_as) {
   if (observed.slices.size() != wanted.size()) return false;
   std::multiset<std::string> expected;
   for (const std::string& list : wanted) {
-    const auto stored = stored_as.find(list);
-    expected.insert(stored == stored_as.end() ? list : stored->second);
+    expected.insert(StoredAs(list, stored_as));
   }
   for (const Observed& slice : observed.slices) {
-    if (slice.pool != pool || slice.generation != observed.generation ||
-        slice.count != static_cast<int64_t>(wanted.size()) ||
-        slice.owner_uid != owner_uid) {
+    const std::string devices = Dump(slice.devices);
+    if (!SliceInStep(slice, observed, pool, wanted.size(), owner_uid,
+                     devices)) {
       return false;
     }
-    const auto it = expected.find(Dump(slice.devices));
+    const auto it = expected.find(devices);
     if (it == expected.end()) return false;
     expected.erase(it);
   }
@@ -302,23 +324,87 @@ json SliceJson(const std::string& driver, const std::string& node,
 StatusOr<Plan> PlanWrites(const Observation& observed,
                           const std::vector<std::string>& wanted,
                           const std::string& pool, const std::string& driver,
-                          const std::string& node, const std::string& owner) {
+                          const std::string& node, const std::string& owner,
+                          const std::string& owner_uid,
+                          const std::map<std::string, std::string>& stored_as) {
   Plan plan;
-  plan.generation = observed.generation + 1;
-  const size_t kept = std::min(observed.in_pool, wanted.size());
-  for (size_t i = kept; i < observed.slices.size(); ++i) {
-    plan.deletes.push_back(observed.slices[i].name);
+  // Slices are matched to the wanted lists by content: a slice of this pool
+  // at the observed generation, count and owner holding a wanted list as
+  // the server stores it is that list's. (The Go controller matches by the
+  // index its names encode; ours carry none: "<node>-<driver>-" and the
+  // server's suffix.) The rest of this pool's slices take the unmatched
+  // lists in order and are updated; those left over are deleted, with every
+  // slice of another pool; lists left over are created.
+  const size_t candidates = std::min(observed.in_pool, observed.slices.size());
+  std::multimap<std::string, size_t> in_step;  // devices as stored -> slice
+  for (size_t j = 0; j < candidates; ++j) {
+    const Observed& slice = observed.slices[j];
+    if (slice.pool == pool && slice.generation == observed.generation &&
+        slice.count == static_cast<int64_t>(wanted.size()) &&
+        slice.owner_uid == owner_uid) {
+      in_step.emplace(Dump(slice.devices), j);
+    }
+  }
+  constexpr size_t kNone = static_cast<size_t>(-1);
+  std::vector<size_t> slice_of(wanted.size(), kNone);
+  std::vector<bool> taken(candidates, false);
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    const auto match = in_step.find(StoredAs(wanted[i], stored_as));
+    if (match == in_step.end()) continue;
+    slice_of[i] = match->second;
+    taken[match->second] = true;
+    in_step.erase(match);
+  }
+  std::vector<bool> changed(wanted.size(), false);
+  size_t changes = 0;
+  size_t creates = 0;
+  size_t next = 0;
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    if (slice_of[i] != kNone) continue;
+    while (next < candidates && taken[next]) ++next;
+    changed[i] = true;
+    if (next < candidates) {
+      slice_of[i] = next;
+      taken[next] = true;
+      ++changes;
+    } else {
+      ++creates;
+    }
+  }
+  for (size_t j = 0; j < observed.slices.size(); ++j) {
+    if (j >= candidates || !taken[j]) {
+      plan.deletes.push_back(observed.slices[j].name);
+    }
+  }
+  // The Go controller's rule: the generation is kept when no slice is new
+  // and at most one kept slice changes (one update makes the pool whole
+  // again: the scheduler never sees it half written); otherwise the next
+  // generation goes to every slice.
+  const bool keep_generation =
+      observed.generation > 0 && creates == 0 && changes <= 1;
+  plan.generation =
+      keep_generation ? observed.generation : observed.generation + 1;
+  std::vector<size_t> written;
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    if (keep_generation && !changed[i]) {
+      const Observed& slice = observed.slices[slice_of[i]];
+      plan.unchanged[slice.name] = slice.resource_version;
+    } else {
+      written.push_back(i);
+    }
   }
   const std::string prefix = SlicePrefix(node, driver);
-  plan.writes.resize(wanted.size());
-  const bool built = ParallelFor(plan.writes.size(), [&](size_t i) {
-    Plan::Write& write = plan.writes[i];
-    write.update = i < kept;
+  plan.writes.resize(written.size());
+  const bool built = ParallelFor(plan.writes.size(), [&](size_t w) {
+    const size_t i = written[w];
+    Plan::Write& write = plan.writes[w];
+    write.index = i;
+    write.update = slice_of[i] != kNone;
     json slice = SliceJson(driver, node, pool, plan.generation, wanted.size(),
                            json::parse(wanted[i]), owner);
     KeepTaintTimes(observed.taint_times, &slice["spec"]["devices"]);
     if (write.update) {
-      const Observed& existing = observed.slices[i];
+      const Observed& existing = observed.slices[slice_of[i]];
       slice["metadata"]["name"] = existing.name;
       slice["metadata"]["resourceVersion"] = existing.resource_version;
       write.name = existing.name;

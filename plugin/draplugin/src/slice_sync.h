@@ -106,10 +106,16 @@ json SliceJson(const std::string& driver, const std::string& node,
 // Phase 4, plan: in the Go controller's order, the obsolete slices deleted,
 // the kept ones (this pool's) updated in place, new ones created with
 // generateName; each body built and judged by the API server's rules
-// before anything is sent, built on up to kWritesInFlight threads.
+// before anything is sent, built on up to kWritesInFlight threads. As the
+// Go controller, the generation stays when no slice is new and at most one
+// kept slice differs (from `wanted` as stored: `stored_as`, or in
+// generation, count or `owner_uid`); then only that slice is written.
+// Slices are matched to `wanted` by content, not by name: ours encode no
+// index.
 struct Plan {
   struct Write {
     bool update = false;
+    size_t index = 0;  // in `wanted`
     std::string name;  // the slice updated; empty for a create
     std::string body;
     std::string what;  // "create resourceslice <prefix>*", "update ..."
@@ -117,13 +123,17 @@ struct Plan {
   };
   std::vector<std::string> deletes;  // names
   std::vector<Write> writes;         // in the order of `wanted`
-  int64_t generation = 0;            // the new one
+  // The kept slices left as they are (name: resourceVersion), when the
+  // generation is kept.
+  std::map<std::string, std::string> unchanged;
+  int64_t generation = 0;  // the new one, or the kept one
 };
 // INTERNAL when building a body threw.
-StatusOr<Plan> PlanWrites(const Observation& observed,
-                          const std::vector<std::string>& wanted,
-                          const std::string& pool, const std::string& driver,
-                          const std::string& node, const std::string& owner);
+StatusOr<Plan> PlanWrites(
+    const Observation& observed, const std::vector<std::string>& wanted,
+    const std::string& pool, const std::string& driver, const std::string& node,
+    const std::string& owner, const std::string& owner_uid = {},
+    const std::map<std::string, std::string>& stored_as = {});
 
 // Runs `work(i)` for every i < n on up to kWritesInFlight threads (this one
 // included); where no thread can be had, the rest run here. False when a
