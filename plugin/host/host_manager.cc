@@ -16,7 +16,7 @@
 
 #include "checkpoint.h"
 #include "checkpoint_store.h"
-#include "cost_selector.h"
+#include "host_restore.h"
 #include "host_server.h"
 #include "kubelet_names.h"
 #include "plugin_endpoint.h"
@@ -26,81 +26,14 @@ namespace topology::host {
 
 using nlohmann::json;
 
-namespace {
-
-// What the containers hold, as the checkpoint keeps it.
-std::vector<CheckpointContainer> Holdings(
-    const std::vector<ContainerResult>& containers) {
-  std::vector<CheckpointContainer> out;
-  out.reserve(containers.size());
-  for (const ContainerResult& c : containers) {
-    out.push_back({c.name, c.devices, c.cpus, c.numa_nodes, c.memory});
-  }
-  return out;
-}
-
-}  // namespace
-
 // --- creation, start, stop -------------------------------------------------
 
 StatusOr<std::unique_ptr<HostManager>> HostManager::Create(HostConfig config,
                                                            Topology topology) {
-  auto numa = manager::NumaInfo::FromTopology(topology);
-  if (!numa.ok()) return numa.status();
+  auto managers = ResourceManagers::Create(config, std::move(topology));
+  if (!managers.ok()) return managers.status();
   std::unique_ptr<HostManager> host(
-      new HostManager(std::move(config), std::move(topology), *numa));
-  auto tm =
-      manager::TopologyManager::Create(host->config_.topology, host->numa_);
-  if (!tm.ok()) return tm.status();
-  host->topology_manager_ = std::move(*tm);
-  manager::CpuManagerConfig cpu_config;
-  cpu_config.policy = host->config_.cpu_policy;
-  cpu_config.reserved = host->config_.reserved_cpus;
-  if (host->config_.reserved_cpus.empty()) {
-    cpu_config.reserved_count = host->config_.reserved_cpu_count;
-  }
-  cpu_config.options = host->config_.cpu_policy_options;
-  const auto gate = [&](const char* name, bool by_default) {
-    const auto it = host->config_.feature_gates.find(name);
-    return it == host->config_.feature_gates.end() ? by_default : it->second;
-  };
-  if (gate("PodLevelResourceManagers", false)) {
-    return Status(
-        StatusCode::kUnimplemented,
-        "feature gate PodLevelResourceManagers: pod-level resources in the "
-        "Topology, CPU and Memory Managers are not modelled; run without it "
-        "(it is off by default)");
-  }
-  cpu_config.alpha_options = gate("CPUManagerPolicyAlphaOptions", false);
-  cpu_config.beta_options = gate("CPUManagerPolicyBetaOptions", true);
-  cpu_config.topology_policy = host->config_.topology.policy;
-  auto cpu = manager::CpuManager::Create(cpu_config, host->topology_,
-                                         host->topology_manager_.get());
-  if (!cpu.ok()) {
-    return Status(cpu.status().code(),
-                  "cpu manager: " + cpu.status().message());
-  }
-  host->cpu_manager_ = std::move(*cpu);
-  auto memory = manager::MemoryManager::Create(host->config_.memory,
-                                               host->topology_.numa_nodes(),
-                                               host->topology_manager_.get());
-  if (!memory.ok()) {
-    return Status(memory.status().code(),
-                  "memory manager: " + memory.status().message());
-  }
-  host->memory_manager_ = std::move(*memory);
-  host->device_manager_ = std::make_unique<manager::DeviceManager>(
-      host->numa_.node_ids(), host->topology_manager_.get());
-  if (host->config_.cost_based_selection) {
-    host->cost_model_ = std::make_unique<CostModel>(host->topology_);
-    host->device_manager_->SetJointSelector(
-        CostBasedSelector(host->cost_model_.get()));
-  }
-  // The kubelet's order (container_manager_linux.go): device manager, CPU
-  // manager, memory manager; Allocate runs in the same order.
-  host->topology_manager_->AddHintProvider(host->device_manager_.get());
-  host->topology_manager_->AddHintProvider(host->cpu_manager_.get());
-  host->topology_manager_->AddHintProvider(host->memory_manager_.get());
+      new HostManager(std::move(config), std::move(*managers)));
   PluginRegistry::Options registry;
   registry.plugin_dir = host->config_.plugin_dir;
   registry.dial_timeout = host->config_.dial_timeout;
@@ -109,57 +42,34 @@ StatusOr<std::unique_ptr<HostManager>> HostManager::Create(HostConfig config,
   registry.clock = host->config_.clock;
   HostManager* owner = host.get();
   host->registry_ = std::make_unique<PluginRegistry>(
-      registry, host->device_manager_.get(),
+      registry, &host->managers_->devices(),
       [owner](const std::string& resource, PluginRegistry::Change change) {
         owner->OnResourceChange(resource, change);
       });
+  host->journal_ = std::make_unique<HostJournal>(
+      host->config_.plugin_dir, host->config_.max_checkpoint_bytes,
+      host->managers_.get(), &host->ledger_, host->registry_.get());
   return host;
 }
 
-HostManager::HostManager(HostConfig config, Topology topology,
-                         manager::NumaInfo numa)
+HostManager::HostManager(HostConfig config,
+                         std::unique_ptr<ResourceManagers> managers)
     : config_(std::move(config)),
-      topology_(std::move(topology)),
-      numa_(std::move(numa)),
-      store_(std::make_unique<CheckpointStore>(
-          config_.plugin_dir / kCheckpointFile, config_.max_checkpoint_bytes)) {
-}
+      managers_(std::move(managers)),
+      journal_(nullptr) {}
 
 HostManager::~HostManager() { Stop(); }
 
 Status HostManager::Restore() {
-  std::error_code error;
-  std::filesystem::create_directories(config_.plugin_dir, error);
-  if (error || !std::filesystem::is_directory(config_.plugin_dir)) {
-    return FailedPreconditionError(
-        "cannot create the device plugin directory " +
-        config_.plugin_dir.string() + (error ? ": " + error.message() : ""));
+  if (Status prepared = PreparePluginDirectory(config_.plugin_dir);
+      !prepared.ok()) {
+    return prepared;
   }
-  if (chmod(config_.plugin_dir.c_str(), 0750) != 0) {
-    return FailedPreconditionError("cannot set the mode of " +
-                                   config_.plugin_dir.string());
-  }
-  // Like the kubelet: every socket goes (plugins see their socket vanish and
-  // re-register); files, directories and checkpoints stay, but for our own
-  // temporary files left by an interrupted write.
-  const std::string temporary_prefix = std::string(".") + kCheckpointFile + ".";
-  for (const auto& entry :
-       std::filesystem::directory_iterator(config_.plugin_dir, error)) {
-    const std::string name = entry.path().filename().string();
-    const bool leftover =
-        name.starts_with(temporary_prefix) && name.ends_with(".tmp") &&
-        entry.is_regular_file(error) && !entry.is_symlink(error);
-    if (plugin::IsSocket(entry.path()) || leftover) {
-      VLOG(1) << "removing " << entry.path().string();
-      std::filesystem::remove(entry.path(), error);
-    }
-  }
-  Status refusal;
-  if (Status restored = RestoreCheckpoint(&refusal); !restored.ok()) {
-    LOG(WARNING) << restored.message();
-  }
-  if (!refusal.ok()) return refusal;
-  return OkStatus();
+  std::vector<std::string> warnings;
+  Status restored = journal_->Restore(&warnings, kMaxRestoreWarnings);
+  MutexLock lock(mu_);
+  restore_warnings_ = std::move(warnings);
+  return restored;
 }
 
 HostServer::Options HostManager::ServerOptions() const {
@@ -183,11 +93,8 @@ HostManager::ConnectionCounters HostManager::ControlConnections() const {
 }
 
 void HostManager::Stop() {
-  {
-    MutexLock lock(mu_);
-    if (stopping_) return;
-    stopping_ = true;
-  }
+  if (stopping_.exchange(true)) return;
+  ledger_.Stop();
   // A manager whose Create failed half-way has no registry: nothing runs.
   if (!registry_) return;
   // Plugins first: every handler waiting on a plugin returns, so the
@@ -202,12 +109,7 @@ void HostManager::Stop() {
   // No Register can add an endpoint now; the readers end (bounded).
   registry_->Stop();
   // A clean stop leaves the whole state in the snapshot.
-  bool restored = false;
-  {
-    MutexLock lock(mu_);
-    restored = restored_;
-  }
-  if (restored) (void)Compact();
+  if (journal_->restored()) (void)journal_->Compact();
   // The acceptors removed their sockets, each only while it was still
   // theirs: another instance's stays.
 }
@@ -218,46 +120,17 @@ void HostManager::OnResourceChange(const std::string& resource,
                                    PluginRegistry::Change change) {
   if (change == PluginRegistry::Change::kRemoved) {
     // A removed resource leaves the checkpoint's registered list.
-    (void)Compact();
+    (void)journal_->Compact();
     return;
   }
-  // Read when written: of two lists journaled by two threads, the later
-  // record holds the newer list.
-  (void)Persist(ResourceRecord(resource));
+  (void)journal_->RecordResource(resource);
 }
 
 // --- admission -------------------------------------------------------------
 
-bool HostManager::LockAdmission(const std::function<bool()>& cancelled) {
-  // A slot rather than a timed mutex: the wait polls for cancellation and
-  // for Stop() (and ThreadSanitizer sees every step of it).
-  MutexLock slot(admission_mu_);
-  while (admitting_) {
-    admission_free_.wait_for(slot, std::chrono::milliseconds(50));
-    if (cancelled && cancelled()) return false;
-    MutexLock lock(mu_);
-    if (stopping_) return false;
-  }
-  {
-    MutexLock lock(mu_);
-    if (stopping_) return false;
-  }
-  if (cancelled && cancelled()) return false;
-  admitting_ = true;
-  return true;
-}
-
-void HostManager::UnlockAdmission() {
-  {
-    MutexLock slot(admission_mu_);
-    admitting_ = false;
-  }
-  admission_free_.notify_one();
-}
-
 PodResult HostManager::Admit(const manager::Pod& pod, bool explain,
                              const std::function<bool()>& cancelled) {
-  const uint64_t request = NextRequest();
+  const uint64_t request = ledger_.NextRequest();
   std::string record;
   std::vector<PodResult> results;
   results.push_back(AdmitOne(pod, explain, cancelled, request, &record));
@@ -271,7 +144,7 @@ std::vector<PodResult> HostManager::AdmitAll(
   std::vector<PodResult> results;
   results.reserve(pods.size());
   // One append and one sync for the whole request.
-  const uint64_t request = NextRequest();
+  const uint64_t request = ledger_.NextRequest();
   std::string records;
   for (const manager::Pod& pod : pods) {
     results.push_back(AdmitOne(pod, explain, cancelled, request, &records));
@@ -285,55 +158,28 @@ std::vector<std::string> HostManager::RestoreWarnings() const {
   return restore_warnings_;
 }
 
-uint64_t HostManager::NextRequest() {
-  MutexLock lock(mu_);
-  return ++last_request_;
-}
-
 void HostManager::Commit(uint64_t request, const std::string& records,
                          std::vector<PodResult>& results) {
   // The pods this request admitted: pending under it, each busy, none
   // visible yet. A pod pending under another request is that request's to
   // commit or undo, even when this one was answered with it.
-  std::vector<std::string> uids;
-  {
-    MutexLock lock(mu_);
-    for (const PodResult& result : results) {
-      const auto it = pending_.find(result.uid);
-      if (result.admitted && it != pending_.end() &&
-          it->second.request == request &&
-          std::find(uids.begin(), uids.end(), result.uid) == uids.end()) {
-        uids.push_back(result.uid);
-      }
-    }
+  std::vector<std::string> admitted;
+  for (const PodResult& result : results) {
+    if (result.admitted) admitted.push_back(result.uid);
   }
+  const std::vector<std::string> uids = ledger_.PendingOf(request, admitted);
   if (uids.empty()) return;
   // Durable, then visible: published under the store's lock, so a
   // compaction sees either neither the records nor the pods, or both.
-  const Status appended = store_->Append(records, [&] {
-    MutexLock lock(mu_);
-    for (const std::string& uid : uids) {
-      auto node = pending_.extract(uid);
-      if (node.empty()) continue;  // owned by this request: cannot happen
-      node.mapped().request = 0;
-      pods_.insert_or_assign(uid, std::move(node.mapped()));
-      EndBusy(uid);
-    }
-    pods_high_water_ = std::max(pods_high_water_, pods_.size());
-  });
+  const Status appended =
+      journal_->Append(records, [&] { ledger_.Publish(uids); });
   if (!appended.ok()) {
     // The kubelet fails an admission it cannot checkpoint: nothing of it
     // stays, in memory or on disk.
     LOG(ERROR) << appended.message() << "; " << uids.size()
                << " admission(s) undone";
-    for (const std::string& uid : uids) ForgetAllocations(uid);
-    {
-      MutexLock lock(mu_);
-      for (const std::string& uid : uids) {
-        pending_.erase(uid);
-        EndBusy(uid);
-      }
-    }
+    for (const std::string& uid : uids) managers_->Forget(uid);
+    ledger_.Drop(uids);
     for (PodResult& result : results) {
       if (!result.admitted ||
           std::find(uids.begin(), uids.end(), result.uid) == uids.end()) {
@@ -346,7 +192,7 @@ void HostManager::Commit(uint64_t request, const std::string& records,
       result.containers.clear();
     }
   }
-  CompactIfNeeded();
+  journal_->CompactIfNeeded();
 }
 
 PodResult HostManager::AdmitOne(const manager::Pod& pod, bool explain,
@@ -366,174 +212,63 @@ PodResult HostManager::AdmitOne(const manager::Pod& pod, bool explain,
                   "the admission was cancelled or the manager is stopping");
   };
   struct Slot {
-    HostManager* host;
-    ~Slot() { host->UnlockAdmission(); }
+    PodLedger* ledger;
+    ~Slot() { ledger->UnlockAdmission(); }
   };
   // A pod another request admits or releases is waited for, then answered
   // from what that request left: an admission of a pod admitted meanwhile
   // gets the first answer, as the kubelet answers a pod it already holds.
   for (;;) {
-    switch (WaitUntilNotBusy(pod.uid, request, cancelled)) {
-      case BusyWait::kFree:
+    switch (ledger_.WaitUntilNotBusy(pod.uid, request, cancelled)) {
+      case PodLedger::BusyWait::kFree:
         break;
-      case BusyWait::kHeld:
+      case PodLedger::BusyWait::kHeld:
         return refuse("UnexpectedAdmissionError",
                       "pod " + pod.uid +
                           " is being admitted or released by another "
                           "request while this one holds admissions not "
                           "yet committed; try again");
-      case BusyWait::kCancelled:
+      case PodLedger::BusyWait::kCancelled:
         return cancelled_result();
     }
-    if (!LockAdmission(cancelled)) return cancelled_result();
-    Slot slot{this};
-    {
-      MutexLock lock(mu_);
-      if (auto it = pods_.find(pod.uid); it != pods_.end()) {
-        return it->second.result;
-      }
-      // Admitted earlier in the same request: the same answer, committed
-      // with it.
-      if (auto it = pending_.find(pod.uid);
-          it != pending_.end() && it->second.request == request) {
-        return it->second.result;
-      }
-      // Another request took the pod between the wait and the slot.
-      if (!busy_.insert(pod.uid).second) continue;
+    if (!ledger_.LockAdmission(cancelled)) return cancelled_result();
+    Slot slot{&ledger_};
+    PodRecord held;
+    switch (ledger_.ClaimForAdmission(pod.uid, request, &held)) {
+      case PodLedger::Claim::kAnswered:
+        return Answer(held);
+      case PodLedger::Claim::kRetry:
+        continue;  // another request took the pod between wait and slot
+      case PodLedger::Claim::kClaimed:
+        break;
     }
     PodResult result = AdmitInSlot(pod, explain, request, record);
     // An admitted pod stays busy (and pending) until Commit has made its
     // record durable.
-    if (!result.admitted) {
-      MutexLock lock(mu_);
-      EndBusy(pod.uid);
-    }
+    if (!result.admitted) ledger_.EndBusy(pod.uid);
     return result;
   }
-}
-
-HostManager::BusyWait HostManager::WaitUntilNotBusy(
-    const std::string& uid, uint64_t request,
-    const std::function<bool()>& cancelled) {
-  MutexLock lock(mu_);
-  for (;;) {
-    if (stopping_) return BusyWait::kCancelled;
-    const auto pending = pending_.find(uid);
-    const bool own =
-        pending != pending_.end() && pending->second.request == request;
-    if (own || !busy_.contains(uid)) return BusyWait::kFree;
-    if (request != 0 &&
-        std::any_of(pending_.begin(), pending_.end(), [&](const auto& entry) {
-          return entry.second.request == request;
-        })) {
-      return BusyWait::kHeld;
-    }
-    // Bounded waits: a cancelled caller (the client went away) is noticed
-    // without a notification of its own.
-    busy_done_.wait_for(lock, std::chrono::milliseconds(50));
-    if (cancelled && cancelled()) return BusyWait::kCancelled;
-  }
-}
-
-void HostManager::EndBusy(const std::string& uid) {
-  busy_.erase(uid);
-  busy_done_.notify_all();
 }
 
 PodResult HostManager::AdmitInSlot(const manager::Pod& pod, bool explain,
                                    uint64_t request, std::string* record) {
   std::vector<manager::MergeTrace> traces;
   const manager::AdmitResult admitted =
-      topology_manager_->Admit(pod, explain ? &traces : nullptr);
-  PodResult result;
-  result.uid = pod.uid;
-  result.ns = pod.ns;
-  result.name = pod.name;
-  result.policy = topology_manager_->Effective(pod);
-  result.admitted = admitted.admit;
-  result.reason = admitted.reason;
-  result.message = admitted.message;
-  // The generic resource fit (the kubelet's predicate admission, which runs
-  // after the Topology Manager's): an extended resource no plugin ever
-  // offered and no pod holds cannot fit.
+      managers_->Admit(pod, explain ? &traces : nullptr);
+  PodRecord admission;
+  admission.pod = pod;
+  admission.request = request;
+  PodResult& answer = admission.answer;
+  answer.uid = pod.uid;
+  answer.ns = pod.ns;
+  answer.name = pod.name;
+  answer.policy = managers_->topology_manager().Effective(pod);
+  answer.admitted = admitted.admit;
+  answer.reason = admitted.reason;
+  answer.message = admitted.message;
+  if (explain) answer.explanation = Explain(pod, traces);
+  PodResult result = Answer(admission);
   if (result.admitted) {
-    for (const auto* list : {&pod.init_containers, &pod.containers}) {
-      for (const manager::Container& container : *list) {
-        for (const auto& [resource, quantity] : container.limits) {
-          if (!result.admitted) break;
-          if (!kubelet::IsExtendedResourceName(resource) || quantity <= 0)
-            continue;
-          if (device_manager_->IsDevicePluginResource(resource)) continue;
-          result.admitted = false;
-          result.reason = "OutOf" + resource;
-          result.message = "Node didn't have enough resource: " + resource +
-                           ", requested: " +
-                           std::to_string(manager::DeviceManager::PodRequest(
-                               pod, resource)) +
-                           ", used: 0, capacity: 0";
-        }
-      }
-    }
-  }
-  if (explain) {
-    result.explanation = json::array();
-    // Pod names for the memory explanation, copied first: the memory
-    // manager's lock is never held while mu_ is taken.
-    std::map<std::string, std::string> names;
-    if (memory_manager_->is_static() && pod.guaranteed) {
-      MutexLock lock(mu_);
-      for (const auto* map : {&pods_, &pending_}) {
-        for (const auto& [uid, held] : *map) {
-          names[uid] = held.pod.ns + "/" + held.pod.name;
-        }
-      }
-    }
-    names[pod.uid] = pod.ns + "/" + pod.name;
-    const auto name_of = [&names](const std::string& uid) {
-      const auto it = names.find(uid);
-      return it == names.end() ? uid : it->second;
-    };
-    for (const manager::MergeTrace& trace : traces) {
-      const manager::Container* container = nullptr;
-      for (const auto* list : {&pod.init_containers, &pod.containers}) {
-        for (const manager::Container& c : *list) {
-          if (c.name == trace.container) container = &c;
-        }
-      }
-      std::vector<std::string> memory;
-      if (trace.container.empty() || container != nullptr) {
-        memory = memory_manager_->Explain(pod, container, name_of);
-      }
-      result.explanation.push_back(MergeTraceJson(trace, memory));
-    }
-  }
-  std::vector<const manager::Container*> all;
-  for (const auto& c : pod.init_containers) all.push_back(&c);
-  for (const auto& c : pod.containers) all.push_back(&c);
-  if (result.admitted) {
-    for (const manager::Container* container : all) {
-      ContainerResult out;
-      out.name = container->name;
-      for (const auto& [resource, quantity] : container->limits) {
-        if (!kubelet::IsExtendedResourceName(resource)) continue;
-        auto ids = device_manager_->ContainerDevices(pod.uid, container->name,
-                                                     resource);
-        if (ids.empty()) continue;
-        out.devices[resource] = ids;
-        // The device manager keeps the plugin's answer with the allocation.
-        const std::string response = device_manager_->AllocateResponse(
-            pod.uid, container->name, resource);
-        if (!response.empty()) {
-          out.allocate_responses[resource] = AllocateResponseJson(response);
-        }
-      }
-      out.cpus = cpu_manager_->ContainerCpus(pod.uid, container->name);
-      out.memory = memory_manager_->ContainerBlocks(pod.uid, container->name);
-      const manager::TopologyHint hint =
-          topology_manager_->GetAffinity(pod.uid, container->name);
-      if (hint.affinity) out.numa_nodes = hint.affinity->Ids();
-      result.containers.push_back(std::move(out));
-    }
     // Container start: PreStartContainer where a plugin requires it.
     for (const ContainerResult& container : result.containers) {
       for (const auto& [resource, ids] : container.devices) {
@@ -549,218 +284,108 @@ PodResult HostManager::AdmitInSlot(const manager::Pod& pod, bool explain,
     }
   }
   if (!result.admitted) {
-    ForgetAllocations(pod.uid);
+    managers_->Forget(pod.uid);
     result.containers.clear();
     LOG(INFO) << "pod " << pod.ns << "/" << pod.name
               << " rejected: " << result.reason << ": " << result.message;
     return result;
   }
   LOG(INFO) << "pod " << pod.ns << "/" << pod.name << " admitted";
-  record->append(EncodeAdmitRecord({pod, Holdings(result.containers)}));
-  MutexLock lock(mu_);
-  pending_[pod.uid] = {pod, result, request};
+  record->append(
+      EncodeAdmitRecord({pod, CheckpointContainers(result.containers)}));
+  ledger_.AddPending(std::move(admission));
   return result;
 }
 
-const HostManager::PodRecord* HostManager::FindPod(
-    const std::map<std::string, PodRecord>& pods, const std::string& key) {
-  if (auto it = pods.find(key); it != pods.end()) return &it->second;
-  const PodRecord* found = nullptr;
-  for (const auto& [uid, record] : pods) {
-    if (record.pod.ns + "/" + record.pod.name == key ||
-        record.pod.name == key) {
-      if (found != nullptr) return nullptr;  // ambiguous name
-      found = &record;
-    }
+nlohmann::json HostManager::Explain(
+    const manager::Pod& pod,
+    const std::vector<manager::MergeTrace>& traces) const {
+  json explanation = json::array();
+  // Pod names for the memory explanation, copied first: the memory
+  // manager's lock is never held while the ledger's is taken.
+  std::map<std::string, std::string> names;
+  if (managers_->memory().is_static() && pod.guaranteed) {
+    names = ledger_.Names();
   }
-  return found;
+  names[pod.uid] = pod.ns + "/" + pod.name;
+  const auto name_of = [&names](const std::string& uid) {
+    const auto it = names.find(uid);
+    return it == names.end() ? uid : it->second;
+  };
+  for (const manager::MergeTrace& trace : traces) {
+    const manager::Container* container = nullptr;
+    for (const auto* list : {&pod.init_containers, &pod.containers}) {
+      for (const manager::Container& c : *list) {
+        if (c.name == trace.container) container = &c;
+      }
+    }
+    std::vector<std::string> memory;
+    if (trace.container.empty() || container != nullptr) {
+      memory = managers_->memory().Explain(pod, container, name_of);
+    }
+    explanation.push_back(MergeTraceJson(trace, memory));
+  }
+  return explanation;
+}
+
+PodResult HostManager::Answer(const PodRecord& record) const {
+  PodResult result = record.answer;
+  if (result.admitted) result.containers = managers_->Holdings(record.pod);
+  return result;
 }
 
 Status HostManager::Release(const std::string& key) {
-  // No admission lock: a release of a pod nobody else touches never waits
+  // No admission slot: a release of a pod nobody else touches never waits
   // for a plugin. The pod is marked busy so that an admission of the same
-  // uid cannot interleave. A pod being admitted or released by another
-  // request is waited for (as long as that request, whose plugin calls
-  // have deadlines): the release then acts on what it left (a pod released
-  // meanwhile is not found), never answers "busy".
-  std::string uid;
-  for (;;) {
-    std::string waiting;
-    {
-      MutexLock lock(mu_);
-      const PodRecord* record = FindPod(pods_, key);
-      if (record == nullptr) record = FindPod(pending_, key);
-      if (record == nullptr) {
-        return NotFoundError("no admitted pod " + Quoted(key) +
-                             " (by uid, namespace/name or unique name)");
-      }
-      if (pods_.contains(record->pod.uid) &&
-          busy_.insert(record->pod.uid).second) {
-        uid = record->pod.uid;
-        break;
-      }
-      waiting = record->pod.uid;
-    }
-    if (WaitUntilNotBusy(waiting, 0, nullptr) != BusyWait::kFree) {
-      return UnavailableError("the manager is stopping; pod " + Quoted(key) +
-                              " is not released");
-    }
-  }
+  // uid cannot interleave.
+  const StatusOr<std::string> claimed = ledger_.ClaimForRelease(key);
+  if (!claimed.ok()) return claimed.status();
+  const std::string& uid = *claimed;
   // Durable, then visible: the pod leaves the state only once its release
   // record is synced, and its devices are free only after that, so a pod
   // admitted onto them is always journaled after the release.
-  const Status appended = store_->Append(EncodeReleaseRecord(uid), [&] {
-    MutexLock lock(mu_);
-    pods_.erase(uid);
-  });
+  const Status appended =
+      journal_->Append(EncodeReleaseRecord(uid), [&] { ledger_.Erase(uid); });
   if (!appended.ok()) {
-    {
-      MutexLock lock(mu_);
-      EndBusy(uid);
-    }
-    CompactIfNeeded();
+    ledger_.EndBusy(uid);
+    journal_->CompactIfNeeded();
     return FailedPreconditionError("the release of pod " + Quoted(key, 256) +
                                    " could not be checkpointed (" +
                                    appended.message() +
                                    "); the pod keeps its devices");
   }
-  ForgetAllocations(uid);
-  bool trim = false;
-  {
-    MutexLock lock(mu_);
-    EndBusy(uid);
-    // Once the pods held have halved since the most held, the heap they
-    // used goes back to the system (amortised: at most one trim per halving).
-    pods_high_water_ = std::max(pods_high_water_, pods_.size() + 1);
-    if (pods_high_water_ >= kTrimAfterPods &&
-        pods_.size() <= pods_high_water_ / 2) {
-      pods_high_water_ = pods_.size();
-      trim = true;
-    }
-  }
-  if (trim) malloc_trim(0);
+  managers_->Forget(uid);
+  if (ledger_.EndRelease(uid)) malloc_trim(0);
   LOG(INFO) << "pod " << Quoted(key, 256) << " released";
-  CompactIfNeeded();
+  journal_->CompactIfNeeded();
   return OkStatus();
 }
 
 // --- views -----------------------------------------------------------------
 
-std::map<std::string, HostManager::ResourceView> HostManager::Resources()
-    const {
-  const auto devices = device_manager_->Snapshot();
-  std::map<std::string, ResourceView> out;
-  for (const PluginRegistry::PluginState& state : registry_->Snapshot()) {
-    ResourceView view;
-    const auto it = devices.find(state.resource);
-    if (it != devices.end()) {
-      view.capacity = it->second.devices.size();
-      if (state.connected) {
-        view.allocatable = static_cast<size_t>(
-            std::count_if(it->second.devices.begin(), it->second.devices.end(),
-                          [](const manager::Device& d) { return d.healthy; }));
-      }
-    }
-    view.stopped = !state.connected;
-    view.endpoint = state.socket;
-    out[state.resource] = view;
-  }
-  return out;
-}
-
 HostSnapshot HostManager::Snapshot() const {
+  const manager::CpuManager& cpus = managers_->cpus();
+  const manager::MemoryManager& memory = managers_->memory();
   HostSnapshot snapshot;
-  snapshot.topology = &topology_;
+  snapshot.topology = &managers_->topology();
   snapshot.node_name = config_.node_name;
   snapshot.policy = config_.topology.policy;
   snapshot.scope = config_.topology.scope;
-  snapshot.pod_policies = topology_manager_->dynamic();
+  snapshot.pod_policies = managers_->topology_manager().dynamic();
   snapshot.cpu_policy = config_.cpu_policy;
-  snapshot.reserved_cpus = cpu_manager_->is_static() ? cpu_manager_->reserved()
-                                                     : config_.reserved_cpus;
-  snapshot.shared_cpus = cpu_manager_->SharedPool();
-  snapshot.memory_policy = memory_manager_->policy_name();
-  if (memory_manager_->is_static()) snapshot.memory = memory_manager_->State();
-  auto devices = device_manager_->Snapshot();
-  for (PluginRegistry::PluginState& state : registry_->Snapshot()) {
-    ResourceSnapshot resource;
-    resource.name = state.resource;
-    if (auto it = devices.find(state.resource); it != devices.end()) {
-      resource.devices = std::move(it->second.devices);
-      resource.in_use = std::move(it->second.in_use);
-    }
-    resource.connected = state.connected;
-    if (!state.socket.empty()) {
-      resource.plugin = std::filesystem::path(state.socket).filename().string();
-    }
-    resource.problem = std::move(state.problem);
-    snapshot.resources.push_back(std::move(resource));
-  }
-  MutexLock lock(mu_);
-  snapshot.pods.reserve(pods_.size());
-  for (const auto& [uid, record] : pods_)
-    snapshot.pods.push_back(record.result);
-  return snapshot;
-}
-
-void HostManager::ForgetAllocations(const std::string& uid) {
-  device_manager_->RemovePod(uid);
-  cpu_manager_->RemovePod(uid);
-  memory_manager_->RemovePod(uid);
-  topology_manager_->RemovePod(uid);
-}
-
-// --- checkpoint ------------------------------------------------------------
-
-std::string HostManager::EncodeSnapshot() const {
-  Checkpoint checkpoint;
-  checkpoint.pods.reserve(pods_.size());
-  for (const auto& [uid, record] : pods_) {
-    checkpoint.pods.push_back({record.pod, Holdings(record.result.containers)});
-  }
-  for (const std::string& name : registry_->Resources()) {
-    std::vector<std::string>& healthy = checkpoint.registered[name];
-    for (const auto& device : device_manager_->Devices(name)) {
-      if (device.healthy) healthy.push_back(device.id);
-    }
-  }
-  checkpoint.memory = MemoryRecord();
-  return EncodeCheckpoint(checkpoint);
-}
-
-std::string HostManager::ResourceRecord(const std::string& name) const {
-  std::vector<std::string> healthy;
-  for (const auto& device : device_manager_->Devices(name)) {
-    if (device.healthy) healthy.push_back(device.id);
-  }
-  return EncodeResourceRecord(name, healthy);
-}
-
-Status HostManager::Persist(std::string_view records) {
-  Status appended = store_->Append(records);
-  if (!appended.ok()) LOG(ERROR) << appended.message();
-  // After a failed append the state in memory (a device list) is newer
-  // than the journal: a new snapshot holds it.
-  if (CompactIfNeeded() && !appended.ok()) return OkStatus();
-  return appended;
-}
-
-bool HostManager::CompactIfNeeded() {
-  // Either the journal outgrew the snapshot or an append failed.
-  if (!store_->NeedsCompaction()) return false;
-  return Compact().ok();
-}
-
-Status HostManager::Compact() {
-  // The store's lock first, then mu_ (inside encode): records are encoded
-  // under mu_ and appended after it is released, so none is lost between
-  // the snapshot's encoding and the new journal.
-  Status compacted = store_->Compact([this] {
-    MutexLock lock(mu_);
-    return EncodeSnapshot();
+  snapshot.reserved_cpus =
+      cpus.is_static() ? cpus.reserved() : config_.reserved_cpus;
+  snapshot.shared_cpus = cpus.SharedPool();
+  snapshot.memory_policy = memory.policy_name();
+  if (memory.is_static()) snapshot.memory = memory.State();
+  snapshot.resources =
+      ResourceSnapshots(registry_->Snapshot(), managers_->devices().Snapshot());
+  // What each pod holds, read from the managers under the ledger's lock: a
+  // pod released meanwhile is either listed with its holdings or absent.
+  ledger_.ForEach([&](const PodRecord& record) {
+    snapshot.pods.push_back(Answer(record));
   });
-  if (!compacted.ok()) LOG(ERROR) << compacted.message();
-  return compacted;
+  return snapshot;
 }
 
 }  // namespace topology::host

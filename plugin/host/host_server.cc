@@ -41,9 +41,10 @@ HostServer::~HostServer() {
 }
 
 StatusOr<std::unique_ptr<HostServer>> HostServer::Start(
-    const Options& options, PluginRegistry* registry, HostManager* host) {
+    const Options& options, RegistrationHandler* registration,
+    AdmissionHandler* admission) {
   std::unique_ptr<HostServer> server(new HostServer());
-  server->registration_ = std::make_unique<RegistrationService>(registry);
+  server->registration_ = std::make_unique<RegistrationService>(registration);
   const std::filesystem::path kubelet_socket =
       options.plugin_dir / kubelet::kKubeletSocket;
   grpc::ServerBuilder builder;
@@ -63,7 +64,7 @@ StatusOr<std::unique_ptr<HostServer>> HostServer::Start(
   server->kubelet_acceptor_ = std::move(*kubelet_acceptor);
   if (options.control_socket.empty()) return server;
 
-  server->control_ = std::make_unique<ControlService>(host);
+  server->control_ = std::make_unique<ControlService>(admission);
   grpc::ServerBuilder control;
   ConfigureServer(control, server->control_calls_);
   control.RegisterService(server->control_.get());

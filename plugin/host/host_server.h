@@ -27,9 +27,9 @@ class UnixAcceptor;
 
 namespace topology::host {
 
+class AdmissionHandler;
 class ControlService;
-class HostManager;
-class PluginRegistry;
+class RegistrationHandler;
 class RegistrationService;
 
 class HostServer {
@@ -49,12 +49,13 @@ class HostServer {
     uint64_t starved = 0;
   };
 
-  // Serves kubelet.sock for `registry` and the control socket for `host`
-  // (neither owned; both outlive the server). FAILED_PRECONDITION naming
-  // the socket when one cannot be served (nothing is left serving then).
-  static StatusOr<std::unique_ptr<HostServer>> Start(const Options& options,
-                                                     PluginRegistry* registry,
-                                                     HostManager* host);
+  // Serves kubelet.sock for `registration` and the control socket for
+  // `admission` (neither owned; both outlive the server).
+  // FAILED_PRECONDITION naming the socket when one cannot be served
+  // (nothing is left serving then).
+  static StatusOr<std::unique_ptr<HostServer>> Start(
+      const Options& options, RegistrationHandler* registration,
+      AdmissionHandler* admission);
   ~HostServer();
   HostServer(const HostServer&) = delete;
   HostServer& operator=(const HostServer&) = delete;

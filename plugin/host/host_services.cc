@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "host_manager.h"
-#include "plugin_registry.h"
+#include "host_handlers.h"
+#include "host_views.h"
 #include "pod_manifest.h"
 #include "pod_result.h"
 #include "text_util.h"
@@ -83,12 +83,12 @@ grpc::Status ControlService::Status(
     const topologymanager::v1alpha1::StatusRequest* request,
     topologymanager::v1alpha1::JsonReply* reply) {
   if (request->format() == "nrt") {
-    reply->set_json(host_->NodeResourceTopology().dump(
-        -1, ' ', false, json::error_handler_t::replace));
+    reply->set_json(NodeResourceTopologyJson(host_->Snapshot())
+                        .dump(-1, ' ', false, json::error_handler_t::replace));
   } else if (request->format().empty() || request->format() == "json" ||
              request->format() == "text") {
-    reply->set_json(host_->StatusJson().dump(-1, ' ', false,
-                                             json::error_handler_t::replace));
+    reply->set_json(StatusJson(host_->Snapshot())
+                        .dump(-1, ' ', false, json::error_handler_t::replace));
   } else {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         "unknown status format " + Quoted(request->format()) +

@@ -2,7 +2,7 @@
 // piece that owns the answer (the servers' interceptor counts it on its
 // connection, for the acceptors' caps). Registration on kubelet.sock goes to
 // the plugin registry; Admit, Release and Status on the control socket go to
-// the host.
+// the host's admission; status is rendered by the views (host_views.h).
 #ifndef TOPOLOGY_HOST_HOST_SERVICES_H_
 #define TOPOLOGY_HOST_HOST_SERVICES_H_
 
@@ -11,27 +11,27 @@
 
 namespace topology::host {
 
-class HostManager;
-class PluginRegistry;
+class AdmissionHandler;
+class RegistrationHandler;
 
 class RegistrationService final : public v1beta1::Registration::Service {
  public:
   // Not owned; must outlive the service.
-  explicit RegistrationService(PluginRegistry* registry)
+  explicit RegistrationService(RegistrationHandler* registry)
       : registry_(registry) {}
   grpc::Status Register(grpc::ServerContext* context,
                         const v1beta1::RegisterRequest* request,
                         v1beta1::Empty* response) override;
 
  private:
-  PluginRegistry* const registry_;
+  RegistrationHandler* const registry_;
 };
 
 class ControlService final
     : public topologymanager::v1alpha1::Control::Service {
  public:
   // Not owned; must outlive the service.
-  explicit ControlService(HostManager* host) : host_(host) {}
+  explicit ControlService(AdmissionHandler* host) : host_(host) {}
   grpc::Status Admit(grpc::ServerContext* context,
                      const topologymanager::v1alpha1::AdmitRequest* request,
                      topologymanager::v1alpha1::JsonReply* reply) override;
@@ -43,7 +43,7 @@ class ControlService final
                       topologymanager::v1alpha1::JsonReply* reply) override;
 
  private:
-  HostManager* const host_;
+  AdmissionHandler* const host_;
 };
 
 }  // namespace topology::host

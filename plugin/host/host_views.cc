@@ -107,6 +107,47 @@ json ToJson(const PodResult& result, bool explain) {
   return out;
 }
 
+std::vector<ResourceSnapshot> ResourceSnapshots(
+    std::vector<PluginRegistry::PluginState> plugins,
+    std::map<std::string, manager::DeviceManager::ResourceSnapshot> devices) {
+  std::vector<ResourceSnapshot> out;
+  out.reserve(plugins.size());
+  for (PluginRegistry::PluginState& state : plugins) {
+    ResourceSnapshot resource;
+    resource.name = state.resource;
+    if (auto it = devices.find(state.resource); it != devices.end()) {
+      resource.devices = std::move(it->second.devices);
+      resource.in_use = std::move(it->second.in_use);
+    }
+    resource.connected = state.connected;
+    if (!state.socket.empty()) {
+      resource.plugin = std::filesystem::path(state.socket).filename().string();
+    }
+    resource.socket = std::move(state.socket);
+    resource.problem = std::move(state.problem);
+    out.push_back(std::move(resource));
+  }
+  return out;
+}
+
+std::map<std::string, ResourceView> ResourceViews(
+    const HostSnapshot& snapshot) {
+  std::map<std::string, ResourceView> out;
+  for (const ResourceSnapshot& resource : snapshot.resources) {
+    ResourceView view;
+    view.capacity = resource.devices.size();
+    if (resource.connected) {
+      view.allocatable = static_cast<size_t>(
+          std::count_if(resource.devices.begin(), resource.devices.end(),
+                        [](const manager::Device& d) { return d.healthy; }));
+    }
+    view.stopped = !resource.connected;
+    view.endpoint = resource.socket;
+    out[resource.name] = std::move(view);
+  }
+  return out;
+}
+
 json StatusJson(const HostSnapshot& snapshot) {
   json resources = json::array();
   for (const ResourceSnapshot& resource : snapshot.resources) {

@@ -14,6 +14,7 @@
 #include "topology/manager/topology_manager.h"
 #include "topology/topology.h"
 
+#include "plugin_registry.h"
 #include "pod_result.h"
 
 namespace topology::host {
@@ -24,6 +25,7 @@ struct ResourceSnapshot {
   std::vector<std::string> in_use = {};       // sorted
   bool connected = false;                     // a plugin serves it now
   std::string plugin = {};   // the plugin's socket file name; empty: none
+  std::string socket = {};   // the plugin's socket path; empty: none
   std::string problem = {};  // why not connected, or what was refused
 };
 
@@ -53,6 +55,21 @@ nlohmann::json MergeTraceJson(const manager::MergeTrace& trace,
 // serialized) as replies show it: envs, mounts, devices, annotations, CDI
 // devices; null when absent or unreadable.
 nlohmann::json AllocateResponseJson(const std::string& bytes);
+
+// Each registered resource (`plugins`, the registry's) with its devices and
+// those in use (`devices`, the device manager's snapshot), by name.
+std::vector<ResourceSnapshot> ResourceSnapshots(
+    std::vector<PluginRegistry::PluginState> plugins,
+    std::map<std::string, manager::DeviceManager::ResourceSnapshot> devices);
+
+// A resource's counts as the kubelet's node status has them.
+struct ResourceView {
+  size_t capacity = 0;
+  size_t allocatable = 0;  // healthy devices of a connected plugin
+  bool stopped = false;    // no plugin serves it now
+  std::string endpoint;    // socket path of the current plugin
+};
+std::map<std::string, ResourceView> ResourceViews(const HostSnapshot& snapshot);
 
 nlohmann::json StatusJson(const HostSnapshot& snapshot);
 // topology.node.k8s.io/v1alpha2 NodeResourceTopology.

@@ -27,11 +27,13 @@
 #include "topology/status.h"
 #include "topology/thread_annotations.h"
 
+#include "host_handlers.h"
+
 namespace topology::host {
 
 class PluginEndpoint;
 
-class PluginRegistry {
+class PluginRegistry final : public RegistrationHandler {
  public:
   struct Options {
     std::filesystem::path plugin_dir = {};
@@ -60,7 +62,7 @@ class PluginRegistry {
   // dials the plugin (at most dial_timeout) and installs it; errors carry
   // the kubelet's wording, with its status (UNKNOWN for a refused request).
   Status Register(const std::string& version, const std::string& endpoint,
-                  const std::string& resource) TOPOLOGY_EXCLUDES(mu_);
+                  const std::string& resource) override TOPOLOGY_EXCLUDES(mu_);
 
   // A resource known from a checkpoint, whose plugin has not registered
   // yet: capacity 0 until it does, removed after the grace period.

@@ -121,7 +121,7 @@ Status SetMemory(const ServeFlags& flags, const Topology& topology,
     return InvalidArgumentError("--memory-drift-tolerance: " +
                                 drift.status().message());
   }
-  config->memory_drift_tolerance = static_cast<uint64_t>(*drift);
+  config->memory.drift_tolerance = static_cast<uint64_t>(*drift);
   return OkStatus();
 }
 

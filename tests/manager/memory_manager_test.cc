@@ -1130,36 +1130,82 @@ TEST(MemoryManagerTest, RestoreChecksEveryBlockAgainstTheMachine) {
   options.policy = kMemoryPolicyStatic;
   options.reserved_memory = {{0, {{kMem, gb}}}};
   options.node_allocatable_reservation = {{kMem, gb}};
-  auto manager = *MemoryManager::Create(options, machine, nullptr);
-  ASSERT_TRUE(
-      manager
-          ->Restore("u", "c", {B({0, 1}, kMem, 10 * gb), B({0, 1}, kHp1g, gb)})
-          .ok());
+  const auto fresh = [&] {
+    return *MemoryManager::Create(options, machine, nullptr);
+  };
+  // One container's blocks, restored on a fresh manager with the machine
+  // recorded as this one (an empty record).
+  const auto restore = [&](const std::vector<MemoryBlock>& blocks) {
+    MemoryState recorded;
+    recorded.assignments["v"]["c"] = blocks;
+    return fresh()->Restore(kMemoryPolicyStatic, recorded).message();
+  };
+  auto manager = fresh();
+  MemoryState recorded;
+  recorded.machine = manager->Baseline();
+  recorded.assignments["u"]["c"] = {B({0, 1}, kMem, 10 * gb),
+                                    B({0, 1}, kHp1g, gb)};
+  ASSERT_TRUE(manager->Restore(kMemoryPolicyStatic, recorded).ok());
   EXPECT_EQ(manager->ContainerBlocks("u", "c").size(), 2u);
   const MemoryState state = manager->State();
   EXPECT_EQ(state.machine.at(0).cells, (std::vector<int>{0, 1}));
   EXPECT_EQ(state.machine.at(0).memory.at(kMem).free, 0u);
   EXPECT_EQ(state.machine.at(1).memory.at(kMem).reserved, 5 * gb);
-  EXPECT_THAT(manager->Restore("u", "c", {B({0}, kMem, gb)}).message(),
+  EXPECT_THAT(manager->Restore(kMemoryPolicyStatic, recorded).message(),
               HasSubstr("already holds memory"));
-  EXPECT_THAT(manager->Restore("v", "c", {B({4}, kMem, gb)}).message(),
+  EXPECT_THAT(restore({B({4}, kMem, gb)}),
               HasSubstr("NUMA node 4, which does not exist"));
-  EXPECT_THAT(manager->Restore("v", "c", {B({0}, kHp2m, gb)}).message(),
+  EXPECT_THAT(restore({B({0}, kHp2m, gb)}),
               HasSubstr("hugepages-2Mi, which node 0 does not have"));
-  EXPECT_THAT(manager->Restore("v", "c", {B({1}, kMem, 4 * gb)}).message(),
+  EXPECT_THAT(restore({B({1}, kMem, 9 * gb)}),
               HasSubstr("do not fit what is free there"));
-  EXPECT_THAT(manager->Restore("v", "c", {B({1, 1}, kMem, mb)}).message(),
+  EXPECT_THAT(restore({B({1, 1}, kMem, mb)}),
               HasSubstr("not a set in increasing order"));
-  EXPECT_THAT(manager->Restore("v", "c", {B({}, kMem, mb)}).message(),
+  EXPECT_THAT(restore({B({}, kMem, mb)}),
               HasSubstr("not a set in increasing order"));
+  EXPECT_THAT(fresh()->Restore(kMemoryPolicyNone, {}).message(),
+              HasSubstr("configured policy \"Static\" differs from state "
+                        "checkpoint policy \"None\""));
   manager->RemovePod("u");
   EXPECT_EQ(manager->State().machine, [&] {
-    MemoryState fresh;
+    MemoryState empty;
     (void)StaticMemoryPolicy::Create(
         machine, ConvertReservedMemory(machine, options.reserved_memory))
-        ->Start(fresh);
-    return fresh.machine;
+        ->Start(empty);
+    return empty.machine;
   }());
+}
+
+// The restart rule is validateState's, with the opt-in drift: a record of
+// another machine is refused naming the first difference; within the
+// tolerance it is kept and the drift said.
+TEST(MemoryManagerTest, RestoreRunsValidateStateWithTheDriftTolerance) {
+  const std::vector<NumaNode> machine = {MachineNode(0, 8 * gb, 0),
+                                         MachineNode(1, 8 * gb, 0)};
+  MemoryManager::Options options;
+  options.policy = kMemoryPolicyStatic;
+  options.reserved_memory = {{0, {{kMem, gb}}}};
+  options.node_allocatable_reservation = {{kMem, gb}};
+  MemoryState recorded;
+  recorded.machine =
+      (*MemoryManager::Create(options, machine, nullptr))->Baseline();
+  recorded.machine.at(1).memory.at(kMem).total += 4 * mb;
+  recorded.machine.at(1).memory.at(kMem).allocatable += 4 * mb;
+  recorded.assignments["u"]["c"] = {B({1}, kMem, gb)};
+  EXPECT_THAT(
+      (*MemoryManager::Create(options, machine, nullptr))
+          ->Restore(kMemoryPolicyStatic, recorded),
+      StatusIs(StatusCode::kFailedPrecondition,
+               HasSubstr("[memorymanager] the expected machine state is "
+                         "different from the real one: node 1 memory total")));
+  options.drift_tolerance = 8 * mb;
+  auto tolerant = *MemoryManager::Create(options, machine, nullptr);
+  std::string drift;
+  ASSERT_THAT(tolerant->Restore(kMemoryPolicyStatic, recorded, &drift), IsOk());
+  EXPECT_THAT(drift, HasSubstr("node 1 memory total moved 4194304 bytes"));
+  EXPECT_EQ(tolerant->State().machine.at(1).memory.at(kMem).total, 8 * gb);
+  EXPECT_EQ(tolerant->ContainerBlocks("u", "c"),
+            (std::vector<MemoryBlock>{B({1}, kMem, gb)}));
 }
 
 }  // namespace

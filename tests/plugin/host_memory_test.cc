@@ -424,7 +424,7 @@ TEST_F(HostMemoryTest, RestartRefusedWhenTheMachineOrPolicyChanged) {
   // assignment kept.
   {
     HostConfig config = Config(manager::kPolicyRestricted);
-    config.memory_drift_tolerance = 64 * kMiB;
+    config.memory.drift_tolerance = 64 * kMiB;
     Start(config, drifted("b"));
     EXPECT_THAT(MemoryOf(host_->Snapshot().pods[0]),
                 ElementsAre(manager::MemoryBlock{{0, 1}, "memory", 10 * kGiB}));

@@ -14,6 +14,54 @@ namespace {
 // Allocate searches them instead of listing every subset.
 constexpr size_t kMaxStaticNodes = NumaMask::kMaxNodes;
 
+// updateExpectedMachineState over every container, with what the kubelet's
+// state file would have refused: a block on a node or type the machine
+// lacks, or more than is free (our record keeps no reserved or free bytes
+// to compare with).
+Status ApplyAssignments(MemoryMachineState& machine,
+                        const ContainerMemoryAssignments& assignments) {
+  for (const auto& [pod, containers] : assignments) {
+    for (const auto& [container, blocks] : containers) {
+      const std::string who =
+          "[memorymanager] pod " + pod + " container " + container;
+      for (const MemoryBlock& block : blocks) {
+        uint64_t requested = block.size;
+        for (int id : block.numa_affinity) {
+          const auto node = machine.find(id);
+          if (node == machine.end()) {
+            return FailedPreconditionError(
+                who + ": the memory assignment uses NUMA node " +
+                std::to_string(id) + ", which does not exist");
+          }
+          const auto table = node->second.memory.find(block.type);
+          if (table == node->second.memory.end()) {
+            return FailedPreconditionError(
+                who + ": the memory assignment uses " + block.type +
+                ", which node " + std::to_string(id) + " does not have");
+          }
+          MemoryTable& t = table->second;
+          node->second.assignments++;
+          node->second.cells = block.numa_affinity;
+          const uint64_t take = std::min(t.free, requested);
+          t.free -= take;
+          t.reserved += take;
+          requested -= take;
+        }
+        if (requested != 0) {
+          return FailedPreconditionError(
+              who + ": " + std::to_string(block.size) + " bytes of " +
+              block.type + " on NUMA nodes " +
+              NumaMask::FromIds(block.numa_affinity)
+                  .value_or(NumaMask())
+                  .ToString() +
+              " do not fit what is free there");
+        }
+      }
+    }
+  }
+  return OkStatus();
+}
+
 }  // namespace
 
 bool IsHugePagesResource(std::string_view name) {
@@ -173,7 +221,8 @@ StatusOr<std::unique_ptr<MemoryManager>> MemoryManager::Create(
   }
   if (options.policy == kMemoryPolicyNone) {
     return std::unique_ptr<MemoryManager>(
-        new MemoryManager(options.policy, nullptr, store));
+        new MemoryManager(options.policy, std::make_unique<NoneMemoryPolicy>(),
+                          nullptr, options.drift_tolerance, store));
   }
   if (options.policy != kMemoryPolicyStatic) {
     return InvalidArgumentError("unknown policy: \"" + options.policy + "\"");
@@ -198,9 +247,11 @@ StatusOr<std::unique_ptr<MemoryManager>> MemoryManager::Create(
   auto policy = StaticMemoryPolicy::Create(
       nodes, ConvertReservedMemory(nodes, options.reserved_memory));
   if (!policy.ok()) return policy.status();
-  std::unique_ptr<MemoryManager> manager(new MemoryManager(
-      options.policy, std::make_unique<StaticMemoryPolicy>(std::move(*policy)),
-      store));
+  auto owned = std::make_unique<StaticMemoryPolicy>(std::move(*policy));
+  StaticMemoryPolicy* static_policy = owned.get();
+  std::unique_ptr<MemoryManager> manager(
+      new MemoryManager(options.policy, std::move(owned), static_policy,
+                        options.drift_tolerance, store));
   MutexLock lock(manager->mutex_);
   if (Status started = manager->policy_->Start(manager->state_);
       !started.ok()) {
@@ -210,28 +261,28 @@ StatusOr<std::unique_ptr<MemoryManager>> MemoryManager::Create(
 }
 
 MemoryManager::MemoryManager(std::string policy_name,
-                             std::unique_ptr<StaticMemoryPolicy> policy,
-                             const Store* store)
+                             std::unique_ptr<MemoryPolicy> policy,
+                             StaticMemoryPolicy* static_policy,
+                             uint64_t drift_tolerance, const Store* store)
     : policy_name_(std::move(policy_name)),
+      drift_tolerance_(drift_tolerance),
       store_(store),
-      policy_(std::move(policy)) {}
+      policy_(std::move(policy)),
+      static_policy_(static_policy) {}
 
 ProviderHints MemoryManager::GetTopologyHints(const Pod& pod,
                                               const Container& container) {
   MutexLock lock(mutex_);
-  if (!policy_) return {};
   return policy_->GetTopologyHints(state_, pod, container);
 }
 
 ProviderHints MemoryManager::GetPodTopologyHints(const Pod& pod) {
   MutexLock lock(mutex_);
-  if (!policy_) return {};
   return policy_->GetPodTopologyHints(state_, pod);
 }
 
 Status MemoryManager::Allocate(const Pod& pod, const Container& container) {
   MutexLock lock(mutex_);
-  if (!policy_) return OkStatus();
   const TopologyHint affinity =
       store_ != nullptr ? store_->GetAffinity(pod.uid, container.name)
                         : TopologyHint{};
@@ -241,12 +292,11 @@ Status MemoryManager::Allocate(const Pod& pod, const Container& container) {
 void MemoryManager::RemoveContainer(const std::string& pod_uid,
                                     const std::string& container) {
   MutexLock lock(mutex_);
-  if (policy_) policy_->RemoveContainer(state_, pod_uid, container);
+  policy_->RemoveContainer(state_, pod_uid, container);
 }
 
 void MemoryManager::RemovePod(const std::string& pod_uid) {
   MutexLock lock(mutex_);
-  if (!policy_) return;
   const auto pod = state_.assignments.find(pod_uid);
   if (pod == state_.assignments.end()) {
     policy_->RemoveContainer(state_, pod_uid, {});  // forgets its reuse
@@ -259,63 +309,73 @@ void MemoryManager::RemovePod(const std::string& pod_uid) {
   }
 }
 
-Status MemoryManager::Restore(const std::string& pod_uid,
-                              const std::string& container,
-                              const std::vector<MemoryBlock>& blocks) {
+Status MemoryManager::Restore(const std::string& recorded_policy,
+                              const MemoryState& recorded, std::string* drift) {
+  if (recorded_policy != policy_name_) {
+    return FailedPreconditionError("[memorymanager] configured policy \"" +
+                                   policy_name_ +
+                                   "\" differs from state checkpoint policy "
+                                   "\"" +
+                                   recorded_policy + "\"");
+  }
   MutexLock lock(mutex_);
-  const std::string who = "pod " + pod_uid + " container " + container;
-  if (!policy_) {
-    return InvalidArgumentError(who +
-                                " holds pinned memory, but the memory manager "
-                                "policy is None");
+  if (!state_.assignments.empty()) {
+    return FailedPreconditionError(
+        "[memorymanager] a restore after the start: the manager already "
+        "holds memory");
   }
-  if (state_.Blocks(pod_uid, container) != nullptr) {
-    return InvalidArgumentError(who + " already holds memory");
-  }
-  // Rebuilt as validateState rebuilds the expected state, then checked.
-  MemoryMachineState machine = state_.machine;
-  for (const MemoryBlock& block : blocks) {
-    if (block.numa_affinity.empty() ||
-        !std::is_sorted(block.numa_affinity.begin(), block.numa_affinity.end(),
-                        std::less_equal<int>())) {
-      return InvalidArgumentError(
-          who + ": a " + block.type +
-          " block whose NUMA nodes are not a set in increasing order");
-    }
-    uint64_t requested = block.size;
-    for (int id : block.numa_affinity) {
-      const auto node = machine.find(id);
-      if (node == machine.end()) {
-        return InvalidArgumentError(
-            who + ": the memory assignment uses NUMA node " +
-            std::to_string(id) + ", which does not exist");
+  for (const auto& [pod, containers] : recorded.assignments) {
+    for (const auto& [container, blocks] : containers) {
+      const std::string who =
+          "[memorymanager] pod " + pod + " container " + container;
+      if (!is_static()) {
+        return FailedPreconditionError(
+            who + " holds pinned memory, but the memory manager policy is " +
+            policy_name_);
       }
-      const auto table = node->second.memory.find(block.type);
-      if (table == node->second.memory.end()) {
-        return InvalidArgumentError(who + ": the memory assignment uses " +
-                                    block.type + ", which node " +
-                                    std::to_string(id) + " does not have");
+      for (const MemoryBlock& block : blocks) {
+        if (block.numa_affinity.empty() ||
+            !std::is_sorted(block.numa_affinity.begin(),
+                            block.numa_affinity.end(),
+                            std::less_equal<int>())) {
+          return FailedPreconditionError(
+              who + ": a " + block.type +
+              " block whose NUMA nodes are not a set in increasing order");
+        }
       }
-      MemoryTable& t = table->second;
-      node->second.assignments++;
-      node->second.cells = block.numa_affinity;
-      const uint64_t take = std::min(t.free, requested);
-      t.free -= take;
-      t.reserved += take;
-      requested -= take;
-    }
-    if (requested != 0) {
-      return InvalidArgumentError(who + ": " + std::to_string(block.size) +
-                                  " bytes of " + block.type +
-                                  " on NUMA nodes " +
-                                  NumaMask::FromIds(block.numa_affinity)
-                                      .value_or(NumaMask())
-                                      .ToString() +
-                                  " do not fit what is free there");
     }
   }
-  state_.machine = std::move(machine);
-  state_.assignments[pod_uid][container] = blocks;
+  if (!is_static()) return OkStatus();
+  // The record keeps what the machine and the configuration decide; the
+  // rest is rebuilt from the assignments as the kubelet's state file would
+  // hold it, each block fitting what is free.
+  MemoryState state;
+  state.assignments = recorded.assignments;
+  state.machine = recorded.machine.empty()
+                      ? static_policy_->DefaultMachineState()
+                      : recorded.machine;
+  for (auto& [id, node] : state.machine) {
+    node.cells = {id};
+    node.assignments = 0;
+    for (auto& [type, table] : node.memory) {
+      table.reserved = 0;
+      table.free = table.allocatable;
+    }
+  }
+  if (Status fits = ApplyAssignments(state.machine, state.assignments);
+      !fits.ok()) {
+    return fits;
+  }
+  std::string difference;
+  if (Status started = policy_->Start(
+          state,
+          {.drift_tolerance = drift_tolerance_, .difference = &difference});
+      !started.ok()) {
+    return FailedPreconditionError(
+        started.message() + (difference.empty() ? "" : ": " + difference));
+  }
+  if (drift != nullptr) *drift = difference;
+  state_ = std::move(state);
   return OkStatus();
 }
 
@@ -331,7 +391,7 @@ std::vector<std::string> MemoryManager::Explain(
     const std::function<std::string(const std::string&)>& name_of) const {
   MutexLock lock(mutex_);
   std::vector<std::string> out;
-  if (!policy_ || !pod.guaranteed) return out;
+  if (!is_static() || !pod.guaranteed) return out;
   // A copy read under the lock, for the lambdas below (explaining is rare).
   const MemoryMachineState machine = state_.machine;
   const std::map<std::string, uint64_t> requests =
@@ -459,7 +519,7 @@ std::vector<std::string> MemoryManager::Explain(
                     join(holders[id]));
     }
     const auto family =
-        policy_->CompactHints(state_.machine, pod.uid, requests);
+        static_policy_->CompactHints(state_.machine, pod.uid, requests);
     if (!family) {
       out.push_back("no set of NUMA nodes can hold it now");
     } else {
@@ -478,7 +538,8 @@ std::vector<std::string> MemoryManager::Explain(
     }
     return out;
   }
-  const auto hints = policy_->CalculateHints(state_.machine, pod.uid, requests);
+  const auto hints =
+      static_policy_->CalculateHints(state_.machine, pod.uid, requests);
   const auto list = hints.find(kMemoryResource);
   if (hints.empty() || list == hints.end() || list->second.empty()) {
     out.push_back("no set of NUMA nodes can hold it now");
@@ -495,7 +556,8 @@ std::vector<std::string> MemoryManager::Explain(
 
 MemoryMachineState MemoryManager::Baseline() const {
   MutexLock lock(mutex_);
-  return policy_ ? policy_->DefaultMachineState() : MemoryMachineState{};
+  return is_static() ? static_policy_->DefaultMachineState()
+                     : MemoryMachineState{};
 }
 
 MemoryState MemoryManager::State() const {

@@ -1,12 +1,12 @@
 // StaticMemoryPolicy: policy_static.go of the kubelet's Memory Manager, one
 // function for each of its functions, in its order of decisions.
+#include "topology/manager/memory_policy_static.h"
+
 #include <algorithm>
 #include <array>
 #include <bit>
 #include <cstdio>
 #include <set>
-
-#include "topology/manager/memory_manager.h"
 
 #include "family_search.h"
 #include "saturating.h"
@@ -148,47 +148,126 @@ ProviderHints ToProviderHints(
   return out;
 }
 
-// areMachineStatesEqual, with the kubelet's tolerance: memory of a group
-// may sit on any of its nodes, so free and reserved are compared as sums
-// over each node's group.
-bool AreMachineStatesEqual(const MemoryMachineState& a,
-                           const MemoryMachineState& b) {
-  if (a.size() != b.size()) return false;
-  for (const auto& [id, node_a] : a) {
-    const auto it = b.find(id);
-    if (it == b.end()) return false;
-    const MemoryNodeState& node_b = it->second;
-    if (node_a.assignments != node_b.assignments) return false;
-    if (!AreGroupsEqual(node_a.cells, node_b.cells)) return false;
-    if (node_a.memory.size() != node_b.memory.size()) return false;
-    for (const auto& [type, table_a] : node_a.memory) {
-      const auto table_b = node_b.memory.find(type);
-      if (table_b == node_b.memory.end()) return false;
-      if (table_a.total != table_b->second.total ||
-          table_a.system_reserved != table_b->second.system_reserved ||
-          table_a.allocatable != table_b->second.allocatable) {
-        return false;
+std::string Ids(const MemoryMachineState& machine) {
+  std::vector<int> ids;
+  for (const auto& [id, node] : machine) ids.push_back(id);
+  return NumaMask::FromIds(ids).value_or(NumaMask()).ToString();
+}
+
+std::string Group(const std::vector<int>& cells) {
+  std::string out = "[";
+  for (int id : cells) {
+    if (out.size() > 1) out += ',';
+    out += std::to_string(id);
+  }
+  return out + "]";
+}
+
+// areMachineStatesEqual of `recorded` and `expected`, with the kubelet's
+// tolerance (memory of a group may sit on any of its nodes, so free and
+// reserved are compared as sums over each node's group) and the opt-in
+// drift of regular memory (`drift_tolerance` bytes of total, with
+// allocatable and free moving by as much). The first difference in words,
+// empty when equal; a tolerated drift is added to `*drifted`.
+std::string MachineStateDifference(const MemoryMachineState& recorded,
+                                   const MemoryMachineState& expected,
+                                   uint64_t drift_tolerance,
+                                   std::string* drifted) {
+  if (Ids(recorded) != Ids(expected)) {
+    return "NUMA nodes " + Ids(recorded) + " recorded, " + Ids(expected) +
+           " now";
+  }
+  std::set<int> drifted_nodes;
+  for (const auto& [id, was] : recorded) {
+    const MemoryNodeState& now = expected.at(id);
+    const std::string where = "node " + std::to_string(id) + " ";
+    if (was.assignments != now.assignments) {
+      return where + "has " + std::to_string(was.assignments) +
+             " memory assignments recorded, " +
+             std::to_string(now.assignments) + " from the assignments";
+    }
+    if (!AreGroupsEqual(was.cells, now.cells)) {
+      return where + "is in the group " + Group(was.cells) + " recorded, " +
+             Group(now.cells) + " from the assignments";
+    }
+    for (const auto& [type, table] : was.memory) {
+      if (!now.memory.contains(type)) return where + "has no " + type + " now";
+    }
+    for (const auto& [type, table] : now.memory) {
+      const auto it = was.memory.find(type);
+      if (it == was.memory.end()) return where + "had no " + type + " recorded";
+      const MemoryTable& old = it->second;
+      if (old.system_reserved != table.system_reserved) {
+        return where + type + " system reserved " +
+               std::to_string(old.system_reserved) + " recorded, " +
+               std::to_string(table.system_reserved) + " now";
       }
-      uint64_t free_a = 0, reserved_a = 0, free_b = 0, reserved_b = 0;
-      for (int cell : node_a.cells) {
-        const auto in_a = a.find(cell);
-        const auto in_b = b.find(cell);
-        if (in_a == a.end() || in_b == b.end()) return false;
-        const auto ta = in_a->second.memory.find(type);
-        const auto tb = in_b->second.memory.find(type);
-        if (ta != in_a->second.memory.end()) {
-          free_a += ta->second.free;
-          reserved_a += ta->second.reserved;
-        }
-        if (tb != in_b->second.memory.end()) {
-          free_b += tb->second.free;
-          reserved_b += tb->second.reserved;
+      const uint64_t drift = old.total > table.total ? old.total - table.total
+                                                     : table.total - old.total;
+      const bool tolerated =
+          type == kMemoryResource && drift <= drift_tolerance &&
+          old.total - old.allocatable == table.total - table.allocatable;
+      if (drift != 0 && !tolerated) {
+        return where + type + " total " + std::to_string(old.total) +
+               " bytes recorded, " + std::to_string(table.total) + " now" +
+               (type == kMemoryResource
+                    ? " (a drift of " + std::to_string(drift) +
+                          " bytes; the drift tolerance is " +
+                          std::to_string(drift_tolerance) + ")"
+                    : "");
+      }
+      if (drift == 0 && old.allocatable != table.allocatable) {
+        return where + type + " allocatable " +
+               std::to_string(old.allocatable) + " recorded, " +
+               std::to_string(table.allocatable) + " now";
+      }
+      if (drift != 0) {
+        drifted_nodes.insert(id);
+        if (drifted != nullptr) {
+          *drifted += (drifted->empty() ? "" : "; ") + where +
+                      "memory total moved " + std::to_string(drift) +
+                      " bytes (tolerated: " + std::to_string(drift_tolerance) +
+                      ")";
         }
       }
-      if (free_a != free_b || reserved_a != reserved_b) return false;
     }
   }
-  return true;
+  for (const auto& [id, was] : recorded) {
+    const std::string where = "node " + std::to_string(id) + " ";
+    // A drift on a node of the group moves its free memory by as much.
+    const bool drift_here =
+        std::any_of(was.cells.begin(), was.cells.end(),
+                    [&](int cell) { return drifted_nodes.contains(cell); });
+    for (const auto& [type, table] : was.memory) {
+      uint64_t free_was = 0, reserved_was = 0, free_now = 0, reserved_now = 0;
+      for (int cell : was.cells) {
+        const auto in_was = recorded.find(cell);
+        const auto in_now = expected.find(cell);
+        if (in_was == recorded.end() || in_now == expected.end()) {
+          return where + "is grouped with node " + std::to_string(cell) +
+                 ", which does not exist";
+        }
+        if (auto t = in_was->second.memory.find(type);
+            t != in_was->second.memory.end()) {
+          free_was += t->second.free;
+          reserved_was += t->second.reserved;
+        }
+        if (auto t = in_now->second.memory.find(type);
+            t != in_now->second.memory.end()) {
+          free_now += t->second.free;
+          reserved_now += t->second.reserved;
+        }
+      }
+      if (reserved_was != reserved_now ||
+          (!drift_here && free_was != free_now)) {
+        return where + type + " reserved " + std::to_string(reserved_was) +
+               " and free " + std::to_string(free_was) +
+               " recorded over its group, " + std::to_string(reserved_now) +
+               " and " + std::to_string(free_now) + " from the assignments";
+      }
+    }
+  }
+  return {};
 }
 
 }  // namespace
@@ -259,7 +338,8 @@ MemoryMachineState StaticMemoryPolicy::DefaultMachineState() const {
   return machine;
 }
 
-Status StaticMemoryPolicy::Start(MemoryState& state) const {
+Status StaticMemoryPolicy::Start(MemoryState& state,
+                                 const MemoryStartChecks& checks) const {
   if (state.machine.empty()) {
     if (!state.assignments.empty()) {
       return FailedPreconditionError(
@@ -305,11 +385,20 @@ Status StaticMemoryPolicy::Start(MemoryState& state) const {
       }
     }
   }
-  if (!AreMachineStatesEqual(state.machine, expected)) {
+  std::string drifted;
+  const std::string difference = MachineStateDifference(
+      state.machine, expected, checks.drift_tolerance, &drifted);
+  if (checks.difference != nullptr) {
+    *checks.difference = difference.empty() ? drifted : difference;
+  }
+  if (!difference.empty()) {
     return FailedPreconditionError(
         "[memorymanager] the expected machine state is different from the "
         "real one");
   }
+  // Within the drift: the machine as it is now. Equal: the recorded one,
+  // as the kubelet keeps it (a group's memory may sit on other nodes of it).
+  if (!drifted.empty()) state.machine = std::move(expected);
   return OkStatus();
 }
 

@@ -89,6 +89,12 @@ class TOPOLOGY_EXPORT TopologyManager final : public Store {
   // is one of IsPodTopologyPolicy's.
   EffectivePolicy Effective(const Pod& pod) const;
 
+  // Puts back a container's affinity read from a checkpoint. Beyond the
+  // kubelet, which keeps none across a restart: the host's views show it.
+  void RestoreAffinity(const std::string& pod_uid, const std::string& container,
+                       const TopologyHint& hint) {
+    SetAffinity(pod_uid, container, hint);
+  }
   // Forgets the stored affinities of a pod.
   void RemovePod(const std::string& pod_uid);
 
