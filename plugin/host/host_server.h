@@ -1,7 +1,7 @@
 // The host's sockets, apart from admission: kubelet.sock (Registration, for
 // the device plugins) and the control socket (Admit, Release, Status), each
-// a gRPC server behind the shared unix-socket server (topology/plugin/
-// unix_socket.h: the socket appears once it accepts, connections capped,
+// a gRPC server served by the shared ServedSocket (topology/plugin/
+// served_socket.h: the socket appears once it accepts, connections capped,
 // calls in flight never cut). HostManager keeps admission and owns one.
 //
 // Thread safety: Start, StopAccepting and Shutdown from one thread (the
@@ -21,8 +21,7 @@ class Server;
 }
 
 namespace topology::plugin {
-class ConnectionCalls;
-class UnixAcceptor;
+class ServedSocket;
 }  // namespace topology::plugin
 
 namespace topology::host {
@@ -73,13 +72,9 @@ class HostServer {
 
   std::unique_ptr<RegistrationService> registration_;
   std::unique_ptr<ControlService> control_;
-  std::unique_ptr<grpc::Server> kubelet_server_;
-  std::unique_ptr<grpc::Server> control_server_;
-  // Calls in flight per connection, for the acceptors' connection caps.
-  std::shared_ptr<plugin::ConnectionCalls> kubelet_calls_;
-  std::shared_ptr<plugin::ConnectionCalls> control_calls_;
-  std::unique_ptr<plugin::UnixAcceptor> kubelet_acceptor_;
-  std::unique_ptr<plugin::UnixAcceptor> control_acceptor_;
+  // kubelet.sock and the control socket (served_socket.h).
+  std::unique_ptr<plugin::ServedSocket> kubelet_;
+  std::unique_ptr<plugin::ServedSocket> control_served_;
 };
 
 }  // namespace topology::host

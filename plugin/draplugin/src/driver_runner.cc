@@ -106,23 +106,17 @@ void DriverRunner::Impl::Stop() {
   // (Their callbacks take mu_: not held here.)
   directory_watchers_.clear();
   if (watcher_.joinable()) watcher_.join();
-  std::unique_ptr<grpc::Server> registration;
-  std::unique_ptr<grpc::Server> dra;
-  std::unique_ptr<UnixAcceptor> registration_acceptor;
-  std::unique_ptr<UnixAcceptor> dra_acceptor;
+  std::unique_ptr<plugin::ServedSocket> registration;
+  std::unique_ptr<plugin::ServedSocket> dra;
   {
     MutexLock servers(server_mu_);
-    registration_acceptor = std::move(registration_acceptor_);
-    dra_acceptor = std::move(dra_acceptor_);
-    registration = std::move(registration_server_);
-    dra = std::move(dra_server_);
-    registration_identity_.reset();
-    dra_identity_.reset();
+    registration = std::move(registration_served_);
+    dra = std::move(dra_served_);
   }
   // No new connection; each socket goes only while it is still this
   // runner's (a newer instance's stays).
-  registration_acceptor.reset();
-  dra_acceptor.reset();
+  if (registration) registration->StopAccepting();
+  if (dra) dra->StopAccepting();
   // Calls in flight get a second.
   // A call still waiting on the API server then (the claim's Get) is
   // cancelled there: gRPC's shutdown waits for every handler to return.
@@ -155,49 +149,27 @@ namespace {
 // holding the most, its newest), never the newcomer.
 constexpr size_t kMaxConnections = 64;
 
-struct Served {
-  std::unique_ptr<grpc::Server> server;
-  std::unique_ptr<UnixAcceptor> acceptor;
-};
+}  // namespace
 
-// A server on `socket` (the shared helper: mode set before it appears, a
-// stale socket replaced, a live one never).
-StatusOr<Served> Serve(const std::filesystem::path& socket,
-                       const std::vector<grpc::Service*>& services, mode_t mode,
-                       bool in_place) {
+StatusOr<std::unique_ptr<plugin::ServedSocket>> DriverRunner::Impl::ServeAt(
+    const std::filesystem::path& path, std::vector<grpc::Service*> services,
+    bool in_place) const {
   // Another instance's socket is never replaced: two drivers on one node
   // would take the kubelet's registration from each other.
-  if (SocketAt(socket) && Listening(socket)) {
+  if (SocketAt(path) && Listening(path)) {
     return FailedPreconditionError(
-        "another process serves " + socket.string() +
+        "another process serves " + path.string() +
         "; two instances on one node need their own sockets (give each "
         "its pod UID: --pod-uid, from the downward API)");
   }
-  auto calls = std::make_shared<ConnectionCalls>();
-  grpc::ServerBuilder builder;
-  builder.SetMaxReceiveMessageSize(16 << 20);
-  plugin::ConfigureBoundedServer(builder, calls);
-  for (grpc::Service* service : services) builder.RegisterService(service);
-  Served served;
-  served.server = builder.BuildAndStart();
-  if (!served.server) {
-    return FailedPreconditionError("cannot build a server for " +
-                                   socket.string());
-  }
-  auto acceptor = UnixAcceptor::Start(socket, served.server.get(),
-                                      {.mode = mode,
-                                       .max_connections = kMaxConnections,
-                                       .calls = calls,
-                                       .in_place = in_place});
-  if (!acceptor.ok()) {
-    served.server->Shutdown(std::chrono::system_clock::now());
-    return acceptor.status();
-  }
-  served.acceptor = std::move(*acceptor);
-  return served;
+  return plugin::ServedSocket::Serve(
+      {.path = path,
+       .services = std::move(services),
+       .socket = {.mode = 0600,
+                  .max_connections = kMaxConnections,
+                  .in_place = in_place},
+       .max_receive_bytes = 16 << 20});
 }
-
-}  // namespace
 
 Status DriverRunner::Impl::ServeDra() {
   std::vector<grpc::Service*> services = {&dra_v1_, &dra_v1beta1_};
@@ -207,37 +179,25 @@ Status DriverRunner::Impl::ServeDra() {
   }
   // The old server (its socket is gone) first: a socket path has one
   // listener.
-  std::unique_ptr<grpc::Server> old;
-  std::unique_ptr<UnixAcceptor> old_acceptor;
+  std::unique_ptr<plugin::ServedSocket> old;
   {
     MutexLock servers(server_mu_);
-    old_acceptor = std::move(dra_acceptor_);
-    old = std::move(dra_server_);
-    dra_identity_.reset();
+    old = std::move(dra_served_);
   }
-  old_acceptor.reset();
-  if (old) old->Shutdown(std::chrono::system_clock::now());
   old.reset();
-  auto served = Serve(dra_socket_, services, 0600, /*in_place=*/false);
+  auto served = ServeAt(dra_socket_, std::move(services), /*in_place=*/false);
   if (!served.ok()) return served.status();
   MutexLock servers(server_mu_);
-  dra_identity_ = served->acceptor->identity();
-  dra_server_ = std::move(served->server);
-  dra_acceptor_ = std::move(served->acceptor);
+  dra_served_ = std::move(*served);
   return OkStatus();
 }
 
 Status DriverRunner::Impl::ServeRegistration() {
-  std::unique_ptr<grpc::Server> old;
-  std::unique_ptr<UnixAcceptor> old_acceptor;
+  std::unique_ptr<plugin::ServedSocket> old;
   {
     MutexLock servers(server_mu_);
-    old_acceptor = std::move(registration_acceptor_);
-    old = std::move(registration_server_);
-    registration_identity_.reset();
+    old = std::move(registration_served_);
   }
-  old_acceptor.reset();
-  if (old) old->Shutdown(std::chrono::system_clock::now());
   old.reset();
   {
     MutexLock lock(mu_);
@@ -248,12 +208,10 @@ Status DriverRunner::Impl::ServeRegistration() {
   // The kubelet's plugin watcher stats every name that appears in the
   // registry: the socket is bound at its own name there.
   auto served =
-      Serve(registration_socket_, {&registration_}, 0600, /*in_place=*/true);
+      ServeAt(registration_socket_, {&registration_}, /*in_place=*/true);
   if (!served.ok()) return served.status();
   MutexLock servers(server_mu_);
-  registration_identity_ = served->acceptor->identity();
-  registration_server_ = std::move(served->server);
-  registration_acceptor_ = std::move(served->acceptor);
+  registration_served_ = std::move(*served);
   return OkStatus();
 }
 
@@ -270,18 +228,21 @@ void DriverRunner::Impl::WatchSocketDirectories() {
     watched[0].second.clear();  // both names
   }
   for (const auto& [dir, name] : watched) {
-    auto watcher = plugin::DirWatcher::Start(
-        dir, [this, name = name](const plugin::DirEvent& event) {
-          const bool ours =
-              name.empty()
-                  ? event.name == dra_socket_.filename().string() ||
-                        event.name == registration_socket_.filename().string()
-                  : event.name == name;
-          if (event.kind == plugin::DirEvent::Kind::kCreated ||
-              (event.kind == plugin::DirEvent::Kind::kDeleted &&
-               (!ours || StillServed(event.name)))) {
-            return;
+    auto watcher =
+        plugin::DirWatcher::Start(dir, [this](const plugin::DirEvent& event) {
+          if (event.kind == plugin::DirEvent::Kind::kCreated) return;
+          bool look = event.kind == plugin::DirEvent::Kind::kListed;
+          {
+            MutexLock servers(server_mu_);
+            for (const auto* served : {&dra_served_, &registration_served_}) {
+              const std::filesystem::path& path =
+                  served == &dra_served_ ? dra_socket_ : registration_socket_;
+              if (event.name != path.filename().string()) continue;
+              // Gone, or never served (serving failed): looked at now.
+              look = !*served || (*served)->MayHaveGone(event);
+            }
           }
+          if (!look) return;
           {
             MutexLock lock(mu_);
             look_now_ = true;
@@ -297,18 +258,6 @@ void DriverRunner::Impl::WatchSocketDirectories() {
     }
     directory_watchers_.push_back(std::move(*watcher));
   }
-}
-
-bool DriverRunner::Impl::StillServed(const std::string& name) {
-  // The runner's own replacement of a socket (unlinked, then bound again)
-  // is a removal too: by the time it is heard, the socket at the path is
-  // the new one this runner serves.
-  const bool dra = name == dra_socket_.filename().string();
-  const std::filesystem::path& path = dra ? dra_socket_ : registration_socket_;
-  MutexLock servers(server_mu_);
-  const std::optional<SocketIdentity>& identity =
-      dra ? dra_identity_ : registration_identity_;
-  return identity.has_value() && SocketAt(path) == identity;
 }
 
 void DriverRunner::Impl::WatchSockets() {
@@ -329,20 +278,21 @@ void DriverRunner::Impl::WatchSockets() {
     bool registration_gone = false;
     {
       MutexLock servers(server_mu_);
-      const auto dra_now = SocketAt(dra_socket_);
-      const auto registration_now = SocketAt(registration_socket_);
-      dra_gone = !dra_server_ ? !dra_now || !Listening(dra_socket_)
-                              : dra_now != dra_identity_ &&
-                                    (!dra_now || !Listening(dra_socket_));
-      registration_gone =
-          !registration_server_
-              ? !registration_now || !Listening(registration_socket_)
-              : registration_now != registration_identity_ &&
-                    (!registration_now || !Listening(registration_socket_));
-      const bool taken =
-          (dra_server_ && dra_now && dra_now != dra_identity_ && !dra_gone) ||
-          (registration_server_ && registration_now &&
-           registration_now != registration_identity_ && !registration_gone);
+      using Look = plugin::ServedSocket::Look;
+      // Gone: nothing listens at the path; never served: nothing there yet
+      // either (another process's socket is not ours to replace).
+      const auto look = [](const std::unique_ptr<plugin::ServedSocket>& served,
+                           const std::filesystem::path& path) {
+        if (served) return served->LookAtPath();
+        return SocketAt(path) && Listening(path) ? Look::kTaken : Look::kGone;
+      };
+      const Look dra = look(dra_served_, dra_socket_);
+      const Look registration =
+          look(registration_served_, registration_socket_);
+      dra_gone = dra == Look::kGone;
+      registration_gone = registration == Look::kGone;
+      const bool taken = (dra_served_ && dra == Look::kTaken) ||
+                         (registration_served_ && registration == Look::kTaken);
       if (taken && !taken_warned_) {
         taken_warned_ = true;
         LOG(ERROR) << options_.driver_name

@@ -34,6 +34,7 @@
 #include "topology/draplugin/slice_validation.h"
 #include "topology/plugin/dir_watcher.h"
 #include "topology/plugin/guarded.h"
+#include "topology/plugin/served_socket.h"
 #include "topology/plugin/unix_socket.h"
 #include "topology/thread_annotations.h"
 
@@ -169,9 +170,11 @@ class DriverRunner::Impl final : private ClaimCalls {
   // Starts watching the directories of the two sockets (inotify); where no
   // watch can be had, the periodic look alone finds a removed socket.
   void WatchSocketDirectories() TOPOLOGY_EXCLUDES(mu_);
-  // Whether the socket `name` (the DRA socket's or the registration's file
-  // name) is the one this runner serves now.
-  bool StillServed(const std::string& name) TOPOLOGY_EXCLUDES(server_mu_);
+  // Serves `services` at `path` (bound in place for the kubelet's plugin
+  // registry); refused where another process serves it.
+  StatusOr<std::unique_ptr<plugin::ServedSocket>> ServeAt(
+      const std::filesystem::path& path, std::vector<grpc::Service*> services,
+      bool in_place) const;
 
   const DriverOptions options_;
   ClaimSource* const source_;
@@ -200,14 +203,9 @@ class DriverRunner::Impl final : private ClaimCalls {
   // The servers and the sockets they made; the watcher thread replaces a
   // server whose socket is gone.
   Mutex server_mu_ TOPOLOGY_ACQUIRED_BEFORE(mu_);
-  std::unique_ptr<grpc::Server> dra_server_ TOPOLOGY_GUARDED_BY(server_mu_);
-  std::unique_ptr<grpc::Server> registration_server_
+  std::unique_ptr<plugin::ServedSocket> dra_served_
       TOPOLOGY_GUARDED_BY(server_mu_);
-  std::unique_ptr<UnixAcceptor> dra_acceptor_ TOPOLOGY_GUARDED_BY(server_mu_);
-  std::unique_ptr<UnixAcceptor> registration_acceptor_
-      TOPOLOGY_GUARDED_BY(server_mu_);
-  std::optional<SocketIdentity> dra_identity_ TOPOLOGY_GUARDED_BY(server_mu_);
-  std::optional<SocketIdentity> registration_identity_
+  std::unique_ptr<plugin::ServedSocket> registration_served_
       TOPOLOGY_GUARDED_BY(server_mu_);
   bool taken_warned_ TOPOLOGY_GUARDED_BY(server_mu_) = false;
   std::thread watcher_;

@@ -42,6 +42,7 @@
 #include "topology/plugin/guarded.h"
 #include "topology/plugin/plugin_runner.h"
 #include "topology/plugin/resource_name.h"
+#include "topology/plugin/served_socket.h"
 #include "topology/plugin/unix_socket.h"
 #include "topology/sorted_search.h"
 #include "topology/thread_annotations.h"
@@ -204,8 +205,7 @@ struct ServingInstance {
   // No new connection, then the server, then its ListAndWatch queue
   // (gRPC's order).
   ~ServingInstance() {
-    acceptor.reset();
-    if (server) server->Shutdown();
+    served.reset();
     if (list_and_watch) list_and_watch->Stop();
   }
 
@@ -214,10 +214,8 @@ struct ServingInstance {
   std::filesystem::path path;
   std::unique_ptr<DevicePluginService> service;
   std::unique_ptr<ListAndWatchQueue> list_and_watch;
-  std::unique_ptr<grpc::Server> server;
-  // Calls in flight per connection, for the acceptor's cap.
-  std::shared_ptr<ConnectionCalls> calls = std::make_shared<ConnectionCalls>();
-  std::unique_ptr<UnixAcceptor> acceptor;
+  // The server at `path` (served_socket.h).
+  std::unique_ptr<ServedSocket> served;
 };
 
 class ResourceServer final : public ResourcePublisher {

@@ -23,35 +23,28 @@ StatusOr<std::unique_ptr<ServingInstance>> ResourceServer::NewInstance() {
   }
 
   instance->service = std::make_unique<DevicePluginService>(this);
-  grpc::ServerBuilder builder;
-  builder.RegisterService(instance->service.get());
-  ConfigureBoundedServer(builder, instance->calls);
-  builder.SetSyncServerOption(grpc::ServerBuilder::SyncServerOption::NUM_CQS,
-                              1);
-  builder.SetSyncServerOption(
-      grpc::ServerBuilder::SyncServerOption::MIN_POLLERS, 1);
-  builder.SetSyncServerOption(
-      grpc::ServerBuilder::SyncServerOption::MAX_POLLERS, 2);
-  std::unique_ptr<grpc::ServerCompletionQueue> cq =
-      builder.AddCompletionQueue();
-  instance->server = builder.BuildAndStart();
-  if (!instance->server) {
-    return FailedPreconditionError("cannot build a server for " + name_);
+  std::unique_ptr<grpc::ServerCompletionQueue> cq;
+  // Only the kubelet (root) connects, whatever the umask; the socket
+  // appears once it accepts.
+  auto served = ServedSocket::Serve(
+      {.path = instance->path,
+       .services = {instance->service.get()},
+       .socket = {.mode = 0600, .max_connections = kMaxConnections},
+       .configure = [&cq](grpc::ServerBuilder& builder) {
+         using Option = grpc::ServerBuilder::SyncServerOption;
+         builder.SetSyncServerOption(Option::NUM_CQS, 1);
+         builder.SetSyncServerOption(Option::MIN_POLLERS, 1);
+         builder.SetSyncServerOption(Option::MAX_POLLERS, 2);
+         cq = builder.AddCompletionQueue();
+       }});
+  if (!served.ok()) {
+    return FailedPreconditionError(std::string(served.status().message()) +
+                                   " (is the directory writable?)");
   }
+  instance->served = std::move(*served);
   instance->list_and_watch = std::make_unique<ListAndWatchQueue>(
       instance->service.get(), std::move(cq), &streams_, instance->id,
       [this] { MarkListed(); });
-  // Only the kubelet (root) connects, whatever the umask; the socket
-  // appears once it accepts.
-  auto acceptor = UnixAcceptor::Start(instance->path, instance->server.get(),
-                                      {.mode = 0600,
-                                       .max_connections = kMaxConnections,
-                                       .calls = instance->calls});
-  if (!acceptor.ok()) {
-    return FailedPreconditionError(std::string(acceptor.status().message()) +
-                                   " (is the directory writable?)");
-  }
-  instance->acceptor = std::move(*acceptor);
   instance->list_and_watch->Start();
   return instance;
 }
@@ -78,10 +71,9 @@ void ResourceServer::Retire(
                                 "the device plugin moved to a new socket");
   for (auto& instance : instances) {
     // No new connection; the socket goes if it is still this instance's.
-    instance->acceptor.reset();
+    instance->served->StopAccepting();
     streams_.Close(instance->id, superseded);
-    instance->server->Shutdown(grace_end);
-    instance->server->Wait();
+    instance->served->Shutdown(grace_end);
     instance->list_and_watch->Stop();
     streams_.WaitClosed(instance->id, Remaining(grace_end));
     VLOG(1) << name_ << ": retired " << instance->endpoint;
