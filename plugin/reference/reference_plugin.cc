@@ -17,6 +17,7 @@
 #include "topology/plugin/uevent_monitor.h"
 
 #include "nvidia.h"
+#include "reference_views.h"
 #include "safe_file.h"
 #include "selectors.h"
 
@@ -61,24 +62,6 @@ std::vector<std::string> ExpandUnderRoot(const std::filesystem::path& host_root,
   }
   globfree(&matches);
   return out;
-}
-
-// "10de:20b0 class 030200  driver nvidia  numa 0,1" for --print-matches;
-// the ids are left out when the function is not in the snapshot.
-template <typename Nodes>
-std::string DescribeFunction(const PciDevice* pci, const Nodes& numa_nodes) {
-  char ids[32] = "";
-  if (pci != nullptr) {
-    std::snprintf(ids, sizeof(ids), "%04x:%04x class %06x", pci->vendor_id,
-                  pci->device_id, pci->class_code);
-  }
-  std::string numa;
-  for (const auto node : numa_nodes) {
-    numa += (numa.empty() ? "" : ",") + std::to_string(node);
-  }
-  return std::string(ids) + "  driver " +
-         (pci != nullptr && pci->driver ? *pci->driver : "(none)") + "  numa " +
-         (numa.empty() ? "(none)" : numa);
 }
 
 // The device nodes (container path = host path) Allocate gives for one
@@ -405,7 +388,6 @@ std::vector<plugin::Device> TopologyDevicePlugin::DevicesOf(
   devices.reserve(static_cast<size_t>(std::count_if(
       snapshot.claims.begin(), snapshot.claims.end(),
       [&](const auto& claim) { return claim.second == resource; })));
-  size_t with_locality = 0;
   for (const auto& [address, index] : snapshot.claims) {
     if (index != resource) continue;
     // Held by a prepared DRA claim: offered again once it is unprepared.
@@ -453,24 +435,11 @@ std::vector<plugin::Device> TopologyDevicePlugin::DevicesOf(
     if (!config.exclude_topology) {
       for (int node : device->numa_nodes) out.numa_nodes.push_back(node);
     }
-    if (!out.numa_nodes.empty()) ++with_locality;
     devices.push_back(std::move(out));
   }
-  // All or nothing: the kubelet treats a resource with any NUMA-aware device
-  // as alignment-sensitive, and its devices without nodes would then never
-  // fit a NUMA mask.
-  if (with_locality > 0 && with_locality < devices.size()) {
-    if (!mixed_locality_warned_[resource]) {
-      LOG(WARNING) << config.name << ": " << devices.size() - with_locality
-                   << " of " << devices.size()
-                   << " devices have no known NUMA node; reporting no "
-                      "topology for the whole resource";
-      mixed_locality_warned_[resource] = true;
-    }
-    for (plugin::Device& device : devices) device.numa_nodes.clear();
-  } else {
-    mixed_locality_warned_[resource] = false;
-  }
+  bool warned = mixed_locality_warned_[resource];
+  DropPartialLocality(config.name, devices, &warned);
+  mixed_locality_warned_[resource] = warned;
   return devices;
 }
 
@@ -483,23 +452,10 @@ void TopologyDevicePlugin::LogDeviceList(
   if (logged_count_[resource] == count) return;
   const bool first = logged_count_[resource] < 0;
   logged_count_[resource] = count;
-  constexpr size_t kShown = 16;
-  std::string list;
-  for (size_t i = 0; i < devices.size() && i < kShown; ++i) {
-    const plugin::Device& d = devices[i];
-    list += (i == 0 ? " " : ", ") + d.id + " (numa ";
-    if (d.numa_nodes.empty()) list += "-";
-    for (size_t n = 0; n < d.numa_nodes.size(); ++n) {
-      list += (n == 0 ? "" : ",") + std::to_string(d.numa_nodes[n]);
-    }
-    list += d.health == plugin::Health::kHealthy ? ")" : ", Unhealthy)";
-  }
-  if (devices.size() > kShown) {
-    list += ", and " + std::to_string(devices.size() - kShown) + " more";
-  }
   LOG(INFO) << options_.config.resources[resource].name << ": "
             << (first ? "advertising " : "now advertising ") << count
-            << " device(s)" << (devices.empty() ? "" : ":") << list;
+            << " device(s)" << (devices.empty() ? "" : ":")
+            << DeviceListLine(devices);
 }
 
 Status TopologyDevicePlugin::Publish(const std::shared_ptr<Snapshot>& snapshot,
@@ -756,18 +712,7 @@ bool TopologyDevicePlugin::ReadDraHeld() {
   const bool first = !dra_held_known_;
   dra_held_known_ = true;
   if (now == dra_held_ && !first) return false;
-  for (const PciAddress& address : now) {
-    if (!dra_held_.contains(address)) {
-      LOG(INFO) << address.ToString()
-                << " is held by a prepared DRA claim: not offered";
-    }
-  }
-  for (const PciAddress& address : dra_held_) {
-    if (!now.contains(address)) {
-      LOG(INFO) << address.ToString()
-                << " is no longer held by a DRA claim: offered again";
-    }
-  }
+  LogDraHeldChanges(dra_held_, now);
   dra_held_ = std::move(now);
   return true;
 }
@@ -813,71 +758,18 @@ void TopologyDevicePlugin::Stop() {
 
 std::string TopologyDevicePlugin::DescribeMatches() const {
   const std::shared_ptr<const Snapshot> snapshot = this->snapshot();
-  std::ostringstream out;
-  for (size_t r = 0; r < options_.config.resources.size(); ++r) {
-    const ResourceConfig& config = options_.config.resources[r];
-    std::vector<plugin::Device> devices = publishers_[r]->devices();
-    out << config.name << ": " << devices.size() << " device(s)\n";
-    for (const plugin::Device& device : devices) {
-      auto address = PciAddress::Parse(device.id);
-      const PciDevice* pci =
-          address.ok() ? snapshot->topology.FindDevice(*address) : nullptr;
-      std::string reason;
-      if (device.health != plugin::Health::kHealthy && address.ok()) {
-        MutexLock lock(mu_);
-        const auto known = unhealthy_reasons_.find(*address);
-        if (known != unhealthy_reasons_.end())
-          reason = " (" + known->second + ")";
-      }
-      out << "  " << device.id << "  "
-          << DescribeFunction(pci, device.numa_nodes) << "  "
-          << plugin::HealthName(device.health) << reason << "\n";
-    }
+  MatchesView view{.snapshot = *snapshot,
+                   .config = options_.config,
+                   .cdi_dir = options_.cdi_dir};
+  for (size_t r = 0; r < publishers_.size(); ++r) {
+    view.devices.push_back(publishers_[r]->devices());
+    view.cdi_written.push_back(cdi_written_[r].load());
   }
-  // Functions no resource claims, so that a selector that misses can be
-  // seen for what it misses.
-  std::vector<const PciDevice*> unclaimed;
-  for (const PciDevice& device : snapshot->topology.pci_devices()) {
-    if (!device.is_bridge() && !snapshot->claims.contains(device.address)) {
-      unclaimed.push_back(&device);
-    }
+  {
+    MutexLock lock(mu_);
+    view.unhealthy_reasons = unhealthy_reasons_;
   }
-  out << "unclaimed: " << unclaimed.size() << " non-bridge PCI function(s)\n";
-  for (const PciDevice* pci : unclaimed) {
-    std::string interfaces;
-    for (const OsDevice& os : pci->os_devices) {
-      if (os.kind == "net") interfaces += " " + os.name;
-    }
-    out << "  " << pci->address.ToString() << "  "
-        << DescribeFunction(pci, pci->numa_nodes)
-        << (interfaces.empty() ? "" : "  net" + interfaces) << "\n";
-  }
-  for (const std::string& warning :
-       PfNamesWithoutInterface(options_.config, snapshot->topology)) {
-    out << "warning: " << warning << "\n";
-  }
-  if (!snapshot->nvidia.driver_missing.empty()) {
-    out << "warning: " << snapshot->nvidia.driver_missing
-        << "; the GPUs are Unhealthy until it is\n";
-  }
-  for (const auto& [address, gpu] : snapshot->nvidia.gpus) {
-    if (!snapshot->cdi_defined.contains("nvidia.com/gpu=" + gpu.uuid)) {
-      out << "warning: no CDI spec on the node defines nvidia.com/gpu="
-          << gpu.uuid << " (" << address.ToString()
-          << "): Allocate returns no CDI name for it\n";
-    }
-  }
-  for (size_t r = 0; r < options_.config.resources.size(); ++r) {
-    const std::string& kind = options_.config.resources[r].cdi_kind;
-    if (!kind.empty()) {
-      out << "CDI: " << options_.config.resources[r].name << " as " << kind
-          << (cdi_written_[r].load()
-                  ? " in " + (options_.cdi_dir / CdiSpecFileName(kind)).string()
-                  : std::string(": no spec written, no CDI names returned"))
-          << "\n";
-    }
-  }
-  return out.str();
+  return device_plugin::DescribeMatches(view);
 }
 
 std::string TopologyDevicePlugin::MetricsText() const {
@@ -895,12 +787,7 @@ std::string TopologyDevicePlugin::MetricsText() const {
   text.Family("topology_device_plugin_rescan_errors_total", "counter",
               "Rescans that failed.");
   text.Sample("topology_device_plugin_rescan_errors_total", {}, rescan_errors_);
-  size_t undefined = 0;
-  for (const auto& [address, gpu] : snapshot_->nvidia.gpus) {
-    if (!snapshot_->cdi_defined.contains("nvidia.com/gpu=" + gpu.uuid)) {
-      ++undefined;
-    }
-  }
+  const size_t undefined = UndefinedGpuCdiNames(*snapshot_).size();
   text.Family("topology_device_plugin_cdi_names_undefined", "gauge",
               "NVIDIA GPUs whose nvidia.com/gpu=<UUID> no CDI spec on the "
               "node defines (Allocate returns no CDI name for them).");

@@ -79,13 +79,25 @@ Status DriverRunner::Impl::Start() {
   if (Status cleaned = RemoveUnpreparedSpecs(); !cleaned.ok()) {
     return cleaned;
   }
-  if (Status served = ServeDra(); !served.ok()) return served;
-  if (Status served = ServeRegistration(); !served.ok()) {
+  std::vector<grpc::Service*> dra_services = {&dra_v1_, &dra_v1beta1_};
+  if (options_.serve_health) {
+    dra_services.push_back(health_.v1());
+    dra_services.push_back(health_.v1alpha1());
+  }
+  sockets_ = std::make_unique<DriverSockets>(
+      DriverSockets::Options{.driver_name = options_.driver_name,
+                             .dra_socket = dra_socket_,
+                             .registration_socket = registration_socket_,
+                             .socket_check = options_.socket_check,
+                             .clock = options_.clock},
+      std::move(dra_services), &registration_, [this] {
+        MutexLock lock(mu_);
+        registered_ = false;
+      });
+  if (Status served = sockets_->Start(); !served.ok()) {
     Stop();
     return served;
   }
-  WatchSocketDirectories();
-  watcher_ = std::thread([this] { WatchSockets(); });
   LOG(INFO) << options_.driver_name << ": serving " << dra_socket_.string()
             << ", registration at " << registration_socket_.string();
   return OkStatus();
@@ -97,26 +109,16 @@ void DriverRunner::Impl::Stop() {
     if (stopping_) return;
     stopping_ = true;
   }
-  changed_.notify_all();
   // A call waiting for the instances' lock sees the stop at once.
   if (instances_) instances_->Interrupt();
   // No claim's turn is had from now on; the health streams end at once.
   claims_.Stop();
   health_.Stop();
-  // (Their callbacks take mu_: not held here.)
-  directory_watchers_.clear();
-  if (watcher_.joinable()) watcher_.join();
-  std::unique_ptr<plugin::ServedSocket> registration;
-  std::unique_ptr<plugin::ServedSocket> dra;
-  {
-    MutexLock servers(server_mu_);
-    registration = std::move(registration_served_);
-    dra = std::move(dra_served_);
+  if (sockets_) {
+    sockets_->StopWatching();
+    // No new connection.
+    sockets_->StopAccepting();
   }
-  // No new connection; each socket goes only while it is still this
-  // runner's (a newer instance's stays).
-  if (registration) registration->StopAccepting();
-  if (dra) dra->StopAccepting();
   // Calls in flight get a second.
   // A call still waiting on the API server then (the claim's Get) is
   // cancelled there: gRPC's shutdown waits for every handler to return.
@@ -132,198 +134,13 @@ void DriverRunner::Impl::Stop() {
       source_->Cancel();
     }
   });
-  if (registration) registration->Shutdown(deadline);
-  if (dra) dra->Shutdown(deadline);
+  if (sockets_) sockets_->Shutdown(deadline);
   {
     std::lock_guard<std::mutex> lock(shut_mu);
     shut = true;
   }
   shut_cv.notify_all();
   canceller.join();
-}
-
-namespace {
-
-// Connections open at once on one socket (the kubelet holds one or two); a
-// new one beyond it closes another (unix_socket.h: idle first, of the peer
-// holding the most, its newest), never the newcomer.
-constexpr size_t kMaxConnections = 64;
-
-}  // namespace
-
-StatusOr<std::unique_ptr<plugin::ServedSocket>> DriverRunner::Impl::ServeAt(
-    const std::filesystem::path& path, std::vector<grpc::Service*> services,
-    bool in_place) const {
-  // Another instance's socket is never replaced: two drivers on one node
-  // would take the kubelet's registration from each other.
-  if (SocketAt(path) && Listening(path)) {
-    return FailedPreconditionError(
-        "another process serves " + path.string() +
-        "; two instances on one node need their own sockets (give each "
-        "its pod UID: --pod-uid, from the downward API)");
-  }
-  return plugin::ServedSocket::Serve(
-      {.path = path,
-       .services = std::move(services),
-       .socket = {.mode = 0600,
-                  .max_connections = kMaxConnections,
-                  .in_place = in_place},
-       .max_receive_bytes = 16 << 20});
-}
-
-Status DriverRunner::Impl::ServeDra() {
-  std::vector<grpc::Service*> services = {&dra_v1_, &dra_v1beta1_};
-  if (options_.serve_health) {
-    services.push_back(health_.v1());
-    services.push_back(health_.v1alpha1());
-  }
-  // The old server (its socket is gone) first: a socket path has one
-  // listener.
-  std::unique_ptr<plugin::ServedSocket> old;
-  {
-    MutexLock servers(server_mu_);
-    old = std::move(dra_served_);
-  }
-  old.reset();
-  auto served = ServeAt(dra_socket_, std::move(services), /*in_place=*/false);
-  if (!served.ok()) return served.status();
-  MutexLock servers(server_mu_);
-  dra_served_ = std::move(*served);
-  return OkStatus();
-}
-
-Status DriverRunner::Impl::ServeRegistration() {
-  std::unique_ptr<plugin::ServedSocket> old;
-  {
-    MutexLock servers(server_mu_);
-    old = std::move(registration_served_);
-  }
-  old.reset();
-  {
-    MutexLock lock(mu_);
-    // A new socket is a new registration: the kubelet's watcher calls
-    // GetInfo again.
-    registered_ = false;
-  }
-  // The kubelet's plugin watcher stats every name that appears in the
-  // registry: the socket is bound at its own name there.
-  auto served =
-      ServeAt(registration_socket_, {&registration_}, /*in_place=*/true);
-  if (!served.ok()) return served.status();
-  MutexLock servers(server_mu_);
-  registration_served_ = std::move(*served);
-  return OkStatus();
-}
-
-void DriverRunner::Impl::WatchSocketDirectories() {
-  // The kubelet's plugin watcher finds sockets through fsnotify; a socket
-  // it (or anyone) removes is noticed here the same way, and served again
-  // at once rather than at the next look.
-  std::vector<std::pair<std::filesystem::path, std::string>> watched = {
-      {dra_socket_.parent_path(), dra_socket_.filename().string()},
-      {registration_socket_.parent_path(),
-       registration_socket_.filename().string()}};
-  if (watched[0].first == watched[1].first) {
-    watched.pop_back();
-    watched[0].second.clear();  // both names
-  }
-  for (const auto& [dir, name] : watched) {
-    auto watcher =
-        plugin::DirWatcher::Start(dir, [this](const plugin::DirEvent& event) {
-          if (event.kind == plugin::DirEvent::Kind::kCreated) return;
-          bool look = event.kind == plugin::DirEvent::Kind::kListed;
-          {
-            MutexLock servers(server_mu_);
-            for (const auto* served : {&dra_served_, &registration_served_}) {
-              const std::filesystem::path& path =
-                  served == &dra_served_ ? dra_socket_ : registration_socket_;
-              if (event.name != path.filename().string()) continue;
-              // Gone, or never served (serving failed): looked at now.
-              look = !*served || (*served)->MayHaveGone(event);
-            }
-          }
-          if (!look) return;
-          {
-            MutexLock lock(mu_);
-            look_now_ = true;
-          }
-          changed_.notify_all();
-        });
-    if (!watcher.ok()) {
-      // Looked at every socket_check all the same.
-      LOG(WARNING) << options_.driver_name << ": " << watcher.status().message()
-                   << "; its sockets are looked at every "
-                   << options_.socket_check.count() << " ms only";
-      continue;
-    }
-    directory_watchers_.push_back(std::move(*watcher));
-  }
-}
-
-void DriverRunner::Impl::WatchSockets() {
-  const Clock& clock = *options_.clock;
-  MutexLock lock(mu_);
-  while (!stopping_) {
-    const Clock::TimePoint next = clock.Now() + options_.socket_check;
-    while (!stopping_ && !look_now_ && clock.Now() < next) {
-      clock.WaitUntil(changed_, lock, next);
-    }
-    look_now_ = false;
-    if (stopping_) break;
-    lock.unlock();
-    // Served again when the socket is gone, or when serving it failed
-    // before (its directory missing for a moment): retried at every look.
-    // A socket another process put at the path is left alone.
-    bool dra_gone = false;
-    bool registration_gone = false;
-    {
-      MutexLock servers(server_mu_);
-      using Look = plugin::ServedSocket::Look;
-      // Gone: nothing listens at the path; never served: nothing there yet
-      // either (another process's socket is not ours to replace).
-      const auto look = [](const std::unique_ptr<plugin::ServedSocket>& served,
-                           const std::filesystem::path& path) {
-        if (served) return served->LookAtPath();
-        return SocketAt(path) && Listening(path) ? Look::kTaken : Look::kGone;
-      };
-      const Look dra = look(dra_served_, dra_socket_);
-      const Look registration =
-          look(registration_served_, registration_socket_);
-      dra_gone = dra == Look::kGone;
-      registration_gone = registration == Look::kGone;
-      const bool taken = (dra_served_ && dra == Look::kTaken) ||
-                         (registration_served_ && registration == Look::kTaken);
-      if (taken && !taken_warned_) {
-        taken_warned_ = true;
-        LOG(ERROR) << options_.driver_name
-                   << ": another process replaced this driver's socket; it "
-                      "is left alone (run each instance with its pod UID)";
-      }
-    }
-    // The DRA socket first: registration names it. While it cannot be
-    // served, registering again would only name a socket nobody serves
-    // (and make a watched directory's events, and a look, at every try).
-    bool dra_served = false;
-    if (dra_gone) {
-      LOG(WARNING) << options_.driver_name << ": " << dra_socket_.string()
-                   << " was removed; serving it again";
-      if (Status served = ServeDra(); !served.ok()) {
-        LOG(ERROR) << served.message();
-      } else {
-        dra_served = true;
-      }
-    }
-    if (registration_gone || dra_served) {
-      LOG(WARNING) << options_.driver_name << ": "
-                   << registration_socket_.string()
-                   << (registration_gone ? " was removed" : "")
-                   << "; registering again";
-      if (Status served = ServeRegistration(); !served.ok()) {
-        LOG(ERROR) << served.message();
-      }
-    }
-    lock.lock();
-  }
 }
 
 void DriverRunner::Impl::OnRegistrationStatus(bool registered,

@@ -41,6 +41,7 @@
 #include "checksum.h"
 #include "claim_table.h"
 #include "driver_services.h"
+#include "driver_sockets.h"
 #include "health_streams.h"
 #include "instance_lock.h"
 #include "k8s_names.h"
@@ -160,22 +161,6 @@ class DriverRunner::Impl final : private ClaimCalls {
   void OnRegistrationStatus(bool registered, const std::string& error)
       TOPOLOGY_EXCLUDES(mu_);
 
-  // --- sockets
-  // ----------------------------------------------------------------
-  Status ServeDra() TOPOLOGY_EXCLUDES(mu_);
-  Status ServeRegistration() TOPOLOGY_EXCLUDES(mu_);
-  // Looks at the sockets every socket_check, and at once when a watched
-  // directory says one of them was removed.
-  void WatchSockets() TOPOLOGY_EXCLUDES(mu_);
-  // Starts watching the directories of the two sockets (inotify); where no
-  // watch can be had, the periodic look alone finds a removed socket.
-  void WatchSocketDirectories() TOPOLOGY_EXCLUDES(mu_);
-  // Serves `services` at `path` (bound in place for the kubelet's plugin
-  // registry); refused where another process serves it.
-  StatusOr<std::unique_ptr<plugin::ServedSocket>> ServeAt(
-      const std::filesystem::path& path, std::vector<grpc::Service*> services,
-      bool in_place) const;
-
   const DriverOptions options_;
   ClaimSource* const source_;
   DriverHandler* const handler_;
@@ -192,24 +177,13 @@ class DriverRunner::Impl final : private ClaimCalls {
   HealthStreams health_;
 
   mutable Mutex mu_;
-  std::condition_variable_any changed_;  // stopping_, look_now_
-  // A watched directory said one of the sockets was removed.
-  bool look_now_ TOPOLOGY_GUARDED_BY(mu_) = false;
   bool registered_ TOPOLOGY_GUARDED_BY(mu_) = false;
   std::string registration_error_ TOPOLOGY_GUARDED_BY(mu_);
   bool started_ TOPOLOGY_GUARDED_BY(mu_) = false;
   bool stopping_ TOPOLOGY_GUARDED_BY(mu_) = false;
 
-  // The servers and the sockets they made; the watcher thread replaces a
-  // server whose socket is gone.
-  Mutex server_mu_ TOPOLOGY_ACQUIRED_BEFORE(mu_);
-  std::unique_ptr<plugin::ServedSocket> dra_served_
-      TOPOLOGY_GUARDED_BY(server_mu_);
-  std::unique_ptr<plugin::ServedSocket> registration_served_
-      TOPOLOGY_GUARDED_BY(server_mu_);
-  bool taken_warned_ TOPOLOGY_GUARDED_BY(server_mu_) = false;
-  std::thread watcher_;
-  std::vector<std::unique_ptr<plugin::DirWatcher>> directory_watchers_;
+  // The DRA and registration sockets (driver_sockets.h).
+  std::unique_ptr<DriverSockets> sockets_;
   // Rolling updates: <plugin_dir>/serialize.lock, open from Start (with a
   // pod UID only). Taken before mu_.
   std::unique_ptr<InstanceLock> instances_;

@@ -79,9 +79,9 @@ Status ResourceServer::SetDevices(std::vector<Device> devices) {
 
 ResourceStats ResourceServer::stats() const {
   ResourceStats stats;
-  stats.registrations = registrations_.load();
-  stats.registration_failures = registration_failures_.load();
-  stats.server_restarts = server_restarts_.load();
+  stats.registrations = registrar_.registrations();
+  stats.registration_failures = registrar_.registration_failures();
+  stats.server_restarts = registrar_.server_restarts();
   stats.allocate_calls = allocate_calls_.load();
   stats.allocate_errors = allocate_errors_.load();
   stats.preferred_calls = preferred_calls_.load();

@@ -218,38 +218,38 @@ struct ServingInstance {
   std::unique_ptr<ServedSocket> served;
 };
 
-class ResourceServer final : public ResourcePublisher {
+// One resource's sockets and its registration with the kubelet: an instance
+// served per socket (ServedSocket), registration with back-off, serving a
+// new socket when ours is removed or the kubelet restarts, standing aside
+// while a newer instance of the plugin serves the resource, retirement of
+// old sockets, and the stop (resource_serving.cc).
+class ResourceRegistrar {
  public:
-  ResourceServer(const RunnerOptions& options, std::string name,
-                 std::shared_ptr<ResourceHandler> handler,
-                 DevicePluginOptions plugin_options, std::string instance)
+  // `owner` answers the sockets' calls and keeps the streams; neither it
+  // nor `options` is owned.
+  ResourceRegistrar(const RunnerOptions& options, ResourceServer* owner,
+                    std::string name, std::string instance)
       : options_(options),
+        owner_(owner),
         name_(std::move(name)),
         slug_(Slug(name_)),
-        instance_(std::move(instance)),
-        handler_(std::move(handler)),
-        plugin_options_(plugin_options),
-        streams_([this] { Wake(); }, options.clock) {}
+        instance_(std::move(instance)) {}
+  ~ResourceRegistrar() { Stop(); }
 
-  ~ResourceServer() override { Stop(); }
-
-  // ResourcePublisher.
-  const std::string& resource_name() const override { return name_; }
-  Status SetDevices(std::vector<Device> devices) override;
-  std::vector<Device> devices() const override {
-    MutexLock lock(devices_mu_);
-    return devices_;
-  }
-  bool registered() const override {
+  bool registered() const {
     MutexLock lock(state_mu_);
     return registered_;
   }
-  std::string endpoint() const override {
+  std::string endpoint() const {
     MutexLock lock(state_mu_);
     return current_ ? current_->endpoint : std::string();
   }
-  ResourceStats stats() const override;
-
+  // Whether another instance serves this resource now (a newer one
+  // registered after us).
+  bool superseded() const {
+    MutexLock lock(state_mu_);
+    return !superseding_.empty();
+  }
   // The longest socket path this resource can use.
   std::filesystem::path LongestSocketPath() const {
     return options_.plugin_dir /
@@ -261,12 +261,6 @@ class ResourceServer final : public ResourcePublisher {
   }
   // What this instance's sockets start with.
   std::string OwnPrefix() const { return EndpointPrefix() + instance_ + "-"; }
-  // Whether another instance serves this resource now (a newer one
-  // registered after us).
-  bool superseded() const override {
-    MutexLock lock(state_mu_);
-    return !superseding_.empty();
-  }
 
   Status StartServing();
   void StartSupervisor() {
@@ -274,18 +268,20 @@ class ResourceServer final : public ResourcePublisher {
   }
   void OnDirEvent(const DirEvent& event);
   void Stop();
+  // Something happened (a stream opened or closed): the supervisor looks.
+  void Wake() {
+    {
+      MutexLock lock(state_mu_);
+      ++wakes_;
+    }
+    wake_.notify_all();
+  }
 
-  // Called by the service.
-  const DevicePluginOptions& plugin_options() const { return plugin_options_; }
-  StreamSet& streams() { return streams_; }
-  void MarkListed() { listed_.store(true); }
-  grpc::Status Allocate(const v1beta1::AllocateRequest& request,
-                        v1beta1::AllocateResponse* response);
-  grpc::Status GetPreferredAllocation(
-      const v1beta1::PreferredAllocationRequest& request,
-      v1beta1::PreferredAllocationResponse* response);
-  grpc::Status PreStartContainer(
-      const v1beta1::PreStartContainerRequest& request);
+  uint64_t registrations() const { return registrations_.load(); }
+  uint64_t registration_failures() const {
+    return registration_failures_.load();
+  }
+  uint64_t server_restarts() const { return server_restarts_.load(); }
 
  private:
   StatusOr<std::unique_ptr<ServingInstance>> NewInstance();
@@ -296,31 +292,14 @@ class ResourceServer final : public ResourcePublisher {
               std::chrono::system_clock::time_point grace_end);
   Status Register(const std::string& endpoint);
   void Supervise();
-  void Wake() {
-    {
-      MutexLock lock(state_mu_);
-      ++wakes_;
-    }
-    wake_.notify_all();
-  }
-  // Fails when an id is unknown (or, with `healthy`, unhealthy).
-  Status CheckIds(const std::vector<std::string>& ids, bool healthy) const;
 
   const RunnerOptions& options_;
+  ResourceServer* const owner_;
   const std::string name_;
   const std::string slug_;
   // This process's instance of the plugin: "<pid>-<random>", unique per
   // instance even where every instance is pid 1 (containers).
   const std::string instance_;
-  const std::shared_ptr<ResourceHandler> handler_;
-  const DevicePluginOptions plugin_options_;
-
-  mutable Mutex devices_mu_;
-  std::vector<Device> devices_ TOPOLOGY_GUARDED_BY(devices_mu_);
-  // Indexes into devices_ in the order of their ids, for CheckIds.
-  std::vector<uint32_t> by_id_ TOPOLOGY_GUARDED_BY(devices_mu_);
-
-  StreamSet streams_;
 
   mutable Mutex state_mu_;
   std::condition_variable_any wake_;
@@ -359,16 +338,89 @@ class ResourceServer final : public ResourcePublisher {
       nullptr;
   std::thread supervisor_;
 
-  std::atomic<bool> listed_{false};  // a ListAndWatch stream was opened
   std::atomic<uint64_t> registrations_{0};
   std::atomic<uint64_t> registration_failures_{0};
   std::atomic<uint64_t> server_restarts_{0};
+};
+
+// One resource: its devices and the kubelet's calls on them (Allocate,
+// GetPreferredAllocation, PreStartContainer, ListAndWatch's streams), over
+// its registrar's sockets.
+class ResourceServer final : public ResourcePublisher {
+ public:
+  ResourceServer(const RunnerOptions& options, std::string name,
+                 std::shared_ptr<ResourceHandler> handler,
+                 DevicePluginOptions plugin_options, std::string instance)
+      : options_(options),
+        name_(std::move(name)),
+        handler_(std::move(handler)),
+        plugin_options_(plugin_options),
+        streams_([this] { registrar_.Wake(); }, options.clock),
+        registrar_(options, this, name_, std::move(instance)) {}
+
+  ~ResourceServer() override { Stop(); }
+
+  // ResourcePublisher.
+  const std::string& resource_name() const override { return name_; }
+  Status SetDevices(std::vector<Device> devices) override;
+  std::vector<Device> devices() const override {
+    MutexLock lock(devices_mu_);
+    return devices_;
+  }
+  bool registered() const override { return registrar_.registered(); }
+  std::string endpoint() const override { return registrar_.endpoint(); }
+  ResourceStats stats() const override;
+  bool superseded() const override { return registrar_.superseded(); }
+
+  // The registrar's (see above).
+  ResourceRegistrar& registrar() { return registrar_; }
+  std::filesystem::path LongestSocketPath() const {
+    return registrar_.LongestSocketPath();
+  }
+  std::string EndpointPrefix() const { return registrar_.EndpointPrefix(); }
+  Status StartServing() { return registrar_.StartServing(); }
+  void StartSupervisor() { registrar_.StartSupervisor(); }
+  void OnDirEvent(const DirEvent& event) { registrar_.OnDirEvent(event); }
+  // The sockets first, then the streams they served.
+  void Stop() { registrar_.Stop(); }
+
+  // Called by the service and the registrar.
+  const DevicePluginOptions& plugin_options() const { return plugin_options_; }
+  StreamSet& streams() { return streams_; }
+  void MarkListed() { listed_.store(true); }
+  grpc::Status Allocate(const v1beta1::AllocateRequest& request,
+                        v1beta1::AllocateResponse* response);
+  grpc::Status GetPreferredAllocation(
+      const v1beta1::PreferredAllocationRequest& request,
+      v1beta1::PreferredAllocationResponse* response);
+  grpc::Status PreStartContainer(
+      const v1beta1::PreStartContainerRequest& request);
+
+ private:
+  // Fails when an id is unknown (or, with `healthy`, unhealthy).
+  Status CheckIds(const std::vector<std::string>& ids, bool healthy) const;
+
+  const RunnerOptions& options_;
+  const std::string name_;
+  const std::shared_ptr<ResourceHandler> handler_;
+  const DevicePluginOptions plugin_options_;
+
+  mutable Mutex devices_mu_;
+  std::vector<Device> devices_ TOPOLOGY_GUARDED_BY(devices_mu_);
+  // Indexes into devices_ in the order of their ids, for CheckIds.
+  std::vector<uint32_t> by_id_ TOPOLOGY_GUARDED_BY(devices_mu_);
+
+  StreamSet streams_;
+
+  std::atomic<bool> listed_{false};  // a ListAndWatch stream was opened
   std::atomic<uint64_t> allocate_calls_{0};
   std::atomic<uint64_t> allocate_errors_{0};
   std::atomic<uint64_t> preferred_calls_{0};
   std::atomic<uint64_t> preferred_errors_{0};
   std::atomic<uint64_t> list_updates_{0};
   LatencyHistogram preferred_latency_;
+  // Declared last: its supervisor calls into the members above.
+  ResourceRegistrar registrar_;
 };
 
 }  // namespace topology::plugin::internal

@@ -1,11 +1,11 @@
-// ResourceServer's sockets and registration: an instance served per
-// socket, registration with the kubelet with backoff, re-serving when the
-// socket is removed or the kubelet restarts, supervision, shutdown.
+// ResourceRegistrar: one resource's sockets and registration: an instance
+// served per socket, registration with the kubelet with backoff, re-serving
+// when the socket is removed or the kubelet restarts, supervision, shutdown.
 #include "resource_server.h"
 
 namespace topology::plugin::internal {
 
-StatusOr<std::unique_ptr<ServingInstance>> ResourceServer::NewInstance() {
+StatusOr<std::unique_ptr<ServingInstance>> ResourceRegistrar::NewInstance() {
   auto instance = std::make_unique<ServingInstance>();
   {
     MutexLock lock(state_mu_);
@@ -22,7 +22,7 @@ StatusOr<std::unique_ptr<ServingInstance>> ResourceServer::NewInstance() {
                                    " exists and is not this instance's");
   }
 
-  instance->service = std::make_unique<DevicePluginService>(this);
+  instance->service = std::make_unique<DevicePluginService>(owner_);
   std::unique_ptr<grpc::ServerCompletionQueue> cq;
   // Only the kubelet (root) connects, whatever the umask; the socket
   // appears once it accepts.
@@ -43,13 +43,13 @@ StatusOr<std::unique_ptr<ServingInstance>> ResourceServer::NewInstance() {
   }
   instance->served = std::move(*served);
   instance->list_and_watch = std::make_unique<ListAndWatchQueue>(
-      instance->service.get(), std::move(cq), &streams_, instance->id,
-      [this] { MarkListed(); });
+      instance->service.get(), std::move(cq), &owner_->streams(), instance->id,
+      [owner = owner_] { owner->MarkListed(); });
   instance->list_and_watch->Start();
   return instance;
 }
 
-Status ResourceServer::StartServing() {
+Status ResourceRegistrar::StartServing() {
   StatusOr<std::unique_ptr<ServingInstance>> instance = NewInstance();
   if (!instance.ok()) return instance.status();
   // A socket removed right after binding (a kubelet or topology-manager
@@ -64,7 +64,7 @@ Status ResourceServer::StartServing() {
   return OkStatus();
 }
 
-void ResourceServer::Retire(
+void ResourceRegistrar::Retire(
     std::vector<std::unique_ptr<ServingInstance>> instances,
     std::chrono::system_clock::time_point grace_end) {
   const grpc::Status superseded(grpc::StatusCode::UNAVAILABLE,
@@ -72,15 +72,15 @@ void ResourceServer::Retire(
   for (auto& instance : instances) {
     // No new connection; the socket goes if it is still this instance's.
     instance->served->StopAccepting();
-    streams_.Close(instance->id, superseded);
+    owner_->streams().Close(instance->id, superseded);
     instance->served->Shutdown(grace_end);
     instance->list_and_watch->Stop();
-    streams_.WaitClosed(instance->id, Remaining(grace_end));
+    owner_->streams().WaitClosed(instance->id, Remaining(grace_end));
     VLOG(1) << name_ << ": retired " << instance->endpoint;
   }
 }
 
-Status ResourceServer::Register(const std::string& endpoint) {
+Status ResourceRegistrar::Register(const std::string& endpoint) {
   const std::filesystem::path kubelet = options_.plugin_dir / kKubeletSocket;
   auto channel = grpc::CreateChannel("unix:" + kubelet.string(),
                                      grpc::InsecureChannelCredentials());
@@ -89,7 +89,7 @@ Status ResourceServer::Register(const std::string& endpoint) {
   request.set_version(kApiVersion);
   request.set_endpoint(endpoint);
   request.set_resource_name(name_);
-  *request.mutable_options() = ToProto(plugin_options_);
+  *request.mutable_options() = ToProto(owner_->plugin_options());
   grpc::ClientContext context;
   context.set_deadline(std::chrono::system_clock::now() +
                        options_.register_timeout);
@@ -111,7 +111,7 @@ Status ResourceServer::Register(const std::string& endpoint) {
   return FromGrpcStatus(status);
 }
 
-void ResourceServer::OnDirEvent(const DirEvent& event) {
+void ResourceRegistrar::OnDirEvent(const DirEvent& event) {
   MutexLock lock(state_mu_);
   if (stopping_) return;
   if (event.kind == DirEvent::Kind::kCreated && event.name == kKubeletSocket) {
@@ -169,7 +169,7 @@ void ResourceServer::OnDirEvent(const DirEvent& event) {
   wake_.notify_all();
 }
 
-void ResourceServer::Supervise() {
+void ResourceRegistrar::Supervise() {
   MutexLock lock(state_mu_);
   while (!stopping_) {
     if (kubelet_created_) {
@@ -316,7 +316,7 @@ void ResourceServer::Supervise() {
     } else if (!registered_) {
       wake_at = next_attempt_;
     } else if (options_.stream_gap.count() > 0) {
-      if (auto empty_since = streams_.empty_since()) {
+      if (auto empty_since = owner_->streams().empty_since()) {
         const auto gap_start = std::max(*empty_since, registered_at_);
         if (now - gap_start >= options_.stream_gap) {
           LOG(WARNING) << name_ << ": no ListAndWatch stream for "
@@ -337,7 +337,7 @@ void ResourceServer::Supervise() {
   }
 }
 
-void ResourceServer::Stop() {
+void ResourceRegistrar::Stop() {
   {
     MutexLock lock(state_mu_);
     if (stopping_ && !supervisor_.joinable() && !current_ &&
@@ -359,10 +359,10 @@ void ResourceServer::Stop() {
   }
   const grpc::Status closing(grpc::StatusCode::UNAVAILABLE,
                              "the device plugin is shutting down");
-  streams_.Close(std::nullopt, closing);
+  owner_->streams().Close(std::nullopt, closing);
   const auto grace_end = GraceEnd();
   Retire(std::move(all), grace_end);
-  streams_.WaitClosed(std::nullopt, Remaining(grace_end));
+  owner_->streams().WaitClosed(std::nullopt, Remaining(grace_end));
 }
 
 grpc::Status DevicePluginService::GetDevicePluginOptions(
