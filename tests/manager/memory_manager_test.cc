@@ -1123,13 +1123,19 @@ TEST(MemoryManagerTest, ManagerPoliciesAndStartChecks) {
       HasSubstr("references a NUMA node 3 that does not exist"));
 }
 
-TEST(MemoryManagerTest, RestoreChecksEveryBlockAgainstTheMachine) {
-  const std::vector<NumaNode> machine = {MachineNode(0, 8 * gb, 2),
-                                         MachineNode(1, 8 * gb, 2)};
+// Static, 1 GiB of memory reserved on node 0.
+MemoryManager::Options StaticWithOneGiBReserved() {
   MemoryManager::Options options;
   options.policy = kMemoryPolicyStatic;
   options.reserved_memory = {{0, {{kMem, gb}}}};
   options.node_allocatable_reservation = {{kMem, gb}};
+  return options;
+}
+
+TEST(MemoryManagerTest, RestoreChecksEveryBlockAgainstTheMachine) {
+  const std::vector<NumaNode> machine = {MachineNode(0, 8 * gb, 2),
+                                         MachineNode(1, 8 * gb, 2)};
+  MemoryManager::Options options = StaticWithOneGiBReserved();
   const auto fresh = [&] {
     return *MemoryManager::Create(options, machine, nullptr);
   };
@@ -1154,9 +1160,11 @@ TEST(MemoryManagerTest, RestoreChecksEveryBlockAgainstTheMachine) {
   EXPECT_THAT(manager->Restore(kMemoryPolicyStatic, recorded).message(),
               HasSubstr("already holds memory"));
   EXPECT_THAT(restore({B({4}, kMem, gb)}),
-              HasSubstr("NUMA node 4, which does not exist"));
+              HasSubstr("(pod: v, container: c) the memory assignment uses "
+                        "the NUMA that does not exist"));
   EXPECT_THAT(restore({B({0}, kHp2m, gb)}),
-              HasSubstr("hugepages-2Mi, which node 0 does not have"));
+              HasSubstr("(pod: v, container: c) the memory assignment uses "
+                        "memory resource that does not exist"));
   EXPECT_THAT(restore({B({1}, kMem, 9 * gb)}),
               HasSubstr("do not fit what is free there"));
   EXPECT_THAT(restore({B({1, 1}, kMem, mb)}),
@@ -1182,10 +1190,7 @@ TEST(MemoryManagerTest, RestoreChecksEveryBlockAgainstTheMachine) {
 TEST(MemoryManagerTest, RestoreRunsValidateStateWithTheDriftTolerance) {
   const std::vector<NumaNode> machine = {MachineNode(0, 8 * gb, 0),
                                          MachineNode(1, 8 * gb, 0)};
-  MemoryManager::Options options;
-  options.policy = kMemoryPolicyStatic;
-  options.reserved_memory = {{0, {{kMem, gb}}}};
-  options.node_allocatable_reservation = {{kMem, gb}};
+  MemoryManager::Options options = StaticWithOneGiBReserved();
   MemoryState recorded;
   recorded.machine =
       (*MemoryManager::Create(options, machine, nullptr))->Baseline();

@@ -14,54 +14,6 @@ namespace {
 // Allocate searches them instead of listing every subset.
 constexpr size_t kMaxStaticNodes = NumaMask::kMaxNodes;
 
-// updateExpectedMachineState over every container, with what the kubelet's
-// state file would have refused: a block on a node or type the machine
-// lacks, or more than is free (our record keeps no reserved or free bytes
-// to compare with).
-Status ApplyAssignments(MemoryMachineState& machine,
-                        const ContainerMemoryAssignments& assignments) {
-  for (const auto& [pod, containers] : assignments) {
-    for (const auto& [container, blocks] : containers) {
-      const std::string who =
-          "[memorymanager] pod " + pod + " container " + container;
-      for (const MemoryBlock& block : blocks) {
-        uint64_t requested = block.size;
-        for (int id : block.numa_affinity) {
-          const auto node = machine.find(id);
-          if (node == machine.end()) {
-            return FailedPreconditionError(
-                who + ": the memory assignment uses NUMA node " +
-                std::to_string(id) + ", which does not exist");
-          }
-          const auto table = node->second.memory.find(block.type);
-          if (table == node->second.memory.end()) {
-            return FailedPreconditionError(
-                who + ": the memory assignment uses " + block.type +
-                ", which node " + std::to_string(id) + " does not have");
-          }
-          MemoryTable& t = table->second;
-          node->second.assignments++;
-          node->second.cells = block.numa_affinity;
-          const uint64_t take = std::min(t.free, requested);
-          t.free -= take;
-          t.reserved += take;
-          requested -= take;
-        }
-        if (requested != 0) {
-          return FailedPreconditionError(
-              who + ": " + std::to_string(block.size) + " bytes of " +
-              block.type + " on NUMA nodes " +
-              NumaMask::FromIds(block.numa_affinity)
-                  .value_or(NumaMask())
-                  .ToString() +
-              " do not fit what is free there");
-        }
-      }
-    }
-  }
-  return OkStatus();
-}
-
 }  // namespace
 
 bool IsHugePagesResource(std::string_view name) {
@@ -362,10 +314,15 @@ Status MemoryManager::Restore(const std::string& recorded_policy,
       table.free = table.allocatable;
     }
   }
-  if (Status fits = ApplyAssignments(state.machine, state.assignments);
-      !fits.ok()) {
-    return fits;
+  // (The kubelet's state file would have refused what does not fit; our
+  // record keeps no reserved or free bytes to compare with.)
+  std::string unfit;
+  if (Status updated = StaticMemoryPolicy::UpdateExpectedMachineState(
+          state.machine, state.assignments, &unfit);
+      !updated.ok()) {
+    return updated;
   }
+  if (!unfit.empty()) return FailedPreconditionError(unfit);
   std::string difference;
   if (Status started = policy_->Start(
           state,

@@ -350,40 +350,9 @@ Status StaticMemoryPolicy::Start(MemoryState& state,
     return OkStatus();
   }
   MemoryMachineState expected = DefaultMachineState();
-  for (const auto& [pod, containers] : state.assignments) {
-    for (const auto& [container, blocks] : containers) {
-      for (const MemoryBlock& block : blocks) {
-        uint64_t requested = block.size;
-        for (int id : block.numa_affinity) {
-          const auto node = expected.find(id);
-          if (node == expected.end()) {
-            return FailedPreconditionError(
-                "[memorymanager] (pod: " + pod + ", container: " + container +
-                ") the memory assignment uses the NUMA that does not exist");
-          }
-          node->second.assignments++;
-          node->second.cells = block.numa_affinity;
-          const auto table = node->second.memory.find(block.type);
-          if (table == node->second.memory.end()) {
-            return FailedPreconditionError(
-                "[memorymanager] (pod: " + pod + ", container: " + container +
-                ") the memory assignment uses memory resource that does not "
-                "exist");
-          }
-          if (requested == 0 || table->second.free == 0) continue;
-          MemoryTable& t = table->second;
-          if (t.free >= requested) {
-            t.reserved += requested;
-            t.free -= requested;
-            requested = 0;
-            continue;
-          }
-          requested -= t.free;
-          t.reserved += t.free;
-          t.free = 0;
-        }
-      }
-    }
+  if (Status updated = UpdateExpectedMachineState(expected, state.assignments);
+      !updated.ok()) {
+    return updated;
   }
   std::string drifted;
   const std::string difference = MachineStateDifference(
@@ -399,6 +368,48 @@ Status StaticMemoryPolicy::Start(MemoryState& state,
   // Within the drift: the machine as it is now. Equal: the recorded one,
   // as the kubelet keeps it (a group's memory may sit on other nodes of it).
   if (!drifted.empty()) state.machine = std::move(expected);
+  return OkStatus();
+}
+
+Status StaticMemoryPolicy::UpdateExpectedMachineState(
+    MemoryMachineState& machine, const ContainerMemoryAssignments& assignments,
+    std::string* unfit) {
+  for (const auto& [pod, containers] : assignments) {
+    for (const auto& [container, blocks] : containers) {
+      const std::string who =
+          "[memorymanager] (pod: " + pod + ", container: " + container + ") ";
+      for (const MemoryBlock& block : blocks) {
+        uint64_t requested = block.size;
+        for (int id : block.numa_affinity) {
+          const auto node = machine.find(id);
+          if (node == machine.end()) {
+            return FailedPreconditionError(
+                who +
+                "the memory assignment uses the NUMA that does not exist");
+          }
+          node->second.assignments++;
+          node->second.cells = block.numa_affinity;
+          const auto table = node->second.memory.find(block.type);
+          if (table == node->second.memory.end()) {
+            return FailedPreconditionError(
+                who +
+                "the memory assignment uses memory resource that does not "
+                "exist");
+          }
+          MemoryTable& t = table->second;
+          const uint64_t take = std::min(t.free, requested);
+          t.reserved += take;
+          t.free -= take;
+          requested -= take;
+        }
+        if (requested != 0 && unfit != nullptr && unfit->empty()) {
+          *unfit = who + std::to_string(block.size) + " bytes of " +
+                   block.type + " on NUMA nodes " + Group(block.numa_affinity) +
+                   " do not fit what is free there";
+        }
+      }
+    }
+  }
   return OkStatus();
 }
 

@@ -49,6 +49,15 @@ class TOPOLOGY_EXPORT StaticMemoryPolicy final : public MemoryPolicy {
   // becomes that one.
   Status Start(MemoryState& state,
                const MemoryStartChecks& checks) const override;
+  // updateExpectedMachineState over every container: each block's memory
+  // reserved on its nodes in order, as much as is free on each, the nodes'
+  // assignments counted and grouped. The kubelet's errors for a node or a
+  // memory type the machine lacks. `unfit`, when not null, receives the
+  // first block that needed more than was free (the kubelet does not look).
+  static Status UpdateExpectedMachineState(
+      MemoryMachineState& machine,
+      const ContainerMemoryAssignments& assignments,
+      std::string* unfit = nullptr);
   // The machine state with nothing assigned (getDefaultMachineState).
   MemoryMachineState DefaultMachineState() const;
 
