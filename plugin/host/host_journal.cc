@@ -39,6 +39,26 @@ Status PreparePluginDirectory(const std::filesystem::path& plugin_dir) {
   return OkStatus();
 }
 
+namespace {
+
+// What the containers hold, as the checkpoint keeps it.
+std::vector<CheckpointContainer> CheckpointContainers(
+    const std::vector<ContainerResult>& containers) {
+  std::vector<CheckpointContainer> out;
+  out.reserve(containers.size());
+  for (const ContainerResult& c : containers) {
+    out.push_back({c.name, c.devices, c.cpus, c.numa_nodes, c.memory});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string HostJournal::AdmitRecord(
+    const manager::Pod& pod, const std::vector<ContainerResult>& containers) {
+  return EncodeAdmitRecord({pod, CheckpointContainers(containers)});
+}
+
 HostJournal::HostJournal(const std::filesystem::path& plugin_dir,
                          size_t max_bytes, ResourceManagers* managers,
                          PodLedger* ledger, PluginRegistry* registry)

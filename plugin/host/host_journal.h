@@ -22,6 +22,7 @@
 
 #include "host_config.h"  // kCheckpointFile
 #include "pod_ledger.h"
+#include "pod_result.h"
 #include "resource_managers.h"
 
 namespace topology::host {
@@ -55,6 +56,9 @@ class HostJournal {
   // Whether Restore read the checkpoint (a clean stop then compacts it).
   bool restored() const { return restored_; }
 
+  // An admitted pod's journal record, with what its containers hold.
+  static std::string AdmitRecord(
+      const manager::Pod& pod, const std::vector<ContainerResult>& containers);
   // Appends `records` and syncs them; `publish`, when given, runs under the
   // store's lock once they are durable (a compaction then sees both or
   // neither).

@@ -12,11 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "topology/plugin/unix_socket.h"
-
 #include "checkpoint.h"
-#include "checkpoint_store.h"
-#include "host_restore.h"
 #include "host_server.h"
 #include "kubelet_names.h"
 #include "plugin_endpoint.h"
@@ -291,8 +287,7 @@ PodResult HostManager::AdmitInSlot(const manager::Pod& pod, bool explain,
     return result;
   }
   LOG(INFO) << "pod " << pod.ns << "/" << pod.name << " admitted";
-  record->append(
-      EncodeAdmitRecord({pod, CheckpointContainers(result.containers)}));
+  record->append(HostJournal::AdmitRecord(pod, result.containers));
   ledger_.AddPending(std::move(admission));
   return result;
 }

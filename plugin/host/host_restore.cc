@@ -31,16 +31,6 @@
 
 namespace topology::host {
 
-std::vector<CheckpointContainer> CheckpointContainers(
-    const std::vector<ContainerResult>& containers) {
-  std::vector<CheckpointContainer> out;
-  out.reserve(containers.size());
-  for (const ContainerResult& c : containers) {
-    out.push_back({c.name, c.devices, c.cpus, c.numa_nodes, c.memory});
-  }
-  return out;
-}
-
 CheckpointMemory MemoryRecord(const manager::MemoryManager& memory) {
   CheckpointMemory record;
   record.policy = memory.policy_name();

@@ -18,10 +18,6 @@
 
 namespace topology::host {
 
-// What the containers hold, as the checkpoint keeps it.
-std::vector<CheckpointContainer> CheckpointContainers(
-    const std::vector<ContainerResult>& containers);
-
 // The memory manager's policy and machine as the checkpoint records them:
 // what the machine and the configuration decide, nothing assigned.
 CheckpointMemory MemoryRecord(const manager::MemoryManager& memory);

@@ -39,21 +39,19 @@ PodLedger::BusyWait PodLedger::WaitUntilNotBusy(
 bool PodLedger::LockAdmission(const std::function<bool()>& cancelled) {
   // A slot rather than a timed mutex: the wait polls for cancellation and
   // for Stop() (and ThreadSanitizer sees every step of it).
-  MutexLock slot(slot_mu_);
-  while (admitting_) {
-    slot_free_.wait_for(slot, std::chrono::milliseconds(50));
+  MutexLock lock(mu_);
+  while (admitting_ && !stopping_) {
+    slot_free_.wait_for(lock, std::chrono::milliseconds(50));
     if (cancelled && cancelled()) return false;
-    if (stopping()) return false;
   }
-  if (stopping()) return false;
-  if (cancelled && cancelled()) return false;
+  if (stopping_ || (cancelled && cancelled())) return false;
   admitting_ = true;
   return true;
 }
 
 void PodLedger::UnlockAdmission() {
   {
-    MutexLock slot(slot_mu_);
+    MutexLock lock(mu_);
     admitting_ = false;
   }
   slot_free_.notify_one();

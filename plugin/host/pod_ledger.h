@@ -10,7 +10,8 @@
 //
 // Lock order (docs/architecture.md): the checkpoint store's lock, then
 // this ledger's, then the plugin registry's, then the managers' own. The
-// admission slot is taken with none of them held.
+// admission slot is a flag under the ledger's lock, taken with no lock held
+// and kept (no lock held) for the whole admission.
 #ifndef TOPOLOGY_HOST_POD_LEDGER_H_
 #define TOPOLOGY_HOST_POD_LEDGER_H_
 
@@ -57,8 +58,8 @@ class PodLedger {
 
   // The admission slot: waits for it; false when cancelled or stopping.
   bool LockAdmission(const std::function<bool()>& cancelled)
-      TOPOLOGY_EXCLUDES(mu_, slot_mu_);
-  void UnlockAdmission() TOPOLOGY_EXCLUDES(slot_mu_);
+      TOPOLOGY_EXCLUDES(mu_);
+  void UnlockAdmission() TOPOLOGY_EXCLUDES(mu_);
 
   // With the slot held: the answer for `uid` when it is admitted (or
   // pending under `request`: the same answer, committed with it) in
@@ -130,11 +131,10 @@ class PodLedger {
   uint64_t last_request_ TOPOLOGY_GUARDED_BY(mu_) = 0;
   size_t high_water_ TOPOLOGY_GUARDED_BY(mu_) = 0;  // since the last trim
   bool stopping_ TOPOLOGY_GUARDED_BY(mu_) = false;
-
-  // Taken before mu_ when both are.
-  Mutex slot_mu_ TOPOLOGY_ACQUIRED_BEFORE(mu_);
+  // The admission slot: taken (a flag under mu_, not a lock held) for the
+  // whole of one admission; slot_free_ is notified when it is given back.
+  bool admitting_ TOPOLOGY_GUARDED_BY(mu_) = false;
   std::condition_variable_any slot_free_;
-  bool admitting_ TOPOLOGY_GUARDED_BY(slot_mu_) = false;
 };
 
 }  // namespace topology::host
