@@ -1,16 +1,9 @@
 #include "host_manager.h"
 
 #include <algorithm>
-#include <cstdio>
-#include <fstream>
-#include <set>
-#include <sstream>
-#include <stdexcept>
 
 #include <glog/logging.h>
 #include <malloc.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include "checkpoint.h"
 #include "host_server.h"

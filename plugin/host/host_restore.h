@@ -13,7 +13,6 @@
 
 #include "checkpoint.h"
 #include "pod_ledger.h"
-#include "pod_result.h"
 #include "resource_managers.h"
 
 namespace topology::host {

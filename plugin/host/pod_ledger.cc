@@ -188,11 +188,6 @@ bool PodLedger::InsertRestored(PodRecord record) {
   return pods_.emplace(std::move(uid), std::move(record)).second;
 }
 
-size_t PodLedger::size() const {
-  MutexLock lock(mu_);
-  return pods_.size();
-}
-
 void PodLedger::ForEach(
     const std::function<void(const PodRecord&)>& visit) const {
   MutexLock lock(mu_);

@@ -96,7 +96,6 @@ class PodLedger {
 
   // Restore: an admitted pod; false when its uid is already there.
   bool InsertRestored(PodRecord record) TOPOLOGY_EXCLUDES(mu_);
-  size_t size() const TOPOLOGY_EXCLUDES(mu_);
 
   // `visit` sees every admitted pod in uid order, under the ledger's lock
   // (it may take the registry's and the managers' locks, never the
