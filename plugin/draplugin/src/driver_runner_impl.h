@@ -60,7 +60,6 @@ inline constexpr char kSerializeLock[] = "serialize.lock";
 // The kubelet keeps at most this many characters of a health message.
 inline constexpr size_t kMaxHealthMessage = 1024;
 
-
 inline std::string Describe(const ClaimRef& ref) {
   return "claim " + ref.ns + "/" + ref.name + " (" + ref.uid + ")";
 }
