@@ -16,6 +16,8 @@
 
 #include <glog/logging.h>  // LOG(); glog comes with libtopology::draplugin
 
+#include "topology/common/cdi.h"                 // CdiDevice
+#include "topology/common/daemon.h"              // SetUpDaemon, AwaitShutdown
 #include "topology/discovery.h"                  // Discover
 #include "topology/dra_attributes.h"             // StandardPciAttributes
 #include "topology/draplugin/claim_cdi.h"        // WriteClaimCdiSpec
@@ -24,8 +26,6 @@
 #include "topology/draplugin/kube_config.h"      // InClusterConfig
 #include "topology/draplugin/resource_slices.h"  // SlicePublisher
 #include "topology/pci_device.h"                 // PciDevice
-#include "topology/plugin/cdi.h"                 // CdiDevice
-#include "topology/plugin/daemon.h"              // SetUpDaemon, AwaitShutdown
 #include "topology/status.h"                     // Status, StatusOr
 #include "topology/sysfs_reader.h"               // NewHostRootReader
 #include "topology/topology.h"                   // Topology
@@ -35,7 +35,7 @@ namespace accel {
 
 // guide:flags
 namespace dra = topology::draplugin;
-namespace plugin = topology::plugin;
+namespace common = topology::common;
 
 // What the command line sets (main.cc parses it).
 struct Flags {
@@ -114,7 +114,7 @@ class AcceleratorDriver : public dra::DriverHandler {
   // addresses in one variable that every device of the claim sets alike.
   topology::StatusOr<std::vector<dra::PreparedDevice>> Prepare(
       const dra::Claim& claim) override {
-    std::vector<plugin::CdiDevice> cdi;
+    std::vector<common::CdiDevice> cdi;
     std::string visible;
     for (const dra::AllocationResult& result : claim.results) {
       const auto address = addresses_.find(result.device);

@@ -31,7 +31,7 @@ using accel::AcceleratorDriver;
 using accel::Flags;
 using accel::InventoryOf;
 namespace dra = accel::dra;
-namespace plugin = accel::plugin;
+namespace common = accel::common;
 
 // Exit codes: 0 stopped by a signal, 1 runtime failure, 2 bad usage.
 bool ParseFlags(int argc, char** argv, Flags& flags) {
@@ -85,8 +85,8 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
 // guide:run
 int Run(const Flags& flags, const char* argv0) {
   // Before any thread: gRPC's engine, klog-format logs, signals blocked.
-  const plugin::DaemonProcess process{.verbosity = flags.verbosity};
-  plugin::SetUpDaemon(argv0, process);
+  const common::DaemonProcess process{.verbosity = flags.verbosity};
+  common::SetUpDaemon(argv0, process);
   auto topo = topology::Discover({.host_root = flags.host_root});
   if (!topo.ok()) {
     LOG(ERROR) << "discovery: " << topo.status().ToString();
@@ -155,7 +155,7 @@ int Run(const Flags& flags, const char* argv0) {
     return 1;
   }
 
-  plugin::AwaitShutdown(process);  // SIGTERM; the stop has 4.5 s
+  common::AwaitShutdown(process);  // SIGTERM; the stop has 4.5 s
   (*runner)->Stop();               // removes both sockets; prepared claims stay
   publisher.Stop();
   return 0;

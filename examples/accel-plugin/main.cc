@@ -23,18 +23,19 @@
 // guide:includes
 #include <glog/logging.h>  // LOG(); glog comes with libtopology::deviceplugin
 
+#include "topology/common/logging.h"
 #include "topology/cost_model.h"
 #include "topology/device_selection.h"
 #include "topology/discovery.h"
 #include "topology/plugin/health.h"
 #include "topology/plugin/http_endpoint.h"
-#include "topology/plugin/logging.h"
 #include "topology/plugin/metrics_text.h"
 #include "topology/plugin/plugin_runner.h"
 #include "topology/plugin/rescan_loop.h"
 #include "topology/sysfs_reader.h"
 // guide:end
 
+namespace common = topology::common;
 namespace plugin = topology::plugin;
 
 namespace {
@@ -155,7 +156,7 @@ class AcceleratorHandler : public plugin::ResourceHandler {
   // one CDI device per function. A CDI-enabled runtime refuses a name that
   // no spec defines: the accelerator's driver package installs the spec
   // for example.com/accel in /etc/cdi (or write one at start with
-  // plugin::WriteCdiSpec, topology/plugin/cdi.h).
+  // common::WriteCdiSpec, topology/common/cdi.h).
   topology::StatusOr<plugin::ContainerAllocation> Allocate(
       const std::vector<std::string>& ids) override {
     plugin::ContainerAllocation out;
@@ -248,8 +249,8 @@ topology::StatusOr<std::unique_ptr<plugin::HttpEndpoint>> ServeHttp(
 // guide:main
 int Run(const Flags& flags, const char* argv0) {
   // Before any thread: gRPC's engine, klog-format logs, signals blocked.
-  const plugin::DaemonProcess process{.verbosity = flags.verbosity};
-  plugin::SetUpDaemon(argv0, process);
+  const common::DaemonProcess process{.verbosity = flags.verbosity};
+  common::SetUpDaemon(argv0, process);
 
   topology::DiscoveryOptions options;
   options.host_root = flags.host_root;  // the host's sys/ in a container
@@ -301,7 +302,7 @@ int Run(const Flags& flags, const char* argv0) {
   loop.RequestPass();  // the first check at once
   loop.Start([&](const plugin::RescanLoop::Pass& pass) { health.Pass(pass); });
 
-  plugin::AwaitShutdown(process);  // SIGTERM; the stop has 4.5 s
+  common::AwaitShutdown(process);  // SIGTERM; the stop has 4.5 s
   loop.Stop();
   http.reset();
   runner.Stop();  // ends the streams, removes the socket

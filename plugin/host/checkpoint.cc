@@ -11,8 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "checksum.h"
-#include "json_fields.h"
+#include "topology/common/checksum.h"
+#include "topology/common/json_fields.h"
 
 namespace topology::host {
 namespace {

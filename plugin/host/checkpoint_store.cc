@@ -10,7 +10,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "safe_file.h"
+#include "topology/common/safe_file.h"
 
 namespace topology::host {
 namespace {

@@ -15,9 +15,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "text_util.h"
+#include "topology/common/text_util.h"
 
 namespace topology::host {
+
+using text::IsValidUtf8;
+using text::Quoted;
+
 namespace {
 
 // --- Protocol Buffers wire format -----------------------------------------

@@ -3,7 +3,7 @@
 #include <glog/logging.h>
 #include <sys/stat.h>
 
-#include "topology/plugin/unix_socket.h"
+#include "topology/common/unix_socket.h"
 
 #include "checkpoint.h"
 #include "checkpoint_store.h"
@@ -31,7 +31,7 @@ Status PreparePluginDirectory(const std::filesystem::path& plugin_dir) {
     const bool leftover =
         name.starts_with(temporary_prefix) && name.ends_with(".tmp") &&
         entry.is_regular_file(error) && !entry.is_symlink(error);
-    if (plugin::IsSocket(entry.path()) || leftover) {
+    if (common::IsSocket(entry.path()) || leftover) {
       VLOG(1) << "removing " << entry.path().string();
       std::filesystem::remove(entry.path(), error);
     }

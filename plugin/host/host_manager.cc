@@ -5,13 +5,16 @@
 #include <glog/logging.h>
 #include <malloc.h>
 
+#include "topology/common/kubelet_names.h"
+#include "topology/common/text_util.h"
+
 #include "checkpoint.h"
 #include "host_server.h"
-#include "kubelet_names.h"
 #include "plugin_endpoint.h"
-#include "text_util.h"
 
 namespace topology::host {
+
+using text::Quoted;
 
 using nlohmann::json;
 
@@ -309,7 +312,9 @@ nlohmann::json HostManager::Explain(
     }
     std::vector<std::string> memory;
     if (trace.container.empty() || container != nullptr) {
-      memory = managers_->memory().Explain(pod, container, name_of);
+      if (const auto why = managers_->memory().Explain(pod, container)) {
+        memory = MemoryExplanationLines(*why, name_of);
+      }
     }
     explanation.push_back(MergeTraceJson(trace, memory));
   }

@@ -8,9 +8,10 @@
 
 #include <glog/logging.h>
 
+#include "topology/common/text_util.h"
+
 #include "checkpoint.h"
 #include "checkpoint_store.h"
-#include "text_util.h"
 
 // HostManager's start from its checkpoint: the snapshot and journal read,
 // the memory manager's restart rule run on what it records, every other
@@ -24,12 +25,15 @@
 
 #include <glog/logging.h>
 
+#include "topology/common/text_util.h"
+
 #include "checkpoint.h"
 #include "checkpoint_store.h"
 #include "host_restore.h"
-#include "text_util.h"
 
 namespace topology::host {
+
+using text::Quoted;
 
 CheckpointMemory MemoryRecord(const manager::MemoryManager& memory) {
   CheckpointMemory record;

@@ -5,10 +5,10 @@
 #include <grpcpp/grpcpp.h>
 #include <sys/types.h>
 
-#include "topology/plugin/served_socket.h"
+#include "topology/common/kubelet_names.h"
+#include "topology/common/served_socket.h"
 
 #include "host_services.h"
-#include "kubelet_names.h"
 
 namespace topology::host {
 
@@ -40,7 +40,7 @@ StatusOr<std::unique_ptr<HostServer>> HostServer::Start(
   std::unique_ptr<HostServer> server(new HostServer());
   server->registration_ = std::make_unique<RegistrationService>(registration);
   // Plugins run as root, nobody else registers: 0600.
-  auto kubelet = plugin::ServedSocket::Serve(
+  auto kubelet = common::ServedSocket::Serve(
       {.path = options.plugin_dir / kubelet::kKubeletSocket,
        .services = {server->registration_.get()},
        .socket = {.mode = 0600, .max_connections = kMaxConnections},
@@ -55,7 +55,7 @@ StatusOr<std::unique_ptr<HostServer>> HostServer::Start(
   // is not for every local user. The group is set before the socket
   // appears.
   const bool group = options.control_group >= 0;
-  auto control = plugin::ServedSocket::Serve(
+  auto control = common::ServedSocket::Serve(
       {.path = options.control_socket,
        .services = {server->control_.get()},
        .socket = {.mode = static_cast<mode_t>(group ? 0660 : 0600),
@@ -83,7 +83,7 @@ void HostServer::Shutdown(std::chrono::system_clock::time_point deadline) {
 }
 
 HostServer::ConnectionCounters HostServer::ControlConnections() const {
-  const plugin::UnixAcceptor* acceptor =
+  const common::UnixAcceptor* acceptor =
       control_served_ ? control_served_->acceptor() : nullptr;
   if (acceptor == nullptr) return {};
   return {.evicted = acceptor->evicted(),

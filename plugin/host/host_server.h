@@ -1,6 +1,6 @@
 // The host's sockets, apart from admission: kubelet.sock (Registration, for
 // the device plugins) and the control socket (Admit, Release, Status), each
-// a gRPC server served by the shared ServedSocket (topology/plugin/
+// a gRPC server served by the shared ServedSocket (topology/common/
 // served_socket.h: the socket appears once it accepts, connections capped,
 // calls in flight never cut). HostManager keeps admission and owns one.
 //
@@ -20,9 +20,9 @@ namespace grpc {
 class Server;
 }
 
-namespace topology::plugin {
+namespace topology::common {
 class ServedSocket;
-}  // namespace topology::plugin
+}  // namespace topology::common
 
 namespace topology::host {
 
@@ -73,8 +73,8 @@ class HostServer {
   std::unique_ptr<RegistrationService> registration_;
   std::unique_ptr<ControlService> control_;
   // kubelet.sock and the control socket (served_socket.h).
-  std::unique_ptr<plugin::ServedSocket> kubelet_;
-  std::unique_ptr<plugin::ServedSocket> control_served_;
+  std::unique_ptr<common::ServedSocket> kubelet_;
+  std::unique_ptr<common::ServedSocket> control_served_;
 };
 
 }  // namespace topology::host

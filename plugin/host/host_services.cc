@@ -6,13 +6,17 @@
 
 #include <nlohmann/json.hpp>
 
+#include "topology/common/text_util.h"
+
 #include "host_handlers.h"
 #include "host_views.h"
 #include "pod_manifest.h"
 #include "pod_result.h"
-#include "text_util.h"
 
 namespace topology::host {
+
+using text::InvalidUtf8Line;
+using text::Quoted;
 
 using nlohmann::json;
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 #include <utility>
 
 #include "deviceplugin/v1beta1/api.pb.h"
@@ -295,6 +296,132 @@ json NodeResourceTopologyJson(const HostSnapshot& snapshot) {
            {{{"name", "topologyManagerPolicy"}, {"value", snapshot.policy}},
             {{"name", "topologyManagerScope"}, {"value", snapshot.scope}}}},
           {"zones", zones}};
+}
+
+std::vector<std::string> MemoryExplanationLines(
+    const manager::MemoryExplanation& explanation,
+    const std::function<std::string(const std::string&)>& name_of) {
+  using manager::NumaMask;
+  std::vector<std::string> out;
+  // Every size in one unit, the largest that holds each exactly, so that
+  // sizes compare at a glance ("13212Mi free" beside "23552Mi", never
+  // beside "23Gi").
+  int unit = 6;  // 1024^6: Ei
+  const auto fit = [&unit](uint64_t bytes) {
+    int k = 0;
+    while (k < unit && bytes != 0 && bytes % 1024 == 0) {
+      bytes /= 1024;
+      ++k;
+    }
+    if (bytes != 0) unit = k;
+  };
+  for (const auto& [type, size] : explanation.requests) {
+    fit(size);
+    for (const auto& node : explanation.nodes) {
+      if (const auto it = node.memory.find(type); it != node.memory.end()) {
+        fit(it->second.free);
+        fit(it->second.allocatable);
+      }
+    }
+  }
+  const auto quantity = [unit](uint64_t bytes) {
+    static constexpr const char* kSuffixes[] = {"",   "Ki", "Mi", "Gi",
+                                                "Ti", "Pi", "Ei"};
+    for (int k = 0; k < unit; ++k) bytes /= 1024;
+    return std::to_string(bytes) + kSuffixes[unit];
+  };
+  std::string asked;
+  for (const auto& [type, size] : explanation.requests) {
+    asked += (asked.empty() ? "" : ", ") + type + " " + quantity(size);
+  }
+  out.push_back((explanation.container ? "container " + *explanation.container
+                                       : std::string("the pod")) +
+                " asks for " + (asked.empty() ? "no memory" : asked));
+  // Who holds memory on each node, in words, sorted.
+  std::map<int, std::string> holders;
+  for (const auto& node : explanation.nodes) {
+    std::set<std::string> names;
+    for (const auto& holder : node.holders) {
+      names.insert("pod " + name_of(holder.pod_uid) + " (" + holder.container +
+                   ")");
+    }
+    std::string text;
+    for (const std::string& name : names) {
+      text += (text.empty() ? "" : ", ") + name;
+    }
+    holders[node.id] = std::move(text);
+  }
+  const auto group = [](const std::vector<int>& cells) {
+    return NumaMask::FromIds(cells).value_or(NumaMask()).ToString();
+  };
+  for (const auto& node : explanation.nodes) {
+    std::string line = "node " + std::to_string(node.id) + ":";
+    for (const auto& [type, size] : explanation.requests) {
+      const auto table = node.memory.find(type);
+      line += " " + type + " " +
+              (table == node.memory.end()
+                   ? std::string("none")
+                   : quantity(table->second.free) + " free of " +
+                         quantity(table->second.allocatable));
+      line += ";";
+    }
+    if (node.assignments == 0) {
+      line += " nothing pinned";
+    } else if (node.cells.size() <= 1) {
+      line += " a single-node allocation of " + holders[node.id];
+    } else {
+      line += " in the cross-node group " + group(node.cells) + " of " +
+              holders[node.id];
+    }
+    out.push_back(line);
+  }
+  std::set<std::string> barred;
+  for (const auto& bar : explanation.barred) {
+    const std::string node = "node " + std::to_string(bar.node);
+    barred.insert(bar.group.empty()
+                      ? node + " holds a single-node allocation of " +
+                            holders[bar.node] + "; a cross-node allocation " +
+                            bar.set.ToString() + " may not include it"
+                      : node + " is in the cross-node group " +
+                            group(bar.group) + " of " + holders[bar.node] +
+                            "; an allocation " + bar.set.ToString() +
+                            " may not include it");
+  }
+  out.insert(out.end(), barred.begin(), barred.end());
+  if (explanation.large) {
+    for (const auto& node : explanation.nodes) {
+      if (node.assignments == 0 || out.size() >= 32) continue;
+      out.push_back("node " + std::to_string(node.id) +
+                    " takes no cross-node allocation but its own group's: "
+                    "it holds memory of " +
+                    holders[node.id]);
+    }
+  }
+  if (explanation.fits_nowhere) {
+    out.push_back("no set of NUMA nodes can hold it now");
+  } else if (explanation.large) {
+    std::string fits;
+    for (NumaMask extra : explanation.fit_extras) {
+      fits += (fits.empty() ? "" : ", ") + extra.ToString();
+    }
+    if (explanation.fit_universe) {
+      fits += (fits.empty() ? "" : ", ") +
+              std::string("any set of the nodes ") +
+              explanation.fit_universe->ToString() +
+              " that holds it (the fewest: " +
+              std::to_string(explanation.narrowest) + ")";
+    }
+    out.push_back("it fits on " + fits + "; preferred: " +
+                  std::to_string(explanation.preferred_size) + " node(s)");
+  } else {
+    std::string fits;
+    for (const auto& fit_set : explanation.fits) {
+      fits += (fits.empty() ? "" : ", ") + fit_set.set.ToString() +
+              (fit_set.preferred ? " (preferred)" : "");
+    }
+    out.push_back("it fits on " + fits);
+  }
+  return out;
 }
 
 json MergeTraceJson(const manager::MergeTrace& trace,

@@ -4,6 +4,7 @@
 #ifndef TOPOLOGY_HOST_HOST_VIEWS_H_
 #define TOPOLOGY_HOST_HOST_VIEWS_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 
 #include "topology/cpu_set.h"
 #include "topology/manager/device_manager.h"
+#include "topology/manager/memory_explanation.h"
 #include "topology/manager/topology_manager.h"
 #include "topology/topology.h"
 
@@ -44,6 +46,17 @@ struct HostSnapshot {
   std::vector<ResourceSnapshot> resources = {};  // by name
   std::vector<PodResult> pods = {};              // by uid
 };
+
+// The Memory Manager's explanation in words, one sentence a line: the
+// request, each node's free memory and who holds it, the sets of nodes the
+// single- vs cross-node rule bars ("node 0 holds a single-node allocation
+// of pod default/small (c); a cross-node allocation [0,1] may not include
+// it"), and the sets of nodes that would hold it now. Sizes in one unit,
+// the largest that holds each exactly. `name_of` turns a pod uid into
+// "namespace/name".
+std::vector<std::string> MemoryExplanationLines(
+    const manager::MemoryExplanation& explanation,
+    const std::function<std::string(const std::string&)>& name_of);
 
 // One merge of an admission's explanation, as replies show it: each
 // provider's hints (at most 64 a resource), the merged hint, the decision

@@ -9,9 +9,8 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "topology/common/yaml_load.h"
 #include "topology/text_file.h"
-
-#include "yaml_load.h"
 
 namespace topology::host {
 namespace {

@@ -12,18 +12,21 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
+#include "topology/common/go_flags.h"
+#include "topology/common/guarded.h"
+#include "topology/common/json_fields.h"
+#include "topology/common/text_util.h"
 #include "topology/numa_node.h"
-#include "topology/plugin/go_flags.h"
-#include "topology/plugin/guarded.h"
 #include "topology/text_file.h"
 
 #include "control_client.h"
-#include "json_fields.h"
 #include "merge_case.h"
 #include "pod_manifest.h"
-#include "text_util.h"
 
 namespace topology::host {
+
+using text::IsValidUtf8;
+
 namespace {
 
 using nlohmann::json;
@@ -527,7 +530,7 @@ int RunManagerCli(int argc, char** argv, ServeCommand serve_command) {
   try {
     // "-v=2" and "-config=..." as Go's flags take them.
     std::vector<std::string> go_style =
-        topology::plugin::GoStyleArguments(argc, argv);
+        topology::common::GoStyleArguments(argc, argv);
     std::vector<const char*> args;
     args.reserve(go_style.size());
     for (const std::string& arg : go_style) args.push_back(arg.c_str());
@@ -552,7 +555,7 @@ int RunManagerCli(int argc, char** argv, ServeCommand serve_command) {
 }
 
 int RunGuarded(int argc, char** argv, ServeCommand serve) {
-  return plugin::RunGuarded("topology-manager",
+  return common::RunGuarded("topology-manager",
                             [&] { return RunManagerCli(argc, argv, serve); });
 }
 

@@ -13,7 +13,8 @@
 #include <set>
 #include <string>
 
-#include "kubelet_names.h"
+#include "topology/common/kubelet_names.h"
+
 #include "memory_flags.h"
 
 namespace CLI {

@@ -5,10 +5,14 @@
 #include <climits>
 #include <cmath>
 
+#include "topology/common/text_util.h"
+
 #include "pod_manifest.h"
-#include "text_util.h"
 
 namespace topology::host {
+
+using text::Quoted;
+
 namespace {
 
 std::vector<std::string> Split(const std::string& text, char separator) {

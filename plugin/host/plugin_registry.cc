@@ -5,11 +5,15 @@
 
 #include <glog/logging.h>
 
-#include "kubelet_names.h"
+#include "topology/common/kubelet_names.h"
+#include "topology/common/text_util.h"
+
 #include "plugin_endpoint.h"
-#include "text_util.h"
 
 namespace topology::host {
+
+using text::IsValidUtf8;
+using text::Quoted;
 
 PluginRegistry::PluginRegistry(Options options, manager::DeviceManager* devices,
                                ChangeCallback on_change)

@@ -4,9 +4,11 @@
 #include <chrono>
 #include <utility>
 
-#include "text_util.h"
+#include "topology/common/text_util.h"
 
 namespace topology::host {
+
+using text::Quoted;
 
 uint64_t PodLedger::NextRequest() {
   MutexLock lock(mu_);

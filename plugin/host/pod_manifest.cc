@@ -8,14 +8,17 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "topology/common/text_util.h"
+#include "topology/common/yaml_load.h"
 #include "topology/manager/memory_manager.h"
 #include "topology/manager/topology_manager.h"
 #include "topology/text_file.h"
 
-#include "text_util.h"
-#include "yaml_load.h"
-
 namespace topology::host {
+
+using text::IsValidUtf8;
+using text::Quoted;
+
 namespace {
 
 // Memory and other non-CPU quantities: only compared, so kept as text

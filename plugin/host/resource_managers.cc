@@ -2,9 +2,10 @@
 
 #include <utility>
 
+#include "topology/common/kubelet_names.h"
+
 #include "cost_selector.h"
 #include "host_views.h"
-#include "kubelet_names.h"
 
 namespace topology::host {
 

@@ -7,8 +7,8 @@
 
 #include <glog/logging.h>
 
+#include "topology/common/daemon.h"
 #include "topology/discovery.h"
-#include "topology/plugin/daemon.h"
 
 #include "host_manager.h"
 #include "host_server.h"
@@ -34,9 +34,9 @@ int RunServe(const topology::host::ServeFlags& given, char** argv) {
   // epoll1, not the plugins' poll: the servers here are handed their
   // connections by descriptor (UnixAcceptor), and under poll a second call
   // on a connection waits until the first has been answered.
-  const topology::plugin::DaemonProcess process{.verbosity = flags.verbosity,
+  const topology::common::DaemonProcess process{.verbosity = flags.verbosity,
                                                 .grpc_engine = "epoll1"};
-  topology::plugin::SetUpDaemon(argv[0], process);
+  topology::common::SetUpDaemon(argv[0], process);
   topology::DiscoveryOptions discovery;
   discovery.host_root = flags.host_root;
   topology::StatusOr<topology::Topology> topology =
@@ -60,7 +60,7 @@ int RunServe(const topology::host::ServeFlags& given, char** argv) {
     return 1;
   }
   (*host)->Serve(std::move(*server));
-  topology::plugin::AwaitShutdown(process);
+  topology::common::AwaitShutdown(process);
   (*host)->Stop();
   return 0;
 }

@@ -11,14 +11,17 @@
 #include <grp.h>
 #include <unistd.h>
 
+#include "topology/common/duration.h"
+#include "topology/common/text_util.h"
 #include "topology/manager/policy_options.h"
-#include "topology/plugin/duration.h"
 
 #include "memory_flags.h"
 #include "pod_manifest.h"
-#include "text_util.h"
 
 namespace topology::host {
+
+using text::Quoted;
+
 namespace {
 
 // The kubelet's key=value,... flags of policy options and gates.
@@ -77,7 +80,7 @@ StatusOr<int> ParseControlGroup(const std::string& name) {
 StatusOr<std::chrono::milliseconds> ParseMilliseconds(const std::string& flag,
                                                       const std::string& text,
                                                       bool positive) {
-  auto parsed = plugin::ParseDuration(text);
+  auto parsed = common::ParseDuration(text);
   if (!parsed.ok()) {
     return InvalidArgumentError(flag + ": " + parsed.status().message());
   }

@@ -7,10 +7,9 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "topology/common/yaml_load.h"
 #include "topology/plugin/resource_name.h"
 #include "topology/text_file.h"
-
-#include "yaml_load.h"
 
 namespace topology::device_plugin {
 namespace {

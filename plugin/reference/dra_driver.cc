@@ -10,10 +10,10 @@
 
 #include <glog/logging.h>
 
+#include "topology/common/k8s_names.h"
 #include "topology/dra_attributes.h"
 #include "topology/draplugin/claim_cdi.h"
 
-#include "k8s_names.h"
 #include "pod_resources.h"
 #include "selectors.h"
 
@@ -406,7 +406,7 @@ StatusOr<std::vector<draplugin::PreparedDevice>> DraHandler::Prepare(
     }
   }
   // Each device's own nodes and mounts.
-  std::vector<plugin::CdiDevice> cdi;
+  std::vector<common::CdiDevice> cdi;
   std::set<std::string> named;
   for (const auto& [result, address] : chosen) {
     const std::string name = dra::PciDeviceName(address);
@@ -415,7 +415,7 @@ StatusOr<std::vector<draplugin::PreparedDevice>> DraHandler::Prepare(
     auto allocation = AllocationFor(config_.resources[index], *snapshot,
                                     host_root_, {address.ToString()}, false);
     if (!allocation.ok()) return allocation.status();
-    plugin::CdiDevice device;
+    common::CdiDevice device;
     device.name = name;
     device.device_nodes = allocation->devices;
     device.mounts = allocation->mounts;

@@ -17,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "topology/common/kubelet_checkpoint.h"
 #include "topology/dra_attributes.h"
 #include "topology/draplugin/driver.h"
 #include "topology/draplugin/resource_slices.h"
@@ -25,7 +26,6 @@
 #include "topology/thread_annotations.h"
 
 #include "config.h"
-#include "kubelet_checkpoint.h"
 #include "reference_plugin.h"
 
 namespace topology::device_plugin {

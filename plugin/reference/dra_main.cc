@@ -18,11 +18,15 @@
 
 #include <CLI/CLI.hpp>
 
+#include "topology/common/daemon.h"
+#include "topology/common/kubelet_checkpoint.h"
+#include "topology/common/kubelet_names.h"
+#include "topology/common/safe_file.h"
+#include "topology/common/text_util.h"
 #include "topology/draplugin/driver.h"
 #include "topology/draplugin/kube_client.h"
 #include "topology/draplugin/kube_config.h"
 #include "topology/draplugin/resource_slices.h"
-#include "topology/plugin/daemon.h"
 #include "topology/plugin/http_endpoint.h"
 #include "topology/plugin/rescan_loop.h"
 #include "topology/plugin/uevent_monitor.h"
@@ -31,18 +35,15 @@
 #include "config.h"
 #include "dra_driver.h"
 #include "dra_options.h"
-#include "kubelet_checkpoint.h"
-#include "kubelet_names.h"
 #include "pod_resources.h"
 #include "program.h"
 #include "reference_plugin.h"
-#include "safe_file.h"
-#include "text_util.h"
 
 namespace {
 
 namespace dp = topology::device_plugin;
 namespace dra = topology::draplugin;
+namespace common = topology::common;
 namespace plugin = topology::plugin;
 
 constexpr int kExitError = 1;
@@ -434,8 +435,8 @@ int Run(const dp::DraDriverOptions& options, const char* argv0) {
     return std::cout.flush() ? 0 : kExitError;
   }
   // As the device plugin: gRPC's poll engine (docs/performance.md).
-  const plugin::DaemonProcess process{.verbosity = options.verbosity};
-  plugin::SetUpDaemon(argv0, process);
+  const common::DaemonProcess process{.verbosity = options.verbosity};
+  common::SetUpDaemon(argv0, process);
   auto config = dp::LoadConfig(options.config_file);
   if (!config.ok()) return Usage(config.status().message());
   auto credentials = options.kubeconfig.empty()
@@ -446,7 +447,7 @@ int Run(const dp::DraDriverOptions& options, const char* argv0) {
   if (!client.ok()) return Usage(client.status().message());
   DraDriver driver(options, std::move(*config), std::move(*client));
   if (std::optional<int> failed = driver.Start()) return *failed;
-  plugin::AwaitShutdown(process);
+  common::AwaitShutdown(process);
   driver.Stop();
   LOG(INFO) << "stopped";
   return 0;

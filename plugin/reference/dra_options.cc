@@ -3,7 +3,7 @@
 #include <cstdlib>
 #include <filesystem>
 
-#include "topology/plugin/duration.h"
+#include "topology/common/duration.h"
 
 #include "dra_driver.h"
 
@@ -111,7 +111,7 @@ Status DraDriverOptions::Complete() {
        {std::tuple{"--rescan-interval", &rescan_interval, &rescan_every, false},
         std::tuple{"--health-interval", &health_interval, &health_every, true},
         std::tuple{"--recovery-period", &recovery_period, &recovery, false}}) {
-    auto duration = plugin::ParseDuration(*text);
+    auto duration = common::ParseDuration(*text);
     if (!duration.ok()) {
       return InvalidArgumentError(std::string(flag) + ": " +
                                   duration.status().message());

@@ -9,7 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "topology/plugin/daemon.h"
+#include "topology/common/daemon.h"
 #include "topology/plugin/http_endpoint.h"
 
 #include "config.h"
@@ -20,6 +20,7 @@
 namespace {
 
 namespace dp = topology::device_plugin;
+namespace common = topology::common;
 namespace plugin = topology::plugin;
 
 constexpr int kExitError = 1;
@@ -31,8 +32,8 @@ int Usage(const std::string& what) {
 }
 
 int Run(const dp::DevicePluginOptions& flags, const char* argv0) {
-  const plugin::DaemonProcess process{.verbosity = flags.verbosity};
-  plugin::SetUpDaemon(argv0, process);
+  const common::DaemonProcess process{.verbosity = flags.verbosity};
+  common::SetUpDaemon(argv0, process);
   auto config = dp::LoadConfig(flags.config_file);
   if (!config.ok()) return Usage(config.status().message());
   dp::PluginOptions options = flags.ToPluginOptions(std::move(*config));
@@ -69,7 +70,7 @@ int Run(const dp::DevicePluginOptions& flags, const char* argv0) {
     LOG(INFO) << "serving /healthz, /readyz and /metrics on "
               << flags.http_addr;
   }
-  plugin::AwaitShutdown(process);
+  common::AwaitShutdown(process);
   http.reset();
   device_plugin.Stop();
   LOG(INFO) << "stopped";

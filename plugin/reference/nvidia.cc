@@ -207,7 +207,7 @@ void AddNvidiaOutputs(const std::vector<NvidiaGpuInformation>& gpus,
                       const std::vector<std::string>& control_nodes,
                       plugin::ContainerAllocation& allocation) {
   std::set<std::string> present;
-  for (const plugin::DeviceNode& node : allocation.devices) {
+  for (const common::DeviceNode& node : allocation.devices) {
     present.insert(node.container_path);
   }
   auto add = [&](const std::string& path) {

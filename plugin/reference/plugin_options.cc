@@ -3,7 +3,7 @@
 #include <tuple>
 #include <utility>
 
-#include "topology/plugin/duration.h"
+#include "topology/common/duration.h"
 
 namespace topology::device_plugin {
 
@@ -55,7 +55,7 @@ Status DevicePluginOptions::Complete() {
   for (const auto& [flag, text, parsed] :
        {std::tuple{"--rescan-interval", &rescan_interval, &rescan_every},
         std::tuple{"--recovery-period", &recovery_period, &recovery}}) {
-    auto duration = plugin::ParseDuration(*text);
+    auto duration = common::ParseDuration(*text);
     if (!duration.ok()) {
       return InvalidArgumentError(std::string(flag) + ": " +
                                   duration.status().message());

@@ -9,7 +9,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "topology/plugin/cdi.h"
+#include "topology/common/cdi.h"
 #include "topology/status.h"
 
 #include "reference_plugin.h"
@@ -23,7 +23,7 @@ struct DevicePluginOptions {
   std::string rescan_interval = "10s";
   std::string recovery_period = "1m";
   std::string http_addr = "127.0.0.1:8081";  // empty: no HTTP endpoint
-  std::string cdi_dir = plugin::kDefaultCdiDir;
+  std::string cdi_dir = common::kDefaultCdiDir;
   std::string dra_claims =
       "/var/lib/kubelet/plugins/pci.libtopology.dev/prepared-claims.json";
   bool print_matches = false;

@@ -12,8 +12,8 @@
 
 #include <CLI/CLI.hpp>
 
-#include "topology/plugin/go_flags.h"
-#include "topology/plugin/guarded.h"
+#include "topology/common/go_flags.h"
+#include "topology/common/guarded.h"
 
 namespace topology::device_plugin {
 
@@ -23,7 +23,7 @@ namespace topology::device_plugin {
 inline std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv,
                                            int usage_exit) {
   try {
-    std::vector<std::string> go_style = plugin::GoStyleArguments(argc, argv);
+    std::vector<std::string> go_style = common::GoStyleArguments(argc, argv);
     std::vector<const char*> args;
     args.reserve(go_style.size());
     for (const std::string& arg : go_style) args.push_back(arg.c_str());
@@ -34,9 +34,9 @@ inline std::optional<int> ParseCommandLine(CLI::App& app, int argc, char** argv,
   return std::nullopt;
 }
 
-// The project's one program guard (topology/plugin/guarded.h): anything
+// The project's one program guard (topology/common/guarded.h): anything
 // thrown past `run` ends the program with one line naming it and exit 1.
-using plugin::RunGuarded;
+using common::RunGuarded;
 
 // A program's main, in the pattern of the kubelet's cmd/kubelet/app: the
 // Options' flags bound (AddFlags) and parsed, the Options completed

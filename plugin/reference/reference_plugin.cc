@@ -8,17 +8,15 @@
 #include <glog/logging.h>
 #include <malloc.h>
 
+#include "topology/common/cdi.h"
+#include "topology/common/safe_file.h"
 #include "topology/device_selection.h"
 #include "topology/discovery.h"
-#include "topology/dra_attributes.h"
-#include "topology/draplugin/claim_checkpoint.h"
-#include "topology/plugin/cdi.h"
 #include "topology/plugin/metrics_text.h"
 #include "topology/plugin/uevent_monitor.h"
 
 #include "nvidia.h"
 #include "reference_views.h"
-#include "safe_file.h"
 #include "selectors.h"
 
 namespace topology::device_plugin {
@@ -64,10 +62,8 @@ std::vector<std::string> ExpandUnderRoot(const std::filesystem::path& host_root,
   return out;
 }
 
-// The device nodes (container path = host path) Allocate gives for one
-// device of a resource configured as `config`: the VFIO nodes of a device
-// bound to vfio-pci, the configured patterns expanded under the host root,
-// and with `nvidia: true` the GPU's node and the control nodes.
+}  // namespace
+
 StatusOr<std::vector<std::string>> NodePathsOf(
     const ResourceConfig& config, const PciDevice& device,
     const std::filesystem::path& root, const NvidiaGpuInformation* gpu) {
@@ -98,8 +94,6 @@ StatusOr<std::vector<std::string>> NodePathsOf(
   }
   return paths;
 }
-
-}  // namespace
 
 StatusOr<plugin::ContainerAllocation> AllocationFor(
     const ResourceConfig& config, const Snapshot& snapshot,
@@ -235,7 +229,7 @@ class TopologyDevicePlugin::Handler final : public plugin::ResourceHandler {
       const std::vector<std::string>& device_ids) override {
     // Read afresh: a claim prepared since the last list is never handed
     // out a second time, and an unreadable claim checkpoint refuses.
-    if (Status free = plugin_->CheckNotHeldByDra(device_ids); !free.ok()) {
+    if (Status free = plugin_->dra_held_.CheckNotHeld(device_ids); !free.ok()) {
       LOG(WARNING) << config_.name << ": Allocate " << Join(device_ids, ",")
                    << ": " << free.message();
       return free;
@@ -263,8 +257,9 @@ TopologyDevicePlugin::TopologyDevicePlugin(PluginOptions options)
       health_(options_.recovery_period),
 
       mixed_locality_warned_(options_.config.resources.size(), false),
-      cdi_written_(std::make_unique<std::atomic<bool>[]>(
-          options_.config.resources.size())),
+      cdi_specs_(&options_.config.resources, options_.cdi_dir,
+                 options_.host_root),
+      dra_held_(options_.dra_claims),
       loop_(std::make_unique<plugin::RescanLoop>(
           plugin::RescanLoop::Options{.interval = options_.rescan_interval,
                                       .debounce = options_.uevent_debounce,
@@ -294,7 +289,7 @@ StatusOr<std::unique_ptr<TopologyDevicePlugin>> TopologyDevicePlugin::Create(
            plugin->options_.config, (*snapshot)->topology)) {
     LOG(WARNING) << warning;
   }
-  plugin->WriteCdiSpecs(**snapshot);
+  plugin->cdi_specs_.Write(**snapshot);
   size_t undefined = 0;
   for (const auto& [address, gpu] : (*snapshot)->nvidia.gpus) {
     if (!(*snapshot)->cdi_defined.contains("nvidia.com/gpu=" + gpu.uuid)) {
@@ -320,7 +315,7 @@ StatusOr<std::unique_ptr<TopologyDevicePlugin>> TopologyDevicePlugin::Create(
       std::make_unique<plugin::PluginRunner>(plugin->options_.runner);
   {
     MutexLock rescan(plugin->rescan_mu_);
-    (void)plugin->ReadDraHeld();
+    (void)plugin->dra_held_.Read();
   }
   {
     MutexLock lock(plugin->mu_);
@@ -363,7 +358,7 @@ StatusOr<std::shared_ptr<Snapshot>> DiscoverSnapshot(
     std::vector<std::filesystem::path> dirs = {host_root / "etc/cdi",
                                                host_root / "var/run/cdi"};
     if (!cdi_dir.empty()) dirs.push_back(cdi_dir);
-    snapshot->cdi_defined = plugin::CdiDefinedNames(dirs, &warnings);
+    snapshot->cdi_defined = common::CdiDefinedNames(dirs, &warnings);
     for (const std::string& warning : warnings) LOG(WARNING) << warning;
   }
   return snapshot;
@@ -388,13 +383,13 @@ std::vector<plugin::Device> TopologyDevicePlugin::DevicesOf(
   devices.reserve(static_cast<size_t>(std::count_if(
       snapshot.claims.begin(), snapshot.claims.end(),
       [&](const auto& claim) { return claim.second == resource; })));
+  // Held by a prepared DRA claim: offered again once it is unprepared.
+  // Before the claim checkpoint was ever read whole (corrupt, a link, too
+  // large at start), any device may be held: none is offered.
+  const std::shared_ptr<const std::set<PciAddress>> held = dra_held_.Held();
   for (const auto& [address, index] : snapshot.claims) {
     if (index != resource) continue;
-    // Held by a prepared DRA claim: offered again once it is unprepared.
-    // Before the claim checkpoint was ever read whole (corrupt, a link,
-    // too large at start), any device may be held: none is offered.
-    if (dra_held_.contains(address)) continue;
-    if (!options_.dra_claims.empty() && !dra_held_known_) continue;
+    if (held == nullptr || held->contains(address)) continue;
     const PciDevice* device = snapshot.topology.FindDevice(address);
     if (device == nullptr) continue;
     std::optional<plugin::HealthVerdict> last;
@@ -486,7 +481,7 @@ Status TopologyDevicePlugin::Publish(const std::shared_ptr<Snapshot>& snapshot,
       lists.push_back(DevicesOf(*snapshot, r, read_health));
     }
   }
-  WriteCdiSpecs(*snapshot);
+  cdi_specs_.Write(*snapshot);
   Status result = OkStatus();
   for (size_t r = 0; r < publishers_.size(); ++r) {
     LogDeviceList(r, lists[r]);
@@ -501,7 +496,7 @@ Status TopologyDevicePlugin::Publish(const std::shared_ptr<Snapshot>& snapshot,
 
 Status TopologyDevicePlugin::Rescan() {
   MutexLock rescan(rescan_mu_);
-  (void)ReadDraHeld();  // the lists are published whole below
+  (void)dra_held_.Read();  // the lists are published whole below
   auto snapshot = Discover(this->snapshot()->claims);
   {
     MutexLock lock(mu_);
@@ -540,7 +535,7 @@ Status TopologyDevicePlugin::SetHealthOverride(
 
 Status TopologyDevicePlugin::Reconcile() {
   MutexLock rescan(rescan_mu_);
-  const bool held_changed = ReadDraHeld();
+  const bool held_changed = dra_held_.Read();
   std::shared_ptr<const Snapshot> snapshot;
   std::vector<PciAddress> candidates;
   {
@@ -579,69 +574,6 @@ Status TopologyDevicePlugin::Reconcile() {
                  /*read_health=*/false);
 }
 
-std::string TopologyDevicePlugin::CdiSpecFileName(const std::string& kind) {
-  std::string name = "topology-device-plugin-" + kind + ".json";
-  std::replace(name.begin(), name.end(), '/', '_');
-  return name;
-}
-
-bool TopologyDevicePlugin::cdi_spec_written(size_t index) const {
-  return cdi_written_[index].load();
-}
-
-void TopologyDevicePlugin::WriteCdiSpecs(const Snapshot& snapshot) {
-  for (size_t r = 0; r < options_.config.resources.size(); ++r) {
-    const ResourceConfig& config = options_.config.resources[r];
-    if (config.cdi_kind.empty()) continue;
-    if (options_.cdi_dir.empty()) {
-      cdi_written_[r] = false;
-      continue;
-    }
-    plugin::CdiSpec spec;
-    spec.kind = config.cdi_kind;
-    for (const auto& [address, index] : snapshot.claims) {
-      if (index != r) continue;
-      const PciDevice* device = snapshot.topology.FindDevice(address);
-      if (device == nullptr) continue;
-      const auto gpu = snapshot.nvidia.gpus.find(address);
-      auto paths = NodePathsOf(
-          config, *device, options_.host_root,
-          config.nvidia && gpu != snapshot.nvidia.gpus.end() ? &gpu->second
-                                                             : nullptr);
-      if (!paths.ok()) continue;  // Allocate refuses such a device
-      plugin::CdiDevice cdi;
-      cdi.name = address.ToString();
-      std::set<std::string> seen;
-      for (const std::string& path : *paths) {
-        if (seen.insert(path).second) {
-          cdi.device_nodes.push_back({path, path, "rw"});
-        }
-      }
-      // A device without edits would make runtimes refuse the whole spec:
-      // it is left out, and Allocate names only what the spec defines.
-      if (cdi.device_nodes.empty()) continue;
-      spec.devices.push_back(std::move(cdi));
-    }
-    if (spec.devices.empty()) {
-      // Nothing to define (no device with a node): no file, no names.
-      (void)plugin::RemoveCdiSpec(options_.cdi_dir,
-                                  CdiSpecFileName(config.cdi_kind));
-      cdi_written_[r] = false;
-      continue;
-    }
-    const Status status = plugin::WriteCdiSpec(
-        options_.cdi_dir, CdiSpecFileName(config.cdi_kind), spec);
-    const bool was = cdi_written_[r].exchange(status.ok());
-    if (!status.ok() && was) {
-      LOG(ERROR) << config.name << ": " << status.message()
-                 << "; Allocate returns no CDI names until it is written";
-    } else if (!status.ok()) {
-      LOG_FIRST_N(ERROR, 4) << config.name << ": " << status.message()
-                            << "; Allocate returns no CDI names";
-    }
-  }
-}
-
 bool TopologyDevicePlugin::watching_uevents() const {
   return loop_->uevents_live();
 }
@@ -649,72 +581,6 @@ bool TopologyDevicePlugin::watching_uevents() const {
 void TopologyDevicePlugin::NotifyUevent(const std::string& action,
                                         const std::string& devpath) {
   loop_->OnUevent(action, devpath);
-}
-
-StatusOr<std::set<PciAddress>> ReadDraClaimHeld(
-    const std::filesystem::path& checkpoint) {
-  auto claims = draplugin::LoadClaims(checkpoint);
-  std::set<PciAddress> held;
-  if (!claims.ok()) {
-    if (claims.status().code() == StatusCode::kNotFound) return held;
-    return claims.status();
-  }
-  for (const auto& [uid, claim] : *claims) {
-    for (const draplugin::PreparedDevice& device : claim.devices) {
-      if (auto address = dra::AddressOfPciDeviceName(device.device)) {
-        held.insert(*address);
-      }
-    }
-  }
-  return held;
-}
-
-Status TopologyDevicePlugin::CheckNotHeldByDra(
-    const std::vector<std::string>& device_ids) const {
-  if (options_.dra_claims.empty()) return OkStatus();
-  auto held = ReadDraClaimHeld(options_.dra_claims);
-  if (!held.ok()) {
-    return FailedPreconditionError(
-        "cannot tell which devices prepared DRA claims hold (" +
-        held.status().message() +
-        "); nothing is allocated until it can be read");
-  }
-  for (const std::string& id : device_ids) {
-    auto address = PciAddress::Parse(id);
-    if (address.ok() && held->contains(*address)) {
-      return FailedPreconditionError(
-          "device " + id + " is held by a prepared DRA claim (" +
-          options_.dra_claims.string() +
-          "): it is not allocated through the device plugin too");
-    }
-  }
-  return OkStatus();
-}
-
-bool TopologyDevicePlugin::ReadDraHeld() {
-  if (options_.dra_claims.empty()) return false;
-  auto read = ReadDraClaimHeld(options_.dra_claims);
-  std::set<PciAddress> now;
-  if (read.ok()) {
-    now = std::move(*read);
-    dra_claims_problem_.clear();
-  } else {
-    if (read.status().message() != dra_claims_problem_) {
-      dra_claims_problem_ = read.status().message();
-      LOG(WARNING) << dra_claims_problem_
-                   << "; the devices DRA claims hold stay as last read (none "
-                      "is offered if it was never read), and Allocate "
-                      "refuses every device until it can be read";
-    }
-    return false;
-  }
-  MutexLock lock(mu_);
-  const bool first = !dra_held_known_;
-  dra_held_known_ = true;
-  if (now == dra_held_ && !first) return false;
-  LogDraHeldChanges(dra_held_, now);
-  dra_held_ = std::move(now);
-  return true;
 }
 
 void TopologyDevicePlugin::Pass(const plugin::RescanLoop::Pass& pass) {
@@ -763,7 +629,7 @@ std::string TopologyDevicePlugin::DescribeMatches() const {
                    .cdi_dir = options_.cdi_dir};
   for (size_t r = 0; r < publishers_.size(); ++r) {
     view.devices.push_back(publishers_[r]->devices());
-    view.cdi_written.push_back(cdi_written_[r].load());
+    view.cdi_written.push_back(cdi_specs_.written(r));
   }
   {
     MutexLock lock(mu_);

@@ -29,7 +29,9 @@
 #include "topology/topology.h"
 
 #include "config.h"
+#include "dra_held.h"
 #include "nvidia.h"
+#include "resource_cdi.h"
 #include "selectors.h"
 
 namespace topology::device_plugin {
@@ -83,10 +85,13 @@ struct Snapshot {
   std::set<std::string> cdi_defined;
 };
 
-// The devices prepared claims of topology-dra-driver hold, from its claim
-// checkpoint: empty when there is none; the reader's error otherwise.
-StatusOr<std::set<PciAddress>> ReadDraClaimHeld(
-    const std::filesystem::path& checkpoint);
+// The device nodes (container path = host path) Allocate gives for one
+// device of a resource configured as `config`: the VFIO nodes of a device
+// bound to vfio-pci, the configured patterns expanded under `root`, and
+// for an NVIDIA GPU (`gpu` not null) its node and the control nodes.
+StatusOr<std::vector<std::string>> NodePathsOf(
+    const ResourceConfig& config, const PciDevice& device,
+    const std::filesystem::path& root, const NvidiaGpuInformation* gpu);
 
 // One discovery under `host_root` with what the plugin derives from it:
 // the config's claims (sticky for `previous`), the NVIDIA inventory, the
@@ -141,10 +146,9 @@ class TopologyDevicePlugin {
 
   // Whether resource `index`'s CDI spec is in place (names are returned
   // only then).
-  bool cdi_spec_written(size_t index) const;
-  // The file name of a resource's CDI spec: "topology-device-plugin-" and
-  // the kind with '/' as '_', ".json".
-  static std::string CdiSpecFileName(const std::string& kind);
+  bool cdi_spec_written(size_t index) const {
+    return cdi_specs_.written(index);
+  }
 
   // Human-readable claims per resource (--print-matches).
   std::string DescribeMatches() const;
@@ -176,17 +180,6 @@ class TopologyDevicePlugin {
   std::vector<plugin::Device> DevicesOf(const Snapshot& snapshot,
                                         size_t resource, bool read_health)
       TOPOLOGY_REQUIRES(mu_);
-  // Writes the CDI spec of every resource with a cdiKind for `snapshot`
-  // (what Allocate would give each device), and records which succeeded.
-  void WriteCdiSpecs(const Snapshot& snapshot);
-  // Reads options_.dra_claims; true when the devices its claims hold
-  // changed. A file that cannot be read keeps the last set (logged once
-  // per problem).
-  bool ReadDraHeld() TOPOLOGY_REQUIRES(rescan_mu_) TOPOLOGY_EXCLUDES(mu_);
-  // For Allocate: options_.dra_claims read now; FAILED_PRECONDITION when a
-  // device of `device_ids` is held by a prepared claim, or when the file
-  // exists but cannot be read (fails closed).
-  Status CheckNotHeldByDra(const std::vector<std::string>& device_ids) const;
   // One pass of the rescan loop: a full rescan after a uevent, without
   // uevents, or while GPU driver information is missing; else a reconcile.
   void Pass(const plugin::RescanLoop::Pass& pass);
@@ -204,17 +197,15 @@ class TopologyDevicePlugin {
   // Per resource: the device count last logged (-1: never), so that the
   // first list and every change in size are logged at -v 0.
   std::vector<int64_t> logged_count_ TOPOLOGY_GUARDED_BY(rescan_mu_);
-  // Per resource: its CDI spec is written (read by Allocate's threads).
-  std::unique_ptr<std::atomic<bool>[]> cdi_written_;
+  // The resources' CDI specs and whether each is in place.
+  ResourceCdiSpecs cdi_specs_;
   uint64_t rescans_ TOPOLOGY_GUARDED_BY(mu_) = 0;
   uint64_t reconciles_ TOPOLOGY_GUARDED_BY(mu_) = 0;
   uint64_t rescan_errors_ TOPOLOGY_GUARDED_BY(mu_) = 0;
   std::string last_rescan_error_ TOPOLOGY_GUARDED_BY(mu_);
-  // Devices prepared claims of the DRA driver hold: not offered.
-  std::set<PciAddress> dra_held_ TOPOLOGY_GUARDED_BY(mu_);
-  // The claim checkpoint was read whole at least once.
-  bool dra_held_known_ TOPOLOGY_GUARDED_BY(mu_) = false;
-  std::string dra_claims_problem_ TOPOLOGY_GUARDED_BY(rescan_mu_);
+  // Devices prepared claims of the DRA driver hold: not offered (read
+  // again by each rescan and reconcile, under rescan_mu_).
+  DraHeldDevices dra_held_;
 
   // One rescan at a time; taken before mu_.
   Mutex rescan_mu_ TOPOLOGY_ACQUIRED_BEFORE(mu_);

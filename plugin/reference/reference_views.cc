@@ -110,9 +110,7 @@ std::string DescribeMatches(const MatchesView& view) {
     if (!kind.empty()) {
       out << "CDI: " << view.config.resources[r].name << " as " << kind
           << (view.cdi_written[r]
-                  ? " in " + (view.cdi_dir /
-                              TopologyDevicePlugin::CdiSpecFileName(kind))
-                                 .string()
+                  ? " in " + (view.cdi_dir / CdiSpecFileName(kind)).string()
                   : std::string(": no spec written, no CDI names returned"))
           << "\n";
     }

@@ -35,8 +35,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include "topology/common/logging.h"
 #include "topology/discovery.h"
-#include "topology/plugin/logging.h"
 #include "topology/plugin/plugin_runner.h"
 
 #include "checkpoint.h"
@@ -572,10 +572,10 @@ BENCHMARK(BM_AdmitBatch)
 int main(int argc, char** argv) {
   // As topology-manager serve does; the plugin processes spawned here
   // choose their own (gRPC has read the variable once it is initialised).
-  const std::string engine = topology::plugin::ChooseGrpcPollEngine("epoll1");
+  const std::string engine = topology::common::ChooseGrpcPollEngine("epoll1");
   grpc_init();
   if (engine == "epoll1") unsetenv("GRPC_POLL_STRATEGY");
-  topology::plugin::InitLogging(argv[0], 0);
+  topology::common::InitLogging(argv[0], 0);
   FLAGS_minloglevel = 2;
   benchmark::AddCustomContext("grpc_poll_engine", engine);
   benchmark::Initialize(&argc, argv);

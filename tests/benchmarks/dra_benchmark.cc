@@ -32,11 +32,11 @@
 #include <benchmark/benchmark.h>
 #include <nlohmann/json.hpp>
 
+#include "topology/common/logging.h"
 #include "topology/draplugin/kube_client.h"
 #include "topology/draplugin/kube_config.h"
 #include "topology/draplugin/resource_slices.h"
 #include "topology/plugin/http_endpoint.h"
-#include "topology/plugin/logging.h"
 #include "topology/testing/fake_dra_kubelet.h"
 
 #include "build_paths.h"
@@ -505,7 +505,7 @@ BENCHMARK(BM_IdleDraDriver10000)->Iterations(1)->Unit(benchmark::kSecond);
 }  // namespace topology::device_plugin
 
 int main(int argc, char** argv) {
-  topology::plugin::InitLogging(argv[0], 0);
+  topology::common::InitLogging(argv[0], 0);
   FLAGS_minloglevel = 2;  // keep benchmark output readable
   benchmark::Initialize(&argc, argv);
   benchmark::RunSpecifiedBenchmarks();

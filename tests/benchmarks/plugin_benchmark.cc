@@ -25,8 +25,8 @@
 
 #include <benchmark/benchmark.h>
 
+#include "topology/common/logging.h"
 #include "topology/plugin/http_endpoint.h"
-#include "topology/plugin/logging.h"
 #include "topology/plugin/plugin_runner.h"
 #include "topology/testing/fake_kubelet.h"
 
@@ -347,8 +347,8 @@ BENCHMARK(BM_HealthzUnderAttack)
 
 int main(int argc, char** argv) {
   // As the daemons do (and the plugin processes spawned here inherit it).
-  const std::string engine = topology::plugin::ChooseGrpcPollEngine();
-  topology::plugin::InitLogging(argv[0], 0);
+  const std::string engine = topology::common::ChooseGrpcPollEngine();
+  topology::common::InitLogging(argv[0], 0);
   FLAGS_minloglevel = 2;  // keep benchmark output readable
   benchmark::AddCustomContext("grpc_poll_engine", engine);
   benchmark::Initialize(&argc, argv);

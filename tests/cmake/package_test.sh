@@ -18,9 +18,13 @@
 #      (find_package(libtopology COMPONENTS testing) and pkg-config
 #      libtopology-testing) and pass, with the installed
 #      topology-sysfs-fixture writing the machine above;
-#   7. a program on the installed DRA framework builds through
-#      find_package(libtopology COMPONENTS draplugin) and pkg-config
-#      libtopology-draplugin, serves its sockets and stops; so does
+#   7. a program on libtopology::common alone builds through
+#      find_package(libtopology COMPONENTS common) and pkg-config
+#      libtopology-common, and runs; a program on the installed DRA
+#      framework builds through find_package(libtopology COMPONENTS
+#      draplugin) and pkg-config libtopology-draplugin in a copy of the
+#      prefix without the device plugin framework (the DRA framework needs
+#      only libtopology::common), serves its sockets and stops; so does
 #      examples/accel-dra-driver (the DRA guide's), which then runs, and its
 #      tests build on the installed DRA test kit only (COMPONENTS draplugin
 #      testing, pkg-config libtopology-dra-testing) and pass.
@@ -218,20 +222,44 @@ PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" make -s -C "$examples/accel-plugin" 
   CXX="$cxx" CXXFLAGS="$cxxflags" LDFLAGS="$ldflags" \
   >"$work/pkg-config-check.log" 2>&1 ||
   fail "make check through pkg-config libtopology-testing failed"
-echo "== the DRA framework, through find_package and pkg-config"
+echo "== libtopology::common alone, through find_package and pkg-config"
+consumer=$(dirname "$0")/common_consumer
+cmake -S "$consumer" -B "$work/common-build" -G "$generator" \
+  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_CXX_FLAGS="$cxxflags" -DCMAKE_EXE_LINKER_FLAGS="$ldflags" \
+  >"$work/common-cmake.log" 2>&1 &&
+  cmake --build "$work/common-build" >>"$work/common-cmake.log" 2>&1 ||
+  fail "the common consumer does not build through find_package ($work/common-cmake.log)"
+"$work/common-build/common-consumer" "$run/common-cmake" ||
+  fail "the common consumer (find_package build) failed"
+(cd "$work" && "$cxx" -std=c++20 $cxxflags -Wall -Wextra -Werror "$consumer/main.cc" \
+  -o common-consumer-pc \
+  $(PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" pkg-config --cflags --libs \
+    libtopology-common) $ldflags) >"$work/common-pc.log" 2>&1 ||
+  fail "the common consumer does not build through pkg-config ($work/common-pc.log)"
+"$work/common-consumer-pc" "$run/common-pc" ||
+  fail "the common consumer (pkg-config build) failed"
+echo "== the DRA framework without the device plugin framework, through find_package and pkg-config"
+dra_prefix=$work/prefix-without-deviceplugin
+rm -rf "$dra_prefix"
+cp -a "$prefix" "$dra_prefix"
+rm -rf "$dra_prefix/$libdir/libtopology-deviceplugin.a" \
+  "$dra_prefix/$libdir/pkgconfig/libtopology-deviceplugin.pc" \
+  "$dra_prefix/$libdir/cmake/libtopology/"libtopologyDevicepluginTargets*.cmake \
+  "$dra_prefix/include/topology/plugin"
 consumer=$(dirname "$0")/draplugin_consumer
 cmake -S "$consumer" -B "$work/draplugin-build" -G "$generator" \
-  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" \
+  -DCMAKE_PREFIX_PATH="$dra_prefix" -DCMAKE_CXX_COMPILER="$cxx" \
   -DCMAKE_CXX_FLAGS="$cxxflags" -DCMAKE_EXE_LINKER_FLAGS="$ldflags" \
   >"$work/draplugin-cmake.log" 2>&1 &&
   cmake --build "$work/draplugin-build" >>"$work/draplugin-cmake.log" 2>&1 ||
   fail "the DRA consumer does not build through find_package"
 "$work/draplugin-build/draplugin-consumer" "$run/dra-cmake" ||
   fail "the DRA consumer (find_package build) did not serve and stop"
-(cd "$work" && PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" \
+(cd "$work" && PKG_CONFIG_PATH="$dra_prefix/$libdir/pkgconfig" \
   "$cxx" -std=c++20 $cxxflags -Wall -Wextra -Werror "$consumer/main.cc" \
   -o draplugin-consumer-pc \
-  $(PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" pkg-config --cflags --libs \
+  $(PKG_CONFIG_PATH="$dra_prefix/$libdir/pkgconfig" pkg-config --cflags --libs \
     libtopology-draplugin) $ldflags) >"$work/draplugin-pc.log" 2>&1 ||
   fail "the DRA consumer does not build through pkg-config"
 "$work/draplugin-consumer-pc" "$run/dra-pc" ||

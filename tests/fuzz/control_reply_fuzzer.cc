@@ -10,12 +10,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "topology/common/text_util.h"
+
 #include "control_client.h"
 #include "fuzz_check.h"
-#include "text_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  using topology::host::IsValidUtf8;
+  using topology::text::IsValidUtf8;
   const std::string_view bytes(reinterpret_cast<const char*>(data), size);
   const auto decoded = topology::host::DecodeJsonReply(bytes);
   if (decoded.ok()) {

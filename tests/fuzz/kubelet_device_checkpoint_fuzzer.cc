@@ -6,8 +6,9 @@
 #include <cstdint>
 #include <string_view>
 
+#include "topology/common/kubelet_checkpoint.h"
+
 #include "fuzz_check.h"
-#include "kubelet_checkpoint.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);

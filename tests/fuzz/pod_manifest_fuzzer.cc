@@ -7,9 +7,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "topology/common/text_util.h"
+
 #include "fuzz_check.h"
 #include "pod_manifest.h"
-#include "text_util.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -21,15 +22,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return 0;
   }
   for (const auto& pod : *pods) {
-    FUZZ_CHECK(topology::host::IsValidUtf8(pod.name) && !pod.name.empty());
+    FUZZ_CHECK(topology::text::IsValidUtf8(pod.name) && !pod.name.empty());
     FUZZ_CHECK(pod.name.size() <= 253);
-    FUZZ_CHECK(topology::host::IsValidUtf8(pod.uid));
+    FUZZ_CHECK(topology::text::IsValidUtf8(pod.uid));
     for (const auto* list : {&pod.init_containers, &pod.containers}) {
       for (const auto& container : *list) {
-        FUZZ_CHECK(topology::host::IsValidUtf8(container.name));
+        FUZZ_CHECK(topology::text::IsValidUtf8(container.name));
         for (const auto& [resource, quantity] : container.limits) {
           FUZZ_CHECK(quantity >= 0);
-          FUZZ_CHECK(topology::host::IsValidUtf8(resource));
+          FUZZ_CHECK(topology::text::IsValidUtf8(resource));
         }
       }
     }

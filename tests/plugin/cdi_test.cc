@@ -1,7 +1,7 @@
 // The framework's CDI spec writer: names and kinds as the CDI parser
 // accepts them, the oldest version that expresses a spec, atomic files with
 // an explicit mode that never follow a planted link.
-#include "topology/plugin/cdi.h"
+#include "topology/common/cdi.h"
 
 #include <filesystem>
 #include <fstream>
@@ -15,7 +15,7 @@
 #include "status_matchers.h"
 #include "temp_dir.h"
 
-namespace topology::plugin {
+namespace topology::common {
 namespace {
 
 using ::testing::HasSubstr;
@@ -131,4 +131,4 @@ TEST(CdiTest, TheReaderSkipsWhatARuntimeSkips) {
 }
 
 }  // namespace
-}  // namespace topology::plugin
+}  // namespace topology::common

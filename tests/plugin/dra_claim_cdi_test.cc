@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "topology/common/cdi.h"
 #include "topology/draplugin/claim_cdi.h"
-#include "topology/plugin/cdi.h"
 
 #include "status_matchers.h"
 #include "temp_dir.h"
@@ -27,8 +27,8 @@ using ::topology::testing::StatusIs;
 constexpr char kDriver[] = "pci.libtopology.dev";
 constexpr char kKind[] = "pci.libtopology.dev/device";
 
-plugin::CdiDevice Vfio(const std::string& name, int group) {
-  plugin::CdiDevice device;
+common::CdiDevice Vfio(const std::string& name, int group) {
+  common::CdiDevice device;
   device.name = name;
   device.device_nodes = {{"/dev/vfio/vfio", "/dev/vfio/vfio", "rw"},
                          {"/dev/vfio/" + std::to_string(group),
@@ -55,7 +55,7 @@ TEST(DraClaimCdiTest, OneSpecPerClaimWithTheClaimsEnvOnEveryDevice) {
   }
   // What a runtime would resolve.
   std::vector<std::string> warnings;
-  const auto defined = plugin::CdiDefinedNames({dir.path()}, &warnings);
+  const auto defined = common::CdiDefinedNames({dir.path()}, &warnings);
   for (const std::string& id : *ids) EXPECT_TRUE(defined.contains(id)) << id;
   ASSERT_THAT(RemoveClaimCdiSpec(dir.path(), kDriver, "6f1c-uid"), IsOk());
   EXPECT_FALSE(std::filesystem::exists(file));

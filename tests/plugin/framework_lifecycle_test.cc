@@ -301,19 +301,19 @@ TEST(ProcessSetupTest, PollEngineUnlessTheOperatorChoseOne) {
   const std::optional<std::string> saved =
       before != nullptr ? std::optional<std::string>(before) : std::nullopt;
   unsetenv(kVariable);
-  EXPECT_EQ(plugin::ChooseGrpcPollEngine(), "poll");
+  EXPECT_EQ(common::ChooseGrpcPollEngine(), "poll");
   EXPECT_STREQ(std::getenv(kVariable), "poll");
   setenv(kVariable, "", 1);  // set, but naming nothing
-  EXPECT_EQ(plugin::ChooseGrpcPollEngine(), "poll");
+  EXPECT_EQ(common::ChooseGrpcPollEngine(), "poll");
   setenv(kVariable, "epoll1", 1);
-  EXPECT_EQ(plugin::ChooseGrpcPollEngine(), "epoll1");
+  EXPECT_EQ(common::ChooseGrpcPollEngine(), "epoll1");
   EXPECT_STREQ(std::getenv(kVariable), "epoll1");
   // A daemon that prefers another engine (topology-manager serve: epoll1)
   // gets it unless the operator named one.
   unsetenv(kVariable);
-  EXPECT_EQ(plugin::ChooseGrpcPollEngine("epoll1"), "epoll1");
+  EXPECT_EQ(common::ChooseGrpcPollEngine("epoll1"), "epoll1");
   setenv(kVariable, "poll", 1);
-  EXPECT_EQ(plugin::ChooseGrpcPollEngine("epoll1"), "poll");
+  EXPECT_EQ(common::ChooseGrpcPollEngine("epoll1"), "poll");
   if (saved) {
     setenv(kVariable, saved->c_str(), 1);
   } else {
@@ -327,7 +327,7 @@ TEST(ProcessSetupTest, StuckStopEndsAtTheLimit) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
-        plugin::ExitIfStillRunningAfter(std::chrono::milliseconds(50), 3);
+        common::ExitIfStillRunningAfter(std::chrono::milliseconds(50), 3);
         // A stop that never ends.
         std::promise<void> never;
         never.get_future().wait();
@@ -346,7 +346,7 @@ TEST(ProcessSetupTest, TheDaemonSequenceSetsUpAndWaitsForTheSignal) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   EXPECT_EXIT(
       {
-        plugin::SetUpDaemon("daemon-test", {.verbosity = 0});
+        common::SetUpDaemon("daemon-test", {.verbosity = 0});
         const mode_t mask = umask(077);
         sigset_t blocked;
         sigemptyset(&blocked);
@@ -360,7 +360,7 @@ TEST(ProcessSetupTest, TheDaemonSequenceSetsUpAndWaitsForTheSignal) {
         }
         // Pending until AwaitShutdown takes it.
         pthread_kill(pthread_self(), SIGTERM);
-        plugin::AwaitShutdown({.stop_limit = std::chrono::seconds(5)});
+        common::AwaitShutdown({.stop_limit = std::chrono::seconds(5)});
         std::exit(0);
       },
       ::testing::ExitedWithCode(0), "received signal 15; shutting down");

@@ -1,6 +1,6 @@
-// The one exception guard (topology/plugin/guarded.h): a call's exception
+// The one exception guard (topology/common/guarded.h): a call's exception
 // becomes its INTERNAL status, a program's one line and exit 1.
-#include "topology/plugin/guarded.h"
+#include "topology/common/guarded.h"
 
 #include <stdexcept>
 #include <string>
@@ -9,7 +9,7 @@
 #include "gtest/gtest.h"
 #include "status_matchers.h"
 
-namespace topology::plugin {
+namespace topology::common {
 namespace {
 
 using ::testing::HasSubstr;
@@ -53,4 +53,4 @@ TEST(GuardedTest, AProgramThatThrowsEndsWithOneLineAndExitOne) {
 }
 
 }  // namespace
-}  // namespace topology::plugin
+}  // namespace topology::common

@@ -7,12 +7,13 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "topology/common/text_util.h"
+
 #include "build_paths.h"
 #include "checkpoint.h"
 #include "kubelet_config.h"
 #include "pod_manifest.h"
 #include "status_matchers.h"
-#include "text_util.h"
 
 namespace topology::host {
 namespace {
@@ -20,6 +21,9 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using ::testing::Pair;
+using text::InvalidUtf8Line;
+using text::IsValidUtf8;
+using text::Quoted;
 using ::topology::testing::IsOk;
 using ::topology::testing::StatusIs;
 

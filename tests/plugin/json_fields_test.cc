@@ -1,7 +1,7 @@
-// Outside JSON is parsed with bounded nesting (common/json_fields.h): the
-// depth is checked by one pass over the bytes before the plain parser
+// Outside JSON is parsed with bounded nesting (topology/common/json_fields.h):
+// the depth is checked by one pass over the bytes before the plain parser
 // builds the document.
-#include "json_fields.h"
+#include "topology/common/json_fields.h"
 
 #include <string>
 

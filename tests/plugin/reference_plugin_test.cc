@@ -21,9 +21,9 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "topology/common/cdi.h"
 #include "topology/dra_attributes.h"
 #include "topology/draplugin/claim_checkpoint.h"
-#include "topology/plugin/cdi.h"
 #include "topology/plugin/http_endpoint.h"
 #include "topology/testing/fake_clock.h"
 #include "topology/testing/fake_kubelet.h"
@@ -562,11 +562,11 @@ void ExpectCdiNamesResolve(const std::filesystem::path& cdi_dir,
         << spec.dump();
     EXPECT_THAT(spec["cdiVersion"].get<std::string>(),
                 ::testing::AnyOf("0.3.0", "0.5.0"));
-    EXPECT_THAT(plugin::ValidateCdiKind(spec["kind"].get<std::string>()),
+    EXPECT_THAT(common::ValidateCdiKind(spec["kind"].get<std::string>()),
                 IsOk());
     for (const auto& device : spec["devices"]) {
       const std::string name = device["name"].get<std::string>();
-      EXPECT_THAT(plugin::ValidateCdiDeviceName(name), IsOk());
+      EXPECT_THAT(common::ValidateCdiDeviceName(name), IsOk());
       EXPECT_TRUE(defined
                       .emplace(spec["kind"].get<std::string>() + "=" + name,
                                device["containerEdits"])

@@ -3,8 +3,8 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "topology/common/duration.h"
 #include "topology/discovery.h"
-#include "topology/plugin/duration.h"
 #include "topology/plugin/health.h"
 #include "topology/testing/sysfs_tree_builder.h"
 
@@ -152,7 +152,7 @@ TEST(ConfigTest, PciDeviceEnvNameFollowsSriov) {
 }
 
 TEST(DurationTest, GoSyntax) {
-  using plugin::ParseDuration;
+  using common::ParseDuration;
   EXPECT_EQ(*ParseDuration("1s"), 1s);
   EXPECT_EQ(*ParseDuration("500ms"), 500ms);
   EXPECT_EQ(*ParseDuration("1m30s"), 90s);

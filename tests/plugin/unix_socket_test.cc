@@ -1,9 +1,9 @@
-// The one unix-socket serving helper (topology/plugin/unix_socket.h) that
+// The one unix-socket serving helper (topology/common/unix_socket.h) that
 // the device plugin framework, the DRA framework and the host share: the
 // socket appears only once it accepts, with its mode already set; what is
 // at the path already is replaced only when it is a stale socket; the file
 // goes at the end only while it is still ours.
-#include "topology/plugin/unix_socket.h"
+#include "topology/common/unix_socket.h"
 
 #include <array>
 #include <cerrno>
@@ -29,7 +29,7 @@
 #include "temp_dir.h"
 #include "wait_for.h"
 
-namespace topology::plugin {
+namespace topology::common {
 namespace {
 
 using ::testing::HasSubstr;
@@ -309,4 +309,4 @@ TEST(UnixAcceptorTest, ANewcomerIsNeverRefusedWhenEveryConnectionIsBusy) {
 }
 
 }  // namespace
-}  // namespace topology::plugin
+}  // namespace topology::common

@@ -1,17 +1,17 @@
-// The one YAML loader (plugin/common/yaml_load.h) and every reader of the
+// The one YAML loader (topology/common/yaml_load.h) and every reader of the
 // project on top of it: a "billion laughs" document (a few hundred bytes
 // whose aliases expand to hundreds of millions of nodes) is refused by
 // each, naming the document, instead of walked without end; aliases of a
 // normal size are still read.
-#include "yaml_load.h"
+#include "topology/common/yaml_load.h"
 
 #include <string>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "topology/common/cdi.h"
 #include "topology/draplugin/kube_config.h"
-#include "topology/plugin/cdi.h"
 
 #include "config.h"
 #include "pod_manifest.h"
@@ -91,7 +91,7 @@ TEST(YamlLoadTest, EveryReaderRefusesTheBomb) {
               StatusIs(StatusCode::kInvalidArgument,
                        HasSubstr("kubeconfig: more than")));
   EXPECT_THAT(
-      plugin::CdiNamesOf(Laughs("kind: a.com/b\n", "devices")).status(),
+      common::CdiNamesOf(Laughs("kind: a.com/b\n", "devices")).status(),
       StatusIs(StatusCode::kInvalidArgument, HasSubstr("excessive aliasing")));
 }
 

@@ -343,170 +343,98 @@ std::vector<MemoryBlock> MemoryManager::ContainerBlocks(
   return blocks ? *blocks : std::vector<MemoryBlock>{};
 }
 
-std::vector<std::string> MemoryManager::Explain(
-    const Pod& pod, const Container* container,
-    const std::function<std::string(const std::string&)>& name_of) const {
+std::optional<MemoryExplanation> MemoryManager::Explain(
+    const Pod& pod, const Container* container) const {
   MutexLock lock(mutex_);
-  std::vector<std::string> out;
-  if (!is_static() || !pod.guaranteed) return out;
-  // A copy read under the lock, for the lambdas below (explaining is rare).
-  const MemoryMachineState machine = state_.machine;
-  const std::map<std::string, uint64_t> requests =
-      container ? ContainerRequestedMemory(*container)
-                : PodRequestedMemory(pod);
-  // Every size in one unit, the largest that holds each exactly, so that
-  // sizes compare at a glance ("13212Mi free" beside "23552Mi", never
-  // beside "23Gi").
-  int unit = 6;  // 1024^6: Ei
-  const auto fit = [&unit](uint64_t bytes) {
-    int k = 0;
-    while (k < unit && bytes != 0 && bytes % 1024 == 0) {
-      bytes /= 1024;
-      ++k;
-    }
-    if (bytes != 0) unit = k;
-  };
-  for (const auto& [type, size] : requests) {
-    fit(size);
-    for (const auto& [id, node] : machine) {
+  if (!is_static() || !pod.guaranteed) return std::nullopt;
+  MemoryExplanation out;
+  if (container != nullptr) out.container = container->name;
+  out.requests = container ? ContainerRequestedMemory(*container)
+                           : PodRequestedMemory(pod);
+  const MemoryMachineState& machine = state_.machine;
+  for (const auto& [id, node] : machine) {
+    MemoryExplanation::Node& shown = out.nodes.emplace_back();
+    shown.id = id;
+    for (const auto& [type, size] : out.requests) {
       if (const auto it = node.memory.find(type); it != node.memory.end()) {
-        fit(it->second.free);
-        fit(it->second.allocatable);
+        shown.memory.emplace(type, it->second);
       }
     }
+    shown.assignments = node.assignments;
+    shown.cells = node.cells;
   }
-  const auto quantity = [unit](uint64_t bytes) {
-    static constexpr const char* kSuffixes[] = {"",   "Ki", "Mi", "Gi",
-                                                "Ti", "Pi", "Ei"};
-    for (int k = 0; k < unit; ++k) bytes /= 1024;
-    return std::to_string(bytes) + kSuffixes[unit];
-  };
-  std::string asked;
-  for (const auto& [type, size] : requests) {
-    asked += (asked.empty() ? "" : ", ") + type + " " + quantity(size);
-  }
-  out.push_back((container ? "container " + container->name : "the pod") +
-                " asks for " + (asked.empty() ? "no memory" : asked));
-  // Who holds memory on each node, and in which group.
-  std::map<int, std::set<std::string>> holders;
+  // Who holds memory on each node.
   for (const auto& [uid, containers] : state_.assignments) {
     for (const auto& [name, blocks] : containers) {
       for (const MemoryBlock& block : blocks) {
         for (int id : block.numa_affinity) {
-          holders[id].insert("pod " + name_of(uid) + " (" + name + ")");
+          for (MemoryExplanation::Node& node : out.nodes) {
+            if (node.id == id) node.holders.push_back({uid, name});
+          }
         }
       }
     }
   }
-  const auto join = [](const std::set<std::string>& items) {
-    std::string text;
-    for (const std::string& item : items)
-      text += (text.empty() ? "" : ", ") + item;
-    return text;
-  };
-  for (const auto& [id, node] : state_.machine) {
-    std::string line = "node " + std::to_string(id) + ":";
-    for (const auto& [type, size] : requests) {
-      const auto table = node.memory.find(type);
-      line += " " + type + " " +
-              (table == node.memory.end()
-                   ? std::string("none")
-                   : quantity(table->second.free) + " free of " +
-                         quantity(table->second.allocatable));
-      line += ";";
-    }
-    if (node.assignments == 0) {
-      line += " nothing pinned";
-    } else if (node.cells.size() <= 1) {
-      line += " a single-node allocation of " + join(holders[id]);
-    } else {
-      line += " in the cross-node group " +
-              NumaMask::FromIds(node.cells).value_or(NumaMask()).ToString() +
-              " of " + join(holders[id]);
-    }
-    out.push_back(line);
-  }
-  // The rule, where it bars a set of nodes whose memory would suffice.
+  // The rule, where it bars a set of nodes whose memory would suffice:
+  // every subset on small machines; on large ones the nodes holding memory
+  // are named instead.
   std::vector<int> ids;
-  for (const auto& [id, node] : state_.machine) ids.push_back(id);
-  std::set<std::string> barred;
-  // Every subset on small machines; on large ones the sets a group or a
-  // single-node allocation bars are named by the node alone (below).
-  const std::vector<int> small = ids.size() <= 8 ? ids : std::vector<int>{};
+  for (const auto& [id, node] : machine) ids.push_back(id);
+  out.large = ids.size() > 8;
+  const std::vector<int> small = out.large ? std::vector<int>{} : ids;
   IterateMasks(small, [&](NumaMask mask) {
-    if (mask.Count() < 2 || barred.size() >= 4) return;
-    for (const auto& [type, size] : requests) {
+    if (mask.Count() < 2 || out.barred.size() >= 4) return;
+    for (const auto& [type, size] : out.requests) {
       uint64_t free = 0;
       for (int id : mask.Ids()) {
         const auto& memory = machine.at(id).memory;
-        if (auto it = memory.find(type); it != memory.end())
+        if (auto it = memory.find(type); it != memory.end()) {
           free += it->second.free;
+        }
       }
       if (free < size) return;
     }
     for (int id : mask.Ids()) {
       const MemoryNodeState& node = machine.at(id);
       if (node.assignments == 0) continue;
-      if (node.cells.size() == 1) {
-        barred.insert("node " + std::to_string(id) +
-                      " holds a single-node allocation of " +
-                      join(holders[id]) + "; a cross-node allocation " +
-                      mask.ToString() + " may not include it");
-        return;
+      MemoryExplanation::Barred barred{.node = id, .set = mask};
+      if (node.cells.size() != 1) {
+        std::vector<int> cells = node.cells;
+        std::sort(cells.begin(), cells.end());
+        if (cells == mask.Ids()) continue;
+        barred.group = std::move(cells);
       }
-      std::vector<int> cells = node.cells;
-      std::sort(cells.begin(), cells.end());
-      if (cells != mask.Ids()) {
-        barred.insert("node " + std::to_string(id) +
-                      " is in the cross-node group " +
-                      NumaMask::FromIds(cells).value_or(NumaMask()).ToString() +
-                      " of " + join(holders[id]) + "; an allocation " +
-                      mask.ToString() + " may not include it");
-        return;
+      if (std::find(out.barred.begin(), out.barred.end(), barred) ==
+          out.barred.end()) {
+        out.barred.push_back(std::move(barred));
       }
+      return;
     }
   });
-  out.insert(out.end(), barred.begin(), barred.end());
-  if (ids.size() > 8) {
-    for (const auto& [id, node] : state_.machine) {
-      if (node.assignments == 0 || out.size() >= 32) continue;
-      out.push_back("node " + std::to_string(id) +
-                    " takes no cross-node "
-                    "allocation but its own group's: it holds memory of " +
-                    join(holders[id]));
-    }
+  if (out.large) {
     const auto family =
-        static_policy_->CompactHints(state_.machine, pod.uid, requests);
+        static_policy_->CompactHints(machine, pod.uid, out.requests);
     if (!family) {
-      out.push_back("no set of NUMA nodes can hold it now");
+      out.fits_nowhere = true;
     } else {
-      std::string fits;
-      for (NumaMask extra : family->extras) {
-        fits += (fits.empty() ? "" : ", ") + extra.ToString();
-      }
+      out.fit_extras = family->extras;
       if (!family->universe.IsEmpty()) {
-        fits += (fits.empty() ? "" : ", ") +
-                std::string("any set of the nodes ") +
-                family->universe.ToString() + " that holds it (the fewest: " +
-                std::to_string(family->NarrowestUpwardMemberSize()) + ")";
+        out.fit_universe = family->universe;
+        out.narrowest = family->NarrowestUpwardMemberSize();
       }
-      out.push_back("it fits on " + fits + "; preferred: " +
-                    std::to_string(family->preferred_size) + " node(s)");
+      out.preferred_size = family->preferred_size;
     }
     return out;
   }
   const auto hints =
-      static_policy_->CalculateHints(state_.machine, pod.uid, requests);
+      static_policy_->CalculateHints(machine, pod.uid, out.requests);
   const auto list = hints.find(kMemoryResource);
   if (hints.empty() || list == hints.end() || list->second.empty()) {
-    out.push_back("no set of NUMA nodes can hold it now");
+    out.fits_nowhere = true;
   } else {
-    std::string fits;
     for (const TopologyHint& hint : list->second) {
-      fits += (fits.empty() ? "" : ", ") + hint.affinity->ToString() +
-              (hint.preferred ? " (preferred)" : "");
+      out.fits.push_back({*hint.affinity, hint.preferred});
     }
-    out.push_back("it fits on " + fits);
   }
   return out;
 }

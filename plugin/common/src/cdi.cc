@@ -1,4 +1,4 @@
-#include "topology/plugin/cdi.h"
+#include "topology/common/cdi.h"
 
 #include <cerrno>
 #include <cstring>
@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "safe_file.h"
+#include "topology/common/safe_file.h"
 
-namespace topology::plugin {
+namespace topology::common {
 namespace {
 
 bool IsAlnum(char c) {
@@ -208,4 +208,4 @@ Status RemoveCdiSpec(const std::filesystem::path& dir,
   return OkStatus();
 }
 
-}  // namespace topology::plugin
+}  // namespace topology::common

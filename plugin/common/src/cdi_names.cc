@@ -1,17 +1,16 @@
 #include <system_error>
 
-#include "topology/plugin/cdi.h"
+#include "topology/common/cdi.h"
 
 // A runtime reads specs as YAML (nvidia-ctk writes YAML, plugins JSON);
 // yaml-cpp reads both.
 
 #include <yaml-cpp/yaml.h>
 
+#include "topology/common/yaml_load.h"
 #include "topology/text_file.h"
 
-#include "yaml_load.h"
-
-namespace topology::plugin {
+namespace topology::common {
 
 StatusOr<std::set<std::string>> CdiNamesOf(std::string_view text) {
   std::set<std::string> names;
@@ -66,4 +65,4 @@ std::set<std::string> CdiDefinedNames(
   return names;
 }
 
-}  // namespace topology::plugin
+}  // namespace topology::common

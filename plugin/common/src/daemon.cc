@@ -1,6 +1,6 @@
 // The daemon helpers of plugin_runner.h: shutdown signals, the open-file
 // limit, gRPC's polling engine, the exit deadline.
-#include "topology/plugin/daemon.h"
+#include "topology/common/daemon.h"
 
 #include <cerrno>
 #include <csignal>
@@ -13,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "topology/plugin/logging.h"
+#include "topology/common/logging.h"
 
-namespace topology::plugin {
+namespace topology::common {
 
 void BlockShutdownSignals() {
   sigset_t set;
@@ -100,4 +100,4 @@ void AwaitShutdown(const DaemonProcess& process) {
   ExitIfStillRunningAfter(process.stop_limit, process.stuck_exit_code);
 }
 
-}  // namespace topology::plugin
+}  // namespace topology::common

@@ -1,4 +1,4 @@
-#include "topology/plugin/dir_watcher.h"
+#include "topology/common/dir_watcher.h"
 
 #include <array>
 #include <cerrno>
@@ -12,7 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace topology::plugin {
+namespace topology::common {
 
 namespace {
 
@@ -173,4 +173,4 @@ void DirWatcher::Loop() {
   }
 }
 
-}  // namespace topology::plugin
+}  // namespace topology::common

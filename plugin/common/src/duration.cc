@@ -1,10 +1,10 @@
-#include "topology/plugin/duration.h"
+#include "topology/common/duration.h"
 
 #include <cmath>
 #include <string>
 #include <utility>
 
-namespace topology::plugin {
+namespace topology::common {
 
 StatusOr<std::chrono::nanoseconds> ParseDuration(std::string_view text) {
   const std::string quoted = "duration \"" + std::string(text) + "\"";
@@ -63,4 +63,4 @@ StatusOr<std::chrono::nanoseconds> ParseDuration(std::string_view text) {
   return std::chrono::nanoseconds(static_cast<int64_t>(std::llround(total)));
 }
 
-}  // namespace topology::plugin
+}  // namespace topology::common

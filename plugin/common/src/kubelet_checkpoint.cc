@@ -1,4 +1,4 @@
-#include "kubelet_checkpoint.h"
+#include "topology/common/kubelet_checkpoint.h"
 
 #include <algorithm>
 #include <exception>
@@ -6,8 +6,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "json_fields.h"
-#include "safe_file.h"
+#include "topology/common/json_fields.h"
+#include "topology/common/safe_file.h"
 
 namespace topology::kubelet {
 namespace {

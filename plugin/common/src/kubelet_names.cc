@@ -1,8 +1,8 @@
-#include "kubelet_names.h"
+#include "topology/common/kubelet_names.h"
 
 #include <string>
 
-#include "k8s_names.h"
+#include "topology/common/k8s_names.h"
 
 namespace topology::kubelet {
 namespace {

@@ -1,11 +1,11 @@
-#include "topology/plugin/logging.h"
+#include "topology/common/logging.h"
 
 #include <cstdio>
 #include <ostream>
 
 #include <glog/logging.h>
 
-namespace topology::plugin {
+namespace topology::common {
 namespace {
 
 const char* BaseName(const char* path) {
@@ -35,4 +35,4 @@ void InitLogging(const char* argv0, int verbosity) {
   google::InitGoogleLogging(argv0, &KlogPrefix, nullptr);
 }
 
-}  // namespace topology::plugin
+}  // namespace topology::common

@@ -1,10 +1,10 @@
-#include "topology/plugin/served_socket.h"
+#include "topology/common/served_socket.h"
 
 #include <utility>
 
 #include <grpcpp/grpcpp.h>
 
-namespace topology::plugin {
+namespace topology::common {
 
 StatusOr<std::unique_ptr<ServedSocket>> ServedSocket::Serve(
     ServedSocketOptions options) {
@@ -69,4 +69,4 @@ void ServedSocket::Shutdown(std::chrono::system_clock::time_point deadline) {
   server_->Wait();
 }
 
-}  // namespace topology::plugin
+}  // namespace topology::common

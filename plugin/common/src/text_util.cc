@@ -1,4 +1,4 @@
-#include "text_util.h"
+#include "topology/common/text_util.h"
 
 #include <cstdio>
 

@@ -1,4 +1,4 @@
-#include "topology/plugin/unix_socket.h"
+#include "topology/common/unix_socket.h"
 
 #include <algorithm>
 #include <cerrno>
@@ -20,7 +20,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-namespace topology::plugin {
+namespace topology::common {
 
 namespace {
 
@@ -354,4 +354,4 @@ void UnixAcceptor::Loop() {
   }
 }
 
-}  // namespace topology::plugin
+}  // namespace topology::common

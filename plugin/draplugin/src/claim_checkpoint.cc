@@ -5,9 +5,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "checksum.h"
-#include "json_fields.h"
-#include "safe_file.h"
+#include "topology/common/checksum.h"
+#include "topology/common/json_fields.h"
+#include "topology/common/safe_file.h"
 
 namespace topology::draplugin {
 namespace {

@@ -1,7 +1,7 @@
+#include "topology/common/k8s_names.h"
 #include "topology/draplugin/claim_cdi.h"
 
 #include "driver_runner_impl.h"
-#include "k8s_names.h"
 
 namespace topology::draplugin {
 

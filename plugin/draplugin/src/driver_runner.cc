@@ -1,5 +1,6 @@
+#include "topology/common/text_util.h"
+
 #include "driver_runner_impl.h"
-#include "text_util.h"
 
 namespace topology::draplugin {
 

@@ -29,23 +29,23 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "topology/common/checksum.h"
+#include "topology/common/dir_watcher.h"
+#include "topology/common/guarded.h"
+#include "topology/common/k8s_names.h"
+#include "topology/common/safe_file.h"
+#include "topology/common/served_socket.h"
+#include "topology/common/unix_socket.h"
 #include "topology/draplugin/claim_checkpoint.h"
 #include "topology/draplugin/driver.h"
 #include "topology/draplugin/slice_validation.h"
-#include "topology/plugin/dir_watcher.h"
-#include "topology/plugin/guarded.h"
-#include "topology/plugin/served_socket.h"
-#include "topology/plugin/unix_socket.h"
 #include "topology/thread_annotations.h"
 
-#include "checksum.h"
 #include "claim_table.h"
 #include "driver_services.h"
 #include "driver_sockets.h"
 #include "health_streams.h"
 #include "instance_lock.h"
-#include "k8s_names.h"
-#include "safe_file.h"
 
 namespace topology::draplugin {
 
@@ -68,7 +68,7 @@ inline std::string Describe(const ClaimRef& ref) {
 // an INTERNAL error of that claim, never the end of the process.
 template <typename Call>
 auto Guarded(Call&& call) -> decltype(call()) {
-  return plugin::CallGuarded("the driver", std::forward<Call>(call));
+  return common::CallGuarded("the driver", std::forward<Call>(call));
 }
 
 // The service names registration advertises, in order.

@@ -8,8 +8,8 @@
 
 namespace topology::draplugin {
 
-using plugin::Listening;
-using plugin::SocketAt;
+using common::Listening;
+using common::SocketAt;
 
 namespace {
 
@@ -63,8 +63,8 @@ void DriverSockets::StopAccepting() {
 }
 
 void DriverSockets::Shutdown(std::chrono::system_clock::time_point deadline) {
-  std::unique_ptr<plugin::ServedSocket> registration;
-  std::unique_ptr<plugin::ServedSocket> dra;
+  std::unique_ptr<common::ServedSocket> registration;
+  std::unique_ptr<common::ServedSocket> dra;
   {
     MutexLock servers(server_mu_);
     registration = std::move(registration_served_);
@@ -74,7 +74,7 @@ void DriverSockets::Shutdown(std::chrono::system_clock::time_point deadline) {
   if (dra) dra->Shutdown(deadline);
 }
 
-StatusOr<std::unique_ptr<plugin::ServedSocket>> DriverSockets::ServeAt(
+StatusOr<std::unique_ptr<common::ServedSocket>> DriverSockets::ServeAt(
     const std::filesystem::path& path, std::vector<grpc::Service*> services,
     bool in_place) const {
   // Another instance's socket is never replaced: two drivers on one node
@@ -85,7 +85,7 @@ StatusOr<std::unique_ptr<plugin::ServedSocket>> DriverSockets::ServeAt(
         "; two instances on one node need their own sockets (give each "
         "its pod UID: --pod-uid, from the downward API)");
   }
-  return plugin::ServedSocket::Serve(
+  return common::ServedSocket::Serve(
       {.path = path,
        .services = std::move(services),
        .socket = {.mode = 0600,
@@ -97,7 +97,7 @@ StatusOr<std::unique_ptr<plugin::ServedSocket>> DriverSockets::ServeAt(
 Status DriverSockets::ServeDra() {
   // The old server (its socket is gone) first: a socket path has one
   // listener.
-  std::unique_ptr<plugin::ServedSocket> old;
+  std::unique_ptr<common::ServedSocket> old;
   {
     MutexLock servers(server_mu_);
     old = std::move(dra_served_);
@@ -111,7 +111,7 @@ Status DriverSockets::ServeDra() {
 }
 
 Status DriverSockets::ServeRegistration() {
-  std::unique_ptr<plugin::ServedSocket> old;
+  std::unique_ptr<common::ServedSocket> old;
   {
     MutexLock servers(server_mu_);
     old = std::move(registration_served_);
@@ -145,9 +145,9 @@ void DriverSockets::WatchSocketDirectories() {
   }
   for (const auto& [dir, name] : watched) {
     auto watcher =
-        plugin::DirWatcher::Start(dir, [this](const plugin::DirEvent& event) {
-          if (event.kind == plugin::DirEvent::Kind::kCreated) return;
-          bool look = event.kind == plugin::DirEvent::Kind::kListed;
+        common::DirWatcher::Start(dir, [this](const common::DirEvent& event) {
+          if (event.kind == common::DirEvent::Kind::kCreated) return;
+          bool look = event.kind == common::DirEvent::Kind::kListed;
           {
             MutexLock servers(server_mu_);
             for (const auto* served : {&dra_served_, &registration_served_}) {
@@ -195,10 +195,10 @@ void DriverSockets::WatchSockets() {
     bool registration_gone = false;
     {
       MutexLock servers(server_mu_);
-      using Look = plugin::ServedSocket::Look;
+      using Look = common::ServedSocket::Look;
       // Gone: nothing listens at the path; never served: nothing there yet
       // either (another process's socket is not ours to replace).
-      const auto look = [](const std::unique_ptr<plugin::ServedSocket>& served,
+      const auto look = [](const std::unique_ptr<common::ServedSocket>& served,
                            const std::filesystem::path& path) {
         if (served) return served->LookAtPath();
         return SocketAt(path) && Listening(path) ? Look::kTaken : Look::kGone;

@@ -22,8 +22,8 @@
 #include <vector>
 
 #include "topology/clock.h"
-#include "topology/plugin/dir_watcher.h"
-#include "topology/plugin/served_socket.h"
+#include "topology/common/dir_watcher.h"
+#include "topology/common/served_socket.h"
 #include "topology/status.h"
 #include "topology/thread_annotations.h"
 
@@ -69,7 +69,7 @@ class DriverSockets {
   Status ServeRegistration() TOPOLOGY_EXCLUDES(server_mu_);
   // Serves `services` at `path` (bound in place for the kubelet's plugin
   // registry); refused where another process serves it.
-  StatusOr<std::unique_ptr<plugin::ServedSocket>> ServeAt(
+  StatusOr<std::unique_ptr<common::ServedSocket>> ServeAt(
       const std::filesystem::path& path, std::vector<grpc::Service*> services,
       bool in_place) const;
   // Looks at the sockets every socket_check, and at once when a watched
@@ -92,13 +92,13 @@ class DriverSockets {
 
   // The servers; the watcher thread replaces one whose socket is gone.
   Mutex server_mu_ TOPOLOGY_ACQUIRED_BEFORE(mu_);
-  std::unique_ptr<plugin::ServedSocket> dra_served_
+  std::unique_ptr<common::ServedSocket> dra_served_
       TOPOLOGY_GUARDED_BY(server_mu_);
-  std::unique_ptr<plugin::ServedSocket> registration_served_
+  std::unique_ptr<common::ServedSocket> registration_served_
       TOPOLOGY_GUARDED_BY(server_mu_);
   bool taken_warned_ TOPOLOGY_GUARDED_BY(server_mu_) = false;
   std::thread watcher_;
-  std::vector<std::unique_ptr<plugin::DirWatcher>> directory_watchers_;
+  std::vector<std::unique_ptr<common::DirWatcher>> directory_watchers_;
 };
 
 }  // namespace topology::draplugin

@@ -19,9 +19,9 @@
 #include <boost/beast/ssl/ssl_stream.hpp>
 #include <nlohmann/json.hpp>
 
-#include "json_fields.h"
-#include "k8s_names.h"
-#include "safe_file.h"
+#include "topology/common/json_fields.h"
+#include "topology/common/k8s_names.h"
+#include "topology/common/safe_file.h"
 
 namespace topology::draplugin {
 namespace {

@@ -11,8 +11,8 @@
 #include <arpa/inet.h>
 #include <yaml-cpp/yaml.h>
 
-#include "safe_file.h"
-#include "yaml_load.h"
+#include "topology/common/safe_file.h"
+#include "topology/common/yaml_load.h"
 
 namespace topology::draplugin {
 namespace {

@@ -18,9 +18,10 @@
 
 #include <nlohmann/json.hpp>
 
-#include "checksum.h"
-#include "json_fields.h"
-#include "k8s_names.h"
+#include "topology/common/checksum.h"
+#include "topology/common/json_fields.h"
+#include "topology/common/k8s_names.h"
+
 #include "slice_sync.h"
 #include "slice_validation_json.h"
 #include "slice_versions.h"
@@ -35,6 +36,57 @@ using slice_sync::kSlices;
 
 // The Node lookup's one attempt (the slices' owner reference).
 constexpr std::chrono::milliseconds kOwnerLookupTimeout{2000};
+
+// What the API server answered to one write of a plan.
+struct WrittenSlice {
+  StatusOr<HttpResponse> answer = UnavailableError("not sent");
+  Status status = OkStatus();  // of the answer
+  std::string name;            // as the server stored it
+  std::string version;
+  std::string stored;  // its devices as Normal() keeps them
+  std::string unreadable;
+};
+
+// The plan's creates and updates, several in flight, each on a kept
+// connection of its own, their answers read where they arrive: the API
+// server works on them at once, and a pool of 10,000 devices goes out at the
+// server's pace, not at one round trip a slice. Each body is dropped once
+// sent; `*sent` is false when a write threw.
+std::vector<WrittenSlice> SendWrites(const ResourceSliceClient& slices,
+                                     slice_sync::Plan& plan, bool* sent) {
+  std::vector<WrittenSlice> answers(plan.writes.size());
+  *sent = slice_sync::ParallelFor(plan.writes.size(), [&](size_t i) {
+    slice_sync::Plan::Write& write = plan.writes[i];
+    WrittenSlice& out = answers[i];
+    out.answer = write.update ? slices.Update(write.name, write.body)
+                              : slices.Create(write.body);
+    write.body.clear();
+    write.body.shrink_to_fit();
+    if (!out.answer.ok()) return;
+    out.status = StatusOf(*out.answer, write.what, /*create=*/!write.update);
+    if (!out.status.ok()) return;
+    const json written =
+        json_fields::ParseBounded(out.answer->body, kMaxAnswerDepth);
+    out.answer->body.clear();
+    try {
+      namespace jf = json_fields;
+      const json& metadata = jf::Object(written, "metadata");
+      out.name = jf::String(metadata, "name");
+      out.version = jf::StringOr(metadata, "resourceVersion", "");
+      json stored = json::array();
+      const json& spec = jf::Object(written, "spec");
+      if (const json* listed = jf::OptionalField(spec, "devices")) {
+        for (const json& device : *listed) {
+          stored.push_back(slice_sync::Normal(device));
+        }
+      }
+      out.stored = Dump(stored);
+    } catch (const std::exception& e) {
+      out.unreadable = e.what();
+    }
+  });
+  return answers;
+}
 
 }  // namespace
 
@@ -261,6 +313,41 @@ StatusOr<HttpResponse> ResourceSliceClient::Delete(
   return client_->Request("DELETE", std::string(kSlices) + "/" + name);
 }
 
+StatusOr<std::string> ResourceSliceClient::NodeOwnerReference(
+    const std::string& node) const {
+  // One try, briefly, and a Node's size at most: the owner reference is a
+  // nicety, and an API server that hangs or answers without end must not
+  // hold up or swell the publish that follows.
+  auto answer = client_->Request("GET", "/api/v1/nodes/" + node, {}, {},
+                                 {.timeout = kOwnerLookupTimeout,
+                                  .attempts = 1,
+                                  .max_body = kMaxObjectBytes});
+  if (!answer.ok()) return answer.status();
+  if (answer->status != 200) {
+    return UnavailableError("HTTP " + std::to_string(answer->status));
+  }
+  const json read = json_fields::ParseBounded(answer->body, kMaxAnswerDepth);
+  try {
+    const json& metadata = json_fields::Object(read, "metadata");
+    const std::string uid = json_fields::String(metadata, "uid");
+    if (json_fields::String(metadata, "name") != node) {
+      throw json_fields::JsonFieldError("metadata: another node's");
+    }
+    if (!k8s::IsUid(uid)) {
+      throw json_fields::JsonFieldError(
+          "metadata.uid: not a Kubernetes UID (letters, digits and '-', "
+          "at most 128)");
+    }
+    return Dump(json::array({{{"apiVersion", "v1"},
+                              {"kind", "Node"},
+                              {"name", node},
+                              {"uid", uid},
+                              {"controller", true}}}));
+  } catch (const std::exception& e) {
+    return InvalidArgumentError(std::string("unreadable Node: ") + e.what());
+  }
+}
+
 StatusOr<HttpResponse> ListNodeSlices(KubeClient& client,
                                       const std::string& node,
                                       const std::string& driver,
@@ -298,46 +385,15 @@ bool SlicePublisher::Unchanged() {
 
 void SlicePublisher::LookUpOwner() {
   if (!owner_.empty()) return;
-  // One try, briefly, and a Node's size at most: the owner reference is a
-  // nicety, and an API server that hangs or answers without end must not
-  // hold up or swell the publish that follows (it is tried again at the
-  // next sync).
-  auto answer = client_->Request("GET", "/api/v1/nodes/" + node_, {}, {},
-                                 {.timeout = kOwnerLookupTimeout,
-                                  .attempts = 1,
-                                  .max_body = kMaxObjectBytes});
-  std::string why;
-  if (!answer.ok()) {
-    why = answer.status().message();
-  } else if (answer->status != 200) {
-    why = "HTTP " + std::to_string(answer->status);
-  } else {
-    const json node = json_fields::ParseBounded(answer->body, kMaxAnswerDepth);
-    try {
-      const json& metadata = json_fields::Object(node, "metadata");
-      const std::string uid = json_fields::String(metadata, "uid");
-      if (json_fields::String(metadata, "name") != node_) {
-        throw json_fields::JsonFieldError("metadata: another node's");
-      }
-      if (!k8s::IsUid(uid)) {
-        throw json_fields::JsonFieldError(
-            "metadata.uid: not a Kubernetes UID (letters, digits and '-', "
-            "at most 128)");
-      }
-      owner_ = Dump(json::array({{{"apiVersion", "v1"},
-                                  {"kind", "Node"},
-                                  {"name", node_},
-                                  {"uid", uid},
-                                  {"controller", true}}}));
-      return;
-    } catch (const std::exception& e) {
-      why = std::string("unreadable Node: ") + e.what();
-    }
+  auto owner = slices_.NodeOwnerReference(node_);
+  if (owner.ok()) {
+    owner_ = std::move(*owner);
+    return;
   }
   if (!owner_warned_) {
     owner_warned_ = true;
     LOG(WARNING) << driver_ << ": the Node " << node_ << " cannot be read ("
-                 << why
+                 << owner.status().message()
                  << "); slices are published without an owner reference "
                     "and outlive a deleted Node (the driver needs \"get "
                     "nodes\")";
@@ -437,49 +493,8 @@ Status SlicePublisher::Apply(slice_sync::Plan plan, const std::string& pool,
     }
     ++deletes;
   }
-  // Several writes in flight, each on a kept connection of its own, their
-  // answers read where they arrive: the API server works on them at once,
-  // and a pool of 10,000 devices goes out at the server's pace, not at one
-  // round trip a slice.
-  struct Answer {
-    StatusOr<HttpResponse> answer = UnavailableError("not sent");
-    Status status = OkStatus();  // of the answer
-    std::string name;            // as the server stored it
-    std::string version;
-    std::string stored;  // its devices as Normal() keeps them
-    std::string unreadable;
-  };
-  std::vector<Answer> answers(plan.writes.size());
-  const bool sent = slice_sync::ParallelFor(plan.writes.size(), [&](size_t i) {
-    slice_sync::Plan::Write& write = plan.writes[i];
-    Answer& out = answers[i];
-    out.answer = write.update ? slices_.Update(write.name, write.body)
-                              : slices_.Create(write.body);
-    write.body.clear();
-    write.body.shrink_to_fit();
-    if (!out.answer.ok()) return;
-    out.status = StatusOf(*out.answer, write.what, /*create=*/!write.update);
-    if (!out.status.ok()) return;
-    const json written =
-        json_fields::ParseBounded(out.answer->body, kMaxAnswerDepth);
-    out.answer->body.clear();
-    try {
-      namespace jf = json_fields;
-      const json& metadata = jf::Object(written, "metadata");
-      out.name = jf::String(metadata, "name");
-      out.version = jf::StringOr(metadata, "resourceVersion", "");
-      json stored = json::array();
-      const json& spec = jf::Object(written, "spec");
-      if (const json* listed = jf::OptionalField(spec, "devices")) {
-        for (const json& device : *listed) {
-          stored.push_back(slice_sync::Normal(device));
-        }
-      }
-      out.stored = Dump(stored);
-    } catch (const std::exception& e) {
-      out.unreadable = e.what();
-    }
-  });
+  bool sent = false;
+  const std::vector<WrittenSlice> answers = SendWrites(slices_, plan, &sent);
   // An idle driver needs one connection for its resyncs.
   client_->CloseIdle(1);
   Status failed =
@@ -489,7 +504,7 @@ Status SlicePublisher::Apply(slice_sync::Plan plan, const std::string& pool,
   std::map<std::string, std::string> written_versions = plan.unchanged;
   for (size_t w = 0; w < answers.size(); ++w) {
     const slice_sync::Plan::Write& write = plan.writes[w];
-    const Answer& out = answers[w];
+    const WrittenSlice& out = answers[w];
     const std::string& sent_devices = wanted[write.index];
     if (!out.answer.ok()) {
       if (failed.ok()) failed = out.answer.status();

@@ -9,8 +9,9 @@
 #include <thread>
 #include <utility>
 
-#include "checksum.h"
-#include "json_fields.h"
+#include "topology/common/checksum.h"
+#include "topology/common/json_fields.h"
+
 #include "slice_validation_json.h"
 
 namespace topology::draplugin::slice_sync {

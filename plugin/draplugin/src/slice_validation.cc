@@ -5,7 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "k8s_names.h"
+#include "topology/common/k8s_names.h"
+
 #include "slice_validation_json.h"
 
 namespace topology::draplugin {

@@ -74,7 +74,7 @@ class PluginRunner::Impl {
   }
   const std::string instance;
   std::vector<std::unique_ptr<ResourceServer>> resources;
-  std::unique_ptr<DirWatcher> watcher;
+  std::unique_ptr<common::DirWatcher> watcher;
   bool started = false;
 };
 
@@ -157,20 +157,21 @@ Status PluginRunner::StartChecked() {
     const std::string name = entry.path().filename().string();
     for (const auto& resource : impl_->resources) {
       if (name.starts_with(resource->EndpointPrefix()) &&
-          IsSocket(entry.path()) && !Listening(entry.path())) {
+          common::IsSocket(entry.path()) && !Listening(entry.path())) {
         LOG(INFO) << "removing stale socket " << entry.path().string();
         std::filesystem::remove(entry.path(), error);
       }
     }
   }
-  StatusOr<std::unique_ptr<DirWatcher>> watcher = DirWatcher::Start(
-      options_.plugin_dir,
-      [this](const DirEvent& event) {
-        for (const auto& resource : impl_->resources) {
-          resource->OnDirEvent(event);
-        }
-      },
-      options_.poll_plugin_dir);
+  StatusOr<std::unique_ptr<common::DirWatcher>> watcher =
+      common::DirWatcher::Start(
+          options_.plugin_dir,
+          [this](const common::DirEvent& event) {
+            for (const auto& resource : impl_->resources) {
+              resource->OnDirEvent(event);
+            }
+          },
+          options_.poll_plugin_dir);
   if (!watcher.ok()) return watcher.status();
   impl_->started = true;
   for (const auto& resource : impl_->resources) {

@@ -61,13 +61,13 @@ void ToProto(const ContainerAllocation& allocation,
   for (const auto& [key, value] : allocation.annotations) {
     (*out->mutable_annotations())[key] = value;
   }
-  for (const Mount& mount : allocation.mounts) {
+  for (const common::Mount& mount : allocation.mounts) {
     auto* m = out->add_mounts();
     m->set_container_path(mount.container_path);
     m->set_host_path(mount.host_path);
     m->set_read_only(mount.read_only);
   }
-  for (const DeviceNode& node : allocation.devices) {
+  for (const common::DeviceNode& node : allocation.devices) {
     auto* d = out->add_devices();
     d->set_container_path(node.container_path);
     d->set_host_path(node.host_path);

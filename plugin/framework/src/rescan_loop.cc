@@ -4,7 +4,7 @@
 
 #include <glog/logging.h>
 
-#include "topology/plugin/dir_watcher.h"
+#include "topology/common/dir_watcher.h"
 #include "topology/plugin/uevent_monitor.h"
 
 namespace topology::plugin {
@@ -18,9 +18,9 @@ RescanLoop::~RescanLoop() {
 }
 
 bool RescanLoop::WatchFile(const std::filesystem::path& file) {
-  auto watcher = DirWatcher::Start(
+  auto watcher = common::DirWatcher::Start(
       file.parent_path(),
-      [this, name = file.filename().string()](const DirEvent& event) {
+      [this, name = file.filename().string()](const common::DirEvent& event) {
         if (event.name == name) RequestPass();
       });
   if (!watcher.ok()) {

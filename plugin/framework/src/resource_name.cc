@@ -2,9 +2,8 @@
 
 #include <string_view>
 
+#include "topology/common/kubelet_names.h"
 #include "topology/plugin/types.h"
-
-#include "kubelet_names.h"
 
 namespace topology::plugin {
 

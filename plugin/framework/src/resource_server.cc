@@ -131,7 +131,7 @@ static Status CheckAllocation(const ContainerAllocation& allocation) {
       return InternalError("the plugin returned an empty annotation key");
     }
   }
-  for (const DeviceNode& node : allocation.devices) {
+  for (const common::DeviceNode& node : allocation.devices) {
     if (node.permissions.find_first_not_of("rwm") != std::string::npos) {
       return InternalError("device node " + node.host_path +
                            " has permissions \"" + node.permissions +

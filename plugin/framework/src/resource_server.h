@@ -38,12 +38,13 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "topology/plugin/dir_watcher.h"
-#include "topology/plugin/guarded.h"
+#include "topology/common/dir_watcher.h"
+#include "topology/common/guarded.h"
+#include "topology/common/served_socket.h"
+#include "topology/common/text_util.h"
+#include "topology/common/unix_socket.h"
 #include "topology/plugin/plugin_runner.h"
 #include "topology/plugin/resource_name.h"
-#include "topology/plugin/served_socket.h"
-#include "topology/plugin/unix_socket.h"
 #include "topology/sorted_search.h"
 #include "topology/thread_annotations.h"
 
@@ -51,7 +52,6 @@
 #include "grpc_status.h"
 #include "list_and_watch.h"
 #include "proto_conversion.h"
-#include "text_util.h"
 
 namespace topology::plugin::internal {
 
@@ -90,10 +90,10 @@ inline std::chrono::milliseconds Remaining(
                       end - std::chrono::system_clock::now()));
 }
 
-using plugin::ConnectionCalls;
-using plugin::IsSocket;
-using plugin::Listening;
-using plugin::UnixAcceptor;
+using common::ConnectionCalls;
+using common::IsSocket;
+using common::Listening;
+using common::UnixAcceptor;
 
 // Connections open at once on one socket (the kubelet holds one); a new one
 // beyond it closes another (unix_socket.h: idle first, of the peer holding
@@ -106,7 +106,7 @@ constexpr size_t kMaxConnections = 64;
 template <typename Call>
 auto CallHandler(const std::string& resource, const char* rpc, Call&& call)
     -> decltype(call()) {
-  return plugin::CallGuarded(resource + ": the " + rpc + " handler",
+  return common::CallGuarded(resource + ": the " + rpc + " handler",
                              std::forward<Call>(call));
 }
 
@@ -215,7 +215,7 @@ struct ServingInstance {
   std::unique_ptr<DevicePluginService> service;
   std::unique_ptr<ListAndWatchQueue> list_and_watch;
   // The server at `path` (served_socket.h).
-  std::unique_ptr<ServedSocket> served;
+  std::unique_ptr<common::ServedSocket> served;
 };
 
 // One resource's sockets and its registration with the kubelet: an instance
@@ -266,7 +266,7 @@ class ResourceRegistrar {
   void StartSupervisor() {
     supervisor_ = std::thread([this] { Supervise(); });
   }
-  void OnDirEvent(const DirEvent& event);
+  void OnDirEvent(const common::DirEvent& event);
   void Stop();
   // Something happened (a stream opened or closed): the supervisor looks.
   void Wake() {
@@ -380,7 +380,9 @@ class ResourceServer final : public ResourcePublisher {
   std::string EndpointPrefix() const { return registrar_.EndpointPrefix(); }
   Status StartServing() { return registrar_.StartServing(); }
   void StartSupervisor() { registrar_.StartSupervisor(); }
-  void OnDirEvent(const DirEvent& event) { registrar_.OnDirEvent(event); }
+  void OnDirEvent(const common::DirEvent& event) {
+    registrar_.OnDirEvent(event);
+  }
   // The sockets first, then the streams they served.
   void Stop() { registrar_.Stop(); }
 

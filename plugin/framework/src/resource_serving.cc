@@ -26,7 +26,7 @@ StatusOr<std::unique_ptr<ServingInstance>> ResourceRegistrar::NewInstance() {
   std::unique_ptr<grpc::ServerCompletionQueue> cq;
   // Only the kubelet (root) connects, whatever the umask; the socket
   // appears once it accepts.
-  auto served = ServedSocket::Serve(
+  auto served = common::ServedSocket::Serve(
       {.path = instance->path,
        .services = {instance->service.get()},
        .socket = {.mode = 0600, .max_connections = kMaxConnections},
@@ -111,17 +111,18 @@ Status ResourceRegistrar::Register(const std::string& endpoint) {
   return FromGrpcStatus(status);
 }
 
-void ResourceRegistrar::OnDirEvent(const DirEvent& event) {
+void ResourceRegistrar::OnDirEvent(const common::DirEvent& event) {
   MutexLock lock(state_mu_);
   if (stopping_) return;
-  if (event.kind == DirEvent::Kind::kCreated && event.name == kKubeletSocket) {
+  if (event.kind == common::DirEvent::Kind::kCreated &&
+      event.name == kKubeletSocket) {
     kubelet_created_ = true;
   } else if (event.name.starts_with(EndpointPrefix()) &&
              !event.name.starts_with(OwnPrefix()) &&
              event.name.ends_with(".sock")) {
     // Another instance's socket for this resource (a rollout's new pod, a
     // second DaemonSet, a manual run).
-    if (event.kind == DirEvent::Kind::kCreated) {
+    if (event.kind == common::DirEvent::Kind::kCreated) {
       if (!registered_ && superseding_.empty()) return;  // it is the older
       if (superseding_.empty()) {
         next_liveness_check_ = options_.clock->Now() + kSupersededCheck;
@@ -147,10 +148,11 @@ void ResourceRegistrar::OnDirEvent(const DirEvent& event) {
     next_attempt_ = options_.clock->Now();
     backoff_ = options_.initial_backoff;
   } else if (current_ && !replacing_ &&
-             ((event.kind == DirEvent::Kind::kDeleted &&
+             ((event.kind == common::DirEvent::Kind::kDeleted &&
                event.name == current_->endpoint) ||
-              (event.kind == DirEvent::Kind::kListed && !restart_requested_)) &&
-             !IsSocket(current_->path)) {
+              (event.kind == common::DirEvent::Kind::kListed &&
+               !restart_requested_)) &&
+             !common::IsSocket(current_->path)) {
     // (A delete of a leftover file at our path before binding is not ours:
     // our socket still exists then. A directory that is listed, not
     // watched, shows no socket of ours made and removed between two
@@ -179,7 +181,7 @@ void ResourceRegistrar::Supervise() {
           options_.clock->Now() - *deletion_restart_at_ < kRestartCoalescing;
       if (same_restart && restart_requested_) {
         // The pending restart covers it.
-      } else if (same_restart && current_ && IsSocket(current_->path)) {
+      } else if (same_restart && current_ && common::IsSocket(current_->path)) {
         if (!registered_) {
           VLOG(1) << name_ << ": kubelet.sock is back; registering now";
           next_attempt_ = options_.clock->Now();
@@ -191,7 +193,7 @@ void ResourceRegistrar::Supervise() {
         restart_requested_ = true;
       }
     }
-    if (!restart_requested_ && current_ && !IsSocket(current_->path)) {
+    if (!restart_requested_ && current_ && !common::IsSocket(current_->path)) {
       // Our socket is gone (a kubelet's start-up cleanup, perhaps before
       // the watch saw it): registering it would only fail.
       LOG(INFO) << name_ << ": socket " << current_->endpoint

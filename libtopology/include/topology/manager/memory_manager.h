@@ -14,11 +14,13 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "topology/export.h"
 #include "topology/manager/hint_provider.h"
+#include "topology/manager/memory_explanation.h"
 #include "topology/manager/memory_policy.h"
 #include "topology/manager/memory_policy_static.h"
 #include "topology/manager/memory_state.h"
@@ -113,16 +115,12 @@ class TOPOLOGY_EXPORT MemoryManager final : public HintProvider {
   MemoryMachineState Baseline() const;
 
   // Beyond the kubelet: why memory for `container` (nullptr: the whole pod,
-  // pod scope) fits or not, one sentence a line: the request, each node's
-  // free memory and who holds it, the single- vs cross-node rule where it
-  // bars a set of nodes ("node 0 holds a single-node allocation of pod
-  // default/small; a cross-node allocation [0,1] may not include it"), and
-  // the sets of nodes that would hold it now. `name_of` turns a pod uid
-  // into "namespace/name". Empty with None or for a pod that is not
-  // Guaranteed.
-  std::vector<std::string> Explain(
-      const Pod& pod, const Container* container,
-      const std::function<std::string(const std::string&)>& name_of) const;
+  // pod scope) fits or not, as data (memory_explanation.h): the request,
+  // each node's free memory and who holds it, the sets of nodes the single-
+  // vs cross-node rule bars, the sets that would hold it now. nullopt with
+  // None or for a pod that is not Guaranteed.
+  std::optional<MemoryExplanation> Explain(const Pod& pod,
+                                           const Container* container) const;
 
  private:
   MemoryManager(std::string policy_name, std::unique_ptr<MemoryPolicy> policy,

@@ -1,5 +1,5 @@
 // The CDI spec of one prepared claim, written with the device plugin
-// framework's CDI writer (topology/plugin/cdi.h: validated names, the
+// framework's CDI writer (topology/common/cdi.h: validated names, the
 // oldest cdiVersion that expresses the spec, an atomic 0644 file that never
 // follows a planted link). One file per claim, so that Unprepare removes
 // exactly it; device names carry the claim's UID, so that a runtime's cache
@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "topology/plugin/cdi.h"
+#include "topology/common/cdi.h"
 #include "topology/status.h"
 
 namespace topology::draplugin {
@@ -34,7 +34,7 @@ std::string ClaimCdiFileName(const std::string& driver,
 StatusOr<std::vector<std::string>> WriteClaimCdiSpec(
     const std::filesystem::path& dir, const std::string& driver,
     const std::string& kind, const std::string& claim_uid,
-    std::vector<plugin::CdiDevice> devices,
+    std::vector<common::CdiDevice> devices,
     const std::map<std::string, std::string>& claim_env);
 
 // Removes the claim's spec; OK when there is none.

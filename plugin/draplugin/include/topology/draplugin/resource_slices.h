@@ -113,6 +113,11 @@ class ResourceSliceClient {
   StatusOr<HttpResponse> Update(const std::string& name,
                                 std::string_view body) const;
   StatusOr<HttpResponse> Delete(const std::string& name) const;
+  // The ownerReference a slice of `node` carries, as the Go controller sets
+  // it (a JSON array: the Node's apiVersion, kind, name and uid, controller
+  // true), from one short GET of the Node of at most a Node's size; the
+  // error says why it cannot be had (HTTP status, a Node not `node`'s).
+  StatusOr<std::string> NodeOwnerReference(const std::string& node) const;
 
  private:
   KubeClient* const client_;

@@ -28,7 +28,7 @@
 #include <vector>
 
 #include "topology/clock.h"
-#include "topology/plugin/daemon.h"
+#include "topology/common/daemon.h"
 #include "topology/plugin/metrics.h"
 #include "topology/plugin/types.h"
 #include "topology/status.h"

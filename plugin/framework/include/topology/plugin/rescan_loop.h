@@ -40,10 +40,13 @@
 #include "topology/clock.h"
 #include "topology/thread_annotations.h"
 
+namespace topology::common {
+class DirWatcher;
+}  // namespace topology::common
+
 namespace topology::plugin {
 
 class UeventMonitor;
-class DirWatcher;
 
 class RescanLoop {
  public:
@@ -109,7 +112,7 @@ class RescanLoop {
   const Options options_;
   std::unique_ptr<UeventMonitor>
       monitor_;  // set and reset with the loop stopped
-  std::vector<std::unique_ptr<DirWatcher>> file_watchers_;
+  std::vector<std::unique_ptr<common::DirWatcher>> file_watchers_;
   mutable Mutex mu_;
   std::condition_variable_any wake_;
   PassFn pass_ TOPOLOGY_GUARDED_BY(mu_);

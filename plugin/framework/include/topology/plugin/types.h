@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
+#include "topology/common/container_edits.h"  // Mount, DeviceNode
 #include "topology/export.h"                  // C++20 check
-#include "topology/plugin/container_edits.h"  // Mount, DeviceNode
 
 namespace topology::plugin {
 
@@ -53,8 +53,8 @@ struct PreferredAllocationRequest {
 // What one container gets for its devices (ContainerAllocateResponse).
 struct ContainerAllocation {
   std::map<std::string, std::string> envs = {};
-  std::vector<Mount> mounts = {};
-  std::vector<DeviceNode> devices = {};
+  std::vector<common::Mount> mounts = {};
+  std::vector<common::DeviceNode> devices = {};
   std::map<std::string, std::string> annotations = {};
   std::vector<std::string> cdi_devices = {};  // fully qualified CDI names
   friend bool operator==(const ContainerAllocation&,

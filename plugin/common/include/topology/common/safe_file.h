@@ -4,8 +4,8 @@
 // explicit mode, fsynced and renamed into place. Files Kubernetes mounts
 // for us are read through their links (ReadMountedFile), still regular and
 // bounded.
-#ifndef TOPOLOGY_FILES_SAFE_FILE_H_
-#define TOPOLOGY_FILES_SAFE_FILE_H_
+#ifndef TOPOLOGY_COMMON_SAFE_FILE_H_
+#define TOPOLOGY_COMMON_SAFE_FILE_H_
 
 #include <cstddef>
 #include <filesystem>
@@ -80,4 +80,4 @@ bool WriteAllAt(int fd, std::string_view contents, size_t offset);
 
 }  // namespace topology::files
 
-#endif  // TOPOLOGY_FILES_SAFE_FILE_H_
+#endif  // TOPOLOGY_COMMON_SAFE_FILE_H_

@@ -4,8 +4,8 @@
 // "<kind>=<name>" no spec under /etc/cdi or /var/run/cdi defines. One file
 // per kind and plugin, replaced atomically whenever the devices change.
 // Thread safety: free functions; two writers of one file must not race.
-#ifndef TOPOLOGY_PLUGIN_CDI_H_
-#define TOPOLOGY_PLUGIN_CDI_H_
+#ifndef TOPOLOGY_COMMON_CDI_H_
+#define TOPOLOGY_COMMON_CDI_H_
 
 #include <filesystem>
 #include <map>
@@ -14,10 +14,10 @@
 #include <string_view>
 #include <vector>
 
-#include "topology/plugin/container_edits.h"
+#include "topology/common/container_edits.h"
 #include "topology/status.h"
 
-namespace topology::plugin {
+namespace topology::common {
 
 // Where runtimes look for specs written at run time.
 inline constexpr char kDefaultCdiDir[] = "/var/run/cdi";
@@ -81,6 +81,6 @@ std::set<std::string> CdiDefinedNames(
     const std::vector<std::filesystem::path>& dirs,
     std::vector<std::string>* warnings);
 
-}  // namespace topology::plugin
+}  // namespace topology::common
 
-#endif  // TOPOLOGY_PLUGIN_CDI_H_
+#endif  // TOPOLOGY_COMMON_CDI_H_

@@ -30,8 +30,8 @@
 //  - The socket's identity (device, inode) is kept: the file is removed at
 //    the end only while it is still ours, and a caller can tell when it was
 //    removed or replaced (SocketAt) and serve again.
-#ifndef TOPOLOGY_PLUGIN_UNIX_SOCKET_H_
-#define TOPOLOGY_PLUGIN_UNIX_SOCKET_H_
+#ifndef TOPOLOGY_COMMON_UNIX_SOCKET_H_
+#define TOPOLOGY_COMMON_UNIX_SOCKET_H_
 
 #include <atomic>
 #include <deque>
@@ -56,7 +56,7 @@ class ServerInterceptorFactoryInterface;
 }
 }  // namespace grpc
 
-namespace topology::plugin {
+namespace topology::common {
 
 // Which socket file a path names: device and inode.
 struct SocketIdentity {
@@ -196,6 +196,6 @@ class UnixAcceptor {
   std::thread thread_;
 };
 
-}  // namespace topology::plugin
+}  // namespace topology::common
 
-#endif  // TOPOLOGY_PLUGIN_UNIX_SOCKET_H_
+#endif  // TOPOLOGY_COMMON_UNIX_SOCKET_H_

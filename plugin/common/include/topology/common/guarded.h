@@ -6,8 +6,8 @@
 // gRPC-free command line uses it too.
 //
 // Thread safety: free functions, as safe as the call they guard.
-#ifndef TOPOLOGY_PLUGIN_GUARDED_H_
-#define TOPOLOGY_PLUGIN_GUARDED_H_
+#ifndef TOPOLOGY_COMMON_GUARDED_H_
+#define TOPOLOGY_COMMON_GUARDED_H_
 
 #include <exception>
 #include <iostream>
@@ -16,7 +16,7 @@
 
 #include "topology/status.h"
 
-namespace topology::plugin {
+namespace topology::common {
 
 // The exception being handled, in words: "threw: <what()>", or "threw a
 // non-standard exception" for one not derived from std::exception. Call
@@ -58,6 +58,6 @@ int RunGuarded(std::string_view program, Run&& run) {
   return 1;
 }
 
-}  // namespace topology::plugin
+}  // namespace topology::common
 
-#endif  // TOPOLOGY_PLUGIN_GUARDED_H_
+#endif  // TOPOLOGY_COMMON_GUARDED_H_

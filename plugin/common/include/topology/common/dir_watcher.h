@@ -2,8 +2,8 @@
 // there, from a thread of its own: how the device plugin framework notices
 // a kubelet restart and the DRA framework a socket removed, as the
 // kubelet's plugin watcher notices sockets (fsnotify).
-#ifndef TOPOLOGY_PLUGIN_DIR_WATCHER_H_
-#define TOPOLOGY_PLUGIN_DIR_WATCHER_H_
+#ifndef TOPOLOGY_COMMON_DIR_WATCHER_H_
+#define TOPOLOGY_COMMON_DIR_WATCHER_H_
 
 #include <chrono>
 #include <filesystem>
@@ -17,7 +17,7 @@
 
 #include "topology/status.h"
 
-namespace topology::plugin {
+namespace topology::common {
 
 struct DirEvent {
   // kListed: polling only, after every listing (no name): a file made and
@@ -66,6 +66,6 @@ class DirWatcher {
   std::thread thread_;
 };
 
-}  // namespace topology::plugin
+}  // namespace topology::common
 
-#endif  // TOPOLOGY_PLUGIN_DIR_WATCHER_H_
+#endif  // TOPOLOGY_COMMON_DIR_WATCHER_H_

@@ -4,20 +4,20 @@
 // includes this header, so plugins that include it see them as before.
 //
 //   int Run(const Options& options, const char* argv0) {
-//     plugin::DaemonProcess process{.verbosity = options.verbosity};
-//     plugin::SetUpDaemon(argv0, process);  // before any thread
+//     common::DaemonProcess process{.verbosity = options.verbosity};
+//     common::SetUpDaemon(argv0, process);  // before any thread
 //     ... start ...
-//     plugin::AwaitShutdown(process);       // SIGTERM or SIGINT
+//     common::AwaitShutdown(process);       // SIGTERM or SIGINT
 //     ... stop ...
 //   }
-#ifndef TOPOLOGY_PLUGIN_DAEMON_H_
-#define TOPOLOGY_PLUGIN_DAEMON_H_
+#ifndef TOPOLOGY_COMMON_DAEMON_H_
+#define TOPOLOGY_COMMON_DAEMON_H_
 
 #include <chrono>
 #include <cstdint>
 #include <string>
 
-namespace topology::plugin {
+namespace topology::common {
 
 // How a daemon's process is set up and stopped.
 struct DaemonProcess {
@@ -75,6 +75,6 @@ std::string ChooseGrpcPollEngine(const std::string& engine = "poll");
 // stop has not returned within `limit`, whatever state it is stuck in.
 void ExitIfStillRunningAfter(std::chrono::milliseconds limit, int exit_code);
 
-}  // namespace topology::plugin
+}  // namespace topology::common
 
-#endif  // TOPOLOGY_PLUGIN_DAEMON_H_
+#endif  // TOPOLOGY_COMMON_DAEMON_H_

@@ -30,11 +30,4 @@ std::string Quoted(std::string_view text, size_t limit = 64);
 
 }  // namespace topology::text
 
-// The host module's vocabulary.
-namespace topology::host {
-using text::InvalidUtf8Line;
-using text::IsValidUtf8;
-using text::Quoted;
-}  // namespace topology::host
-
 #endif  // TOPOLOGY_COMMON_TEXT_UTIL_H_

@@ -1,4 +1,4 @@
-#include "safe_file.h"
+#include "topology/common/safe_file.h"
 
 #include <cerrno>
 #include <cstring>

@@ -1,13 +1,13 @@
 // What a container is given besides its environment: mounts and device
 // nodes. Plain values shared by the device plugin framework's Allocate
 // answers (topology/plugin/types.h) and the CDI specs every program writes
-// (topology/plugin/cdi.h).
-#ifndef TOPOLOGY_PLUGIN_CONTAINER_EDITS_H_
-#define TOPOLOGY_PLUGIN_CONTAINER_EDITS_H_
+// (topology/common/cdi.h).
+#ifndef TOPOLOGY_COMMON_CONTAINER_EDITS_H_
+#define TOPOLOGY_COMMON_CONTAINER_EDITS_H_
 
 #include <string>
 
-namespace topology::plugin {
+namespace topology::common {
 
 struct Mount {
   std::string container_path = {};
@@ -23,6 +23,6 @@ struct DeviceNode {
   friend bool operator==(const DeviceNode&, const DeviceNode&) = default;
 };
 
-}  // namespace topology::plugin
+}  // namespace topology::common
 
-#endif  // TOPOLOGY_PLUGIN_CONTAINER_EDITS_H_
+#endif  // TOPOLOGY_COMMON_CONTAINER_EDITS_H_

@@ -4,14 +4,14 @@
 // from Go plugins' manifests; CLI11 would read "-v=2" as the short option
 // -v with the value "=2". Header-only, so that a program without the
 // framework library can use it.
-#ifndef TOPOLOGY_PLUGIN_GO_FLAGS_H_
-#define TOPOLOGY_PLUGIN_GO_FLAGS_H_
+#ifndef TOPOLOGY_COMMON_GO_FLAGS_H_
+#define TOPOLOGY_COMMON_GO_FLAGS_H_
 
 #include <string>
 #include <string_view>
 #include <vector>
 
-namespace topology::plugin {
+namespace topology::common {
 
 // argv with every "-name=value" (one dash, a name of letters, digits and
 // dashes, then '=') written "--name=value"; everything else unchanged,
@@ -40,6 +40,6 @@ inline std::vector<std::string> GoStyleArguments(int argc,
   return out;
 }
 
-}  // namespace topology::plugin
+}  // namespace topology::common
 
-#endif  // TOPOLOGY_PLUGIN_GO_FLAGS_H_
+#endif  // TOPOLOGY_COMMON_GO_FLAGS_H_

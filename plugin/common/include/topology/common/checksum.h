@@ -1,8 +1,8 @@
 // The checksum of the project's checkpoint records: FNV-1a 64 over the text,
 // written as 16 lower-case hex digits. Not a defence against an attacker
 // (the files are root's alone); it finds torn and damaged records.
-#ifndef TOPOLOGY_FILES_CHECKSUM_H_
-#define TOPOLOGY_FILES_CHECKSUM_H_
+#ifndef TOPOLOGY_COMMON_CHECKSUM_H_
+#define TOPOLOGY_COMMON_CHECKSUM_H_
 
 #include <cstdint>
 #include <cstdio>
@@ -29,4 +29,4 @@ inline std::string ChecksumHex(std::string_view text) {
 
 }  // namespace topology::files
 
-#endif  // TOPOLOGY_FILES_CHECKSUM_H_
+#endif  // TOPOLOGY_COMMON_CHECKSUM_H_

@@ -10,8 +10,8 @@
 //
 // Thread safety: Serve, StopAccepting, Shutdown and the destructor from one
 // thread at a time; Look and MayHaveGone from any.
-#ifndef TOPOLOGY_PLUGIN_SERVED_SOCKET_H_
-#define TOPOLOGY_PLUGIN_SERVED_SOCKET_H_
+#ifndef TOPOLOGY_COMMON_SERVED_SOCKET_H_
+#define TOPOLOGY_COMMON_SERVED_SOCKET_H_
 
 #include <chrono>
 #include <filesystem>
@@ -19,8 +19,8 @@
 #include <memory>
 #include <vector>
 
-#include "topology/plugin/dir_watcher.h"
-#include "topology/plugin/unix_socket.h"
+#include "topology/common/dir_watcher.h"
+#include "topology/common/unix_socket.h"
 #include "topology/status.h"
 
 namespace grpc {
@@ -29,7 +29,7 @@ class ServerBuilder;
 class Service;
 }  // namespace grpc
 
-namespace topology::plugin {
+namespace topology::common {
 
 struct ServedSocketOptions {
   std::filesystem::path path;
@@ -87,6 +87,6 @@ class ServedSocket {
   bool shut_down_ = false;
 };
 
-}  // namespace topology::plugin
+}  // namespace topology::common
 
-#endif  // TOPOLOGY_PLUGIN_SERVED_SOCKET_H_
+#endif  // TOPOLOGY_COMMON_SERVED_SOCKET_H_
