@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -45,6 +46,19 @@ namespace dp = topology::device_plugin;
 namespace dra = topology::draplugin;
 namespace common = topology::common;
 namespace plugin = topology::plugin;
+
+// One gauge a feature gate the API server has off, as read from the fields
+// it dropped of the driver's slices: what an operator turns on.
+std::string DisabledFeatureMetrics(const std::set<std::string>& gates) {
+  if (gates.empty()) return {};
+  std::string text = "# TYPE topology_dra_feature_gate_disabled gauge\n";
+  for (const std::string& gate : gates) {
+    // "DRADeviceBindingConditions (with ...)": the gate's name alone.
+    text += "topology_dra_feature_gate_disabled{gate=\"" +
+            gate.substr(0, gate.find(' ')) + "\"} 1\n";
+  }
+  return text;
+}
 
 constexpr int kExitError = 1;
 constexpr int kExitUsage = 2;
@@ -212,7 +226,8 @@ std::unique_ptr<plugin::HttpEndpoint> ServeHttp(const std::string& address,
            std::to_string(runner.PreparedClaims().size()) +
            "\n# TYPE topology_dra_slice_writes_total counter\n"
            "topology_dra_slice_writes_total " +
-           std::to_string(stats.creates + stats.updates + stats.deletes) + "\n";
+           std::to_string(stats.creates + stats.updates + stats.deletes) +
+           "\n" + DisabledFeatureMetrics(stats.disabled_features);
   };
   auto endpoint = plugin::HttpEndpoint::Start(
       address, {.health_problem = [] { return std::string(); },

@@ -34,6 +34,7 @@
 
 #include "build_paths.h"
 #include "child_process.h"
+#include "dropped_fields.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
@@ -631,6 +632,63 @@ TEST_F(KubeApiServerTest, PublishesInSlicesKeepsOthersAndSendsNothingTwice) {
 // driver's ServiceAccount, with a token bound to a pod on node-a (as the
 // kubelet issues a pod's token), writes node-a's slices and is refused
 // node-b's; a token bound to no node writes none.
+// The real v1.37 server drops the fields of the gates it has off before it
+// stores a slice (its strategy's dropDisabledFields): DisabledFeatures names
+// exactly those gates from what was sent and what was stored, including the
+// three alpha gates the Go helper's DroppedFieldsError cannot name, and
+// none of the gates on (taints, consumable capacity, list attributes).
+TEST_F(KubeApiServerTest, DroppedFieldsNameTheGatesOff) {
+  // This cluster: v1.37 defaults plus DRAListTypeAttributes.
+  for (const char* alpha :
+       {"DRANodeAllocatableResources", "DRAPartitionableDevicesType",
+        "DRAOptionalNodeOperations"}) {
+    ASSERT_THAT(env_["KUBE_FEATURE_GATES"], Not(HasSubstr(alpha)));
+  }
+  ASSERT_THAT(env_["KUBE_FEATURE_GATES"],
+              HasSubstr("DRAListTypeAttributes=true"));
+  const json spec = {
+      {"driver", kDriver},
+      {"nodeName", "gates-node"},
+      {"pool",
+       {{"name", "gates-node"}, {"generation", 1}, {"resourceSliceCount", 1}}},
+      {"partitionTypeAttribute", "example.com/profile"},
+      {"skipNodeOperations", {"*"}},
+      {"devices",
+       {{{"name", "gpu-0"},
+         {"attributes",
+          {{"example.com/profile", {{"string", "full"}}},
+           {"example.com/ports", {{"ints", {1, 2}}}}}},
+         {"capacity", {{"example.com/memory", {{"value", "80Gi"}}}}},
+         {"allowMultipleAllocations", true},
+         {"taints",
+          {{{"key", "example.com/maintenance"}, {"effect", "NoSchedule"}}}},
+         {"nodeAllocatableResources",
+          {{"cpu", {{"overhead", {{"perContainer", "1"}}}}}}}}}}};
+  const json slice = {{"apiVersion", "resource.k8s.io/v1"},
+                      {"kind", "ResourceSlice"},
+                      {"metadata", {{"name", "gates-node-slice"}}},
+                      {"spec", spec}};
+  auto created = admin_->Request("POST", kSlices, slice.dump());
+  ASSERT_THAT(created.status(), IsOk());
+  ASSERT_EQ(created->status, 201) << created->body;
+  const json stored = json::parse(created->body)["spec"];
+  std::vector<std::string> gates;
+  for (const DisabledFeature& gate : DisabledFeatures(spec, stored)) {
+    gates.push_back(gate.gate);
+  }
+  EXPECT_THAT(gates, ::testing::ElementsAre("DRANodeAllocatableResources",
+                                            "DRAPartitionableDevicesType",
+                                            "DRAOptionalNodeOperations"));
+  // The gates on kept their fields.
+  const json& device = stored["devices"][0];
+  EXPECT_TRUE(device.contains("taints"));
+  EXPECT_TRUE(device.contains("allowMultipleAllocations"));
+  EXPECT_TRUE(device["attributes"]["example.com/ports"].contains("ints"));
+  auto removed =
+      admin_->Request("DELETE", std::string(kSlices) + "/gates-node-slice");
+  ASSERT_THAT(removed.status(), IsOk());
+}
+
 TEST_F(KubeApiServerTest, TheAdmissionPolicyKeepsEachDriverToItsNodesSlices) {
   const json node = {{"apiVersion", "v1"},
                      {"kind", "Node"},

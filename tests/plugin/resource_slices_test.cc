@@ -8,6 +8,7 @@
 #include <chrono>
 #include <map>
 #include <mutex>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -542,12 +543,15 @@ TEST_F(SlicePublisherTest, ATaintKeepsItsTimeAcrossRepublishes) {
 }
 
 // A server that drops fields (taints with the gate off) is not written to
-// again and again: what it stored counts as in step, and is said.
+// again and again: what it stored counts as in step, and the gate that is
+// off is named (the stats, the driver's metric).
 TEST_F(SlicePublisherTest, FieldsTheServerDropsAreNotRewrittenForever) {
   Serve();
   store_->drop_taints = true;
   ASSERT_THAT(publisher_->Publish("node-a", Devices(3, true)), IsOk());
   EXPECT_FALSE(Ours()[0]["spec"]["devices"][0].contains("taints"));
+  EXPECT_EQ(publisher_->stats().disabled_features,
+            std::set<std::string>{"DRADeviceTaints"});
   const int writes = store_->writes;
   for (int i = 0; i < 3; ++i) {
     ASSERT_THAT(publisher_->Publish("node-a", Devices(3, true)), IsOk());

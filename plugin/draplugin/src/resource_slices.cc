@@ -22,6 +22,7 @@
 #include "topology/common/json_fields.h"
 #include "topology/common/k8s_names.h"
 
+#include "dropped_fields.h"
 #include "slice_sync.h"
 #include "slice_validation_json.h"
 #include "slice_versions.h"
@@ -86,6 +87,31 @@ std::vector<WrittenSlice> SendWrites(const ResourceSliceClient& slices,
     }
   });
   return answers;
+}
+
+// Says which feature gates the API server has off, read from the fields it
+// dropped of resourceslice `name` (`sent` and `stored`: its devices as JSON
+// lists), once for these devices: the driver keeps what was stored and does
+// not send it again until the devices change.
+std::vector<DisabledFeature> ReportDroppedFields(const std::string& driver,
+                                                 const std::string& name,
+                                                 const std::string& sent,
+                                                 const std::string& stored) {
+  const json sent_devices = json::parse(sent, nullptr, false);
+  const json stored_devices = json::parse(stored, nullptr, false);
+  const std::vector<DisabledFeature> gates = DisabledFeatures(
+      json{{"devices", sent_devices}}, json{{"devices", stored_devices}});
+  std::string which;
+  for (const DisabledFeature& gate : gates) {
+    which += (which.empty() ? "" : "; ") + gate.gate + " (" + gate.fields + ")";
+  }
+  LOG(WARNING) << driver << ": the API server dropped fields of resourceslice "
+               << name << ": "
+               << (gates.empty() ? std::string("no feature gate this driver "
+                                               "knows explains it")
+                                 : "feature gate(s) off: " + which)
+               << "; kept as stored, not sent again until the devices change";
+  return gates;
 }
 
 }  // namespace
@@ -502,6 +528,7 @@ Status SlicePublisher::Apply(slice_sync::Plan plan, const std::string& pool,
            : InternalError("writing the slices of pool " + pool + " failed");
   // The slices left as they were count as known.
   std::map<std::string, std::string> written_versions = plan.unchanged;
+  std::set<std::string> disabled;  // feature gates read from dropped fields
   for (size_t w = 0; w < answers.size(); ++w) {
     const slice_sync::Plan::Write& write = plan.writes[w];
     const WrittenSlice& out = answers[w];
@@ -535,14 +562,17 @@ Status SlicePublisher::Apply(slice_sync::Plan plan, const std::string& pool,
     written_versions[out.name] = out.version;
     if (out.stored != sent_devices) {
       if (!stored_as_.contains(sent_devices)) {
-        LOG(WARNING) << driver_ << ": the API server dropped fields of "
-                     << "resourceslice " << out.name
-                     << " (a feature gate off?): what it stored differs from "
-                        "what was sent; kept as stored, not sent again until "
-                        "the devices change";
+        for (const DisabledFeature& gate :
+             ReportDroppedFields(driver_, out.name, sent_devices, out.stored)) {
+          disabled.insert(gate.gate);
+        }
       }
       stored_as_[sent_devices] = out.stored;
     }
+  }
+  if (!disabled.empty()) {
+    MutexLock lock(mu_);
+    stats_.disabled_features.insert(disabled.begin(), disabled.end());
   }
   if (!failed.ok()) {
     {

@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -144,6 +145,9 @@ class SlicePublisher {
     uint64_t creates = 0;
     uint64_t updates = 0;
     uint64_t deletes = 0;
+    // Feature gates the API server has off, read from the fields it
+    // dropped of a slice written (DRADeviceTaints, ...).
+    std::set<std::string> disabled_features;
   };
 
   // `client` is not owned and must outlive the publisher.
