@@ -222,23 +222,31 @@ PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" make -s -C "$examples/accel-plugin" 
   CXX="$cxx" CXXFLAGS="$cxxflags" LDFLAGS="$ldflags" \
   >"$work/pkg-config-check.log" 2>&1 ||
   fail "make check through pkg-config libtopology-testing failed"
+# consumer_both_ways NAME PREFIX PACKAGE: tests/cmake/NAME_consumer built
+# against PREFIX through find_package and through pkg-config PACKAGE, each
+# build run with a directory of its own; fails naming the step and its log.
+consumer_both_ways() {
+  local name=$1 from=$2 package=$3
+  local consumer
+  consumer=$(dirname "$0")/${name}_consumer
+  cmake -S "$consumer" -B "$work/$name-build" -G "$generator" \
+    -DCMAKE_PREFIX_PATH="$from" -DCMAKE_CXX_COMPILER="$cxx" \
+    -DCMAKE_CXX_FLAGS="$cxxflags" -DCMAKE_EXE_LINKER_FLAGS="$ldflags" \
+    >"$work/$name-cmake.log" 2>&1 &&
+    cmake --build "$work/$name-build" >>"$work/$name-cmake.log" 2>&1 ||
+    fail "the $name consumer does not build through find_package ($work/$name-cmake.log)"
+  "$work/$name-build/$name-consumer" "$run/$name-cmake" ||
+    fail "the $name consumer (find_package build) failed"
+  (cd "$work" && "$cxx" -std=c++20 $cxxflags -Wall -Wextra -Werror \
+    "$consumer/main.cc" -o "$name-consumer-pc" \
+    $(PKG_CONFIG_PATH="$from/$libdir/pkgconfig" pkg-config --cflags --libs \
+      "$package") $ldflags) >"$work/$name-pc.log" 2>&1 ||
+    fail "the $name consumer does not build through pkg-config ($work/$name-pc.log)"
+  "$work/$name-consumer-pc" "$run/$name-pc" ||
+    fail "the $name consumer (pkg-config build) failed"
+}
 echo "== libtopology::common alone, through find_package and pkg-config"
-consumer=$(dirname "$0")/common_consumer
-cmake -S "$consumer" -B "$work/common-build" -G "$generator" \
-  -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" \
-  -DCMAKE_CXX_FLAGS="$cxxflags" -DCMAKE_EXE_LINKER_FLAGS="$ldflags" \
-  >"$work/common-cmake.log" 2>&1 &&
-  cmake --build "$work/common-build" >>"$work/common-cmake.log" 2>&1 ||
-  fail "the common consumer does not build through find_package ($work/common-cmake.log)"
-"$work/common-build/common-consumer" "$run/common-cmake" ||
-  fail "the common consumer (find_package build) failed"
-(cd "$work" && "$cxx" -std=c++20 $cxxflags -Wall -Wextra -Werror "$consumer/main.cc" \
-  -o common-consumer-pc \
-  $(PKG_CONFIG_PATH="$prefix/$libdir/pkgconfig" pkg-config --cflags --libs \
-    libtopology-common) $ldflags) >"$work/common-pc.log" 2>&1 ||
-  fail "the common consumer does not build through pkg-config ($work/common-pc.log)"
-"$work/common-consumer-pc" "$run/common-pc" ||
-  fail "the common consumer (pkg-config build) failed"
+consumer_both_ways common "$prefix" libtopology-common
 echo "== the DRA framework without the device plugin framework, through find_package and pkg-config"
 dra_prefix=$work/prefix-without-deviceplugin
 rm -rf "$dra_prefix"
@@ -247,23 +255,7 @@ rm -rf "$dra_prefix/$libdir/libtopology-deviceplugin.a" \
   "$dra_prefix/$libdir/pkgconfig/libtopology-deviceplugin.pc" \
   "$dra_prefix/$libdir/cmake/libtopology/"libtopologyDevicepluginTargets*.cmake \
   "$dra_prefix/include/topology/plugin"
-consumer=$(dirname "$0")/draplugin_consumer
-cmake -S "$consumer" -B "$work/draplugin-build" -G "$generator" \
-  -DCMAKE_PREFIX_PATH="$dra_prefix" -DCMAKE_CXX_COMPILER="$cxx" \
-  -DCMAKE_CXX_FLAGS="$cxxflags" -DCMAKE_EXE_LINKER_FLAGS="$ldflags" \
-  >"$work/draplugin-cmake.log" 2>&1 &&
-  cmake --build "$work/draplugin-build" >>"$work/draplugin-cmake.log" 2>&1 ||
-  fail "the DRA consumer does not build through find_package"
-"$work/draplugin-build/draplugin-consumer" "$run/dra-cmake" ||
-  fail "the DRA consumer (find_package build) did not serve and stop"
-(cd "$work" && PKG_CONFIG_PATH="$dra_prefix/$libdir/pkgconfig" \
-  "$cxx" -std=c++20 $cxxflags -Wall -Wextra -Werror "$consumer/main.cc" \
-  -o draplugin-consumer-pc \
-  $(PKG_CONFIG_PATH="$dra_prefix/$libdir/pkgconfig" pkg-config --cflags --libs \
-    libtopology-draplugin) $ldflags) >"$work/draplugin-pc.log" 2>&1 ||
-  fail "the DRA consumer does not build through pkg-config"
-"$work/draplugin-consumer-pc" "$run/dra-pc" ||
-  fail "the DRA consumer (pkg-config build) did not serve and stop"
+consumer_both_ways draplugin "$dra_prefix" libtopology-draplugin
 echo "== accel-dra-driver, through find_package and pkg-config"
 cmake -S "$examples/accel-dra-driver" -B "$work/dra-example-build" -G "$generator" \
   -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CXX_COMPILER="$cxx" \

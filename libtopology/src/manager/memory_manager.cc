@@ -351,7 +351,8 @@ std::optional<MemoryExplanation> MemoryManager::Explain(
   if (container != nullptr) out.container = container->name;
   out.requests = container ? ContainerRequestedMemory(*container)
                            : PodRequestedMemory(pod);
-  const MemoryMachineState& machine = state_.machine;
+  // A copy read under the lock, for the lambda below (explaining is rare).
+  const MemoryMachineState machine = state_.machine;
   for (const auto& [id, node] : machine) {
     MemoryExplanation::Node& shown = out.nodes.emplace_back();
     shown.id = id;
