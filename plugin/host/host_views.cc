@@ -5,6 +5,8 @@
 #include <set>
 #include <utility>
 
+#include "topology/common/pod_fingerprint.h"
+
 #include "deviceplugin/v1beta1/api.pb.h"
 #include "pod_manifest.h"
 
@@ -289,12 +291,22 @@ json NodeResourceTopologyJson(const HostSnapshot& snapshot) {
                      {"costs", costs},
                      {"resources", resources}});
   }
+  // The pods this view counts, for schedulers' overreserve caches: every
+  // admitted pod (method "all"), signed as podfingerprint signs.
+  common::PodFingerprint fingerprint(snapshot.pods.size());
+  for (const PodResult& pod : snapshot.pods) {
+    if (pod.admitted) fingerprint.Add(pod.ns, pod.name);
+  }
   return {{"apiVersion", "topology.node.k8s.io/v1alpha2"},
           {"kind", "NodeResourceTopology"},
           {"metadata", {{"name", snapshot.node_name}}},
           {"attributes",
            {{{"name", "topologyManagerPolicy"}, {"value", snapshot.policy}},
-            {{"name", "topologyManagerScope"}, {"value", snapshot.scope}}}},
+            {{"name", "topologyManagerScope"}, {"value", snapshot.scope}},
+            {{"name", common::kPodFingerprintAttribute},
+             {"value", fingerprint.Sign()}},
+            {{"name", common::kPodFingerprintMethodAttribute},
+             {"value", common::kPodFingerprintMethodAll}}}},
           {"zones", zones}};
 }
 

@@ -20,6 +20,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include "topology/common/pod_fingerprint.h"
 #include "topology/discovery.h"
 #include "topology/testing/fake_clock.h"
 
@@ -966,9 +967,20 @@ TEST_F(HostTest, NodeResourceTopologyZones) {
   StartHost();
   auto plugin = Plugin("a.sock", FourGpus());
   ASSERT_TRUE(WaitFor([&] { return View().allocatable == 4; }));
-  ASSERT_TRUE(host_->Admit(MakePod("p", {{kGpu, 1}}), false).admitted);
+  const manager::Pod pod = MakePod("p", {{kGpu, 1}});
+  ASSERT_TRUE(host_->Admit(pod, false).admitted);
   const auto nrt = host_->NodeResourceTopology();
   EXPECT_EQ(nrt["apiVersion"], "topology.node.k8s.io/v1alpha2");
+  // The admitted pods' fingerprint, as the schedulers' podfingerprint
+  // signs it (pod_fingerprint_tests hold that to upstream).
+  common::PodFingerprint fingerprint;
+  fingerprint.Add(pod.ns, pod.name);
+  std::map<std::string, std::string> attributes;
+  for (const auto& attribute : nrt["attributes"]) {
+    attributes[attribute["name"]] = attribute["value"];
+  }
+  EXPECT_EQ(attributes["nodeTopologyPodsFingerprint"], fingerprint.Sign());
+  EXPECT_EQ(attributes["nodeTopologyPodsFingerprintMethod"], "all");
   EXPECT_EQ(nrt["kind"], "NodeResourceTopology");
   ASSERT_THAT(nrt["zones"], SizeIs(2));
   EXPECT_EQ(nrt["zones"][0]["name"], "node-0");
