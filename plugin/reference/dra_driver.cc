@@ -380,6 +380,9 @@ StatusOr<std::vector<draplugin::PreparedDevice>> DraHandler::Prepare(
           "); no device is prepared until it can be read");
     }
     for (const auto& [result, address] : chosen) {
+      // adminAccess (monitoring, maintenance): the device may be in use by
+      // others, through a device plugin too.
+      if (result->admin_access) continue;
       const auto it = held->find(address);
       if (it == held->end() || it->second.empty()) continue;
       return FailedPreconditionError(

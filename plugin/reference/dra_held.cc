@@ -21,6 +21,8 @@ StatusOr<std::set<PciAddress>> ReadDraClaimHeld(
   }
   for (const auto& [uid, claim] : *claims) {
     for (const draplugin::PreparedDevice& device : claim.devices) {
+      // An adminAccess claim (monitoring) holds nothing exclusively.
+      if (device.admin_access) continue;
       if (auto address = dra::AddressOfPciDeviceName(device.device)) {
         held.insert(*address);
       }

@@ -18,7 +18,8 @@
 namespace topology::device_plugin {
 
 // The devices prepared claims of topology-dra-driver hold, from its claim
-// checkpoint: empty when there is none; the reader's error otherwise.
+// checkpoint (a device prepared for an adminAccess result is not held):
+// empty when there is none; the reader's error otherwise.
 StatusOr<std::set<PciAddress>> ReadDraClaimHeld(
     const std::filesystem::path& checkpoint);
 

@@ -400,6 +400,11 @@ TEST_F(DraDriverTest, DevicesHeldThroughADevicePluginAreNeverPrepared) {
               StatusIs(StatusCode::kFailedPrecondition,
                        HasSubstr("is held by pod u1 through a device plugin")));
   EXPECT_TRUE(std::filesystem::is_empty(cdi_.path()));
+  // adminAccess (a monitoring claim, KEP-5018): the device may be in use
+  // by others, through a device plugin too, and is prepared.
+  claim.results[0].admin_access = true;
+  EXPECT_THAT(handler.Prepare(claim).status(), IsOk());
+  claim.results[0].admin_access = false;
   // Another device is free.
   claim.results[0].device = dra::PciDeviceName(*PciAddress::Parse(vfs[1]));
   EXPECT_THAT(handler.Prepare(claim).status(), IsOk());

@@ -333,6 +333,28 @@ TEST_F(DraFrameworkTest, SubrequestsAreAnsweredAsTheirTopLevelRequest) {
   EXPECT_EQ(BaseRequestName("gpu"), "gpu");
 }
 
+// A result with adminAccess (KEP-5018): the runner marks the device it
+// prepared, in the checkpoint too, so that nothing counts it as held
+// exclusively (the device plugin beside it keeps offering it).
+TEST_F(DraFrameworkTest, AdminAccessResultsAreMarkedInTheCheckpoint) {
+  Start();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  const ClaimRef ref{"monitoring", "m1", "watch"};
+  AllocationResult watched{"gpu", kDriver, "node-a", "gpu-0"};
+  watched.admin_access = true;
+  source_.Add(ref, {watched, {"nic", kDriver, "node-a", "nic-0"}});
+  auto answers = kubelet_.Prepare({Kubelet(ref)});
+  ASSERT_THAT(answers.status(), IsOk());
+  ASSERT_EQ(answers->at("m1").error, "");
+  auto saved =
+      LoadClaims(dir_.path() / "plugins" / kDriver / kClaimCheckpointFile);
+  ASSERT_THAT(saved.status(), IsOk());
+  const auto& devices = saved->at("m1").devices;
+  ASSERT_THAT(devices, SizeIs(2));
+  EXPECT_TRUE(devices[0].admin_access);
+  EXPECT_FALSE(devices[1].admin_access);
+}
+
 // A call with bad claims still succeeds: each bad one has its own error
 // naming it, the good ones are prepared.
 TEST_F(DraFrameworkTest, EachBadClaimHasItsOwnErrorAndTheOthersArePrepared) {

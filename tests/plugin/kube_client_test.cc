@@ -725,7 +725,7 @@ constexpr char kClaim[] = R"({
   "status": {"allocation": {"devices": {
     "results": [
       {"request": "gpu", "driver": "pci.libtopology.dev", "pool": "node-a", "device": "gpu-0"},
-      {"request": "nic", "driver": "pci.libtopology.dev", "pool": "node-a", "device": "nic-1"},
+      {"request": "nic", "driver": "pci.libtopology.dev", "pool": "node-a", "device": "nic-1", "adminAccess": true},
       {"request": "other", "driver": "gpu.example.com", "pool": "p", "device": "d"}],
     "config": [
       {"source": "FromClass", "opaque": {"driver": "pci.libtopology.dev", "parameters": {"mode": "exclusive"}}},
@@ -737,8 +737,11 @@ TEST(ResourceClaimTest, TheDriversResultsAndConfigs) {
   auto claim = ParseResourceClaim(kClaim, {"ml", "u-1", "pair"}, kDriver);
   ASSERT_THAT(claim.status(), IsOk());
   ASSERT_THAT(claim->results, SizeIs(2));
+  // adminAccess (KEP-5018) as the result says; absent is false.
+  EXPECT_EQ(claim->results[0],
+            (AllocationResult{"gpu", kDriver, "node-a", "gpu-0", false}));
   EXPECT_EQ(claim->results[1],
-            (AllocationResult{"nic", kDriver, "node-a", "nic-1"}));
+            (AllocationResult{"nic", kDriver, "node-a", "nic-1", true}));
   ASSERT_THAT(claim->configs, SizeIs(2));
   EXPECT_EQ(claim->configs[0],
             (OpaqueConfig{"FromClass", {}, R"({"mode":"exclusive"})"}));

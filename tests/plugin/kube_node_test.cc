@@ -329,6 +329,97 @@ TEST_F(KubeNodeTest, TheDraDriverOnTheRealKubeletAndScheduler) {
   EXPECT_THAT(Logs("with-claim"),
               ::testing::ContainsRegex("c[-rw]+ .* 10, +200 .*tun"));
   EXPECT_EQ(DriverCdiSpecs(), 1u);
+
+  // Admin access (KEP-5018): a monitoring pod's claim, in a namespace
+  // labelled for it, is allocated the device the workload's claim holds
+  // and runs beside it; the driver prepares it (the device may be in use)
+  // and marks it, and the workload keeps running.
+  const std::string monitoring = "/api/v1/namespaces/monitoring";
+  Ensure("/api/v1/namespaces",
+         {{"apiVersion", "v1"},
+          {"kind", "Namespace"},
+          {"metadata",
+           {{"name", "monitoring"},
+            {"labels", {{"resource.kubernetes.io/admin-access", "true"}}}}}});
+  ASSERT_TRUE(WaitFor(
+      [&] { return Get(monitoring + "/serviceaccounts/default").is_object(); },
+      60s));
+  json watch = {{"apiVersion", "resource.k8s.io/v1"},
+                {"kind", "ResourceClaim"},
+                {"metadata", {{"name", "watch"}}},
+                {"spec",
+                 {{"devices",
+                   {{"requests",
+                     {{{"name", "nic"},
+                       {"exactly",
+                        {{"deviceClassName", "virtio.example.com"},
+                         {"adminAccess", true}}}}}}}}}}};
+  ASSERT_EQ(Post("/apis/resource.k8s.io/v1/namespaces/monitoring/"
+                 "resourceclaims",
+                 watch),
+            201);
+  json monitor = Pod("monitor", {{"claims", {{{"name", "nic"}}}}});
+  monitor["spec"]["resourceClaims"] = {
+      {{"name", "nic"}, {"resourceClaimName", "watch"}}};
+  ASSERT_EQ(Post(monitoring + "/pods", monitor), 201);
+  const auto monitor_log = [&] {
+    auto answer = admin_->Request("GET", monitoring + "/pods/monitor/log");
+    return answer.ok() && answer->status == 200 ? answer->body : std::string();
+  };
+  ASSERT_TRUE(WaitFor(
+      [&] { return monitor_log().find("printed") != std::string::npos; }, 120s))
+      << Get(monitoring + "/pods/monitor").dump() << ReadFile(log);
+  EXPECT_THAT(monitor_log(), HasSubstr(std::string(kDraEnv) + "=0000:"));
+  json workload = Get(std::string(kPods) + "/with-claim");
+  const std::string workload_claim =
+      workload["status"]["resourceClaimStatuses"][0].value("resourceClaimName",
+                                                           "");
+  json held =
+      Get("/apis/resource.k8s.io/v1/namespaces/default/"
+          "resourceclaims/" +
+          workload_claim);
+  json watched = Get(
+      "/apis/resource.k8s.io/v1/namespaces/monitoring/resourceclaims/watch");
+  const json& held_result =
+      held["status"]["allocation"]["devices"]["results"][0];
+  const json& watched_result =
+      watched["status"]["allocation"]["devices"]["results"][0];
+  EXPECT_EQ(watched_result.value("device", ""),
+            held_result.value("device", ""));
+  EXPECT_EQ(watched_result.value("adminAccess", false), true);
+  EXPECT_EQ(PodPhase("with-claim"), "Running");
+  EXPECT_EQ(DriverCdiSpecs(), 2u);
+  // The driver's checkpoint marks the monitoring claim's device, so that
+  // nothing counts it as held (the device plugin keeps offering it).
+  const json prepared =
+      json::parse(ReadFile((std::filesystem::path(node_["KUBELET_ROOT"]) /
+                            "plugins" / kDriver / "prepared-claims.json")
+                               .string()),
+                  nullptr, false);
+  ASSERT_TRUE(prepared.is_object()) << ReadFile(log);
+  int marked = 0;
+  for (const json& claim : prepared.value("claims", json::array())) {
+    for (const json& device : claim.value("devices", json::array())) {
+      if (device.value("adminAccess", false)) {
+        ++marked;
+        EXPECT_EQ(claim.value("name", ""), "watch");
+      }
+    }
+  }
+  EXPECT_EQ(marked, 1) << prepared.dump();
+  Delete(monitoring + "/pods/monitor");
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto answer = admin_->Request("GET", monitoring + "/pods/monitor");
+        return answer.ok() && answer->status == 404;
+      },
+      60s));
+  Delete(
+      "/apis/resource.k8s.io/v1/namespaces/monitoring/resourceclaims/"
+      "watch");
+  EXPECT_TRUE(WaitFor([&] { return DriverCdiSpecs() == 1; }, 30s))
+      << ReadFile(log);
+
   Delete(std::string(kPods) + "/with-claim");
   ASSERT_TRUE(WaitFor([&] { return Gone("with-claim"); }, 60s));
   EXPECT_TRUE(WaitFor([&] { return DriverCdiSpecs() == 0; }, 30s))

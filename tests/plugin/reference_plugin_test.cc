@@ -249,6 +249,31 @@ TEST_F(ReferencePluginTest,
   EXPECT_THAT(NodesById(*gpu_->latest()), SizeIs(7));
 }
 
+// A device prepared for an adminAccess claim (monitoring, KEP-5018) is no
+// one's exclusively: the device plugin still offers and allocates it.
+TEST_F(ReferencePluginTest, AnAdminAccessClaimHoldsNoDevice) {
+  dra_claims_ = root_.path() / "dra" / draplugin::kClaimCheckpointFile;
+  std::filesystem::create_directories(dra_claims_.parent_path());
+  draplugin::PreparedClaims claims;
+  claims["m1"] = {.ref = {.ns = "monitoring", .uid = "m1", .name = "watch"},
+                  .devices = {{.request_names = {"gpu"},
+                               .pool = "node-a",
+                               .device = "pci-0000-1a-00-0",
+                               .cdi_device_ids = {},
+                               .admin_access = true}}};
+  ASSERT_THAT(draplugin::SaveClaims(dra_claims_, claims), IsOk());
+  StartPlugin();
+  EXPECT_THAT(NodesById(*gpu_->latest()), SizeIs(8));
+  EXPECT_TRUE(AllocateGpus({"0000:1a:00.0"}).has_value());
+  // The flag survives the checkpoint; without it the claim holds the GPU.
+  auto loaded = draplugin::LoadClaims(dra_claims_);
+  ASSERT_THAT(loaded.status(), IsOk());
+  EXPECT_TRUE(loaded->at("m1").devices[0].admin_access);
+  claims["m1"].devices[0].admin_access = false;
+  ASSERT_THAT(draplugin::SaveClaims(dra_claims_, claims), IsOk());
+  EXPECT_FALSE(AllocateGpus({"0000:1a:00.0"}).has_value());
+}
+
 // The device plugin beside the DRA driver, with no periodic rescans: a
 // claim prepared after the last list is noticed at once (the checkpoint's
 // directory is watched) and never allocated through the device plugin too

@@ -27,10 +27,12 @@ json ClaimsJson(const PreparedClaims& claims) {
   for (const auto& [uid, claim] : claims) {
     json devices = json::array();
     for (const PreparedDevice& device : claim.devices) {
-      devices.push_back({{"requests", device.request_names},
-                         {"pool", device.pool},
-                         {"device", device.device},
-                         {"cdi", device.cdi_device_ids}});
+      json entry = {{"requests", device.request_names},
+                    {"pool", device.pool},
+                    {"device", device.device},
+                    {"cdi", device.cdi_device_ids}};
+      if (device.admin_access) entry["adminAccess"] = true;
+      devices.push_back(std::move(entry));
     }
     json entry = {{"uid", uid},
                   {"namespace", claim.ref.ns},
@@ -125,6 +127,12 @@ StatusOr<PreparedClaims> DecodeClaims(std::string_view text) {
           device.pool = String(d, "pool");
           device.device = String(d, "device");
           device.cdi_device_ids = Strings(d.value("cdi", json()), "cdi");
+          if (const auto admin = d.find("adminAccess"); admin != d.end()) {
+            if (!admin->is_boolean()) {
+              throw std::invalid_argument("\"adminAccess\" is not a boolean");
+            }
+            device.admin_access = admin->get<bool>();
+          }
           claim.devices.push_back(std::move(device));
         }
         const std::string uid = claim.ref.uid;

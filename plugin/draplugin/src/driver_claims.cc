@@ -147,7 +147,15 @@ ClaimOutcome DriverRunner::Impl::PrepareOne(const ClaimRef& ref,
   }
   // request_names: the allocation result's request, when the driver left
   // them out; each as its top-level request, as the kubelet matches them.
+  // admin_access: as its result says (a device of an adminAccess result is
+  // no one's exclusively).
   for (PreparedDevice& device : *devices) {
+    for (const AllocationResult& result : claim->results) {
+      if (result.pool == device.pool && result.device == device.device &&
+          result.admin_access) {
+        device.admin_access = true;
+      }
+    }
     if (device.request_names.empty()) {
       for (const AllocationResult& result : claim->results) {
         if (result.pool == device.pool && result.device == device.device) {

@@ -617,9 +617,12 @@ StatusOr<Claim> ParseResourceClaim(std::string_view text, const ClaimRef& ref,
           result.value("driver", std::string()) != driver) {
         continue;
       }
-      claim.results.push_back({result.value("request", std::string()), driver,
-                               result.value("pool", std::string()),
-                               result.value("device", std::string())});
+      const auto admin = result.find("adminAccess");
+      claim.results.push_back(
+          {result.value("request", std::string()), driver,
+           result.value("pool", std::string()),
+           result.value("device", std::string()),
+           admin != result.end() && admin->is_boolean() && admin->get<bool>()});
     }
     if (claim.results.empty()) {
       return FailedPreconditionError("nothing of the claim is allocated by " +

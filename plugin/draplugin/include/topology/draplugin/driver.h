@@ -76,6 +76,10 @@ struct AllocationResult {
   std::string driver = {};
   std::string pool = {};
   std::string device = {};
+  // adminAccess (KEP-5018, GA): the device was allocated for monitoring or
+  // maintenance and may be in use by other claims; nothing may be reset or
+  // reconfigured for it, and it is no one's exclusively.
+  bool admin_access = false;
   friend bool operator==(const AllocationResult&,
                          const AllocationResult&) = default;
 };
@@ -136,6 +140,9 @@ struct PreparedDevice {
   std::string device = {};
   // Fully qualified CDI names (vendor.com/class=name) whose spec exists.
   std::vector<std::string> cdi_device_ids = {};
+  // Prepared for an adminAccess result (the runner sets it from the
+  // claim's results): the device is not held exclusively by this claim.
+  bool admin_access = false;
   friend bool operator==(const PreparedDevice&,
                          const PreparedDevice&) = default;
 };
