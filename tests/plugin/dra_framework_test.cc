@@ -561,6 +561,54 @@ TEST_F(DraFrameworkTest, HealthStreamsSendTheCompleteList) {
   EXPECT_EQ(messages[1][0].message, "gone");
 }
 
+// Partial reports, as the 1.37 Go helper sends them: each health source's
+// report is a message of its own naming only its devices (the kubelet
+// keeps a device a message leaves out until the device's timeout), each
+// device with its own timeout; a stream that opens gets every source's
+// last report; a refresh sends them all again.
+TEST_F(DraFrameworkTest, HealthReportsArePerSourceWithEachDevicesTimeout) {
+  Start();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  runner_->ReportHealth("monitor",
+                        {{"node-a", "gpu-0", HealthStatus::kHealthy, "", 10s}});
+  runner_->ReportHealth(
+      "prober", {{"node-a", "nic-0", HealthStatus::kUnhealthy, "link down"}});
+  const auto opened = kubelet_.WatchHealth("v1", 2, 5s);
+  ASSERT_THAT(opened, SizeIs(2));
+  ASSERT_THAT(opened[0], SizeIs(1));  // the sources in name order
+  EXPECT_EQ(opened[0][0].device, "gpu-0");
+  EXPECT_EQ(opened[0][0].timeout_seconds, 10);
+  ASSERT_THAT(opened[1], SizeIs(1));
+  EXPECT_EQ(opened[1][0].device, "nic-0");
+  EXPECT_EQ(opened[1][0].health, 2);
+  EXPECT_EQ(opened[1][0].timeout_seconds, 30);  // the driver's default
+  // A new report of one source reaches an open stream alone.
+  const size_t seen = kubelet_.health_messages();
+  auto watching = std::async(std::launch::async,
+                             [&] { return kubelet_.WatchHealth("v1", 3, 5s); });
+  ASSERT_TRUE(WaitFor([&] { return kubelet_.health_messages() >= seen + 2; },
+                      Scaled(5s)));
+  runner_->ReportHealth(
+      "monitor", {{"node-a", "gpu-0", HealthStatus::kUnhealthy, "xid 79"}});
+  const auto messages = watching.get();
+  ASSERT_THAT(messages, SizeIs(3));
+  ASSERT_THAT(messages[2], SizeIs(1));
+  EXPECT_EQ(messages[2][0].device, "gpu-0");
+  EXPECT_EQ(messages[2][0].health, 2);
+  EXPECT_EQ(messages[2][0].message, "xid 79");
+  // A refresh sends every source's last report again.
+  const size_t before = kubelet_.health_messages();
+  auto refreshed = std::async(
+      std::launch::async, [&] { return kubelet_.WatchHealth("v1", 4, 5s); });
+  ASSERT_TRUE(WaitFor([&] { return kubelet_.health_messages() >= before + 2; },
+                      Scaled(5s)));
+  runner_->RefreshHealth();
+  const auto again = refreshed.get();
+  ASSERT_THAT(again, SizeIs(4));
+  EXPECT_EQ(again[2][0].device, "gpu-0");
+  EXPECT_EQ(again[3][0].device, "nic-0");
+}
+
 // A message is cut in characters, never inside one, and always valid UTF-8
 // (a proto3 string that is not would make the kubelet refuse the whole
 // stream message).

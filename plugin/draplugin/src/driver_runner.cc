@@ -276,8 +276,13 @@ bool DriverRunner::registered() const { return impl_->registered(); }
 std::string DriverRunner::registration_error() const {
   return impl_->registration_error();
 }
+void DriverRunner::ReportHealth(const std::string& source,
+                                std::vector<DeviceHealth> devices) {
+  impl_->ReportHealth(source, std::move(devices));
+}
+
 void DriverRunner::SetHealth(std::vector<DeviceHealth> devices) {
-  impl_->SetHealth(std::move(devices));
+  impl_->ReportHealth("", std::move(devices));
 }
 
 void DriverRunner::RefreshHealth() { impl_->RefreshHealth(); }

@@ -114,8 +114,9 @@ class DriverRunner::Impl final : private ClaimCalls {
     MutexLock lock(mu_);
     return registration_error_;
   }
-  void SetHealth(std::vector<DeviceHealth> devices) {
-    health_.Set(std::move(devices));
+  void ReportHealth(const std::string& source,
+                    std::vector<DeviceHealth> devices) {
+    health_.Report(source, std::move(devices));
   }
   void RefreshHealth() { health_.Refresh(); }
   std::vector<ClaimRef> PreparedClaims() const { return claims_.Refs(); }

@@ -1,5 +1,6 @@
 #include "health_streams.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <string>
@@ -23,6 +24,7 @@ struct HealthStreams::List {
     uint32_t name_end = 0;
     uint32_t pool = 0;  // in `pools`
     HealthStatus health = HealthStatus::kUnknown;
+    uint32_t timeout = 0;  // seconds; 0: the streams' default
   };
   std::vector<std::string> pools;
   std::string names;
@@ -33,7 +35,7 @@ struct HealthStreams::List {
   // (zero and empty fields left out), in a mapping of its own that is
   // unmapped once gRPC has sent it: about 60 bytes a device, nothing left
   // behind on the heap.
-  grpc::ByteBuffer Encode(int64_t time, int64_t timeout) const {
+  grpc::ByteBuffer Encode(int64_t time, int64_t default_timeout) const {
     using google::protobuf::io::CodedOutputStream;
     const auto varint = [](uint64_t v) {
       return CodedOutputStream::VarintSize64(v);
@@ -57,6 +59,10 @@ struct HealthStreams::List {
       return 0;
     };
     // Sizes first: each device's DeviceIdentifier and DeviceHealth.
+    const auto timeout = [&](const Entry& e) -> uint64_t {
+      return e.timeout != 0 ? e.timeout
+                            : static_cast<uint64_t>(default_timeout);
+    };
     std::vector<std::pair<uint32_t, uint32_t>> sizes(entries.size());
     size_t total = 0;
     uint32_t begin = 0;
@@ -65,8 +71,7 @@ struct HealthStreams::List {
       const size_t id = text(pools[e.pool].size()) + text(e.name_end - begin);
       const size_t health =
           text(id) + scalar(wire(e.health)) +
-          scalar(static_cast<uint64_t>(time)) +
-          scalar(static_cast<uint64_t>(timeout)) +
+          scalar(static_cast<uint64_t>(time)) + scalar(timeout(e)) +
           (messages.contains(i) ? text(messages.at(i).size()) : 0);
       sizes[i] = {static_cast<uint32_t>(id), static_cast<uint32_t>(health)};
       total += text(health);
@@ -111,7 +116,7 @@ struct HealthStreams::List {
       put_text(2, names.data() + begin, e.name_end - begin);
       put_scalar(2, wire(e.health));
       put_scalar(3, static_cast<uint64_t>(time));
-      put_scalar(4, static_cast<uint64_t>(timeout));
+      put_scalar(4, timeout(e));
       if (const auto it = messages.find(i); it != messages.end()) {
         put_text(5, it->second.data(), it->second.size());
       }
@@ -145,8 +150,11 @@ struct HealthStreams::List {
           device.pool, static_cast<uint32_t>(list.pools.size()));
       if (added) list.pools.push_back(device.pool);
       list.names += device.device;
-      list.entries.push_back({static_cast<uint32_t>(list.names.size()),
-                              pool->second, device.health});
+      list.entries.push_back(
+          {static_cast<uint32_t>(list.names.size()), pool->second,
+           device.health,
+           static_cast<uint32_t>(std::clamp<int64_t>(device.timeout.count(), 0,
+                                                     int64_t{1} << 31))});
       if (!device.message.empty()) {
         list.messages[list.entries.size() - 1] = HealthMessage(device.message);
       }
@@ -183,7 +191,6 @@ class HealthStreams::Service final : public grpc::Service {
 HealthStreams::HealthStreams(std::chrono::seconds timeout, const Clock* clock)
     : timeout_(timeout),
       clock_(clock),
-      list_(std::make_shared<const List>()),
       v1_(std::make_unique<Service>(
           this, "/v1.DRAResourceHealth/NodeWatchResources")),
       v1alpha1_(std::make_unique<Service>(
@@ -198,15 +205,17 @@ int64_t HealthStreams::Date() const {
       .count();
 }
 
-void HealthStreams::Set(std::vector<DeviceHealth> devices) {
+void HealthStreams::Report(const std::string& source,
+                           std::vector<DeviceHealth> devices) {
   List list = List::Of(devices);
   devices.clear();
   devices.shrink_to_fit();
   {
     MutexLock lock(mu_);
-    list_ = std::make_shared<const List>(std::move(list));
-    time_ = Date();
-    ++version_;
+    SourceReport& report = reports_[source];
+    report.list = std::make_shared<const List>(std::move(list));
+    report.time = Date();
+    report.version = ++version_;
   }
   changed_.notify_all();
 }
@@ -214,8 +223,15 @@ void HealthStreams::Set(std::vector<DeviceHealth> devices) {
 void HealthStreams::Refresh() {
   {
     MutexLock lock(mu_);
-    time_ = Date();
+    // Before any report: the empty one of the default source, which tells
+    // an open stream that the driver is there.
+    if (reports_.empty()) reports_[""].list = std::make_shared<const List>();
+    const int64_t now = Date();
     ++version_;
+    for (auto& [source, report] : reports_) {
+      report.time = now;
+      report.version = version_;
+    }
   }
   changed_.notify_all();
 }
@@ -231,26 +247,31 @@ void HealthStreams::Stop() {
 grpc::Status HealthStreams::Watch(
     grpc::ServerContext* context,
     grpc::ServerWriter<grpc::ByteBuffer>* writer) {
-  uint64_t sent = 0;
+  uint64_t sent = 0;  // every report of a version up to this was sent
   while (true) {
-    std::shared_ptr<const List> list;
-    int64_t time = 0;
+    // The reports changed since the last send, one message each.
+    std::vector<std::pair<std::shared_ptr<const List>, int64_t>> changed;
     {
       MutexLock lock(mu_);
-      // Woken by Set, Refresh and Stop; a cancelled stream
+      // Woken by Report, Refresh and Stop; a cancelled stream
       // (the sync API says so only when asked) is noticed within the
       // wait's bound, a second: an idle stream wakes once a second.
       while (!stopping_ && version_ == sent && !context->IsCancelled()) {
         changed_.wait_for(lock, std::chrono::seconds(1));
       }
       if (stopping_ || context->IsCancelled()) break;
+      for (const auto& [source, report] : reports_) {
+        if (report.version > sent)
+          changed.emplace_back(report.list, report.time);
+      }
       sent = version_;
-      list = list_;
-      time = time_;
     }
     // Encoded and sent outside the lock: Prepare does not wait on it.
-    const grpc::ByteBuffer message = list->Encode(time, timeout_.count());
-    if (!writer->Write(message)) break;
+    for (const auto& [list, time] : changed) {
+      if (!writer->Write(list->Encode(time, timeout_.count()))) {
+        return grpc::Status::OK;
+      }
+    }
   }
   return grpc::Status::OK;
 }

@@ -170,6 +170,9 @@ struct DeviceHealth {
   std::string device = {};
   HealthStatus health = HealthStatus::kUnknown;
   std::string message = {};  // sent as HealthMessage(message)
+  // This device's lease: the kubelet takes Unknown after this long without
+  // a report naming it. Zero: DriverOptions::health_timeout.
+  std::chrono::seconds timeout = std::chrono::seconds(0);
 };
 
 struct DriverOptions {
@@ -239,11 +242,19 @@ class DriverRunner {
   bool registered() const;
   // What it said when it refused the plugin; empty otherwise.
   std::string registration_error() const;
-  // Every device's health, the complete list: sent to every health stream
-  // now and to every stream that opens later.
+  // The report of one health source (an event-driven monitor, a prober),
+  // covering that source's devices only, as the 1.37 Go helper's
+  // DeviceHealthReport: sent to every health stream now as a message of
+  // its own, and to every stream that opens later (each source's last
+  // report). The kubelet keeps a device absent from a report at its last
+  // health until the device's timeout, then takes Unknown: a source that
+  // fails decays exactly its devices. A report replaces its source's last.
+  void ReportHealth(const std::string& source,
+                    std::vector<DeviceHealth> devices);
+  // ReportHealth of the one default source ("").
   void SetHealth(std::vector<DeviceHealth> devices);
-  // The list of the last SetHealth sent again to every stream, updated
-  // now: what a driver calls well within health_timeout when nothing
+  // Every source's last report sent again to every stream, updated now:
+  // what a driver calls well within each device's timeout when nothing
   // changed, so that the kubelet never takes Unknown.
   void RefreshHealth();
   // The claims prepared now (from the checkpoint and this run).
