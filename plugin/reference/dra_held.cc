@@ -1,5 +1,6 @@
 #include "dra_held.h"
 
+#include <optional>
 #include <utility>
 
 #include <glog/logging.h>
@@ -41,21 +42,31 @@ DraHeldDevices::DraHeldDevices(std::filesystem::path checkpoint)
 bool DraHeldDevices::Read() {
   if (checkpoint_.empty()) return false;
   auto read = ReadDraClaimHeld(checkpoint_);  // outside the lock
-  MutexLock lock(mu_);
-  if (!read.ok()) {
-    if (read.status().message() != problem_) {
-      problem_ = read.status().message();
-      LOG(WARNING) << problem_
-                   << "; the devices DRA claims hold stay as last read (none "
-                      "is offered if it was never read), and Allocate "
-                      "refuses every device until it can be read";
+  std::optional<std::string> problem;         // a new one, to log
+  std::shared_ptr<const std::set<PciAddress>> before;
+  std::shared_ptr<const std::set<PciAddress>> now;
+  {
+    MutexLock lock(mu_);
+    if (!read.ok()) {
+      if (read.status().message() == problem_) return false;
+      problem = problem_ = read.status().message();
+    } else {
+      problem_.clear();
+      if (held_ != nullptr && *held_ == *read) return false;
+      before = held_;
+      held_ = now =
+          std::make_shared<const std::set<PciAddress>>(std::move(*read));
     }
+  }
+  // Logged outside the lock.
+  if (problem) {
+    LOG(WARNING) << *problem
+                 << "; the devices DRA claims hold stay as last read (none "
+                    "is offered if it was never read), and Allocate "
+                    "refuses every device until it can be read";
     return false;
   }
-  problem_.clear();
-  if (held_ != nullptr && *held_ == *read) return false;
-  LogDraHeldChanges(held_ != nullptr ? *held_ : std::set<PciAddress>{}, *read);
-  held_ = std::make_shared<const std::set<PciAddress>>(std::move(*read));
+  LogDraHeldChanges(before != nullptr ? *before : std::set<PciAddress>{}, *now);
   return true;
 }
 
