@@ -35,6 +35,8 @@
 #include "build_paths.h"
 #include "child_process.h"
 #include "dropped_fields.h"
+#include "host_views.h"
+#include "run_command.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
 #include "temp_dir.h"
@@ -687,6 +689,77 @@ TEST_F(KubeApiServerTest, DroppedFieldsNameTheGatesOff) {
   auto removed =
       admin_->Request("DELETE", std::string(kSlices) + "/gates-node-slice");
   ASSERT_THAT(removed.status(), IsOk());
+}
+
+// The NodeResourceTopology our views render (topology-manager status
+// --format nrt: zones with costs and resources, the policy, the scope and
+// the pod fingerprint) is accepted by the CRD as the noderesourcetopology-
+// api project publishes it (daemonset/nrt), installed in the real v1.37
+// server; the server's schema is no formality: a zone without its type is
+// refused.
+TEST_F(KubeApiServerTest, TheNodeResourceTopologyIsValidUnderThePublishedCrd) {
+  const std::string crd_file = topology::testing::SourceDir() +
+                               "/daemonset/nrt/noderesourcetopology-crd.yaml";
+  const auto converted = topology::testing::RunCommand(
+      "python3 -c 'import json, sys, yaml; "
+      "json.dump(yaml.safe_load(open(sys.argv[1])), "
+      "sys.stdout)' '" +
+      crd_file + "'");
+  ASSERT_EQ(converted.exit_code, 0) << converted.out;
+  const std::string crds =
+      "/apis/apiextensions.k8s.io/v1/customresourcedefinitions";
+  auto created = admin_->Request("POST", crds, converted.out);
+  ASSERT_THAT(created.status(), IsOk());
+  ASSERT_TRUE(created->status == 201 || created->status == 409)
+      << created->body;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto crd = admin_->Request(
+            "GET", crds + "/noderesourcetopologies.topology.node.k8s.io");
+        if (!crd.ok() || crd->status != 200) return false;
+        const json doc = json::parse(crd->body, nullptr, false);
+        for (const json& condition :
+             doc["status"].value("conditions", json::array())) {
+          if (condition.value("type", "") == "Established" &&
+              condition.value("status", "") == "True") {
+            return true;
+          }
+        }
+        return false;
+      },
+      30s));
+
+  topology::testing::TempDir machine;
+  const Topology topology =
+      topology::testing::DiscoverDualSocketGpuMachine(machine.path());
+  host::HostSnapshot snapshot;
+  snapshot.topology = &topology;
+  snapshot.node_name = "nrt-node";
+  snapshot.policy = "single-numa-node";
+  snapshot.scope = "container";
+  snapshot.shared_cpus = topology.AllCpus();
+  host::PodResult pod;
+  pod.ns = "default";
+  pod.name = "pinned";
+  pod.admitted = true;
+  snapshot.pods.push_back(pod);
+  json nrt = host::NodeResourceTopologyJson(snapshot);
+  const std::string collection =
+      "/apis/topology.node.k8s.io/v1alpha2/noderesourcetopologies";
+  auto accepted = admin_->Request("POST", collection, nrt.dump());
+  ASSERT_THAT(accepted.status(), IsOk());
+  EXPECT_EQ(accepted->status, 201) << accepted->body;
+  const json stored = json::parse(accepted->body, nullptr, false);
+  EXPECT_EQ(stored["zones"].size(), 2u);
+  EXPECT_EQ(stored["attributes"], nrt["attributes"]);
+  nrt["metadata"]["name"] = "nrt-node-untyped";
+  nrt["zones"][0].erase("type");
+  auto refused = admin_->Request("POST", collection, nrt.dump());
+  ASSERT_THAT(refused.status(), IsOk());
+  EXPECT_EQ(refused->status, 422) << refused->body;
+  EXPECT_THAT(refused->body, HasSubstr("type"));
+  ASSERT_THAT(admin_->Request("DELETE", collection + "/nrt-node").status(),
+              IsOk());
 }
 
 TEST_F(KubeApiServerTest, TheAdmissionPolicyKeepsEachDriverToItsNodesSlices) {
