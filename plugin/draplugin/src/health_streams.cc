@@ -23,9 +23,12 @@ struct HealthStreams::List {
     // The name ends here in `names` (and starts where the last ended).
     uint32_t name_end = 0;
     uint32_t pool = 0;  // in `pools`
+    // Seconds, at most 65,535 (18 hours); 0: the streams' default. With
+    // the health in one byte, an entry stays 12 bytes.
+    uint16_t timeout = 0;
     HealthStatus health = HealthStatus::kUnknown;
-    uint32_t timeout = 0;  // seconds; 0: the streams' default
   };
+  static_assert(sizeof(Entry) == 12);
   std::vector<std::string> pools;
   std::string names;
   std::vector<Entry> entries;
@@ -150,11 +153,11 @@ struct HealthStreams::List {
           device.pool, static_cast<uint32_t>(list.pools.size()));
       if (added) list.pools.push_back(device.pool);
       list.names += device.device;
-      list.entries.push_back(
-          {static_cast<uint32_t>(list.names.size()), pool->second,
-           device.health,
-           static_cast<uint32_t>(std::clamp<int64_t>(device.timeout.count(), 0,
-                                                     int64_t{1} << 31))});
+      list.entries.push_back({static_cast<uint32_t>(list.names.size()),
+                              pool->second,
+                              static_cast<uint16_t>(std::clamp<int64_t>(
+                                  device.timeout.count(), 0, 65535)),
+                              device.health});
       if (!device.message.empty()) {
         list.messages[list.entries.size() - 1] = HealthMessage(device.message);
       }

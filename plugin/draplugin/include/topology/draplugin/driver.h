@@ -163,7 +163,7 @@ class DriverHandler {
                            const std::vector<PreparedDevice>& devices) = 0;
 };
 
-enum class HealthStatus { kUnknown, kHealthy, kUnhealthy };
+enum class HealthStatus : uint8_t { kUnknown, kHealthy, kUnhealthy };
 
 struct DeviceHealth {
   std::string pool = {};
@@ -171,7 +171,7 @@ struct DeviceHealth {
   HealthStatus health = HealthStatus::kUnknown;
   std::string message = {};  // sent as HealthMessage(message)
   // This device's lease: the kubelet takes Unknown after this long without
-  // a report naming it. Zero: DriverOptions::health_timeout.
+  // a report naming it (at most 65,535 s). Zero: DriverOptions::health_timeout.
   std::chrono::seconds timeout = std::chrono::seconds(0);
 };
 
