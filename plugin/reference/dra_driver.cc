@@ -103,6 +103,41 @@ std::vector<draplugin::SliceDevice> DraInventory(
   return devices;
 }
 
+std::vector<draplugin::CounterSet> PartitionSriov(
+    const Snapshot& snapshot, std::vector<draplugin::SliceDevice>* devices) {
+  // The published functions by address, and each published PF's published
+  // VFs.
+  std::map<PciAddress, draplugin::SliceDevice*> published;
+  for (draplugin::SliceDevice& device : *devices) {
+    if (auto address = dra::AddressOfPciDeviceName(device.name)) {
+      published.emplace(*address, &device);
+    }
+  }
+  std::map<PciAddress, std::vector<draplugin::SliceDevice*>> vfs_of;
+  for (const auto& [address, device] : published) {
+    const PciDevice* pci = snapshot.topology.FindDevice(address);
+    if (pci == nullptr || !pci->physfn || !published.contains(*pci->physfn)) {
+      continue;
+    }
+    vfs_of[*pci->physfn].push_back(device);
+  }
+  std::vector<draplugin::CounterSet> sets;
+  for (const auto& [pf_address, vfs] : vfs_of) {
+    draplugin::SliceDevice* pf = published.at(pf_address);
+    const std::string count = std::to_string(vfs.size());
+    sets.push_back({.name = pf->name, .counters = {{"vfs", count}}});
+    pf->consumes_counters = {
+        {.counter_set = pf->name, .counters = {{"vfs", count}}}};
+    pf->attributes[kPartitionTypeAttribute] = {"pf-" + count, false};
+    for (draplugin::SliceDevice* vf : vfs) {
+      vf->consumes_counters = {
+          {.counter_set = pf->name, .counters = {{"vfs", "1"}}}};
+      vf->attributes[kPartitionTypeAttribute] = {std::string("vf"), false};
+    }
+  }
+  return sets;
+}
+
 bool DraHealth::Update(const Snapshot& snapshot, const PciAddress& address,
                        plugin::HealthVerdict verdict) {
   // A GPU whose driver information is missing or shared with another GPU

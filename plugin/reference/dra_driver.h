@@ -140,6 +140,21 @@ void TaintHeld(const std::string& driver,
                const std::map<PciAddress, std::vector<std::string>>& held,
                std::vector<draplugin::SliceDevice>* devices);
 
+// The attribute (in the driver's domain) that names a partition's type, and
+// the pool's partitionTypeAttribute: "vf" for a virtual function, "pf-<N>"
+// for a physical function over N published VFs (functions of one type
+// consume the same counters).
+inline constexpr char kPartitionTypeAttribute[] = "partitionType";
+
+// SR-IOV functions as partitions of one counter set (KEP-4815): for each
+// PF of `devices` with VFs among them, a counter set named as the PF's
+// device with one counter "vfs" of the VFs' count; the PF consumes all of
+// it, each VF one, so that the scheduler never hands out a PF and one of
+// its VFs at once (a VF's traffic is the PF's). Each partition gets the
+// kPartitionTypeAttribute attribute. Returns the counter sets, by name.
+std::vector<draplugin::CounterSet> PartitionSriov(
+    const Snapshot& snapshot, std::vector<draplugin::SliceDevice>* devices);
+
 // The health streams' complete list: every device DraInventory publishes
 // from `snapshot`, Healthy or Unhealthy with the reason.
 std::vector<draplugin::DeviceHealth> HealthReport(

@@ -390,8 +390,15 @@ void DraDriver::Publish(const dp::Snapshot& snapshot) {
   dp::TaintHeld(options_.driver, held_.held(), &devices);
   runner_->SetHealth(
       dp::HealthReport(options_.node, snapshot, health_.unhealthy()));
-  if (auto status = slices_.Publish(options_.node, std::move(devices));
-      !status.ok()) {
+  dra::Pool pool;
+  pool.name = options_.node;
+  pool.counter_sets = dp::PartitionSriov(snapshot, &devices);
+  if (!pool.counter_sets.empty()) {
+    pool.partition_type_attribute =
+        options_.driver + "/" + dp::kPartitionTypeAttribute;
+  }
+  pool.devices = std::move(devices);
+  if (auto status = slices_.Publish(std::move(pool)); !status.ok()) {
     LOG(ERROR) << "publishing: " << status.message();
   }
   // The inventory, the health list and the slices were built from scratch:

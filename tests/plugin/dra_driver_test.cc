@@ -130,6 +130,57 @@ TEST_F(DraDriverTest, EveryPublishedAttributeIsInTheGuide) {
   EXPECT_EQ(vendor.substr(0, 2), "0x");
 }
 
+// A PF and its VFs published together are partitions of one counter set
+// named as the PF: the PF consumes all of it, each VF one; a PF published
+// without its VFs (or VFs without their PF) consume nothing.
+TEST_F(DraDriverTest, SriovFunctionsArePartitionsOfTheirPf) {
+  auto config = ParseConfig(
+      "resources:\n"
+      "  - name: example.com/nic\n"
+      "    selectors: [{vendors: [\"15b3\"]}]\n",
+      "test");
+  ASSERT_THAT(config.status(), IsOk());
+  auto snapshot =
+      DiscoverSnapshot(*config, root_.path(), *sysfs_, cdi_.path(), {});
+  ASSERT_THAT(snapshot.status(), IsOk());
+  auto devices = DraInventory(*config, **snapshot, *sysfs_,
+                              dra::NumaAttributeForm::kScalar, nullptr);
+  ASSERT_THAT(devices, SizeIs(10));  // 2 PFs with 4 VFs each
+  const auto sets = PartitionSriov(**snapshot, &devices);
+  ASSERT_THAT(sets, SizeIs(2));
+  draplugin::Pool pool{
+      .name = "node-a",
+      .devices = devices,
+      .counter_sets = sets,
+      .partition_type_attribute = std::string(kDriver) + "/partitionType"};
+  EXPECT_THAT(draplugin::ValidatePool(kDriver, pool), IsOk());
+  std::map<std::string, int> vfs_of;
+  for (const auto& device : devices) {
+    ASSERT_THAT(device.consumes_counters, SizeIs(1)) << device.name;
+    const auto& use = device.consumes_counters[0];
+    const auto& type =
+        std::get<std::string>(device.attributes.at("partitionType").value);
+    if (type == "vf") {
+      EXPECT_EQ(use.counters.at("vfs"), "1");
+      ++vfs_of[use.counter_set];
+    } else {
+      EXPECT_EQ(type, "pf-4");
+      EXPECT_EQ(use.counter_set, device.name);
+      EXPECT_EQ(use.counters.at("vfs"), "4");
+    }
+  }
+  for (const auto& set : sets) {
+    EXPECT_EQ(set.counters.at("vfs"), "4");
+    EXPECT_EQ(vfs_of[set.name], 4) << set.name;
+  }
+  // The VFs alone (this fixture's configuration): no PF, no partitions.
+  auto vfs = DraInventory(config_, *snapshot_, *sysfs_,
+                          dra::NumaAttributeForm::kScalar, nullptr);
+  EXPECT_THAT(PartitionSriov(*snapshot_, &vfs), IsEmpty());
+  for (const auto& device : vfs)
+    EXPECT_THAT(device.consumes_counters, IsEmpty());
+}
+
 TEST_F(DraDriverTest, AFaultTaintsTheDeviceAndReportsItUnhealthyUntilQuiet) {
   const std::string vf = Vfs().front();
   const auto aer = root_.path() / "sys/bus/pci/devices" / vf / "aer_dev_fatal";

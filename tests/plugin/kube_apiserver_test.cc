@@ -302,6 +302,11 @@ json NamedDevices(int count) {
   return out;
 }
 
+// A capacity `value` with the request policy `policy`.
+json Policy(const std::string& value, json policy) {
+  return {{"memory", {{"value", value}, {"requestPolicy", std::move(policy)}}}};
+}
+
 json Taints(int count) {
   json out = json::array();
   for (int i = 0; i < count; ++i) {
@@ -509,6 +514,143 @@ std::vector<SliceEdge> SliceEdges() {
              {{"counterSet", "pf-0"},
               {"counters", {{"vfs", {{"value", "1"}}}}}}};
        }},
+      // Sharing by capacity (DRAConsumableCapacity, beta, on at 1.37).
+      {"a request policy of valid values", true,
+       [&](json& s) {
+         device(s)["allowMultipleAllocations"] = true;
+         device(s)["capacity"] =
+             Policy("40Gi", {{"default", "10Gi"},
+                             {"validValues", {"5Gi", "10Gi", "20Gi", "40Gi"}}});
+       }},
+      {"a request policy on a device not shared", false,
+       [&](json& s) {
+         device(s)["capacity"] =
+             Policy("40Gi", {{"default", "10Gi"}, {"validValues", {"10Gi"}}});
+       }},
+      {"valid values not ascending", false,
+       [&](json& s) {
+         device(s)["allowMultipleAllocations"] = true;
+         device(s)["capacity"] = Policy(
+             "40Gi", {{"default", "10Gi"}, {"validValues", {"20Gi", "10Gi"}}});
+       }},
+      {"a default not among the valid values", false,
+       [&](json& s) {
+         device(s)["allowMultipleAllocations"] = true;
+         device(s)["capacity"] = Policy(
+             "40Gi", {{"default", "15Gi"}, {"validValues", {"10Gi", "20Gi"}}});
+       }},
+      {"valid values without a default", false,
+       [&](json& s) {
+         device(s)["allowMultipleAllocations"] = true;
+         device(s)["capacity"] = Policy("40Gi", {{"validValues", {"10Gi"}}});
+       }},
+      {"a valid value above the capacity", false,
+       [&](json& s) {
+         device(s)["allowMultipleAllocations"] = true;
+         device(s)["capacity"] = Policy(
+             "40Gi", {{"default", "10Gi"}, {"validValues", {"10Gi", "80Gi"}}});
+       }},
+      {"11 valid values", false,
+       [&](json& s) {
+         device(s)["allowMultipleAllocations"] = true;
+         json values = json::array();
+         for (int i = 1; i <= 11; ++i) values.push_back(std::to_string(i));
+         device(s)["capacity"] =
+             Policy("100", {{"default", "1"}, {"validValues", values}});
+       }},
+      {"valid values and a range", false,
+       [&](json& s) {
+         device(s)["allowMultipleAllocations"] = true;
+         device(s)["capacity"] =
+             Policy("40Gi", {{"default", "10Gi"},
+                             {"validValues", {"10Gi"}},
+                             {"validRange", {{"min", "1Gi"}}}});
+       }},
+      {"a range with a step", true,
+       [&](json& s) {
+         device(s)["allowMultipleAllocations"] = true;
+         device(s)["capacity"] = Policy(
+             "100",
+             {{"default", "10"},
+              {"validRange", {{"min", "10"}, {"max", "90"}, {"step", "10"}}}});
+       }},
+      {"a default off the range's step", false,
+       [&](json& s) {
+         device(s)["allowMultipleAllocations"] = true;
+         device(s)["capacity"] =
+             Policy("100", {{"default", "15"},
+                            {"validRange", {{"min", "10"}, {"step", "10"}}}});
+       }},
+      {"a range's max off its step", false,
+       [&](json& s) {
+         device(s)["allowMultipleAllocations"] = true;
+         device(s)["capacity"] = Policy(
+             "100",
+             {{"default", "10"},
+              {"validRange", {{"min", "10"}, {"max", "95"}, {"step", "10"}}}});
+       }},
+      {"a range's max above the capacity", false,
+       [&](json& s) {
+         device(s)["allowMultipleAllocations"] = true;
+         device(s)["capacity"] =
+             Policy("100", {{"default", "10"},
+                            {"validRange", {{"min", "10"}, {"max", "200"}}}});
+       }},
+      {"a range's min above the capacity", false,
+       [&](json& s) {
+         device(s)["allowMultipleAllocations"] = true;
+         device(s)["capacity"] = Policy(
+             "100", {{"default", "200"}, {"validRange", {{"min", "200"}}}});
+       }},
+      {"a default below the range", false,
+       [&](json& s) {
+         device(s)["allowMultipleAllocations"] = true;
+         device(s)["capacity"] =
+             Policy("100", {{"default", "5"}, {"validRange", {{"min", "10"}}}});
+       }},
+      {"a step of zero", false,
+       [&](json& s) {
+         device(s)["allowMultipleAllocations"] = true;
+         device(s)["capacity"] =
+             Policy("100", {{"default", "10"},
+                            {"validRange", {{"min", "10"}, {"step", "0"}}}});
+       }},
+      {"one step above the capacity", false,
+       [&](json& s) {
+         device(s)["allowMultipleAllocations"] = true;
+         device(s)["capacity"] =
+             Policy("100", {{"default", "10"},
+                            {"validRange", {{"min", "10"}, {"step", "100"}}}});
+       }},
+      {"a range in millis", true,
+       [&](json& s) {
+         device(s)["allowMultipleAllocations"] = true;
+         device(s)["capacity"] =
+             Policy("1", {{"default", "250m"},
+                          {"validRange", {{"min", "250m"}, {"step", "250m"}}}});
+       }},
+      // DRAFractionalCapacityRange is off on a 1.37 server: amounts are
+      // stepped as whole numbers, rounded up (500u reads as 1).
+      {"a range finer than a milli", true,
+       [&](json& s) {
+         device(s)["allowMultipleAllocations"] = true;
+         device(s)["capacity"] = Policy(
+             "1", {{"default", "0.0005"},
+                   {"validRange", {{"min", "0.0005"}, {"step", "0.0005"}}}});
+       }},
+      {"a negative range", false,
+       [&](json& s) {
+         device(s)["allowMultipleAllocations"] = true;
+         device(s)["capacity"] =
+             Policy("100", {{"default", "-10"},
+                            {"validRange", {{"min", "-10"}, {"step", "10"}}}});
+       }},
+      {"a range without a default", false,
+       [&](json& s) {
+         device(s)["allowMultipleAllocations"] = true;
+         device(s)["capacity"] =
+             Policy("100", {{"validRange", {{"min", "10"}}}});
+       }},
       {"65 devices, one consuming counters", false,
        [](json& s) {
          s["spec"]["devices"] = NamedDevices(65);
@@ -689,6 +831,75 @@ TEST_F(KubeApiServerTest, DroppedFieldsNameTheGatesOff) {
   auto removed =
       admin_->Request("DELETE", std::string(kSlices) + "/gates-node-slice");
   ASSERT_THAT(removed.status(), IsOk());
+}
+
+// A pool of partitions and a shareable device through the publisher, on
+// the real server: the counter set in a slice of its own, the partitions
+// consuming it, the shareable device with its request policy, all kept
+// (their gates are on at 1.37); the partition type, whose alpha gate is
+// off, is dropped once, said, and never sent again: the next publish of
+// the same pool writes nothing.
+TEST_F(KubeApiServerTest, APartitionedPoolAndASharedDeviceArePublishedAsKept) {
+  Pool pool;
+  pool.name = "partitions-node";
+  pool.counter_sets = {{.name = "pf-0", .counters = {{"vfs", "2"}}}};
+  pool.partition_type_attribute = std::string(kDriver) + "/partitionType";
+  pool.devices.push_back(
+      {.name = "pf-0",
+       .attributes = {{"partitionType", {std::string("pf-2"), false}}},
+       .consumes_counters = {
+           {.counter_set = "pf-0", .counters = {{"vfs", "2"}}}}});
+  for (const char* vf : {"vf-0", "vf-1"}) {
+    pool.devices.push_back(
+        {.name = vf,
+         .attributes = {{"partitionType", {std::string("vf"), false}}},
+         .consumes_counters = {
+             {.counter_set = "pf-0", .counters = {{"vfs", "1"}}}}});
+  }
+  SliceDevice shared{.name = "gpu-0", .allow_multiple_allocations = true};
+  shared.capacity["memory"] = {"80Gi"};
+  shared.capacity["memory"].request_policy =
+      CapacityRequestPolicy{.default_value = "10Gi",
+                            .valid_range = CapacityRequestPolicy::Range{
+                                .min = "10Gi", .step = "10Gi"}};
+  pool.devices.push_back(shared);
+  SlicePublisher publisher(driver_.get(), kDriver, "partitions-node", {});
+  ASSERT_THAT(publisher.Publish(pool), IsOk());
+  EXPECT_THAT(publisher.stats().disabled_features,
+              ::testing::ElementsAre("DRAPartitionableDevicesType"));
+  size_t sets = 0;
+  size_t consumers = 0;
+  for (const json& slice : SlicesOf("partitions-node", kDriver)) {
+    const json& spec = slice["spec"];
+    EXPECT_FALSE(spec.contains("partitionTypeAttribute"));
+    EXPECT_EQ(spec["pool"]["resourceSliceCount"], 2);
+    if (spec.contains("sharedCounters")) {
+      EXPECT_FALSE(spec.contains("devices") && !spec["devices"].empty());
+      sets += spec["sharedCounters"].size();
+    }
+    for (const json& device : spec.value("devices", json::array())) {
+      consumers += device.contains("consumesCounters");
+      if (device["name"] == "gpu-0") {
+        EXPECT_EQ(device["allowMultipleAllocations"], true);
+        EXPECT_EQ(
+            device["capacity"]["memory"]["requestPolicy"]["validRange"]["step"],
+            "10Gi");
+      }
+    }
+  }
+  EXPECT_EQ(sets, 1u);
+  EXPECT_EQ(consumers, 3u);
+  const auto before = publisher.stats();
+  ASSERT_THAT(publisher.Publish(pool), IsOk());
+  const auto after = publisher.stats();
+  EXPECT_EQ(after.creates, before.creates);
+  EXPECT_EQ(after.updates, before.updates);
+  EXPECT_EQ(after.deletes, before.deletes);
+  // A pool whose devices draw on a set it does not have is refused before
+  // anything is sent.
+  pool.counter_sets.clear();
+  EXPECT_THAT(publisher.Publish(pool),
+              StatusIs(StatusCode::kInvalidArgument, HasSubstr("pf-0")));
 }
 
 // The NodeResourceTopology our views render (topology-manager status

@@ -21,6 +21,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "topology/dra_attributes.h"
 #include "topology/draplugin/kube_client.h"
 #include "topology/draplugin/kube_config.h"
 #include "topology/testing/machines.h"
@@ -582,6 +583,163 @@ TEST_F(KubeNodeTest, DeviceHealthReachesThePodStatus) {
   driver.Signal(SIGTERM);
   EXPECT_EQ(driver.Wait(5s), 0) << ReadFile(log);
   // Its slices go with it: the next test publishes this node's devices.
+  Delete(
+      "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3D" +
+      node_["KUBE_NODE"]);
+}
+
+// SR-IOV functions as partitions on the real scheduler (KEP-4815, beta):
+// the driver publishes a PF and its two VFs as consumers of one counter
+// set, in a slice of its own, and kube-scheduler never allocates the PF
+// while a VF is allocated, nor a VF while the PF is: the second pod stays
+// Pending with the scheduler's reason and runs once the first is gone. The
+// machine is generated ("sriov-1x2"); its VFs are left without a driver so
+// that the CDI edits are environment only and the containers run here.
+TEST_F(KubeNodeTest, SriovPartitionsAreNeverAllocatedTogether) {
+  const auto root = work_.path() / "sriov-machine";
+  ASSERT_TRUE(::topology::testing::WriteMachine("sriov-1x2", root));
+  for (const auto& entry :
+       std::filesystem::directory_iterator(root / "sys/bus/pci/devices")) {
+    std::error_code error;
+    if (std::filesystem::exists(entry.path() / "physfn")) {
+      std::filesystem::remove(entry.path() / "driver", error);
+    }
+  }
+  constexpr char kSriovResource[] = "example.com/sriov-nic";
+  constexpr char kClass[] = "sriov-nic.example.com";
+  std::ofstream(work_.path() / "sriov-config.yaml")
+      << "resources:\n  - name: " << kSriovResource
+      << "\n    selectors: [{vendors: [\"15b3\"]}]\n";
+  Ensure("/apis/resource.k8s.io/v1/deviceclasses",
+         {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "DeviceClass"},
+          {"metadata", {{"name", kClass}}},
+          {"spec",
+           {{"selectors",
+             {{{"cel",
+                {{"expression", std::string("device.driver == \"") + kDriver +
+                                    "\" && device.attributes[\"" + kDriver +
+                                    "\"].resource == \"" + kSriovResource +
+                                    "\""}}}}}}}}});
+  const std::string log = (work_.path() / "sriov-driver.log").string();
+  ::topology::testing::ChildProcess driver(
+      topology::testing::ProgramPath("topology-dra-driver"),
+      {"--config", (work_.path() / "sriov-config.yaml").string(), "--host-root",
+       root.string(), "--kubeconfig", env_["KUBECONFIG_DRIVER"], "--node-name",
+       node_["KUBE_NODE"], "--kubelet-root", node_["KUBELET_ROOT"], "--cdi-dir",
+       node_["CDI_DIR"], "-v", "1"},
+      log, /*append=*/true);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return ReadFile(log).find("registered with the kubelet") !=
+               std::string::npos;
+      },
+      60s))
+      << ReadFile(log);
+  // The pool as the API server keeps it: the three functions, each
+  // consuming the PF's counter set, which is in a slice of its own.
+  const std::string slices =
+      "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3D" +
+      node_["KUBE_NODE"] + "%2Cspec.driver%3D" + kDriver;
+  size_t consumers = 0;
+  size_t sets = 0;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        consumers = sets = 0;
+        json list = Get(slices);
+        if (!list.is_object()) return false;
+        for (const json& slice : list["items"]) {
+          sets += slice["spec"].value("sharedCounters", json::array()).size();
+          for (const json& device :
+               slice["spec"].value("devices", json::array())) {
+            consumers += device.contains("consumesCounters");
+          }
+        }
+        return consumers == 3 && sets == 1;
+      },
+      60s))
+      << consumers << " consumer(s), " << sets << " set(s): " << Get(slices);
+
+  const auto claim_for = [&](const std::string& name, const std::string& cel) {
+    return json{
+        {"apiVersion", "resource.k8s.io/v1"},
+        {"kind", "ResourceClaim"},
+        {"metadata", {{"name", name}}},
+        {"spec",
+         {{"devices",
+           {{"requests",
+             {{{"name", "nic"},
+               {"exactly",
+                {{"deviceClassName", kClass},
+                 {"selectors", {{{"cel", {{"expression", cel}}}}}}}}}}}}}}}};
+  };
+  const std::string type =
+      std::string("device.attributes[\"") + kDriver + "\"].partitionType";
+  const std::string claims =
+      "/apis/resource.k8s.io/v1/namespaces/default/"
+      "resourceclaims";
+  ASSERT_EQ(Post(claims, claim_for("a-vf", type + " == \"vf\"")), 201);
+  ASSERT_EQ(Post(claims, claim_for("the-pf", type + ".startsWith(\"pf-\")")),
+            201);
+  const auto pod_with = [&](const std::string& name, const std::string& claim) {
+    json pod = Pod(name, {{"claims", {{{"name", "nic"}}}}});
+    pod["spec"]["resourceClaims"] = {
+        {{"name", "nic"}, {"resourceClaimName", claim}}};
+    return pod;
+  };
+  // Unschedulable, in the scheduler's words, while the other holds its
+  // share of the counters.
+  const auto unschedulable = [&](const std::string& name) {
+    json pod = Get(std::string(kPods) + "/" + name);
+    if (!pod.is_object()) return std::string();
+    for (const json& condition :
+         pod["status"].value("conditions", json::array())) {
+      if (condition.value("type", "") == "PodScheduled" &&
+          condition.value("status", "") == "False" &&
+          condition.value("reason", "") == "Unschedulable") {
+        return condition.value("message", "");
+      }
+    }
+    return std::string();
+  };
+
+  ASSERT_EQ(Post(kPods, pod_with("vf-user", "a-vf")), 201);
+  ASSERT_TRUE(Printed("vf-user")) << Why("vf-user") << ReadFile(log);
+  ASSERT_EQ(Post(kPods, pod_with("pf-user", "the-pf")), 201);
+  std::string reason;
+  EXPECT_TRUE(WaitFor(
+      [&] { return !(reason = unschedulable("pf-user")).empty(); }, 60s))
+      << Why("pf-user");
+  EXPECT_THAT(reason, HasSubstr("cannot allocate all claims"));
+  EXPECT_FALSE(Get(claims + "/the-pf")["status"].contains("allocation"));
+
+  // The VF's pod goes: the PF is allocated and its pod runs.
+  Delete(std::string(kPods) + "/vf-user");
+  ASSERT_TRUE(WaitFor([&] { return Gone("vf-user"); }, 60s));
+  EXPECT_TRUE(Printed("pf-user")) << Why("pf-user") << ReadFile(log);
+  const json pf_claim = Get(claims + "/the-pf");
+  const std::string pf_device =
+      pf_claim["status"]["allocation"]["devices"]["results"][0].value("device",
+                                                                      "");
+  EXPECT_EQ(pf_device, ::topology::dra::PciDeviceName(*PciAddress::Parse(
+                           ::topology::testing::SriovLayout(1, 2)[0].address)));
+  // And now no VF: the same claim of a VF waits for the PF.
+  ASSERT_EQ(Post(kPods, pod_with("vf-again", "a-vf")), 201);
+  EXPECT_TRUE(WaitFor(
+      [&] { return !(reason = unschedulable("vf-again")).empty(); }, 60s))
+      << Why("vf-again");
+  EXPECT_THAT(reason, HasSubstr("cannot allocate all claims"));
+
+  for (const char* pod : {"vf-again", "pf-user"}) {
+    Delete(std::string(kPods) + "/" + pod);
+  }
+  for (const char* pod : {"vf-again", "pf-user"}) {
+    EXPECT_TRUE(WaitFor([&] { return Gone(pod); }, 60s)) << pod;
+  }
+  Delete(claims + "/a-vf");
+  Delete(claims + "/the-pf");
+  driver.Signal(SIGTERM);
+  EXPECT_EQ(driver.Wait(5s), 0) << ReadFile(log);
   Delete(
       "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3D" +
       node_["KUBE_NODE"]);

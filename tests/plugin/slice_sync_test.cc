@@ -51,6 +51,12 @@ std::string List(std::vector<json> items) {
   return json{{"items", std::move(items)}}.dump();
 }
 
+// A slice's content (slice_sync::Content) holding `list`, a JSON list of
+// devices.
+std::string Held(const std::string& list) {
+  return "{\"devices\":" + list + "}";
+}
+
 json Devices(std::initializer_list<const char*> names) {
   json out = json::array();
   for (const char* name : names) out.push_back({{"name", name}});
@@ -81,8 +87,8 @@ TEST(SliceSyncTest, ObservedAreThisNodesAndDriversWithThisPoolFirst) {
   EXPECT_EQ(observed->generation, 3);
   EXPECT_EQ(observed->taint_times.at("d-2").size(), 1u);
   // What the comparison keeps of a device leaves the server's time out.
-  EXPECT_FALSE(
-      observed->slices[0].devices[0]["taints"][0].contains("timeAdded"));
+  EXPECT_FALSE(observed->slices[0].content["devices"][0]["taints"][0].contains(
+      "timeAdded"));
 }
 
 TEST(SliceSyncTest, AnUnreadableListIsNamed) {
@@ -99,19 +105,54 @@ TEST(SliceSyncTest, AnUnreadableListIsNamed) {
 TEST(SliceSyncTest, DesiredSlicesHold128DevicesOr64) {
   const std::vector<std::string> blocks = {
       "{\"name\":\"a\"}", "{\"name\":\"b\"}", "{\"name\":\"c\"}"};
-  EXPECT_THAT(
-      DesiredDeviceLists(blocks, false),
-      ElementsAre("[{\"name\":\"a\"},{\"name\":\"b\"}]", "[{\"name\":\"c\"}]"));
-  EXPECT_THAT(DesiredDeviceLists(blocks, true), SizeIs(3));
-  EXPECT_THAT(DesiredDeviceLists({}, false), ElementsAre("[]"));
+  EXPECT_THAT(DesiredSlices(blocks, false),
+              ElementsAre(Held("[{\"name\":\"a\"},{\"name\":\"b\"}]"),
+                          Held("[{\"name\":\"c\"}]")));
+  EXPECT_THAT(DesiredSlices(blocks, true), SizeIs(3));
+  EXPECT_THAT(DesiredSlices({}, false), ElementsAre(Held("[]")));
+}
+
+// Counter sets go in slices of their own, 8 a slice, after the devices';
+// the partition type only to a slice whose devices consume counters.
+TEST(SliceSyncTest, CounterSetsHaveSlicesOfTheirOwn) {
+  std::vector<std::string> sets;
+  for (int i = 0; i < 9; ++i) {
+    sets.push_back(Dump(CounterSetJson(
+        {.name = "set-" + std::to_string(i), .counters = {{"vfs", "4"}}})));
+  }
+  const std::string consumer = Dump(
+      DeviceJson({.name = "vf",
+                  .attributes = {{"partitionType", {std::string("vf"), false}}},
+                  .consumes_counters = {
+                      {.counter_set = "set-0", .counters = {{"vfs", "1"}}}}}));
+  const std::vector<std::string> wanted =
+      DesiredSlices({"{\"name\":\"plain\"}", consumer}, true, sets,
+                    "pci.libtopology.dev/partitionType");
+  ASSERT_THAT(wanted, SizeIs(4));
+  EXPECT_EQ(wanted[0], Held("[{\"name\":\"plain\"}]"));
+  EXPECT_EQ(json::parse(wanted[1])["partitionTypeAttribute"],
+            "pci.libtopology.dev/partitionType");
+  EXPECT_THAT(json::parse(wanted[2])["sharedCounters"], SizeIs(8));
+  EXPECT_THAT(json::parse(wanted[3])["sharedCounters"], SizeIs(1));
+  // Each as Content() reads the slice back: the plan's bodies are valid
+  // slices, and what the server lists of them compares equal.
+  auto plan =
+      PlanWrites(Observation(), wanted, "node-a", kDriver, "node-a", "");
+  ASSERT_THAT(plan.status(), IsOk());
+  ASSERT_THAT(plan->writes, SizeIs(4));
+  for (size_t i = 0; i < wanted.size(); ++i) {
+    EXPECT_THAT(plan->writes[i].valid, IsOk()) << wanted[i];
+    const json spec = json::parse(plan->writes[i].body)["spec"];
+    EXPECT_EQ(Dump(Content(spec, nullptr)), wanted[i]);
+  }
 }
 
 // Phase 3: in step only with the same device lists, one generation, the
 // right count and owner; a list the server stored without a dropped field
 // counts as what was sent.
 TEST(SliceSyncTest, InStepComparesDevicesGenerationCountAndOwner) {
-  const std::vector<std::string> wanted = {"[{\"name\":\"d-1\"}]",
-                                           "[{\"name\":\"d-2\"}]"};
+  const std::vector<std::string> wanted = {Held("[{\"name\":\"d-1\"}]"),
+                                           Held("[{\"name\":\"d-2\"}]")};
   const auto observe = [](std::vector<json> items) {
     return *ReadObserved(List(std::move(items)), "node-a", kDriver, "node-a");
   };
@@ -140,14 +181,15 @@ TEST(SliceSyncTest, InStepComparesDevicesGenerationCountAndOwner) {
                             Devices({"d-9"}), "u")}),
              wanted, "node-a", "u", {}));
   // The server dropped a field: what it stored stands for what was sent.
-  const std::vector<std::string> with_taint = {
-      "[{\"name\":\"d-1\",\"taints\":[{\"effect\":\"None\",\"key\":\"k\"}]}]"};
+  const std::vector<std::string> with_taint = {Held(
+      "[{\"name\":\"d-1\",\"taints\":[{\"effect\":\"None\",\"key\":\"k\"}]}]")};
   EXPECT_FALSE(
       InStep(observe({Slice("a", "node-a", kDriver, "node-a", 1, 1, one, "u")}),
              with_taint, "node-a", "u", {}));
-  EXPECT_TRUE(InStep(
-      observe({Slice("a", "node-a", kDriver, "node-a", 1, 1, one, "u")}),
-      with_taint, "node-a", "u", {{with_taint[0], "[{\"name\":\"d-1\"}]"}}));
+  EXPECT_TRUE(
+      InStep(observe({Slice("a", "node-a", kDriver, "node-a", 1, 1, one, "u")}),
+             with_taint, "node-a", "u",
+             {{with_taint[0], Held("[{\"name\":\"d-1\"}]")}}));
 }
 
 // Phase 4: the obsolete pool's slice deleted, this pool's updated in
@@ -159,9 +201,9 @@ TEST(SliceSyncTest, PlanDeletesObsoleteUpdatesInPlaceAndCreatesTheRest) {
             Slice("old", "node-a", kDriver, "gone", 1, 1, json::array())}),
       "node-a", kDriver, "node-a");
   ASSERT_THAT(observed.status(), IsOk());
-  auto plan =
-      PlanWrites(*observed, {"[{\"name\":\"d-1\"}]", "[{\"name\":\"d-2\"}]"},
-                 "node-a", kDriver, "node-a", "");
+  auto plan = PlanWrites(
+      *observed, {Held("[{\"name\":\"d-1\"}]"), Held("[{\"name\":\"d-2\"}]")},
+      "node-a", kDriver, "node-a", "");
   ASSERT_THAT(plan.status(), IsOk());
   EXPECT_EQ(plan->generation, 6);
   EXPECT_THAT(plan->deletes, ElementsAre("old"));
@@ -190,17 +232,17 @@ TEST(SliceSyncTest, OneUpdateKeepsTheGeneration) {
     for (size_t i = 0; i < devices.size(); ++i) {
       items.push_back(Slice("s" + std::to_string(i), "node-a", kDriver,
                             "node-a", 4, static_cast<int64_t>(devices.size()),
-                            json::parse(devices[i])));
+                            json::parse(devices[i])["devices"]));
     }
     return List(std::move(items));
   };
-  const std::vector<std::string> now = {R"([{"name":"d-1"}])",
-                                        R"([{"name":"d-2"}])"};
+  const std::vector<std::string> now = {Held(R"([{"name":"d-1"}])"),
+                                        Held(R"([{"name":"d-2"}])")};
   auto observed = ReadObserved(listed(now), "node-a", kDriver, "node-a");
   ASSERT_THAT(observed.status(), IsOk());
 
-  auto one = PlanWrites(*observed, {now[0], R"([{"name":"d-3"}])"}, "node-a",
-                        kDriver, "node-a", "");
+  auto one = PlanWrites(*observed, {now[0], Held(R"([{"name":"d-3"}])")},
+                        "node-a", kDriver, "node-a", "");
   ASSERT_THAT(one.status(), IsOk());
   EXPECT_EQ(one->generation, 4);
   ASSERT_THAT(one->writes, SizeIs(1));
@@ -210,16 +252,17 @@ TEST(SliceSyncTest, OneUpdateKeepsTheGeneration) {
   EXPECT_THAT(one->unchanged, SizeIs(1));
   EXPECT_TRUE(one->unchanged.contains("s0"));
 
-  auto two =
-      PlanWrites(*observed, {R"([{"name":"d-4"}])", R"([{"name":"d-3"}])"},
-                 "node-a", kDriver, "node-a", "");
+  auto two = PlanWrites(
+      *observed, {Held(R"([{"name":"d-4"}])"), Held(R"([{"name":"d-3"}])")},
+      "node-a", kDriver, "node-a", "");
   ASSERT_THAT(two.status(), IsOk());
   EXPECT_EQ(two->generation, 5);
   EXPECT_THAT(two->writes, SizeIs(2));
   EXPECT_THAT(two->unchanged, SizeIs(0));
 
-  auto grown = PlanWrites(*observed, {now[0], now[1], R"([{"name":"d-5"}])"},
-                          "node-a", kDriver, "node-a", "");
+  auto grown =
+      PlanWrites(*observed, {now[0], now[1], Held(R"([{"name":"d-5"}])")},
+                 "node-a", kDriver, "node-a", "");
   ASSERT_THAT(grown.status(), IsOk());
   EXPECT_EQ(grown->generation, 5);
   EXPECT_THAT(grown->writes, SizeIs(3));
@@ -230,13 +273,13 @@ TEST(SliceSyncTest, OneUpdateKeepsTheGeneration) {
 // order send nothing new, and one changed list is written to the slice
 // that held it.
 TEST(SliceSyncTest, SlicesAreMatchedByContentNotByNameOrder) {
-  const std::vector<std::string> now = {R"([{"name":"d-1"}])",
-                                        R"([{"name":"d-2"}])"};
-  auto observed = ReadObserved(
-      List(
-          {Slice("a", "node-a", kDriver, "node-a", 4, 2, json::parse(now[1])),
-           Slice("b", "node-a", kDriver, "node-a", 4, 2, json::parse(now[0]))}),
-      "node-a", kDriver, "node-a");
+  const std::vector<std::string> now = {Held(R"([{"name":"d-1"}])"),
+                                        Held(R"([{"name":"d-2"}])")};
+  auto observed = ReadObserved(List({Slice("a", "node-a", kDriver, "node-a", 4,
+                                           2, json::parse(now[1])["devices"]),
+                                     Slice("b", "node-a", kDriver, "node-a", 4,
+                                           2, json::parse(now[0])["devices"])}),
+                               "node-a", kDriver, "node-a");
   ASSERT_THAT(observed.status(), IsOk());
   auto same = PlanWrites(*observed, now, "node-a", kDriver, "node-a", "");
   ASSERT_THAT(same.status(), IsOk());
@@ -245,8 +288,8 @@ TEST(SliceSyncTest, SlicesAreMatchedByContentNotByNameOrder) {
   EXPECT_THAT(same->deletes, SizeIs(0));
   EXPECT_THAT(same->unchanged, SizeIs(2));
 
-  auto one = PlanWrites(*observed, {now[0], R"([{"name":"d-3"}])"}, "node-a",
-                        kDriver, "node-a", "");
+  auto one = PlanWrites(*observed, {now[0], Held(R"([{"name":"d-3"}])")},
+                        "node-a", kDriver, "node-a", "");
   ASSERT_THAT(one.status(), IsOk());
   EXPECT_EQ(one->generation, 4);
   ASSERT_THAT(one->writes, SizeIs(1));

@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <exception>
 #include <functional>
+#include <map>
 #include <optional>
 #include <set>
 #include <system_error>
 #include <thread>
 #include <utility>
+#include <variant>
 
 #include <glog/logging.h>
 #include <malloc.h>
@@ -35,6 +37,9 @@ using slice_sync::Dump;
 using slice_sync::kMaxAnswerDepth;
 using slice_sync::kSlices;
 
+// The gate of the pool's partition type attribute (dropped_fields.cc).
+constexpr char kPartitionTypeGate[] = "DRAPartitionableDevicesType";
+
 // The Node lookup's one attempt (the slices' owner reference).
 constexpr std::chrono::milliseconds kOwnerLookupTimeout{2000};
 
@@ -44,7 +49,7 @@ struct WrittenSlice {
   Status status = OkStatus();  // of the answer
   std::string name;            // as the server stored it
   std::string version;
-  std::string stored;  // its devices as Normal() keeps them
+  std::string stored;  // its content as slice_sync::Content() keeps it
   std::string unreadable;
 };
 
@@ -74,14 +79,8 @@ std::vector<WrittenSlice> SendWrites(const ResourceSliceClient& slices,
       const json& metadata = jf::Object(written, "metadata");
       out.name = jf::String(metadata, "name");
       out.version = jf::StringOr(metadata, "resourceVersion", "");
-      json stored = json::array();
-      const json& spec = jf::Object(written, "spec");
-      if (const json* listed = jf::OptionalField(spec, "devices")) {
-        for (const json& device : *listed) {
-          stored.push_back(slice_sync::Normal(device));
-        }
-      }
-      out.stored = Dump(stored);
+      out.stored = Dump(slice_sync::Content(jf::Object(written, "spec"),
+                                            /*taint_times=*/nullptr));
     } catch (const std::exception& e) {
       out.unreadable = e.what();
     }
@@ -90,17 +89,15 @@ std::vector<WrittenSlice> SendWrites(const ResourceSliceClient& slices,
 }
 
 // Says which feature gates the API server has off, read from the fields it
-// dropped of resourceslice `name` (`sent` and `stored`: its devices as JSON
-// lists), once for these devices: the driver keeps what was stored and does
-// not send it again until the devices change.
+// dropped of resourceslice `name` (`sent` and `stored`: its content as
+// slice_sync::Content() has it), once for this content: the driver keeps
+// what was stored and does not send it again until the content changes.
 std::vector<DisabledFeature> ReportDroppedFields(const std::string& driver,
                                                  const std::string& name,
                                                  const std::string& sent,
                                                  const std::string& stored) {
-  const json sent_devices = json::parse(sent, nullptr, false);
-  const json stored_devices = json::parse(stored, nullptr, false);
   const std::vector<DisabledFeature> gates = DisabledFeatures(
-      json{{"devices", sent_devices}}, json{{"devices", stored_devices}});
+      json::parse(sent, nullptr, false), json::parse(stored, nullptr, false));
   std::string which;
   for (const DisabledFeature& gate : gates) {
     which += (which.empty() ? "" : "; ") + gate.gate + " (" + gate.fields + ")";
@@ -138,6 +135,82 @@ Status ValidateDevices(const std::string& driver,
     if (!names.insert(device.name).second) {
       return InvalidArgumentError(who + ": listed twice");
     }
+  }
+  return OkStatus();
+}
+
+Status ValidatePool(const std::string& driver, const Pool& pool) {
+  if (Status valid = ValidateDevices(driver, pool.devices); !valid.ok()) {
+    return valid;
+  }
+  std::map<std::string, const CounterSet*> sets;
+  for (const CounterSet& set : pool.counter_sets) {
+    const std::string who = "counter set \"" + set.name.substr(0, 80) + "\"";
+    json slice = slice_sync::SliceJson(driver, "node", "pool", 1, 1,
+                                       {{"sharedCounters", json::array()}}, "");
+    slice["spec"]["sharedCounters"].push_back(slice_sync::CounterSetJson(set));
+    if (Status valid = ValidateResourceSliceJson(slice); !valid.ok()) {
+      std::string message = valid.message();
+      if (message.starts_with("spec.sharedCounters[0]")) {
+        message = message.substr(22);
+        if (message.starts_with(".")) message = message.substr(1);
+        if (message.starts_with(": ")) message = message.substr(2);
+      }
+      return InvalidArgumentError(who + ": " + message);
+    }
+    if (!sets.emplace(set.name, &set).second) {
+      return InvalidArgumentError(who + ": listed twice in pool " + pool.name);
+    }
+  }
+  for (const SliceDevice& device : pool.devices) {
+    const std::string who = "device \"" + device.name + "\"";
+    for (const CounterConsumption& use : device.consumes_counters) {
+      const auto set = sets.find(use.counter_set);
+      if (set == sets.end()) {
+        return InvalidArgumentError(who + " consumes counter set \"" +
+                                    use.counter_set + "\", which pool " +
+                                    pool.name + " does not have");
+      }
+      for (const auto& [counter, value] : use.counters) {
+        if (!set->second->counters.contains(counter)) {
+          return InvalidArgumentError(who + " consumes counter \"" + counter +
+                                      "\" of set \"" + use.counter_set +
+                                      "\", which that set does not have");
+        }
+      }
+    }
+    if (pool.partition_type_attribute.empty() ||
+        device.consumes_counters.empty()) {
+      continue;
+    }
+    // Found by its qualified name, or bare in the driver's domain, as the
+    // API server looks it up (lookupQualifiedAttribute).
+    const std::string& type = pool.partition_type_attribute;
+    auto it = device.attributes.find(type);
+    if (it == device.attributes.end() && type.starts_with(driver + "/")) {
+      it = device.attributes.find(type.substr(driver.size() + 1));
+    }
+    if (it == device.attributes.end()) {
+      return InvalidArgumentError(
+          who + " consumes counters but has no attribute " + type +
+          ", the pool's partition type attribute");
+    }
+    if (!std::holds_alternative<std::string>(it->second.value) ||
+        it->second.version) {
+      return InvalidArgumentError(who + ": attribute " + type +
+                                  " (the pool's partition type attribute) "
+                                  "must be a string");
+    }
+  }
+  if (!pool.partition_type_attribute.empty() &&
+      std::none_of(pool.devices.begin(), pool.devices.end(),
+                   [](const SliceDevice& device) {
+                     return !device.consumes_counters.empty();
+                   })) {
+    return InvalidArgumentError(
+        "pool " + pool.name + ": partition type attribute " +
+        pool.partition_type_attribute +
+        " is set, but no device of the pool consumes counters");
   }
   return OkStatus();
 }
@@ -180,6 +253,12 @@ SlicePublisher::~SlicePublisher() { Stop(); }
 
 Status SlicePublisher::Publish(std::string pool,
                                std::vector<SliceDevice> devices) {
+  return Publish(Pool{.name = std::move(pool), .devices = std::move(devices)});
+}
+
+Status SlicePublisher::Publish(Pool content) {
+  std::string& pool = content.name;
+  std::vector<SliceDevice>& devices = content.devices;
   if (!k8s::IsDns1123Subdomain(node_)) {
     return InvalidArgumentError("node name \"" + node_ +
                                 "\" is not a DNS subdomain");
@@ -188,7 +267,7 @@ Status SlicePublisher::Publish(std::string pool,
     return InvalidArgumentError("pool name \"" + pool +
                                 "\" is not a DNS subdomain");
   }
-  if (Status valid = ValidateDevices(driver_, devices); !valid.ok()) {
+  if (Status valid = ValidatePool(driver_, content); !valid.ok()) {
     return valid;
   }
   // Kept as the JSON the devices are sent as, deflated by blocks: what the
@@ -209,12 +288,18 @@ Status SlicePublisher::Publish(std::string pool,
   }
   devices.clear();
   devices.shrink_to_fit();
+  for (const CounterSet& set : content.counter_sets) {
+    encoded->counter_sets.push_back(Dump(slice_sync::CounterSetJson(set)));
+  }
+  encoded->partition_type = std::move(content.partition_type_attribute);
   bool same = false;
   {
     MutexLock lock(mu_);
     same = have_devices_ && pool_ == pool && devices_ &&
            devices_->count == encoded->count &&
-           devices_->blocks == encoded->blocks;
+           devices_->blocks == encoded->blocks &&
+           devices_->counter_sets == encoded->counter_sets &&
+           devices_->partition_type == encoded->partition_type;
     if (!same) {
       pool_ = std::move(pool);
       devices_ = std::move(encoded);
@@ -436,10 +521,16 @@ Status SlicePublisher::Sync() {
   MutexLock sync(sync_mu_);
   std::string pool;
   std::shared_ptr<const Encoded> encoded;
+  std::string partition_type;
   {
     MutexLock lock(mu_);
     pool = pool_;
     encoded = devices_;
+    // A server that dropped the partition type once (its gate off) is not
+    // sent it again: the slices stay as it stores them.
+    if (!stats_.disabled_features.contains(kPartitionTypeGate)) {
+      partition_type = encoded->partition_type;
+    }
   }
   const auto fail = [this](Status status) {
     MutexLock lock(mu_);
@@ -468,8 +559,8 @@ Status SlicePublisher::Sync() {
   std::vector<std::string> blocks;
   blocks.reserve(encoded->blocks.size());
   for (const Block& block : encoded->blocks) blocks.push_back(Inflate(block));
-  const std::vector<std::string> wanted =
-      slice_sync::DesiredDeviceLists(blocks, encoded->advanced);
+  const std::vector<std::string> wanted = slice_sync::DesiredSlices(
+      blocks, encoded->advanced, encoded->counter_sets, partition_type);
   blocks.clear();
 
   // Phase 3, compare.
@@ -617,23 +708,36 @@ Status SlicePublisher::Apply(slice_sync::Plan plan, const std::string& pool,
 StatusOr<std::vector<std::string>> NewPoolSliceBodies(
     const std::string& driver, const std::string& node, const std::string& pool,
     const std::vector<SliceDevice>& devices) {
+  return NewPoolSliceBodies(driver, node,
+                            Pool{.name = pool, .devices = devices});
+}
+
+StatusOr<std::vector<std::string>> NewPoolSliceBodies(const std::string& driver,
+                                                      const std::string& node,
+                                                      const Pool& pool) {
   std::vector<std::string> blocks;
   bool advanced = false;
   std::string text;
-  for (size_t i = 0; i < devices.size(); ++i) {
+  for (size_t i = 0; i < pool.devices.size(); ++i) {
     if (!text.empty()) text += ',';
-    const json device = slice_sync::DeviceJson(devices[i]);
+    const json device = slice_sync::DeviceJson(pool.devices[i]);
     text += Dump(device);
     advanced = advanced || HasAdvancedFeatures(device);
-    if ((i + 1) % kMaxAdvancedDevicesPerSlice == 0 || i + 1 == devices.size()) {
+    if ((i + 1) % kMaxAdvancedDevicesPerSlice == 0 ||
+        i + 1 == pool.devices.size()) {
       blocks.push_back(std::move(text));
       text.clear();
     }
   }
-  auto plan =
-      slice_sync::PlanWrites(slice_sync::Observation(),
-                             slice_sync::DesiredDeviceLists(blocks, advanced),
-                             pool, driver, node, /*owner=*/"");
+  std::vector<std::string> sets;
+  for (const CounterSet& set : pool.counter_sets) {
+    sets.push_back(Dump(slice_sync::CounterSetJson(set)));
+  }
+  auto plan = slice_sync::PlanWrites(
+      slice_sync::Observation(),
+      slice_sync::DesiredSlices(blocks, advanced, sets,
+                                pool.partition_type_attribute),
+      pool.name, driver, node, /*owner=*/"");
   if (!plan.ok()) return plan.status();
   std::vector<std::string> bodies;
   for (slice_sync::Plan::Write& write : plan->writes) {

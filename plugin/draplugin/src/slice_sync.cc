@@ -37,7 +37,74 @@ json AttributeJson(const AttributeValue& attribute) {
   return {{"bool", std::get<bool>(attribute.value)}};
 }
 
+json CapacityJson(const DeviceCapacity& capacity) {
+  json out = {{"value", capacity.value}};
+  if (!capacity.request_policy) return out;
+  const CapacityRequestPolicy& policy = *capacity.request_policy;
+  json request = json::object();
+  if (!policy.default_value.empty()) request["default"] = policy.default_value;
+  if (!policy.valid_values.empty())
+    request["validValues"] = policy.valid_values;
+  if (policy.valid_range) {
+    json range = {{"min", policy.valid_range->min}};
+    if (!policy.valid_range->max.empty())
+      range["max"] = policy.valid_range->max;
+    if (!policy.valid_range->step.empty()) {
+      range["step"] = policy.valid_range->step;
+    }
+    request["validRange"] = std::move(range);
+  }
+  out["requestPolicy"] = std::move(request);
+  return out;
+}
+
+// {name: {value: quantity}}
+json CountersJson(const std::map<std::string, std::string>& counters) {
+  json out = json::object();
+  for (const auto& [name, value] : counters) out[name] = {{"value", value}};
+  return out;
+}
+
+// A counter map as compared: {name: {value}} of what the server keeps.
+json NormalCounters(const json& counters) {
+  if (!counters.is_object()) return counters;
+  json out = json::object();
+  for (const auto& [name, counter] : counters.items()) {
+    const auto value =
+        counter.is_object() ? counter.find("value") : counter.end();
+    out[name] = {{"value", counter.is_object() && value != counter.end()
+                               ? *value
+                               : json()}};
+  }
+  return out;
+}
+
+// A list of {<key>, counters} (counter sets, consumptions) as compared.
+json NormalCounterList(const json& list, const char* key) {
+  if (!list.is_array()) return list;
+  json out = json::array();
+  for (const json& item : list) {
+    if (!item.is_object()) {
+      out.push_back(item);
+      continue;
+    }
+    json normal = json::object();
+    if (const auto name = item.find(key); name != item.end()) {
+      normal[key] = *name;
+    }
+    if (const auto counters = item.find("counters"); counters != item.end()) {
+      normal["counters"] = NormalCounters(*counters);
+    }
+    out.push_back(std::move(normal));
+  }
+  return out;
+}
+
 }  // namespace
+
+json CounterSetJson(const CounterSet& set) {
+  return {{"name", set.name}, {"counters", CountersJson(set.counters)}};
+}
 
 json DeviceJson(const SliceDevice& device) {
   json out = {{"name", device.name}};
@@ -50,10 +117,21 @@ json DeviceJson(const SliceDevice& device) {
   }
   if (!device.capacity.empty()) {
     json capacity = json::object();
-    for (const auto& [name, quantity] : device.capacity) {
-      capacity[name] = {{"value", quantity}};
+    for (const auto& [name, value] : device.capacity) {
+      capacity[name] = CapacityJson(value);
     }
     out["capacity"] = std::move(capacity);
+  }
+  if (device.allow_multiple_allocations) {
+    out["allowMultipleAllocations"] = true;
+  }
+  if (!device.consumes_counters.empty()) {
+    json uses = json::array();
+    for (const CounterConsumption& use : device.consumes_counters) {
+      uses.push_back({{"counterSet", use.counter_set},
+                      {"counters", CountersJson(use.counters)}});
+    }
+    out["consumesCounters"] = std::move(uses);
   }
   if (!device.taints.empty()) {
     json taints = json::array();
@@ -83,11 +161,27 @@ json Normal(const json& device) {
     for (const auto& [name, value] : capacity->items()) {
       const auto quantity =
           value.is_object() ? value.find("value") : value.end();
-      normal[name] = {{"value", value.is_object() && quantity != value.end()
-                                    ? *quantity
-                                    : json()}};
+      json kept = {{"value", value.is_object() && quantity != value.end()
+                                 ? *quantity
+                                 : json()}};
+      if (value.is_object()) {
+        if (const auto policy = value.find("requestPolicy");
+            policy != value.end() && !policy->is_null()) {
+          kept["requestPolicy"] = *policy;
+        }
+      }
+      normal[name] = std::move(kept);
     }
     out["capacity"] = std::move(normal);
+  }
+  if (const auto multiple = device.find("allowMultipleAllocations");
+      multiple != device.end() && multiple->is_boolean() &&
+      multiple->get<bool>()) {
+    out["allowMultipleAllocations"] = true;
+  }
+  if (const auto uses = device.find("consumesCounters");
+      uses != device.end() && uses->is_array() && !uses->empty()) {
+    out["consumesCounters"] = NormalCounterList(*uses, "counterSet");
   }
   if (const auto taints = device.find("taints");
       taints != device.end() && taints->is_array()) {
@@ -178,6 +272,38 @@ std::string ListPath(const std::string& node, const std::string& driver,
   return path;
 }
 
+json Content(const json& spec, TaintTimes* taint_times) {
+  namespace jf = json_fields;
+  json content = json::object();
+  const json* sets = jf::OptionalField(spec, "sharedCounters");
+  if (sets != nullptr && !sets->is_null() &&
+      !(sets->is_array() && sets->empty())) {
+    if (!sets->is_array()) {
+      throw jf::JsonFieldError("spec.sharedCounters: not a list");
+    }
+    content["sharedCounters"] = NormalCounterList(*sets, "name");
+  } else {
+    json devices = json::array();
+    if (const json* listed = jf::OptionalField(spec, "devices");
+        listed != nullptr && !listed->is_null()) {
+      if (!listed->is_array()) {
+        throw jf::JsonFieldError("spec.devices: not a list");
+      }
+      for (const json& device : *listed) {
+        devices.push_back(Normal(device));
+        if (taint_times != nullptr) CollectTaintTimes(device, taint_times);
+      }
+    }
+    content["devices"] = std::move(devices);
+  }
+  if (const json* type = jf::OptionalField(spec, "partitionTypeAttribute");
+      type != nullptr && type->is_string() &&
+      !type->get<std::string>().empty()) {
+    content["partitionTypeAttribute"] = *type;
+  }
+  return content;
+}
+
 StatusOr<Observation> ReadObserved(const std::string& body,
                                    const std::string& node,
                                    const std::string& driver,
@@ -211,15 +337,7 @@ StatusOr<Observation> ReadObserved(const std::string& body,
       slice.pool = jf::StringOr(pool_json, "name", "");
       slice.generation = jf::Int(pool_json, "generation", 0);
       slice.count = jf::Int(pool_json, "resourceSliceCount", 0);
-      if (const json* devices = jf::OptionalField(spec, "devices")) {
-        if (!devices->is_array()) {
-          throw jf::JsonFieldError("spec.devices: not a list");
-        }
-        for (const json& device : *devices) {
-          slice.devices.push_back(Normal(device));
-          CollectTaintTimes(device, &out.taint_times);
-        }
-      }
+      slice.content = Content(spec, &out.taint_times);
       out.slices.push_back(std::move(slice));
     }
   } catch (const std::exception& e) {
@@ -239,14 +357,17 @@ StatusOr<Observation> ReadObserved(const std::string& body,
   return out;
 }
 
-std::vector<std::string> DesiredDeviceLists(
-    const std::vector<std::string>& blocks, bool advanced) {
+std::vector<std::string> DesiredSlices(
+    const std::vector<std::string>& blocks, bool advanced,
+    const std::vector<std::string>& counter_sets,
+    const std::string& partition_type) {
   const size_t blocks_per_slice =
       advanced ? 1 : kMaxDevicesPerSlice / kMaxAdvancedDevicesPerSlice;
   const size_t count = std::max<size_t>(
       1, (blocks.size() + blocks_per_slice - 1) / blocks_per_slice);
   std::vector<std::string> wanted;
-  wanted.reserve(count);
+  wanted.reserve(count + counter_sets.size() / kResourceSliceMaxCounterSets +
+                 1);
   for (size_t i = 0; i < count; ++i) {
     std::string list = "[";
     for (size_t b = i * blocks_per_slice;
@@ -254,14 +375,38 @@ std::vector<std::string> DesiredDeviceLists(
       if (list.size() > 1) list += ',';
       list += blocks[b];
     }
-    wanted.push_back(list + "]");
+    list += ']';
+    // The partition type goes only to a slice whose devices consume
+    // counters (the API refuses it elsewhere).
+    std::string type;
+    if (!partition_type.empty()) {
+      const json devices = json::parse(list, nullptr, false);
+      if (devices.is_array() &&
+          std::any_of(devices.begin(), devices.end(), [](const json& d) {
+            return d.is_object() && d.contains("consumesCounters");
+          })) {
+        type = ",\"partitionTypeAttribute\":" + Dump(json(partition_type));
+      }
+    }
+    wanted.push_back("{\"devices\":" + list + type + "}");
+  }
+  for (size_t i = 0; i < counter_sets.size();
+       i += kResourceSliceMaxCounterSets) {
+    std::string list = "[";
+    for (size_t k = i;
+         k < std::min(counter_sets.size(), i + kResourceSliceMaxCounterSets);
+         ++k) {
+      if (list.size() > 1) list += ',';
+      list += counter_sets[k];
+    }
+    wanted.push_back("{\"sharedCounters\":" + list + "]}");
   }
   return wanted;
 }
 
 namespace {
 
-// `list` as the server stores it (where it dropped fields before).
+// `content` as the server stores it (where it dropped fields before).
 const std::string& StoredAs(
     const std::string& list,
     const std::map<std::string, std::string>& stored_as) {
@@ -270,13 +415,13 @@ const std::string& StoredAs(
 }
 
 // Whether `slice` is `pool`'s at `observed`'s generation, with `count`
-// slices, `owner_uid`'s, and holds exactly `devices` as stored.
+// slices, `owner_uid`'s, and holds exactly `content` as stored.
 bool SliceInStep(const Observed& slice, const Observation& observed,
                  const std::string& pool, size_t count,
-                 const std::string& owner_uid, const std::string& devices) {
+                 const std::string& owner_uid, const std::string& content) {
   return slice.pool == pool && slice.generation == observed.generation &&
          slice.count == static_cast<int64_t>(count) &&
-         slice.owner_uid == owner_uid && Dump(slice.devices) == devices;
+         slice.owner_uid == owner_uid && Dump(slice.content) == content;
 }
 
 }  // namespace
@@ -290,12 +435,12 @@ bool InStep(const Observation& observed, const std::vector<std::string>& wanted,
     expected.insert(StoredAs(list, stored_as));
   }
   for (const Observed& slice : observed.slices) {
-    const std::string devices = Dump(slice.devices);
+    const std::string content = Dump(slice.content);
     if (!SliceInStep(slice, observed, pool, wanted.size(), owner_uid,
-                     devices)) {
+                     content)) {
       return false;
     }
-    const auto it = expected.find(devices);
+    const auto it = expected.find(content);
     if (it == expected.end()) return false;
     expected.erase(it);
   }
@@ -304,7 +449,7 @@ bool InStep(const Observation& observed, const std::vector<std::string>& wanted,
 
 json SliceJson(const std::string& driver, const std::string& node,
                const std::string& pool, int64_t generation, size_t count,
-               json devices, const std::string& owner) {
+               json content, const std::string& owner) {
   json slice = {{"apiVersion", "resource.k8s.io/v1"},
                 {"kind", "ResourceSlice"},
                 {"metadata", json::object()},
@@ -314,8 +459,12 @@ json SliceJson(const std::string& driver, const std::string& node,
                   {"pool",
                    {{"name", pool},
                     {"generation", generation},
-                    {"resourceSliceCount", count}}},
-                  {"devices", std::move(devices)}}}};
+                    {"resourceSliceCount", count}}}}}};
+  if (content.is_object()) {
+    for (auto& [key, value] : content.items()) {
+      slice["spec"][key] = std::move(value);
+    }
+  }
   if (!owner.empty()) {
     slice["metadata"]["ownerReferences"] = json::parse(owner);
   }
@@ -343,7 +492,7 @@ StatusOr<Plan> PlanWrites(const Observation& observed,
     if (slice.pool == pool && slice.generation == observed.generation &&
         slice.count == static_cast<int64_t>(wanted.size()) &&
         slice.owner_uid == owner_uid) {
-      in_step.emplace(Dump(slice.devices), j);
+      in_step.emplace(Dump(slice.content), j);
     }
   }
   constexpr size_t kNone = static_cast<size_t>(-1);
@@ -403,7 +552,9 @@ StatusOr<Plan> PlanWrites(const Observation& observed,
     write.update = slice_of[i] != kNone;
     json slice = SliceJson(driver, node, pool, plan.generation, wanted.size(),
                            json::parse(wanted[i]), owner);
-    KeepTaintTimes(observed.taint_times, &slice["spec"]["devices"]);
+    if (slice["spec"].contains("devices")) {
+      KeepTaintTimes(observed.taint_times, &slice["spec"]["devices"]);
+    }
     if (write.update) {
       const Observed& existing = observed.slices[slice_of[i]];
       slice["metadata"]["name"] = existing.name;

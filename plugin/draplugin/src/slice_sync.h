@@ -1,6 +1,6 @@
 // The phases of a pool's sync, as the Go controller runs them
 // (k8s.io/dynamic-resource-allocation resourceslice, syncPool): what is
-// there (ReadObserved), what should be there (DesiredDeviceLists), whether
+// there (ReadObserved), what should be there (DesiredSlices), whether
 // the two are in step (InStep), and the writes that bring them in step
 // (PlanWrites). Pure functions: SlicePublisher lists, applies the plan and
 // keeps the state between syncs. Private to the DRA framework.
@@ -31,8 +31,9 @@ inline constexpr size_t kWritesInFlight = 8;
 
 // Compact JSON; invalid UTF-8 replaced, never thrown.
 std::string Dump(const json& value);
-// A device as it is sent.
+// A device and a counter set as they are sent.
 json DeviceJson(const SliceDevice& device);
+json CounterSetJson(const CounterSet& set);
 // What of a device the comparison looks at: the fields the publisher sets
 // (a server adds others, such as a taint's timeAdded). Never throws.
 json Normal(const json& device);
@@ -57,9 +58,9 @@ struct Observed {
   std::string resource_version;
   std::string pool;
   int64_t generation = 0;
-  int64_t count = 0;             // resourceSliceCount
-  std::string owner_uid;         // of its controller ownerReference
-  json devices = json::array();  // normalised
+  int64_t count = 0;      // resourceSliceCount
+  std::string owner_uid;  // of its controller ownerReference
+  json content;           // Content() of its spec
 };
 // The stored taints' times, by device name and taint: a taint sent again
 // keeps the time the server first gave it (the Go controller's
@@ -74,6 +75,13 @@ struct Observation {
   int64_t generation = 0;  // the highest of `pool`'s
   TaintTimes taint_times;
 };
+// What of a slice's spec the comparisons look at, normalised:
+// {"devices": [Normal(device), ...]} or, for a slice of counter sets,
+// {"sharedCounters": [...]}, with "partitionTypeAttribute" where set; the
+// stored taints' times collected into `taint_times` when not null. Throws
+// json_fields::JsonFieldError naming a field that is not a list.
+json Content(const json& spec, TaintTimes* taint_times);
+
 // Phase 1, what is there: the slices of `node` and `driver` in a list's
 // answer (another node's or driver's are never touched). UNAVAILABLE
 // naming what is unreadable.
@@ -82,26 +90,30 @@ StatusOr<Observation> ReadObserved(const std::string& body,
                                    const std::string& driver,
                                    const std::string& pool);
 
-// Phase 2, what should be there: each slice's devices (a JSON list), from
-// the devices' JSON texts in blocks of kMaxAdvancedDevicesPerSlice
-// ("{...},{...}"); at most 64 devices a slice when one device has taints,
-// counters or a list attribute (`advanced`), else 128; one empty slice for
-// no devices.
-std::vector<std::string> DesiredDeviceLists(
-    const std::vector<std::string>& blocks, bool advanced);
+// Phase 2, what should be there: each slice's content (as Content()
+// gives it), from the devices' JSON texts in blocks of
+// kMaxAdvancedDevicesPerSlice ("{...},{...}"): at most 64 devices a slice
+// when one device has taints, counters or a list attribute (`advanced`),
+// else 128, one empty slice for no devices, `partition_type` on those whose
+// devices consume counters; then the counter sets (each one's JSON) in
+// slices of their own, 8 a slice.
+std::vector<std::string> DesiredSlices(
+    const std::vector<std::string>& blocks, bool advanced,
+    const std::vector<std::string>& counter_sets = {},
+    const std::string& partition_type = {});
 
-// Phase 3, compare: the same slices (as multisets of device lists, each as
-// the server stores what is sent: `stored_as`, where it dropped fields),
+// Phase 3, compare: the same slices (as multisets of contents, each as the
+// server stores what is sent: `stored_as`, where it dropped fields),
 // one generation, the right resourceSliceCount and owner.
 bool InStep(const Observation& observed, const std::vector<std::string>& wanted,
             const std::string& pool, const std::string& owner_uid,
             const std::map<std::string, std::string>& stored_as);
 
-// The one ResourceSlice body: `devices` (a JSON list) of `pool`'s
+// The one ResourceSlice body: `content` (as DesiredSlices makes it) of `pool`'s
 // generation, owned by `owner` (ownerReferences JSON text; empty: none).
 json SliceJson(const std::string& driver, const std::string& node,
                const std::string& pool, int64_t generation, size_t count,
-               json devices, const std::string& owner);
+               json content, const std::string& owner);
 
 // Phase 4, plan: in the Go controller's order, the obsolete slices deleted,
 // the kept ones (this pool's) updated in place, new ones created with

@@ -7,6 +7,7 @@
 
 #include "topology/common/k8s_names.h"
 
+#include "slice_rules.h"
 #include "slice_validation_json.h"
 
 namespace topology::draplugin {
@@ -74,7 +75,8 @@ class Checker {
                   "`devices` is allowed");
     }
     if (Status s = CounterSets(*spec); !s.ok()) return s;
-    return Devices(*spec);
+    if (Status s = Devices(*spec); !s.ok()) return s;
+    return ValidatePartitionType(*spec);
   }
 
   Status Device(const json& device, const std::string& path,
@@ -144,9 +146,16 @@ class Checker {
               "Invalid value: quantities must match the regular "
               "expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'");
         }
-        if (!shared && Member(value, "requestPolicy") != nullptr) {
+        const json* policy = Member(value, "requestPolicy");
+        if (policy == nullptr || policy->is_null()) continue;
+        if (!shared) {
           return Fail(at + ".requestPolicy",
                       "Forbidden: allowMultipleAllocations must be true");
+        }
+        if (Status s = ValidateRequestPolicy(quantity->get<std::string>(),
+                                             *policy, at + ".requestPolicy");
+            !s.ok()) {
+          return s;
         }
       }
     }

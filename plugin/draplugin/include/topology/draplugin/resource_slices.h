@@ -18,6 +18,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -63,13 +64,87 @@ struct DeviceTaint {
   friend bool operator==(const DeviceTaint&, const DeviceTaint&) = default;
 };
 
+// What one allocation of a shareable device may ask of a capacity
+// (KEP-5075, gate DRAConsumableCapacity, beta since 1.36): `default` when
+// the request names none, and either some valid values (at most 10,
+// ascending, the default among them) or a range; a request is rounded up
+// to the next valid amount. Quantities as text ("10Gi").
+struct CapacityRequestPolicy {
+  std::string default_value = {};
+  std::vector<std::string> valid_values = {};
+  struct Range {
+    std::string min = {};
+    std::string max = {};   // empty: the capacity's value
+    std::string step = {};  // empty: any amount from min
+    friend bool operator==(const Range&, const Range&) = default;
+  };
+  std::optional<Range> valid_range = {};
+  friend bool operator==(const CapacityRequestPolicy&,
+                         const CapacityRequestPolicy&) = default;
+};
+
+// One capacity of a device: its value, and for a device that allows
+// multiple allocations, what each allocation may consume of it. A plain
+// quantity converts: `device.capacity["memory"] = "80Gi"`.
+struct DeviceCapacity {
+  DeviceCapacity() = default;
+  DeviceCapacity(std::string quantity)  // NOLINT(runtime/explicit)
+      : value(std::move(quantity)) {}
+  DeviceCapacity(const char* quantity)  // NOLINT(runtime/explicit)
+      : value(quantity) {}
+  std::string value = {};
+  std::optional<CapacityRequestPolicy> request_policy = {};
+  friend bool operator==(const DeviceCapacity&,
+                         const DeviceCapacity&) = default;
+};
+
+// A set of counters that partitions of one piece of hardware draw from
+// (KEP-4815, gate DRAPartitionableDevices, beta since 1.36): the scheduler
+// never allocates devices together whose consumptions exceed a counter.
+// Published in slices of their own in the device's pool (at most 8 sets a
+// slice), as the API requires since 1.35.
+struct CounterSet {
+  std::string name = {};  // a DNS label, unique in the pool
+  // counter name (a DNS label) -> quantity
+  std::map<std::string, std::string> counters = {};
+  friend bool operator==(const CounterSet&, const CounterSet&) = default;
+};
+
+// What a device draws from one counter set of its pool while allocated.
+struct CounterConsumption {
+  std::string counter_set = {};
+  std::map<std::string, std::string> counters = {};  // name -> quantity
+  friend bool operator==(const CounterConsumption&,
+                         const CounterConsumption&) = default;
+};
+
 struct SliceDevice {
   std::string name = {};  // a DNS label, unique in the pool
   // Qualified names: "<domain>/<name>" or "<name>" (the driver's domain).
   std::map<std::string, AttributeValue> attributes = {};
-  std::map<std::string, std::string> capacity = {};  // quantities ("1", "80Gi")
+  std::map<std::string, DeviceCapacity> capacity = {};  // "1", "80Gi"
   std::vector<DeviceTaint> taints = {};
+  // Shared by capacity (KEP-5075): the scheduler may allocate the device to
+  // several claims at once, each with a share id and the capacity it
+  // consumes, as long as the sum fits.
+  bool allow_multiple_allocations = false;
+  // At most 2 counter sets, each of the device's pool.
+  std::vector<CounterConsumption> consumes_counters = {};
   friend bool operator==(const SliceDevice&, const SliceDevice&) = default;
+};
+
+// A node's pool as one publish sends it: its devices (in slices of at most
+// 128, 64 when a device has taints, counters or a list attribute), its
+// counter sets (in slices of their own) and, where the devices that consume
+// counters carry a string attribute telling their partition type (devices
+// of one type consume the same counters), that attribute's qualified name
+// (1.37, gate DRAPartitionableDevicesType, alpha: a server with the gate
+// off drops it, and the publisher says so).
+struct Pool {
+  std::string name = {};
+  std::vector<SliceDevice> devices = {};
+  std::vector<CounterSet> counter_sets = {};
+  std::string partition_type_attribute = {};
 };
 
 // INVALID_ARGUMENT naming the driver or the device and what is wrong, by
@@ -81,6 +156,13 @@ struct SliceDevice {
 Status ValidateDevices(const std::string& driver,
                        const std::vector<SliceDevice>& devices);
 
+// ValidateDevices of the pool's devices, and across its slices what the
+// scheduler needs and no single slice's validation sees: counter set names
+// unique in the pool, each device drawing only on counters the pool's sets
+// have, and `partition_type_attribute` a string attribute of every device
+// that consumes counters. INVALID_ARGUMENT naming the set or the device.
+Status ValidatePool(const std::string& driver, const Pool& pool);
+
 // The ResourceSlices SlicePublisher::Publish creates for `devices` as a
 // new pool `pool` of `node` (generation 1, no owner reference): the bodies
 // the API server receives, in order, built by the publisher's own plan. For
@@ -89,6 +171,10 @@ Status ValidateDevices(const std::string& driver,
 StatusOr<std::vector<std::string>> NewPoolSliceBodies(
     const std::string& driver, const std::string& node, const std::string& pool,
     const std::vector<SliceDevice>& devices);
+// The same for a whole pool: its counter sets' slices too.
+StatusOr<std::vector<std::string>> NewPoolSliceBodies(const std::string& driver,
+                                                      const std::string& node,
+                                                      const Pool& pool);
 
 // resource.k8s.io/v1 ResourceSlices through a KubeClient, typed as
 // client-go's ResourceSlices() client is: the verbs and paths in one place.
@@ -164,6 +250,9 @@ class SlicePublisher {
   // the API server's error otherwise (the resync tries again).
   Status Publish(std::string pool, std::vector<SliceDevice> devices)
       TOPOLOGY_EXCLUDES(mu_);
+  // The same for a pool with counter sets (or a partition type): INVALID_
+  // ARGUMENT for a pool ValidatePool refuses.
+  Status Publish(Pool pool) TOPOLOGY_EXCLUDES(mu_);
   // The resync thread; Stop ends it (within a second). Idempotent.
   void Start() TOPOLOGY_EXCLUDES(mu_);
   void Stop() TOPOLOGY_EXCLUDES(mu_);
@@ -220,7 +309,10 @@ class SlicePublisher {
   struct Encoded {
     std::vector<Block> blocks;
     size_t count = 0;       // devices
-    bool advanced = false;  // a device has taints or a list attribute
+    bool advanced = false;  // a device has taints, counters or a list
+                            // attribute
+    std::vector<std::string> counter_sets;  // each as its JSON
+    std::string partition_type;
   };
   std::shared_ptr<const Encoded> devices_ TOPOLOGY_GUARDED_BY(mu_);
   bool have_devices_ TOPOLOGY_GUARDED_BY(mu_) = false;

@@ -51,9 +51,15 @@ Status ValidateDriverName(std::string_view driver);
 // attribute exactly one of int, bool, string, version, ints, bools, strings,
 // versions (lists not empty, strings at most 64 characters, versions
 // semver 2.0.0 of at most 64); at most 16 taints, keys label names, values
-// label values, effects NoSchedule, NoExecute or None. Unknown fields are
-// ignored, as the server prunes them, so a value under an unknown field counts
-// as no value. INVALID_ARGUMENT "<field path>: <what>" for the first violation.
+// label values, effects NoSchedule, NoExecute or None; counter sets and
+// what a device consumes of them (DNS-label names, unique, at most 8 sets
+// of 32 counters, 2 consumptions of 32), never beside devices; a request
+// policy only on a device that allows multiple allocations, and then as
+// validateRequestPolicy has it; a partitionTypeAttribute only on a slice
+// whose devices consume counters, each carrying it as a string. Unknown fields
+// are ignored, as the server prunes them, so a value under an unknown field
+// counts as no value. INVALID_ARGUMENT "<field path>: <what>" for the first
+// violation.
 Status ValidateResourceSlice(std::string_view slice_json);
 
 }  // namespace topology::draplugin
