@@ -154,4 +154,43 @@ TEST_F(AccelDraDriverTest, ContainersGetTheirDevicesThroughCdi) {
 }
 // guide:end
 
+// Shared by capacity: every accelerator publishes 100 of "compute" in
+// steps of 25, which the API server's rules take; two shares of one
+// accelerator in a claim are prepared under names of their own, each
+// answered with its share id, the container told what each may use.
+TEST_F(AccelDraDriverTest, SharesOfAnAcceleratorHaveNamesOfTheirOwn) {
+  flags_.share_percent = 25;
+  auto topo = topology::Discover({.host_root = flags_.host_root});
+  ASSERT_TRUE(topo.ok());
+  auto sysfs = topology::NewHostRootReader(flags_.host_root);
+  addresses_.clear();
+  devices_ = accel::InventoryOf(*topo, *sysfs, flags_, addresses_);
+  ASSERT_EQ(devices_.size(), 8u);
+  EXPECT_TRUE(devices_[0].allow_multiple_allocations);
+  const topology::Status valid = topology::testing::ValidatePublishedSlices(
+      flags_.driver, flags_.node, devices_);
+  EXPECT_TRUE(valid.ok()) << valid.ToString();
+
+  dra::AllocationResult first{"a", flags_.driver, "node-a", devices_[0].name};
+  first.share_id = "0c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f";
+  first.consumed_capacity["compute"] = "25";
+  dra::AllocationResult second = first;
+  second.request = "b";
+  second.share_id = "8f7e2c1a-0b9d-4c3e-a5f6-1d2e3f4a5b6c";
+  second.consumed_capacity["compute"] = "50";
+  accel::AcceleratorDriver driver(flags_, addresses_);
+  auto prepared =
+      driver.Prepare({.ref = {.ns = "default", .uid = "c-2", .name = "shares"},
+                      .results = {first, second}});
+  ASSERT_TRUE(prepared.ok()) << prepared.status().ToString();
+  ASSERT_EQ(prepared->size(), 2u);
+  EXPECT_EQ((*prepared)[0].share_id, first.share_id);
+  EXPECT_EQ((*prepared)[1].share_id, second.share_id);
+  EXPECT_NE((*prepared)[0].cdi_device_ids, (*prepared)[1].cdi_device_ids);
+  std::ifstream in(fs::path(flags_.cdi_dir) / (flags_.driver + "-c-2.json"));
+  const std::string text((std::istreambuf_iterator<char>(in)), {});
+  EXPECT_NE(text.find("ACCEL_COMPUTE_PERCENT=25,50"), std::string::npos)
+      << text;
+}
+
 }  // namespace

@@ -48,6 +48,10 @@ struct Flags {
   std::string registry_dir = dra::kDefaultRegistryDir;
   std::string plugin_dir;  // default: /var/lib/kubelet/plugins/<driver>
   std::string cdi_dir = "/var/run/cdi";
+  // Shared by capacity: each accelerator's "compute" (100 percent) handed
+  // out in shares of this many percent (a claim may ask for more, in these
+  // steps); 0: whole devices.
+  int share_percent = 0;
   int verbosity = 0;
 };
 // guide:end
@@ -93,6 +97,17 @@ inline std::vector<dra::SliceDevice> InventoryOf(
     // "0x10de", as sysfs writes them and topology-dra-driver publishes them.
     device.attributes["vendorID"] = {"0x" + std::string(vendor_hex), false};
     device.attributes["deviceID"] = {"0x" + std::string(device_hex), false};
+    if (flags.share_percent > 0) {
+      // Several claims may hold one accelerator, each a share of its
+      // compute: the scheduler keeps their sum within 100.
+      const std::string step = std::to_string(flags.share_percent);
+      device.allow_multiple_allocations = true;
+      device.capacity["compute"] = {"100"};
+      device.capacity["compute"].request_policy = dra::CapacityRequestPolicy{
+          .default_value = step,
+          .valid_range =
+              dra::CapacityRequestPolicy::Range{.min = step, .step = step}};
+    }
     addresses[device.name] = address;
     devices.push_back(std::move(device));
   }
@@ -110,29 +125,41 @@ class AcceleratorDriver : public dra::DriverHandler {
   AcceleratorDriver(Flags flags, std::map<std::string, std::string> addresses)
       : flags_(std::move(flags)), addresses_(std::move(addresses)) {}
 
-  // One CDI spec for the claim: each device by name, and the claim's
-  // addresses in one variable that every device of the claim sets alike.
+  // One CDI spec for the claim: each device (each share of a shared one)
+  // under a name of its own, and the claim's addresses (and shares'
+  // compute) in variables that every device of the claim sets alike.
   topology::StatusOr<std::vector<dra::PreparedDevice>> Prepare(
       const dra::Claim& claim) override {
     std::vector<common::CdiDevice> cdi;
     std::string visible;
+    std::string compute;
     for (const dra::AllocationResult& result : claim.results) {
       const auto address = addresses_.find(result.device);
       if (result.pool != flags_.node || address == addresses_.end()) {
         return topology::NotFoundError("no device " + result.pool + "/" +
                                        result.device + " on this node");
       }
-      cdi.push_back({.name = result.device});
+      // A share's name carries its id: two shares never meet in one name.
+      cdi.push_back({.name = result.share_id.empty()
+                                 ? result.device
+                                 : result.device + "-" + result.share_id});
       visible += (visible.empty() ? "" : ",") + address->second;
+      const auto share = result.consumed_capacity.find("compute");
+      compute +=
+          (compute.empty() ? "" : ",") +
+          (share != result.consumed_capacity.end() ? share->second : "100");
     }
-    auto ids = dra::WriteClaimCdiSpec(
-        flags_.cdi_dir, flags_.driver, flags_.driver + "/accel", claim.ref.uid,
-        std::move(cdi), {{"ACCEL_VISIBLE_DEVICES", visible}});
+    auto ids = dra::WriteClaimCdiSpec(flags_.cdi_dir, flags_.driver,
+                                      flags_.driver + "/accel", claim.ref.uid,
+                                      std::move(cdi),
+                                      {{"ACCEL_VISIBLE_DEVICES", visible},
+                                       {"ACCEL_COMPUTE_PERCENT", compute}});
     if (!ids.ok()) return ids.status();
     std::vector<dra::PreparedDevice> prepared;
     for (size_t i = 0; i < claim.results.size(); ++i) {
       prepared.push_back({.pool = claim.results[i].pool,
                           .device = claim.results[i].device,
+                          .share_id = claim.results[i].share_id,
                           .cdi_device_ids = {(*ids)[i]}});
     }
     return prepared;

@@ -8,12 +8,14 @@
 // topology attributes (resource.kubernetes.io/pciBusID, pcieRoot, numaNode),
 // so that a claim can ask for devices under one PCIe root; and it prepares a
 // claim's devices as one CDI spec giving the container the chosen addresses
-// in an environment variable.
+// in an environment variable. With --share-percent, each accelerator is
+// shared by capacity: claims get shares of its compute.
 //
 //   accel-dra-driver --driver-name accel.example.com --class 1200
 //                    [--vendor 1ded] [--node-name NODE] [--kubeconfig FILE]
 //                    [--host-root /host] [--registry-dir DIR]
-//                    [--plugin-dir DIR] [--cdi-dir /var/run/cdi] [-v N]
+//                    [--plugin-dir DIR] [--cdi-dir /var/run/cdi]
+//                    [--share-percent 25] [-v N]
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
@@ -65,6 +67,13 @@ bool ParseFlags(int argc, char** argv, Flags& flags) {
       flags.plugin_dir = value;
     } else if (arg == "--cdi-dir") {
       flags.cdi_dir = value;
+    } else if (arg == "--share-percent") {
+      flags.share_percent = std::atoi(value.c_str());
+      if (flags.share_percent < 0 || flags.share_percent > 50) {
+        std::cerr << "accel-dra-driver: --share-percent: 0 (whole devices) "
+                     "to 50\n";
+        return false;
+      }
     } else if (arg == "-v" || arg == "--v") {
       flags.verbosity = std::atoi(value.c_str());
     } else {

@@ -7,6 +7,7 @@
 
 #include <yaml-cpp/yaml.h>
 
+#include "topology/common/quantity.h"
 #include "topology/common/yaml_load.h"
 #include "topology/plugin/resource_name.h"
 #include "topology/text_file.h"
@@ -201,7 +202,7 @@ class Parser {
     Status keys =
         CheckKeys(path, node,
                   {"name", "selectors", "deviceNodes", "cdiKind", "nvidia",
-                   "excludeTopology", "preferredAllocation"});
+                   "excludeTopology", "preferredAllocation", "shareable"});
     if (!keys.ok()) return keys;
     ResourceConfig resource;
     const YAML::Node name = node["name"];
@@ -254,7 +255,88 @@ class Parser {
         *target = value;
       }
     }
+    if (const YAML::Node shareable = node["shareable"]) {
+      if (Status status = ParseShareable(path + ".shareable", shareable,
+                                         &resource.shared_capacity);
+          !status.ok()) {
+        return status;
+      }
+    }
     return resource;
+  }
+
+  // A quantity at `path`: the API's grammar, checked exactly.
+  StatusOr<std::string> QuantityAt(const std::string& path,
+                                   const YAML::Node& node) const {
+    if (!node.IsScalar() || !k8s::Quantity::Parse(node.Scalar())) {
+      return Error(path, node,
+                   "expected a quantity such as \"100\", \"500m\" or \"80Gi\"");
+    }
+    return node.Scalar();
+  }
+
+  // shareable: {capacity: {<name>: {value, default, validValues |
+  // validRange: {min, max, step}}}}
+  Status ParseShareable(const std::string& path, const YAML::Node& node,
+                        std::map<std::string, SharedCapacity>* out) const {
+    if (Status keys = CheckKeys(path, node, {"capacity"}); !keys.ok()) {
+      return keys;
+    }
+    const YAML::Node capacity = node["capacity"];
+    if (!capacity || !capacity.IsMap() || capacity.size() == 0) {
+      return Error(path + ".capacity", capacity ? capacity : node,
+                   "needs at least one capacity a share consumes");
+    }
+    for (const auto& entry : capacity) {
+      const std::string name = entry.first.as<std::string>();
+      const std::string at = path + ".capacity." + name;
+      const YAML::Node spec = entry.second;
+      if (Status keys = CheckKeys(
+              at, spec, {"value", "default", "validValues", "validRange"});
+          !keys.ok()) {
+        return keys;
+      }
+      SharedCapacity shared;
+      if (!spec["value"]) return Error(at + ".value", spec, "required");
+      auto value = QuantityAt(at + ".value", spec["value"]);
+      if (!value.ok()) return value.status();
+      shared.value = *value;
+      if (spec["default"]) {
+        auto fallback = QuantityAt(at + ".default", spec["default"]);
+        if (!fallback.ok()) return fallback.status();
+        shared.default_value = *fallback;
+      }
+      if (spec["validValues"]) {
+        auto items = Strings(at + ".validValues", spec["validValues"]);
+        if (!items.ok()) return items.status();
+        for (size_t i = 0; i < items->size(); ++i) {
+          auto item = QuantityAt(at + ".validValues[" + std::to_string(i) + "]",
+                                 (*items)[i].second);
+          if (!item.ok()) return item.status();
+          shared.valid_values.push_back(*item);
+        }
+      }
+      if (const YAML::Node range = spec["validRange"]) {
+        if (Status keys =
+                CheckKeys(at + ".validRange", range, {"min", "max", "step"});
+            !keys.ok()) {
+          return keys;
+        }
+        if (!range["min"]) {
+          return Error(at + ".validRange.min", range, "required");
+        }
+        for (auto [key, target] : {std::pair{"min", &shared.range_min},
+                                   std::pair{"max", &shared.range_max},
+                                   std::pair{"step", &shared.range_step}}) {
+          if (!range[key]) continue;
+          auto q = QuantityAt(at + ".validRange." + key, range[key]);
+          if (!q.ok()) return q.status();
+          *target = *q;
+        }
+      }
+      out->emplace(name, std::move(shared));
+    }
+    return OkStatus();
   }
 
   StatusOr<Config> Parse(const YAML::Node& root) const {

@@ -10,6 +10,10 @@
 //       deviceNodes: ["/dev/dri/by-path/pci-{address}-render"]
 //       cdiKind: example.com/gpu
 //       nvidia: true            # /dev/nvidia<minor>, NVIDIA_VISIBLE_DEVICES...
+//       shareable:              # DRA only: shared by capacity (KEP-5075)
+//         capacity:
+//           bandwidth: {value: "100", default: "10",
+//                       validRange: {min: "10", step: "10"}}
 //
 // Resources are tried in order; a device belongs to the first that claims it.
 #ifndef TOPOLOGY_DEVICE_PLUGIN_CONFIG_H_
@@ -17,6 +21,7 @@
 
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -44,6 +49,18 @@ struct Selector {
   std::vector<PfNameSelector> pf_names;
 };
 
+// One capacity of a device shared by capacity (topology-dra-driver only,
+// KEP-5075): its value and what one allocation may consume of it (a
+// default, and valid values or a range). Quantities as text ("100", "80Gi").
+struct SharedCapacity {
+  std::string value;
+  std::string default_value;  // empty: a request names its amount
+  std::vector<std::string> valid_values;
+  std::string range_min;  // a range when set
+  std::string range_max;  // empty: up to the value
+  std::string range_step;
+};
+
 struct ResourceConfig {
   std::string name;
   std::vector<Selector> selectors;
@@ -62,6 +79,10 @@ struct ResourceConfig {
   bool exclude_topology = false;
   // Advertise and answer GetPreferredAllocation. Default: true.
   bool preferred_allocation = true;
+  // topology-dra-driver: each device is shareable by these capacities
+  // (name -> capacity): published with allowMultipleAllocations, and each
+  // claim gets a share of it. The device plugin hands devices out whole.
+  std::map<std::string, SharedCapacity> shared_capacity;
 };
 
 struct Config {

@@ -1,6 +1,7 @@
 #include "dra_driver.h"
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstdio>
 #include <map>
@@ -11,6 +12,7 @@
 #include <glog/logging.h>
 
 #include "topology/common/k8s_names.h"
+#include "topology/common/quantity.h"
 #include "topology/dra_attributes.h"
 #include "topology/draplugin/claim_cdi.h"
 
@@ -48,7 +50,68 @@ std::string NearestNodes(const Topology& topology, const PciDevice& device) {
   return out;
 }
 
+// A device of a resource the configuration marks shareable: published
+// with allowMultipleAllocations and each capacity with its request policy.
+void ShareByCapacity(const ResourceConfig& resource,
+                     draplugin::SliceDevice* device) {
+  if (resource.shared_capacity.empty()) return;
+  device->allow_multiple_allocations = true;
+  for (const auto& [name, shared] : resource.shared_capacity) {
+    draplugin::DeviceCapacity capacity(shared.value);
+    if (!shared.default_value.empty() || !shared.valid_values.empty() ||
+        !shared.range_min.empty()) {
+      draplugin::CapacityRequestPolicy policy;
+      policy.default_value = shared.default_value;
+      policy.valid_values = shared.valid_values;
+      if (!shared.range_min.empty()) {
+        policy.valid_range =
+            draplugin::CapacityRequestPolicy::Range{.min = shared.range_min,
+                                                    .max = shared.range_max,
+                                                    .step = shared.range_step};
+      }
+      capacity.request_policy = std::move(policy);
+    }
+    device->capacity[name] = std::move(capacity);
+  }
+}
+
+// "bandwidth" -> "BANDWIDTH", "example.com/memory" -> "MEMORY": the
+// capacity's name in an environment variable.
+std::string EnvSuffix(const std::string& capacity) {
+  std::string out = capacity.substr(capacity.rfind('/') + 1);
+  for (char& c : out) {
+    c = std::isalnum(static_cast<unsigned char>(c))
+            ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
+            : '_';
+  }
+  return out;
+}
+
 }  // namespace
+
+Status ValidateSharing(const Config& config, const std::string& driver) {
+  for (size_t i = 0; i < config.resources.size(); ++i) {
+    const ResourceConfig& resource = config.resources[i];
+    if (resource.shared_capacity.empty()) continue;
+    draplugin::SliceDevice probe{.name = "probe"};
+    ShareByCapacity(resource, &probe);
+    if (Status valid = draplugin::ValidateDevices(driver, {probe});
+        !valid.ok()) {
+      std::string message = valid.message();
+      if (message.starts_with("device \"probe\": ")) {
+        message = message.substr(16);
+      }
+      return InvalidArgumentError("resources[" + std::to_string(i) + "] (" +
+                                  resource.name + ").shareable: " + message);
+    }
+  }
+  return OkStatus();
+}
+
+std::string ShareEnvName(const std::string& resource,
+                         const std::string& capacity) {
+  return PciDeviceEnvName(resource) + "_" + EnvSuffix(capacity);
+}
 
 std::vector<draplugin::SliceDevice> DraInventory(
     const Config& config, const Snapshot& snapshot, const SysfsReader& sysfs,
@@ -96,6 +159,7 @@ std::vector<draplugin::SliceDevice> DraInventory(
         !nearest.empty()) {
       device.attributes["nearestNumaNodes"] = {nearest, false};
     }
+    ShareByCapacity(config.resources[index], &device);
     devices.push_back(std::move(device));
   }
   std::sort(devices.begin(), devices.end(),
@@ -429,12 +493,17 @@ StatusOr<std::vector<draplugin::PreparedDevice>> DraHandler::Prepare(
     }
   }
   // The environment of the claim: what Allocate gives each resource's
-  // devices together.
+  // devices together, and for a shared resource what the claim's shares of
+  // each device may use, in the devices' order (the sum of its shares).
   std::map<std::string, std::string> claim_env;
   for (const auto& [index, ids] : by_resource) {
     auto allocation = AllocationFor(config_.resources[index], *snapshot,
                                     host_root_, ids, false);
     if (!allocation.ok()) return allocation.status();
+    for (const auto& [key, value] :
+         ShareEnvironment(config_.resources[index], ids, chosen)) {
+      allocation->envs[key] = value;
+    }
     for (const auto& [key, value] : allocation->envs) {
       auto [it, fresh] = claim_env.emplace(key, value);
       if (!fresh && it->second != value) {
@@ -443,13 +512,14 @@ StatusOr<std::vector<draplugin::PreparedDevice>> DraHandler::Prepare(
       }
     }
   }
-  // Each device's own nodes and mounts.
+  // Each device's (each share's) own nodes and mounts, under a CDI name of
+  // its own: "<device>" or "<device>-<share id>".
   std::vector<common::CdiDevice> cdi;
   std::set<std::string> named;
   for (const auto& [result, address] : chosen) {
-    const std::string name = dra::PciDeviceName(address);
+    const std::string name = CdiNameOf(*result);
     if (!named.insert(name).second) continue;
-    const size_t index = find(name)->second;
+    const size_t index = find(result->device)->second;
     auto allocation = AllocationFor(config_.resources[index], *snapshot,
                                     host_root_, {address.ToString()}, false);
     if (!allocation.ok()) return allocation.status();
@@ -462,18 +532,57 @@ StatusOr<std::vector<draplugin::PreparedDevice>> DraHandler::Prepare(
   auto ids = draplugin::WriteClaimCdiSpec(
       cdi_dir_, driver_, cdi_kind(), claim.ref.uid, std::move(cdi), claim_env);
   if (!ids.ok()) return ids.status();
-  std::map<std::string, std::string> id_of;  // device name -> CDI id
+  std::map<std::string, std::string> id_of;  // CDI device name -> CDI id
   for (const std::string& id : *ids) {
     id_of[id.substr(id.find('=') + 1 + claim.ref.uid.size() + 1)] = id;
   }
   std::vector<draplugin::PreparedDevice> prepared;
   for (const auto& [result, address] : chosen) {
-    prepared.push_back({{result->request},
-                        result->pool,
-                        result->device,
-                        {id_of.at(dra::PciDeviceName(address))}});
+    draplugin::PreparedDevice device;
+    device.request_names = {result->request};
+    device.pool = result->pool;
+    device.device = result->device;
+    device.share_id = result->share_id;
+    device.cdi_device_ids = {id_of.at(CdiNameOf(*result))};
+    prepared.push_back(std::move(device));
   }
   return prepared;
+}
+
+std::string DraHandler::CdiNameOf(const draplugin::AllocationResult& result) {
+  return result.share_id.empty() ? result.device
+                                 : result.device + "-" + result.share_id;
+}
+
+std::map<std::string, std::string> DraHandler::ShareEnvironment(
+    const ResourceConfig& resource, const std::vector<std::string>& ids,
+    const std::vector<
+        std::pair<const draplugin::AllocationResult*, PciAddress>>& chosen) {
+  std::map<std::string, std::string> env;
+  if (resource.shared_capacity.empty()) return env;
+  for (const auto& [name, shared] : resource.shared_capacity) {
+    std::string list;
+    for (const std::string& id : ids) {
+      k8s::Quantity sum;
+      bool any = false;
+      for (const auto& [result, address] : chosen) {
+        if (address.ToString() != id) continue;
+        const auto consumed = result->consumed_capacity.find(name);
+        // A share that names no amount of this capacity, or a device
+        // allocated whole, may use all of it.
+        const auto amount = k8s::Quantity::Parse(
+            consumed != result->consumed_capacity.end() ? consumed->second
+                                                        : shared.value);
+        if (!amount) continue;
+        sum = sum.Plus(*amount).value_or(sum);
+        any = true;
+      }
+      if (!list.empty()) list += ',';
+      list += any ? sum.ToString() : shared.value;
+    }
+    env[ShareEnvName(resource.name, name)] = list;
+  }
+  return env;
 }
 
 Status DraHandler::Unprepare(

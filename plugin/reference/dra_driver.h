@@ -140,6 +140,19 @@ void TaintHeld(const std::string& driver,
                const std::map<PciAddress, std::vector<std::string>>& held,
                std::vector<draplugin::SliceDevice>* devices);
 
+// OK when every shareable resource of `config` publishes as the API server
+// takes it (request policies: values ascending and within the capacity,
+// the default among them or on the range's step); else INVALID_ARGUMENT
+// naming the resource and the rule.
+Status ValidateSharing(const Config& config, const std::string& driver);
+
+// The environment variable that tells a container what its claim's shares
+// of a shared resource's devices may use of `capacity`:
+// "PCIDEVICE_EXAMPLE_COM_NIC_BANDWIDTH" for example.com/nic and bandwidth,
+// a comma-separated list in the order of the resource's device variable.
+std::string ShareEnvName(const std::string& resource,
+                         const std::string& capacity);
+
 // The attribute (in the driver's domain) that names a partition's type, and
 // the pool's partitionTypeAttribute: "vf" for a virtual function, "pf-<N>"
 // for a physical function over N published VFs (functions of one type
@@ -213,6 +226,19 @@ class DraHandler final : public draplugin::DriverHandler {
   std::string cdi_kind() const { return driver_ + "/pci"; }
 
  private:
+  // The CDI device name of a result within its claim's spec: the device's
+  // name, and for a share of a shared device "<device>-<share id>", so that
+  // each share has its own.
+  static std::string CdiNameOf(const draplugin::AllocationResult& result);
+  // For a shared resource, ShareEnvName(resource, capacity) for each of its
+  // capacities: what the claim's shares of each device of `ids` may use
+  // (the sum of their consumedCapacity; a device allocated whole, all of
+  // it), comma-separated in the order of `ids`.
+  static std::map<std::string, std::string> ShareEnvironment(
+      const ResourceConfig& resource, const std::vector<std::string>& ids,
+      const std::vector<
+          std::pair<const draplugin::AllocationResult*, PciAddress>>& chosen);
+
   const Config config_;
   const std::filesystem::path host_root_;
   const std::filesystem::path cdi_dir_;

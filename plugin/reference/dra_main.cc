@@ -461,6 +461,10 @@ int Run(const dp::DraDriverOptions& options, const char* argv0) {
   common::SetUpDaemon(argv0, process);
   auto config = dp::LoadConfig(options.config_file);
   if (!config.ok()) return Usage(config.status().message());
+  if (topology::Status shared = dp::ValidateSharing(*config, options.driver);
+      !shared.ok()) {
+    return Usage(options.config_file + ": " + shared.message());
+  }
   auto credentials = options.kubeconfig.empty()
                          ? dra::InClusterConfig()
                          : dra::LoadKubeConfig(options.kubeconfig);

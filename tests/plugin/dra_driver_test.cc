@@ -432,6 +432,108 @@ TEST_F(DraDriverTest, PrepareGivesTheDevicePluginsEditsAsOneSpecPerClaim) {
   EXPECT_FALSE(std::filesystem::exists(file));
 }
 
+// Devices the configuration marks shareable (KEP-5075) are published with
+// allowMultipleAllocations and their capacity's request policy; each share
+// a claim holds is prepared under a CDI name of its own, and the container
+// learns what the claim's shares of each device may use.
+TEST_F(DraDriverTest, SharesOfADeviceEachGetTheirCdiNameAndTheirCapacity) {
+  auto config = ParseConfig(
+      "resources:\n"
+      "  - name: example.com/vf\n"
+      "    selectors: [{drivers: [vfio-pci]}]\n"
+      "    shareable:\n"
+      "      capacity:\n"
+      "        bandwidth: {value: \"100\", default: \"10\",\n"
+      "                    validRange: {min: \"10\", step: \"10\"}}\n",
+      "test");
+  ASSERT_THAT(config.status(), IsOk());
+  EXPECT_THAT(ValidateSharing(*config, kDriver), IsOk());
+  const auto devices = DraInventory(*config, *snapshot_, *sysfs_,
+                                    dra::NumaAttributeForm::kScalar, nullptr);
+  ASSERT_FALSE(devices.empty());
+  EXPECT_TRUE(devices[0].allow_multiple_allocations);
+  const auto& bandwidth = devices[0].capacity.at("bandwidth");
+  EXPECT_EQ(bandwidth.value, "100");
+  ASSERT_TRUE(bandwidth.request_policy.has_value());
+  EXPECT_EQ(bandwidth.request_policy->default_value, "10");
+  EXPECT_EQ(bandwidth.request_policy->valid_range->step, "10");
+  EXPECT_THAT(draplugin::ValidateDevices(kDriver, devices), IsOk());
+
+  const std::vector<std::string> vfs = Vfs();
+  const std::string vf0 = dra::PciDeviceName(*PciAddress::Parse(vfs[0]));
+  const std::string vf1 = dra::PciDeviceName(*PciAddress::Parse(vfs[1]));
+  draplugin::Claim claim;
+  claim.ref = {"ml", "uid-s", "shares"};
+  const auto share = [&](const char* request, const std::string& device,
+                         const std::string& id, const char* amount) {
+    draplugin::AllocationResult result{request, kDriver, "node-a", device};
+    result.share_id = id;
+    result.consumed_capacity["bandwidth"] = amount;
+    return result;
+  };
+  claim.results = {
+      share("a", vf0, "0c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f", "10"),
+      share("b", vf0, "8f7e2c1a-0b9d-4c3e-a5f6-1d2e3f4a5b6c", "30"),
+      share("c", vf1, "11111111-2222-3333-4444-555555555555", "20")};
+  DraHandler handler(*config, root_.path(), cdi_.path(), kDriver, "node-a",
+                     [this] { return snapshot_; });
+  auto prepared = handler.Prepare(claim);
+  ASSERT_THAT(prepared.status(), IsOk());
+  ASSERT_THAT(*prepared, SizeIs(3));
+  std::set<std::string> ids;
+  for (size_t i = 0; i < 3; ++i) {
+    EXPECT_EQ((*prepared)[i].share_id, claim.results[i].share_id);
+    ASSERT_THAT((*prepared)[i].cdi_device_ids, SizeIs(1));
+    EXPECT_EQ((*prepared)[i].cdi_device_ids[0],
+              std::string(kDriver) + "/pci=uid-s-" + claim.results[i].device +
+                  "-" + claim.results[i].share_id);
+    ids.insert((*prepared)[i].cdi_device_ids[0]);
+  }
+  EXPECT_THAT(ids, SizeIs(3));
+  std::ifstream in(cdi_.path() / draplugin::ClaimCdiFileName(kDriver, "uid-s"));
+  const auto spec = nlohmann::json::parse(in);
+  ASSERT_EQ(spec["devices"].size(), 3u);
+  for (const auto& device : spec["devices"]) {
+    std::set<std::string> env(device["containerEdits"]["env"].begin(),
+                              device["containerEdits"]["env"].end());
+    EXPECT_TRUE(
+        env.contains("PCIDEVICE_EXAMPLE_COM_VF=" + vfs[0] + "," + vfs[1]));
+    // vf0: its two shares' 10 and 30; vf1: 20.
+    EXPECT_TRUE(env.contains("PCIDEVICE_EXAMPLE_COM_VF_BANDWIDTH=40,20"))
+        << device.dump();
+  }
+  EXPECT_EQ(ShareEnvName("example.com/vf", "example.com/bandwidth"),
+            "PCIDEVICE_EXAMPLE_COM_VF_BANDWIDTH");
+
+  // A policy the API server would refuse is refused when the driver starts.
+  auto bad = ParseConfig(
+      "resources:\n"
+      "  - name: example.com/vf\n"
+      "    selectors: [{drivers: [vfio-pci]}]\n"
+      "    shareable:\n"
+      "      capacity:\n"
+      "        bandwidth: {value: \"100\", default: \"15\",\n"
+      "                    validValues: [\"10\", \"20\"]}\n",
+      "test");
+  ASSERT_THAT(bad.status(), IsOk());
+  EXPECT_THAT(ValidateSharing(*bad, kDriver),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("resources[0] (example.com/vf).shareable: "
+                                 "capacity[bandwidth].requestPolicy."
+                                 "validValues: Invalid value: default value "
+                                 "is not valid")));
+  EXPECT_THAT(ParseConfig("resources:\n"
+                          "  - name: example.com/vf\n"
+                          "    selectors: [{drivers: [vfio-pci]}]\n"
+                          "    shareable: {capacity: {bandwidth: {value: "
+                          "lots}}}\n",
+                          "test")
+                  .status(),
+              StatusIs(StatusCode::kInvalidArgument,
+                       HasSubstr("resources[0].shareable.capacity.bandwidth."
+                                 "value: expected a quantity")));
+}
+
 // A device a running pod holds through a device plugin (the kubelet's
 // device checkpoint, read at each Prepare) is never prepared for a claim,
 // taint or no taint; a checkpoint that cannot be read refuses every claim.

@@ -120,11 +120,15 @@ class RecordingHandler : public DriverHandler {
     if (claim.ref.uid == throwing_) throw std::runtime_error("boom");
     std::vector<PreparedDevice> devices;
     for (const AllocationResult& result : claim.results) {
-      devices.push_back({{},
-                         result.pool,
-                         result.device,
-                         {"pci.libtopology.dev/device=" + claim.ref.uid + "-" +
-                          result.device}});
+      PreparedDevice device{.pool = result.pool, .device = result.device};
+      device.cdi_device_ids = {"pci.libtopology.dev/device=" + claim.ref.uid +
+                               "-" + result.device};
+      // A share the claim holds one of is left for the runner to fill in.
+      if (share_ids_ && result.device != "nic-1") {
+        device.share_id = result.share_id;
+        device.request_names = {result.request};
+      }
+      devices.push_back(std::move(device));
     }
     prepared_[claim.ref.uid] = devices;
     return devices;
@@ -145,6 +149,9 @@ class RecordingHandler : public DriverHandler {
     std::lock_guard<std::mutex> lock(mu_);
     throwing_ = uid;
   }
+  // Prepare answers each result's share id and request itself (except
+  // nic-1's), as a driver of shared devices does.
+  void ShareIds(bool on) { share_ids_ = on; }
   // Prepare waits from Hold() until Let() (a slow device).
   void Hold() { held_.Close(); }
   void Let() { held_.Open(); }
@@ -160,6 +167,7 @@ class RecordingHandler : public DriverHandler {
   mutable std::mutex mu_;
   std::atomic<int> prepares_{0};
   std::atomic<int> unprepares_{0};
+  std::atomic<bool> share_ids_{false};
   ::topology::testing::Gate held_{/*open=*/true};
   std::string failing_;
   std::string throwing_;
@@ -353,6 +361,44 @@ TEST_F(DraFrameworkTest, AdminAccessResultsAreMarkedInTheCheckpoint) {
   ASSERT_THAT(devices, SizeIs(2));
   EXPECT_TRUE(devices[0].admin_access);
   EXPECT_FALSE(devices[1].admin_access);
+}
+
+// Two shares of one shared device in one claim (KEP-5075): the kubelet gets
+// each with its share id (v1's Device.share_id), and the checkpoint keeps
+// both; a device prepared once as the claim's one share gets its share id
+// from the result when the driver left it out.
+TEST_F(DraFrameworkTest, SharesAreAnsweredAndCheckpointedByTheirIds) {
+  Start();
+  ASSERT_THAT(kubelet_.Register(kDriver), IsOk());
+  const ClaimRef ref{"default", "s1", "shares"};
+  AllocationResult first{"a", kDriver, "node-a", "nic-0"};
+  first.share_id = "0c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f";
+  AllocationResult second{"b", kDriver, "node-a", "nic-0"};
+  second.share_id = "8f7e2c1a-0b9d-4c3e-a5f6-1d2e3f4a5b6c";
+  AllocationResult whole{"c", kDriver, "node-a", "gpu-0"};
+  AllocationResult one{"d", kDriver, "node-a", "nic-1"};
+  one.share_id = "11111111-2222-3333-4444-555555555555";
+  source_.Add(ref, {first, second, whole, one});
+  handler_.ShareIds(true);
+  auto answers = kubelet_.Prepare({Kubelet(ref)});
+  ASSERT_THAT(answers.status(), IsOk());
+  const auto& answer = answers->at("s1");
+  ASSERT_EQ(answer.error, "");
+  ASSERT_THAT(answer.devices, SizeIs(4));
+  EXPECT_EQ(answer.devices[0].share_id, first.share_id);
+  EXPECT_EQ(answer.devices[1].share_id, second.share_id);
+  EXPECT_EQ(answer.devices[2].share_id, "");
+  EXPECT_EQ(answer.devices[3].share_id, one.share_id);  // filled in
+  EXPECT_THAT(answer.devices[0].request_names, ElementsAre("a"));
+  EXPECT_THAT(answer.devices[1].request_names, ElementsAre("b"));
+  auto saved =
+      LoadClaims(dir_.path() / "plugins" / kDriver / kClaimCheckpointFile);
+  ASSERT_THAT(saved.status(), IsOk());
+  const auto& devices = saved->at("s1").devices;
+  ASSERT_THAT(devices, SizeIs(4));
+  EXPECT_EQ(devices[0].share_id, first.share_id);
+  EXPECT_EQ(devices[1].share_id, second.share_id);
+  EXPECT_EQ(devices[3].share_id, one.share_id);
 }
 
 // A call with bad claims still succeeds: each bad one has its own error

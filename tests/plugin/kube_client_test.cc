@@ -749,6 +749,39 @@ TEST(ResourceClaimTest, TheDriversResultsAndConfigs) {
             (OpaqueConfig{"FromClaim", {"gpu"}, R"({"mode":"shared"})"}));
 }
 
+// Shares of a device shared by capacity (KEP-5075): each result's shareID
+// and consumedCapacity; a shareID that is no UID or an amount that is no
+// quantity refuses the claim, naming the device.
+TEST(ResourceClaimTest, SharesCarryTheirIdAndWhatTheyConsume) {
+  constexpr char kShared[] = R"({
+    "metadata": {"name": "s", "namespace": "ml", "uid": "u-2"},
+    "status": {"allocation": {"devices": {"results": [
+      {"request": "a", "driver": "pci.libtopology.dev", "pool": "node-a",
+       "device": "nic-0", "shareID": "8f7e2c1a-0b9d-4c3e-a5f6-1d2e3f4a5b6c",
+       "consumedCapacity": {"bandwidth": "10Gi"}},
+      {"request": "b", "driver": "pci.libtopology.dev", "pool": "node-a",
+       "device": "nic-0", "shareID": "0c1d2e3f-4a5b-6c7d-8e9f-0a1b2c3d4e5f",
+       "consumedCapacity": {"bandwidth": "20Gi"}}]}}}
+  })";
+  auto claim = ParseResourceClaim(kShared, {"ml", "u-2", "s"}, kDriver);
+  ASSERT_THAT(claim.status(), IsOk());
+  ASSERT_THAT(claim->results, SizeIs(2));
+  EXPECT_EQ(claim->results[0].share_id, "8f7e2c1a-0b9d-4c3e-a5f6-1d2e3f4a5b6c");
+  EXPECT_EQ(claim->results[0].consumed_capacity.at("bandwidth"), "10Gi");
+  EXPECT_EQ(claim->results[1].consumed_capacity.at("bandwidth"), "20Gi");
+  std::string bad(kShared);
+  bad.replace(bad.find("8f7e2c1a"), 8, "../../..");
+  EXPECT_THAT(ParseResourceClaim(bad, {"ml", "u-2", "s"}, kDriver).status(),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("device nic-0: shareID is not a UID")));
+  bad = kShared;
+  bad.replace(bad.find("\"20Gi\""), 6, "\"lots\"");
+  EXPECT_THAT(ParseResourceClaim(bad, {"ml", "u-2", "s"}, kDriver).status(),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("consumedCapacity[bandwidth] is not a "
+                                 "quantity")));
+}
+
 // Each device's configurations, as the Go drivers pick them
 // (dra-example-driver's GetOpaqueDeviceConfigs): the ones naming no
 // request, its request, or its top-level request, classes' first.

@@ -12,6 +12,7 @@
 #include <fstream>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include <nlohmann/json.hpp>
 
 #include "topology/dra_attributes.h"
+#include "topology/draplugin/claim_checkpoint.h"
 #include "topology/draplugin/kube_client.h"
 #include "topology/draplugin/kube_config.h"
 #include "topology/testing/machines.h"
@@ -738,6 +740,136 @@ TEST_F(KubeNodeTest, SriovPartitionsAreNeverAllocatedTogether) {
   }
   Delete(claims + "/a-vf");
   Delete(claims + "/the-pf");
+  driver.Signal(SIGTERM);
+  EXPECT_EQ(driver.Wait(5s), 0) << ReadFile(log);
+  Delete(
+      "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3D" +
+      node_["KUBE_NODE"]);
+}
+
+// A device shared by capacity on the real scheduler and kubelet
+// (KEP-5075, beta): the driver publishes one ConnectX function of a
+// generated machine as shareable, 100 of "bandwidth" with a range in steps
+// of 10; two pods asking 40 each are allocated shares of it and run, each
+// told in its environment what its share may use; a third asking 40 does
+// not fit and stays Unschedulable in the scheduler's words, and runs once
+// one of the first two is gone.
+TEST_F(KubeNodeTest, TwoPodsShareADeviceByCapacityAndAThirdWaits) {
+  const auto root = work_.path() / "shared-machine";
+  ASSERT_TRUE(::topology::testing::WriteMachine("vm", root));
+  constexpr char kSharedResource[] = "example.com/shared-nic";
+  constexpr char kClass[] = "shared-nic.example.com";
+  std::ofstream(work_.path() / "shared-config.yaml")
+      << "resources:\n  - name: " << kSharedResource
+      << "\n    selectors: [{pciAddresses: [\"0000:00:04.0\"]}]\n"
+         "    shareable:\n"
+         "      capacity:\n"
+         "        bandwidth: {value: \"100\", default: \"10\",\n"
+         "                    validRange: {min: \"10\", step: \"10\"}}\n";
+  Ensure("/apis/resource.k8s.io/v1/deviceclasses",
+         {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "DeviceClass"},
+          {"metadata", {{"name", kClass}}},
+          {"spec",
+           {{"selectors",
+             {{{"cel",
+                {{"expression", std::string("device.driver == \"") + kDriver +
+                                    "\" && device.attributes[\"" + kDriver +
+                                    "\"].resource == \"" + kSharedResource +
+                                    "\""}}}}}}}}});
+  const std::string log = (work_.path() / "shared-driver.log").string();
+  ::topology::testing::ChildProcess driver(
+      topology::testing::ProgramPath("topology-dra-driver"),
+      {"--config", (work_.path() / "shared-config.yaml").string(),
+       "--host-root", root.string(), "--kubeconfig", env_["KUBECONFIG_DRIVER"],
+       "--node-name", node_["KUBE_NODE"], "--kubelet-root",
+       node_["KUBELET_ROOT"], "--cdi-dir", node_["CDI_DIR"], "-v", "1"},
+      log, /*append=*/true);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return ReadFile(log).find("registered with the kubelet") !=
+               std::string::npos;
+      },
+      60s))
+      << ReadFile(log);
+  const std::string claims =
+      "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims";
+  const auto share_pod = [&](const std::string& name) {
+    const json claim = {
+        {"apiVersion", "resource.k8s.io/v1"},
+        {"kind", "ResourceClaim"},
+        {"metadata", {{"name", name}}},
+        {"spec",
+         {{"devices",
+           {{"requests",
+             {{{"name", "nic"},
+               {"exactly",
+                {{"deviceClassName", kClass},
+                 {"capacity", {{"requests", {{"bandwidth", "40"}}}}}}}}}}}}}}};
+    EXPECT_EQ(Post(claims, claim), 201);
+    json pod = Pod(name, {{"claims", {{{"name", "nic"}}}}});
+    pod["spec"]["resourceClaims"] = {
+        {{"name", "nic"}, {"resourceClaimName", name}}};
+    EXPECT_EQ(Post(kPods, pod), 201);
+  };
+  const auto unschedulable = [&](const std::string& name) {
+    json pod = Get(std::string(kPods) + "/" + name);
+    if (!pod.is_object()) return std::string();
+    for (const json& condition :
+         pod["status"].value("conditions", json::array())) {
+      if (condition.value("type", "") == "PodScheduled" &&
+          condition.value("status", "") == "False" &&
+          condition.value("reason", "") == "Unschedulable") {
+        return condition.value("message", "");
+      }
+    }
+    return std::string();
+  };
+  const std::string env =
+      std::string("PCIDEVICE_EXAMPLE_COM_SHARED_NIC_BANDWIDTH=40");
+  std::set<std::string> shares;
+  for (const char* name : {"share-1", "share-2"}) {
+    share_pod(name);
+    ASSERT_TRUE(Printed(name)) << Why(name) << ReadFile(log);
+    EXPECT_THAT(Logs(name), HasSubstr(env)) << Logs(name);
+    const json result = Get(
+        claims + "/" + name)["status"]["allocation"]["devices"]["results"][0];
+    EXPECT_EQ(result.value("device", ""), "pci-0000-00-04-0");
+    // Keyed as the device's capacity is (the allocator matches names
+    // exactly).
+    EXPECT_EQ(result["consumedCapacity"].value("bandwidth", ""), "40");
+    shares.insert(result.value("shareID", ""));
+  }
+  EXPECT_THAT(shares, ::testing::SizeIs(2));
+  EXPECT_FALSE(shares.contains(""));
+  // Each share under its own CDI name, in the driver's checkpoint by share.
+  const std::string checkpoint =
+      ReadFile((std::filesystem::path(node_["KUBELET_ROOT"]) / "plugins" /
+                kDriver / kClaimCheckpointFile)
+                   .string());
+  for (const std::string& id : shares) {
+    EXPECT_THAT(checkpoint, HasSubstr(id));
+  }
+
+  share_pod("share-3");
+  std::string reason;
+  EXPECT_TRUE(WaitFor(
+      [&] { return !(reason = unschedulable("share-3")).empty(); }, 60s))
+      << Why("share-3");
+  EXPECT_THAT(reason, HasSubstr("cannot allocate all claims"));
+  Delete(std::string(kPods) + "/share-1");
+  ASSERT_TRUE(WaitFor([&] { return Gone("share-1"); }, 60s));
+  EXPECT_TRUE(Printed("share-3")) << Why("share-3") << ReadFile(log);
+
+  for (const char* pod : {"share-2", "share-3"}) {
+    Delete(std::string(kPods) + "/" + pod);
+  }
+  for (const char* pod : {"share-2", "share-3"}) {
+    EXPECT_TRUE(WaitFor([&] { return Gone(pod); }, 60s)) << pod;
+  }
+  for (const char* claim : {"share-1", "share-2", "share-3"}) {
+    Delete(claims + "/" + claim);
+  }
   driver.Signal(SIGTERM);
   EXPECT_EQ(driver.Wait(5s), 0) << ReadFile(log);
   Delete(

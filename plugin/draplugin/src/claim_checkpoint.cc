@@ -32,6 +32,7 @@ json ClaimsJson(const PreparedClaims& claims) {
                     {"device", device.device},
                     {"cdi", device.cdi_device_ids}};
       if (device.admin_access) entry["adminAccess"] = true;
+      if (!device.share_id.empty()) entry["shareID"] = device.share_id;
       devices.push_back(std::move(entry));
     }
     json entry = {{"uid", uid},
@@ -132,6 +133,12 @@ StatusOr<PreparedClaims> DecodeClaims(std::string_view text) {
               throw std::invalid_argument("\"adminAccess\" is not a boolean");
             }
             device.admin_access = admin->get<bool>();
+          }
+          if (const auto share = d.find("shareID"); share != d.end()) {
+            if (!share->is_string()) {
+              throw std::invalid_argument("\"shareID\" is not a string");
+            }
+            device.share_id = share->get<std::string>();
           }
           claim.devices.push_back(std::move(device));
         }

@@ -145,22 +145,33 @@ ClaimOutcome DriverRunner::Impl::PrepareOne(const ClaimRef& ref,
     outcome.error = Describe(ref) + ": " + devices.status().message();
     return outcome;
   }
-  // request_names: the allocation result's request, when the driver left
-  // them out; each as its top-level request, as the kubelet matches them.
-  // admin_access: as its result says (a device of an adminAccess result is
-  // no one's exclusively).
+  // share_id: the device's one share in the claim, when the driver left it
+  // out. request_names: the allocation result's request, when the driver
+  // left them out; each as its top-level request, as the kubelet matches
+  // them. admin_access: as its result says (a device of an adminAccess
+  // result is no one's exclusively). A result is the device's when pool,
+  // device and share match.
   for (PreparedDevice& device : *devices) {
-    for (const AllocationResult& result : claim->results) {
-      if (result.pool == device.pool && result.device == device.device &&
-          result.admin_access) {
-        device.admin_access = true;
+    if (device.share_id.empty()) {
+      std::set<std::string> shares;
+      for (const AllocationResult& result : claim->results) {
+        if (result.pool == device.pool && result.device == device.device &&
+            !result.share_id.empty()) {
+          shares.insert(result.share_id);
+        }
       }
+      if (shares.size() == 1) device.share_id = *shares.begin();
+    }
+    const auto of_device = [&](const AllocationResult& result) {
+      return result.pool == device.pool && result.device == device.device &&
+             (device.share_id.empty() || result.share_id == device.share_id);
+    };
+    for (const AllocationResult& result : claim->results) {
+      if (of_device(result) && result.admin_access) device.admin_access = true;
     }
     if (device.request_names.empty()) {
       for (const AllocationResult& result : claim->results) {
-        if (result.pool == device.pool && result.device == device.device) {
-          device.request_names.push_back(result.request);
-        }
+        if (of_device(result)) device.request_names.push_back(result.request);
       }
     }
     std::vector<std::string> base;

@@ -64,6 +64,10 @@ grpc::Status DraService<Api>::NodePrepareResources(
       d->set_pool_name(device.pool);
       d->set_device_name(device.device);
       for (const auto& id : device.cdi_device_ids) d->add_cdi_device_ids(id);
+      // v1 only: v1beta1 has no shares.
+      if constexpr (requires { d->set_share_id(device.share_id); }) {
+        if (!device.share_id.empty()) d->set_share_id(device.share_id);
+      }
     }
   }
   return grpc::Status::OK;

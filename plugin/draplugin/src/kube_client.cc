@@ -21,6 +21,7 @@
 
 #include "topology/common/json_fields.h"
 #include "topology/common/k8s_names.h"
+#include "topology/common/quantity.h"
 #include "topology/common/safe_file.h"
 
 namespace topology::draplugin {
@@ -618,11 +619,37 @@ StatusOr<Claim> ParseResourceClaim(std::string_view text, const ClaimRef& ref,
         continue;
       }
       const auto admin = result.find("adminAccess");
-      claim.results.push_back(
-          {result.value("request", std::string()), driver,
-           result.value("pool", std::string()),
-           result.value("device", std::string()),
-           admin != result.end() && admin->is_boolean() && admin->get<bool>()});
+      AllocationResult out{
+          result.value("request", std::string()), driver,
+          result.value("pool", std::string()),
+          result.value("device", std::string()),
+          admin != result.end() && admin->is_boolean() && admin->get<bool>()};
+      if (const auto share = result.find("shareID");
+          share != result.end() && !share->is_null()) {
+        if (!share->is_string() || !k8s::IsUid(share->get<std::string>())) {
+          return FailedPreconditionError(
+              "device " + out.device +
+              ": shareID is not a UID (letters, digits and '-', at most 128)");
+        }
+        out.share_id = share->get<std::string>();
+      }
+      if (const auto consumed = result.find("consumedCapacity");
+          consumed != result.end() && !consumed->is_null()) {
+        if (!consumed->is_object()) {
+          return FailedPreconditionError("device " + out.device +
+                                         ": consumedCapacity is not a map");
+        }
+        for (const auto& [name, value] : consumed->items()) {
+          if (!value.is_string() ||
+              !k8s::Quantity::Parse(value.get<std::string>())) {
+            return FailedPreconditionError(
+                "device " + out.device + ": consumedCapacity[" +
+                name.substr(0, 80) + "] is not a quantity");
+          }
+          out.consumed_capacity[name] = value.get<std::string>();
+        }
+      }
+      claim.results.push_back(std::move(out));
     }
     if (claim.results.empty()) {
       return FailedPreconditionError("nothing of the claim is allocated by " +

@@ -87,6 +87,9 @@ StatusOr<std::map<std::string, FakeDraKubelet::ClaimAnswer>> PrepareWith(
         device.device = d.device_name();
         device.cdi_device_ids.assign(d.cdi_device_ids().begin(),
                                      d.cdi_device_ids().end());
+        if constexpr (requires { d.share_id(); }) {
+          device.share_id = d.share_id();
+        }
         answer.devices.push_back(std::move(device));
       }
       answers[claim.uid] = std::move(answer);

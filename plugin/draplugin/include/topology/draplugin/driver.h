@@ -27,6 +27,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -80,6 +81,13 @@ struct AllocationResult {
   // maintenance and may be in use by other claims; nothing may be reset or
   // reconfigured for it, and it is no one's exclusively.
   bool admin_access = false;
+  // Shared by capacity (KEP-5075): the share of a device that allows
+  // multiple allocations (a UID the scheduler chose; empty for a device
+  // allocated whole), and what of each capacity this share may use
+  // (consumedCapacity: name -> quantity). Several results of one claim may
+  // be shares of one device.
+  std::string share_id = {};
+  std::map<std::string, std::string> consumed_capacity = {};
   friend bool operator==(const AllocationResult&,
                          const AllocationResult&) = default;
 };
@@ -138,6 +146,11 @@ struct PreparedDevice {
   std::vector<std::string> request_names = {};
   std::string pool = {};
   std::string device = {};
+  // The share of the device this is (AllocationResult::share_id): the
+  // runner fills it in when left empty and the claim holds one share of the
+  // device; a claim prepared with two shares of one device answers each
+  // with its own (and its own CDI names).
+  std::string share_id = {};
   // Fully qualified CDI names (vendor.com/class=name) whose spec exists.
   std::vector<std::string> cdi_device_ids = {};
   // Prepared for an adminAccess result (the runner sets it from the

@@ -38,6 +38,7 @@ class FakeDraKubelet {
     std::string pool;
     std::string device;
     std::vector<std::string> cdi_device_ids;
+    std::string share_id;  // v1 only
   };
   struct ClaimAnswer {
     std::vector<Device> devices;
