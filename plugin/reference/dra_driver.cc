@@ -11,6 +11,8 @@
 
 #include <glog/logging.h>
 
+#include <nlohmann/json.hpp>
+
 #include "topology/common/k8s_names.h"
 #include "topology/common/quantity.h"
 #include "topology/dra_attributes.h"
@@ -513,7 +515,8 @@ StatusOr<std::vector<draplugin::PreparedDevice>> DraHandler::Prepare(
     }
   }
   // Each device's (each share's) own nodes and mounts, under a CDI name of
-  // its own: "<device>" or "<device>-<share id>".
+  // its own: "<device>" or "<device>-<share id>", with the environment the
+  // configurations of its request set (the class's, then the claim's).
   std::vector<common::CdiDevice> cdi;
   std::set<std::string> named;
   for (const auto& [result, address] : chosen) {
@@ -523,10 +526,13 @@ StatusOr<std::vector<draplugin::PreparedDevice>> DraHandler::Prepare(
     auto allocation = AllocationFor(config_.resources[index], *snapshot,
                                     host_root_, {address.ToString()}, false);
     if (!allocation.ok()) return allocation.status();
+    auto env = ConfiguredEnvironment(claim, result->request);
+    if (!env.ok()) return env.status();
     common::CdiDevice device;
     device.name = name;
     device.device_nodes = allocation->devices;
     device.mounts = allocation->mounts;
+    device.env = std::move(*env);
     cdi.push_back(std::move(device));
   }
   auto ids = draplugin::WriteClaimCdiSpec(
@@ -547,6 +553,51 @@ StatusOr<std::vector<draplugin::PreparedDevice>> DraHandler::Prepare(
     prepared.push_back(std::move(device));
   }
   return prepared;
+}
+
+StatusOr<std::map<std::string, std::string>> ConfiguredEnvironment(
+    const draplugin::Claim& claim, const std::string& request) {
+  std::map<std::string, std::string> env;
+  for (const draplugin::OpaqueConfig* config :
+       draplugin::ConfigsFor(claim, request)) {
+    const std::string who =
+        "configuration (" + config->source + ") of " + "request " + request;
+    const auto parameters =
+        nlohmann::json::parse(config->parameters, nullptr, false);
+    if (!parameters.is_object()) {
+      return FailedPreconditionError(who + ": parameters are not an object");
+    }
+    for (const auto& [key, value] : parameters.items()) {
+      if (key == "apiVersion" || key == "kind") continue;
+      if (key != "env") {
+        return FailedPreconditionError(who + ": unknown parameter \"" +
+                                       key.substr(0, 80) + "\" (known: env)");
+      }
+      if (!value.is_object()) {
+        return FailedPreconditionError(who + ": env is not a map");
+      }
+      for (const auto& [name, text] : value.items()) {
+        const bool valid_name =
+            !name.empty() && name.size() <= 256 &&
+            !std::isdigit(static_cast<unsigned char>(name[0])) &&
+            std::all_of(name.begin(), name.end(), [](char c) {
+              return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+            });
+        if (!valid_name) {
+          return FailedPreconditionError(
+              who + ": env name \"" + name.substr(0, 80) +
+              "\" is not a variable name ([A-Za-z_][A-Za-z0-9_]*)");
+        }
+        if (!text.is_string() ||
+            text.get<std::string>().find('\0') != std::string::npos) {
+          return FailedPreconditionError(who + ": env " + name +
+                                         " is not a string");
+        }
+        env[name] = text.get<std::string>();  // a later one wins
+      }
+    }
+  }
+  return env;
 }
 
 std::string DraHandler::CdiNameOf(const draplugin::AllocationResult& result) {

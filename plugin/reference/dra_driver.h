@@ -140,6 +140,18 @@ void TaintHeld(const std::string& driver,
                const std::map<PciAddress, std::vector<std::string>>& held,
                std::vector<draplugin::SliceDevice>* devices);
 
+// The environment a claim's configurations for this driver give the
+// devices of `request` (ConfigsFor: the classes' first, then the claim's;
+// a later one sets a variable over an earlier one). A configuration's
+// parameters are {"env": {"NAME": "value", ...}} (apiVersion and kind, if
+// given, are ignored); a DeviceClass's config (source FromClass) reaches
+// pods that cannot carry claim configuration (a pod written for the device
+// plugin, served through the class's extendedResourceName).
+// FAILED_PRECONDITION naming the configuration for unknown parameters, a
+// name that is not a variable name or a value that is not a string.
+StatusOr<std::map<std::string, std::string>> ConfiguredEnvironment(
+    const draplugin::Claim& claim, const std::string& request);
+
 // OK when every shareable resource of `config` publishes as the API server
 // takes it (request policies: values ascending and within the capacity,
 // the default among them or on the range's step); else INVALID_ARGUMENT

@@ -4,6 +4,7 @@
 // spec with exactly the container edits the device plugin's Allocate gives.
 #include "dra_driver.h"
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -532,6 +533,58 @@ TEST_F(DraDriverTest, SharesOfADeviceEachGetTheirCdiNameAndTheirCapacity) {
               StatusIs(StatusCode::kInvalidArgument,
                        HasSubstr("resources[0].shareable.capacity.bandwidth."
                                  "value: expected a quantity")));
+}
+
+// The driver's configuration ({"env": {...}}) from the class (FromClass:
+// the only configuration a pod written for the device plugin can have) and
+// from the claim, the claim's over the class's, reaches the container of
+// each device of the requests it names; a parameter the driver does not
+// know refuses the claim, naming the configuration.
+TEST_F(DraDriverTest, ClassAndClaimConfigurationsSetTheEnvironment) {
+  const std::vector<std::string> vfs = Vfs();
+  draplugin::Claim claim;
+  claim.ref = {"ml", "uid-c", "configured"};
+  claim.results = {
+      {"a", kDriver, "node-a", dra::PciDeviceName(*PciAddress::Parse(vfs[0]))},
+      {"b", kDriver, "node-a", dra::PciDeviceName(*PciAddress::Parse(vfs[1]))}};
+  claim.configs = {
+      {"FromClass", {}, R"({"env":{"MODE":"class","ONLY_CLASS":"1"}})"},
+      {"FromClaim", {"b"}, R"({"env":{"MODE":"claim"}})"}};
+  auto a = ConfiguredEnvironment(claim, "a");
+  ASSERT_THAT(a.status(), IsOk());
+  EXPECT_EQ(a->at("MODE"), "class");
+  auto b = ConfiguredEnvironment(claim, "b");
+  ASSERT_THAT(b.status(), IsOk());
+  EXPECT_EQ(b->at("MODE"), "claim");
+  EXPECT_EQ(b->at("ONLY_CLASS"), "1");
+
+  // Prepared: each device's CDI edits carry its request's environment.
+  claim.configs = {{"FromClass", {}, R"({"env":{"FROM_CLASS":"yes"}})"}};
+  DraHandler handler = Handler();
+  ASSERT_THAT(handler.Prepare(claim).status(), IsOk());
+  std::ifstream in(cdi_.path() / draplugin::ClaimCdiFileName(kDriver, "uid-c"));
+  const auto spec = nlohmann::json::parse(in);
+  ASSERT_EQ(spec["devices"].size(), 2u);
+  for (const auto& device : spec["devices"]) {
+    const auto& env = device["containerEdits"]["env"];
+    EXPECT_NE(std::find(env.begin(), env.end(), "FROM_CLASS=yes"), env.end())
+        << device.dump();
+  }
+
+  claim.ref.uid = "uid-d";
+  claim.configs = {{"FromClass", {}, R"({"mode":"fast"})"}};
+  EXPECT_THAT(handler.Prepare(claim).status(),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("configuration (FromClass) of request a: "
+                                 "unknown parameter \"mode\"")));
+  claim.configs = {{"FromClaim", {}, R"({"env":{"1BAD":"x"}})"}};
+  EXPECT_THAT(handler.Prepare(claim).status(),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("is not a variable name")));
+  claim.configs = {{"FromClaim", {}, R"({"env":{"N":3}})"}};
+  EXPECT_THAT(handler.Prepare(claim).status(),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("env N is not a string")));
 }
 
 // A device a running pod holds through a device plugin (the kubelet's

@@ -21,6 +21,7 @@
 #include <boost/beast/http.hpp>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include "topology/draplugin/kube_config.h"
 #include "topology/testing/fake_clock.h"
@@ -780,6 +781,30 @@ TEST(ResourceClaimTest, SharesCarryTheirIdAndWhatTheyConsume) {
               StatusIs(StatusCode::kFailedPrecondition,
                        HasSubstr("consumedCapacity[bandwidth] is not a "
                                  "quantity")));
+}
+
+// The API's bound on a claim's results (AllocationResultsMaxSize, 32): a
+// claim read with more is refused, as no server would have stored it.
+TEST(ResourceClaimTest, AtMostThirtyTwoResults) {
+  const auto with = [](size_t n) {
+    nlohmann::json results = nlohmann::json::array();
+    for (size_t i = 0; i < n; ++i) {
+      results.push_back({{"request", "r"},
+                         {"driver", kDriver},
+                         {"pool", "node-a"},
+                         {"device", "d-" + std::to_string(i)}});
+    }
+    return nlohmann::json{
+        {"metadata", {{"name", "c"}, {"namespace", "ml"}, {"uid", "u"}}},
+        {"status", {{"allocation", {{"devices", {{"results", results}}}}}}}}
+        .dump();
+  };
+  auto full = ParseResourceClaim(with(32), {"ml", "u", "c"}, kDriver);
+  ASSERT_THAT(full.status(), IsOk());
+  EXPECT_THAT(full->results, SizeIs(32));
+  EXPECT_THAT(ParseResourceClaim(with(33), {"ml", "u", "c"}, kDriver).status(),
+              StatusIs(StatusCode::kFailedPrecondition,
+                       HasSubstr("at most 32 (AllocationResultsMaxSize)")));
 }
 
 // Each device's configurations, as the Go drivers pick them

@@ -199,8 +199,9 @@ class KubeNodeTest : public ::testing::Test {
         << path << ": " << answer->body;
   }
   // The DeviceClass of the DRA tests' resource (kDraResource, served by
-  // kDriver), with its extendedResourceName, and a claim template of one
-  // device of it.
+  // kDriver), with its extendedResourceName and a configuration (the
+  // variable VIRTIO_CONFIGURED_BY=device-class), and a claim template of
+  // one device of it.
   void EnsureDraClassAndTemplate() const {
     Ensure("/apis/resource.k8s.io/v1/deviceclasses",
            {{"apiVersion", "resource.k8s.io/v1"},
@@ -208,6 +209,14 @@ class KubeNodeTest : public ::testing::Test {
             {"metadata", {{"name", "virtio.example.com"}}},
             {"spec",
              {{"extendedResourceName", kDraResource},
+              // Configuration from the class (FromClass in the allocation):
+              // what a pod written for the device plugin, which carries no
+              // claim configuration, gets through DRA.
+              {"config",
+               {{{"opaque",
+                  {{"driver", kDriver},
+                   {"parameters",
+                    {{"env", {{"VIRTIO_CONFIGURED_BY", "device-class"}}}}}}}}}},
               {"selectors",
                {{{"cel",
                   {{"expression", std::string("device.driver == \"") + kDriver +

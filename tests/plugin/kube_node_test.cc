@@ -467,6 +467,9 @@ TEST_F(KubeNodeTest, TheDraDriverOnTheRealKubeletAndScheduler) {
             201);
   ASSERT_TRUE(Printed("extended")) << Why("extended") << ReadFile(log);
   EXPECT_THAT(Logs("extended"), HasSubstr(std::string(kDraEnv) + "=0000:"));
+  // The class's configuration (FromClass) reached the container, though
+  // the pod names no claim and carries no configuration.
+  EXPECT_THAT(Logs("extended"), HasSubstr("VIRTIO_CONFIGURED_BY=device-class"));
   Delete(std::string(kPods) + "/extended");
   ASSERT_TRUE(WaitFor([&] { return Gone("extended"); }, 60s));
   EXPECT_TRUE(WaitFor([&] { return DriverCdiSpecs() == 0; }, 30s));

@@ -613,7 +613,16 @@ StatusOr<Claim> ParseResourceClaim(std::string_view text, const ClaimRef& ref,
     Claim claim;
     claim.ref = ref;
     const json devices = allocation.value("devices", json::object());
-    for (const json& result : devices.value("results", json::array())) {
+    const json results = devices.value("results", json::array());
+    // The API's bound: no allocation the server stored holds more.
+    if (results.is_array() && results.size() > kAllocationResultsMaxSize) {
+      return FailedPreconditionError("the allocation holds " +
+                                     std::to_string(results.size()) +
+                                     " results; the API allows at most " +
+                                     std::to_string(kAllocationResultsMaxSize) +
+                                     " (AllocationResultsMaxSize)");
+    }
+    for (const json& result : results) {
       if (!result.is_object() ||
           result.value("driver", std::string()) != driver) {
         continue;

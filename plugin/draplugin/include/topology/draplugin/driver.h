@@ -25,6 +25,7 @@
 #define TOPOLOGY_DRAPLUGIN_DRIVER_H_
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <map>
@@ -69,6 +70,11 @@ inline std::string_view BaseRequestName(std::string_view request) {
 // longer one cut to 1,021 characters and "..." as the kubelet cuts it
 // (characters, never inside one).
 std::string HealthMessage(std::string_view message);
+
+// At most this many results in a claim's allocation (k8s.io/api
+// resource/v1 AllocationResultsMaxSize: the devices of all its requests,
+// every driver's); a claim read with more is refused.
+inline constexpr size_t kAllocationResultsMaxSize = 32;
 
 // One entry of a claim's status.allocation.devices.results.
 struct AllocationResult {
