@@ -3,6 +3,9 @@
 //   - publish 10,000 devices (an SR-IOV tree of 40 PFs x 250 VFs) as this
 //     node's pool: the time and the slices; a re-publish of the unchanged
 //     inventory sends nothing;
+//   - the same for 10,040 shareable devices with 40 counter sets (SR-IOV
+//     PFs and their VFs as partitions), beside the server's floor;
+//   - Prepare of one device, whole and as a share, in the same run;
 //   - Prepare of a claim of 8 devices over the kubelet's socket, beside the
 //     API server's GET of the claim (the claim comes from a table here, so
 //     the two are apart): p99 < 5 ms;
@@ -182,18 +185,71 @@ struct Inventory {
   std::vector<draplugin::SliceDevice> devices;
 };
 
+// The same machine with every function published (the 40 PFs too) as
+// one shareable resource (100 of "bandwidth", a range in steps of 10): the
+// 10,040 devices allow multiple allocations, and each PF with its VFs is a
+// counter set, in slices of their own (KEP-4815, KEP-5075).
+constexpr char kSharedConfig[] =
+    "resources:\n"
+    "  - name: example.com/nic\n"
+    "    selectors: [{vendors: [\"15b3\"]}]\n"
+    "    shareable:\n"
+    "      capacity:\n"
+    "        bandwidth: {value: \"100\", default: \"10\",\n"
+    "                    validRange: {min: \"10\", step: \"10\"}}\n";
+struct SharedInventory {
+  SharedInventory() {
+    config = *ParseConfig(kSharedConfig, "bench");
+    const Inventory& plain = Inventory::Get();
+    snapshot = *DiscoverSnapshot(config, plain.root.path(), *plain.sysfs,
+                                 plain.cdi.path(), {});
+    std::vector<draplugin::SliceDevice> devices =
+        DraInventory(config, *snapshot, *plain.sysfs,
+                     dra::NumaAttributeForm::kScalar, nullptr);
+    pool.name = "pool";
+    pool.counter_sets = PartitionSriov(*snapshot, &devices);
+    pool.partition_type_attribute =
+        std::string(kDriver) + "/" + kPartitionTypeAttribute;
+    pool.devices = std::move(devices);
+  }
+  static SharedInventory& Get() {
+    static SharedInventory inventory;
+    return inventory;
+  }
+  Config config;
+  std::shared_ptr<Snapshot> snapshot;
+  draplugin::Pool pool;
+};
+
+// The pool a benchmark publishes: Arg 0, the 10,000 VFs; Arg 1, the
+// 10,040 shareable functions with their 40 counter sets.
+draplugin::Pool PoolOf(const benchmark::State& state, const std::string& name) {
+  draplugin::Pool pool;
+  if (state.range(0) == 0) {
+    pool.devices = Inventory::Get().devices;
+  } else {
+    pool = SharedInventory::Get().pool;
+  }
+  pool.name = name;
+  return pool;
+}
+
 // A fresh node's pool of 10,000 devices: every slice created.
 void BM_Publish10000Devices(benchmark::State& state) {
   ApiServer* server = ApiServer::OrSkip(state);
   if (server == nullptr) return;
-  Inventory& inventory = Inventory::Get();
   auto client = server->DriverClient();
   int node = 0;
   draplugin::SlicePublisher::Stats stats;
+  size_t devices = 0;
   for (auto _ : state) {
     const std::string name = "publish-" + std::to_string(node++);
+    state.PauseTiming();
+    draplugin::Pool pool = PoolOf(state, name);
+    devices = pool.devices.size();
+    state.ResumeTiming();
     draplugin::SlicePublisher publisher(client.get(), kDriver, name, {});
-    if (!publisher.Publish(name, inventory.devices).ok()) {
+    if (!publisher.Publish(std::move(pool)).ok()) {
       state.SkipWithError("publishing failed");
       return;
     }
@@ -202,10 +258,13 @@ void BM_Publish10000Devices(benchmark::State& state) {
     DeleteSlicesOf(server->admin(), name);
     state.ResumeTiming();
   }
-  state.counters["devices"] = static_cast<double>(inventory.devices.size());
+  state.counters["devices"] = static_cast<double>(devices);
   state.counters["slices"] = static_cast<double>(stats.creates);
 }
 BENCHMARK(BM_Publish10000Devices)
+    ->ArgName("partitioned_shared")
+    ->Arg(0)
+    ->Arg(1)
     ->Iterations(3)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
@@ -218,13 +277,12 @@ BENCHMARK(BM_Publish10000Devices)
 void BM_Publish10000DevicesFloor(benchmark::State& state) {
   ApiServer* server = ApiServer::OrSkip(state);
   if (server == nullptr) return;
-  Inventory& inventory = Inventory::Get();
   auto client = server->DriverClient();
   // The slices as the publisher makes them, once.
   {
     draplugin::SlicePublisher publisher(client.get(), kDriver, "floor-source",
                                         {});
-    if (!publisher.Publish("floor-source", inventory.devices).ok()) {
+    if (!publisher.Publish(PoolOf(state, "floor-source")).ok()) {
       state.SkipWithError("publishing the source slices failed");
       return;
     }
@@ -289,6 +347,9 @@ void BM_Publish10000DevicesFloor(benchmark::State& state) {
   state.counters["in_flight"] = static_cast<double>(kInFlight);
 }
 BENCHMARK(BM_Publish10000DevicesFloor)
+    ->ArgName("partitioned_shared")
+    ->Arg(0)
+    ->Arg(1)
     ->Iterations(3)
     ->Unit(benchmark::kMillisecond)
     ->UseRealTime();
@@ -397,6 +458,76 @@ void BM_PrepareClaimOf8(benchmark::State& state) {
   if (!micros.empty()) ReportPercentiles(state, micros);
 }
 BENCHMARK(BM_PrepareClaimOf8)
+    ->Iterations(500)
+    ->Unit(benchmark::kMicrosecond)
+    ->UseRealTime();
+
+// NodePrepareResources of a claim of one device through the kubelet's
+// socket, as BM_PrepareClaimOf8: Arg 0, a VF allocated whole (the floor);
+// Arg 1, a share of a shareable function (its share id and consumed
+// capacity: a CDI name of the share's own and the share's amount in the
+// environment), measured in the same run.
+void BM_PrepareClaimOf1(benchmark::State& state) {
+  const bool shared = state.range(0) == 1;
+  Inventory& plain = Inventory::Get();
+  const Config& config = shared ? SharedInventory::Get().config : plain.config;
+  const std::shared_ptr<Snapshot> snapshot =
+      shared ? SharedInventory::Get().snapshot : plain.snapshot;
+  const std::vector<draplugin::SliceDevice>& devices =
+      shared ? SharedInventory::Get().pool.devices : plain.devices;
+  testing::TempDir sockets;
+  const std::filesystem::path tmpfs = "/dev/shm";
+  testing::TempDir cdi = std::filesystem::is_directory(tmpfs)
+                             ? testing::TempDir(tmpfs)
+                             : testing::TempDir();
+  TableSource source;
+  DraHandler handler(config, plain.root.path(), cdi.path(), kDriver,
+                     "bench-node", [snapshot] { return snapshot; });
+  draplugin::DriverOptions options;
+  options.driver_name = kDriver;
+  options.registry_dir = sockets.path() / "registry";
+  options.plugin_dir = sockets.path() / "plugin";
+  auto runner = draplugin::DriverRunner::Create(options, &source, &handler);
+  if (!runner.ok() || !(*runner)->Start().ok()) std::abort();
+  testing::FakeDraKubelet kubelet(sockets.path() / "registry");
+  if (!kubelet.Register(kDriver).ok()) std::abort();
+  std::vector<double> micros;
+  size_t next = 0;
+  for (auto _ : state) {
+    draplugin::Claim claim;
+    claim.ref = {"bench", "uid-" + std::to_string(next), "claim"};
+    draplugin::AllocationResult result{"nic", kDriver, "bench-node",
+                                       devices[next % devices.size()].name};
+    if (shared) {
+      char share[40];
+      std::snprintf(share, sizeof(share), "00000000-0000-4000-8000-%012zx",
+                    next);
+      result.share_id = share;
+      result.consumed_capacity["bandwidth"] = "20";
+    }
+    claim.results.push_back(std::move(result));
+    ++next;
+    source.Add(claim);
+    const auto start = std::chrono::steady_clock::now();
+    auto prepared = kubelet.Prepare({{"bench", claim.ref.uid, "claim"}});
+    micros.push_back(std::chrono::duration<double, std::micro>(
+                         std::chrono::steady_clock::now() - start)
+                         .count());
+    if (!prepared.ok() || !prepared->at(claim.ref.uid).error.empty()) {
+      state.SkipWithError("prepare failed");
+      break;
+    }
+    state.PauseTiming();
+    (void)kubelet.Unprepare({{"bench", claim.ref.uid, "claim"}});
+    state.ResumeTiming();
+  }
+  (*runner)->Stop();
+  if (!micros.empty()) ReportPercentiles(state, micros);
+}
+BENCHMARK(BM_PrepareClaimOf1)
+    ->ArgName("shared")
+    ->Arg(0)
+    ->Arg(1)
     ->Iterations(500)
     ->Unit(benchmark::kMicrosecond)
     ->UseRealTime();
