@@ -550,6 +550,7 @@ StatusOr<std::vector<draplugin::PreparedDevice>> DraHandler::Prepare(
     device.device = result->device;
     device.share_id = result->share_id;
     device.cdi_device_ids = {id_of.at(CdiNameOf(*result))};
+    if (metadata_) device.metadata_attributes = metadata_(result->device);
     prepared.push_back(std::move(device));
   }
   return prepared;

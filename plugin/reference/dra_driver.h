@@ -237,6 +237,15 @@ class DraHandler final : public draplugin::DriverHandler {
   // The CDI kind of the specs: "<driver>/pci".
   std::string cdi_kind() const { return driver_ + "/pci"; }
 
+  // Device metadata (DriverOptions::device_metadata): each prepared
+  // device's metadata attributes, by device name (the published slice's).
+  using MetadataSource =
+      std::function<std::map<std::string, draplugin::AttributeValue>(
+          const std::string&)>;
+  void set_metadata(MetadataSource metadata) {
+    metadata_ = std::move(metadata);
+  }
+
  private:
   // The CDI device name of a result within its claim's spec: the device's
   // name, and for a share of a shared device "<device>-<share id>", so that
@@ -258,6 +267,7 @@ class DraHandler final : public draplugin::DriverHandler {
   const std::string pool_;
   const SnapshotSource snapshot_;
   const HeldSource held_;
+  MetadataSource metadata_;  // set before the runner starts
 };
 
 }  // namespace topology::device_plugin

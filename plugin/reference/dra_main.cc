@@ -93,6 +93,37 @@ class Inventory {
   std::shared_ptr<const dp::Snapshot> snapshot_ TOPOLOGY_GUARDED_BY(mu_);
 };
 
+// The published devices' attributes, by device name, for device metadata
+// (--device-metadata): each prepared device's file mirrors its slice
+// attributes as last published. Replaced by each publish.
+class PublishedAttributes {
+ public:
+  using Attributes = std::map<std::string, dra::AttributeValue>;
+  void set(const std::vector<dra::SliceDevice>& devices) {
+    auto map = std::make_shared<std::map<std::string, Attributes>>();
+    for (const dra::SliceDevice& device : devices) {
+      (*map)[device.name] = device.attributes;
+    }
+    topology::MutexLock lock(mu_);
+    attributes_ = std::move(map);
+  }
+  Attributes of(const std::string& device) const {
+    std::shared_ptr<const std::map<std::string, Attributes>> map;
+    {
+      topology::MutexLock lock(mu_);
+      map = attributes_;
+    }
+    if (!map) return {};
+    const auto it = map->find(device);
+    return it == map->end() ? Attributes() : it->second;
+  }
+
+ private:
+  mutable topology::Mutex mu_;
+  std::shared_ptr<const std::map<std::string, Attributes>> attributes_
+      TOPOLOGY_GUARDED_BY(mu_);
+};
+
 // Devices running pods still hold through a device plugin (the kubelet
 // device manager's checkpoint, confirmed by its pod resources API):
 // published tainted, so that a node moved from the device plugin to DRA
@@ -293,6 +324,7 @@ class DraDriver {
   HeldDevices held_;
   dra::SlicePublisher slices_;
   dra::ApiClaimSource source_;
+  PublishedAttributes attributes_;  // with --device-metadata
   std::unique_ptr<dp::DraHandler> handler_;
   std::unique_ptr<dra::DriverRunner> runner_;
   const topology::Clock& clock_ = topology::Clock::Real();
@@ -340,6 +372,10 @@ std::optional<int> DraDriver::Start() {
       config_, options_.host_root, options_.cdi_dir, options_.driver,
       options_.node, [this] { return inventory_->get(); },
       [this] { return held_.reader().Read(); });
+  if (options_.device_metadata) {
+    handler_->set_metadata(
+        [this](const std::string& device) { return attributes_.of(device); });
+  }
   // The kubelet's directories before anything is published: a bad
   // --registry-dir or --plugin-dir ends the start here, naming it.
   dra::DriverOptions driver;
@@ -349,6 +385,7 @@ std::optional<int> DraDriver::Start() {
   driver.state_dir = options_.state_dir;
   driver.cdi_dir = options_.cdi_dir;  // specs of claims not prepared go
   driver.pod_uid = options_.pod_uid;
+  driver.device_metadata = options_.device_metadata;
   driver.health_timeout = kHealthTimeout;
   auto runner = dra::DriverRunner::Create(driver, &source_, handler_.get());
   if (!runner.ok()) return Usage(runner.status().message());
@@ -397,6 +434,7 @@ void DraDriver::Publish(const dp::Snapshot& snapshot) {
     pool.partition_type_attribute =
         options_.driver + "/" + dp::kPartitionTypeAttribute;
   }
+  if (options_.device_metadata) attributes_.set(devices);
   pool.devices = std::move(devices);
   if (auto status = slices_.Publish(std::move(pool)); !status.ok()) {
     LOG(ERROR) << "publishing: " << status.message();

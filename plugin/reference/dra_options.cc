@@ -72,6 +72,11 @@ void DraDriverOptions::AddFlags(CLI::App& app) {
                  "This pod's UID (default: POD_UID, from the downward API): "
                  "per-pod socket names, so that two instances on a node both "
                  "serve during a rolling update (kubelet 1.33+)");
+  app.add_flag("--device-metadata", device_metadata,
+               "Give each prepared claim's containers its devices' metadata "
+               "(KEP-5304: a file per request under "
+               "/var/run/kubernetes.io/dra-device-attributes, mounted "
+               "through CDI), their attributes as the slices publish them");
   app.add_flag("--print-device-classes", print_device_classes,
                "Print the DeviceClasses of --config's resources (YAML) and "
                "exit");

@@ -38,6 +38,7 @@ struct DraDriverOptions {
   std::string device_plugin_config;  // empty: no overlap check
   std::string pod_uid;               // default: POD_UID
   bool print_device_classes = false;
+  bool device_metadata = false;  // KEP-5304 files, mirroring the slices
   int verbosity = 0;
 
   // Set by Complete() from the text above.

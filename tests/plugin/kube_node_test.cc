@@ -24,6 +24,7 @@
 
 #include "topology/dra_attributes.h"
 #include "topology/draplugin/claim_checkpoint.h"
+#include "topology/draplugin/device_metadata.h"
 #include "topology/draplugin/kube_client.h"
 #include "topology/draplugin/kube_config.h"
 #include "topology/testing/machines.h"
@@ -873,6 +874,96 @@ TEST_F(KubeNodeTest, TwoPodsShareADeviceByCapacityAndAThirdWaits) {
   for (const char* claim : {"share-1", "share-2", "share-3"}) {
     Delete(claims + "/" + claim);
   }
+  driver.Signal(SIGTERM);
+  EXPECT_EQ(driver.Wait(5s), 0) << ReadFile(log);
+  Delete(
+      "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3D" +
+      node_["KUBE_NODE"]);
+}
+
+// Device metadata (KEP-5304, beta at 1.37) on the real kubelet and
+// containerd: topology-dra-driver with --device-metadata gives the
+// container of a prepared claim a file at the path upstream defines,
+// describing its device with the attributes the slice publishes, in both
+// metadata API versions, mounted read-only through the driver's CDI spec.
+TEST_F(KubeNodeTest, TheContainerReadsItsDevicesMetadata) {
+  const auto root = work_.path() / "metadata-machine";
+  ASSERT_TRUE(::topology::testing::WriteMachine("vm", root));
+  constexpr char kMetaResource[] = "example.com/meta-nic";
+  constexpr char kClass[] = "meta-nic.example.com";
+  std::ofstream(work_.path() / "metadata-config.yaml")
+      << "resources:\n  - name: " << kMetaResource
+      << "\n    selectors: [{pciAddresses: [\"0000:00:04.0\"]}]\n";
+  Ensure("/apis/resource.k8s.io/v1/deviceclasses",
+         {{"apiVersion", "resource.k8s.io/v1"},
+          {"kind", "DeviceClass"},
+          {"metadata", {{"name", kClass}}},
+          {"spec",
+           {{"selectors",
+             {{{"cel",
+                {{"expression", std::string("device.driver == \"") + kDriver +
+                                    "\" && device.attributes[\"" + kDriver +
+                                    "\"].resource == \"" + kMetaResource +
+                                    "\""}}}}}}}}});
+  const std::string log = (work_.path() / "metadata-driver.log").string();
+  ::topology::testing::ChildProcess driver(
+      topology::testing::ProgramPath("topology-dra-driver"),
+      {"--config", (work_.path() / "metadata-config.yaml").string(),
+       "--host-root", root.string(), "--kubeconfig", env_["KUBECONFIG_DRIVER"],
+       "--node-name", node_["KUBE_NODE"], "--kubelet-root",
+       node_["KUBELET_ROOT"], "--cdi-dir", node_["CDI_DIR"],
+       "--device-metadata", "-v", "1"},
+      log, /*append=*/true);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return ReadFile(log).find("registered with the kubelet") !=
+               std::string::npos;
+      },
+      60s))
+      << ReadFile(log);
+  const std::string claims =
+      "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims";
+  ASSERT_EQ(
+      Post(claims, {{"apiVersion", "resource.k8s.io/v1"},
+                    {"kind", "ResourceClaim"},
+                    {"metadata", {{"name", "meta"}}},
+                    {"spec",
+                     {{"devices",
+                       {{"requests",
+                         {{{"name", "nic"},
+                           {"exactly", {{"deviceClassName", kClass}}}}}}}}}}}),
+      201);
+  json pod = Pod("metadata", {{"claims", {{{"name", "nic"}}}}});
+  pod["spec"]["resourceClaims"] = {
+      {{"name", "nic"}, {"resourceClaimName", "meta"}}};
+  const std::string file = std::string(
+                               "/var/run/kubernetes.io/dra-device-attributes/"
+                               "resourceclaims/meta/nic/") +
+                           kDriver + "-metadata.json";
+  pod["spec"]["containers"][0]["command"] = {
+      "sh", "-c", "cat " + file + "; echo printed; exec sleep 3600"};
+  ASSERT_EQ(Post(kPods, pod), 201);
+  ASSERT_TRUE(Printed("metadata")) << Why("metadata") << ReadFile(log);
+  const std::string read = Logs("metadata");
+  EXPECT_THAT(
+      read, HasSubstr("\"apiVersion\": \"metadata.resource.k8s.io/v1alpha1\""));
+  EXPECT_THAT(
+      read, HasSubstr("\"apiVersion\": \"metadata.resource.k8s.io/v1beta1\""));
+  EXPECT_THAT(read, HasSubstr("\"name\": \"pci-0000-00-04-0\""));
+  EXPECT_THAT(read, HasSubstr("\"resource.kubernetes.io/pciBusID\""));
+  EXPECT_THAT(read, HasSubstr("\"string\": \"0000:00:04.0\""));
+
+  Delete(std::string(kPods) + "/metadata");
+  ASSERT_TRUE(WaitFor([&] { return Gone("metadata"); }, 60s));
+  Delete(claims + "/meta");
+  // Unprepared: the file and its spec are gone.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return !std::filesystem::exists(
+            std::filesystem::path(node_["KUBELET_ROOT"]) / "plugins" / kDriver /
+            kMetadataSubDir / "default_meta");
+      },
+      60s));
   driver.Signal(SIGTERM);
   EXPECT_EQ(driver.Wait(5s), 0) << ReadFile(log);
   Delete(

@@ -1,5 +1,6 @@
 #include "topology/common/k8s_names.h"
 #include "topology/draplugin/claim_cdi.h"
+#include "topology/draplugin/device_metadata.h"
 
 #include "driver_runner_impl.h"
 
@@ -53,6 +54,15 @@ Status DriverRunner::Impl::RemoveUnpreparedSpecs() {
   }
   auto removed = draplugin::RemoveUnpreparedCdiSpecs(
       options_.cdi_dir, options_.driver_name, claims_.Uids());
+  if (removed.ok() && options_.device_metadata) {
+    auto metadata = RemoveUnpreparedMetadataSpecs(
+        options_.cdi_dir, options_.driver_name, claims_.Uids());
+    if (!metadata.ok()) {
+      removed = metadata.status();
+    } else {
+      removed->insert(removed->end(), metadata->begin(), metadata->end());
+    }
+  }
   held.reset();
   if (!removed.ok()) return removed.status();
   for (const std::string& uid : *removed) {
@@ -183,6 +193,21 @@ ClaimOutcome DriverRunner::Impl::PrepareOne(const ClaimRef& ref,
     }
     device.request_names = std::move(base);
   }
+  // Device metadata: a file per request, mounted by a CDI spec whose id
+  // each device of the request carries; the attributes go no further.
+  if (options_.device_metadata) {
+    if (Status written = WriteMetadata(*claim, &*devices); !written.ok()) {
+      const Status undone =
+          Guarded([&] { return handler_->Unprepare(ref, *devices); });
+      outcome.error =
+          Describe(ref) + ": device metadata: " + written.message() +
+          (undone.ok()
+               ? ""
+               : "; undoing the preparation failed: " + undone.message());
+      return outcome;
+    }
+  }
+  for (PreparedDevice& device : *devices) device.metadata_attributes.clear();
   // Durable before answered (and before another call can see it).
   if (Status saved =
           claims_.Commit(ref.uid, PreparedClaim{ref, *devices, false});
@@ -221,12 +246,67 @@ std::string DriverRunner::Impl::UnprepareOne(const ClaimRef& ref,
         known ? known->devices : std::vector<PreparedDevice>{});
   });
   if (!undone.ok()) return Describe(ref) + ": " + undone.message();
+  if (options_.device_metadata) {
+    const ClaimRef& claim = known ? known->ref : ref;
+    if (Status removed = RemoveDeviceMetadata(
+            options_.driver_name, options_.plugin_dir, MetadataCdiDir(),
+            claim.ns, claim.name, claim.uid);
+        !removed.ok()) {
+      return Describe(ref) + ": " + removed.message();
+    }
+  }
   if (!known) return "";  // not prepared (any more): nothing to forget
   if (Status saved = claims_.Commit(ref.uid, std::nullopt); !saved.ok()) {
     return Describe(ref) + ": cannot checkpoint the unprepared claim (" +
            saved.message() + ")";
   }
   return "";
+}
+
+std::filesystem::path DriverRunner::Impl::MetadataCdiDir() const {
+  return options_.cdi_dir.empty() ? std::filesystem::path("/var/run/cdi")
+                                  : options_.cdi_dir;
+}
+
+Status DriverRunner::Impl::WriteMetadata(const Claim& claim,
+                                         std::vector<PreparedDevice>* devices) {
+  // One file per base request, its devices in the answer's order.
+  std::map<std::string, RequestMetadata> by_request;
+  for (const PreparedDevice& device : *devices) {
+    for (const std::string& request : device.request_names) {
+      RequestMetadata& metadata = by_request[request];
+      if (metadata.request.empty()) {
+        metadata.claim_namespace = claim.ref.ns;
+        metadata.claim_name = claim.ref.name;
+        metadata.claim_uid = claim.ref.uid;
+        metadata.pod_claim_name = claim.pod_claim_name;
+        metadata.request = request;
+      }
+      metadata.devices.push_back({.driver = options_.driver_name,
+                                  .pool = device.pool,
+                                  .name = device.device,
+                                  .attributes = device.metadata_attributes});
+    }
+  }
+  std::vector<RequestMetadata> requests;
+  for (auto& [name, metadata] : by_request) {
+    requests.push_back(std::move(metadata));
+  }
+  auto ids = WriteDeviceMetadata(options_.driver_name, options_.plugin_dir,
+                                 MetadataCdiDir(), options_.metadata_versions,
+                                 requests);
+  if (!ids.ok()) return ids.status();
+  for (PreparedDevice& device : *devices) {
+    for (const std::string& request : device.request_names) {
+      const auto id = ids->find(request);
+      if (id != ids->end() &&
+          std::find(device.cdi_device_ids.begin(), device.cdi_device_ids.end(),
+                    id->second) == device.cdi_device_ids.end()) {
+        device.cdi_device_ids.push_back(id->second);
+      }
+    }
+  }
+  return OkStatus();
 }
 
 }  // namespace topology::draplugin

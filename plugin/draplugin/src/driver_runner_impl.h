@@ -139,6 +139,12 @@ class DriverRunner::Impl final : private ClaimCalls {
       TOPOLOGY_EXCLUDES(mu_);
   std::string UnprepareOne(const ClaimRef& ref, Deadline deadline)
       TOPOLOGY_EXCLUDES(mu_);
+  // DriverOptions::device_metadata: the claim's files and specs written,
+  // each device given its request's metadata CDI id.
+  Status WriteMetadata(const Claim& claim, std::vector<PreparedDevice>* devices)
+      TOPOLOGY_EXCLUDES(mu_);
+  // Where the metadata specs go: the CDI directory, or /var/run/cdi.
+  std::filesystem::path MetadataCdiDir() const;
   // Why no call can work on this claim: a UID that could not be a path
   // component, or "" when it is fine.
 

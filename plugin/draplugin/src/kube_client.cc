@@ -612,6 +612,14 @@ StatusOr<Claim> ParseResourceClaim(std::string_view text, const ClaimRef& ref,
     const json& allocation = (*status)["allocation"];
     Claim claim;
     claim.ref = ref;
+    if (const auto annotations = metadata.find("annotations");
+        annotations != metadata.end() && annotations->is_object()) {
+      const auto name =
+          annotations->find("resource.kubernetes.io/pod-claim-name");
+      if (name != annotations->end() && name->is_string()) {
+        claim.pod_claim_name = name->get<std::string>();
+      }
+    }
     const json devices = allocation.value("devices", json::object());
     const json results = devices.value("results", json::array());
     // The API's bound: no allocation the server stored holds more.

@@ -35,6 +35,7 @@
 #include <vector>
 
 #include "topology/clock.h"
+#include "topology/draplugin/attribute_value.h"
 #include "topology/status.h"
 
 namespace topology::draplugin {
@@ -119,6 +120,10 @@ struct Claim {
   ClaimRef ref = {};
   std::vector<AllocationResult> results = {};
   std::vector<OpaqueConfig> configs = {};
+  // The claim's resource.kubernetes.io/pod-claim-name annotation: the
+  // pod's name for a claim made from its template (device metadata's
+  // container path); empty otherwise.
+  std::string pod_claim_name = {};
 };
 
 // The configurations of `claim` that apply to the device allocated for
@@ -162,6 +167,11 @@ struct PreparedDevice {
   // Prepared for an adminAccess result (the runner sets it from the
   // claim's results): the device is not held exclusively by this claim.
   bool admin_access = false;
+  // With DriverOptions::device_metadata: the attributes the container
+  // reads in its device metadata file (best practice: the device's slice
+  // attributes). The runner writes the file and drops them; not kept in
+  // the checkpoint.
+  std::map<std::string, AttributeValue> metadata_attributes = {};
   friend bool operator==(const PreparedDevice&,
                          const PreparedDevice&) = default;
 };
@@ -207,6 +217,14 @@ struct DriverOptions {
   // claim the checkpoint does not hold (RemoveUnpreparedCdiSpecs), under
   // the instances' lock: a spec stays exactly while its claim is prepared.
   std::filesystem::path cdi_dir = {};
+  // Device metadata (KEP-5304, beta at 1.37; device_metadata.h): for each
+  // request of a prepared claim, a file of its devices and their
+  // PreparedDevice::metadata_attributes under <plugin_dir>/
+  // dra-device-metadata, bind-mounted into the container by a CDI spec in
+  // cdi_dir (or /var/run/cdi), in each of `metadata_versions`. As the Go
+  // helper's EnableDeviceMetadata and MetadataVersions; off by default.
+  bool device_metadata = false;
+  std::vector<std::string> metadata_versions = {"v1alpha1", "v1beta1"};
   // Serve the health streams and advertise them.
   bool serve_health = true;
   // Sent with every device's health: after this long without an update the

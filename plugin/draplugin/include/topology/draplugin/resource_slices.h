@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "topology/clock.h"
+#include "topology/draplugin/attribute_value.h"
 #include "topology/draplugin/kube_client.h"
 #include "topology/draplugin/slice_validation.h"
 #include "topology/status.h"
@@ -44,18 +45,6 @@ struct Plan;  // slice_sync.h, private to the framework
 inline constexpr size_t kMaxDevicesPerSlice = kResourceSliceMaxDevices;
 inline constexpr size_t kMaxAdvancedDevicesPerSlice =
     kResourceSliceMaxDevicesWithAdvancedFeatures;
-
-// One typed value. Lists go out in the list form of KEP-5491 (gate
-// DRAListTypeAttributes): {"ints": [...]}, {"bools": [...]},
-// {"strings": [...]} or, with `version`, {"versions": [...]}.
-struct AttributeValue {
-  std::variant<std::string, int64_t, bool, std::vector<int64_t>,
-               std::vector<bool>, std::vector<std::string>>
-      value = {};
-  bool version = false;  // strings that are semantic versions
-  friend bool operator==(const AttributeValue&,
-                         const AttributeValue&) = default;
-};
 
 struct DeviceTaint {
   std::string key = {};
