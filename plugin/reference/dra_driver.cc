@@ -468,32 +468,7 @@ StatusOr<std::vector<draplugin::PreparedDevice>> DraHandler::Prepare(
     const std::string id = found->first.ToString();
     if (std::find(ids.begin(), ids.end(), id) == ids.end()) ids.push_back(id);
   }
-  // A device a running pod holds through a device plugin is never also
-  // prepared for a claim (a node moving from one path to the other); the
-  // kubelet's checkpoint is read now, not as last published, and a
-  // checkpoint that cannot be read refuses every claim.
-  if (held_) {
-    auto held = held_();
-    if (!held.ok()) {
-      return FailedPreconditionError(
-          "cannot tell which devices pods hold through a device plugin (" +
-          held.status().message() +
-          "); no device is prepared until it can be read");
-    }
-    for (const auto& [result, address] : chosen) {
-      // adminAccess (monitoring, maintenance): the device may be in use by
-      // others, through a device plugin too.
-      if (result->admin_access) continue;
-      const auto it = held->find(address);
-      if (it == held->end() || it->second.empty()) continue;
-      return FailedPreconditionError(
-          "device " + result->device + " (" + address.ToString() +
-          ") is held by pod " + it->second.front() +
-          " through a device plugin (the kubelet's device checkpoint names "
-          "it): it is not prepared for claim " +
-          claim.ref.ns + "/" + claim.ref.name + " while that pod holds it");
-    }
-  }
+  if (Status free = RefuseHeld(claim, chosen); !free.ok()) return free;
   // The environment of the claim: what Allocate gives each resource's
   // devices together, and for a shared resource what the claim's shares of
   // each device may use, in the devices' order (the sum of its shares).
@@ -599,6 +574,38 @@ StatusOr<std::map<std::string, std::string>> ConfiguredEnvironment(
     }
   }
   return env;
+}
+
+Status DraHandler::RefuseHeld(
+    const draplugin::Claim& claim,
+    const std::vector<std::pair<const draplugin::AllocationResult*,
+                                PciAddress>>& chosen) const {
+  // A device a running pod holds through a device plugin is never also
+  // prepared for a claim (a node moving from one path to the other); the
+  // kubelet's checkpoint is read now, not as last published, and a
+  // checkpoint that cannot be read refuses every claim.
+  if (!held_) return OkStatus();
+  auto held = held_();
+  if (!held.ok()) {
+    return FailedPreconditionError(
+        "cannot tell which devices pods hold through a device plugin (" +
+        held.status().message() +
+        "); no device is prepared until it can be read");
+  }
+  for (const auto& [result, address] : chosen) {
+    // adminAccess (monitoring, maintenance): the device may be in use by
+    // others, through a device plugin too.
+    if (result->admin_access) continue;
+    const auto it = held->find(address);
+    if (it == held->end() || it->second.empty()) continue;
+    return FailedPreconditionError(
+        "device " + result->device + " (" + address.ToString() +
+        ") is held by pod " + it->second.front() +
+        " through a device plugin (the kubelet's device checkpoint names "
+        "it): it is not prepared for claim " +
+        claim.ref.ns + "/" + claim.ref.name + " while that pod holds it");
+  }
+  return OkStatus();
 }
 
 std::string DraHandler::CdiNameOf(const draplugin::AllocationResult& result) {

@@ -247,6 +247,12 @@ class DraHandler final : public draplugin::DriverHandler {
   }
 
  private:
+  // OK unless a pod holds one of `chosen` through a device plugin (or the
+  // kubelet's checkpoint cannot say): FAILED_PRECONDITION naming the pod.
+  Status RefuseHeld(
+      const draplugin::Claim& claim,
+      const std::vector<std::pair<const draplugin::AllocationResult*,
+                                  PciAddress>>& chosen) const;
   // The CDI device name of a result within its claim's spec: the device's
   // name, and for a share of a shared device "<device>-<share id>", so that
   // each share has its own.

@@ -402,6 +402,55 @@ class TableSource : public draplugin::ClaimSource {
   std::map<std::string, draplugin::Claim> claims_;
 };
 
+// A driver on the kubelet's socket for the Prepare benchmarks: the
+// reference handler over `config` and `snapshot`, its runner started and
+// registered with a fake kubelet; claims come from `source`. As on a node,
+// the CDI directory is on a tmpfs (/var/run) and the checkpoint on disk.
+struct PreparingDriver {
+  PreparingDriver(const Config& config, std::shared_ptr<Snapshot> snapshot)
+      : cdi(std::filesystem::is_directory("/dev/shm")
+                ? testing::TempDir("/dev/shm")
+                : testing::TempDir()),
+        handler(config, Inventory::Get().root.path(), cdi.path(), kDriver,
+                "bench-node", [snapshot] { return snapshot; }),
+        kubelet(sockets.path() / "registry") {
+    draplugin::DriverOptions options;
+    options.driver_name = kDriver;
+    options.registry_dir = sockets.path() / "registry";
+    options.plugin_dir = sockets.path() / "plugin";
+    auto created = draplugin::DriverRunner::Create(options, &source, &handler);
+    if (!created.ok() || !(*created)->Start().ok()) std::abort();
+    runner = std::move(*created);
+    if (!kubelet.Register(kDriver).ok()) std::abort();
+  }
+  ~PreparingDriver() { runner->Stop(); }
+  // Prepares `claim` through the kubelet's socket, timed into `micros`;
+  // then unprepares it (not timed). False when the Prepare failed.
+  bool PrepareTimed(benchmark::State& state, const draplugin::Claim& claim,
+                    std::vector<double>* micros) {
+    source.Add(claim);
+    const auto start = std::chrono::steady_clock::now();
+    auto prepared = kubelet.Prepare({{"bench", claim.ref.uid, "claim"}});
+    micros->push_back(std::chrono::duration<double, std::micro>(
+                          std::chrono::steady_clock::now() - start)
+                          .count());
+    if (!prepared.ok() || !prepared->at(claim.ref.uid).error.empty()) {
+      return false;
+    }
+    state.PauseTiming();
+    (void)kubelet.Unprepare({{"bench", claim.ref.uid, "claim"}});
+    state.ResumeTiming();
+    return true;
+  }
+
+  testing::TempDir sockets;
+  testing::TempDir cdi;
+  TableSource source;
+  DraHandler handler;
+  testing::FakeDraKubelet kubelet;
+  std::unique_ptr<draplugin::DriverRunner> runner;
+};
+
 // NodePrepareResources of a claim of 8 VFs (of 10,000) through the
 // kubelet's socket: the claim read, the CDI spec written, the checkpoint
 // made durable, the answer; each claim unprepared after (not timed). As on
@@ -409,23 +458,7 @@ class TableSource : public draplugin::ClaimSource {
 // disk (/var/lib/kubelet).
 void BM_PrepareClaimOf8(benchmark::State& state) {
   Inventory& inventory = Inventory::Get();
-  testing::TempDir sockets;
-  const std::filesystem::path tmpfs = "/dev/shm";
-  testing::TempDir cdi = std::filesystem::is_directory(tmpfs)
-                             ? testing::TempDir(tmpfs)
-                             : testing::TempDir();
-  TableSource source;
-  DraHandler handler(inventory.config, inventory.root.path(), cdi.path(),
-                     kDriver, "bench-node",
-                     [&inventory] { return inventory.snapshot; });
-  draplugin::DriverOptions options;
-  options.driver_name = kDriver;
-  options.registry_dir = sockets.path() / "registry";
-  options.plugin_dir = sockets.path() / "plugin";
-  auto runner = draplugin::DriverRunner::Create(options, &source, &handler);
-  if (!runner.ok() || !(*runner)->Start().ok()) std::abort();
-  testing::FakeDraKubelet kubelet(sockets.path() / "registry");
-  if (!kubelet.Register(kDriver).ok()) std::abort();
+  PreparingDriver driver(inventory.config, inventory.snapshot);
   std::vector<double> micros;
   size_t next = 0;
   for (auto _ : state) {
@@ -440,21 +473,11 @@ void BM_PrepareClaimOf8(benchmark::State& state) {
                .name});
     }
     ++next;
-    source.Add(claim);
-    const auto start = std::chrono::steady_clock::now();
-    auto prepared = kubelet.Prepare({{"bench", claim.ref.uid, "claim"}});
-    micros.push_back(std::chrono::duration<double, std::micro>(
-                         std::chrono::steady_clock::now() - start)
-                         .count());
-    if (!prepared.ok() || !prepared->at(claim.ref.uid).error.empty()) {
+    if (!driver.PrepareTimed(state, claim, &micros)) {
       state.SkipWithError("prepare failed");
       break;
     }
-    state.PauseTiming();
-    (void)kubelet.Unprepare({{"bench", claim.ref.uid, "claim"}});
-    state.ResumeTiming();
   }
-  (*runner)->Stop();
   if (!micros.empty()) ReportPercentiles(state, micros);
 }
 BENCHMARK(BM_PrepareClaimOf8)
@@ -470,27 +493,11 @@ BENCHMARK(BM_PrepareClaimOf8)
 void BM_PrepareClaimOf1(benchmark::State& state) {
   const bool shared = state.range(0) == 1;
   Inventory& plain = Inventory::Get();
-  const Config& config = shared ? SharedInventory::Get().config : plain.config;
-  const std::shared_ptr<Snapshot> snapshot =
-      shared ? SharedInventory::Get().snapshot : plain.snapshot;
   const std::vector<draplugin::SliceDevice>& devices =
       shared ? SharedInventory::Get().pool.devices : plain.devices;
-  testing::TempDir sockets;
-  const std::filesystem::path tmpfs = "/dev/shm";
-  testing::TempDir cdi = std::filesystem::is_directory(tmpfs)
-                             ? testing::TempDir(tmpfs)
-                             : testing::TempDir();
-  TableSource source;
-  DraHandler handler(config, plain.root.path(), cdi.path(), kDriver,
-                     "bench-node", [snapshot] { return snapshot; });
-  draplugin::DriverOptions options;
-  options.driver_name = kDriver;
-  options.registry_dir = sockets.path() / "registry";
-  options.plugin_dir = sockets.path() / "plugin";
-  auto runner = draplugin::DriverRunner::Create(options, &source, &handler);
-  if (!runner.ok() || !(*runner)->Start().ok()) std::abort();
-  testing::FakeDraKubelet kubelet(sockets.path() / "registry");
-  if (!kubelet.Register(kDriver).ok()) std::abort();
+  PreparingDriver driver(
+      shared ? SharedInventory::Get().config : plain.config,
+      shared ? SharedInventory::Get().snapshot : plain.snapshot);
   std::vector<double> micros;
   size_t next = 0;
   for (auto _ : state) {
@@ -507,21 +514,11 @@ void BM_PrepareClaimOf1(benchmark::State& state) {
     }
     claim.results.push_back(std::move(result));
     ++next;
-    source.Add(claim);
-    const auto start = std::chrono::steady_clock::now();
-    auto prepared = kubelet.Prepare({{"bench", claim.ref.uid, "claim"}});
-    micros.push_back(std::chrono::duration<double, std::micro>(
-                         std::chrono::steady_clock::now() - start)
-                         .count());
-    if (!prepared.ok() || !prepared->at(claim.ref.uid).error.empty()) {
+    if (!driver.PrepareTimed(state, claim, &micros)) {
       state.SkipWithError("prepare failed");
       break;
     }
-    state.PauseTiming();
-    (void)kubelet.Unprepare({{"bench", claim.ref.uid, "claim"}});
-    state.ResumeTiming();
   }
-  (*runner)->Stop();
   if (!micros.empty()) ReportPercentiles(state, micros);
 }
 BENCHMARK(BM_PrepareClaimOf1)

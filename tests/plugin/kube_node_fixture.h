@@ -8,12 +8,14 @@
 #define TOPOLOGY_TESTS_PLUGIN_KUBE_NODE_FIXTURE_H_
 
 #include <chrono>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -23,6 +25,7 @@
 #include "topology/draplugin/kube_config.h"
 
 #include "build_paths.h"
+#include "child_process.h"
 #include "status_matchers.h"
 #include "temp_dir.h"
 #include "wait_for.h"
@@ -252,6 +255,87 @@ class KubeNodeTest : public ::testing::Test {
       n += entry.path().filename().string().starts_with(kDriver);
     }
     return n;
+  }
+  // A DeviceClass `name` of the devices kDriver publishes as the
+  // configuration's resource `resource`; one already there is as good.
+  void EnsureResourceClass(const std::string& name,
+                           const std::string& resource) const {
+    Ensure("/apis/resource.k8s.io/v1/deviceclasses",
+           {{"apiVersion", "resource.k8s.io/v1"},
+            {"kind", "DeviceClass"},
+            {"metadata", {{"name", name}}},
+            {"spec",
+             {{"selectors",
+               {{{"cel",
+                  {{"expression", std::string("device.driver == \"") + kDriver +
+                                      "\" && device.attributes[\"" + kDriver +
+                                      "\"].resource == \"" + resource +
+                                      "\""}}}}}}}}});
+  }
+  // topology-dra-driver on this node, reading the generated machine at
+  // `root` with the configuration `config` (YAML) and `flags` beyond the
+  // node's own, logging to <work>/<tag>-driver.log (`*log`); nullptr, the
+  // test failed, when the kubelet did not register it within a minute.
+  std::unique_ptr<::topology::testing::ChildProcess> StartDraDriver(
+      const std::string& tag, const std::filesystem::path& root,
+      const std::string& config, const std::vector<std::string>& flags,
+      std::string* log) const {
+    const auto config_file = work_.path() / (tag + "-config.yaml");
+    std::ofstream(config_file) << config;
+    *log = (work_.path() / (tag + "-driver.log")).string();
+    std::vector<std::string> args = {"--config",
+                                     config_file.string(),
+                                     "--host-root",
+                                     root.string(),
+                                     "--kubeconfig",
+                                     env_.at("KUBECONFIG_DRIVER"),
+                                     "--node-name",
+                                     node_.at("KUBE_NODE"),
+                                     "--kubelet-root",
+                                     node_.at("KUBELET_ROOT"),
+                                     "--cdi-dir",
+                                     node_.at("CDI_DIR"),
+                                     "-v",
+                                     "1"};
+    args.insert(args.end(), flags.begin(), flags.end());
+    auto driver = std::make_unique<::topology::testing::ChildProcess>(
+        topology::testing::ProgramPath("topology-dra-driver"), args, *log,
+        /*append=*/true);
+    const std::string& written = *log;
+    const bool registered = WaitFor(
+        [&] {
+          return ReadFile(written).find("registered with the kubelet") !=
+                 std::string::npos;
+        },
+        60s);
+    EXPECT_TRUE(registered) << ReadFile(written);
+    return registered ? std::move(driver) : nullptr;
+  }
+  // The driver stops on SIGTERM within 5 s, exit 0; then this node's slices
+  // go, so that the next test publishes its own devices.
+  void StopDraDriver(::topology::testing::ChildProcess& driver,
+                     const std::string& log) const {
+    driver.Signal(SIGTERM);
+    EXPECT_EQ(driver.Wait(5s), 0) << ReadFile(log);
+    Delete(
+        "/apis/resource.k8s.io/v1/"
+        "resourceslices?fieldSelector=spec.nodeName%3D" +
+        node_.at("KUBE_NODE"));
+  }
+  // Why the scheduler holds `pod` back: the message of its PodScheduled
+  // condition while False for Unschedulable; "" otherwise.
+  std::string Unschedulable(const std::string& pod) const {
+    json object = Get(std::string(kPods) + "/" + pod);
+    if (!object.is_object()) return "";
+    for (const json& condition :
+         object["status"].value("conditions", json::array())) {
+      if (condition.value("type", "") == "PodScheduled" &&
+          condition.value("status", "") == "False" &&
+          condition.value("reason", "") == "Unschedulable") {
+        return condition.value("message", "");
+      }
+    }
+    return "";
   }
   json KubeletState(const std::string& file) const {
     std::ifstream in(std::filesystem::path(node_.at("KUBELET_ROOT")) / file);

@@ -495,36 +495,14 @@ TEST_F(KubeNodeTest, DeviceHealthReachesThePodStatus) {
     std::ofstream(entry.path() / "aer_dev_fatal") << "TOTAL_ERR_FATAL 0\n";
   }
   constexpr char kHealthResource[] = "example.com/connectx";
-  std::ofstream(work_.path() / "health-config.yaml")
-      << "resources:\n  - name: " << kHealthResource
-      << "\n    selectors: [{vendors: [\"15b3\"]}]\n";
-  Ensure("/apis/resource.k8s.io/v1/deviceclasses",
-         {{"apiVersion", "resource.k8s.io/v1"},
-          {"kind", "DeviceClass"},
-          {"metadata", {{"name", "connectx.example.com"}}},
-          {"spec",
-           {{"selectors",
-             {{{"cel",
-                {{"expression", std::string("device.driver == \"") + kDriver +
-                                    "\" && device.attributes[\"" + kDriver +
-                                    "\"].resource == \"" + kHealthResource +
-                                    "\""}}}}}}}}});
-  const std::string log = (work_.path() / "health-driver.log").string();
-  ::topology::testing::ChildProcess driver(
-      topology::testing::ProgramPath("topology-dra-driver"),
-      {"--config", (work_.path() / "health-config.yaml").string(),
-       "--host-root", root.string(), "--kubeconfig", env_["KUBECONFIG_DRIVER"],
-       "--node-name", node_["KUBE_NODE"], "--kubelet-root",
-       node_["KUBELET_ROOT"], "--cdi-dir", node_["CDI_DIR"],
-       "--health-interval", "100ms", "--recovery-period", "1h", "-v", "1"},
-      log, /*append=*/true);
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return ReadFile(log).find("registered with the kubelet") !=
-               std::string::npos;
-      },
-      60s))
-      << ReadFile(log);
+  EnsureResourceClass("connectx.example.com", kHealthResource);
+  std::string log;
+  const auto driver = StartDraDriver(
+      "health", root,
+      std::string("resources:\n  - name: ") + kHealthResource +
+          "\n    selectors: [{vendors: [\"15b3\"]}]\n",
+      {"--health-interval", "100ms", "--recovery-period", "1h"}, &log);
+  ASSERT_NE(driver, nullptr);
   json claim = {
       {"apiVersion", "resource.k8s.io/v1"},
       {"kind", "ResourceClaim"},
@@ -586,12 +564,7 @@ TEST_F(KubeNodeTest, DeviceHealthReachesThePodStatus) {
   Delete(std::string(kPods) + "/watched");
   ASSERT_TRUE(WaitFor([&] { return Gone("watched"); }, 60s));
   Delete("/apis/resource.k8s.io/v1/namespaces/default/resourceclaims/connectx");
-  driver.Signal(SIGTERM);
-  EXPECT_EQ(driver.Wait(5s), 0) << ReadFile(log);
-  // Its slices go with it: the next test publishes this node's devices.
-  Delete(
-      "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3D" +
-      node_["KUBE_NODE"]);
+  StopDraDriver(*driver, log);
 }
 
 // SR-IOV functions as partitions on the real scheduler (KEP-4815, beta):
@@ -613,35 +586,14 @@ TEST_F(KubeNodeTest, SriovPartitionsAreNeverAllocatedTogether) {
   }
   constexpr char kSriovResource[] = "example.com/sriov-nic";
   constexpr char kClass[] = "sriov-nic.example.com";
-  std::ofstream(work_.path() / "sriov-config.yaml")
-      << "resources:\n  - name: " << kSriovResource
-      << "\n    selectors: [{vendors: [\"15b3\"]}]\n";
-  Ensure("/apis/resource.k8s.io/v1/deviceclasses",
-         {{"apiVersion", "resource.k8s.io/v1"},
-          {"kind", "DeviceClass"},
-          {"metadata", {{"name", kClass}}},
-          {"spec",
-           {{"selectors",
-             {{{"cel",
-                {{"expression", std::string("device.driver == \"") + kDriver +
-                                    "\" && device.attributes[\"" + kDriver +
-                                    "\"].resource == \"" + kSriovResource +
-                                    "\""}}}}}}}}});
-  const std::string log = (work_.path() / "sriov-driver.log").string();
-  ::topology::testing::ChildProcess driver(
-      topology::testing::ProgramPath("topology-dra-driver"),
-      {"--config", (work_.path() / "sriov-config.yaml").string(), "--host-root",
-       root.string(), "--kubeconfig", env_["KUBECONFIG_DRIVER"], "--node-name",
-       node_["KUBE_NODE"], "--kubelet-root", node_["KUBELET_ROOT"], "--cdi-dir",
-       node_["CDI_DIR"], "-v", "1"},
-      log, /*append=*/true);
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return ReadFile(log).find("registered with the kubelet") !=
-               std::string::npos;
-      },
-      60s))
-      << ReadFile(log);
+  EnsureResourceClass(kClass, kSriovResource);
+  std::string log;
+  const auto driver =
+      StartDraDriver("sriov", root,
+                     std::string("resources:\n  - name: ") + kSriovResource +
+                         "\n    selectors: [{vendors: [\"15b3\"]}]\n",
+                     {}, &log);
+  ASSERT_NE(driver, nullptr);
   // The pool as the API server keeps it: the three functions, each
   // consuming the PF's counter set, which is in a slice of its own.
   const std::string slices =
@@ -693,28 +645,13 @@ TEST_F(KubeNodeTest, SriovPartitionsAreNeverAllocatedTogether) {
         {{"name", "nic"}, {"resourceClaimName", claim}}};
     return pod;
   };
-  // Unschedulable, in the scheduler's words, while the other holds its
-  // share of the counters.
-  const auto unschedulable = [&](const std::string& name) {
-    json pod = Get(std::string(kPods) + "/" + name);
-    if (!pod.is_object()) return std::string();
-    for (const json& condition :
-         pod["status"].value("conditions", json::array())) {
-      if (condition.value("type", "") == "PodScheduled" &&
-          condition.value("status", "") == "False" &&
-          condition.value("reason", "") == "Unschedulable") {
-        return condition.value("message", "");
-      }
-    }
-    return std::string();
-  };
 
   ASSERT_EQ(Post(kPods, pod_with("vf-user", "a-vf")), 201);
   ASSERT_TRUE(Printed("vf-user")) << Why("vf-user") << ReadFile(log);
   ASSERT_EQ(Post(kPods, pod_with("pf-user", "the-pf")), 201);
   std::string reason;
   EXPECT_TRUE(WaitFor(
-      [&] { return !(reason = unschedulable("pf-user")).empty(); }, 60s))
+      [&] { return !(reason = Unschedulable("pf-user")).empty(); }, 60s))
       << Why("pf-user");
   EXPECT_THAT(reason, HasSubstr("cannot allocate all claims"));
   EXPECT_FALSE(Get(claims + "/the-pf")["status"].contains("allocation"));
@@ -732,7 +669,7 @@ TEST_F(KubeNodeTest, SriovPartitionsAreNeverAllocatedTogether) {
   // And now no VF: the same claim of a VF waits for the PF.
   ASSERT_EQ(Post(kPods, pod_with("vf-again", "a-vf")), 201);
   EXPECT_TRUE(WaitFor(
-      [&] { return !(reason = unschedulable("vf-again")).empty(); }, 60s))
+      [&] { return !(reason = Unschedulable("vf-again")).empty(); }, 60s))
       << Why("vf-again");
   EXPECT_THAT(reason, HasSubstr("cannot allocate all claims"));
 
@@ -744,11 +681,7 @@ TEST_F(KubeNodeTest, SriovPartitionsAreNeverAllocatedTogether) {
   }
   Delete(claims + "/a-vf");
   Delete(claims + "/the-pf");
-  driver.Signal(SIGTERM);
-  EXPECT_EQ(driver.Wait(5s), 0) << ReadFile(log);
-  Delete(
-      "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3D" +
-      node_["KUBE_NODE"]);
+  StopDraDriver(*driver, log);
 }
 
 // A device shared by capacity on the real scheduler and kubelet
@@ -763,39 +696,18 @@ TEST_F(KubeNodeTest, TwoPodsShareADeviceByCapacityAndAThirdWaits) {
   ASSERT_TRUE(::topology::testing::WriteMachine("vm", root));
   constexpr char kSharedResource[] = "example.com/shared-nic";
   constexpr char kClass[] = "shared-nic.example.com";
-  std::ofstream(work_.path() / "shared-config.yaml")
-      << "resources:\n  - name: " << kSharedResource
-      << "\n    selectors: [{pciAddresses: [\"0000:00:04.0\"]}]\n"
-         "    shareable:\n"
-         "      capacity:\n"
-         "        bandwidth: {value: \"100\", default: \"10\",\n"
-         "                    validRange: {min: \"10\", step: \"10\"}}\n";
-  Ensure("/apis/resource.k8s.io/v1/deviceclasses",
-         {{"apiVersion", "resource.k8s.io/v1"},
-          {"kind", "DeviceClass"},
-          {"metadata", {{"name", kClass}}},
-          {"spec",
-           {{"selectors",
-             {{{"cel",
-                {{"expression", std::string("device.driver == \"") + kDriver +
-                                    "\" && device.attributes[\"" + kDriver +
-                                    "\"].resource == \"" + kSharedResource +
-                                    "\""}}}}}}}}});
-  const std::string log = (work_.path() / "shared-driver.log").string();
-  ::topology::testing::ChildProcess driver(
-      topology::testing::ProgramPath("topology-dra-driver"),
-      {"--config", (work_.path() / "shared-config.yaml").string(),
-       "--host-root", root.string(), "--kubeconfig", env_["KUBECONFIG_DRIVER"],
-       "--node-name", node_["KUBE_NODE"], "--kubelet-root",
-       node_["KUBELET_ROOT"], "--cdi-dir", node_["CDI_DIR"], "-v", "1"},
-      log, /*append=*/true);
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return ReadFile(log).find("registered with the kubelet") !=
-               std::string::npos;
-      },
-      60s))
-      << ReadFile(log);
+  EnsureResourceClass(kClass, kSharedResource);
+  std::string log;
+  const auto driver = StartDraDriver(
+      "shared", root,
+      std::string("resources:\n  - name: ") + kSharedResource +
+          "\n    selectors: [{pciAddresses: [\"0000:00:04.0\"]}]\n"
+          "    shareable:\n"
+          "      capacity:\n"
+          "        bandwidth: {value: \"100\", default: \"10\",\n"
+          "                    validRange: {min: \"10\", step: \"10\"}}\n",
+      {}, &log);
+  ASSERT_NE(driver, nullptr);
   const std::string claims =
       "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims";
   const auto share_pod = [&](const std::string& name) {
@@ -815,19 +727,6 @@ TEST_F(KubeNodeTest, TwoPodsShareADeviceByCapacityAndAThirdWaits) {
     pod["spec"]["resourceClaims"] = {
         {{"name", "nic"}, {"resourceClaimName", name}}};
     EXPECT_EQ(Post(kPods, pod), 201);
-  };
-  const auto unschedulable = [&](const std::string& name) {
-    json pod = Get(std::string(kPods) + "/" + name);
-    if (!pod.is_object()) return std::string();
-    for (const json& condition :
-         pod["status"].value("conditions", json::array())) {
-      if (condition.value("type", "") == "PodScheduled" &&
-          condition.value("status", "") == "False" &&
-          condition.value("reason", "") == "Unschedulable") {
-        return condition.value("message", "");
-      }
-    }
-    return std::string();
   };
   const std::string env =
       std::string("PCIDEVICE_EXAMPLE_COM_SHARED_NIC_BANDWIDTH=40");
@@ -858,7 +757,7 @@ TEST_F(KubeNodeTest, TwoPodsShareADeviceByCapacityAndAThirdWaits) {
   share_pod("share-3");
   std::string reason;
   EXPECT_TRUE(WaitFor(
-      [&] { return !(reason = unschedulable("share-3")).empty(); }, 60s))
+      [&] { return !(reason = Unschedulable("share-3")).empty(); }, 60s))
       << Why("share-3");
   EXPECT_THAT(reason, HasSubstr("cannot allocate all claims"));
   Delete(std::string(kPods) + "/share-1");
@@ -874,11 +773,7 @@ TEST_F(KubeNodeTest, TwoPodsShareADeviceByCapacityAndAThirdWaits) {
   for (const char* claim : {"share-1", "share-2", "share-3"}) {
     Delete(claims + "/" + claim);
   }
-  driver.Signal(SIGTERM);
-  EXPECT_EQ(driver.Wait(5s), 0) << ReadFile(log);
-  Delete(
-      "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3D" +
-      node_["KUBE_NODE"]);
+  StopDraDriver(*driver, log);
 }
 
 // Device metadata (KEP-5304, beta at 1.37) on the real kubelet and
@@ -891,36 +786,14 @@ TEST_F(KubeNodeTest, TheContainerReadsItsDevicesMetadata) {
   ASSERT_TRUE(::topology::testing::WriteMachine("vm", root));
   constexpr char kMetaResource[] = "example.com/meta-nic";
   constexpr char kClass[] = "meta-nic.example.com";
-  std::ofstream(work_.path() / "metadata-config.yaml")
-      << "resources:\n  - name: " << kMetaResource
-      << "\n    selectors: [{pciAddresses: [\"0000:00:04.0\"]}]\n";
-  Ensure("/apis/resource.k8s.io/v1/deviceclasses",
-         {{"apiVersion", "resource.k8s.io/v1"},
-          {"kind", "DeviceClass"},
-          {"metadata", {{"name", kClass}}},
-          {"spec",
-           {{"selectors",
-             {{{"cel",
-                {{"expression", std::string("device.driver == \"") + kDriver +
-                                    "\" && device.attributes[\"" + kDriver +
-                                    "\"].resource == \"" + kMetaResource +
-                                    "\""}}}}}}}}});
-  const std::string log = (work_.path() / "metadata-driver.log").string();
-  ::topology::testing::ChildProcess driver(
-      topology::testing::ProgramPath("topology-dra-driver"),
-      {"--config", (work_.path() / "metadata-config.yaml").string(),
-       "--host-root", root.string(), "--kubeconfig", env_["KUBECONFIG_DRIVER"],
-       "--node-name", node_["KUBE_NODE"], "--kubelet-root",
-       node_["KUBELET_ROOT"], "--cdi-dir", node_["CDI_DIR"],
-       "--device-metadata", "-v", "1"},
-      log, /*append=*/true);
-  ASSERT_TRUE(WaitFor(
-      [&] {
-        return ReadFile(log).find("registered with the kubelet") !=
-               std::string::npos;
-      },
-      60s))
-      << ReadFile(log);
+  EnsureResourceClass(kClass, kMetaResource);
+  std::string log;
+  const auto driver = StartDraDriver(
+      "metadata", root,
+      std::string("resources:\n  - name: ") + kMetaResource +
+          "\n    selectors: [{pciAddresses: [\"0000:00:04.0\"]}]\n",
+      {"--device-metadata"}, &log);
+  ASSERT_NE(driver, nullptr);
   const std::string claims =
       "/apis/resource.k8s.io/v1/namespaces/default/resourceclaims";
   ASSERT_EQ(
@@ -964,11 +837,7 @@ TEST_F(KubeNodeTest, TheContainerReadsItsDevicesMetadata) {
             kMetadataSubDir / "default_meta");
       },
       60s));
-  driver.Signal(SIGTERM);
-  EXPECT_EQ(driver.Wait(5s), 0) << ReadFile(log);
-  Delete(
-      "/apis/resource.k8s.io/v1/resourceslices?fieldSelector=spec.nodeName%3D" +
-      node_["KUBE_NODE"]);
+  StopDraDriver(*driver, log);
 }
 
 }  // namespace

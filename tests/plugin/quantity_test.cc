@@ -42,10 +42,18 @@ TEST(QuantityTest, AmountsBelowANanoRoundUp) {
 TEST(QuantityTest, WhatIsNoQuantityOrTooLargeIsRefused) {
   for (const char* text :
        {"", "lots", "1.2.3", "1x", "Gi", ".", "1e", "1e+", "1Gib", "--1",
-        "1 Gi", "99999999999999999999999999999999999999999", "1e9999",
-        "1e40"}) {
+        "1 Gi", "99999999999999999999999999999999999999999", "1e9999", "1e40",
+        // 38 significant digits: not kept exactly
+        "1.0000000000000000000000000000000000001"}) {
     EXPECT_FALSE(Quantity::Parse(text).has_value()) << text;
   }
+}
+
+// Zeros beyond the 37 digits kept are exact: a long integer part scales,
+// a long fraction's zeros go.
+TEST(QuantityTest, LongRunsOfZerosStayExact) {
+  EXPECT_EQ(Q("1000000000000000000000000000000000000000e-30"), Q("1e9"));
+  EXPECT_EQ(Q("1.000000000000000000000000000000000000000"), Q("1"));
 }
 
 TEST(QuantityTest, StepsAndSums) {

@@ -35,9 +35,12 @@ std::optional<Quantity> Quantity::Parse(std::string_view text) {
       continue;
     }
     ++digits;
-    if (mantissa >= kLimit) {
-      // Further digits only scale (or, after the dot, are below the
-      // precision kept): a huge integer part overflows below.
+    if (mantissa >= kLimit / 10) {
+      // The mantissa stays below kLimit, so that every step below stays in
+      // range: a further zero only scales (an integer part's) or is
+      // dropped (a fraction's); a further significant digit (more than 37
+      // of them) cannot be kept exactly and the text is refused.
+      if (text[i] != '0') overflow = true;
       if (!dot) ++scale;
       if (!dot && scale > 40) overflow = true;
       continue;

@@ -16,7 +16,6 @@
 
 #include <glog/logging.h>
 #include <malloc.h>
-#include <zlib.h>
 
 #include <nlohmann/json.hpp>
 
@@ -215,32 +214,6 @@ Status ValidatePool(const std::string& driver, const Pool& pool) {
   return OkStatus();
 }
 
-SlicePublisher::Block SlicePublisher::Deflate(const std::string& text) {
-  uLongf size = compressBound(text.size());
-  std::string out(size, '\0');
-  if (compress2(reinterpret_cast<Bytef*>(out.data()), &size,
-                reinterpret_cast<const Bytef*>(text.data()), text.size(),
-                Z_BEST_SPEED) != Z_OK) {
-    return {text, text.size(), false};  // kept as it is
-  }
-  out.resize(size);
-  out.shrink_to_fit();
-  return {std::move(out), text.size(), true};
-}
-
-std::string SlicePublisher::Inflate(const Block& block) {
-  if (!block.deflated) return block.bytes;
-  std::string out(block.size, '\0');
-  uLongf size = block.size;
-  const int inflated = uncompress(
-      reinterpret_cast<Bytef*>(out.data()), &size,
-      reinterpret_cast<const Bytef*>(block.bytes.data()), block.bytes.size());
-  // Our own deflate of this very size: anything else is a broken process.
-  CHECK(inflated == Z_OK && size == block.size)
-      << "a deflated block of slice devices does not inflate";
-  return out;
-}
-
 SlicePublisher::SlicePublisher(KubeClient* client, std::string driver,
                                std::string node, Options options)
     : client_(client),
@@ -258,7 +231,6 @@ Status SlicePublisher::Publish(std::string pool,
 
 Status SlicePublisher::Publish(Pool content) {
   std::string& pool = content.name;
-  std::vector<SliceDevice>& devices = content.devices;
   if (!k8s::IsDns1123Subdomain(node_)) {
     return InvalidArgumentError("node name \"" + node_ +
                                 "\" is not a DNS subdomain");
@@ -272,34 +244,12 @@ Status SlicePublisher::Publish(Pool content) {
   }
   // Kept as the JSON the devices are sent as, deflated by blocks: what the
   // comparisons and the writes need, in a tenth of its size.
-  auto encoded = std::make_shared<Encoded>();
-  encoded->count = devices.size();
-  encoded->blocks.reserve(devices.size() / kMaxAdvancedDevicesPerSlice + 1);
-  std::string text;
-  for (size_t i = 0; i < devices.size(); ++i) {
-    if (!text.empty()) text += ',';
-    const json device = slice_sync::DeviceJson(devices[i]);
-    text += Dump(device);
-    encoded->advanced = encoded->advanced || HasAdvancedFeatures(device);
-    if ((i + 1) % kMaxAdvancedDevicesPerSlice == 0 || i + 1 == devices.size()) {
-      encoded->blocks.push_back(Deflate(text));
-      text.clear();
-    }
-  }
-  devices.clear();
-  devices.shrink_to_fit();
-  for (const CounterSet& set : content.counter_sets) {
-    encoded->counter_sets.push_back(Dump(slice_sync::CounterSetJson(set)));
-  }
-  encoded->partition_type = std::move(content.partition_type_attribute);
+  auto encoded = std::make_shared<const slice_sync::EncodedPool>(
+      slice_sync::EncodedPool::Of(content));
   bool same = false;
   {
     MutexLock lock(mu_);
-    same = have_devices_ && pool_ == pool && devices_ &&
-           devices_->count == encoded->count &&
-           devices_->blocks == encoded->blocks &&
-           devices_->counter_sets == encoded->counter_sets &&
-           devices_->partition_type == encoded->partition_type;
+    same = have_devices_ && pool_ == pool && devices_ && *devices_ == *encoded;
     if (!same) {
       pool_ = std::move(pool);
       devices_ = std::move(encoded);
@@ -520,7 +470,7 @@ Status SlicePublisher::Sync() {
   } const trim;
   MutexLock sync(sync_mu_);
   std::string pool;
-  std::shared_ptr<const Encoded> encoded;
+  std::shared_ptr<const slice_sync::EncodedPool> encoded;
   std::string partition_type;
   {
     MutexLock lock(mu_);
@@ -556,12 +506,9 @@ Status SlicePublisher::Sync() {
   if (!observed.ok()) return fail(observed.status());
 
   // Phase 2, what should be there: the devices in slices.
-  std::vector<std::string> blocks;
-  blocks.reserve(encoded->blocks.size());
-  for (const Block& block : encoded->blocks) blocks.push_back(Inflate(block));
-  const std::vector<std::string> wanted = slice_sync::DesiredSlices(
-      blocks, encoded->advanced, encoded->counter_sets, partition_type);
-  blocks.clear();
+  const std::vector<std::string> wanted =
+      slice_sync::DesiredSlices(encoded->Texts(), encoded->advanced,
+                                encoded->counter_sets, partition_type);
 
   // Phase 3, compare.
   if (slice_sync::InStep(*observed, wanted, pool, owner_uid, stored_as_)) {
@@ -715,28 +662,13 @@ StatusOr<std::vector<std::string>> NewPoolSliceBodies(
 StatusOr<std::vector<std::string>> NewPoolSliceBodies(const std::string& driver,
                                                       const std::string& node,
                                                       const Pool& pool) {
-  std::vector<std::string> blocks;
-  bool advanced = false;
-  std::string text;
-  for (size_t i = 0; i < pool.devices.size(); ++i) {
-    if (!text.empty()) text += ',';
-    const json device = slice_sync::DeviceJson(pool.devices[i]);
-    text += Dump(device);
-    advanced = advanced || HasAdvancedFeatures(device);
-    if ((i + 1) % kMaxAdvancedDevicesPerSlice == 0 ||
-        i + 1 == pool.devices.size()) {
-      blocks.push_back(std::move(text));
-      text.clear();
-    }
-  }
-  std::vector<std::string> sets;
-  for (const CounterSet& set : pool.counter_sets) {
-    sets.push_back(Dump(slice_sync::CounterSetJson(set)));
-  }
+  Pool copy = pool;
+  const slice_sync::EncodedPool encoded =
+      slice_sync::EncodedPool::Of(copy, /*deflate=*/false);
   auto plan = slice_sync::PlanWrites(
       slice_sync::Observation(),
-      slice_sync::DesiredSlices(blocks, advanced, sets,
-                                pool.partition_type_attribute),
+      slice_sync::DesiredSlices(encoded.Texts(), encoded.advanced,
+                                encoded.counter_sets, encoded.partition_type),
       pool.name, driver, node, /*owner=*/"");
   if (!plan.ok()) return plan.status();
   std::vector<std::string> bodies;

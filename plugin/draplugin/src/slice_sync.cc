@@ -9,6 +9,9 @@
 #include <thread>
 #include <utility>
 
+#include <glog/logging.h>
+#include <zlib.h>
+
 #include "topology/common/checksum.h"
 #include "topology/common/json_fields.h"
 
@@ -250,6 +253,70 @@ void KeepTaintTimes(const TaintTimes& times, json* devices) {
 }
 
 }  // namespace
+
+namespace {
+
+EncodedPool::Block Deflate(const std::string& text) {
+  uLongf size = compressBound(text.size());
+  std::string out(size, '\0');
+  if (compress2(reinterpret_cast<Bytef*>(out.data()), &size,
+                reinterpret_cast<const Bytef*>(text.data()), text.size(),
+                Z_BEST_SPEED) != Z_OK) {
+    return {text, text.size(), false};  // kept as it is
+  }
+  out.resize(size);
+  out.shrink_to_fit();
+  return {std::move(out), text.size(), true};
+}
+
+std::string Inflate(const EncodedPool::Block& block) {
+  if (!block.deflated) return block.bytes;
+  std::string out(block.size, '\0');
+  uLongf size = block.size;
+  const int inflated = uncompress(
+      reinterpret_cast<Bytef*>(out.data()), &size,
+      reinterpret_cast<const Bytef*>(block.bytes.data()), block.bytes.size());
+  // Our own deflate of this very size: anything else is a broken process.
+  CHECK(inflated == Z_OK && size == block.size)
+      << "a deflated block of slice devices does not inflate";
+  return out;
+}
+
+}  // namespace
+
+EncodedPool EncodedPool::Of(Pool& pool, bool deflate) {
+  EncodedPool encoded;
+  std::vector<SliceDevice>& devices = pool.devices;
+  encoded.count = devices.size();
+  encoded.blocks.reserve(devices.size() / kMaxAdvancedDevicesPerSlice + 1);
+  std::string text;
+  for (size_t i = 0; i < devices.size(); ++i) {
+    if (!text.empty()) text += ',';
+    const json device = DeviceJson(devices[i]);
+    devices[i] = SliceDevice();
+    text += Dump(device);
+    encoded.advanced = encoded.advanced || HasAdvancedFeatures(device);
+    if ((i + 1) % kMaxAdvancedDevicesPerSlice == 0 || i + 1 == devices.size()) {
+      encoded.blocks.push_back(deflate ? Deflate(text)
+                                       : Block{text, text.size(), false});
+      text.clear();
+    }
+  }
+  devices.clear();
+  devices.shrink_to_fit();
+  for (const CounterSet& set : pool.counter_sets) {
+    encoded.counter_sets.push_back(Dump(CounterSetJson(set)));
+  }
+  encoded.partition_type = pool.partition_type_attribute;
+  return encoded;
+}
+
+std::vector<std::string> EncodedPool::Texts() const {
+  std::vector<std::string> texts;
+  texts.reserve(blocks.size());
+  for (const Block& block : blocks) texts.push_back(Inflate(block));
+  return texts;
+}
 
 std::string Dump(const json& value) {
   return value.dump(-1, ' ', false, json::error_handler_t::replace);

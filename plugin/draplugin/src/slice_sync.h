@@ -75,6 +75,31 @@ struct Observation {
   int64_t generation = 0;  // the highest of `pool`'s
   TaintTimes taint_times;
 };
+// A pool as the publisher keeps it between syncs: the devices as the JSON
+// they are sent as, in blocks of kMaxAdvancedDevicesPerSlice
+// ("{...},{...}"), each kept deflated (an idle driver's inventory costs a
+// tenth of its JSON), and the counter sets' JSON.
+struct EncodedPool {
+  struct Block {
+    std::string bytes;  // deflated (or, where zlib failed, the text)
+    size_t size = 0;    // of the text
+    bool deflated = false;
+    friend bool operator==(const Block&, const Block&) = default;
+  };
+  std::vector<Block> blocks;
+  size_t count = 0;       // devices
+  bool advanced = false;  // a device has taints, counters or a list attribute
+  std::vector<std::string> counter_sets;  // each as its JSON
+  std::string partition_type;
+  friend bool operator==(const EncodedPool&, const EncodedPool&) = default;
+
+  // `pool` encoded; its devices are dropped as they are encoded, so that
+  // the inventory is never held twice. `deflate` false keeps the text.
+  static EncodedPool Of(Pool& pool, bool deflate = true);
+  // The blocks' text, in order.
+  std::vector<std::string> Texts() const;
+};
+
 // What of a slice's spec the comparisons look at, normalised:
 // {"devices": [Normal(device), ...]} or, for a slice of counter sets,
 // {"sharedCounters": [...]}, with "partitionTypeAttribute" where set; the

@@ -2,8 +2,8 @@
 // exactly enough to compare, add and step: "80Gi", "1.5", "500m", "1e3".
 // The value is kept in nano units (what the API rounds to: an amount
 // finer than 1n rounds up, as the API machinery's does) in 128 bits, so
-// every quantity below 10^28 compares and adds exactly; a larger
-// one is refused by name rather than rounded. Pure; no allocation.
+// every quantity below 10^28 of at most 37 significant digits compares and
+// adds exactly; any other is refused rather than rounded. Pure; no allocation.
 #ifndef TOPOLOGY_COMMON_QUANTITY_H_
 #define TOPOLOGY_COMMON_QUANTITY_H_
 

@@ -36,7 +36,8 @@
 namespace topology::draplugin {
 
 namespace slice_sync {
-struct Plan;  // slice_sync.h, private to the framework
+struct Plan;         // slice_sync.h, private to the framework
+struct EncodedPool;  // slice_sync.h
 }  // namespace slice_sync
 
 // At most this many devices in one slice, and when a device of the pool
@@ -283,27 +284,10 @@ class SlicePublisher {
   mutable Mutex mu_;
   std::condition_variable_any wake_;
   std::string pool_ TOPOLOGY_GUARDED_BY(mu_);
-  // The devices as the JSON they are sent as, in blocks of
-  // kMaxAdvancedDevicesPerSlice ("{...},{...}"), each kept deflated: a
-  // slice is one block or two, and an idle driver's inventory costs a tenth
-  // of its JSON.
-  struct Block {
-    std::string bytes;  // deflated (or, where zlib failed, the text)
-    size_t size = 0;    // of the text
-    bool deflated = false;
-    friend bool operator==(const Block&, const Block&) = default;
-  };
-  static Block Deflate(const std::string& text);
-  static std::string Inflate(const Block& block);
-  struct Encoded {
-    std::vector<Block> blocks;
-    size_t count = 0;       // devices
-    bool advanced = false;  // a device has taints, counters or a list
-                            // attribute
-    std::vector<std::string> counter_sets;  // each as its JSON
-    std::string partition_type;
-  };
-  std::shared_ptr<const Encoded> devices_ TOPOLOGY_GUARDED_BY(mu_);
+  // The pool as sent (slice_sync::EncodedPool: the devices' JSON in
+  // deflated blocks, the counter sets').
+  std::shared_ptr<const slice_sync::EncodedPool> devices_
+      TOPOLOGY_GUARDED_BY(mu_);
   bool have_devices_ TOPOLOGY_GUARDED_BY(mu_) = false;
   bool published_ TOPOLOGY_GUARDED_BY(mu_) = false;
   // The API server refused a field selector on spec.*: list and filter.
