@@ -303,11 +303,21 @@ TEST_F(KubeDaemonSetTest, TheDriverRollsWithoutLosingAClaim) {
   size_t most_pods = 0;
   size_t fewest_ready = 1;
   std::string second_uid;
+  // Each change of the driver's pods and their readiness, for a failure's
+  // message.
+  std::string timeline;
   const bool rolled = WaitFor(
       [&] {
         auto pods = Pods(kDriverLabel);
         size_t ready = 0;
-        for (json& p : pods) ready += Ready(p);
+        std::string now;
+        for (json& p : pods) {
+          ready += Ready(p);
+          now += p["metadata"].value("name", "") + (Ready(p) ? "+" : "-") +
+                 (p["metadata"]["deletionTimestamp"].is_null() ? " "
+                                                               : "(deleted) ");
+        }
+        if (!timeline.ends_with(now + "\n")) timeline += now + "\n";
         most_pods = std::max(most_pods, pods.size());
         fewest_ready = std::min(fewest_ready, ready);
         if (pods.size() != 1 || ready != 1) return false;
@@ -315,16 +325,17 @@ TEST_F(KubeDaemonSetTest, TheDriverRollsWithoutLosingAClaim) {
         return second_uid != first_uid;
       },
       180s, 100ms);
-  ASSERT_TRUE(rolled) << SystemPods();
-  EXPECT_EQ(most_pods, 2u);
-  EXPECT_EQ(fewest_ready, 1u);
+  ASSERT_TRUE(rolled) << SystemPods() << timeline;
+  EXPECT_EQ(most_pods, 2u) << timeline;
+  EXPECT_EQ(fewest_ready, 1u) << timeline << SystemPods();
   EXPECT_TRUE(WaitFor(
       [&] {
         return registered() ==
                std::set<std::string>{std::string(kDriver) + "-" + second_uid +
                                      "-reg.sock"};
       },
-      30s, 100ms));
+      30s, 100ms))
+      << ::testing::PrintToString(registered());
 
   // The kubelet's plugin watcher stats every name that appears in the
   // registry: none of the driver's was gone before it looked (a socket
@@ -350,7 +361,8 @@ TEST_F(KubeDaemonSetTest, TheDriverRollsWithoutLosingAClaim) {
   ASSERT_TRUE(Printed("after-roll")) << Why("after-roll") << SystemPods();
   Delete(std::string(kPods) + "/after-roll");
   ASSERT_TRUE(WaitFor([&] { return Gone("after-roll"); }, 60s, 100ms));
-  EXPECT_TRUE(WaitFor([&] { return DriverCdiSpecs() == 0; }, 30s, 100ms));
+  EXPECT_TRUE(WaitFor([&] { return DriverCdiSpecs() == 0; }, 30s, 100ms))
+      << Events("after-roll");
 }
 
 // deploy/both-paths on the real node: the device plugin's pod hands out
