@@ -7,6 +7,7 @@
 
 #include "topology/common/kubelet_names.h"
 #include "topology/common/text_util.h"
+#include "topology/manager/policy_options.h"
 
 #include "checkpoint.h"
 #include "host_server.h"
@@ -364,6 +365,11 @@ HostSnapshot HostManager::Snapshot() const {
   snapshot.node_name = config_.node_name;
   snapshot.policy = config_.topology.policy;
   snapshot.scope = config_.topology.scope;
+  if (auto options =
+          manager::PolicyOptions::Parse(config_.topology.policy_options);
+      options.ok()) {
+    snapshot.max_numa_nodes = options->max_allowable_numa_nodes;
+  }
   snapshot.pod_policies = managers_->topology_manager().dynamic();
   snapshot.cpu_policy = config_.cpu_policy;
   snapshot.reserved_cpus =

@@ -8,6 +8,7 @@
 #include "topology/common/pod_fingerprint.h"
 
 #include "deviceplugin/v1beta1/api.pb.h"
+#include "nrt_object.h"
 #include "pod_manifest.h"
 
 namespace topology::host {
@@ -248,13 +249,15 @@ json NodeResourceTopologyJson(const HostSnapshot& snapshot) {
     size_t allocatable = 0;
     counts.emplace_back(resource.name, CountsByNode(resource, &allocatable));
   }
-  json zones = json::array();
+  nrt::NodeTopology object{.node_name = snapshot.node_name,
+                           .policy = snapshot.policy,
+                           .scope = snapshot.scope,
+                           .max_numa_nodes = snapshot.max_numa_nodes};
   for (const NumaNode& node : topology.numa_nodes()) {
-    json costs = json::array();
+    nrt::Zone zone{.id = node.id, .costs = {}, .resources = {}};
     for (const NumaNode& other : topology.numa_nodes()) {
       if (auto d = topology.Distance(node.id, other.id)) {
-        costs.push_back(
-            {{"name", "node-" + std::to_string(other.id)}, {"value", *d}});
+        zone.costs.emplace_back(other.id, *d);
       }
     }
     const int capacity = node.cpus.Count();
@@ -264,32 +267,24 @@ json NodeResourceTopologyJson(const HostSnapshot& snapshot) {
     const CpuSet shared = node.cpus.Intersection(snapshot.shared_cpus);
     const int available =
         shared.Count() - shared.Intersection(snapshot.reserved_cpus).Count();
-    json resources = json::array();
-    resources.push_back({{"name", "cpu"},
-                         {"capacity", std::to_string(capacity)},
-                         {"allocatable", std::to_string(allocatable)},
-                         {"available", std::to_string(available)}});
+    zone.resources.push_back({"cpu", static_cast<uint64_t>(capacity),
+                              static_cast<uint64_t>(allocatable),
+                              static_cast<uint64_t>(available)});
     for (const auto& [name, capacity_bytes, allocatable_bytes,
                       available_bytes] : MemoryZone(snapshot, node)) {
-      resources.push_back({{"name", name},
-                           {"capacity", std::to_string(capacity_bytes)},
-                           {"allocatable", std::to_string(allocatable_bytes)},
-                           {"available", std::to_string(available_bytes)}});
+      zone.resources.push_back(
+          {name, capacity_bytes, allocatable_bytes, available_bytes});
     }
     const std::string key = std::to_string(node.id);
     for (const auto& [name, by_node] : counts) {
       const auto it = by_node.find(key);
       if (it == by_node.end()) continue;
-      resources.push_back(
-          {{"name", name},
-           {"capacity", std::to_string(it->second.capacity)},
-           {"allocatable", std::to_string(it->second.allocatable)},
-           {"available", std::to_string(it->second.available)}});
+      const auto count = [](int n) { return static_cast<uint64_t>(n); };
+      zone.resources.push_back({name, count(it->second.capacity),
+                                count(it->second.allocatable),
+                                count(it->second.available)});
     }
-    zones.push_back({{"name", "node-" + key},
-                     {"type", "Node"},
-                     {"costs", costs},
-                     {"resources", resources}});
+    object.zones.push_back(std::move(zone));
   }
   // The pods this view counts, for schedulers' overreserve caches: every
   // admitted pod (method "all"), signed as podfingerprint signs.
@@ -297,17 +292,9 @@ json NodeResourceTopologyJson(const HostSnapshot& snapshot) {
   for (const PodResult& pod : snapshot.pods) {
     if (pod.admitted) fingerprint.Add(pod.ns, pod.name);
   }
-  return {{"apiVersion", "topology.node.k8s.io/v1alpha2"},
-          {"kind", "NodeResourceTopology"},
-          {"metadata", {{"name", snapshot.node_name}}},
-          {"attributes",
-           {{{"name", "topologyManagerPolicy"}, {"value", snapshot.policy}},
-            {{"name", "topologyManagerScope"}, {"value", snapshot.scope}},
-            {{"name", common::kPodFingerprintAttribute},
-             {"value", fingerprint.Sign()}},
-            {{"name", common::kPodFingerprintMethodAttribute},
-             {"value", common::kPodFingerprintMethodAll}}}},
-          {"zones", zones}};
+  object.fingerprint = fingerprint.Sign();
+  object.fingerprint_method = common::kPodFingerprintMethodAll;
+  return nrt::Render(object);
 }
 
 std::vector<std::string> MemoryExplanationLines(

@@ -36,6 +36,9 @@ struct HostSnapshot {
   std::string node_name = {};
   std::string policy = {};
   std::string scope = {};
+  // max-allowable-numa-nodes (the NodeResourceTopology's
+  // topologyManagerMaxNUMANodes).
+  int max_numa_nodes = 8;
   bool pod_policies = false;  // "dynamic": each pod's own
   std::string cpu_policy = {};
   std::string memory_policy = {};
