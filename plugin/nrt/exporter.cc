@@ -226,6 +226,10 @@ Status Exporter::Round(const Due& due) {
       MutexLock lock(mu_);
       stats_.writes += after - before;
     }
+    {
+      MutexLock lock(mu_);
+      stats_.published = true;
+    }
     if (!published_once_ || holding_) {
       LOG(INFO) << "NodeResourceTopology " << options_.node_name
                 << (after != before ? " written" : " was up to date already")
@@ -324,6 +328,39 @@ void Exporter::Stop() {
 Exporter::Stats Exporter::stats() const {
   MutexLock lock(mu_);
   return stats_;
+}
+
+std::string Exporter::HealthProblem() const {
+  MutexLock lock(mu_);
+  if (stop_) return "";
+  const auto idle = clock_.Now() - last_round_;
+  if (last_round_ != Clock::TimePoint() && idle > 3 * options_.resync) {
+    return "no round for " +
+           std::to_string(
+               std::chrono::duration_cast<std::chrono::seconds>(idle).count()) +
+           " s";
+  }
+  return "";
+}
+
+std::string Exporter::ReadinessProblem() const {
+  MutexLock lock(mu_);
+  if (!stats_.last_error.empty()) return stats_.last_error;
+  if (!stats_.published) return "the NodeResourceTopology is not written yet";
+  return "";
+}
+
+std::string Exporter::Metrics() const {
+  const Stats s = stats();
+  return "# TYPE topology_nrt_rounds_total counter\n"
+         "topology_nrt_rounds_total " +
+         std::to_string(s.rounds) +
+         "\n# TYPE topology_nrt_writes_total counter\n"
+         "topology_nrt_writes_total " +
+         std::to_string(s.writes) +
+         "\n# TYPE topology_nrt_failed_rounds_total counter\n"
+         "topology_nrt_failed_rounds_total " +
+         std::to_string(s.failed_rounds) + "\n";
 }
 
 std::optional<Exporter::Due> Exporter::NextRound() {

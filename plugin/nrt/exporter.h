@@ -97,11 +97,18 @@ class Exporter {
 
   struct Stats {
     uint64_t rounds = 0;
-    uint64_t writes = 0;         // creates and updates
-    uint64_t failed_rounds = 0;  // read or publish failed
-    std::string last_error;      // empty after a good round
+    uint64_t writes = 0;          // creates and updates
+    uint64_t failed_rounds = 0;   // read or publish failed
+    bool published = false;       // the API server held the object once
+    std::string last_error = {};  // empty after a good round
   };
   Stats stats() const;
+  // /healthz: "" while rounds come (none for three resync periods: the
+  // problem); /readyz: "" once the object was published and the last round
+  // went well. /metrics: the counters above in Prometheus text.
+  std::string HealthProblem() const;
+  std::string ReadinessProblem() const;
+  std::string Metrics() const;
 
  private:
   Exporter(ExporterOptions options, draplugin::KubeClient* client,

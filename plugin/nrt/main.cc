@@ -12,6 +12,7 @@
 #include "topology/common/pod_fingerprint.h"
 #include "topology/draplugin/kube_client.h"
 #include "topology/draplugin/kube_config.h"
+#include "topology/plugin/http_endpoint.h"
 
 #include "exporter.h"
 
@@ -39,6 +40,7 @@ struct Flags {
   std::string min_interval = "100ms";
   std::string kubelet_settle = "10s";
   bool once = false;
+  std::string http_addr;
   int verbosity = 0;
 };
 
@@ -120,9 +122,26 @@ int Run(const Flags& flags) {
     std::cerr << "topology-nrt-exporter: " << started.message() << "\n";
     return kExitError;
   }
+  std::unique_ptr<topology::plugin::HttpEndpoint> http;
+  if (!flags.http_addr.empty()) {
+    nrt::Exporter* e = exporter->get();
+    auto served = topology::plugin::HttpEndpoint::Start(
+        flags.http_addr,
+        {.health_problem = [e] { return e->HealthProblem(); },
+         .readiness_problem = [e] { return e->ReadinessProblem(); },
+         .metrics = [e] { return e->Metrics(); },
+         .server_name = "topology-nrt-exporter"});
+    if (!served.ok()) {
+      std::cerr << "topology-nrt-exporter: --http-addr: "
+                << served.status().message() << "\n";
+      return kExitError;
+    }
+    http = std::move(*served);
+  }
   LOG(INFO) << "exporting the NodeResourceTopology of " << options.node_name;
   const common::DaemonProcess process{.verbosity = flags.verbosity};
   common::AwaitShutdown(process);
+  http.reset();
   (*exporter)->Stop();
   LOG(INFO) << "stopped";
   return 0;
@@ -181,6 +200,8 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--once", flags.once,
                "Print the object (JSON) once and exit; nothing is written");
+  app.add_option("--http-addr", flags.http_addr,
+                 "host:port of /healthz, /readyz and /metrics (empty: none)");
   app.add_option("-v,--v", flags.verbosity, "Log verbosity (klog -v)");
   CLI11_PARSE(app, argc, argv);
   const common::DaemonProcess process{.verbosity = flags.verbosity};

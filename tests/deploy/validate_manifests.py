@@ -32,9 +32,15 @@
    namespaced referral only from its own namespace).
 9. Each YAML block of docs/dra-driver-guide.md is quoted verbatim from the
    file it names.
+10. The NodeResourceTopology exporter's component (daemonset/nrt), rendered
+   with the device plugin's kustomization: the API types; the exporter's
+   DaemonSet (the baseline above, nothing of the host writable, the
+   kubelet's directory and /sys read-only, its flags those the exporter
+   takes); a ClusterRole with exactly its verbs; the admission policy
+   keeping each node's exporter to its node's object; the CRD.
 
 Usage: validate_manifests.py SOURCE_DIR PLUGIN_BINARY TOPOLOGY_INFO LIBTOPOLOGY
-                             FIXTURE_ROOT [DRA_DRIVER_BINARY]
+                             FIXTURE_ROOT [DRA_DRIVER_BINARY [NRT_EXPORTER]]
        validate_manifests.py --both-paths-configs SOURCE_DIR OUT_DIR
            (writes each path's configuration of deploy/both-paths, rendered)
        validate_manifests.py --render KUSTOMIZATION_DIR OUT_FILE
@@ -209,7 +215,8 @@ DRA_WRITABLE = ["/var/lib/kubelet/plugins/pci.libtopology.dev",
 
 
 def check_baseline(daemonset, where, expected_writable=None):
-    expected_writable = expected_writable or DEVICE_PLUGIN_WRITABLE
+    if expected_writable is None:
+        expected_writable = DEVICE_PLUGIN_WRITABLE
     spec = daemonset["spec"]["template"]["spec"]
     if spec.get("priorityClassName") != "system-node-critical":
         error(where, "priorityClassName must be system-node-critical")
@@ -472,6 +479,16 @@ def check_admission_policy(objects, account, where, namespace="kube-system"):
     bound with Deny, matching the driver's ServiceAccount, comparing the
     token's node with the slice's spec.nodeName (oldObject on DELETE) and
     refusing a token bound to no node."""
+    check_admission_policy_of(
+        objects, account, "resourceslices",
+        ("authentication.kubernetes.io/node-name", "oldObject",
+         "spec.?nodeName", "!= ''"), where, namespace)
+
+
+def check_admission_policy_of(objects, account, resource, needed_cel, where,
+                              namespace):
+    """A policy keeping each node's writer (`account`) to its own node's
+    objects of `resource`, its CEL holding each of `needed_cel`."""
     policies = [o for o in objects if o["kind"] == "ValidatingAdmissionPolicy"]
     bindings = [o for o in objects
                 if o["kind"] == "ValidatingAdmissionPolicyBinding"]
@@ -487,11 +504,11 @@ def check_admission_policy(objects, account, where, namespace="kube-system"):
     if spec.get("failurePolicy") != "Fail":
         error(where, "the policy must fail closed (failurePolicy: Fail)")
     rules = spec.get("matchConstraints", {}).get("resourceRules", [])
-    if not any("resourceslices" in r.get("resources", []) and
+    if not any(resource in r.get("resources", []) and
                set(r.get("operations", [])) >= {"CREATE", "UPDATE", "DELETE"}
                for r in rules):
         error(where, "the policy must cover creating, updating and deleting "
-                     "resourceslices")
+                     f"{resource}")
     # The condition compares the user with its quoted parts joined.
     user = f"system:serviceaccount:{namespace}:{account}"
     if not any(c.get("expression", "").startswith(
@@ -502,8 +519,7 @@ def check_admission_policy(objects, account, where, namespace="kube-system"):
     text = " ".join(v.get("expression", "") for v in spec.get("variables", []))
     text += " ".join(v.get("expression", "") for v in spec.get("validations",
                                                                []))
-    for needed in ("authentication.kubernetes.io/node-name", "oldObject",
-                   "spec.?nodeName", "!= ''"):
+    for needed in needed_cel:
         if needed not in text:
             error(where, f"the policy's CEL lacks {needed!r}")
 
@@ -1148,6 +1164,110 @@ def check_renamed_overlay(source, overlay, namespace, prefix, suffix):
         check_admission_policy(objects, account, where,
                                namespace or "kube-system")
 
+NRT_EXPORTER_RULES = [
+    {"apiGroups": ["topology.node.k8s.io"],
+     "resources": ["noderesourcetopologies"],
+     "verbs": ["get", "create", "update"]},
+    {"apiGroups": [""], "resources": ["nodes"], "verbs": ["get"]},
+    {"apiGroups": ["resource.k8s.io"],
+     "resources": ["resourceslices", "deviceclasses"], "verbs": ["list"]},
+]
+
+
+def check_nrt_component(daemonset_dir, nrt_binary):
+    """daemonset/nrt: a kustomize Component with the CRD, the exporter's
+    DaemonSet, ServiceAccount, RBAC, NetworkPolicy and admission policy."""
+    where = "daemonset/nrt"
+    directory = os.path.join(daemonset_dir, "nrt")
+    kustomization = yaml.safe_load(
+        open(os.path.join(directory, "kustomization.yaml")))
+    if kustomization.get("kind") != "Component":
+        error(where, "kustomization.yaml must be a kustomize Component")
+    objects = []
+    for resource in kustomization.get("resources", []):
+        path = os.path.join(directory, resource)
+        if not os.path.exists(path):
+            error(where, f"resource {resource} does not exist")
+            continue
+        objects.extend(load_objects(path))
+    kinds = {}
+    for doc in objects:
+        key = (doc.get("apiVersion"), doc.get("kind"))
+        kinds.setdefault(doc.get("kind"), []).append(doc)
+        model = KINDS.get(key)
+        if model:
+            check_type(doc, model, f"{where} {doc['kind']}")
+        elif key == ("apiextensions.k8s.io/v1", "CustomResourceDefinition"):
+            check_type(doc, "V1CustomResourceDefinition", f"{where} CRD")
+        elif key not in (("admissionregistration.k8s.io/v1",
+                          "ValidatingAdmissionPolicy"),
+                         ("admissionregistration.k8s.io/v1",
+                          "ValidatingAdmissionPolicyBinding")):
+            error(f"{where} {doc.get('kind')}", "unexpected apiVersion/kind")
+    for kind in ("DaemonSet", "ServiceAccount", "ClusterRole",
+                 "ClusterRoleBinding", "NetworkPolicy",
+                 "CustomResourceDefinition"):
+        if len(kinds.get(kind, [])) != 1:
+            error(where, f"one {kind} is needed")
+            return
+    crd = kinds["CustomResourceDefinition"][0]
+    if crd["metadata"]["name"] != "noderesourcetopologies.topology.node.k8s.io" \
+            or not any(v["name"] == "v1alpha2" and v.get("served")
+                       for v in crd["spec"]["versions"]):
+        error(where, "the CRD must serve topology.node.k8s.io/v1alpha2")
+    account = kinds["ServiceAccount"][0]["metadata"]
+    role = kinds["ClusterRole"][0]
+    if role.get("rules") != NRT_EXPORTER_RULES:
+        error(where, f"the ClusterRole must grant exactly {NRT_EXPORTER_RULES}")
+    binding = kinds["ClusterRoleBinding"][0]
+    if binding["roleRef"]["name"] != role["metadata"]["name"] or \
+            binding["subjects"] != [{"kind": "ServiceAccount",
+                                     "name": account["name"],
+                                     "namespace": account["namespace"]}]:
+        error(where, "the ClusterRoleBinding must bind the ClusterRole to "
+                     "the exporter's ServiceAccount")
+    daemonset = kinds["DaemonSet"][0]
+    spec = daemonset["spec"]["template"]["spec"]
+    if spec.get("serviceAccountName") != account["name"]:
+        error(where, "the DaemonSet must run as the exporter's ServiceAccount")
+    policy = kinds["NetworkPolicy"][0]["spec"]
+    if policy.get("ingress") != [] or policy.get("podSelector", {}).get(
+            "matchLabels") != daemonset["spec"]["selector"]["matchLabels"]:
+        error(where, "the NetworkPolicy must admit nobody to the exporter")
+    # The device plugin's baseline, less what only a plugin or a driver
+    # has (CDI); nothing of the host writable.
+    saved = len(ERRORS)
+    check_baseline(daemonset, where, expected_writable=[])
+    ERRORS[saved:] = [e for e in ERRORS[saved:] if "--cdi-dir" not in e]
+    container = spec["containers"][0]
+    volumes = {v["name"]: v.get("hostPath", {}).get("path")
+               for v in spec.get("volumes", [])}
+    mounted = {volumes.get(m["name"]): m for m in container["volumeMounts"]}
+    args = container.get("args", [])
+    root = next((a.split("=", 1)[1] for a in args
+                 if a.startswith("--kubelet-root=")), None)
+    if root is None or root not in mounted or \
+            mounted[root]["mountPath"] != root:
+        error(where, "the kubelet's --kubelet-root must be mounted at its "
+                     "own path (read-only)")
+    if "--host-root=/host" not in args or \
+            mounted.get("/sys", {}).get("mountPath") != "/host/sys":
+        error(where, "--host-root=/host with the host's /sys at /host/sys")
+    if container.get("command") != ["/usr/bin/topology-nrt-exporter"]:
+        error(where, "the container must run /usr/bin/topology-nrt-exporter")
+    if nrt_binary:
+        usage = subprocess.run([nrt_binary, "--help"], capture_output=True,
+                               text=True).stdout
+        for arg in args:
+            flag = arg.split("=", 1)[0]
+            if flag not in usage:
+                error(where, f"topology-nrt-exporter takes no {flag}")
+    check_admission_policy_of(
+        [d for d in objects if d["kind"].startswith("ValidatingAdmission")],
+        account["name"], "noderesourcetopologies",
+        ("authentication.kubernetes.io/node-name", "request.name", "!= ''"),
+        where, account["namespace"])
+
 
 def check_guide_quotes(source):
     """Every YAML block of the guides says which shipped or tested file it
@@ -1301,6 +1421,7 @@ def main():
     global PLUGIN_BINARY, FIXTURE
     PLUGIN_BINARY, FIXTURE = binary, fixture
     dra_binary = sys.argv[6] if len(sys.argv) > 6 else None
+    nrt_binary = sys.argv[7] if len(sys.argv) > 7 else None
     daemonset_dir = os.path.join(source, "daemonset")
     objects = []
     kustomization = yaml.safe_load(
@@ -1347,13 +1468,15 @@ def main():
     check_both_paths(source, dra_binary)
     check_renamed(source)
     check_guide_quotes(source)
+    check_nrt_component(daemonset_dir, nrt_binary)
     for doc in rendered:
         model = KINDS.get((doc.get("apiVersion"), doc.get("kind")))
         if model:
             check_type(doc, model, f"rendered {doc['kind']}")
     check_dockerfile(os.path.join(source, "deploy", "Dockerfile"),
                      [binary, info, libtopology] +
-                     ([dra_binary] if dra_binary else []))
+                     ([dra_binary] if dra_binary else []) +
+                     ([nrt_binary] if nrt_binary else []))
     # "COPY . ." must not ship build trees or the repository history.
     ignore_path = os.path.join(source, ".dockerignore")
     if not os.path.exists(ignore_path):

@@ -36,6 +36,8 @@
 #include "child_process.h"
 #include "dropped_fields.h"
 #include "host_views.h"
+#include "nrt_object.h"
+#include "publisher.h"
 #include "run_command.h"
 #include "status_matchers.h"
 #include "synthetic_machines.h"
@@ -1056,6 +1058,125 @@ TEST_F(KubeApiServerTest, TheAdmissionPolicyKeepsEachDriverToItsNodesSlices) {
       (*driver)->Request("DELETE", std::string(kSlices) + "/policy-node-a");
   ASSERT_THAT(deleted.status(), IsOk());
   EXPECT_EQ(deleted->status, 200) << deleted->body;
+}
+
+// daemonset/nrt's RBAC and admission policy, as the cluster's fixture
+// created them from the files: the exporter's token, bound to a pod on
+// node-b, writes node-b's NodeResourceTopology, the object the exporter
+// renders; another node's is refused (403) by the policy, and so is every
+// write of a token bound to no pod.
+TEST_F(KubeApiServerTest, TheAdmissionPolicyKeepsEachExporterToItsNodesObject) {
+  for (const std::string name : {"nrt-node-a", "nrt-node-b"}) {
+    auto made = admin_->Request("POST", "/api/v1/nodes",
+                                json({{"apiVersion", "v1"},
+                                      {"kind", "Node"},
+                                      {"metadata", {{"name", name}}}})
+                                    .dump());
+    ASSERT_THAT(made.status(), IsOk());
+    ASSERT_TRUE(made->status == 201 || made->status == 409) << made->body;
+  }
+  const json pod = {
+      {"apiVersion", "v1"},
+      {"kind", "Pod"},
+      {"metadata", {{"name", "exporter-on-nrt-node-b"}}},
+      {"spec",
+       {{"nodeName", "nrt-node-b"},
+        {"serviceAccountName", "topology-nrt-exporter"},
+        {"automountServiceAccountToken", false},
+        {"containers", {{{"name", "exporter"}, {"image", "exporter:none"}}}}}}};
+  auto made = admin_->Request("POST", "/api/v1/namespaces/kube-system/pods",
+                              pod.dump());
+  ASSERT_THAT(made.status(), IsOk());
+  ASSERT_EQ(made->status, 201) << made->body;
+  const std::string pod_uid = json::parse(made->body)["metadata"]["uid"];
+  const auto token_for = [&](const json& bound) {
+    json request = {
+        {"apiVersion", "authentication.k8s.io/v1"},
+        {"kind", "TokenRequest"},
+        {"spec",
+         {{"audiences", {"https://kubernetes.default.svc.cluster.local"}},
+          {"expirationSeconds", 3600}}}};
+    if (!bound.is_null()) request["spec"]["boundObjectRef"] = bound;
+    auto answer = admin_->Request(
+        "POST",
+        "/api/v1/namespaces/kube-system/serviceaccounts/topology-nrt-exporter/"
+        "token",
+        request.dump());
+    EXPECT_THAT(answer.status(), IsOk());
+    if (!answer.ok()) return std::string();
+    EXPECT_EQ(answer->status, 201) << answer->body;
+    return json::parse(answer->body)["status"].value("token", "");
+  };
+  auto base = LoadKubeConfig(env_["KUBECONFIG"]);
+  ASSERT_THAT(base.status(), IsOk());
+  auto exporter = KubeClient::Create(
+      WithToken(*base, token_for({{"apiVersion", "v1"},
+                                  {"kind", "Pod"},
+                                  {"name", "exporter-on-nrt-node-b"},
+                                  {"uid", pod_uid}})));
+  ASSERT_THAT(exporter.status(), IsOk());
+  auto nowhere = KubeClient::Create(WithToken(*base, token_for(nullptr)));
+  ASSERT_THAT(nowhere.status(), IsOk());
+
+  const auto object = [](const std::string& node) {
+    nrt::NodeTopology topology{
+        .node_name = node,
+        .policy = "single-numa-node",
+        .max_numa_nodes = 34,
+        .fingerprint = "pfp0v0010000000000000000",
+        .fingerprint_method = "all",
+        .zones = {
+            {.id = 0, .costs = {{0, 10}}, .resources = {{"cpu", 4, 4, 4}}}}};
+    return nrt::Render(topology);
+  };
+  const std::string collection = nrt::kCollectionPath;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto answer = (*exporter)->Request("POST", collection + "?dryRun=All",
+                                           object("nrt-node-a").dump());
+        return answer.ok() && answer->status == 403;
+      },
+      30s));
+  auto refused =
+      (*exporter)->Request("POST", collection, object("nrt-node-a").dump());
+  ASSERT_THAT(refused.status(), IsOk());
+  EXPECT_EQ(refused->status, 403);
+  EXPECT_THAT(refused->body,
+              HasSubstr("the exporter on node nrt-node-b may not write the "
+                        "NodeResourceTopology of nrt-node-a"));
+  // Its own node's, through the exporter's publisher: created, then
+  // updated, then left alone when nothing changed.
+  nrt::Publisher publisher(exporter->get());
+  ASSERT_THAT(publisher.Publish(object("nrt-node-b")), IsOk());
+  json changed = object("nrt-node-b");
+  changed["zones"][0]["resources"][0]["available"] = "3";
+  ASSERT_THAT(publisher.Publish(changed), IsOk());
+  ASSERT_THAT(publisher.Publish(changed), IsOk());
+  EXPECT_EQ(publisher.stats().creates, 1u);
+  EXPECT_EQ(publisher.stats().updates, 1u);
+  // Someone else's write in between: the update reads again and wins.
+  json stored = json::parse(
+      (*exporter)->Request("GET", collection + "/nrt-node-b")->body);
+  stored["metadata"]["labels"] = {{"example.com/kept", "yes"}};
+  auto other =
+      admin_->Request("PUT", collection + "/nrt-node-b", stored.dump());
+  ASSERT_THAT(other.status(), IsOk());
+  ASSERT_EQ(other->status, 200) << other->body;
+  changed["zones"][0]["resources"][0]["available"] = "2";
+  ASSERT_THAT(publisher.Publish(changed), IsOk());
+  json now = json::parse(
+      (*exporter)->Request("GET", collection + "/nrt-node-b")->body);
+  EXPECT_EQ(now["zones"][0]["resources"][0]["available"], "2");
+  EXPECT_EQ(now["metadata"]["labels"]["example.com/kept"], "yes");
+  EXPECT_EQ(now["attributes"][2]["name"], "topologyManagerMaxNUMANodes");
+
+  auto unbound =
+      (*nowhere)->Request("POST", collection, object("nrt-node-a").dump());
+  ASSERT_THAT(unbound.status(), IsOk());
+  EXPECT_EQ(unbound->status, 403);
+  EXPECT_THAT(unbound->body, HasSubstr("bound to no node"));
+  ASSERT_THAT(admin_->Request("DELETE", collection + "/nrt-node-b").status(),
+              IsOk());
 }
 
 // The test kit's kubelet wipes as the kubelet does, with field selectors on
