@@ -4,6 +4,7 @@
 #include <set>
 
 #include <glog/logging.h>
+#include <malloc.h>
 #include <sys/stat.h>
 
 #include "topology/common/json_fields.h"
@@ -19,6 +20,7 @@ using std::chrono::milliseconds;
 
 constexpr milliseconds kMaxBackoff{30000};
 constexpr milliseconds kSlicesAgain{3000};
+constexpr milliseconds kTrimAgain{1000};
 constexpr char kSlicesPath[] = "/apis/resource.k8s.io/v1/resourceslices";
 constexpr char kClassesPath[] = "/apis/resource.k8s.io/v1/deviceclasses";
 
@@ -153,6 +155,11 @@ StatusOr<Built> Exporter::BuildNow() {
   if (!slices_read_) {
     if (Status read = ReadSlices(); !read.ok()) return read;
   }
+  // Both answers every round: kept between rounds, 10,000 devices would
+  // be a megabyte of an idle exporter's memory (docs/performance.md).
+  // A connection of the round's own: one kept between rounds keeps gRPC's
+  // connection machinery awake, 4 MiB and half again the idle CPU more on
+  // the 34-node machine (docs/performance.md).
   auto resources =
       ReadNodeResources(options_.pod_resources_socket, options_.deadline);
   if (!resources.ok()) return resources.status();
@@ -264,10 +271,10 @@ bool Exporter::Settling() {
 }
 
 void Exporter::Watch(const std::filesystem::path& dir,
-                     const std::vector<std::string>& names, bool registry) {
+                     const std::vector<std::string>& names, bool slices) {
   auto watcher = common::DirWatcher::Start(
       dir,
-      [this, names, registry](const common::DirEvent& event) {
+      [this, names, slices](const common::DirEvent& event) {
         if (event.kind == common::DirEvent::Kind::kListed) return;
         if (!names.empty() &&
             std::find(names.begin(), names.end(), event.name) == names.end()) {
@@ -275,7 +282,7 @@ void Exporter::Watch(const std::filesystem::path& dir,
         }
         MutexLock lock(mu_);
         dirty_ = true;
-        if (registry) {
+        if (slices) {
           slices_stale_ = true;
           slices_again_at_ = clock_.Now() + kSlicesAgain;
         }
@@ -293,10 +300,13 @@ void Exporter::Watch(const std::filesystem::path& dir,
 
 Status Exporter::Start() {
   const auto& root = options_.kubelet_root;
-  Watch(root, StateFiles(), /*registry=*/false);
+  Watch(root, StateFiles(), /*slices=*/false);
+  // The device manager writes its checkpoint when a plugin's devices change
+  // (a plugin registered late, a device gone unhealthy) and when it
+  // allocates.
   Watch(options_.device_plugin_dir, {"kubelet_internal_checkpoint"}, false);
   Watch(root / "pods", {}, false);
-  Watch(root / "plugins_registry", {}, /*registry=*/true);
+  Watch(root / "plugins_registry", {}, /*slices=*/true);
   Watch(options_.pod_resources_socket.parent_path(),
         {options_.pod_resources_socket.filename().string()}, false);
   {
@@ -373,7 +383,17 @@ std::optional<Exporter::Due> Exporter::NextRound() {
       slices_stale_ = true;
       dirty_ = true;
     }
-    Clock::TimePoint at = std::min({next_resync_, retry_at_, slices_again_at_});
+    // gRPC tears a round's connection down on its own threads, after the
+    // round: what that frees goes back to the system a second later.
+    if (now >= trim_at_) {
+      trim_at_ = Clock::TimePoint::max();
+      lock.unlock();
+      malloc_trim(0);
+      lock.lock();
+      continue;
+    }
+    Clock::TimePoint at =
+        std::min({next_resync_, retry_at_, slices_again_at_, trim_at_});
     if (dirty_) at = std::min(at, last_round_ + options_.min_interval);
     if (now >= at) {
       Due due{.resync = now >= next_resync_, .slices = slices_stale_};
@@ -392,7 +412,12 @@ std::optional<Exporter::Due> Exporter::NextRound() {
 void Exporter::Loop() {
   while (const auto due = NextRound()) {
     Status status = Round(*due);
+    // A round's answers (10,000 devices are megabytes while parsed) go
+    // back to the system: an idle exporter's resident memory is what it
+    // keeps, not its last round.
+    malloc_trim(0);
     MutexLock lock(mu_);
+    trim_at_ = clock_.Now() + kTrimAgain;
     ++stats_.rounds;
     if (status.ok()) {
       backoff_ = milliseconds(0);

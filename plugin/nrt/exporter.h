@@ -1,6 +1,7 @@
 // topology-nrt-exporter's work: one node's NodeResourceTopology kept
-// fresh. A round reads the kubelet's pod resources, its Memory Manager's
-// state and (when stale) the node's ResourceSlices and the DeviceClasses,
+// fresh. A round reads the kubelet's pod resources (what the node can give
+// and what pods hold), its Memory Manager's state and (when stale) the
+// node's ResourceSlices and the DeviceClasses,
 // builds the object (build.h) and publishes it when it changed
 // (publisher.h). Rounds run on one thread of the exporter's own, which
 // alone owns what the rounds read:
@@ -127,7 +128,7 @@ class Exporter {
   StatusOr<KubeletSettings> ReadKubeletSettings();
   void LookUpNode();
   void Watch(const std::filesystem::path& dir,
-             const std::vector<std::string>& names, bool registry);
+             const std::vector<std::string>& names, bool slices);
 
   const ExporterOptions options_;
   draplugin::KubeClient* const client_;
@@ -162,6 +163,8 @@ class Exporter {
   // A registration's second look at the slices.
   Clock::TimePoint slices_again_at_ TOPOLOGY_GUARDED_BY(mu_) =
       Clock::TimePoint::max();
+  // When the memory a round's connection left is given back.
+  Clock::TimePoint trim_at_ TOPOLOGY_GUARDED_BY(mu_) = Clock::TimePoint::max();
   Stats stats_ TOPOLOGY_GUARDED_BY(mu_);
 
   std::vector<std::unique_ptr<common::DirWatcher>> watchers_;

@@ -53,35 +53,63 @@ void AddMemory(const v1::ContainerMemory& memory,
   out->push_back({memory.memory_type(), memory.size(), std::move(nodes)});
 }
 
+Status Unanswered(const std::filesystem::path& socket, const char* call,
+                  const grpc::Status& status) {
+  return UnavailableError("the kubelet's pod resources API at " +
+                          socket.string() + " did not answer " + call + ": " +
+                          status.error_message());
+}
+
+Status OutOfRange(const std::filesystem::path& socket, const IdError& error) {
+  return InvalidArgumentError("the kubelet's pod resources API at " +
+                              socket.string() + " answered " + error.what);
+}
+
 }  // namespace
 
-StatusOr<NodeResources> ReadNodeResources(const std::filesystem::path& socket,
-                                          std::chrono::milliseconds deadline) {
+struct PodResourcesClient::Stub {
+  std::unique_ptr<v1::PodResourcesLister::Stub> stub;
+};
+
+PodResourcesClient::PodResourcesClient(std::filesystem::path socket)
+    : socket_(std::move(socket)) {
+  Reset();
+}
+
+PodResourcesClient::~PodResourcesClient() = default;
+
+void PodResourcesClient::Reset() {
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(kMaxPodResourcesAnswerBytes);
-  const auto channel = grpc::CreateCustomChannel(
-      "unix:" + socket.string(), grpc::InsecureChannelCredentials(), arguments);
-  const auto stub = v1::PodResourcesLister::NewStub(channel);
-  const auto failed = [&](const char* call, const grpc::Status& status) {
-    return UnavailableError("the kubelet's pod resources API at " +
-                            socket.string() + " did not answer " + call + ": " +
-                            status.error_message());
-  };
+  // A kubelet that is back is reached within a second, however long it
+  // was away.
+  arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
+  arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  stub_ = std::make_unique<Stub>(
+      Stub{v1::PodResourcesLister::NewStub(grpc::CreateCustomChannel(
+          "unix:" + socket_.string(), grpc::InsecureChannelCredentials(),
+          arguments))});
+}
+
+StatusOr<NodeResources> PodResourcesClient::Read(
+    std::chrono::milliseconds deadline) {
   v1::AllocatableResourcesResponse allocatable;
   {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + deadline);
-    const grpc::Status status = stub->GetAllocatableResources(
+    const grpc::Status status = stub_->stub->GetAllocatableResources(
         &context, v1::AllocatableResourcesRequest(), &allocatable);
-    if (!status.ok()) return failed("GetAllocatableResources", status);
+    if (!status.ok()) {
+      return Unanswered(socket_, "GetAllocatableResources", status);
+    }
   }
   v1::ListPodResourcesResponse listed;
   {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + deadline);
     const grpc::Status status =
-        stub->List(&context, v1::ListPodResourcesRequest(), &listed);
-    if (!status.ok()) return failed("List", status);
+        stub_->stub->List(&context, v1::ListPodResourcesRequest(), &listed);
+    if (!status.ok()) return Unanswered(socket_, "List", status);
   }
   NodeResources out;
   try {
@@ -115,10 +143,14 @@ StatusOr<NodeResources> ReadNodeResources(const std::filesystem::path& socket,
       out.pods.push_back(std::move(entry));
     }
   } catch (const IdError& error) {
-    return InvalidArgumentError("the kubelet's pod resources API at " +
-                                socket.string() + " answered " + error.what);
+    return OutOfRange(socket_, error);
   }
   return out;
+}
+
+StatusOr<NodeResources> ReadNodeResources(const std::filesystem::path& socket,
+                                          std::chrono::milliseconds deadline) {
+  return PodResourcesClient(socket).Read(deadline);
 }
 
 }  // namespace topology::nrt

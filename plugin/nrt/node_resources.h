@@ -12,6 +12,7 @@
 #include <compare>
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -61,9 +62,31 @@ struct NodeResources {
 
 inline constexpr int kMaxPodResourcesAnswerBytes = 16 << 20;
 
-// GetAllocatableResources then List on `socket`, each within `deadline`.
-// UNAVAILABLE naming the socket and the call when the kubelet does not
-// answer; INVALID_ARGUMENT for an id out of range.
+// One connection to the kubelet's socket. It reconnects within a second
+// of a kubelet that is back; Reset() starts a new one (a new socket). The
+// exporter makes one a round: one kept between rounds keeps gRPC's
+// connection machinery awake.
+class PodResourcesClient {
+ public:
+  explicit PodResourcesClient(std::filesystem::path socket);
+  ~PodResourcesClient();
+  PodResourcesClient(const PodResourcesClient&) = delete;
+  PodResourcesClient& operator=(const PodResourcesClient&) = delete;
+
+  // GetAllocatableResources then List, each within `deadline`. UNAVAILABLE
+  // naming the socket and the call when the kubelet does not answer;
+  // INVALID_ARGUMENT for an id out of range. Not thread-safe.
+  StatusOr<NodeResources> Read(std::chrono::milliseconds deadline);
+  void Reset();
+  const std::filesystem::path& socket() const { return socket_; }
+
+ private:
+  struct Stub;
+  std::filesystem::path socket_;
+  std::unique_ptr<Stub> stub_;
+};
+
+// Once, on a connection of its own.
 StatusOr<NodeResources> ReadNodeResources(const std::filesystem::path& socket,
                                           std::chrono::milliseconds deadline);
 

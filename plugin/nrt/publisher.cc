@@ -42,8 +42,25 @@ bool Publisher::SameContent(const json& a, const json& b) {
   return true;
 }
 
+json Publisher::Updated(json current, const json& object) {
+  // The stored object with our fields: its resourceVersion (the update is
+  // refused if it moved), and what others set (labels, annotations).
+  for (const char* key : {"topologyPolicies", "attributes", "zones"}) {
+    current[key] = object[key];
+  }
+  if (object["metadata"].contains("ownerReferences")) {
+    current["metadata"]["ownerReferences"] =
+        object["metadata"]["ownerReferences"];
+  }
+  current["metadata"].erase("managedFields");
+  return current;
+}
+
 Status Publisher::Publish(const json& object) {
-  if (!stored_.is_null() && SameContent(object, stored_)) return OkStatus();
+  if (!stored_.empty() &&
+      SameContent(object, json::parse(stored_, nullptr, false))) {
+    return OkStatus();
+  }
   return Write(object);
 }
 
@@ -51,6 +68,25 @@ Status Publisher::Write(const json& object) {
   const std::string name = object["metadata"]["name"].get<std::string>();
   const std::string path = std::string(kCollectionPath) + "/" + name;
   Status last = OkStatus();
+  // What the server held after our last write is most likely what it
+  // holds now: updated on its resourceVersion without reading it first; a
+  // conflict reads it again below.
+  if (json stored = json::parse(stored_, nullptr, false); stored.is_object()) {
+    auto put = client_->Request("PUT", path, Updated(stored, object).dump());
+    if (!put.ok()) return put.status();
+    last = draplugin::StatusOf(*put, "update " + path);
+    if (last.ok()) {
+      ++stats_.updates;
+      stored_ = std::move(put->body);
+      return OkStatus();
+    }
+    stored_.clear();
+    if (last.code() != StatusCode::kAborted &&
+        last.code() != StatusCode::kNotFound) {
+      return last;
+    }
+    if (last.code() == StatusCode::kAborted) ++stats_.conflicts;
+  }
   for (int attempt = 0; attempt < kConflictAttempts; ++attempt) {
     auto got = client_->Request("GET", path, {}, {},
                                 {.max_body = draplugin::kMaxObjectBytes});
@@ -61,7 +97,7 @@ Status Publisher::Write(const json& object) {
       last = draplugin::StatusOf(*created, "create " + path, /*create=*/true);
       if (last.ok()) {
         ++stats_.creates;
-        stored_ = json::parse(created->body, nullptr, false);
+        stored_ = std::move(created->body);
         return OkStatus();
       }
       if (last.code() == StatusCode::kAlreadyExists) continue;  // raced
@@ -77,24 +113,15 @@ Status Publisher::Write(const json& object) {
     }
     if (SameContent(object, current)) {
       ++stats_.unchanged;
-      stored_ = std::move(current);
+      stored_ = std::move(got->body);
       return OkStatus();
     }
-    // The stored object with our fields: its resourceVersion (the update
-    // is refused if it moved), and what others set (labels, annotations).
-    for (const char* key : {"topologyPolicies", "attributes", "zones"}) {
-      current[key] = object[key];
-    }
-    if (object["metadata"].contains("ownerReferences")) {
-      current["metadata"]["ownerReferences"] =
-          object["metadata"]["ownerReferences"];
-    }
-    auto put = client_->Request("PUT", path, current.dump());
+    auto put = client_->Request("PUT", path, Updated(current, object).dump());
     if (!put.ok()) return put.status();
     last = draplugin::StatusOf(*put, "update " + path);
     if (last.ok()) {
       ++stats_.updates;
-      stored_ = json::parse(put->body, nullptr, false);
+      stored_ = std::move(put->body);
       return OkStatus();
     }
     if (last.code() != StatusCode::kAborted) return last;

@@ -1,13 +1,14 @@
 // Writes a node's NodeResourceTopology: only when what it says changed
-// (the object the API server holds is read first, so a restarted exporter
-// writes nothing when nothing changed), created when missing, updated on
-// the resourceVersion read; a conflict (someone else wrote it meanwhile)
-// is retried from a fresh read. Labels and annotations others set on it are
-// kept.
+// (at the first write the object the API server holds is read, so a
+// restarted exporter writes nothing when nothing changed), created when
+// missing, updated on the resourceVersion of the last write (one request);
+// a conflict (someone else wrote it meanwhile) is retried from a fresh
+// read. Labels and annotations others set on it are kept.
 #ifndef TOPOLOGY_NRT_PUBLISHER_H_
 #define TOPOLOGY_NRT_PUBLISHER_H_
 
 #include <cstdint>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
@@ -38,9 +39,15 @@ class Publisher {
 
  private:
   Status Write(const nlohmann::json& object);
+  // `current` (as stored) with the fields `object` sets.
+  static nlohmann::json Updated(nlohmann::json current,
+                                const nlohmann::json& object);
 
+  // What the API server was last known to hold, as it sent it (text: a
+  // tenth of the memory of its parsed form, which an idle exporter would
+  // keep); empty when unknown.
+  std::string stored_;
   draplugin::KubeClient* client_;
-  nlohmann::json stored_;  // what the API server was last known to hold
   Stats stats_;
 };
 
