@@ -199,48 +199,6 @@ json StatusJson(const HostSnapshot& snapshot) {
           {"pods", pods}};
 }
 
-namespace {
-
-struct MemoryResource {
-  std::string name;
-  uint64_t capacity = 0;
-  uint64_t allocatable = 0;
-  uint64_t available = 0;
-};
-
-// A zone's memory and huge pages as NFD's topology-updater publishes them:
-// capacity from the node (MemTotal; pages x size), allocatable and
-// available from the memory manager's Static state (allocatable, free);
-// with the None policy nothing is set aside or pinned.
-std::vector<MemoryResource> MemoryZone(const HostSnapshot& snapshot,
-                                       const NumaNode& node) {
-  std::vector<MemoryResource> out;
-  const manager::MemoryNodeState* state = nullptr;
-  if (snapshot.memory) {
-    const auto it = snapshot.memory->machine.find(node.id);
-    if (it != snapshot.memory->machine.end()) state = &it->second;
-  }
-  const auto add = [&](const std::string& name, uint64_t capacity) {
-    MemoryResource r{name, capacity, capacity, capacity};
-    if (state != nullptr) {
-      const auto table = state->memory.find(name);
-      if (table != state->memory.end()) {
-        r.allocatable = table->second.allocatable;
-        r.available = table->second.free;
-      }
-    }
-    out.push_back(std::move(r));
-  };
-  if (node.memory_bytes != 0) add(manager::kMemoryResource, node.memory_bytes);
-  for (const HugePages& pages : node.hugepages) {
-    add(HugePagesResourceName(pages.page_size_bytes),
-        pages.total_pages * pages.page_size_bytes);
-  }
-  return out;
-}
-
-}  // namespace
-
 json NodeResourceTopologyJson(const HostSnapshot& snapshot) {
   const Topology& topology = *snapshot.topology;
   // Each resource's counts per node, computed once.
@@ -270,11 +228,12 @@ json NodeResourceTopologyJson(const HostSnapshot& snapshot) {
     zone.resources.push_back({"cpu", static_cast<uint64_t>(capacity),
                               static_cast<uint64_t>(allocatable),
                               static_cast<uint64_t>(available)});
-    for (const auto& [name, capacity_bytes, allocatable_bytes,
-                      available_bytes] : MemoryZone(snapshot, node)) {
-      zone.resources.push_back(
-          {name, capacity_bytes, allocatable_bytes, available_bytes});
+    const manager::MemoryNodeState* state = nullptr;
+    if (snapshot.memory) {
+      const auto it = snapshot.memory->machine.find(node.id);
+      if (it != snapshot.memory->machine.end()) state = &it->second;
     }
+    nrt::AppendMemoryResources(node, state, &zone.resources);
     const std::string key = std::to_string(node.id);
     for (const auto& [name, by_node] : counts) {
       const auto it = by_node.find(key);

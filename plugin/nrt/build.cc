@@ -147,30 +147,12 @@ manager::MemoryMachineState WithoutGonePods(const Inputs& inputs) {
   return machine;
 }
 
-void Memory(const NumaNode& node, const manager::MemoryMachineState* machine,
-            std::vector<ZoneResource>* out) {
-  const manager::MemoryNodeState* state = nullptr;
-  if (machine != nullptr) {
-    const auto it = machine->find(node.id);
-    if (it != machine->end()) state = &it->second;
-  }
-  const auto add = [&](const std::string& name, uint64_t capacity) {
-    ZoneResource r{name, capacity, capacity, capacity};
-    if (state != nullptr) {
-      const auto table = state->memory.find(name);
-      if (table != state->memory.end()) {
-        r.capacity = table->second.total;
-        r.allocatable = table->second.allocatable;
-        r.available = std::min(table->second.free, table->second.allocatable);
-      }
-    }
-    out->push_back(std::move(r));
-  };
-  if (node.memory_bytes != 0) add(manager::kMemoryResource, node.memory_bytes);
-  for (const HugePages& pages : node.hugepages) {
-    add(HugePagesResourceName(pages.page_size_bytes),
-        pages.total_pages * pages.page_size_bytes);
-  }
+// The node's state in `machine`, or null.
+const manager::MemoryNodeState* NodeState(
+    const NumaNode& node, const manager::MemoryMachineState* machine) {
+  if (machine == nullptr) return nullptr;
+  const auto it = machine->find(node.id);
+  return it == machine->end() ? nullptr : &it->second;
 }
 
 }  // namespace
@@ -213,7 +195,8 @@ Built Build(const Inputs& inputs) {
     if (node.has_cpus()) {
       zone.resources.push_back(Cpu(node, allocatable, exclusive));
     }
-    Memory(node, machine ? &*machine : nullptr, &zone.resources);
+    AppendMemoryResources(node, NodeState(node, machine ? &*machine : nullptr),
+                          &zone.resources);
     for (const auto& [name, by_node] : devices) {
       const auto it = by_node.find(node.id);
       if (it == by_node.end()) continue;

@@ -60,7 +60,9 @@ StatusOr<std::unique_ptr<Exporter>> Exporter::Create(
   }
   DiscoveryOptions discovery;
   discovery.host_root = options.host_root;
-  discovery.use_hwloc = false;  // NUMA nodes, CPUs and memory only
+  // NUMA nodes, CPUs and memory only: neither hwloc nor libpci.
+  discovery.use_hwloc = false;
+  discovery.use_libpci = false;
   auto topology = Discover(discovery);
   if (!topology.ok()) return topology.status();
   if (topology->numa_nodes().empty()) {
@@ -147,13 +149,25 @@ Status Exporter::ReadSlices() {
   dra_devices_ = std::move(*devices);
   classes_ = std::move(*selectors);
   slices_read_ = true;
+  slices_error_.clear();
   return OkStatus();
+}
+
+void Exporter::SlicesNotRead(const Status& status) {
+  if (status.message() == slices_error_) return;  // said already
+  slices_error_ = std::string(status.message());
+  LOG(WARNING) << "the node's ResourceSlices and the DeviceClasses were not "
+                  "read; DRA devices are counted as last read (none before "
+                  "the first read): "
+               << status.message();
 }
 
 StatusOr<Built> Exporter::BuildNow() {
   LookUpNode();
   if (!slices_read_) {
-    if (Status read = ReadSlices(); !read.ok()) return read;
+    // A cluster without DRA (or an exporter not allowed to list slices)
+    // still gets its object: without DRA devices, and said so.
+    if (Status read = ReadSlices(); !read.ok()) SlicesNotRead(read);
   }
   // Both answers every round: kept between rounds, 10,000 devices would
   // be a megabyte of an idle exporter's memory (docs/performance.md).
@@ -205,11 +219,7 @@ Status Exporter::Round(const Due& due) {
     }
   }
   if (due.slices) {
-    if (Status read = ReadSlices(); !read.ok()) {
-      LOG(WARNING) << "the node's ResourceSlices were not read; DRA devices "
-                      "are counted as last read: "
-                   << read.message();
-    }
+    if (Status read = ReadSlices(); !read.ok()) SlicesNotRead(read);
   }
   auto built = BuildNow();
   if (!built.ok()) {

@@ -125,6 +125,7 @@ class Exporter {
   // Whether writes wait for a restarted kubelet to settle (and until when).
   bool Settling();
   Status ReadSlices();
+  void SlicesNotRead(const Status& status);
   StatusOr<KubeletSettings> ReadKubeletSettings();
   void LookUpNode();
   void Watch(const std::filesystem::path& dir,
@@ -141,6 +142,7 @@ class Exporter {
   std::vector<DraDevice> dra_devices_;
   std::vector<ClassSelector> classes_;
   bool slices_read_ = false;
+  std::string slices_error_;  // the last read's error, said once
   bool published_once_ = false;
   // The kubelet's pod resources socket (its inode) at the last round, and
   // whether the kubelet did not answer then.

@@ -247,6 +247,13 @@ StatusOr<std::vector<DraDevice>> ParseResourceSlices(std::string_view list,
             const std::string qualified = name.find('/') == std::string::npos
                                               ? driver + "/" + name
                                               : name;
+            // The list form (DRAListTypeAttributes): a device on one node.
+            if (const json* ints = jf::OptionalField(value, "ints");
+                ints != nullptr && qualified == kNumaNodeAttribute &&
+                ints->is_array() && ints->size() == 1) {
+              d.numa_node =
+                  static_cast<int>(jf::AsInt((*ints)[0], name, 0, 1 << 20));
+            }
             std::string text;
             if (const json* s = jf::OptionalField(value, "string")) {
               text = json(jf::AsString(*s, name)).dump();

@@ -1,5 +1,7 @@
 #include "nrt_object.h"
 
+#include <algorithm>
+
 #include "topology/common/pod_fingerprint.h"
 
 namespace topology::nrt {
@@ -13,6 +15,28 @@ std::string TopologyPolicyName(const std::string& policy,
   if (policy == "restricted") return "Restricted" + level;
   if (policy == "best-effort") return "BestEffort" + level;
   return "None";
+}
+
+void AppendMemoryResources(const NumaNode& node,
+                           const manager::MemoryNodeState* state,
+                           std::vector<ZoneResource>* out) {
+  const auto add = [&](const std::string& name, uint64_t capacity) {
+    ZoneResource r{name, capacity, capacity, capacity};
+    if (state != nullptr) {
+      const auto table = state->memory.find(name);
+      if (table != state->memory.end()) {
+        r.capacity = table->second.total;
+        r.allocatable = table->second.allocatable;
+        r.available = std::min(table->second.free, table->second.allocatable);
+      }
+    }
+    out->push_back(std::move(r));
+  };
+  if (node.memory_bytes != 0) add(manager::kMemoryResource, node.memory_bytes);
+  for (const HugePages& pages : node.hugepages) {
+    add(HugePagesResourceName(pages.page_size_bytes),
+        pages.total_pages * pages.page_size_bytes);
+  }
 }
 
 json Render(const NodeTopology& topology) {

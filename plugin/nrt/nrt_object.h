@@ -16,6 +16,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "topology/manager/memory_state.h"
+#include "topology/numa_node.h"
+
 namespace topology::nrt {
 
 inline constexpr char kApiVersion[] = "topology.node.k8s.io/v1alpha2";
@@ -67,6 +70,14 @@ std::string TopologyPolicyName(const std::string& policy,
 
 // The object as the API server stores it (no resourceVersion).
 nlohmann::json Render(const NodeTopology& topology);
+
+// A zone's `memory` and `hugepages-<size>`: under the Memory Manager's
+// Static policy, its state for the node (`state`: total, allocatable, and
+// free as available); otherwise (`state` null, or a type it lacks) the
+// node's own size for all three: nothing set aside or pinned per node.
+void AppendMemoryResources(const NumaNode& node,
+                           const manager::MemoryNodeState* state,
+                           std::vector<ZoneResource>* out);
 
 }  // namespace topology::nrt
 

@@ -64,28 +64,34 @@ Status Publisher::Publish(const json& object) {
   return Write(object);
 }
 
+Status Publisher::Update(const std::string& path, const json& current,
+                         const json& object) {
+  auto put = client_->Request("PUT", path, Updated(current, object).dump());
+  if (!put.ok()) return put.status();
+  Status status = draplugin::StatusOf(*put, "update " + path);
+  if (status.ok()) {
+    ++stats_.updates;
+    stored_ = std::move(put->body);
+    return status;
+  }
+  stored_.clear();
+  if (status.code() == StatusCode::kAborted) ++stats_.conflicts;
+  return status;
+}
+
 Status Publisher::Write(const json& object) {
   const std::string name = object["metadata"]["name"].get<std::string>();
   const std::string path = std::string(kCollectionPath) + "/" + name;
   Status last = OkStatus();
   // What the server held after our last write is most likely what it
   // holds now: updated on its resourceVersion without reading it first; a
-  // conflict reads it again below.
+  // conflict (or a deleted object) reads it again below.
   if (json stored = json::parse(stored_, nullptr, false); stored.is_object()) {
-    auto put = client_->Request("PUT", path, Updated(stored, object).dump());
-    if (!put.ok()) return put.status();
-    last = draplugin::StatusOf(*put, "update " + path);
-    if (last.ok()) {
-      ++stats_.updates;
-      stored_ = std::move(put->body);
-      return OkStatus();
-    }
-    stored_.clear();
-    if (last.code() != StatusCode::kAborted &&
-        last.code() != StatusCode::kNotFound) {
+    last = Update(path, stored, object);
+    if (last.ok() || (last.code() != StatusCode::kAborted &&
+                      last.code() != StatusCode::kNotFound)) {
       return last;
     }
-    if (last.code() == StatusCode::kAborted) ++stats_.conflicts;
   }
   for (int attempt = 0; attempt < kConflictAttempts; ++attempt) {
     auto got = client_->Request("GET", path, {}, {},
@@ -116,16 +122,9 @@ Status Publisher::Write(const json& object) {
       stored_ = std::move(got->body);
       return OkStatus();
     }
-    auto put = client_->Request("PUT", path, Updated(current, object).dump());
-    if (!put.ok()) return put.status();
-    last = draplugin::StatusOf(*put, "update " + path);
-    if (last.ok()) {
-      ++stats_.updates;
-      stored_ = std::move(put->body);
-      return OkStatus();
-    }
+    last = Update(path, current, object);
+    // A conflict: read again, write again.
     if (last.code() != StatusCode::kAborted) return last;
-    ++stats_.conflicts;  // read again, write again
   }
   return last;
 }

@@ -39,6 +39,10 @@ class Publisher {
 
  private:
   Status Write(const nlohmann::json& object);
+  // One PUT of `current` with `object`'s fields; what the server answered
+  // becomes stored_ (forgotten on an error).
+  Status Update(const std::string& path, const nlohmann::json& current,
+                const nlohmann::json& object);
   // `current` (as stored) with the fields `object` sets.
   static nlohmann::json Updated(nlohmann::json current,
                                 const nlohmann::json& object);

@@ -125,6 +125,26 @@ class KubeApiServerTest : public ::testing::Test {
     config.token = std::move(token);
     return config;
   }
+  // A token of the ServiceAccount kube-system/`account`, bound to `bound`
+  // (an object reference: its pod's node goes into the token) unless null.
+  std::string TokenOf(const std::string& account, const json& bound) const {
+    json request = {
+        {"apiVersion", "authentication.k8s.io/v1"},
+        {"kind", "TokenRequest"},
+        {"spec",
+         {{"audiences", {"https://kubernetes.default.svc.cluster.local"}},
+          {"expirationSeconds", 3600}}}};
+    if (!bound.is_null()) request["spec"]["boundObjectRef"] = bound;
+    auto answer = admin_->Request(
+        "POST",
+        "/api/v1/namespaces/kube-system/serviceaccounts/" + account + "/token",
+        request.dump());
+    EXPECT_THAT(answer.status(), IsOk());
+    if (!answer.ok()) return std::string();
+    EXPECT_EQ(answer->status, 201) << answer->body;
+    return json::parse(answer->body)["status"].value("token", "");
+  }
+
   // This node's and driver's slices as the API server has them.
   std::vector<json> SlicesOf(const std::string& node,
                              const std::string& driver = kDriver) const {
@@ -999,22 +1019,7 @@ TEST_F(KubeApiServerTest, TheAdmissionPolicyKeepsEachDriverToItsNodesSlices) {
   ASSERT_EQ(made->status, 201) << made->body;
   const std::string pod_uid = json::parse(made->body)["metadata"]["uid"];
   const auto token_for = [&](const json& bound) {
-    json request = {
-        {"apiVersion", "authentication.k8s.io/v1"},
-        {"kind", "TokenRequest"},
-        {"spec",
-         {{"audiences", {"https://kubernetes.default.svc.cluster.local"}},
-          {"expirationSeconds", 3600}}}};
-    if (!bound.is_null()) request["spec"]["boundObjectRef"] = bound;
-    auto answer = admin_->Request(
-        "POST",
-        "/api/v1/namespaces/kube-system/serviceaccounts/topology-dra-driver/"
-        "token",
-        request.dump());
-    EXPECT_THAT(answer.status(), IsOk());
-    if (!answer.ok()) return std::string();
-    EXPECT_EQ(answer->status, 201) << answer->body;
-    return json::parse(answer->body)["status"].value("token", "");
+    return TokenOf("topology-dra-driver", bound);
   };
   const std::string on_node = token_for({{"apiVersion", "v1"},
                                          {"kind", "Pod"},
@@ -1090,22 +1095,7 @@ TEST_F(KubeApiServerTest, TheAdmissionPolicyKeepsEachExporterToItsNodesObject) {
   ASSERT_EQ(made->status, 201) << made->body;
   const std::string pod_uid = json::parse(made->body)["metadata"]["uid"];
   const auto token_for = [&](const json& bound) {
-    json request = {
-        {"apiVersion", "authentication.k8s.io/v1"},
-        {"kind", "TokenRequest"},
-        {"spec",
-         {{"audiences", {"https://kubernetes.default.svc.cluster.local"}},
-          {"expirationSeconds", 3600}}}};
-    if (!bound.is_null()) request["spec"]["boundObjectRef"] = bound;
-    auto answer = admin_->Request(
-        "POST",
-        "/api/v1/namespaces/kube-system/serviceaccounts/topology-nrt-exporter/"
-        "token",
-        request.dump());
-    EXPECT_THAT(answer.status(), IsOk());
-    if (!answer.ok()) return std::string();
-    EXPECT_EQ(answer->status, 201) << answer->body;
-    return json::parse(answer->body)["status"].value("token", "");
+    return TokenOf("topology-nrt-exporter", bound);
   };
   auto base = LoadKubeConfig(env_["KUBECONFIG"]);
   ASSERT_THAT(base.status(), IsOk());

@@ -72,6 +72,25 @@ Built BuildWith(const Topology& topology, const NodeResources& resources,
                 .fingerprint_method = method});
 }
 
+// The Static Memory Manager's state after a 60-byte block over nodes 0
+// and 1 took 40 from node 0 (of 90 allocatable) and 20 from node 1 (of
+// 100).
+MemoryManagerState SplitBlockState() {
+  MemoryManagerState memory;
+  memory.policy = "Static";
+  memory.machine[0].memory["memory"] = {.total = 100,
+                                        .system_reserved = 10,
+                                        .allocatable = 90,
+                                        .reserved = 40,
+                                        .free = 50};
+  memory.machine[1].memory["memory"] = {.total = 100,
+                                        .system_reserved = 0,
+                                        .allocatable = 100,
+                                        .reserved = 20,
+                                        .free = 80};
+  return memory;
+}
+
 TEST(NrtBuildTest, ZonesCarryTheSlitCostsAndTheCpusPodsHold) {
   const Topology topology = TwoNodes();
   NodeResources resources;
@@ -104,18 +123,7 @@ TEST(NrtBuildTest, WithoutAllocatableCpusEveryCpuIsAvailable) {
 // the whole block on each (as RTE counts it).
 TEST(NrtBuildTest, ACrossNumaBlockIsCountedOnceAsTheMemoryManagerSplitIt) {
   const Topology topology = TwoNodes();
-  MemoryManagerState memory;
-  memory.policy = "Static";
-  memory.machine[0].memory["memory"] = {.total = 100,
-                                        .system_reserved = 10,
-                                        .allocatable = 90,
-                                        .reserved = 40,
-                                        .free = 50};
-  memory.machine[1].memory["memory"] = {.total = 100,
-                                        .system_reserved = 0,
-                                        .allocatable = 100,
-                                        .reserved = 20,
-                                        .free = 80};
+  MemoryManagerState memory = SplitBlockState();
   NodeResources resources;
   resources.pods = {
       {.ns = "default", .name = "wide", .memory = {{"memory", 60, {0, 1}}}}};
@@ -136,18 +144,7 @@ TEST(NrtBuildTest, ACrossNumaBlockIsCountedOnceAsTheMemoryManagerSplitIt) {
 // counts them free, released from each node as the manager releases them.
 TEST(NrtBuildTest, AGonePodsMemoryIsFreeBeforeTheManagerFreesIt) {
   const Topology topology = TwoNodes();
-  MemoryManagerState memory;
-  memory.policy = "Static";
-  memory.machine[0].memory["memory"] = {.total = 100,
-                                        .system_reserved = 10,
-                                        .allocatable = 90,
-                                        .reserved = 40,
-                                        .free = 50};
-  memory.machine[1].memory["memory"] = {.total = 100,
-                                        .system_reserved = 0,
-                                        .allocatable = 100,
-                                        .reserved = 20,
-                                        .free = 80};
+  MemoryManagerState memory = SplitBlockState();
   memory.blocks["uid-gone"] = {
       {.numa_affinity = {0, 1}, .type = "memory", .size = 60}};
   const NodeResources resources;
@@ -399,7 +396,9 @@ TEST(NodeInputsTest, SlicesOfTheNodeInTheirNewestGeneration) {
       "pool":{"name":"node-a","generation":2,"resourceSliceCount":1},
       "devices":[{"name":"gpu-0","attributes":{
         "resource.kubernetes.io/numaNode":{"int":1},
-        "model":{"string":"h100"},"ecc":{"bool":true}}}]}},
+        "model":{"string":"h100"},"ecc":{"bool":true}}},
+      {"name":"gpu-1","attributes":{
+        "resource.kubernetes.io/numaNode":{"ints":[3]}}}]}},
     {"spec":{"driver":"gpu.example.com","nodeName":"node-a",
       "pool":{"name":"node-a","generation":1,"resourceSliceCount":1},
       "devices":[{"name":"stale"}]}},
@@ -408,7 +407,9 @@ TEST(NodeInputsTest, SlicesOfTheNodeInTheirNewestGeneration) {
       "devices":[{"name":"elsewhere"}]}}]})";
   auto devices = ParseResourceSlices(list, "node-a");
   ASSERT_TRUE(devices.ok()) << devices.status().message();
-  ASSERT_EQ(devices->size(), 1u);
+  ASSERT_EQ(devices->size(), 2u);
+  // The list form of DRAListTypeAttributes: one node.
+  EXPECT_EQ((*devices)[1].numa_node, 3);
   const DraDevice& d = (*devices)[0];
   EXPECT_EQ(d.name, "gpu-0");
   EXPECT_EQ(d.numa_node, 1);
