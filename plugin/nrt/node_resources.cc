@@ -67,40 +67,21 @@ Status OutOfRange(const std::filesystem::path& socket, const IdError& error) {
 
 }  // namespace
 
-struct PodResourcesClient::Stub {
-  std::unique_ptr<v1::PodResourcesLister::Stub> stub;
-};
-
-PodResourcesClient::PodResourcesClient(std::filesystem::path socket)
-    : socket_(std::move(socket)) {
-  Reset();
-}
-
-PodResourcesClient::~PodResourcesClient() = default;
-
-void PodResourcesClient::Reset() {
+StatusOr<NodeResources> ReadNodeResources(const std::filesystem::path& socket,
+                                          std::chrono::milliseconds deadline) {
   grpc::ChannelArguments arguments;
   arguments.SetMaxReceiveMessageSize(kMaxPodResourcesAnswerBytes);
-  // A kubelet that is back is reached within a second, however long it
-  // was away.
-  arguments.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  arguments.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
-  stub_ = std::make_unique<Stub>(
-      Stub{v1::PodResourcesLister::NewStub(grpc::CreateCustomChannel(
-          "unix:" + socket_.string(), grpc::InsecureChannelCredentials(),
-          arguments))});
-}
-
-StatusOr<NodeResources> PodResourcesClient::Read(
-    std::chrono::milliseconds deadline) {
+  const auto stub = v1::PodResourcesLister::NewStub(
+      grpc::CreateCustomChannel("unix:" + socket.string(),
+                                grpc::InsecureChannelCredentials(), arguments));
   v1::AllocatableResourcesResponse allocatable;
   {
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + deadline);
-    const grpc::Status status = stub_->stub->GetAllocatableResources(
+    const grpc::Status status = stub->GetAllocatableResources(
         &context, v1::AllocatableResourcesRequest(), &allocatable);
     if (!status.ok()) {
-      return Unanswered(socket_, "GetAllocatableResources", status);
+      return Unanswered(socket, "GetAllocatableResources", status);
     }
   }
   v1::ListPodResourcesResponse listed;
@@ -108,8 +89,8 @@ StatusOr<NodeResources> PodResourcesClient::Read(
     grpc::ClientContext context;
     context.set_deadline(std::chrono::system_clock::now() + deadline);
     const grpc::Status status =
-        stub_->stub->List(&context, v1::ListPodResourcesRequest(), &listed);
-    if (!status.ok()) return Unanswered(socket_, "List", status);
+        stub->List(&context, v1::ListPodResourcesRequest(), &listed);
+    if (!status.ok()) return Unanswered(socket, "List", status);
   }
   NodeResources out;
   try {
@@ -143,14 +124,9 @@ StatusOr<NodeResources> PodResourcesClient::Read(
       out.pods.push_back(std::move(entry));
     }
   } catch (const IdError& error) {
-    return OutOfRange(socket_, error);
+    return OutOfRange(socket, error);
   }
   return out;
-}
-
-StatusOr<NodeResources> ReadNodeResources(const std::filesystem::path& socket,
-                                          std::chrono::milliseconds deadline) {
-  return PodResourcesClient(socket).Read(deadline);
 }
 
 }  // namespace topology::nrt

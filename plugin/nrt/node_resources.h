@@ -12,7 +12,6 @@
 #include <compare>
 #include <cstdint>
 #include <filesystem>
-#include <memory>
 #include <string>
 #include <vector>
 
@@ -62,31 +61,11 @@ struct NodeResources {
 
 inline constexpr int kMaxPodResourcesAnswerBytes = 16 << 20;
 
-// One connection to the kubelet's socket. It reconnects within a second
-// of a kubelet that is back; Reset() starts a new one (a new socket). The
-// exporter makes one a round: one kept between rounds keeps gRPC's
-// connection machinery awake.
-class PodResourcesClient {
- public:
-  explicit PodResourcesClient(std::filesystem::path socket);
-  ~PodResourcesClient();
-  PodResourcesClient(const PodResourcesClient&) = delete;
-  PodResourcesClient& operator=(const PodResourcesClient&) = delete;
-
-  // GetAllocatableResources then List, each within `deadline`. UNAVAILABLE
-  // naming the socket and the call when the kubelet does not answer;
-  // INVALID_ARGUMENT for an id out of range. Not thread-safe.
-  StatusOr<NodeResources> Read(std::chrono::milliseconds deadline);
-  void Reset();
-  const std::filesystem::path& socket() const { return socket_; }
-
- private:
-  struct Stub;
-  std::filesystem::path socket_;
-  std::unique_ptr<Stub> stub_;
-};
-
-// Once, on a connection of its own.
+// GetAllocatableResources then List on `socket`, each within `deadline`,
+// on a connection of the call's own (one kept between an exporter's rounds
+// keeps gRPC's connection machinery awake: docs/performance.md).
+// UNAVAILABLE naming the socket and the call when the kubelet does not
+// answer; INVALID_ARGUMENT for an id out of range.
 StatusOr<NodeResources> ReadNodeResources(const std::filesystem::path& socket,
                                           std::chrono::milliseconds deadline);
 
