@@ -2,11 +2,13 @@
 
 #include <algorithm>
 #include <set>
+#include <utility>
 
 #include <glog/logging.h>
 #include <malloc.h>
 #include <sys/stat.h>
 
+#include "topology/common/daemon.h"
 #include "topology/common/json_fields.h"
 #include "topology/common/safe_file.h"
 #include "topology/discovery.h"
@@ -397,8 +399,14 @@ std::optional<Exporter::Due> Exporter::NextRound() {
     // round: what that frees goes back to the system a second later.
     if (now >= trim_at_) {
       trim_at_ = Clock::TimePoint::max();
+      const bool release = options_.release_startup_code && stats_.published &&
+                           !std::exchange(startup_code_released_, true);
       lock.unlock();
       malloc_trim(0);
+      // Start-up (gRPC's plugins registering, flags, the configuration,
+      // the first connections) touched most of the program's text: the
+      // rounds' own code is mapped again as they run.
+      if (release) common::ReleaseStartupCode();
       lock.lock();
       continue;
     }

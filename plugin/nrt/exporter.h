@@ -71,6 +71,9 @@ struct ExporterOptions {
   std::chrono::milliseconds deadline{std::chrono::seconds(5)};
   // List the watched directories instead of inotify.
   bool poll = false;
+  // Once the first round's object is written, give the start-up code back
+  // (common::ReleaseStartupCode): the program, not tests linking this.
+  bool release_startup_code = false;
   const Clock* clock = &Clock::Real();
 };
 
@@ -167,6 +170,9 @@ class Exporter {
       Clock::TimePoint::max();
   // When the memory a round's connection left is given back.
   Clock::TimePoint trim_at_ TOPOLOGY_GUARDED_BY(mu_) = Clock::TimePoint::max();
+  // The start-up code is released at the trim after the object was first
+  // published (ExporterOptions::release_startup_code).
+  bool startup_code_released_ TOPOLOGY_GUARDED_BY(mu_) = false;
   Stats stats_ TOPOLOGY_GUARDED_BY(mu_);
 
   std::vector<std::unique_ptr<common::DirWatcher>> watchers_;

@@ -65,6 +65,7 @@ int Run(const Flags& flags) {
   options.kubelet_config = flags.kubelet_config;
   options.kubelet_configz = flags.kubelet_configz;
   options.dra = !flags.no_dra;
+  options.release_startup_code = true;
   if (flags.method != common::kPodFingerprintMethodAll &&
       flags.method != common::kPodFingerprintMethodExclusive) {
     return Usage("--pods-fingerprint-method: \"" + flags.method +
@@ -204,7 +205,9 @@ int main(int argc, char** argv) {
                  "host:port of /healthz, /readyz and /metrics (empty: none)");
   app.add_option("-v,--v", flags.verbosity, "Log verbosity (klog -v)");
   CLI11_PARSE(app, argc, argv);
-  const common::DaemonProcess process{.verbosity = flags.verbosity};
+  // A round's answers are megabytes while parsed: given back whole.
+  const common::DaemonProcess process{.verbosity = flags.verbosity,
+                                      .malloc_release_threshold = 128 << 10};
   common::SetUpDaemon(argv[0], process);
   return Run(flags);
 }

@@ -413,6 +413,11 @@ std::optional<int> DraDriver::Start() {
   if (!options_.http_addr.empty()) {
     http_ = ServeHttp(options_.http_addr, *runner_, slices_);
   }
+  // The configuration, discovery, the inventory's first build and gRPC's
+  // plugins setting themselves up are done: their code pages go
+  // (common::ReleaseStartupCode); what publishing, the passes and the
+  // kubelet's calls run comes back as they run.
+  common::ReleaseStartupCode();
   return std::nullopt;
 }
 

@@ -1,13 +1,16 @@
 // Part P.f of the device plugin conformance checklist, lifecycle (kubelet
 // restarts, denials, stop), and the hardening beyond the checklist (the
 // fixture: framework_test_fixture.h).
+#include <cctype>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <optional>
 #include <string>
 
+#include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/resource.h>
@@ -294,6 +297,41 @@ TEST_F(FrameworkTest, SocketModeIsExplicit) {
   EXPECT_EQ(info.st_mode & 0777, 0600u);
 }
 
+// Kilobytes of this program's own code resident (its executable mappings in
+// /proc/self/smaps).
+size_t ResidentCodeKilobytes() {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe");
+  std::ifstream smaps("/proc/self/smaps");
+  size_t total = 0;
+  bool code = false;
+  for (std::string line; std::getline(smaps, line);) {
+    if (line.empty()) continue;
+    if (std::isxdigit(static_cast<unsigned char>(line[0])) != 0 &&
+        line.find('-') < line.find(' ')) {
+      const std::string perms = line.substr(line.find(' ') + 1, 4);
+      code = perms[2] == 'x' && line.ends_with(self);
+    } else if (code && line.starts_with("Rss:")) {
+      total += std::stoul(line.substr(4));
+    }
+  }
+  return total;
+}
+
+// The start-up code a daemon gives back (ReleaseStartupCode): the program's
+// code leaves its resident memory; what runs afterwards (the second count)
+// and the constants it reads are as they were.
+TEST(ProcessSetupTest, StartupCodeIsReleasedAndRunsAgain) {
+  static constexpr char kConstant[] = "a constant in a read-only segment";
+  const std::string before_text(kConstant);
+  const size_t before = ResidentCodeKilobytes();
+  ASSERT_GT(before, 64u);
+  const size_t released = common::ReleaseStartupCode();
+  const size_t after = ResidentCodeKilobytes();
+  EXPECT_GT(released, before * 1024);
+  EXPECT_LT(after, before / 2) << before << " kB before";
+  EXPECT_EQ(std::string(kConstant), before_text);
+}
+
 // The daemons' gRPC engine: "poll", unless the operator named one.
 TEST(ProcessSetupTest, PollEngineUnlessTheOperatorChoseOne) {
   constexpr char kVariable[] = "GRPC_POLL_STRATEGY";
@@ -365,6 +403,44 @@ TEST(ProcessSetupTest, TheDaemonSequenceSetsUpAndWaitsForTheSignal) {
       },
       ::testing::ExitedWithCode(0), "received signal 15; shutting down");
 }
+
+// glibc's allocator (the sanitizers replace it, and its thresholds with it).
+#if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
+// Whether a block of `size` just allocated and freed before leaves the next
+// one of that size mapped on its own (mallinfo2's hblks), as a fixed
+// threshold below it keeps it, where glibc's dynamic one, raised by the
+// free, would carve it from the heap.
+bool MappedAfterAFreeOfTheSameSize(size_t size) {
+  // volatile: the compiler may not leave out an allocation only freed.
+  void* volatile first = std::malloc(size);
+  std::free(first);
+  const size_t before = mallinfo2().hblks;
+  void* volatile second = std::malloc(size);
+  const bool mapped = mallinfo2().hblks > before;
+  std::free(second);
+  return mapped;
+}
+
+// A daemon that gives big blocks back whole (malloc_release_threshold):
+// a freed answer's buffer does not raise the threshold for what follows.
+TEST(ProcessSetupTest, MallocThresholdsStayFixedWhenTheDaemonAsks) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(
+      {
+        common::SetUpDaemon("daemon-test",
+                            {.malloc_release_threshold = 128 << 10});
+        std::exit(MappedAfterAFreeOfTheSameSize(4 << 20) ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(0), "");
+  // Without it, glibc's dynamic threshold (what the other daemons keep).
+  EXPECT_EXIT(
+      {
+        common::SetUpDaemon("daemon-test", {});
+        std::exit(MappedAfterAFreeOfTheSameSize(4 << 20) ? 0 : 1);
+      },
+      ::testing::ExitedWithCode(1), "");
+}
+#endif
 
 }  // namespace
 }  // namespace topology::testing

@@ -2,13 +2,19 @@
 // limit, gRPC's polling engine, the exit deadline.
 #include "topology/common/daemon.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <cstdlib>
 #include <ctime>
 #include <thread>
 
+#include <elf.h>
 #include <glog/logging.h>
+#include <link.h>
+#include <malloc.h>
+#include <sys/auxv.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -74,6 +80,58 @@ void ExitIfStillRunningAfter(std::chrono::milliseconds limit, int exit_code) {
   }).detach();
 }
 
+namespace {
+
+// Whether a loaded object's code is written at relocation (DT_TEXTREL or
+// DF_TEXTREL): its pages then differ from the file's.
+bool HasTextRelocations(const dl_phdr_info& object) {
+  for (ElfW(Half) i = 0; i < object.dlpi_phnum; ++i) {
+    const ElfW(Phdr)& header = object.dlpi_phdr[i];
+    if (header.p_type != PT_DYNAMIC) continue;
+    const auto* entry =
+        reinterpret_cast<const ElfW(Dyn)*>(object.dlpi_addr + header.p_vaddr);
+    for (; entry->d_tag != DT_NULL; ++entry) {
+      if (entry->d_tag == DT_TEXTREL) return true;
+      if (entry->d_tag == DT_FLAGS && (entry->d_un.d_val & DF_TEXTREL) != 0) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+int ReleaseReadOnlySegments(dl_phdr_info* object, size_t, void* data) {
+  auto* released = static_cast<size_t*>(data);
+  if (object->dlpi_addr == getauxval(AT_SYSINFO_EHDR)) return 0;  // vDSO
+  if (HasTextRelocations(*object)) return 0;
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  for (ElfW(Half) i = 0; i < object->dlpi_phnum; ++i) {
+    const ElfW(Phdr)& header = object->dlpi_phdr[i];
+    if (header.p_type != PT_LOAD || (header.p_flags & PF_W) != 0) continue;
+    // Whole pages of the segment only: a page it shares with a neighbour
+    // (never so with today's linkers) stays.
+    const uintptr_t start =
+        (object->dlpi_addr + header.p_vaddr + page - 1) & ~(page - 1);
+    const uintptr_t end =
+        (object->dlpi_addr + header.p_vaddr + header.p_filesz) & ~(page - 1);
+    if (end <= start) continue;
+    if (madvise(reinterpret_cast<void*>(start), end - start, MADV_DONTNEED) ==
+        0) {
+      *released += end - start;
+    }
+  }
+  return 0;
+}
+
+}  // namespace
+
+size_t ReleaseStartupCode() {
+  size_t released = 0;
+  dl_iterate_phdr(ReleaseReadOnlySegments, &released);
+  VLOG(1) << "start-up code released: " << released << " bytes unmapped";
+  return released;
+}
+
 int WaitForShutdownSignal() {
   sigset_t set;
   sigemptyset(&set);
@@ -87,6 +145,12 @@ int WaitForShutdownSignal() {
 
 void SetUpDaemon(const char* argv0, const DaemonProcess& process) {
   umask(077);
+  if (process.malloc_release_threshold > 0) {
+    const int threshold = static_cast<int>(
+        std::min<size_t>(process.malloc_release_threshold, 32u << 20));
+    mallopt(M_MMAP_THRESHOLD, threshold);
+    mallopt(M_TRIM_THRESHOLD, threshold);
+  }
   const std::string engine = ChooseGrpcPollEngine(process.grpc_engine);
   InitLogging(argv0, process.verbosity);
   BlockShutdownSignals();

@@ -14,6 +14,7 @@
 #define TOPOLOGY_COMMON_DAEMON_H_
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -29,12 +30,19 @@ struct DaemonProcess {
   // the container runtime's grace), and the exit status past it.
   std::chrono::milliseconds stop_limit{4500};
   int stuck_exit_code = 0;
+  // Blocks from this size up are mapped on their own and a heap's free top
+  // from this size up is given back (M_MMAP_THRESHOLD, M_TRIM_THRESHOLD),
+  // fixed; 0 keeps glibc's dynamic thresholds. Under those, freeing one big
+  // block (a parsed answer's buffer) raises both for the process's life,
+  // and a thread's heap then keeps megabytes free at its top that
+  // malloc_trim does not give back (it trims only the main heap's top).
+  size_t malloc_release_threshold = 0;
 };
 
 // The process set up, in this order, before any thread exists: files and
 // sockets get explicit modes (a umask of 077 covers the window before),
-// gRPC's polling engine, the klog-format log (InitLogging), the shutdown
-// signals blocked, the open-file limit raised.
+// malloc's thresholds, gRPC's polling engine, the klog-format log
+// (InitLogging), the shutdown signals blocked, the open-file limit raised.
 void SetUpDaemon(const char* argv0, const DaemonProcess& process);
 
 // Returns once SIGTERM or SIGINT arrived, said in the log, with the stop's
@@ -70,6 +78,19 @@ uint64_t RaiseOpenFileLimit();
 // is not read while its first call is being handled, so a second call on it
 // waits for the first.
 std::string ChooseGrpcPollEngine(const std::string& engine = "poll");
+
+// Unmaps the read-only segments of the program and its shared libraries
+// (code, constants, unwind tables) from this process, and returns the bytes
+// that were mapped there. They stay in the page cache: what runs afterwards
+// is mapped again from it on demand, a minor fault per 64 KB window. A
+// statically linked gRPC program touches most of its 10-14 MB of text while
+// it starts (every gRPC plugin registers itself, TLS and the first
+// connections set up), and the kernel keeps all of it resident for the
+// process's life; a daemon calls this once, after its start-up and first
+// pass of work, so that its resident memory is what its steady work touches.
+// Only segments nothing writes are released (no text relocations, outside
+// RELRO): their pages read back exactly as they were. Never the vDSO.
+size_t ReleaseStartupCode();
 
 // After a shutdown signal: ends the process with `exit_code` if the orderly
 // stop has not returned within `limit`, whatever state it is stuck in.
