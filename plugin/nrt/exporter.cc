@@ -261,11 +261,12 @@ Status Exporter::Round(const Due& due) {
 }
 
 bool Exporter::Settling() {
-  struct stat st {};
-  const uint64_t inode =
-      ::stat(options_.pod_resources_socket.c_str(), &st) == 0 ? st.st_ino : 0;
+  // The socket by its birth too: a kubelet's new socket may get the
+  // number of the one it unlinked.
+  const std::optional<files::FileIdentity> socket =
+      files::IdentityAt(options_.pod_resources_socket);
   const Clock::TimePoint now = clock_.Now();
-  if ((socket_inode_ != 0 && inode != socket_inode_) || kubelet_away_) {
+  if ((socket_ && socket != socket_) || kubelet_away_) {
     hold_until_ = now + options_.kubelet_settle;
     if (!holding_) {
       LOG(INFO) << "the kubelet restarted; its pods are read again in "
@@ -274,7 +275,7 @@ bool Exporter::Settling() {
     }
     holding_ = true;
   }
-  socket_inode_ = inode;
+  socket_ = socket;
   kubelet_away_ = false;
   if (!holding_ || now >= hold_until_) return false;
   MutexLock lock(mu_);

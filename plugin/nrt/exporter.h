@@ -38,6 +38,7 @@
 
 #include "topology/clock.h"
 #include "topology/common/dir_watcher.h"
+#include "topology/common/safe_file.h"
 #include "topology/draplugin/kube_client.h"
 #include "topology/status.h"
 #include "topology/thread_annotations.h"
@@ -147,9 +148,9 @@ class Exporter {
   bool slices_read_ = false;
   std::string slices_error_;  // the last read's error, said once
   bool published_once_ = false;
-  // The kubelet's pod resources socket (its inode) at the last round, and
-  // whether the kubelet did not answer then.
-  uint64_t socket_inode_ = 0;
+  // The kubelet's pod resources socket at the last round, and whether the
+  // kubelet did not answer then.
+  std::optional<files::FileIdentity> socket_;
   bool kubelet_away_ = false;
   Clock::TimePoint hold_until_ = {};
   bool holding_ = false;

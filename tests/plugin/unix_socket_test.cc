@@ -8,6 +8,7 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <ctime>
 #include <fstream>
 #include <future>
 #include <memory>
@@ -177,6 +178,37 @@ TEST(UnixAcceptorTest, InPlaceOnlyItsNameAppearsWithItsMode) {
     EXPECT_FALSE(IsSocket(path));
   }
   umask(umask_was);
+}
+
+// A socket unlinked and bound again at its path is another socket, though
+// ext4 gives it the inode number of the one it replaced (the kubelet's pod
+// resources socket at a restart): its identity holds its birth time too.
+// The two are made a tick of the file system's clock apart, as a restart
+// is; within one tick the birth times are equal.
+TEST(SocketIdentityTest, ASocketBoundAgainAtItsPathIsAnotherOne) {
+  testing::TempDir dir;
+  const auto path = dir.path() / "kubelet.sock";
+  const int first = BindAt(path, /*listening=*/true);
+  ASSERT_GE(first, 0);
+  const auto before = SocketAt(path);
+  ASSERT_TRUE(before.has_value());
+  close(first);
+  ASSERT_EQ(unlink(path.c_str()), 0);
+  const auto coarse_now = [] {
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME_COARSE, &now);
+    return now.tv_sec * 1'000'000'000LL + now.tv_nsec;
+  };
+  const long long made = coarse_now();
+  ASSERT_TRUE(testing::WaitFor([&] { return coarse_now() != made; },
+                               std::chrono::seconds(1),
+                               std::chrono::milliseconds(1)));
+  const int second = BindAt(path, /*listening=*/true);
+  ASSERT_GE(second, 0);
+  const auto after = SocketAt(path);
+  ASSERT_TRUE(after.has_value());
+  EXPECT_NE(after, before) << "inode " << after->ino << " both times";
+  close(second);
 }
 
 TEST(UnixAcceptorTest, AStaleSocketIsReplacedALiveOneAndOtherFilesAreNot) {

@@ -100,10 +100,25 @@ bool HasTextRelocations(const dl_phdr_info& object) {
   return false;
 }
 
+// Whether the object is the kernel's vDSO (its ELF header where the
+// auxiliary vector says): a mapping of the kernel's, not of a file.
+bool IsVdso(const dl_phdr_info& object) {
+  const uintptr_t vdso = getauxval(AT_SYSINFO_EHDR);
+  if (vdso == 0) return false;
+  for (ElfW(Half) i = 0; i < object.dlpi_phnum; ++i) {
+    const ElfW(Phdr)& header = object.dlpi_phdr[i];
+    const uintptr_t start = object.dlpi_addr + header.p_vaddr;
+    if (header.p_type == PT_LOAD && vdso >= start &&
+        vdso < start + header.p_memsz) {
+      return true;
+    }
+  }
+  return false;
+}
+
 int ReleaseReadOnlySegments(dl_phdr_info* object, size_t, void* data) {
   auto* released = static_cast<size_t*>(data);
-  if (object->dlpi_addr == getauxval(AT_SYSINFO_EHDR)) return 0;  // vDSO
-  if (HasTextRelocations(*object)) return 0;
+  if (IsVdso(*object) || HasTextRelocations(*object)) return 0;
   const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
   for (ElfW(Half) i = 0; i < object->dlpi_phnum; ++i) {
     const ElfW(Phdr)& header = object->dlpi_phdr[i];

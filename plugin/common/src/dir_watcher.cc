@@ -86,14 +86,13 @@ DirWatcher::DirWatcher(int inotify_fd, int stop_fd, std::filesystem::path dir,
   thread_ = std::thread([this] { inotify_fd_ < 0 ? PollLoop() : Loop(); });
 }
 
-std::map<std::string, ino_t> DirWatcher::List() const {
-  std::map<std::string, ino_t> entries;
+std::map<std::string, files::FileIdentity> DirWatcher::List() const {
+  std::map<std::string, files::FileIdentity> entries;
   std::error_code error;
   for (std::filesystem::directory_iterator it(dir_, error), end;
        !error && it != end; it.increment(error)) {
-    struct stat info {};
-    if (lstat(it->path().c_str(), &info) == 0) {
-      entries[it->path().filename().string()] = info.st_ino;
+    if (auto identity = files::IdentityAt(it->path())) {
+      entries[it->path().filename().string()] = *identity;
     }
   }
   return entries;
@@ -105,16 +104,16 @@ void DirWatcher::PollLoop() {
     const int ready = poll(&stop, 1, static_cast<int>(kPollInterval.count()));
     if (ready < 0 && errno == EINTR) continue;
     if (ready != 0) return;  // stopped (or poll failed: nothing to wait on)
-    const std::map<std::string, ino_t> now = List();
-    for (const auto& [name, inode] : listed_) {
+    const std::map<std::string, files::FileIdentity> now = List();
+    for (const auto& [name, identity] : listed_) {
       const auto it = now.find(name);
-      if (it == now.end() || it->second != inode) {
+      if (it == now.end() || it->second != identity) {
         callback_({DirEvent::Kind::kDeleted, name});
       }
     }
-    for (const auto& [name, inode] : now) {
+    for (const auto& [name, identity] : now) {
       const auto it = listed_.find(name);
-      if (it == listed_.end() || it->second != inode) {
+      if (it == listed_.end() || it->second != identity) {
         callback_({DirEvent::Kind::kCreated, name});
       }
     }

@@ -6,6 +6,7 @@
 
 #include <fcntl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 namespace topology::files {
@@ -237,6 +238,23 @@ size_t RemoveTemporaryLeftoversIn(const std::filesystem::path& dir,
     if (unlinkat(dir_fd.get(), name.c_str(), 0) == 0) ++removed;
   }
   return removed;
+}
+
+std::optional<FileIdentity> IdentityAt(const std::filesystem::path& path,
+                                       mode_t* mode) {
+  struct statx info {};
+  if (statx(AT_FDCWD, path.c_str(), AT_SYMLINK_NOFOLLOW,
+            STATX_TYPE | STATX_MODE | STATX_INO | STATX_BTIME, &info) != 0) {
+    return std::nullopt;
+  }
+  if (mode != nullptr) *mode = info.stx_mode;
+  FileIdentity identity{.dev = makedev(info.stx_dev_major, info.stx_dev_minor),
+                        .ino = static_cast<ino_t>(info.stx_ino)};
+  if ((info.stx_mask & STATX_BTIME) != 0) {
+    identity.birth_ns =
+        info.stx_btime.tv_sec * 1'000'000'000LL + info.stx_btime.tv_nsec;
+  }
+  return identity;
 }
 
 }  // namespace topology::files

@@ -73,11 +73,10 @@ class CallCounterFactory
 }  // namespace
 
 std::optional<SocketIdentity> SocketAt(const std::filesystem::path& path) {
-  struct stat info {};
-  if (lstat(path.c_str(), &info) != 0 || !S_ISSOCK(info.st_mode)) {
-    return std::nullopt;
-  }
-  return SocketIdentity{info.st_dev, info.st_ino};
+  mode_t mode = 0;
+  std::optional<SocketIdentity> identity = files::IdentityAt(path, &mode);
+  if (!identity || !S_ISSOCK(mode)) return std::nullopt;
+  return identity;
 }
 
 bool Listening(const std::filesystem::path& path) {

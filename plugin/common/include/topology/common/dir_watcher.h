@@ -15,6 +15,7 @@
 
 #include <sys/types.h>
 
+#include "topology/common/safe_file.h"
 #include "topology/status.h"
 
 namespace topology::common {
@@ -56,13 +57,14 @@ class DirWatcher {
   void Loop();
   void PollLoop();
   // The directory's entries by name, with their inodes.
-  std::map<std::string, ino_t> List() const;
+  std::map<std::string, files::FileIdentity> List() const;
 
   int inotify_fd_;
   int stop_fd_;
   std::filesystem::path dir_;
   Callback callback_;
-  std::map<std::string, ino_t> listed_;  // polling: the last listing
+  std::map<std::string, files::FileIdentity>
+      listed_;  // polling: the last listing
   std::thread thread_;
 };
 

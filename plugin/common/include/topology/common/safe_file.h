@@ -8,7 +8,9 @@
 #define TOPOLOGY_COMMON_SAFE_FILE_H_
 
 #include <cstddef>
+#include <cstdint>
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -71,6 +73,23 @@ size_t RemoveTemporaryLeftoversIn(const std::filesystem::path& dir,
 // OK when `dir` is empty, missing or a directory.
 Status RefuseLinkedDirectory(std::string_view what,
                              const std::filesystem::path& dir);
+
+// Which file a path names (the link itself, never followed): device, inode
+// and birth time. The birth time tells a file from the one that replaced it
+// under the same inode number (ext4 gives a freed number to the next file
+// made near it, so a socket unlinked and bound again often keeps its
+// number); it is 0 where the file system keeps none.
+struct FileIdentity {
+  dev_t dev = 0;
+  ino_t ino = 0;
+  int64_t birth_ns = 0;
+  bool operator==(const FileIdentity&) const = default;
+};
+
+// The identity of the file at `path` and its type and mode (`mode`, may be
+// null), or nothing when there is none.
+std::optional<FileIdentity> IdentityAt(const std::filesystem::path& path,
+                                       mode_t* mode = nullptr);
 
 // Writes all of `contents` at the descriptor's offset, retrying short
 // writes and EINTR; false with errno set on failure.

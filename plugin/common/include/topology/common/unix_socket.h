@@ -45,6 +45,7 @@
 
 #include <sys/types.h>
 
+#include "topology/common/safe_file.h"
 #include "topology/status.h"
 #include "topology/thread_annotations.h"
 
@@ -58,12 +59,9 @@ class ServerInterceptorFactoryInterface;
 
 namespace topology::common {
 
-// Which socket file a path names: device and inode.
-struct SocketIdentity {
-  dev_t dev = 0;
-  ino_t ino = 0;
-  bool operator==(const SocketIdentity&) const = default;
-};
+// Which socket file a path names: device, inode and birth time
+// (files::FileIdentity).
+using SocketIdentity = files::FileIdentity;
 
 // The socket at `path` (not following a link), or nothing when there is
 // none (no file, or something else).
