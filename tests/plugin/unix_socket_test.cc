@@ -8,13 +8,13 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
-#include <ctime>
 #include <fstream>
 #include <future>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include <fcntl.h>
 #include <grpcpp/generic/async_generic_service.h>
 #include <grpcpp/grpcpp.h>
 #include <poll.h>
@@ -183,8 +183,9 @@ TEST(UnixAcceptorTest, InPlaceOnlyItsNameAppearsWithItsMode) {
 // A socket unlinked and bound again at its path is another socket, though
 // ext4 gives it the inode number of the one it replaced (the kubelet's pod
 // resources socket at a restart): its identity holds its birth time too.
-// The two are made a tick of the file system's clock apart, as a restart
-// is; within one tick the birth times are equal.
+// The second is made once the file system's clock has moved (a file made
+// and removed there is born later than the first socket), as a restart is:
+// files made within one of its ticks have the same birth time.
 TEST(SocketIdentityTest, ASocketBoundAgainAtItsPathIsAnotherOne) {
   testing::TempDir dir;
   const auto path = dir.path() / "kubelet.sock";
@@ -194,15 +195,16 @@ TEST(SocketIdentityTest, ASocketBoundAgainAtItsPathIsAnotherOne) {
   ASSERT_TRUE(before.has_value());
   close(first);
   ASSERT_EQ(unlink(path.c_str()), 0);
-  const auto coarse_now = [] {
-    timespec now{};
-    clock_gettime(CLOCK_REALTIME_COARSE, &now);
-    return now.tv_sec * 1'000'000'000LL + now.tv_nsec;
-  };
-  const long long made = coarse_now();
-  ASSERT_TRUE(testing::WaitFor([&] { return coarse_now() != made; },
-                               std::chrono::seconds(1),
-                               std::chrono::milliseconds(1)));
+  const auto probe = dir.path() / "probe";
+  ASSERT_TRUE(testing::WaitFor(
+      [&] {
+        const int fd = open(probe.c_str(), O_CREAT | O_EXCL | O_WRONLY, 0600);
+        if (fd >= 0) close(fd);
+        const auto made = files::IdentityAt(probe);
+        unlink(probe.c_str());
+        return made && made->birth_ns != before->birth_ns;
+      },
+      std::chrono::seconds(2), std::chrono::milliseconds(1)));
   const int second = BindAt(path, /*listening=*/true);
   ASSERT_GE(second, 0);
   const auto after = SocketAt(path);
