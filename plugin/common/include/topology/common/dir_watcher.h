@@ -56,15 +56,16 @@ class DirWatcher {
              Callback callback);
   void Loop();
   void PollLoop();
-  // The directory's entries by name, with their inodes.
+  // The directory's entries by name, with their identities (inode and
+  // birth time: a file replaced under the same inode number is news).
   std::map<std::string, files::FileIdentity> List() const;
 
   int inotify_fd_;
   int stop_fd_;
   std::filesystem::path dir_;
   Callback callback_;
-  std::map<std::string, files::FileIdentity>
-      listed_;  // polling: the last listing
+  // Polling: the last listing.
+  std::map<std::string, files::FileIdentity> listed_;
   std::thread thread_;
 };
 
